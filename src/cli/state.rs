@@ -1,0 +1,1 @@
+//! `elicitkit state`: (in progress)

@@ -1,0 +1,1 @@
+//! `elicitkit validate`: (in progress)

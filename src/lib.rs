@@ -1,0 +1,41 @@
+//! elicitkit: load-test, fuzz and conformance-check MCP servers that elicit
+//! input from their users, on both protocol generations (2025-11-25 push and
+//! 2026-07-28 Multi Round-Trip Requests).
+//!
+//! # Module map
+//!
+//! Dependencies point one way: `protocol`, `schema` and `state` know nothing
+//! of HTTP; `store` builds on `state`; `server` and `client` build on those;
+//! `load` and `check` build on `client`; `report` only renders.
+//!
+//! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
+//!   every validator reports in.
+//! - [`protocol`]: wire types for JSON-RPC 2.0 and both generations, the
+//!   `Mcp-*` header codec, an SSE codec, and message validators. No I/O.
+//! - [`schema`]: `requestedSchema` as a typed model; schema and content
+//!   validation; generation of valid and deliberately invalid content; secret
+//!   heuristics for forms and URLs. No I/O.
+//! - [`state`]: `requestState` sealing: envelope, HMAC and AEAD codecs, key
+//!   ring and rotation, binding to principal, request and expiry, and a
+//!   replay guard.
+//! - [`store`]: pending-elicitation records with an exactly-once completion
+//!   contract; memory and SQLite backends.
+//! - [`server`]: the reference server behind `elicitkit serve`.
+//! - [`client`]: the protocol clients (modern MRTR, legacy push) and their
+//!   answer policies, used by `load` and `check`.
+//! - [`load`]: Goose scenarios, the open-model driver and HDR metrics.
+//! - [`check`]: conformance and security probes, one file per family.
+//! - [`report`]: renders run results as JSON, Markdown, HTML and JUnit.
+//! - [`cli`]: the subcommands behind the `elicitkit` binary.
+
+pub mod check;
+pub mod cli;
+pub mod client;
+pub mod findings;
+pub mod load;
+pub mod protocol;
+pub mod report;
+pub mod schema;
+pub mod server;
+pub mod state;
+pub mod store;

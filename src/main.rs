@@ -1,0 +1,20 @@
+//! The `elicitkit` binary: parse the command line, dispatch, map to an exit code.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Load-test, fuzz and conformance-check MCP servers that elicit user input.
+#[derive(Parser)]
+#[command(name = "elicitkit", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {}
+}
