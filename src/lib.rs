@@ -27,15 +27,26 @@
 //! - [`check`]: conformance and security probes, one file per family.
 //! - [`report`]: renders run results as JSON, Markdown, HTML and JUnit.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
+//! - [`fuzz_support`]: the properties the fuzz targets check, callable from
+//!   `cargo test` on stable so committed corpora replay everywhere.
+//!
+//! The `net` feature (on by default) gates everything that does I/O over
+//! HTTP; the fuzz crate builds without it.
 
+#[cfg(feature = "net")]
 pub mod check;
+#[cfg(feature = "net")]
 pub mod cli;
+#[cfg(feature = "net")]
 pub mod client;
 pub mod findings;
+pub mod fuzz_support;
+#[cfg(feature = "net")]
 pub mod load;
 pub mod protocol;
 pub mod report;
 pub mod schema;
+#[cfg(feature = "net")]
 pub mod server;
 pub mod state;
 pub mod store;

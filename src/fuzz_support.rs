@@ -1,0 +1,1 @@
+//! The properties the fuzz targets check (in progress).
