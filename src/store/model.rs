@@ -64,7 +64,7 @@ impl ModelOutcome {
 /// the number created (no records: an id that does not exist).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
-    /// Create a record for `PRINCIPALS[principal % 3]` living `ttl_ms`.
+    /// Create a record for `PRINCIPALS[principal % 3]` living `ttl_ms` (decoded: 1..=32).
     Create {
         /// Principal index.
         principal: u8,
@@ -136,7 +136,7 @@ impl Op {
                     let b = arg();
                     Op::Create {
                         principal: b % 3,
-                        ttl_ms: 1 + u32::from(arg()) * 4,
+                        ttl_ms: 1 + u32::from(arg() % 32),
                         mode: if b & 0x10 == 0 { Mode::Form } else { Mode::Url },
                     }
                 }
@@ -154,9 +154,13 @@ impl Op {
                     outcome: ModelOutcome::from_byte(arg()),
                 },
                 4 => {
+                    // Small TTLs and steps so the clock often lands exactly
+                    // on an expiry instant. bit 0: sweep; bit 1: 0..7 ms
+                    // nudge or 0..63 ms jump.
                     let b = arg();
+                    let v = u32::from(b >> 2);
                     Op::Expire {
-                        advance_ms: u32::from(b >> 1) * 8,
+                        advance_ms: if b & 2 == 0 { v % 8 } else { v },
                         sweep: b & 1 == 1,
                     }
                 }
