@@ -1,1 +1,101 @@
-//! (in progress)
+//! `requestState` sealing for MRTR servers.
+//!
+//! A server hands the client an opaque `requestState` and must trust it again
+//! on the retry. The spec (digest §4.7 S7/S8) says: treat it as
+//! attacker-controlled, protect its integrity, bind it to the principal, the
+//! originating request and a short expiry, and enforce single use on the
+//! server where an action must not repeat. This module does all four.
+//!
+//! # Pieces
+//!
+//! - [`Claims`]: what every state carries (principal, client id, request
+//!   digest, issued/expires, nonce, round, payload).
+//! - [`request_digest`] / [`canonical_json`]: the origin-request binding.
+//! - [`CodecName`] / [`StateCodec`]: six codecs behind one trait.
+//! - [`KeyRing`]: keys by id from a file or environment variable; rotation.
+//! - [`Sealer`]: seal with the current key, open with any listed key, check
+//!   size, tag, time window and [`Binding`]. Errors are [`StateError`], one
+//!   kind per reason.
+//! - [`ReplayGuard`] / [`MemoryReplayGuard`]: single use.
+//! - [`tamper`]: deterministic mutations for tests, fuzzing and checks.
+//! - [`primitive`]: the raw algorithms, for known-answer tests and benches.
+//!
+//! # Token format (version 1)
+//!
+//! The token is the base64url encoding, **without padding**, of:
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 1 | version = 1 |
+//! | 1 | 4 | key id, u32 big-endian |
+//! | 5 | 1 | algorithm: 1 hmac-sha256, 2 blake3-keyed, 3 aes-256-gcm, 4 aes-256-gcm-siv, 5 chacha20-poly1305, 6 xchacha20-poly1305 |
+//! | 6 | 0 / 12 / 24 | random AEAD nonce (none for the two MAC codecs; 24 for XChaCha) |
+//! | … | n | claims record (below): plaintext for MACs, ciphertext for AEADs |
+//! | end − t | 32 / 16 | tag: HMAC-SHA256 or BLAKE3 over bytes 0..end−32; AEAD tag with bytes 0..6 as associated data |
+//!
+//! Claims record (fixed binary layout, all integers big-endian, no JSON):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 8 | issued_at (Unix ms) |
+//! | 8 | 8 | expires_at (Unix ms) |
+//! | 16 | 16 | nonce |
+//! | 32 | 4 | round |
+//! | 36 | 32 | request digest |
+//! | 68 | 1 | flags: bit 0 = client id present; other bits must be 0 |
+//! | 69 | 2 | principal length P |
+//! | 71 | 2 | client id length C (0 when absent) |
+//! | 73 | 4 | payload length L |
+//! | 77 | P, C, L | principal (UTF-8), client id (UTF-8), payload |
+//!
+//! The record must be exactly 77 + P + C + L bytes. Keys are derived per
+//! codec from the master key (see [`codec`]). A 256-byte payload with a short
+//! principal gives a token of about 490 (MAC) or 470 (AEAD) characters.
+//!
+//! # Opening
+//!
+//! [`Sealer::open`] checks, in order, and stops at the first failure:
+//! length ≤ `max_token_len` (`TooLarge`, before decoding) → canonical
+//! base64url (`Malformed`) → version (`UnsupportedVersion`) → algorithm
+//! byte equals the configured codec (`Malformed`) → key id in the ring
+//! (`UnknownKey`) → tag, compared in constant time (`BadTag`) → claims layout
+//! (`Malformed`) → `issued_at ≤ now + skew` (`NotYetValid`) →
+//! `now ≤ expires_at + skew` (`Expired`) → principal (`WrongPrincipal`) →
+//! request digest (`WrongRequest`). `Replayed` comes from a [`ReplayGuard`],
+//! see [`Sealer::open_once`].
+//!
+//! # Nonces
+//!
+//! AEAD nonces are drawn from a CSPRNG (`rand::rng()`) per seal.
+//! AES-256-GCM and ChaCha20-Poly1305 use 96-bit nonces, so each key seals at
+//! most [`codec::RANDOM_96BIT_NONCE_BOUND`] (2^32) states, after which
+//! `seal` refuses until the key is rotated. AES-256-GCM-SIV (a repeated
+//! nonce reveals only that two identical claims were sealed) and
+//! XChaCha20-Poly1305 (192-bit nonces) are the codecs meant for random
+//! nonces at any volume.
+
+pub mod claims;
+pub mod codec;
+pub mod digest;
+pub mod envelope;
+pub mod error;
+pub mod keyring;
+pub mod primitive;
+pub mod replay;
+pub mod sealer;
+pub mod tamper;
+
+pub use claims::{Claims, ClaimsRef};
+pub use codec::{CodecName, SealError, StateCodec};
+pub use digest::{CanonicalError, canonical_json, request_digest};
+pub use error::{ConfigError, KeyError, StateError};
+pub use keyring::KeyRing;
+pub use replay::{MemoryReplayGuard, ReplayGuard};
+pub use sealer::{Binding, Sealer, SealerConfig};
+
+/// Current time in Unix milliseconds (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
