@@ -1,0 +1,821 @@
+//! Secret and URL heuristics (spec §3.6 rules 1 and 4).
+//!
+//! **Forms.** A free-input field (string or number) whose name, title or
+//! description asks for a password, passphrase, API key, access/refresh/
+//! bearer token, secret, private key, card number, CVV/CVC, PIN, SSN,
+//! OTP/2FA code and the like is a MUST finding `form-asks-for-secret`:
+//! secrets belong in URL mode. Text is split into words (on punctuation,
+//! `snake_case`, `kebab-case` and `camelCase`/`APIKey` boundaries) and
+//! matched word by word, so `secretary`, `passport`, `tokenizer` or
+//! `keyboard` never match. A word followed by a meta word (`password
+//! length`, `token count`, `pin type`...) does not count, and `token` does
+//! not count next to quantity words (`max token`, `token limit`). Booleans
+//! and selects are not checked: their values are fixed by the server, so
+//! they cannot carry a typed secret.
+//!
+//! Clickable URLs (`scheme://` or `www.`) in a field's title, description,
+//! option labels or defaults, or in the request `message`, are a SHOULD
+//! finding `form-contains-url`. The default of a `format: uri` field is
+//! exempt: it pre-fills an input, it is not a link.
+//!
+//! **URL mode.** [`url_findings`] reports, for one URL:
+//! `url-invalid` (MUST; not an absolute URL, or whitespace/control
+//! characters), `url-bad-scheme` (MUST; anything but http/https, e.g.
+//! `javascript:`, `data:`, `file:`), `url-not-https` (SHOULD; `http:` to a
+//! host other than loopback), `url-carries-credentials` (MUST; userinfo, a
+//! credential-named parameter with a value, a JWT or `Bearer` value, in the
+//! query, fragment or path) and `url-carries-personal-data` (MUST; a
+//! personal-data parameter name, or an e-mail address, phone number or SSN
+//! pattern in a value or path segment). At most [`MAX_URL_FINDINGS`] are
+//! listed per URL.
+
+use serde_json::Value;
+
+use super::formats::is_email;
+use super::model::{FieldSchema, RequestedSchema, SingleSelectStyle, StringFormat};
+use super::parse::parse_schema;
+use crate::findings::{Finding, Severity, pointer_push};
+
+/// Most findings [`url_findings`] reports for one URL.
+pub const MAX_URL_FINDINGS: usize = 16;
+
+/// Words that are secrets on their own.
+const SECRET_WORDS: &[&str] = &[
+    "password",
+    "passwords",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "passcode",
+    "secret",
+    "secrets",
+    "apikey",
+    "apikeys",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "accesstoken",
+    "refreshtoken",
+    "bearertoken",
+    "authtoken",
+    "apitoken",
+    "idtoken",
+    "sessiontoken",
+    "clientsecret",
+    "bearer",
+    "cvv",
+    "cvc",
+    "cvv2",
+    "cvc2",
+    "csc",
+    "pin",
+    "ssn",
+    "otp",
+    "totp",
+    "2fa",
+    "mfa",
+    "creditcard",
+    "cardnumber",
+    "iban",
+    "credential",
+    "credentials",
+    "mnemonic",
+];
+
+/// Word sequences that are secrets together.
+const SECRET_PHRASES: &[&[&str]] = &[
+    &["api", "key"],
+    &["api", "keys"],
+    &["private", "key"],
+    &["secret", "key"],
+    &["access", "key"],
+    &["signing", "key"],
+    &["encryption", "key"],
+    &["license", "key"],
+    &["credit", "card"],
+    &["debit", "card"],
+    &["payment", "card"],
+    &["card", "number"],
+    &["card", "no"],
+    &["cc", "number"],
+    &["security", "code"],
+    &["verification", "code"],
+    &["auth", "code"],
+    &["authentication", "code"],
+    &["authorization", "code"],
+    &["recovery", "code"],
+    &["backup", "code"],
+    &["one", "time", "code"],
+    &["two", "factor"],
+    &["social", "security"],
+    &["seed", "phrase"],
+    &["recovery", "phrase"],
+];
+
+/// Words that, right after a secret word, turn it into metadata.
+const META_AFTER: &[&str] = &[
+    "length",
+    "count",
+    "counts",
+    "limit",
+    "limits",
+    "policy",
+    "strength",
+    "requirements",
+    "rules",
+    "hint",
+    "expiry",
+    "expiration",
+    "lifetime",
+    "ttl",
+    "age",
+    "size",
+    "name",
+    "symbol",
+    "type",
+    "id",
+    "ids",
+    "address",
+    "reset",
+];
+
+/// Quantity words that stop `token` meaning a credential.
+const TOKEN_QUANTITY: &[&str] = &[
+    "max", "maximum", "min", "minimum", "total", "count", "limit", "budget", "usage", "used",
+    "input", "output", "context", "per", "number",
+];
+
+/// Splits text into lowercase words on non-alphanumerics and case changes.
+pub fn split_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if c.is_uppercase() && !cur.is_empty() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let after_alnum_word = prev.is_numeric() && cur.chars().any(char::is_alphabetic);
+            if prev.is_lowercase() || after_alnum_word || (prev.is_uppercase() && next_lower) {
+                words.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+/// True when `text` (a field name, title or description) asks for a secret.
+pub fn asks_for_secret(text: &str) -> bool {
+    let words = split_words(text);
+    let has = |set: &[&str], w: &str| set.contains(&w);
+    for (i, w) in words.iter().enumerate() {
+        if words.get(i + 1).is_some_and(|n| has(META_AFTER, n)) {
+            continue;
+        }
+        if w == "token" {
+            let near_quantity = words.iter().any(|x| has(TOKEN_QUANTITY, x));
+            if !near_quantity {
+                return true;
+            }
+            continue;
+        }
+        if has(SECRET_WORDS, w) {
+            return true;
+        }
+        for phrase in SECRET_PHRASES {
+            let end = i + phrase.len();
+            if end <= words.len()
+                && words[i..end].iter().zip(phrase.iter()).all(|(a, b)| a == b)
+                && !words.get(end).is_some_and(|n| has(META_AFTER, n))
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// True when `text` holds something a client would render as a link
+/// (`scheme://` after a letter, or `www.` at a word start).
+pub fn contains_clickable_url(text: &str) -> bool {
+    let b = text.as_bytes();
+    for (i, _) in text.match_indices("://") {
+        if i > 0 && b[i - 1].is_ascii_alphabetic() {
+            return true;
+        }
+    }
+    let lower = text.to_ascii_lowercase();
+    lower.match_indices("www.").any(|(i, _)| {
+        (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+            && b.get(i + 4).is_some_and(u8::is_ascii_alphanumeric)
+    })
+}
+
+fn url_finding(out: &mut Vec<Finding>, pointer: String, what: &str) {
+    out.push(Finding::new(
+        Severity::Should,
+        pointer,
+        "form-contains-url",
+        format!("{what} contains a clickable URL; form-mode requests should not carry links"),
+    ));
+}
+
+/// Secret-asking fields and clickable URLs in a parsed form schema.
+/// Pointers are into the schema (`/properties/password`).
+pub fn form_secret_findings(schema: &RequestedSchema) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, field) in &schema.properties {
+        let ptr = pointer_push("/properties", name);
+        let free_input = matches!(field, FieldSchema::String(_) | FieldSchema::Number(_));
+        if free_input
+            && (asks_for_secret(name)
+                || field.title().is_some_and(asks_for_secret)
+                || field.description().is_some_and(asks_for_secret))
+        {
+            out.push(Finding::new(
+                Severity::Must,
+                ptr.as_str(),
+                "form-asks-for-secret",
+                format!(
+                    "field \"{name}\" appears to ask for a secret; secrets belong in URL mode, not in a form"
+                ),
+            ));
+        }
+        if field.title().is_some_and(contains_clickable_url) {
+            url_finding(&mut out, pointer_push(&ptr, "title"), "the title");
+        }
+        if field.description().is_some_and(contains_clickable_url) {
+            url_finding(
+                &mut out,
+                pointer_push(&ptr, "description"),
+                "the description",
+            );
+        }
+        let uri_field =
+            matches!(field, FieldSchema::String(f) if f.format == Some(StringFormat::Uri));
+        let default_has_url = match field.default_value() {
+            Some(Value::String(s)) => contains_clickable_url(&s),
+            Some(Value::Array(a)) => a
+                .iter()
+                .any(|v| v.as_str().is_some_and(contains_clickable_url)),
+            _ => false,
+        };
+        if default_has_url && !uri_field {
+            url_finding(&mut out, pointer_push(&ptr, "default"), "the default");
+        }
+        let options_have_url = match field {
+            FieldSchema::SingleSelect(f) => f.options.iter().any(|o| {
+                o.title.as_deref().is_some_and(contains_clickable_url)
+                    || (f.style == SingleSelectStyle::Untitled && contains_clickable_url(&o.value))
+            }),
+            FieldSchema::MultiSelect(f) => f.options.iter().any(|o| {
+                o.title.as_deref().is_some_and(contains_clickable_url)
+                    || contains_clickable_url(&o.value)
+            }),
+            _ => false,
+        };
+        if options_have_url {
+            url_finding(&mut out, ptr.clone(), "an option label");
+        }
+    }
+    out
+}
+
+/// [`form_secret_findings`] plus the `message`, for the `params` of a
+/// form-mode `elicitation/create` (or a Gen B input request's `params`).
+/// Pointers are into `params`. URL-mode params yield nothing here.
+pub fn form_request_findings(params: &Value) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if params.get("mode").and_then(Value::as_str) == Some("url") {
+        return out;
+    }
+    if let Some(msg) = params.get("message").and_then(Value::as_str)
+        && contains_clickable_url(msg)
+    {
+        url_finding(&mut out, "/message".into(), "the message");
+    }
+    if let Some(schema) = params.get("requestedSchema")
+        && let (Some(model), _) = parse_schema(schema)
+    {
+        for mut f in form_secret_findings(&model) {
+            f.pointer.insert_str(0, "/requestedSchema");
+            out.push(f);
+        }
+    }
+    out
+}
+
+fn normalise_key(k: &str) -> String {
+    k.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+const CREDENTIAL_KEYS: &[&str] = &[
+    "token",
+    "auth",
+    "authorization",
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "passphrase",
+    "secret",
+    "apikey",
+    "key",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "session",
+    "sessionid",
+    "sid",
+    "jsessionid",
+    "phpsessid",
+    "credential",
+    "credentials",
+    "otp",
+    "pin",
+    "cvv",
+    "cvc",
+    "creditcard",
+    "cardnumber",
+];
+
+const PERSONAL_KEYS: &[&str] = &[
+    "email",
+    "emailaddress",
+    "mail",
+    "useremail",
+    "ssn",
+    "socialsecuritynumber",
+    "phone",
+    "phonenumber",
+    "tel",
+    "telephone",
+    "mobile",
+    "dob",
+    "dateofbirth",
+    "birthdate",
+    "birthday",
+    "firstname",
+    "lastname",
+    "fullname",
+    "surname",
+    "address",
+    "streetaddress",
+    "passport",
+    "passportnumber",
+];
+
+fn is_credential_key(k: &str) -> bool {
+    CREDENTIAL_KEYS.contains(&k)
+        || ["token", "password", "secret", "apikey", "sessionid"]
+            .iter()
+            .any(|s| k.ends_with(s))
+}
+
+fn looks_like_jwt(v: &str) -> bool {
+    v.starts_with("eyJ")
+        && v.split('.').count() == 3
+        && v.split('.').all(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+fn looks_like_phone(v: &str) -> bool {
+    let t = v.trim();
+    let digits = t.bytes().filter(u8::is_ascii_digit).count();
+    let only_phone_chars = t
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b' ' | b'-' | b'.' | b'(' | b')'));
+    if !only_phone_chars || digits == 0 {
+        return false;
+    }
+    if t.starts_with('+') {
+        return (8..=15).contains(&digits);
+    }
+    // NNN-NNN-NNNN or (NNN) NNN-NNNN style.
+    let groups: Vec<&str> = t
+        .split([' ', '-', '.', '(', ')'])
+        .filter(|g| !g.is_empty())
+        .collect();
+    groups.len() == 3
+        && groups[0].len() == 3
+        && groups[1].len() == 3
+        && groups[2].len() == 4
+        && t.contains(['-', '.', ' ', ')'])
+}
+
+fn looks_like_ssn(v: &str) -> bool {
+    let b = v.trim().as_bytes();
+    b.len() == 11
+        && b[3] == b'-'
+        && b[6] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 3 || i == 6 || c.is_ascii_digit())
+}
+
+fn contains_email(v: &str) -> bool {
+    v.split(|c: char| {
+        c.is_whitespace()
+            || matches!(
+                c,
+                ',' | ';' | '<' | '>' | '"' | '\'' | '(' | ')' | '/' | '?' | '&' | '='
+            )
+    })
+    .any(is_email)
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+struct UrlCx {
+    out: Vec<Finding>,
+    pointer: String,
+}
+
+impl UrlCx {
+    fn add(&mut self, severity: Severity, rule: &str, msg: String) {
+        if self.out.len() < MAX_URL_FINDINGS {
+            self.out
+                .push(Finding::new(severity, self.pointer.as_str(), rule, msg));
+        }
+    }
+
+    fn value(&mut self, where_: &str, v: &str) {
+        if looks_like_jwt(v) || v.trim_start().to_ascii_lowercase().starts_with("bearer ") {
+            self.add(
+                Severity::Must,
+                "url-carries-credentials",
+                format!("{where_} carries what looks like a bearer token"),
+            );
+        } else if contains_email(v) {
+            self.add(
+                Severity::Must,
+                "url-carries-personal-data",
+                format!("{where_} carries an e-mail address"),
+            );
+        } else if looks_like_ssn(v) {
+            self.add(
+                Severity::Must,
+                "url-carries-personal-data",
+                format!("{where_} carries what looks like a social security number"),
+            );
+        } else if looks_like_phone(v) {
+            self.add(
+                Severity::Must,
+                "url-carries-personal-data",
+                format!("{where_} carries what looks like a phone number"),
+            );
+        }
+    }
+
+    fn pairs<'a>(
+        &mut self,
+        part: &str,
+        pairs: impl Iterator<Item = (std::borrow::Cow<'a, str>, std::borrow::Cow<'a, str>)>,
+    ) {
+        for (k, v) in pairs {
+            if self.out.len() >= MAX_URL_FINDINGS {
+                return;
+            }
+            if v.is_empty() {
+                continue;
+            }
+            let nk = normalise_key(&k);
+            if is_credential_key(&nk) {
+                self.add(
+                    Severity::Must,
+                    "url-carries-credentials",
+                    format!("{part} parameter `{k}` carries a credential; URLs must not"),
+                );
+            } else if PERSONAL_KEYS.contains(&nk.as_str()) {
+                self.add(
+                    Severity::Must,
+                    "url-carries-personal-data",
+                    format!("{part} parameter `{k}` carries personal data; URLs must not"),
+                );
+            } else {
+                self.value(&format!("{part} parameter `{k}`"), &v);
+            }
+        }
+    }
+}
+
+/// Findings for a URL-mode `url`, with pointer `""`; see the module docs.
+pub fn url_findings(url: &str) -> Vec<Finding> {
+    url_findings_at("", url)
+}
+
+/// [`url_findings`] with every finding at `pointer` (e.g. `/params/url`).
+pub fn url_findings_at(pointer: &str, url: &str) -> Vec<Finding> {
+    let mut cx = UrlCx {
+        out: Vec::new(),
+        pointer: pointer.to_string(),
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        cx.add(
+            Severity::Must,
+            "url-invalid",
+            "the URL contains whitespace or control characters".into(),
+        );
+        return cx.out;
+    }
+    let parsed = match url::Url::parse(url) {
+        Ok(u) => u,
+        Err(e) => {
+            cx.add(
+                Severity::Must,
+                "url-invalid",
+                format!("not a valid absolute URL: {e}"),
+            );
+            return cx.out;
+        }
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" => {
+            let loopback = match parsed.host() {
+                Some(url::Host::Domain(d)) => {
+                    d.eq_ignore_ascii_case("localhost")
+                        || d.to_ascii_lowercase().ends_with(".localhost")
+                }
+                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                None => false,
+            };
+            if !loopback {
+                cx.add(
+                    Severity::Should,
+                    "url-not-https",
+                    "the URL uses http to a non-loopback host; use https outside development"
+                        .into(),
+                );
+            }
+        }
+        other => {
+            cx.add(
+                Severity::Must,
+                "url-bad-scheme",
+                format!("scheme `{other}:` is not http or https; clients must not open it"),
+            );
+            return cx.out;
+        }
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        cx.add(
+            Severity::Must,
+            "url-carries-credentials",
+            "the URL carries userinfo (user:pass@); URLs must not carry credentials".into(),
+        );
+    }
+    cx.pairs("query", parsed.query_pairs());
+    if let Some(frag) = parsed.fragment() {
+        cx.pairs("fragment", url::form_urlencoded::parse(frag.as_bytes()));
+    }
+    for seg in parsed.path().split('/') {
+        if seg.is_empty() {
+            continue;
+        }
+        let decoded = percent_decode(seg);
+        cx.value("a path segment", &decoded);
+    }
+    cx.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn word_splitting() {
+        assert_eq!(split_words("myAPIKey"), ["my", "api", "key"]);
+        assert_eq!(split_words("api_key-v2"), ["api", "key", "v2"]);
+        assert_eq!(split_words("oauth2Token"), ["oauth2", "token"]);
+        assert_eq!(split_words("Card №: CVV"), ["card", "cvv"]);
+        assert_eq!(split_words(""), Vec::<String>::new());
+    }
+
+    #[test]
+    fn secret_positives() {
+        for t in [
+            "password",
+            "newPassword",
+            "confirm_password",
+            "Passphrase",
+            "api_key",
+            "apiKey",
+            "OPENAI_API_KEY",
+            "GitHub token",
+            "access_token",
+            "refreshToken",
+            "Bearer token",
+            "client secret",
+            "Your secret",
+            "privateKey",
+            "SSH private key",
+            "Credit card",
+            "cardNumber",
+            "Card number",
+            "CVV",
+            "cvc2",
+            "PIN",
+            "pin_code",
+            "SSN",
+            "Social security number",
+            "OTP",
+            "2FA code",
+            "One-time code",
+            "Verification code",
+            "TOTP",
+            "IBAN",
+            "Seed phrase",
+            "Enter your password (min 8 characters)",
+        ] {
+            assert!(asks_for_secret(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn secret_negatives() {
+        for t in [
+            "name",
+            "email",
+            "username",
+            "user_name",
+            "Token count",
+            "max_tokens",
+            "Maximum tokens",
+            "Token limit",
+            "tokenizer",
+            "secretary",
+            "Secretariat",
+            "passport",
+            "Passenger",
+            "keyboard",
+            "Key name",
+            "sort key",
+            "pinned",
+            "spinning",
+            "Password length",
+            "Minimum password length",
+            "Card type",
+            "Gift",
+            "Department",
+            "",
+        ] {
+            assert!(!asks_for_secret(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn clickable_urls() {
+        assert!(contains_clickable_url("see https://x.org"));
+        assert!(contains_clickable_url("WWW.example.com"));
+        assert!(contains_clickable_url("(www.a.b)"));
+        assert!(!contains_clickable_url("use the www. prefix? no: awww.x"));
+        assert!(!contains_clickable_url("ratio 3://"));
+        assert!(!contains_clickable_url("plain text"));
+    }
+
+    #[test]
+    fn form_findings() {
+        let schema = parse_schema(&json!({"type":"object","properties":{
+            "password":{"type":"string"},
+            "remember_password":{"type":"boolean"},
+            "name":{"type":"string","description":"see https://example.com/help"},
+            "site":{"type":"string","format":"uri","default":"https://example.com"},
+            "pick":{"type":"string","oneOf":[{"const":"a","title":"www.evil.example"}]}}}))
+        .0
+        .expect("model");
+        let f = form_secret_findings(&schema);
+        let got: Vec<(&str, &str)> = f
+            .iter()
+            .map(|f| (f.pointer.as_str(), f.rule.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("/properties/name/description", "form-contains-url"),
+                ("/properties/password", "form-asks-for-secret"),
+                ("/properties/pick", "form-contains-url"),
+            ]
+        );
+        assert_eq!(f[1].severity, Severity::Must);
+        assert_eq!(f[0].severity, Severity::Should);
+    }
+
+    #[test]
+    fn form_request_prefixes_pointers() {
+        let f = form_request_findings(&json!({"message":"Go to http://x.org",
+            "requestedSchema":{"type":"object","properties":{"apiKey":{"type":"string"}}}}));
+        let got: Vec<&str> = f.iter().map(|f| f.pointer.as_str()).collect();
+        assert_eq!(got, ["/message", "/requestedSchema/properties/apiKey"]);
+        assert!(form_request_findings(&json!({"mode":"url","message":"https://x"})).is_empty());
+    }
+
+    fn url_rules(u: &str) -> Vec<String> {
+        url_findings(u).into_iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn url_rules_fire() {
+        assert!(url_rules("https://example.com/elicit/abc?x=1").is_empty());
+        assert!(url_rules("http://127.0.0.1:8080/e").is_empty());
+        assert!(url_rules("http://[::1]/e").is_empty());
+        assert!(url_rules("http://localhost/e").is_empty());
+        assert_eq!(url_rules("/relative"), ["url-invalid"]);
+        assert_eq!(url_rules("https://x.org/a b"), ["url-invalid"]);
+        assert_eq!(url_rules("javascript:alert(1)"), ["url-bad-scheme"]);
+        assert_eq!(url_rules("data:text/html,hi"), ["url-bad-scheme"]);
+        assert_eq!(url_rules("http://example.com/e"), ["url-not-https"]);
+        assert_eq!(url_rules("https://u:p@x.org/"), ["url-carries-credentials"]);
+        assert_eq!(
+            url_rules("https://x.org/?access_token=abc"),
+            ["url-carries-credentials"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/#token=abc"),
+            ["url-carries-credentials"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?api-key=1"),
+            ["url-carries-credentials"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?Password=hunter2"),
+            ["url-carries-credentials"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?a=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"),
+            ["url-carries-credentials"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?user=a%40b.com"),
+            ["url-carries-personal-data"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/u/alice@example.com/"),
+            ["url-carries-personal-data"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?ssn=123"),
+            ["url-carries-personal-data"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?q=123-45-6789"),
+            ["url-carries-personal-data"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?c=%2B44%2020%207946%200958"),
+            ["url-carries-personal-data"]
+        );
+        assert_eq!(
+            url_rules("https://x.org/?c=555-123-4567"),
+            ["url-carries-personal-data"]
+        );
+        // Empty values, ids and ordinary numbers are fine.
+        assert!(url_rules("https://x.org/?token=&id=123456789012&page=2").is_empty());
+    }
+
+    #[test]
+    fn url_findings_are_bounded() {
+        let q: String = (0..100).map(|i| format!("t{i}_token=x&")).collect();
+        let f = url_findings(&format!("https://x.org/?{q}"));
+        assert_eq!(f.len(), MAX_URL_FINDINGS);
+    }
+}
