@@ -1,1 +1,28 @@
-//! (in progress)
+//! The protocol clients used by `load` and `check`.
+//!
+//! - [`outcome`]: what every driver records: timed [`Leg`]s, a [`RoundTrip`]
+//!   per tool call, and its judged [`Outcome`] / [`ErrorClass`].
+//! - [`modern`]: the 2026-07-28 MRTR client as a sans-I/O state machine
+//!   ([`ModernFlow`]), so any HTTP driver can run it.
+//! - [`http`]: a plain reqwest driver for [`ModernFlow`] ([`run_modern`]).
+//! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
+//! - [`browser`]: completes a URL-flow page the way a plain browser would.
+//! - [`legacy`]: the 2025-11-25 session + SSE client.
+//! - `content`: valid and invalid form content for answers.
+
+pub mod browser;
+pub mod content;
+pub mod http;
+pub mod legacy;
+pub mod modern;
+pub mod outcome;
+pub mod policy;
+
+pub use content::InvalidKind;
+pub use http::{Endpoint, run_modern};
+pub use modern::{
+    Auth, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step, Target,
+    ToolCall,
+};
+pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
+pub use policy::{AnswerPolicy, Mutation};

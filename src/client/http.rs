@@ -1,0 +1,175 @@
+//! A plain reqwest driver for [`ModernFlow`]: sends each [`Outgoing`], times
+//! it (to headers, to the end of the body), and enforces a per-leg timeout.
+
+use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step, Target};
+use super::outcome::RoundTrip;
+use std::time::{Duration, Instant};
+
+/// Where a server lives and whose tokens to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
+    pub mcp_url: String,
+    /// Bearer token of the principal that runs the flows.
+    pub primary_token: String,
+    /// Bearer token of another principal (cross-principal probes).
+    pub other_token: Option<String>,
+}
+
+impl Endpoint {
+    /// An endpoint with a primary token and no other principal.
+    pub fn new(mcp_url: impl Into<String>, primary_token: impl Into<String>) -> Self {
+        Endpoint {
+            mcp_url: mcp_url.into(),
+            primary_token: primary_token.into(),
+            other_token: None,
+        }
+    }
+
+    /// The token for `auth`, if configured.
+    pub fn token(&self, auth: Auth) -> Option<&str> {
+        match auth {
+            Auth::Primary => Some(&self.primary_token),
+            Auth::Other => self.other_token.as_deref(),
+        }
+    }
+
+    /// Resolves a target: the MCP URL itself, or a page URL relative to the
+    /// MCP URL's origin (absolute URLs are kept).
+    pub fn resolve(&self, target: &Target) -> Result<url::Url, String> {
+        let base = url::Url::parse(&self.mcp_url)
+            .map_err(|e| format!("bad MCP URL {:?}: {e}", self.mcp_url))?;
+        match target {
+            Target::Mcp => Ok(base),
+            Target::Page { url } => base
+                .join(url)
+                .map_err(|e| format!("bad page URL {url:?}: {e}")),
+        }
+    }
+}
+
+/// Sends one request and reads the whole body, with a timeout on the lot.
+pub async fn exchange(
+    client: &reqwest::Client,
+    endpoint: &Endpoint,
+    out: &Outgoing,
+    timeout: Duration,
+) -> Result<HttpReply, (LegFailure, Duration)> {
+    let started = Instant::now();
+    let url = endpoint
+        .resolve(&out.target)
+        .map_err(|e| (LegFailure::Transport(e), started.elapsed()))?;
+    let token = endpoint.token(out.auth).ok_or_else(|| {
+        (
+            LegFailure::Transport("no token configured for the other principal".into()),
+            started.elapsed(),
+        )
+    })?;
+    let method = match out.method {
+        HttpMethod::Post => reqwest::Method::POST,
+        HttpMethod::Get => reqwest::Method::GET,
+    };
+    let mut req = client.request(method, url).bearer_auth(token);
+    for (k, v) in &out.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    if out.method == HttpMethod::Post {
+        req = req.body(out.body.clone());
+    }
+    let work = async {
+        let resp = req.send().await.map_err(|e| describe(&e))?;
+        let to_headers = started.elapsed();
+        let status = resp.status().as_u16();
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let content_type = header("content-type");
+        let server_timing = header("server-timing");
+        let body = resp.bytes().await.map_err(|e| describe(&e))?;
+        Ok::<_, String>(HttpReply {
+            status,
+            content_type,
+            server_timing,
+            body,
+            to_headers,
+            total: started.elapsed(),
+        })
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(reply)) => Ok(reply),
+        Ok(Err(e)) => Err((LegFailure::Transport(e), started.elapsed())),
+        Err(_) => Err((LegFailure::Timeout, started.elapsed())),
+    }
+}
+
+/// A reqwest error with its chain of causes, on one line.
+pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// Runs `flow` to its end against `endpoint`; every leg has `timeout`.
+/// The round trip's `total` is the wall-clock time of the whole flow.
+pub async fn run_modern(
+    client: &reqwest::Client,
+    endpoint: &Endpoint,
+    mut flow: ModernFlow,
+    timeout: Duration,
+) -> RoundTrip {
+    let started = Instant::now();
+    let mut out = flow.start();
+    loop {
+        let step = match exchange(client, endpoint, &out, timeout).await {
+            Ok(reply) => flow.on_reply(reply),
+            Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
+        };
+        match step {
+            Step::Send(next) => out = next,
+            Step::Done(mut rt) => {
+                rt.total = started.elapsed();
+                return rt;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_resolve_against_the_mcp_origin() {
+        let ep = Endpoint::new("http://127.0.0.1:8080/mcp", "alice");
+        assert_eq!(
+            ep.resolve(&Target::Page {
+                url: "/flow/abc".into()
+            })
+            .unwrap()
+            .as_str(),
+            "http://127.0.0.1:8080/flow/abc"
+        );
+        assert_eq!(
+            ep.resolve(&Target::Page {
+                url: "http://127.0.0.1:9/x".into()
+            })
+            .unwrap()
+            .as_str(),
+            "http://127.0.0.1:9/x"
+        );
+        assert_eq!(ep.token(Auth::Other), None);
+        assert!(
+            Endpoint::new("not a url", "a")
+                .resolve(&Target::Mcp)
+                .is_err()
+        );
+    }
+}

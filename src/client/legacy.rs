@@ -1,0 +1,1 @@
+//! The 2025-11-25 client (in progress).

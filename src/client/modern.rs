@@ -1,0 +1,948 @@
+//! The 2026-07-28 (MRTR) client as a sans-I/O state machine.
+//!
+//! [`ModernFlow`] decides what to send and judges what comes back; any HTTP
+//! driver (plain reqwest in [`super::http`], a Goose user, the checker) moves
+//! the bytes: `start()` gives the first [`Outgoing`], each [`HttpReply`] fed to
+//! `on_reply` gives the next [`Step`], until `Step::Done` carries the
+//! [`RoundTrip`]. Every outgoing request is a plain struct the driver may
+//! inspect or alter before sending (tampering).
+//!
+//! Client rules followed (spec-digest §4.7): `_meta` and the 2026 headers on
+//! every request, answers built for every input request, `requestState`
+//! echoed byte for byte (and never invented), a new JSON-RPC id per retry, at
+//! most `max_rounds` rounds. Policies break them only where they say so.
+
+use super::browser;
+use super::content;
+use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
+use super::policy::AnswerPolicy;
+use crate::protocol::body::decode_body;
+use crate::protocol::capabilities::ClientCapabilities;
+use crate::protocol::codes;
+use crate::protocol::elicitation::{self, ElicitAction, ElicitRequestParams, ElicitResult};
+use crate::protocol::headers::request_headers;
+use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, Request, RequestId};
+use crate::protocol::mrtr::{InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultType};
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+/// Default cap on `input_required` rounds (rmcp and the C# SDK use 10 too).
+pub const DEFAULT_MAX_ROUNDS: u32 = 10;
+
+/// The tool call a flow drives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Tool name.
+    pub name: String,
+    /// Tool arguments.
+    pub arguments: Map<String, Value>,
+}
+
+impl ToolCall {
+    /// A call from a name and a JSON object of arguments (non-objects read as no arguments).
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            name: name.into(),
+            arguments: match arguments {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+        }
+    }
+}
+
+/// How a flow behaves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowConfig {
+    /// Capabilities declared in `_meta` (and enforced on what the server sends).
+    pub capabilities: ClientCapabilities,
+    /// Most `input_required` results answered before giving up.
+    pub max_rounds: u32,
+    /// How input requests are answered.
+    pub policy: AnswerPolicy,
+    /// Seed for generated content and page values.
+    pub seed: u64,
+    /// `_meta` template: version, client info, extra keys. Its capabilities
+    /// are replaced by `capabilities`.
+    pub generation_meta: RequestMeta,
+    /// JSON-RPC id of the first request; each later request uses the next integer.
+    pub first_id: i64,
+    /// Name for the round trip (defaults to the policy's name).
+    pub scenario: Option<String>,
+}
+
+impl Default for FlowConfig {
+    fn default() -> Self {
+        let capabilities = ClientCapabilities::with_modes(true, true);
+        FlowConfig {
+            generation_meta: RequestMeta::new(capabilities.clone()),
+            capabilities,
+            max_rounds: DEFAULT_MAX_ROUNDS,
+            policy: AnswerPolicy::AcceptValid,
+            seed: 0,
+            first_id: 1,
+            scenario: None,
+        }
+    }
+}
+
+impl FlowConfig {
+    /// The default config with another policy.
+    pub fn with_policy(policy: AnswerPolicy) -> Self {
+        FlowConfig {
+            policy,
+            ..Self::default()
+        }
+    }
+}
+
+/// Where a request goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The MCP endpoint.
+    Mcp,
+    /// A URL-flow page (absolute, or relative to the MCP URL's origin).
+    Page {
+        /// The URL as the server gave it (or a form action resolved against it).
+        url: String,
+    },
+}
+
+/// HTTP method of an outgoing request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpMethod {
+    /// POST.
+    Post,
+    /// GET.
+    Get,
+}
+
+/// Whose credentials the driver attaches (`Authorization: Bearer <token>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Auth {
+    /// The principal that started the flow.
+    Primary,
+    /// Another principal (cross-principal probes).
+    Other,
+}
+
+/// One request for the driver to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    /// Leg name, e.g. `tools/call #2 retry` (a metric label).
+    pub leg: String,
+    /// Where to send it.
+    pub target: Target,
+    /// GET or POST.
+    pub method: HttpMethod,
+    /// Headers other than `Authorization`.
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for GET).
+    pub body: Vec<u8>,
+    /// Whose token to attach.
+    pub auth: Auth,
+}
+
+/// What came back for an [`Outgoing`], with the driver's timings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpReply {
+    /// HTTP status.
+    pub status: u16,
+    /// `Content-Type`, if any.
+    pub content_type: Option<String>,
+    /// `Server-Timing`, if any.
+    pub server_timing: Option<String>,
+    /// The whole body.
+    pub body: Bytes,
+    /// Time until the response headers arrived.
+    pub to_headers: Duration,
+    /// Time until the body was read.
+    pub total: Duration,
+}
+
+/// Why the driver got no reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LegFailure {
+    /// The per-leg timeout expired.
+    Timeout,
+    /// Connection or I/O error.
+    Transport(String),
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// Send this and feed the reply back.
+    Send(Outgoing),
+    /// The flow is over.
+    Done(FlowResult),
+}
+
+/// The result of a flow: a [`RoundTrip`].
+pub type FlowResult = RoundTrip;
+
+/// What the next MCP reply is judged against.
+#[derive(Debug, Clone, PartialEq)]
+enum Probe {
+    /// An ordinary call or retry.
+    Normal,
+    /// The retry carried a tampered state.
+    Tampered,
+    /// A replay of a completed retry.
+    Replay,
+    /// The retry went out with another principal's credentials.
+    Cross,
+    /// The retry carried invalid content under these keys.
+    Invalid(BTreeSet<String>),
+    /// The retry declined or cancelled.
+    Refused,
+    /// The retry consented to a URL request without completing its page.
+    ConsentOnly,
+}
+
+/// What the last sent request was.
+#[derive(Debug, Clone, PartialEq)]
+enum Pending {
+    Call,
+    PageGet(String),
+    PagePost,
+}
+
+/// What an MCP reply meant.
+#[derive(Debug)]
+enum Event {
+    InputRequired(InputRequiredResult, Value),
+    Complete(bool, Value),
+    RpcError(i64, Option<String>, String),
+    Http(u16),
+    Violation(String),
+}
+
+/// The MRTR state machine for one tool call.
+#[derive(Debug)]
+pub struct ModernFlow {
+    call: ToolCall,
+    cfg: FlowConfig,
+    meta: Value,
+    next_id: i64,
+    calls: u32,
+    rt: RoundTrip,
+    pending: Pending,
+    probe: Probe,
+    applied: bool,
+    skip_reason: Option<&'static str>,
+    responses: Option<Map<String, Value>>,
+    state_to_echo: Option<String>,
+    pages: VecDeque<String>,
+    last_retry: Option<Value>,
+    replayed: bool,
+    finished: bool,
+}
+
+impl ModernFlow {
+    /// A flow for `call` under `cfg`.
+    pub fn new(call: ToolCall, cfg: FlowConfig) -> Self {
+        let mut meta = cfg.generation_meta.clone();
+        meta.client_capabilities = cfg.capabilities.clone();
+        let name = cfg
+            .scenario
+            .clone()
+            .unwrap_or_else(|| cfg.policy.name().to_owned());
+        ModernFlow {
+            meta: meta.to_value(),
+            next_id: cfg.first_id,
+            call,
+            cfg,
+            calls: 0,
+            rt: RoundTrip::new(name),
+            pending: Pending::Call,
+            probe: Probe::Normal,
+            applied: false,
+            skip_reason: None,
+            responses: None,
+            state_to_echo: None,
+            pages: VecDeque::new(),
+            last_retry: None,
+            replayed: false,
+            finished: false,
+        }
+    }
+
+    /// The first request: the plain tool call.
+    pub fn start(&mut self) -> Outgoing {
+        self.calls = 1;
+        let params = self.params(None, None);
+        self.pending = Pending::Call;
+        self.probe = Probe::Normal;
+        self.mcp_request("tools/call #1".into(), params, Auth::Primary)
+    }
+
+    /// Feeds the reply to the last [`Outgoing`].
+    pub fn on_reply(&mut self, reply: HttpReply) -> Step {
+        if self.finished {
+            return Step::Done(self.rt.clone());
+        }
+        let (state, app) = reply
+            .server_timing
+            .as_deref()
+            .map_or((None, None), parse_server_timing);
+        let mut leg = Leg {
+            name: String::new(),
+            status: Some(reply.status),
+            to_headers: reply.to_headers,
+            total: reply.total,
+            server_state: state,
+            server_app: app,
+            result: LegResult::Page,
+        };
+        match std::mem::replace(&mut self.pending, Pending::Call) {
+            Pending::Call => {
+                leg.name = self.current_call_leg();
+                let (result, event) = self.interpret(&reply);
+                leg.result = result;
+                self.rt.legs.push(leg);
+                self.handle(event)
+            }
+            Pending::PageGet(url) => {
+                leg.name = "flow page GET".into();
+                if !(200..400).contains(&reply.status) {
+                    leg.result = LegResult::Http {
+                        status: reply.status,
+                    };
+                    self.rt.legs.push(leg);
+                    return self.finish(Outcome::unexpected(
+                        ErrorClass::HttpError,
+                        format!("flow page GET {url} returned HTTP {}", reply.status),
+                    ));
+                }
+                self.rt.legs.push(leg);
+                let html = String::from_utf8_lossy(&reply.body);
+                let Some(form) = browser::find_form(&html) else {
+                    return self.finish(Outcome::unexpected(
+                        ErrorClass::HttpError,
+                        format!("flow page {url} has no <form> to complete"),
+                    ));
+                };
+                self.pending = Pending::PagePost;
+                let seed = self.cfg.seed ^ u64::from(self.calls);
+                let (method, body) = if form.method == "get" {
+                    (HttpMethod::Get, Vec::new())
+                } else {
+                    (HttpMethod::Post, form.encoded_body(seed).into_bytes())
+                };
+                let mut target = form.target(&url);
+                if method == HttpMethod::Get {
+                    let q = form.encoded_body(seed);
+                    target.push(if target.contains('?') { '&' } else { '?' });
+                    target.push_str(&q);
+                }
+                Step::Send(Outgoing {
+                    leg: "flow page POST".into(),
+                    target: Target::Page { url: target },
+                    method,
+                    headers: vec![
+                        (
+                            "Content-Type".into(),
+                            "application/x-www-form-urlencoded".into(),
+                        ),
+                        ("Accept".into(), "text/html, */*;q=0.8".into()),
+                    ],
+                    body,
+                    auth: Auth::Primary,
+                })
+            }
+            Pending::PagePost => {
+                leg.name = "flow page POST".into();
+                if !(200..400).contains(&reply.status) {
+                    leg.result = LegResult::Http {
+                        status: reply.status,
+                    };
+                    self.rt.legs.push(leg);
+                    return self.finish(Outcome::unexpected(
+                        ErrorClass::HttpError,
+                        format!("flow page POST returned HTTP {}", reply.status),
+                    ));
+                }
+                self.rt.legs.push(leg);
+                self.next_page_or_retry()
+            }
+        }
+    }
+
+    /// Feeds a failure to get any reply for the last [`Outgoing`].
+    pub fn on_failure(&mut self, failure: LegFailure, elapsed: Duration) -> Step {
+        if self.finished {
+            return Step::Done(self.rt.clone());
+        }
+        let name = match std::mem::replace(&mut self.pending, Pending::Call) {
+            Pending::Call => self.current_call_leg(),
+            Pending::PageGet(_) => "flow page GET".into(),
+            Pending::PagePost => "flow page POST".into(),
+        };
+        let (result, outcome) = match failure {
+            LegFailure::Timeout => (
+                LegResult::Timeout,
+                Outcome::unexpected(
+                    ErrorClass::Timeout,
+                    format!("{name} timed out after {elapsed:?}"),
+                ),
+            ),
+            LegFailure::Transport(why) => (
+                LegResult::Transport(why.clone()),
+                Outcome::unexpected(ErrorClass::Transport, format!("{name}: {why}")),
+            ),
+        };
+        self.rt.legs.push(Leg {
+            name,
+            status: None,
+            to_headers: elapsed,
+            total: elapsed,
+            server_state: None,
+            server_app: None,
+            result,
+        });
+        self.finish(outcome)
+    }
+
+    /// Whether the flow has ended.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn current_call_leg(&self) -> String {
+        if self.probe == Probe::Replay {
+            "tools/call replay".into()
+        } else if self.calls <= 1 {
+            "tools/call #1".into()
+        } else {
+            format!("tools/call #{} retry", self.calls)
+        }
+    }
+
+    fn params(&self, responses: Option<&Map<String, Value>>, state: Option<&str>) -> Value {
+        let mut p = Map::new();
+        p.insert("name".into(), Value::from(self.call.name.as_str()));
+        p.insert(
+            "arguments".into(),
+            Value::Object(self.call.arguments.clone()),
+        );
+        if let Some(r) = responses {
+            p.insert("inputResponses".into(), Value::Object(r.clone()));
+        }
+        if let Some(s) = state {
+            p.insert("requestState".into(), Value::from(s));
+        }
+        p.insert("_meta".into(), self.meta.clone());
+        Value::Object(p)
+    }
+
+    fn mcp_request(&mut self, leg: String, params: Value, auth: Auth) -> Outgoing {
+        let id = RequestId::Number(self.next_id);
+        self.next_id = self.next_id.wrapping_add(1);
+        let mut headers: Vec<(String, String)> = request_headers(
+            METHOD_TOOLS_CALL,
+            Some(&params),
+            &self.cfg.generation_meta.protocol_version,
+        )
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        headers.push((
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ));
+        headers.push(("Content-Type".into(), "application/json".into()));
+        let body = Message::Request(Request {
+            id,
+            method: METHOD_TOOLS_CALL.into(),
+            params: Some(params),
+        })
+        .to_json()
+        .into_bytes();
+        Outgoing {
+            leg,
+            target: Target::Mcp,
+            method: HttpMethod::Post,
+            headers,
+            body,
+            auth,
+        }
+    }
+
+    fn last_sent_id(&self) -> RequestId {
+        RequestId::Number(self.next_id.wrapping_sub(1))
+    }
+
+    /// Reads an MCP reply into a leg result and an event.
+    fn interpret(&self, reply: &HttpReply) -> (LegResult, Event) {
+        let status = reply.status;
+        let ok = (200..300).contains(&status);
+        if status == 202 {
+            return (
+                LegResult::Accepted,
+                Event::Violation("202 Accepted for a request: a response was due".into()),
+            );
+        }
+        let decoded = match decode_body(reply.content_type.as_deref(), &reply.body) {
+            Ok(d) => d,
+            Err(e) if ok => {
+                return (
+                    LegResult::Http { status },
+                    Event::Violation(format!("undecodable response body: {e}")),
+                );
+            }
+            Err(_) => return (LegResult::Http { status }, Event::Http(status)),
+        };
+        let expected = self.last_sent_id();
+        let mut found = None;
+        let mut after_final = 0usize;
+        for m in decoded.messages {
+            if found.is_some() {
+                after_final += 1;
+                continue;
+            }
+            match m {
+                Message::Request(r) => {
+                    return (
+                        LegResult::Http { status },
+                        Event::Violation(format!(
+                            "the server sent a JSON-RPC request ({}) on a 2026-07-28 response",
+                            r.method
+                        )),
+                    );
+                }
+                Message::Notification(_) => {}
+                Message::Response(r) => {
+                    if r.id.is_some() && r.id.as_ref() != Some(&expected) {
+                        return (
+                            LegResult::Http { status },
+                            Event::Violation(format!(
+                                "response id {} does not match request id {expected}",
+                                r.id.as_ref().map_or("null".into(), |i| i.to_string())
+                            )),
+                        );
+                    }
+                    found = Some(r);
+                }
+            }
+        }
+        let Some(resp) = found else {
+            return if ok {
+                (
+                    LegResult::Http { status },
+                    Event::Violation("no JSON-RPC response in the body".into()),
+                )
+            } else {
+                (LegResult::Http { status }, Event::Http(status))
+            };
+        };
+        match resp.outcome {
+            RpcOutcome::Error(e) => {
+                let reason = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                (
+                    LegResult::RpcError {
+                        code: e.code,
+                        reason: reason.clone(),
+                    },
+                    Event::RpcError(e.code, reason, e.message),
+                )
+            }
+            RpcOutcome::Result(v) => {
+                let is_error = v.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                let complete = LegResult::Complete { is_error };
+                if after_final > 0 {
+                    return (
+                        complete,
+                        Event::Violation(format!(
+                            "{after_final} message(s) after the final response on the stream"
+                        )),
+                    );
+                }
+                match ResultType::of(&v) {
+                    None => (
+                        complete,
+                        Event::Violation(
+                            "result has no resultType (required from a 2026-07-28 server)".into(),
+                        ),
+                    ),
+                    Some(ResultType::Complete) => (complete, Event::Complete(is_error, v)),
+                    Some(ResultType::InputRequired) => match InputRequiredResult::from_value(&v) {
+                        Some(ir) => (LegResult::InputRequired, Event::InputRequired(ir, v)),
+                        None => (
+                            LegResult::InputRequired,
+                            Event::Violation("input_required result is not an object".into()),
+                        ),
+                    },
+                    Some(ResultType::Other(t)) => (
+                        complete,
+                        Event::Violation(format!(
+                            "unknown resultType {t:?} (the client advertised no extension)"
+                        )),
+                    ),
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, outcome: Outcome) -> Step {
+        self.finished = true;
+        self.rt.outcome = outcome;
+        self.rt.total = self.rt.legs_total();
+        Step::Done(self.rt.clone())
+    }
+
+    fn violation(&mut self, why: impl Into<String>) -> Step {
+        self.finish(Outcome::unexpected(ErrorClass::ProtocolViolation, why))
+    }
+
+    fn handle(&mut self, event: Event) -> Step {
+        let probe = std::mem::replace(&mut self.probe, Probe::Normal);
+        let probing_state = matches!(probe, Probe::Tampered | Probe::Replay | Probe::Cross);
+        let what = match probe {
+            Probe::Tampered => "a tampered requestState",
+            Probe::Replay => "a replayed requestState",
+            Probe::Cross => "another principal's requestState",
+            _ => "",
+        };
+        match event {
+            Event::Violation(why) => self.violation(why),
+            Event::Http(status) => {
+                let rejecting = probing_state || matches!(probe, Probe::Invalid(_));
+                if rejecting && (400..500).contains(&status) {
+                    self.finish(Outcome::ExpectedRejection {
+                        code: None,
+                        reason: Some(format!("HTTP {status}")),
+                    })
+                } else {
+                    self.finish(Outcome::unexpected(
+                        ErrorClass::HttpError,
+                        format!("HTTP {status} without a JSON-RPC response"),
+                    ))
+                }
+            }
+            Event::RpcError(code, reason, message) => {
+                if code == codes::URL_ELICITATION_REQUIRED {
+                    return self.violation("-32042 is retired in 2026-07-28 and must not be sent");
+                }
+                match probe {
+                    Probe::Tampered | Probe::Replay | Probe::Cross | Probe::Invalid(_) => self
+                        .finish(Outcome::ExpectedRejection {
+                            code: Some(code),
+                            reason,
+                        }),
+                    Probe::Refused => self.finish(Outcome::unexpected(
+                        ErrorClass::ServerError,
+                        format!(
+                            "JSON-RPC error {code} ({message}) in reply to a decline/cancel; \
+                             a tool result was expected"
+                        ),
+                    )),
+                    Probe::Normal | Probe::ConsentOnly => {
+                        self.finish(classify_error(code, reason, &message))
+                    }
+                }
+            }
+            Event::Complete(is_error, result) => {
+                self.rt.final_result = Some(result);
+                match probe {
+                    _ if probing_state => self.finish(Outcome::unexpected(
+                        ErrorClass::StateAccepted,
+                        format!("the server returned a complete result for {what}"),
+                    )),
+                    Probe::Invalid(_) if is_error => self.finish(Outcome::ExpectedRejection {
+                        code: None,
+                        reason: Some("tool error result".into()),
+                    }),
+                    Probe::Invalid(_) => self.finish(Outcome::unexpected(
+                        ErrorClass::ContentAccepted,
+                        "the server completed with content that fails the requested schema",
+                    )),
+                    Probe::Refused => self.finish(Outcome::Success),
+                    Probe::ConsentOnly => self.violation(
+                        "complete result although the URL-mode page was never submitted",
+                    ),
+                    _ => self.on_normal_complete(),
+                }
+            }
+            Event::InputRequired(ir, raw) => {
+                if ir.input_requests.is_none() && ir.request_state.is_none() {
+                    return self
+                        .violation("input_required without inputRequests and requestState (S4)");
+                }
+                if let Some(s) = &ir.request_state {
+                    self.rt.request_states.push(s.clone());
+                }
+                match probe {
+                    _ if probing_state => self.finish(Outcome::unexpected(
+                        ErrorClass::StateAccepted,
+                        format!("the server re-prompted instead of rejecting {what}"),
+                    )),
+                    Probe::Invalid(keys) => {
+                        let asked_again = ir
+                            .input_requests
+                            .as_ref()
+                            .is_some_and(|r| r.keys().any(|k| keys.contains(k)));
+                        if asked_again {
+                            self.finish(Outcome::ExpectedRejection {
+                                code: None,
+                                reason: Some("re-prompted".into()),
+                            })
+                        } else {
+                            self.finish(Outcome::unexpected(
+                                ErrorClass::ContentAccepted,
+                                "the server moved on to the next round after content that \
+                                 fails the requested schema",
+                            ))
+                        }
+                    }
+                    Probe::Refused => self.finish(Outcome::Success),
+                    Probe::ConsentOnly => self.finish(Outcome::ExpectedRejection {
+                        code: None,
+                        reason: Some("re-prompted".into()),
+                    }),
+                    _ => self.answer_round(ir, &raw),
+                }
+            }
+        }
+    }
+
+    fn on_normal_complete(&mut self) -> Step {
+        match &self.cfg.policy {
+            AnswerPolicy::AcceptValid => self.finish(Outcome::Success),
+            AnswerPolicy::ReplayState if !self.replayed => {
+                let Some(params) = self.last_retry.clone() else {
+                    return self.finish(Outcome::Skipped(
+                        "the tool completed without a retry: nothing to replay".into(),
+                    ));
+                };
+                self.replayed = true;
+                self.probe = Probe::Replay;
+                self.pending = Pending::Call;
+                Step::Send(self.mcp_request("tools/call replay".into(), params, Auth::Primary))
+            }
+            _ if self.applied => self.finish(Outcome::Success),
+            _ => {
+                let why = self.skip_reason.unwrap_or(if self.rt.rounds == 0 {
+                    "the tool completed without eliciting"
+                } else {
+                    "the policy found nothing to apply to"
+                });
+                self.finish(Outcome::Skipped(why.into()))
+            }
+        }
+    }
+
+    /// Builds the answers for one `input_required` result.
+    fn answer_round(&mut self, ir: InputRequiredResult, raw: &Value) -> Step {
+        self.rt.rounds += 1;
+        if self.rt.rounds > self.cfg.max_rounds {
+            let max = self.cfg.max_rounds;
+            return self.violation(format!("more than {max} input_required rounds"));
+        }
+        let raw_count = raw
+            .get("inputRequests")
+            .and_then(Value::as_object)
+            .map_or(0, Map::len);
+        if raw.get("inputRequests").is_some_and(|v| !v.is_object()) {
+            return self.violation("inputRequests is not an object");
+        }
+        let requests = ir.input_requests.unwrap_or_default();
+        if requests.len() != raw_count {
+            return self.violation("an inputRequests value is not a {method, params} object");
+        }
+        let modes = self.cfg.capabilities.elicit_modes();
+        let seed = self.cfg.seed ^ (u64::from(self.rt.rounds) << 32);
+        let mut responses = Map::new();
+        let mut invalid_keys = BTreeSet::new();
+        let mut refused = false;
+        let mut consent_only = false;
+        self.pages.clear();
+        for (i, (key, req)) in requests.iter().enumerate() {
+            let answer = match req.method.as_str() {
+                elicitation::METHOD_CREATE => {
+                    let params = match ElicitRequestParams::from_value(&req.params) {
+                        Ok(p) => p,
+                        Err(e) => return self.violation(format!("inputRequests[{key}]: {e}")),
+                    };
+                    if !modes.any() {
+                        return self.violation(
+                            "elicitation requested from a client that declared no elicitation \
+                             capability (S5)",
+                        );
+                    }
+                    match &params {
+                        ElicitRequestParams::Url(_) if !modes.url => {
+                            return self.violation("URL mode sent to a form-only client (S5)");
+                        }
+                        ElicitRequestParams::Form(_) if !modes.form => {
+                            return self.violation("form mode sent to a URL-only client (S5)");
+                        }
+                        _ => {}
+                    }
+                    let item_seed = seed ^ (i as u64);
+                    let result = match (&self.cfg.policy, &params) {
+                        (AnswerPolicy::Decline, _) => {
+                            refused = true;
+                            ElicitResult::refuse(ElicitAction::Decline)
+                        }
+                        (AnswerPolicy::Cancel, _) => {
+                            refused = true;
+                            ElicitResult::refuse(ElicitAction::Cancel)
+                        }
+                        (AnswerPolicy::UrlConsentOnly, ElicitRequestParams::Url(_)) => {
+                            consent_only = true;
+                            ElicitResult::consent()
+                        }
+                        (_, ElicitRequestParams::Url(u)) => {
+                            self.pages.push_back(u.url.clone());
+                            ElicitResult::consent()
+                        }
+                        (AnswerPolicy::AcceptInvalid(kind), ElicitRequestParams::Form(f)) => {
+                            match content::invalid_content(&f.requested_schema, *kind, item_seed) {
+                                Some(c) => {
+                                    invalid_keys.insert(key.clone());
+                                    ElicitResult::accept(c)
+                                }
+                                None => {
+                                    self.skip_reason = Some(
+                                        "the requested schema cannot express that invalid kind",
+                                    );
+                                    ElicitResult::accept(content::valid_content(
+                                        &f.requested_schema,
+                                        item_seed,
+                                    ))
+                                }
+                            }
+                        }
+                        (_, ElicitRequestParams::Form(f)) => ElicitResult::accept(
+                            content::valid_content(&f.requested_schema, item_seed),
+                        ),
+                    };
+                    result.to_value()
+                }
+                "roots/list" => {
+                    if self.cfg.capabilities.roots.is_none() {
+                        return self.violation(
+                            "roots/list requested from a client without the roots capability (S5)",
+                        );
+                    }
+                    json!({"roots": []})
+                }
+                "sampling/createMessage" => {
+                    if self.cfg.capabilities.sampling.is_none() {
+                        return self.violation(
+                            "sampling requested from a client without the sampling capability (S5)",
+                        );
+                    }
+                    json!({"role":"assistant","content":{"type":"text","text":"elicitkit"},
+                           "model":"elicitkit"})
+                }
+                other => {
+                    return self.violation(format!(
+                        "inputRequests[{key}] has method {other:?}, not an input request method"
+                    ));
+                }
+            };
+            responses.insert(key.clone(), answer);
+        }
+        self.responses = if raw.get("inputRequests").is_some() {
+            Some(responses)
+        } else {
+            None
+        };
+        self.state_to_echo = ir.request_state;
+        self.probe = if !invalid_keys.is_empty() {
+            self.applied = true;
+            Probe::Invalid(invalid_keys)
+        } else if refused {
+            self.applied = true;
+            Probe::Refused
+        } else if consent_only {
+            self.applied = true;
+            Probe::ConsentOnly
+        } else {
+            Probe::Normal
+        };
+        if matches!(self.cfg.policy, AnswerPolicy::UrlConsentOnly) && !consent_only {
+            self.skip_reason = Some("the server sent no URL-mode request");
+        }
+        self.next_page_or_retry()
+    }
+
+    fn next_page_or_retry(&mut self) -> Step {
+        if let Some(url) = self.pages.pop_front() {
+            self.pending = Pending::PageGet(url.clone());
+            return Step::Send(Outgoing {
+                leg: "flow page GET".into(),
+                target: Target::Page { url },
+                method: HttpMethod::Get,
+                headers: vec![(
+                    "Accept".into(),
+                    "text/html,application/xhtml+xml,*/*;q=0.8".into(),
+                )],
+                body: Vec::new(),
+                auth: Auth::Primary,
+            });
+        }
+        self.send_retry()
+    }
+
+    fn send_retry(&mut self) -> Step {
+        self.calls += 1;
+        let first_retry = self.calls == 2;
+        let mut state = self.state_to_echo.clone();
+        let mut auth = Auth::Primary;
+        match &self.cfg.policy {
+            AnswerPolicy::TamperState(m) if first_retry => match &state {
+                Some(s) => {
+                    state = Some(m.apply(s));
+                    self.applied = true;
+                    self.probe = Probe::Tampered;
+                }
+                None => self.skip_reason = Some("the server gave no requestState to tamper with"),
+            },
+            AnswerPolicy::CrossPrincipalReplay if first_retry => {
+                auth = Auth::Other;
+                self.applied = true;
+                self.probe = Probe::Cross;
+            }
+            _ => {}
+        }
+        let params = self.params(self.responses.as_ref(), state.as_deref());
+        self.last_retry = Some(params.clone());
+        self.pending = Pending::Call;
+        let leg = format!("tools/call #{} retry", self.calls);
+        Step::Send(self.mcp_request(leg, params, auth))
+    }
+}
+
+/// Classifies a JSON-RPC error on a flow that should have succeeded.
+fn classify_error(code: i64, reason: Option<String>, message: &str) -> Outcome {
+    let (class, what) = match code {
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            (ErrorClass::CapabilityError, "missing client capability")
+        }
+        codes::INVALID_PARAMS if reason.is_some() => (ErrorClass::StateRejected, "state rejected"),
+        codes::HEADER_MISMATCH
+        | codes::UNSUPPORTED_PROTOCOL_VERSION
+        | codes::INVALID_REQUEST
+        | codes::PARSE_ERROR => (ErrorClass::ProtocolViolation, "request refused"),
+        c if codes::is_undefined_reserved(c) || c == codes::RETIRED_RESOURCE_NOT_FOUND => (
+            ErrorClass::ProtocolViolation,
+            "undefined or retired reserved code",
+        ),
+        _ => (ErrorClass::ServerError, "JSON-RPC error"),
+    };
+    let reason = reason.map_or(String::new(), |r| format!(", reason {r}"));
+    Outcome::unexpected(class, format!("{what}: {code} {message}{reason}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,292 @@
+//! What every client driver records: one [`Leg`] per HTTP exchange, and a
+//! [`RoundTrip`] per tool call with its judged [`Outcome`].
+//!
+//! The load tool turns these into metrics (leg names and [`ErrorClass::as_str`]
+//! are metric labels, so both are stable); the checker reads the outcome.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt;
+use std::time::Duration;
+
+/// How one HTTP exchange ended, as the client understood it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LegResult {
+    /// A result with `resultType: "input_required"`.
+    InputRequired,
+    /// A complete result (`isError` as the server set it, `false` when absent).
+    Complete {
+        /// `result.isError`.
+        is_error: bool,
+    },
+    /// A JSON-RPC error response.
+    RpcError {
+        /// `error.code`.
+        code: i64,
+        /// `error.data.reason` when the server gave one.
+        reason: Option<String>,
+    },
+    /// A non-success HTTP status without a JSON-RPC error in the body.
+    Http {
+        /// The status.
+        status: u16,
+    },
+    /// `202 Accepted` (answers and notifications in 2025-11-25).
+    Accepted,
+    /// A browser-style page exchange (flow page GET or POST) that succeeded.
+    Page,
+    /// The request could not be sent or the body could not be read.
+    Transport(String),
+    /// The leg exceeded its timeout.
+    Timeout,
+}
+
+/// One HTTP exchange, timed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Leg {
+    /// Stable name: `tools/call #1`, `tools/call #2 retry`, `flow page GET`, ...
+    pub name: String,
+    /// HTTP status, when a response arrived.
+    pub status: Option<u16>,
+    /// Time until the response headers arrived.
+    pub to_headers: Duration,
+    /// Time until the whole body was read.
+    pub total: Duration,
+    /// `Server-Timing: state;dur=…`, when reported.
+    pub server_state: Option<Duration>,
+    /// `Server-Timing: app;dur=…`, when reported.
+    pub server_app: Option<Duration>,
+    /// How it ended.
+    pub result: LegResult,
+}
+
+/// Why a round trip did not go the way its policy expects. `as_str` names are
+/// stable metric labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// The server rejected a `requestState` the client echoed faithfully.
+    StateRejected,
+    /// The server accepted a tampered, replayed or foreign `requestState`
+    /// (a complete result or a re-prompt where a JSON-RPC error was due).
+    StateAccepted,
+    /// The server accepted content that fails the requested schema.
+    ContentAccepted,
+    /// `-32021`: the server needs a capability the client did not declare.
+    CapabilityError,
+    /// The server broke a protocol rule (see the message).
+    ProtocolViolation,
+    /// Any other JSON-RPC error on a flow that should have succeeded.
+    ServerError,
+    /// A non-success HTTP status (5xx, or 4xx without a JSON-RPC error).
+    HttpError,
+    /// A leg exceeded its timeout.
+    Timeout,
+    /// Connection or I/O failure.
+    Transport,
+}
+
+impl ErrorClass {
+    /// Every class, in declaration order.
+    pub const ALL: [ErrorClass; 9] = [
+        ErrorClass::StateRejected,
+        ErrorClass::StateAccepted,
+        ErrorClass::ContentAccepted,
+        ErrorClass::CapabilityError,
+        ErrorClass::ProtocolViolation,
+        ErrorClass::ServerError,
+        ErrorClass::HttpError,
+        ErrorClass::Timeout,
+        ErrorClass::Transport,
+    ];
+
+    /// Stable snake_case name (a metric label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::StateRejected => "state_rejected",
+            ErrorClass::StateAccepted => "state_accepted",
+            ErrorClass::ContentAccepted => "content_accepted",
+            ErrorClass::CapabilityError => "capability_error",
+            ErrorClass::ProtocolViolation => "protocol_violation",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::HttpError => "http_error",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Transport => "transport",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a round trip ended, judged against its policy's expectation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The flow ended the way the policy expects a correct server to end it.
+    Success,
+    /// The server refused, as the policy expects (tampered state, invalid
+    /// content, ...). `code` is the JSON-RPC code when the refusal was an error.
+    ExpectedRejection {
+        /// JSON-RPC error code, when the refusal was an error.
+        code: Option<i64>,
+        /// `error.data.reason`, or a short description (`re-prompted`, `HTTP 403`).
+        reason: Option<String>,
+    },
+    /// Something a correct server would not do, or a failure on the way.
+    Unexpected {
+        /// Which kind.
+        class: ErrorClass,
+        /// Why, in one sentence.
+        message: String,
+    },
+    /// The policy could not be applied (e.g. the tool never elicited, or gave
+    /// no `requestState` to tamper with); says why.
+    Skipped(String),
+}
+
+impl Outcome {
+    /// Shorthand for [`Outcome::Unexpected`].
+    pub fn unexpected(class: ErrorClass, message: impl Into<String>) -> Self {
+        Outcome::Unexpected {
+            class,
+            message: message.into(),
+        }
+    }
+
+    /// True for `Success` and `ExpectedRejection` (the server behaved correctly).
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Success | Outcome::ExpectedRejection { .. })
+    }
+
+    /// The error class of an unexpected outcome.
+    pub fn error_class(&self) -> Option<ErrorClass> {
+        match self {
+            Outcome::Unexpected { class, .. } => Some(*class),
+            _ => None,
+        }
+    }
+
+    /// A stable label: `success`, `expected_rejection`, `skipped`, or the error class.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::ExpectedRejection { .. } => "expected_rejection",
+            Outcome::Skipped(_) => "skipped",
+            Outcome::Unexpected { class, .. } => class.as_str(),
+        }
+    }
+}
+
+/// One tool call driven to its end: every leg, and the judged outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundTrip {
+    /// Scenario or policy name (e.g. `accept_valid`).
+    pub name: String,
+    /// Every HTTP exchange, in order.
+    pub legs: Vec<Leg>,
+    /// End-to-end time (wall clock when a driver measured it, else the sum of legs).
+    pub total: Duration,
+    /// Number of `input_required` results (or legacy `elicitation/create`
+    /// requests) the client answered.
+    pub rounds: u32,
+    /// The judged outcome.
+    pub outcome: Outcome,
+    /// Every `requestState` the server issued, in order (opaque; for checks
+    /// such as "a new state each round").
+    pub request_states: Vec<String>,
+    /// The final complete `result`, when there was one.
+    pub final_result: Option<Value>,
+}
+
+impl RoundTrip {
+    /// An empty round trip with the given name.
+    pub fn new(name: impl Into<String>) -> Self {
+        RoundTrip {
+            name: name.into(),
+            legs: Vec::new(),
+            total: Duration::ZERO,
+            rounds: 0,
+            outcome: Outcome::Skipped("not run".into()),
+            request_states: Vec::new(),
+            final_result: None,
+        }
+    }
+
+    /// Sum of the legs' total times.
+    pub fn legs_total(&self) -> Duration {
+        self.legs.iter().map(|l| l.total).sum()
+    }
+}
+
+/// Reads `state;dur=X` and `app;dur=Y` (milliseconds) from a `Server-Timing`
+/// value. Unknown metrics, bad numbers and odd spacing are tolerated.
+pub fn parse_server_timing(value: &str) -> (Option<Duration>, Option<Duration>) {
+    let mut state = None;
+    let mut app = None;
+    for metric in value.split(',') {
+        let mut parts = metric.split(';');
+        let name = parts.next().unwrap_or("").trim();
+        let dur = parts.find_map(|p| {
+            let (k, v) = p.split_once('=')?;
+            if !k.trim().eq_ignore_ascii_case("dur") {
+                return None;
+            }
+            let ms: f64 = v.trim().trim_matches('"').parse().ok()?;
+            (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+        });
+        if name.eq_ignore_ascii_case("state") {
+            state = state.or(dur);
+        } else if name.eq_ignore_ascii_case("app") {
+            app = app.or(dur);
+        }
+    }
+    (state, app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_timing_reads_both_metrics() {
+        let (s, a) = parse_server_timing("state;dur=0.250, app;dur=1.5");
+        assert_eq!(s, Some(Duration::from_micros(250)));
+        assert_eq!(a, Some(Duration::from_micros(1500)));
+    }
+
+    #[test]
+    fn server_timing_tolerates_noise() {
+        let (s, a) = parse_server_timing(r#"db;dur=3, APP ; desc="x" ; dur = "2" ,state"#);
+        assert_eq!(s, None);
+        assert_eq!(a, Some(Duration::from_millis(2)));
+        assert_eq!(parse_server_timing(""), (None, None));
+        assert_eq!(
+            parse_server_timing("state;dur=-1,app;dur=NaN,app;dur=abc"),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn error_class_names_are_unique_and_stable() {
+        let names: std::collections::HashSet<_> =
+            ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorClass::ALL.len());
+        assert_eq!(ErrorClass::StateAccepted.as_str(), "state_accepted");
+        assert_eq!(
+            Outcome::unexpected(ErrorClass::Timeout, "x").label(),
+            "timeout"
+        );
+        assert!(
+            Outcome::ExpectedRejection {
+                code: Some(-32602),
+                reason: None
+            }
+            .is_ok()
+        );
+    }
+}
