@@ -1,1 +1,156 @@
-//! (in progress)
+//! The reference elicitation server behind `elicitkit serve`: one endpoint,
+//! `/mcp`, serving both protocol generations (told apart per request), demo
+//! tools that exercise every elicitation feature, URL-flow pages, and flaw
+//! switches that break one rule each.
+//!
+//! - [`config`]: [`ServerConfig`] (`Default` = a correct server on an
+//!   ephemeral loopback port).
+//! - [`flaw`]: [`Flaw`] switches and [`FlawSet`].
+//! - [`auth`]: principals from bearer tokens (demo mode or a token file).
+//! - `http`: routes, body cap, generation choice; `modern`: MRTR;
+//!   `legacy`: sessions and SSE push; `flow`: the URL-flow pages;
+//!   `tools`: the demo tools; `conversation`: answers across rounds.
+//! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`.
+//!
+//! Embed it with [`start`]; the returned [`RunningServer`] knows its address
+//! and shuts down gracefully.
+
+mod app;
+pub mod auth;
+pub mod config;
+mod conversation;
+pub mod flaw;
+mod flow;
+mod http;
+mod legacy;
+mod modern;
+mod reply;
+pub mod stats;
+pub mod timing;
+mod tools;
+
+pub use auth::{AuthFileError, Principals};
+pub use config::{ResponseMode, ServerConfig, parse_size};
+pub use flaw::{Flaw, FlawSet, UnknownFlaw};
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use axum::serve::ListenerExt as _;
+use tokio::sync::watch;
+
+use crate::state::{KeyRing, Sealer, SealerConfig};
+
+/// A server started by [`start`].
+pub struct RunningServer {
+    addr: SocketAddr,
+    closing: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://IP:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `http://IP:PORT/mcp`.
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base_url())
+    }
+
+    /// Stops accepting, ends open streams, and waits (at most 5 s) for
+    /// in-flight requests.
+    pub async fn shutdown(self) {
+        let _ = self.closing.send(true);
+        let mut task = self.task;
+        match tokio::time::timeout(Duration::from_secs(5), &mut task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => tracing::warn!(error = %e, "server ended with an I/O error"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "server task failed"),
+            Err(_) => {
+                tracing::warn!("graceful shutdown timed out; aborting open connections");
+                task.abort();
+                let _ = task.await;
+            }
+        }
+    }
+
+    /// Waits until the server stops (it stops only via [`RunningServer::shutdown`]
+    /// or an I/O error).
+    pub async fn wait(self) -> std::io::Result<()> {
+        self.task.await.unwrap_or(Ok(()))
+    }
+}
+
+/// Binds, builds the shared state and starts serving in a background task.
+pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
+    if !config.listen.ip().is_loopback() && !config.allow_remote {
+        anyhow::bail!(
+            "refusing to listen on non-loopback address {}: pass --allow-remote to do that on purpose",
+            config.listen
+        );
+    }
+    let keys = match &config.keys {
+        Some(k) => k.clone(),
+        None => {
+            tracing::warn!(
+                "no state key given: generated a random key for this process (states will not survive a restart)"
+            );
+            KeyRing::generate()
+        }
+    };
+    let sealer = Sealer::new(
+        &keys,
+        config.codec,
+        SealerConfig {
+            ttl: config.state_ttl,
+            ..SealerConfig::default()
+        },
+    )
+    .context("building the requestState sealer")?;
+    let store = crate::store::open_url(&config.store).context("opening the store")?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let (closing_tx, closing_rx) = watch::channel(false);
+    tracing::info!(
+        %addr,
+        store = store.backend_name(),
+        codec = %config.codec,
+        flaws = ?config.flaws.iter().map(Flaw::name).collect::<Vec<_>>(),
+        "reference server starting"
+    );
+    let app = Arc::new(app::App::new(
+        config,
+        sealer,
+        store,
+        format!("http://{addr}"),
+        closing_rx.clone(),
+    ));
+    let router = http::router(app);
+    let listener = listener.tap_io(|s| {
+        let _ = s.set_nodelay(true);
+    });
+    let mut shutdown_rx = closing_rx;
+    let task = tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = shutdown_rx.wait_for(|c| *c).await;
+            })
+            .await
+    });
+    Ok(RunningServer {
+        addr,
+        closing: closing_tx,
+        task,
+    })
+}

@@ -1,0 +1,269 @@
+//! [`App`]: the state every handler shares (config, sealer, store, counters,
+//! legacy sessions, URL-flow waiters) and the helpers that reach the store
+//! without blocking the async runtime.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+
+use crate::state::{Claims, Sealer, StateError};
+use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id, now_ms};
+
+use super::config::ServerConfig;
+use super::flaw::Flaw;
+use super::legacy::Sessions;
+use super::stats::{Stats, bump};
+use super::timing::Timing;
+
+/// Shared server state.
+pub struct App {
+    /// The configuration the server was started with.
+    pub cfg: ServerConfig,
+    /// Seals and opens `requestState`.
+    pub sealer: Sealer,
+    /// Pending URL flows and legacy elicitations.
+    pub store: Arc<dyn Store>,
+    /// Counters.
+    pub stats: Stats,
+    /// `http://127.0.0.1:PORT`.
+    pub base_url: String,
+    /// Legacy (2025-11-25) sessions.
+    pub sessions: Sessions,
+    /// Wakes legacy calls waiting for a URL flow page to be submitted.
+    flows: Mutex<HashMap<String, Arc<Notify>>>,
+    blocking_store: bool,
+    /// Flips to `true` when the server shuts down.
+    pub closing: watch::Receiver<bool>,
+}
+
+impl App {
+    /// Builds the shared state.
+    pub fn new(
+        cfg: ServerConfig,
+        sealer: Sealer,
+        store: Arc<dyn Store>,
+        base_url: String,
+        closing: watch::Receiver<bool>,
+    ) -> Self {
+        let blocking_store = store.backend_name() != "memory";
+        App {
+            cfg,
+            sealer,
+            store,
+            stats: Stats::default(),
+            base_url,
+            sessions: Sessions::default(),
+            flows: Mutex::new(HashMap::new()),
+            blocking_store,
+            closing,
+        }
+    }
+
+    /// True when `flaw` is switched on.
+    pub fn flaw(&self, flaw: Flaw) -> bool {
+        self.cfg.flaws.has(flaw)
+    }
+
+    /// Runs a store operation: inline for memory, on the blocking pool otherwise.
+    pub async fn store_call<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn Store) -> Result<T, StoreError> + Send + 'static,
+    {
+        if !self.blocking_store {
+            return f(self.store.as_ref());
+        }
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(store.as_ref()))
+            .await
+            .map_err(|_| StoreError::Poisoned)?
+    }
+
+    /// The page URL of a flow.
+    pub fn flow_url(&self, id: &str) -> String {
+        format!("{}/flow/{id}", self.base_url)
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        u64::try_from(self.cfg.state_ttl.as_millis()).unwrap_or(u64::MAX / 4)
+    }
+
+    /// Creates a pending URL flow bound to `principal` and the request digest.
+    pub async fn create_flow(
+        &self,
+        principal: &str,
+        digest: [u8; 32],
+    ) -> Result<Record, StoreError> {
+        let csrf: [u8; 24] = rand::random();
+        self.create_record(
+            principal,
+            digest,
+            Mode::Url,
+            Some(URL_SAFE_NO_PAD.encode(csrf)),
+            self.ttl_ms(),
+        )
+        .await
+    }
+
+    /// Creates a pending record.
+    pub async fn create_record(
+        &self,
+        principal: &str,
+        digest: [u8; 32],
+        mode: Mode,
+        csrf: Option<String>,
+        ttl_ms: u64,
+    ) -> Result<Record, StoreError> {
+        let now = now_ms();
+        let new = NewRecord {
+            principal: principal.to_owned(),
+            client_id: None,
+            request_digest: digest,
+            mode,
+            created_at_ms: now,
+            expires_at_ms: now.saturating_add(ttl_ms.max(1)),
+            csrf_token: csrf,
+        };
+        self.store_call(move |s| s.create(&new)).await
+    }
+
+    /// Reads a record (ids that cannot exist read as `None`).
+    pub async fn record(&self, id: &str) -> Result<Option<Record>, StoreError> {
+        if !is_plausible_id(id) {
+            return Ok(None);
+        }
+        let id = id.to_owned();
+        self.store_call(move |s| s.get(&id, now_ms())).await
+    }
+
+    /// Cancels a pending flow; a failure (already settled, gone) is ignored.
+    pub async fn cancel_flow(&self, id: &str, principal: &str) {
+        let (id, p) = (id.to_owned(), principal.to_owned());
+        if let Err(e) = self.store_call(move |s| s.cancel(&id, &p, now_ms())).await {
+            tracing::debug!(error = %e, "cancel of a flow had no effect");
+        }
+    }
+
+    /// Claims a one-time key (always granted under `replayable-side-effect`).
+    pub async fn claim_once(&self, key: String) -> Result<bool, StoreError> {
+        if self.flaw(Flaw::ReplayableSideEffect) {
+            return Ok(true);
+        }
+        self.store_call(move |s| s.side_effect_once(&key)).await
+    }
+
+    /// The notifier a legacy call waits on for flow `id`.
+    pub fn flow_notify(&self, id: &str) -> Arc<Notify> {
+        let mut m = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+        m.entry(id.to_owned()).or_default().clone()
+    }
+
+    /// Wakes anyone waiting on flow `id` and forgets the notifier.
+    pub fn flow_settled(&self, id: &str) {
+        let n = {
+            let mut m = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+            m.remove(id)
+        };
+        if let Some(n) = n {
+            n.notify_waiters();
+        }
+    }
+
+    /// Forgets the notifier of flow `id` (the waiter gave up).
+    pub fn flow_forget(&self, id: &str) {
+        let mut m = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+        m.remove(id);
+    }
+
+    /// Counters as JSON, with the store's counters.
+    pub fn stats_json(&self) -> Value {
+        let mut v = self.stats.to_json();
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "store".into(),
+                serde_json::to_value(self.store.counters()).unwrap_or(Value::Null),
+            );
+            o.insert("store_backend".into(), self.store.backend_name().into());
+        }
+        v
+    }
+
+    /// Seals a new state for `principal` and the request digest.
+    pub fn seal_state(
+        &self,
+        principal: &str,
+        digest: [u8; 32],
+        round: u32,
+        payload: Vec<u8>,
+        timing: &mut Timing,
+    ) -> Result<String, crate::state::SealError> {
+        timing.state(|| {
+            let mut claims = self
+                .sealer
+                .claims(principal, None, digest, round, payload, now_ms());
+            if self.flaw(Flaw::NoExpiry) {
+                claims.expires_at = u64::MAX;
+            }
+            let sealed = self.sealer.seal(&claims);
+            if sealed.is_ok() {
+                bump(&self.stats.states_sealed);
+            }
+            sealed
+        })
+    }
+
+    /// Opens a state and checks its binding. `Ok(None)` only under
+    /// `accept-tampered-state`, for a state that failed verification.
+    pub fn open_state(
+        &self,
+        token: &str,
+        principal: &str,
+        digest: &[u8; 32],
+        timing: &mut Timing,
+    ) -> Result<Option<Claims>, StateError> {
+        let opened = timing.state(|| {
+            let mut buf = Vec::new();
+            let c = self
+                .sealer
+                .verify_in(token.as_bytes(), now_ms(), &mut buf)?;
+            if c.principal != principal && !self.flaw(Flaw::IgnorePrincipal) {
+                return Err(StateError::WrongPrincipal);
+            }
+            if &c.request_digest != digest && !self.flaw(Flaw::IgnoreRequestBinding) {
+                return Err(StateError::WrongRequest);
+            }
+            Ok(c.to_claims())
+        });
+        match opened {
+            Ok(c) => {
+                bump(&self.stats.states_opened);
+                Ok(Some(c))
+            }
+            Err(
+                StateError::BadTag
+                | StateError::Malformed(_)
+                | StateError::UnknownKey(_)
+                | StateError::UnsupportedVersion(_)
+                | StateError::TooLarge,
+            ) if self.flaw(Flaw::AcceptTamperedState) => Ok(None),
+            Err(e) => {
+                self.stats.rejected(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Sleeps up to `d`, returning early when the server shuts down.
+    pub async fn sleep_or_close(&self, d: Duration) {
+        let mut closing = self.closing.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = closing.wait_for(|c| *c) => {}
+        }
+    }
+}

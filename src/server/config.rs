@@ -1,0 +1,129 @@
+//! [`ServerConfig`]: everything `elicitkit serve` can be told. `Default` is a
+//! correct server on an ephemeral loopback port with an in-memory store and a
+//! per-process random key.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::state::{CodecName, KeyRing};
+
+use super::auth::Principals;
+use super::flaw::FlawSet;
+
+/// How answers to requests are framed where the spec allows either.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ResponseMode {
+    /// `application/json` (default).
+    #[default]
+    Json,
+    /// `text/event-stream` with one event per message.
+    Sse,
+}
+
+impl std::str::FromStr for ResponseMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "json" => Ok(ResponseMode::Json),
+            "sse" => Ok(ResponseMode::Sse),
+            other => Err(format!("unknown response mode {other:?}: use json or sse")),
+        }
+    }
+}
+
+/// Configuration of the reference server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to bind; port 0 picks a free port. Default `127.0.0.1:0`.
+    pub listen: SocketAddr,
+    /// Allow a non-loopback `listen` address.
+    pub allow_remote: bool,
+    /// Store spec: `memory` or `sqlite:PATH`.
+    pub store: String,
+    /// Codec sealing `requestState`.
+    pub codec: CodecName,
+    /// Keys; `None` generates one per process (and logs that it did).
+    pub keys: Option<KeyRing>,
+    /// Lifetime of a `requestState` and of a pending URL flow.
+    pub state_ttl: Duration,
+    /// Token → principal mapping.
+    pub principals: Principals,
+    /// JSON or SSE answers.
+    pub response: ResponseMode,
+    /// How long a 2025-11-25 elicitation waits for its answer.
+    pub elicitation_timeout: Duration,
+    /// Largest request body accepted, in bytes (bigger → 413).
+    pub max_body: usize,
+    /// Deliberate defects (empty = correct).
+    pub flaws: FlawSet,
+    /// How long `hang-on-cancel` hangs before answering anyway.
+    pub hang_limit: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            allow_remote: false,
+            store: "memory".into(),
+            codec: CodecName::Aes256GcmSiv,
+            keys: None,
+            state_ttl: Duration::from_secs(600),
+            principals: Principals::Demo,
+            response: ResponseMode::Json,
+            elicitation_timeout: Duration::from_secs(30),
+            max_body: 1024 * 1024,
+            flaws: FlawSet::none(),
+            hang_limit: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Parses a byte size such as `1MiB`, `512KiB`, `64kB` or `1048576`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("invalid size {s:?}: expected a number with an optional unit"))?;
+    let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1000,
+        "kib" => 1024,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1024 * 1024,
+        "gib" => 1024 * 1024 * 1024,
+        _ => {
+            return Err(format!(
+                "invalid size unit in {s:?}: use B, KiB, MiB, kB or MB"
+            ));
+        }
+    };
+    n.checked_mul(mult)
+        .filter(|v| *v > 0)
+        .ok_or_else(|| format!("size {s:?} is zero or too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("64kB"), Ok(64_000));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("1 parsec").is_err());
+        assert!(parse_size("MiB").is_err());
+    }
+
+    #[test]
+    fn default_is_loopback_and_flawless() {
+        let c = ServerConfig::default();
+        assert!(c.listen.ip().is_loopback());
+        assert!(c.flaws.is_empty());
+        assert_eq!("sse".parse::<ResponseMode>(), Ok(ResponseMode::Sse));
+    }
+}

@@ -1,0 +1,224 @@
+//! What a tool call has gathered so far, across MRTR rounds or legacy
+//! elicitations: answers by input key, tool-private memo values and the
+//! keys the last round asked. In MRTR it travels sealed inside the
+//! `requestState` payload; in 2025-11-25 it lives in the call's task.
+//!
+//! Also the one judge of an incoming answer ([`judge`]), shared by both
+//! generations.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::findings::has_must;
+use crate::protocol::ElicitAction;
+use crate::schema::{RequestedSchema, validate_content_map};
+
+/// Answers and memo of one tool call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation {
+    /// Accepted or refused answers by input key, as `ElicitResult` JSON.
+    pub answers: Map<String, Value>,
+    /// Tool-private values (e.g. the URL flow id).
+    pub memo: Map<String, Value>,
+    /// Keys the last `input_required` asked for.
+    pub asked: Vec<String>,
+}
+
+/// Why a sealed payload could not be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sealed conversation payload is unreadable")]
+pub struct PayloadError;
+
+impl Conversation {
+    /// Compact bytes for the state payload (empty when there is nothing).
+    pub fn encode(&self) -> Vec<u8> {
+        if self.answers.is_empty() && self.memo.is_empty() && self.asked.is_empty() {
+            return Vec::new();
+        }
+        serde_json::to_vec(&json!({"a": self.answers, "m": self.memo, "q": self.asked}))
+            .unwrap_or_default()
+    }
+
+    /// Reads [`Conversation::encode`] output.
+    pub fn decode(bytes: &[u8]) -> Result<Self, PayloadError> {
+        if bytes.is_empty() {
+            return Ok(Conversation::default());
+        }
+        let v: Value = serde_json::from_slice(bytes).map_err(|_| PayloadError)?;
+        let obj = v.as_object().ok_or(PayloadError)?;
+        let map = |k: &str| match obj.get(k) {
+            Some(Value::Object(m)) => Ok(m.clone()),
+            None => Ok(Map::new()),
+            Some(_) => Err(PayloadError),
+        };
+        let asked = match obj.get("q") {
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|k| k.as_str().map(str::to_owned).ok_or(PayloadError))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+            Some(_) => return Err(PayloadError),
+        };
+        Ok(Conversation {
+            answers: map("a")?,
+            memo: map("m")?,
+            asked,
+        })
+    }
+
+    /// The action answered under `key`, if any.
+    pub fn action(&self, key: &str) -> Option<ElicitAction> {
+        match self.answers.get(key)?.get("action")?.as_str()? {
+            "accept" => Some(ElicitAction::Accept),
+            "decline" => Some(ElicitAction::Decline),
+            "cancel" => Some(ElicitAction::Cancel),
+            _ => None,
+        }
+    }
+
+    /// The accepted form content under `key`.
+    pub fn content(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.answers.get(key)?.get("content")?.as_object()
+    }
+
+    /// A string field of the accepted content under `key`.
+    pub fn field_str(&self, key: &str, field: &str) -> Option<&str> {
+        self.content(key)?.get(field)?.as_str()
+    }
+
+    /// The first refusal (decline or cancel) among the answers.
+    pub fn refusal(&self) -> Option<ElicitAction> {
+        self.answers.keys().find_map(|k| match self.action(k) {
+            Some(a @ (ElicitAction::Decline | ElicitAction::Cancel)) => Some(a),
+            _ => None,
+        })
+    }
+}
+
+/// What kind of answer an input key expects.
+#[derive(Debug, Clone)]
+pub enum Expect {
+    /// Form content matching this schema.
+    Form(Arc<RequestedSchema>),
+    /// URL-mode consent (no content).
+    Url,
+}
+
+/// The judgement on one incoming answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Usable: the normalised `ElicitResult` to keep.
+    Answered(Value),
+    /// Well-formed but the content fails the schema: ask again.
+    Invalid(String),
+    /// Not an `ElicitResult` at all: a protocol error (`-32602`).
+    Malformed(String),
+}
+
+/// Judges `raw` as the answer to an input request expecting `expect`.
+pub fn judge(expect: &Expect, raw: &Value) -> Verdict {
+    let Some(obj) = raw.as_object() else {
+        return Verdict::Malformed("an input response must be an object".into());
+    };
+    let action = match obj.get("action").and_then(Value::as_str) {
+        Some("accept") => ElicitAction::Accept,
+        Some("decline") => ElicitAction::Decline,
+        Some("cancel") => ElicitAction::Cancel,
+        _ => {
+            return Verdict::Malformed(
+                "an input response needs \"action\": accept, decline or cancel".into(),
+            );
+        }
+    };
+    if action != ElicitAction::Accept {
+        return Verdict::Answered(json!({"action": action.as_str()}));
+    }
+    match expect {
+        Expect::Url => Verdict::Answered(json!({"action": "accept"})),
+        Expect::Form(schema) => match obj.get("content") {
+            None => Verdict::Invalid("accept without content".into()),
+            Some(Value::Object(content)) => {
+                let findings = validate_content_map(schema, content);
+                if has_must(&findings) {
+                    let why: Vec<String> = findings
+                        .iter()
+                        .take(3)
+                        .map(|f| format!("{} {}", f.pointer, f.message))
+                        .collect();
+                    Verdict::Invalid(why.join("; "))
+                } else {
+                    let mut kept = Map::new();
+                    for (name, _) in &schema.properties {
+                        if let Some(v) = content.get(name) {
+                            kept.insert(name.clone(), v.clone());
+                        }
+                    }
+                    Verdict::Answered(json!({"action": "accept", "content": kept}))
+                }
+            }
+            Some(_) => Verdict::Malformed("\"content\" must be an object".into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn confirm_schema() -> Arc<RequestedSchema> {
+        let v = json!({"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]});
+        Arc::new(RequestedSchema::from_value(&v).0.unwrap())
+    }
+
+    #[test]
+    fn payload_round_trips() {
+        let mut c = Conversation::default();
+        assert!(c.encode().is_empty());
+        c.answers
+            .insert("k".into(), json!({"action":"accept","content":{"x":1}}));
+        c.memo.insert("flow".into(), json!("abc"));
+        c.asked.push("k".into());
+        assert_eq!(Conversation::decode(&c.encode()), Ok(c.clone()));
+        assert_eq!(c.action("k"), Some(ElicitAction::Accept));
+        assert!(Conversation::decode(b"[1]").is_err());
+        assert!(Conversation::decode(b"{\"q\":[1]}").is_err());
+    }
+
+    #[test]
+    fn judge_sorts_answers() {
+        let s = Expect::Form(confirm_schema());
+        assert!(matches!(judge(&s, &json!(3)), Verdict::Malformed(_)));
+        assert!(matches!(
+            judge(&s, &json!({"action":"maybe"})),
+            Verdict::Malformed(_)
+        ));
+        assert!(matches!(
+            judge(&s, &json!({"action":"accept","content":7})),
+            Verdict::Malformed(_)
+        ));
+        assert!(matches!(
+            judge(&s, &json!({"action":"accept","content":{"confirm":"yes"}})),
+            Verdict::Invalid(_)
+        ));
+        assert!(matches!(
+            judge(&s, &json!({"action":"accept"})),
+            Verdict::Invalid(_)
+        ));
+        assert_eq!(
+            judge(
+                &s,
+                &json!({"action":"accept","content":{"confirm":true,"extra":1}})
+            ),
+            Verdict::Answered(json!({"action":"accept","content":{"confirm":true}}))
+        );
+        assert_eq!(
+            judge(&s, &json!({"action":"decline","content":{"x":1}})),
+            Verdict::Answered(json!({"action":"decline"}))
+        );
+        assert_eq!(
+            judge(&Expect::Url, &json!({"action":"accept"})),
+            Verdict::Answered(json!({"action":"accept"}))
+        );
+    }
+}

@@ -1,0 +1,366 @@
+//! The URL-mode flow pages: `GET /flow/{id}` shows a plain HTML form (no
+//! JavaScript) with a CSRF token and an API-key field; `POST /flow/{id}`
+//! completes the pending record exactly once, storing only the masked key;
+//! `POST /login` sets the `ek_auth` cookie for browsers without a bearer
+//! header.
+//!
+//! Statuses: no principal → 401 (login form); another principal's flow →
+//! 403 (reveals nothing); unknown flow → 404; already submitted → 409;
+//! expired or cancelled → 410; bad CSRF token → 403.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde_json::json;
+
+use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_secret, now_ms};
+
+use super::app::App;
+use super::auth::{bearer_token, cookie_value};
+use super::flaw::Flaw;
+use super::reply;
+use super::timing::Timing;
+
+/// Name of the cookie `POST /login` sets.
+pub const AUTH_COOKIE: &str = "ek_auth";
+const MAX_FORM_BYTES: usize = 16 * 1024;
+const MAX_KEY_LEN: usize = 512;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn html(status: StatusCode, title: &str, body: &str, timing: &Timing) -> Response {
+    let page = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{t}</title></head>\n<body>\n<h1>{t}</h1>\n{body}\n</body></html>\n",
+        t = escape(title)
+    );
+    let mut r = Response::new(Body::from(page));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert(
+        "content-security-policy",
+        HeaderValue::from_static("default-src 'none'; form-action 'self'"),
+    );
+    reply::with_timing(r, timing)
+}
+
+fn login_page(next: &str, note: &str, timing: &Timing) -> Response {
+    let body = format!(
+        "<p>{}</p>\n<form method=\"post\" action=\"/login\">\n\
+         <input type=\"hidden\" name=\"next\" value=\"{}\">\n\
+         <label>Access token <input type=\"password\" name=\"token\" autocomplete=\"off\"></label>\n\
+         <button type=\"submit\">Sign in</button>\n</form>",
+        escape(note),
+        escape(next)
+    );
+    html(StatusCode::UNAUTHORIZED, "Sign in", &body, timing)
+}
+
+/// The principal of a browser request: bearer header or `ek_auth` cookie.
+fn browser_principal(app: &App, headers: &HeaderMap) -> Option<String> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| bearer_token(v.as_bytes()))
+        .or_else(|| {
+            headers
+                .get_all(header::COOKIE)
+                .iter()
+                .find_map(|v| cookie_value(v.as_bytes(), AUTH_COOKIE))
+        })?;
+    app.cfg.principals.resolve(token)
+}
+
+/// Loads the flow and checks it may be shown to `principal`.
+async fn load(app: &App, id: &str, principal: &str, timing: &Timing) -> Result<Record, Response> {
+    let rec = match app.record(id).await {
+        Ok(Some(r)) if r.mode == Mode::Url => r,
+        Ok(_) => {
+            return Err(html(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "<p>No such page.</p>",
+                timing,
+            ));
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "store failure on flow page");
+            return Err(html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unavailable",
+                "<p>Try again later.</p>",
+                timing,
+            ));
+        }
+    };
+    if rec.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
+        tracing::info!("flow page refused to another principal");
+        return Err(html(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "<p>You are not allowed to open this page.</p>",
+            timing,
+        ));
+    }
+    match rec.status {
+        Status::Pending => Ok(rec),
+        Status::Completed => Err(done_already(timing)),
+        _ => Err(html(
+            StatusCode::GONE,
+            "Expired",
+            "<p>This request expired or was cancelled. Start again from your app.</p>",
+            timing,
+        )),
+    }
+}
+
+fn done_already(timing: &Timing) -> Response {
+    html(
+        StatusCode::CONFLICT,
+        "Already submitted",
+        "<p>This page was already submitted. You can return to your app.</p>",
+        timing,
+    )
+}
+
+/// `GET /flow/{id}`.
+pub async fn page(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let timing = Timing::start();
+    let next = format!("/flow/{id}");
+    let Some(principal) = browser_principal(&app, &headers) else {
+        return login_page(&next, "Sign in to continue.", &timing);
+    };
+    let rec = match load(&app, &id, &principal, &timing).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let csrf = rec.csrf_token.as_deref().unwrap_or("");
+    let body = format!(
+        "<p>Enter your payment-provider API key. It is sent to this server only; \
+         your MCP client and its model never see it.</p>\n\
+         <form method=\"post\" action=\"/flow/{id}\">\n\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\n\
+         <label>API key <input type=\"password\" name=\"api_key\" autocomplete=\"off\" required></label>\n\
+         <button type=\"submit\">Connect</button>\n</form>",
+        id = escape(&rec.id),
+        csrf = escape(csrf)
+    );
+    html(StatusCode::OK, "Connect billing", &body, &timing)
+}
+
+fn form_fields(body: &[u8], names: &[&str]) -> Vec<Option<String>> {
+    let mut out = vec![None; names.len()];
+    for (k, v) in url::form_urlencoded::parse(body) {
+        if let Some(i) = names.iter().position(|n| *n == k) {
+            out[i].get_or_insert_with(|| v.into_owned());
+        }
+    }
+    out
+}
+
+async fn read_form(body: Body) -> Option<axum::body::Bytes> {
+    axum::body::to_bytes(body, MAX_FORM_BYTES).await.ok()
+}
+
+/// `POST /flow/{id}`.
+pub async fn submit(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let timing = Timing::start();
+    let Some(principal) = browser_principal(&app, &headers) else {
+        return login_page(&format!("/flow/{id}"), "Sign in to continue.", &timing);
+    };
+    let Some(bytes) = read_form(body).await else {
+        return html(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too large",
+            "<p>The form is too large.</p>",
+            &timing,
+        );
+    };
+    let rec = match load(&app, &id, &principal, &timing).await {
+        Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let mut fields = form_fields(&bytes, &["csrf", "api_key"]).into_iter();
+    let (csrf, key) = (fields.next().flatten(), fields.next().flatten());
+    if !csrf.as_deref().is_some_and(|c| rec.csrf_matches(c)) {
+        tracing::info!("flow page submit with a bad CSRF token");
+        return html(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "<p>The form expired; reload the page.</p>",
+            &timing,
+        );
+    }
+    let key = key.unwrap_or_default();
+    let key = key.trim();
+    if key.is_empty() || key.len() > MAX_KEY_LEN {
+        return html(
+            StatusCode::BAD_REQUEST,
+            "Missing key",
+            "<p>Enter an API key (at most 512 characters).</p>",
+            &timing,
+        );
+    }
+    let outcome = Outcome::Completed(json!({"masked": mask_secret(key)}));
+    let owner = rec.principal.clone();
+    let rid = rec.id.clone();
+    let res = app
+        .store_call(move |s| s.complete(&rid, &owner, outcome, now_ms()))
+        .await;
+    match res {
+        Ok(Completion::Applied(_)) => {
+            tracing::info!("URL flow completed");
+            app.flow_settled(&rec.id);
+            html(
+                StatusCode::OK,
+                "Connected",
+                "<p>Billing is connected. You can return to your app.</p>",
+                &timing,
+            )
+        }
+        Ok(Completion::AlreadyDone(_)) | Err(StoreError::IllegalTransition { .. }) => {
+            done_already(&timing)
+        }
+        Err(StoreError::Expired) => html(
+            StatusCode::GONE,
+            "Expired",
+            "<p>This request expired.</p>",
+            &timing,
+        ),
+        Err(StoreError::NotFound) => html(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            "<p>No such page.</p>",
+            &timing,
+        ),
+        Err(StoreError::WrongPrincipal) => html(
+            StatusCode::FORBIDDEN,
+            "Forbidden",
+            "<p>You are not allowed to open this page.</p>",
+            &timing,
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "store failure on flow submit");
+            html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unavailable",
+                "<p>Try again later.</p>",
+                &timing,
+            )
+        }
+    }
+}
+
+fn cookie_safe(token: &str) -> bool {
+    token
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b';' | b',' | b'"' | b'\\'))
+}
+
+/// `POST /login`: `token` and `next` form fields.
+pub async fn login(State(app): State<Arc<App>>, body: Body) -> Response {
+    let timing = Timing::start();
+    let Some(bytes) = read_form(body).await else {
+        return html(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too large",
+            "<p>The form is too large.</p>",
+            &timing,
+        );
+    };
+    let mut fields = form_fields(&bytes, &["token", "next"]).into_iter();
+    let (token, next) = (
+        fields.next().flatten().unwrap_or_default(),
+        fields.next().flatten(),
+    );
+    let next = next
+        .filter(|n| {
+            n.strip_prefix("/flow/")
+                .is_some_and(crate::store::is_plausible_id)
+        })
+        .unwrap_or_default();
+    if app.cfg.principals.resolve(&token).is_none() || !cookie_safe(&token) {
+        return login_page(&next, "Unknown token; try again.", &timing);
+    }
+    let cookie = format!("{AUTH_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
+    let Ok(cookie) = HeaderValue::from_str(&cookie) else {
+        return login_page(&next, "Unknown token; try again.", &timing);
+    };
+    let mut r = if next.is_empty() {
+        html(
+            StatusCode::OK,
+            "Signed in",
+            "<p>You are signed in.</p>",
+            &timing,
+        )
+    } else {
+        let mut r = reply::with_timing(reply::status(StatusCode::SEE_OTHER), &timing);
+        if let Ok(loc) = HeaderValue::from_str(&next) {
+            r.headers_mut().insert(header::LOCATION, loc);
+        }
+        r
+    };
+    r.headers_mut().insert(header::SET_COOKIE, cookie);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn form_fields_take_first_values() {
+        let f = form_fields(
+            b"csrf=a%2Bb&api_key=sk-1&csrf=zzz",
+            &["csrf", "api_key", "x"],
+        );
+        assert_eq!(f, vec![Some("a+b".into()), Some("sk-1".into()), None]);
+    }
+
+    #[test]
+    fn cookie_tokens_are_restricted() {
+        assert!(cookie_safe("alice"));
+        assert!(!cookie_safe("a;b"));
+        assert!(!cookie_safe("a b"));
+    }
+}

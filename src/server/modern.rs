@@ -1,0 +1,348 @@
+//! The 2026-07-28 (stateless MRTR) handler: `_meta` and header checks,
+//! version and capability gating, `server/discover`, `tools/list` and
+//! `tools/call` with `input_required` rounds sealed into `requestState`.
+//!
+//! Error statuses: `-32602` (including a rejected `requestState`, whose
+//! `data.reason` is the [`crate::state::StateError::kind`]) → HTTP 400;
+//! `-32020`, `-32021`, `-32022` → 400; unknown or removed methods → 404 +
+//! `-32601`; a store fault → 500 + `-32603`.
+
+use std::sync::{Arc, LazyLock};
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use crate::protocol::codes;
+use crate::protocol::headers::check_request_headers;
+use crate::protocol::jsonrpc::Request;
+use crate::protocol::legacy::Implementation;
+use crate::protocol::mrtr::{
+    META_SERVER_INFO, METHOD_DISCOVER, METHOD_TOOLS_CALL, METHOD_TOOLS_LIST, REMOVED_METHODS,
+    RequestMeta,
+};
+use crate::protocol::version::{MODERN, SUPPORTED};
+use crate::protocol::{ElicitAction, Generation};
+use crate::state::request_digest;
+
+use super::app::App;
+use super::conversation::{Conversation, Verdict, judge};
+use super::flaw::Flaw;
+use super::reply::{self, RpcError};
+use super::timing::Timing;
+use super::tools::{self, Ctx, Step, Tool, ToolError};
+
+static EMPTY_ARGS: LazyLock<Value> = LazyLock::new(|| Value::Object(Map::new()));
+
+static SERVER_META: LazyLock<Value> = LazyLock::new(
+    || json!({ META_SERVER_INFO: serde_json::to_value(Implementation::elicitkit()).unwrap_or(Value::Null) }),
+);
+
+/// Adds `resultType` (unless the `missing-result-type` flaw is on) and the
+/// server-info `_meta` to a result object.
+pub fn finish(app: &App, mut v: Value, result_type: &'static str) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        if !app.flaw(Flaw::MissingResultType) {
+            o.insert("resultType".into(), result_type.into());
+        }
+        o.entry("_meta").or_insert_with(|| SERVER_META.clone());
+    }
+    v
+}
+
+/// The JSON-RPC error for a rejected `requestState`.
+pub fn state_rejected(e: &crate::state::StateError) -> RpcError {
+    RpcError::invalid_params(format!("requestState rejected: {e}"))
+        .with_data(json!({"reason": e.kind()}))
+}
+
+fn tool_error(app: &App, e: ToolError) -> RpcError {
+    match e {
+        ToolError::BadArguments(m) => RpcError::invalid_params(m),
+        ToolError::Replayed => {
+            let e = crate::state::StateError::Replayed;
+            app.stats.rejected(&e);
+            state_rejected(&e)
+        }
+        ToolError::Store(e) => {
+            tracing::error!(error = %e, "store failure");
+            RpcError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                codes::INTERNAL_ERROR,
+                "the pending-elicitation store failed",
+            )
+        }
+    }
+}
+
+/// Handles one 2026-07-28 request.
+pub async fn handle(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    req: Request,
+    principal: &str,
+    timing: &mut Timing,
+) -> Response {
+    match dispatch(app, headers, &req, principal, timing).await {
+        Ok(v) => reply::result(&req.id, &v, app.cfg.response),
+        Err(e) => {
+            tracing::debug!(
+                code = e.error.code,
+                kind = codes::name(e.error.code),
+                "request refused"
+            );
+            reply::error(Some(&req.id), &e)
+        }
+    }
+}
+
+async fn dispatch(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    req: &Request,
+    principal: &str,
+    timing: &mut Timing,
+) -> Result<Value, RpcError> {
+    let method = req.method.as_str();
+    if REMOVED_METHODS.contains(&method) {
+        return Err(RpcError::method_not_found(method));
+    }
+    let params = req.params.as_ref();
+    let meta =
+        RequestMeta::from_params(params).map_err(|e| RpcError::invalid_params(e.to_string()))?;
+    check_request_headers(
+        |n| headers.get(n).map(|v| v.as_bytes()),
+        method,
+        params,
+        &meta.protocol_version,
+    )
+    .map_err(|e| {
+        RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::HEADER_MISMATCH,
+            e.to_string(),
+        )
+    })?;
+    if meta.protocol_version != MODERN {
+        return Err(RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::UNSUPPORTED_PROTOCOL_VERSION,
+            format!(
+                "protocol version {:?} is not supported",
+                meta.protocol_version
+            ),
+        )
+        .with_data(json!({"supported": SUPPORTED, "requested": meta.protocol_version})));
+    }
+    match method {
+        METHOD_DISCOVER => Ok(finish(app, discover(), "complete")),
+        METHOD_TOOLS_LIST => {
+            if app.flaw(Flaw::InputRequiredOnList) {
+                let token: [u8; 16] = rand::random();
+                let v = json!({"requestState": token.iter().map(|b| format!("{b:02x}")).collect::<String>()});
+                return Ok(finish(app, v, "input_required"));
+            }
+            Ok(finish(app, tools_list(), "complete"))
+        }
+        "prompts/list" => Ok(finish(app, json!({"prompts": []}), "complete")),
+        "resources/list" => Ok(finish(app, json!({"resources": []}), "complete")),
+        "resources/templates/list" => Ok(finish(app, json!({"resourceTemplates": []}), "complete")),
+        METHOD_TOOLS_CALL => {
+            let params = params.unwrap_or(&EMPTY_ARGS);
+            tools_call(app, params, &meta, principal, timing).await
+        }
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+/// The `server/discover` result (without `resultType`).
+pub fn discover() -> Value {
+    json!({
+        "supportedVersions": SUPPORTED,
+        "capabilities": {"tools": {"listChanged": false}},
+        "instructions": "elicitkit reference server: demo tools that elicit in form and URL mode.",
+        "ttlMs": 0,
+        "cacheScope": "private",
+    })
+}
+
+/// The `tools/list` result (without `resultType`).
+pub fn tools_list() -> Value {
+    let tools: Vec<Value> = Tool::ALL.into_iter().map(Tool::descriptor).collect();
+    json!({"tools": tools})
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn tools_call(
+    app: &Arc<App>,
+    params: &Value,
+    meta: &RequestMeta,
+    principal: &str,
+    timing: &mut Timing,
+) -> Result<Value, RpcError> {
+    let obj = params
+        .as_object()
+        .ok_or_else(|| RpcError::invalid_params("params must be an object"))?;
+    let name = obj
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("params.name must be a string"))?;
+    let tool = Tool::from_name(name)
+        .ok_or_else(|| RpcError::invalid_params(format!("unknown tool {name:?}")))?;
+    let args_value = match obj.get("arguments") {
+        None | Some(Value::Null) => &*EMPTY_ARGS,
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params.arguments must be an object",
+            ));
+        }
+    };
+    let args = args_value
+        .as_object()
+        .ok_or_else(|| RpcError::invalid_params("params.arguments must be an object"))?;
+    let responses = match obj.get("inputResponses") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params.inputResponses must be an object",
+            ));
+        }
+    };
+    let state = match obj.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params.requestState must be a string",
+            ));
+        }
+    };
+    tools::check_arguments(tool, args).map_err(|e| tool_error(app, e))?;
+    if let Err(required) = tools::gate(
+        app,
+        tool.needs(app),
+        meta.client_capabilities.elicit_modes(),
+    ) {
+        return Err(RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "tool {name} needs a client elicitation capability this request did not declare"
+            ),
+        )
+        .with_data(json!({"requiredCapabilities": required.to_value()})));
+    }
+    let digest = request_digest(METHOD_TOOLS_CALL, name, args_value)
+        .map_err(|e| RpcError::invalid_params(format!("params.arguments: {e}")))?;
+
+    let mut ctx = Ctx {
+        app,
+        principal,
+        args,
+        digest,
+        generation: Generation::Modern,
+        once_key: None,
+    };
+    let (mut conv, round) = match state {
+        None => (Conversation::default(), 0),
+        Some(token) => match app.open_state(token, principal, &digest, timing) {
+            Ok(Some(claims)) => {
+                ctx.once_key = Some(hex(&claims.nonce));
+                let conv = Conversation::decode(&claims.payload)
+                    .map_err(|_| state_rejected(&crate::state::StateError::Malformed("payload")))?;
+                (conv, claims.round)
+            }
+            Ok(None) => {
+                // accept-tampered-state: the request stands in for the claims.
+                let nonce: [u8; 16] = rand::random();
+                ctx.once_key = Some(hex(&nonce));
+                let mut conv = Conversation::default();
+                if let Some(r) = responses {
+                    conv.asked = r.keys().cloned().collect();
+                }
+                (conv, 1)
+            }
+            Err(e) => {
+                tracing::info!(reason = e.kind(), tool = name, "requestState rejected");
+                return Err(state_rejected(&e));
+            }
+        },
+    };
+    if let (Some(responses), Some(_)) = (responses, state) {
+        for key in std::mem::take(&mut conv.asked) {
+            let Some(raw) = responses.get(&key) else {
+                continue;
+            };
+            let Some(expect) = tools::expect(tool, &ctx, &key) else {
+                continue;
+            };
+            match judge(&expect, raw) {
+                Verdict::Answered(v) => {
+                    let action = v.get("action").and_then(Value::as_str);
+                    if action == Some(ElicitAction::Decline.as_str())
+                        && app.flaw(Flaw::CrashOnDecline)
+                    {
+                        return Err(RpcError::new(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            codes::INTERNAL_ERROR,
+                            "internal server error",
+                        ));
+                    }
+                    if action == Some(ElicitAction::Cancel.as_str()) && app.flaw(Flaw::HangOnCancel)
+                    {
+                        app.sleep_or_close(app.cfg.hang_limit).await;
+                    }
+                    conv.answers.insert(key, v);
+                }
+                Verdict::Invalid(why) => {
+                    tracing::debug!(key = %key, "answer failed the schema; asking again");
+                    let _ = why;
+                }
+                Verdict::Malformed(m) => {
+                    return Err(RpcError::invalid_params(format!(
+                        "inputResponses.{key}: {m}"
+                    )));
+                }
+            }
+        }
+    }
+    let step = tools::step(tool, &ctx, &mut conv)
+        .await
+        .map_err(|e| tool_error(app, e))?;
+    match step {
+        Step::Done(r) => Ok(finish(app, r.to_value(), "complete")),
+        Step::Ask(asks) => {
+            let mut requests = Map::new();
+            conv.asked = asks.iter().map(|a| a.key.clone()).collect();
+            for a in &asks {
+                requests.insert(
+                    a.key.clone(),
+                    json!({"method": "elicitation/create", "params": a.params.to_value(Generation::Modern)}),
+                );
+            }
+            let token = app
+                .seal_state(
+                    principal,
+                    digest,
+                    round.saturating_add(1),
+                    conv.encode(),
+                    timing,
+                )
+                .map_err(|e| {
+                    tracing::error!(error = %e, "sealing failed");
+                    RpcError::new(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        codes::INTERNAL_ERROR,
+                        "could not seal requestState",
+                    )
+                })?;
+            let v = json!({"inputRequests": requests, "requestState": token});
+            Ok(finish(app, v, "input_required"))
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Building HTTP responses: JSON-RPC results and errors (as JSON or SSE),
+//! with `Server-Timing` on every one.
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::protocol::codes;
+use crate::protocol::headers::SERVER_TIMING;
+use crate::protocol::jsonrpc::{ErrorObject, RequestId};
+use crate::protocol::sse::encode_event;
+
+use super::config::ResponseMode;
+use super::timing::Timing;
+
+/// A JSON-RPC error to send back, with its HTTP status.
+#[derive(Debug, Clone)]
+pub struct RpcError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// The error object.
+    pub error: ErrorObject,
+}
+
+impl RpcError {
+    /// An error with a status, code and message.
+    pub fn new(status: StatusCode, code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            status,
+            error: ErrorObject::new(code, message),
+        }
+    }
+
+    /// `-32602` with HTTP 400.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, codes::INVALID_PARAMS, message)
+    }
+
+    /// `-32601` with HTTP 404.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            codes::METHOD_NOT_FOUND,
+            format!("method {method:?} not found"),
+        )
+    }
+
+    /// Adds `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.error.data = Some(data);
+        self
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RequestId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a ErrorObject>,
+}
+
+/// A JSON-RPC response message serialized compactly.
+pub fn response_json(
+    id: Option<&RequestId>,
+    result: Option<&Value>,
+    error: Option<&ErrorObject>,
+) -> String {
+    serde_json::to_string(&Envelope {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    })
+    .unwrap_or_else(|_| String::from(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"serialization failed"}}"#))
+}
+
+/// A JSON-RPC request message (server → client) serialized compactly.
+pub fn request_json(id: &str, method: &str, params: &Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// A notification message serialized compactly.
+pub fn notification_json(method: &str, params: &Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+/// Adds `Server-Timing` to a response.
+pub fn with_timing(mut resp: Response, timing: &Timing) -> Response {
+    if let Ok(v) = HeaderValue::from_str(&timing.header_value()) {
+        resp.headers_mut().insert(SERVER_TIMING, v);
+    }
+    resp
+}
+
+/// A response carrying one JSON-RPC message, framed as JSON or SSE.
+pub fn message(status: StatusCode, json: String, mode: ResponseMode) -> Response {
+    let (ct, body) = match mode {
+        ResponseMode::Json => ("application/json", json),
+        ResponseMode::Sse => ("text/event-stream", encode_event(None, &json)),
+    };
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    if mode == ResponseMode::Sse {
+        r.headers_mut()
+            .insert("x-accel-buffering", HeaderValue::from_static("no"));
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    r
+}
+
+/// A successful result.
+pub fn result(id: &RequestId, result: &Value, mode: ResponseMode) -> Response {
+    message(
+        StatusCode::OK,
+        response_json(Some(id), Some(result), None),
+        mode,
+    )
+}
+
+/// An error response (always JSON: errors end the exchange).
+pub fn error(id: Option<&RequestId>, e: &RpcError) -> Response {
+    message(
+        e.status,
+        response_json(id, None, Some(&e.error)),
+        ResponseMode::Json,
+    )
+}
+
+/// A bare status without body (202, 204, 405 ...).
+pub fn status(status: StatusCode) -> Response {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r
+}
+
+/// A plain-text response.
+pub fn text(status: StatusCode, body: &'static str) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_are_valid_json_rpc() {
+        let id = RequestId::Number(7);
+        let ok = response_json(Some(&id), Some(&serde_json::json!({"a":1})), None);
+        assert_eq!(ok, r#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#);
+        let e = ErrorObject::new(-32602, "bad");
+        let err = response_json(None, None, Some(&e));
+        assert_eq!(
+            err,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad"}}"#
+        );
+        let m = crate::protocol::jsonrpc::parse_message(err.as_bytes()).unwrap();
+        assert!(matches!(m, crate::protocol::Message::Response(_)));
+    }
+}

@@ -1,0 +1,100 @@
+//! Counters behind `GET /stats` and the `stats` tool: side effects per kind,
+//! states sealed / opened / rejected by reason, sessions and pending
+//! elicitations.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value, json};
+
+use crate::state::StateError;
+
+/// Lock-free server counters.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// `deploy` runs that deployed.
+    pub deployments: AtomicU64,
+    /// `delete_file` side effects.
+    pub files_deleted: AtomicU64,
+    /// `connect_billing` completions.
+    pub billing_connected: AtomicU64,
+    /// `requestState` tokens sealed.
+    pub states_sealed: AtomicU64,
+    /// `requestState` tokens opened successfully.
+    pub states_opened: AtomicU64,
+    rejected: [AtomicU64; StateError::KINDS.len()],
+    /// Legacy elicitations waiting for an answer.
+    pub pending_elicitations: AtomicU64,
+    /// Legacy sessions alive.
+    pub active_sessions: AtomicU64,
+}
+
+/// Adds one to a counter.
+pub fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Subtracts one from a gauge, never below zero.
+pub fn drop_one(c: &AtomicU64) {
+    let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v.saturating_sub(1))
+    });
+}
+
+impl Stats {
+    /// Counts a rejected state under its kind.
+    pub fn rejected(&self, e: &StateError) {
+        if let Some(i) = StateError::KINDS.iter().position(|k| *k == e.kind()) {
+            bump(&self.rejected[i]);
+        }
+    }
+
+    /// How many states were rejected with this kind name.
+    pub fn rejected_count(&self, kind: &str) -> u64 {
+        StateError::KINDS
+            .iter()
+            .position(|k| *k == kind)
+            .map_or(0, |i| self.rejected[i].load(Ordering::Relaxed))
+    }
+
+    /// The counters as JSON, with `pending_flows` supplied by the caller.
+    pub fn to_json(&self) -> Value {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut rejected = Map::new();
+        for (i, k) in StateError::KINDS.iter().enumerate() {
+            rejected.insert((*k).to_owned(), g(&self.rejected[i]).into());
+        }
+        json!({
+            "side_effects": {
+                "deployments": g(&self.deployments),
+                "files_deleted": g(&self.files_deleted),
+                "billing_connected": g(&self.billing_connected),
+            },
+            "states": {
+                "sealed": g(&self.states_sealed),
+                "opened": g(&self.states_opened),
+                "rejected": rejected,
+            },
+            "active_sessions": g(&self.active_sessions),
+            "pending_elicitations": g(&self.pending_elicitations),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_rejections_by_kind() {
+        let s = Stats::default();
+        s.rejected(&StateError::BadTag);
+        s.rejected(&StateError::BadTag);
+        s.rejected(&StateError::Expired);
+        assert_eq!(s.rejected_count("bad_tag"), 2);
+        let j = s.to_json();
+        assert_eq!(j["states"]["rejected"]["expired"], 1);
+        assert_eq!(j["side_effects"]["files_deleted"], 0);
+        drop_one(&s.active_sessions);
+        assert_eq!(j["active_sessions"], 0);
+    }
+}

@@ -1,0 +1,58 @@
+//! `delete_file {path}`: confirm, then a side effect that happens exactly
+//! once per confirmed request (keyed by the state's nonce).
+
+use std::sync::LazyLock;
+
+use serde_json::json;
+
+use super::{Ask, Ctx, FormSpec, Step, ToolError, ToolResult, arg, refused};
+use crate::server::conversation::{Conversation, Expect};
+use crate::server::stats::bump;
+
+const KEY: &str = "confirm";
+
+static FORM: LazyLock<FormSpec> = LazyLock::new(|| {
+    FormSpec::new(json!({
+        "type": "object",
+        "properties": {
+            "confirm": {"type": "boolean", "title": "Delete the file?", "default": false}
+        },
+        "required": ["confirm"]
+    }))
+});
+
+/// The expected answer under `key`.
+pub fn expect(_ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
+    (key == KEY).then(|| FORM.expect())
+}
+
+/// One step.
+pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError> {
+    let path = arg(ctx.args, "path");
+    match conv.action(KEY) {
+        None => Ok(Step::Ask(vec![Ask::form(
+            KEY,
+            format!("Really delete {path}? This cannot be undone."),
+            &FORM,
+        )])),
+        Some(crate::protocol::ElicitAction::Accept) => {
+            let confirmed = conv
+                .content(KEY)
+                .and_then(|c| c.get("confirm"))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false);
+            if !confirmed {
+                return Ok(Step::Done(ToolResult::ok(format!(
+                    "{path} was not deleted (not confirmed)."
+                ))));
+            }
+            let key = format!("delete:{}", ctx.once_key.as_deref().unwrap_or(""));
+            if !ctx.app.claim_once(key).await? {
+                return Err(ToolError::Replayed);
+            }
+            bump(&ctx.app.stats.files_deleted);
+            Ok(Step::Done(ToolResult::ok(format!("Deleted {path}."))))
+        }
+        Some(other) => Ok(Step::Done(refused(&format!("Deleting {path}"), other))),
+    }
+}
