@@ -12,9 +12,14 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Run the reference elicitation server (both protocol generations).
+    Serve(elicitkit::cli::serve::Args),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Serve(args) => elicitkit::cli::serve::run(args),
+    }
 }

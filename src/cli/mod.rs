@@ -27,5 +27,6 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     exit::usage()
 }
 
+pub mod serve;
 pub mod state;
 pub mod validate;
