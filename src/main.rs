@@ -15,11 +15,14 @@ struct Cli {
 enum Command {
     /// Run the reference elicitation server (both protocol generations).
     Serve(elicitkit::cli::serve::Args),
+    /// Check one elicitation message against the spec.
+    Validate(elicitkit::cli::validate::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => elicitkit::cli::serve::run(args),
+        Command::Validate(args) => elicitkit::cli::validate::run(args),
     }
 }
