@@ -15,26 +15,30 @@
 //! This layer does no framing: it is what the known-answer tests and the
 //! bench "floor" exercise, so codec overhead is measured against it.
 
-use chacha20poly1305::aead::{AeadInPlace, KeyInit};
-
-/// HMAC-SHA256 with the key schedule (inner/outer pads) computed once.
-pub struct HmacSha256(ring::hmac::Key);
+/// HMAC-SHA256 with the key schedule (inner/outer pads) computed once and
+/// the prepared state cloned per tag.
+#[derive(Clone)]
+pub struct HmacSha256(hmac::Hmac<sha2::Sha256>);
 
 impl HmacSha256 {
     /// Prepares a key of any length (RFC 2104).
     pub fn new(key: &[u8]) -> Self {
-        HmacSha256(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key))
+        use hmac::Mac;
+        match hmac::Hmac::<sha2::Sha256>::new_from_slice(key) {
+            Ok(m) => HmacSha256(m),
+            // HMAC accepts keys of every length.
+            Err(_) => unreachable!("HMAC refused a key"),
+        }
     }
 
     /// Tag over the concatenation of `parts`.
     pub fn tag(&self, parts: &[&[u8]]) -> [u8; 32] {
-        let mut ctx = ring::hmac::Context::with_key(&self.0);
+        use hmac::Mac;
+        let mut m = self.0.clone();
         for p in parts {
-            ctx.update(p);
+            m.update(p);
         }
-        let mut out = [0u8; 32];
-        out.copy_from_slice(ctx.sign().as_ref());
-        out
+        m.finalize().into_bytes().into()
     }
 }
 
@@ -86,7 +90,9 @@ pub const AEAD_TAG_LEN: usize = 16;
 enum AeadInner {
     AwsLc(aws_lc_rs::aead::LessSafeKey),
     Ring(ring::aead::LessSafeKey),
-    XChaCha(Box<chacha20poly1305::XChaCha20Poly1305>),
+    /// HChaCha20 subkey per message, then ChaCha20-Poly1305 from `ring`
+    /// with nonce `0^4 || nonce[16..24]` (draft-irtf-cfrg-xchacha §2.3).
+    XChaCha(zeroize::Zeroizing<[u8; 32]>),
 }
 
 /// An AEAD key with its schedule expanded once.
@@ -107,6 +113,23 @@ fn aws(alg: &'static aws_lc_rs::aead::Algorithm, key: &[u8; 32]) -> AeadInner {
     }
 }
 
+/// XChaCha20 = HChaCha20(key, nonce[..16]) as the ChaCha20-Poly1305 key,
+/// with 96-bit nonce `0^4 || nonce[16..24]`. `nonce` is 24 bytes (checked).
+fn xchacha_subkey(key: &[u8; 32], nonce: &[u8]) -> (ring::aead::LessSafeKey, ring::aead::Nonce) {
+    let mut hn = [0u8; 16];
+    hn.copy_from_slice(&nonce[..16]);
+    let sub = zeroize::Zeroizing::new(<[u8; 32]>::from(chacha20::hchacha::<
+        chacha20::cipher::consts::U10,
+    >(key.into(), &hn.into())));
+    let mut n = [0u8; 12];
+    n[4..].copy_from_slice(&nonce[16..24]);
+    let key = match ring::aead::UnboundKey::new(&ring::aead::CHACHA20_POLY1305, &sub[..]) {
+        Ok(k) => ring::aead::LessSafeKey::new(k),
+        Err(_) => unreachable!("ring refused a 32-byte key"),
+    };
+    (key, ring::aead::Nonce::assume_unique_for_key(n))
+}
+
 #[allow(dead_code)]
 fn ring_key(alg: &'static ring::aead::Algorithm, key: &[u8; 32]) -> AeadInner {
     match ring::aead::UnboundKey::new(alg, key) {
@@ -122,9 +145,7 @@ impl AeadKey {
             AeadAlg::Aes256Gcm => aws(&aws_lc_rs::aead::AES_256_GCM, key),
             AeadAlg::Aes256GcmSiv => aws(&aws_lc_rs::aead::AES_256_GCM_SIV, key),
             AeadAlg::ChaCha20Poly1305 => aws(&aws_lc_rs::aead::CHACHA20_POLY1305, key),
-            AeadAlg::XChaCha20Poly1305 => AeadInner::XChaCha(Box::new(
-                chacha20poly1305::XChaCha20Poly1305::new(key.into()),
-            )),
+            AeadAlg::XChaCha20Poly1305 => AeadInner::XChaCha(zeroize::Zeroizing::new(*key)),
         };
         AeadKey { alg, inner }
     }
@@ -164,10 +185,11 @@ impl AeadKey {
                 out.copy_from_slice(tag.as_ref());
             }
             AeadInner::XChaCha(k) => {
-                let tag = k
-                    .encrypt_in_place_detached(nonce.into(), aad, buf)
+                let (sub, n) = xchacha_subkey(k, nonce);
+                let tag = sub
+                    .seal_in_place_separate_tag(n, ring::aead::Aad::from(aad), buf)
                     .map_err(|_| AeadFailure)?;
-                out.copy_from_slice(&tag);
+                out.copy_from_slice(tag.as_ref());
             }
         }
         Ok(out)
@@ -201,9 +223,13 @@ impl AeadKey {
                     .map(|_| ())
                     .map_err(|_| AeadFailure)
             }
-            AeadInner::XChaCha(k) => k
-                .decrypt_in_place_detached(nonce.into(), aad, buf, tag.into())
-                .map_err(|_| AeadFailure),
+            AeadInner::XChaCha(k) => {
+                let (sub, n) = xchacha_subkey(k, nonce);
+                let t = ring::aead::Tag::try_from(tag).map_err(|_| AeadFailure)?;
+                sub.open_in_place_separate_tag(n, ring::aead::Aad::from(aad), t, buf, 0..)
+                    .map(|_| ())
+                    .map_err(|_| AeadFailure)
+            }
         }
     }
 }
