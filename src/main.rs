@@ -13,6 +13,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Check a server against the elicitation rules (a pass/fail table for CI).
+    Check(elicitkit::cli::check::Args),
     /// Run the reference elicitation server (both protocol generations).
     Serve(elicitkit::cli::serve::Args),
     /// Check one elicitation message against the spec.
@@ -22,6 +24,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Check(args) => elicitkit::cli::check::run(args),
         Command::Serve(args) => elicitkit::cli::serve::run(args),
         Command::Validate(args) => elicitkit::cli::validate::run(args),
     }

@@ -1,1 +1,191 @@
-//! (in progress)
+//! `elicitkit check`: conformance and security probes against an MCP server
+//! that elicits, in the style of h2spec: every check names the spec rule it
+//! checks (spec-digest §6), its severity (MUST → FAIL, SHOULD → WARN, INFO)
+//! and the exchanges behind its verdict.
+//!
+//! - [`model`]: [`Check`] descriptors, [`Verdict`], [`CheckResult`] rows.
+//! - [`probe`]: the [`Target`] discovery found and the [`Probe`] a check
+//!   sends requests with (evidence is recorded as it goes).
+//! - [`raw`]: the one helper for hand-built requests; [`mask`]: secrets out
+//!   of evidence; [`judge`]: shared verdict logic ("rejected for the probed
+//!   reason", valid answers for raw retries).
+//! - [`discover`]: generation, authentication, tools and first replies.
+//! - [`runner`]: bounded concurrent execution with per-check timeouts.
+//! - [`render`]: text, JSON, JUnit XML and Markdown output.
+//! - One file per family of checks: [`meta_headers`], [`capabilities`],
+//!   [`result_type`], [`input_required_shape`], [`schema_findings`],
+//!   [`flows`], [`state_tamper`], [`replay`], [`input_responses`],
+//!   [`decline_cancel`], [`url_flow`], [`retired`], [`sse`],
+//!   [`robustness`], and the 2025-11-25 families [`legacy_session`],
+//!   [`legacy_elicitation`].
+
+/// Builds a [`Check`] from its descriptor fields and an `async fn(Probe) -> Verdict`.
+macro_rules! check {
+    ($id:literal, $rule:literal, $sev:ident, $gen:ident, $title:literal, $f:path) => {
+        $crate::check::model::Check {
+            id: $id,
+            rule: $rule,
+            severity: $crate::findings::Severity::$sev,
+            generation: $crate::protocol::Generation::$gen,
+            title: $title,
+            run: |p| ::futures::FutureExt::boxed($f(p)),
+        }
+    };
+}
+
+pub mod capabilities;
+pub mod decline_cancel;
+pub mod discover;
+pub mod flows;
+pub mod input_required_shape;
+pub mod input_responses;
+pub mod judge;
+pub mod legacy_elicitation;
+pub mod legacy_session;
+pub mod mask;
+pub mod meta_headers;
+pub mod model;
+pub mod probe;
+pub mod raw;
+pub mod render;
+pub mod replay;
+pub mod result_type;
+pub mod retired;
+pub mod robustness;
+pub mod runner;
+pub mod schema_findings;
+pub mod sse;
+pub mod state_tamper;
+pub mod url_flow;
+
+pub use discover::{CheckError, discover};
+pub use model::{Check, CheckResult, Exchange, Status, Tally, Verdict};
+pub use probe::{Probe, Settings, Target};
+
+use crate::protocol::Generation;
+
+/// Every check elicitkit knows, both generations, in report order.
+pub fn all_checks() -> Vec<Check> {
+    let mut v = Vec::new();
+    v.extend(meta_headers::checks());
+    v.extend(result_type::checks());
+    v.extend(input_required_shape::checks());
+    v.extend(capabilities::checks());
+    v.extend(schema_findings::checks());
+    v.extend(flows::checks());
+    v.extend(state_tamper::checks());
+    v.extend(replay::checks());
+    v.extend(input_responses::checks());
+    v.extend(decline_cancel::checks());
+    v.extend(url_flow::checks());
+    v.extend(retired::checks());
+    v.extend(sse::checks());
+    v.extend(robustness::checks());
+    v.extend(legacy_session::checks());
+    v.extend(legacy_elicitation::checks());
+    v
+}
+
+/// The outcome of a whole run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    /// The MCP endpoint checked.
+    pub target: String,
+    /// The generation checked.
+    pub generation: Generation,
+    /// Tools checked, with what their first call did.
+    pub tools: Vec<ToolSummary>,
+    /// One row per check.
+    pub results: Vec<CheckResult>,
+    /// Counts per status.
+    pub tally: Tally,
+}
+
+/// A tool as discovery saw it, for the report header.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ToolSummary {
+    /// Name.
+    pub name: String,
+    /// `form`, `url`, `form+url`, `none` or what went wrong.
+    pub elicits: String,
+    /// Whether it was treated as single-use.
+    pub single_use: bool,
+}
+
+impl Report {
+    /// True when a MUST check failed or timed out (exit 1).
+    pub fn failed(&self) -> bool {
+        self.results.iter().any(CheckResult::is_failure)
+    }
+
+    /// The row of a check, by id.
+    pub fn get(&self, id: &str) -> Option<&CheckResult> {
+        self.results.iter().find(|r| r.id == id)
+    }
+}
+
+fn summarize(t: &probe::ToolProfile) -> ToolSummary {
+    use probe::FirstReply;
+    let elicits = match &t.first {
+        FirstReply::InputRequired { modes, .. } => match (modes.form, modes.url) {
+            (true, true) => "form+url".into(),
+            (false, true) => "url".into(),
+            (true, false) => "form".into(),
+            (false, false) => "input (no elicitation)".into(),
+        },
+        FirstReply::Complete => "none".into(),
+        FirstReply::Error(c) => format!("error {c}"),
+        FirstReply::Other(why) => why.clone(),
+    };
+    ToolSummary {
+        name: t.name.clone(),
+        elicits,
+        single_use: t.single_use,
+    }
+}
+
+/// Discovers the target and runs every applicable check (all of
+/// [`all_checks`], or those whose id starts with one of `only`).
+pub async fn run(
+    settings: Settings,
+    generation: Option<Generation>,
+    only: &[String],
+) -> Result<Report, CheckError> {
+    let target = discover(settings, generation).await?;
+    let checks: Vec<Check> = all_checks()
+        .into_iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| c.id.starts_with(o.as_str())))
+        .collect();
+    let results = runner::run_checks(target.clone(), &checks).await;
+    Ok(Report {
+        target: target.settings.mcp_url.clone(),
+        generation: target.generation,
+        tools: target.tools.iter().map(summarize).collect(),
+        tally: Tally::of(&results),
+        results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_every_check_names_a_rule() {
+        let mut seen = std::collections::HashSet::new();
+        for c in all_checks() {
+            assert!(seen.insert(c.id), "duplicate id {}", c.id);
+            assert!(c.rule.contains('§'), "{} has no spec reference", c.id);
+            assert!(!c.title.is_empty());
+            let prefix_ok = match c.generation {
+                Generation::Modern => c.id.starts_with("mrtr-"),
+                Generation::Legacy => c.id.starts_with("legacy-"),
+            };
+            assert!(
+                prefix_ok,
+                "{} has the wrong prefix for its generation",
+                c.id
+            );
+        }
+    }
+}

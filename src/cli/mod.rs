@@ -27,6 +27,7 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     exit::usage()
 }
 
+pub mod check;
 pub mod serve;
 pub mod state;
 pub mod validate;

@@ -1,0 +1,452 @@
+//! 2026-07-28 request framing: per-request `_meta` (`-32602` + 400), the
+//! `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name` headers (`-32020` +
+//! 400, base64 sentinel decoded first), unsupported versions (`-32022` +
+//! 400 with `supported` and `requested`), removed methods, GET/DELETE, and
+//! no session ids. Every error must echo the request id.
+
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::{self, RawRequest, Rpc};
+use crate::protocol::codes;
+use crate::protocol::headers;
+use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use crate::protocol::version::MODERN;
+use serde_json::{Value, json};
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![
+        check!(
+            "mrtr-meta-missing",
+            "§4.2 / §6.B 1",
+            Must,
+            Modern,
+            "a request without params._meta gets HTTP 400 and -32602",
+            meta_missing
+        ),
+        check!(
+            "mrtr-meta-missing-version",
+            "§4.2 / §6.B 1",
+            Must,
+            Modern,
+            "_meta without protocolVersion gets HTTP 400 and -32602",
+            meta_missing_version
+        ),
+        check!(
+            "mrtr-meta-missing-capabilities",
+            "§4.2 / §6.B 1",
+            Must,
+            Modern,
+            "_meta without clientCapabilities gets HTTP 400 and -32602",
+            meta_missing_caps
+        ),
+        check!(
+            "mrtr-meta-client-info-optional",
+            "§4.2 / §6.B 1",
+            Must,
+            Modern,
+            "a request without clientInfo still succeeds",
+            client_info_optional
+        ),
+        check!(
+            "mrtr-header-version-mismatch",
+            "§4.3 / §6.B 2",
+            Must,
+            Modern,
+            "MCP-Protocol-Version differing from _meta gets HTTP 400 and -32020",
+            version_mismatch
+        ),
+        check!(
+            "mrtr-header-method-missing",
+            "§4.3 / §6.B 2",
+            Must,
+            Modern,
+            "a request without Mcp-Method gets HTTP 400 and -32020",
+            method_missing
+        ),
+        check!(
+            "mrtr-header-method-mismatch",
+            "§4.3 / §6.B 2",
+            Must,
+            Modern,
+            "Mcp-Method differing from the body gets HTTP 400 and -32020",
+            method_mismatch
+        ),
+        check!(
+            "mrtr-header-name-missing",
+            "§4.3 / §6.B 2",
+            Must,
+            Modern,
+            "tools/call without Mcp-Name gets HTTP 400 and -32020",
+            name_missing
+        ),
+        check!(
+            "mrtr-header-name-mismatch",
+            "§4.3 / §6.B 2",
+            Must,
+            Modern,
+            "Mcp-Name differing from params.name gets HTTP 400 and -32020",
+            name_mismatch
+        ),
+        check!(
+            "mrtr-header-base64-decoded",
+            "§4.3 / §6.B 2",
+            Must,
+            Modern,
+            "a =?base64?…?= header value is decoded before it is compared",
+            base64_decoded
+        ),
+        check!(
+            "mrtr-version-unsupported",
+            "§4.3, §4.9 / §6.B 3",
+            Must,
+            Modern,
+            "an unknown version gets HTTP 400 and -32022 with supported and requested",
+            version_unsupported
+        ),
+        check!(
+            "mrtr-removed-methods",
+            "§4.1, §4.3 / §6.B 4",
+            Should,
+            Modern,
+            "ping and logging/setLevel get HTTP 404 and -32601",
+            removed_methods
+        ),
+        check!(
+            "mrtr-get-delete-405",
+            "§4.3 / §6.B 4",
+            Should,
+            Modern,
+            "GET and DELETE on the endpoint get HTTP 405",
+            get_delete_405
+        ),
+        check!(
+            "mrtr-no-session-id",
+            "§4.1, §4.3 / §6.B 4",
+            Must,
+            Modern,
+            "no Mcp-Session-Id is minted on 2026-07-28 replies",
+            no_session_id
+        ),
+    ]
+}
+
+fn request_id(req: &RawRequest) -> Option<RequestId> {
+    serde_json::from_slice::<Value>(&req.body)
+        .ok()
+        .and_then(|v| v.get("id").and_then(RequestId::from_value))
+}
+
+/// Sends `req` and expects HTTP `status` with JSON-RPC error `code` carrying the request id.
+pub async fn expect_error(p: &Probe, req: RawRequest, status: u16, code: i64) -> Verdict {
+    let id = request_id(&req);
+    let reply = match p.send(req).await {
+        Ok(r) => r,
+        Err(e) => return Verdict::fail(format!("no reply: {e}")),
+    };
+    let rpc = reply.rpc();
+    let mut problems = Vec::new();
+    match &rpc {
+        Rpc::Error(e) if e.code == code => {}
+        other => problems.push(format!(
+            "expected error {code} ({}), got {}",
+            codes::name(code),
+            other.describe()
+        )),
+    }
+    if reply.status != status {
+        problems.push(format!("expected HTTP {status}, got {}", reply.status));
+    }
+    if matches!(rpc, Rpc::Error(_)) && reply.response_id() != id {
+        problems.push(format!(
+            "the error does not carry the request id {}",
+            id.map_or("?".into(), |i| i.to_string())
+        ));
+    }
+    if problems.is_empty() {
+        Verdict::pass(format!(
+            "HTTP {status} with error {code} and the request id"
+        ))
+    } else {
+        Verdict::fail(problems.join("; "))
+    }
+}
+
+fn list_request(p: &Probe, label: &str, params: Value) -> RawRequest {
+    raw::modern_post(
+        label,
+        &p.settings().mcp_url,
+        p.target().next_id(),
+        "tools/list",
+        Some(params),
+    )
+    .token(Some(&p.settings().principal))
+}
+
+async fn meta_missing(p: Probe) -> Verdict {
+    let req = list_request(&p, "tools/list without _meta", json!({}));
+    expect_error(&p, req, 400, codes::INVALID_PARAMS).await
+}
+
+fn meta_without(key: &str) -> Value {
+    let mut m = raw::meta(&all_modes());
+    if let Some(o) = m.as_object_mut() {
+        o.remove(key);
+    }
+    json!({ "_meta": m })
+}
+
+async fn meta_missing_version(p: Probe) -> Verdict {
+    let req = list_request(
+        &p,
+        "tools/list, _meta without protocolVersion",
+        meta_without(META_PROTOCOL_VERSION),
+    );
+    expect_error(&p, req, 400, codes::INVALID_PARAMS).await
+}
+
+async fn meta_missing_caps(p: Probe) -> Verdict {
+    let req = list_request(
+        &p,
+        "tools/list, _meta without clientCapabilities",
+        meta_without(META_CLIENT_CAPABILITIES),
+    );
+    expect_error(&p, req, 400, codes::INVALID_PARAMS).await
+}
+
+async fn client_info_optional(p: Probe) -> Verdict {
+    let req = list_request(
+        &p,
+        "tools/list, _meta without clientInfo",
+        meta_without(META_CLIENT_INFO),
+    );
+    match p.send(req).await {
+        Ok(r) => match r.rpc() {
+            Rpc::Result(_) if r.status == 200 => {
+                Verdict::pass("tools/list succeeded without clientInfo")
+            }
+            other => Verdict::fail(format!(
+                "tools/list without clientInfo got HTTP {} and {}: servers must not require clientInfo",
+                r.status,
+                other.describe()
+            )),
+        },
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+    }
+}
+
+fn correct_list(p: &Probe, label: &str) -> RawRequest {
+    list_request(p, label, raw::with_meta(json!({}), &all_modes()))
+}
+
+async fn version_mismatch(p: Probe) -> Verdict {
+    // The body says 2026-07-28; the header names another (well-formed) version.
+    let req = correct_list(&p, "tools/list, MCP-Protocol-Version differs from _meta")
+        .header(headers::PROTOCOL_VERSION, "2026-07-29");
+    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+}
+
+async fn method_missing(p: Probe) -> Verdict {
+    let req = correct_list(&p, "tools/list without Mcp-Method").without_header(headers::METHOD);
+    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+}
+
+async fn method_mismatch(p: Probe) -> Verdict {
+    let req = correct_list(&p, "tools/list with Mcp-Method: prompts/list")
+        .header(headers::METHOD, "prompts/list");
+    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+}
+
+fn some_tool(p: &Probe) -> (String, Value) {
+    p.target()
+        .tools
+        .first()
+        .map(|t| (t.name.clone(), Value::Object(t.arguments.clone())))
+        .unwrap_or_else(|| ("elicitkit-probe".into(), json!({})))
+}
+
+async fn name_missing(p: Probe) -> Verdict {
+    let (name, args) = some_tool(&p);
+    let req = p
+        .modern_request(
+            "tools/call without Mcp-Name",
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+            &all_modes(),
+        )
+        .without_header(headers::NAME);
+    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+}
+
+async fn name_mismatch(p: Probe) -> Verdict {
+    let (name, args) = some_tool(&p);
+    let req = p
+        .modern_request(
+            "tools/call with Mcp-Name of another tool",
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+            &all_modes(),
+        )
+        .header(headers::NAME, format!("{name}-other"));
+    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+}
+
+async fn base64_decoded(p: Probe) -> Verdict {
+    let sentinel = "=?base64?dG9vbHMvbGlzdA==?=";
+    let req = correct_list(&p, "tools/list with Mcp-Method as a base64 sentinel")
+        .header(headers::METHOD, sentinel);
+    match p.send(req).await {
+        Ok(r) => match r.rpc() {
+            Rpc::Result(_) => {
+                Verdict::pass(format!("Mcp-Method {sentinel} was decoded to tools/list"))
+            }
+            other => Verdict::fail(format!(
+                "Mcp-Method {sentinel} (base64 of tools/list) got HTTP {} and {}",
+                r.status,
+                other.describe()
+            )),
+        },
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+    }
+}
+
+async fn version_unsupported(p: Probe) -> Verdict {
+    let bogus = "2099-12-31";
+    let mut meta = raw::meta(&all_modes());
+    meta[META_PROTOCOL_VERSION] = json!(bogus);
+    let req = list_request(
+        &p,
+        "tools/list with protocol version 2099-12-31",
+        json!({"_meta": meta}),
+    )
+    .header(headers::PROTOCOL_VERSION, bogus);
+    let id = request_id(&req);
+    let reply = match p.send(req).await {
+        Ok(r) => r,
+        Err(e) => return Verdict::fail(format!("no reply: {e}")),
+    };
+    let rpc = reply.rpc();
+    let Rpc::Error(e) = &rpc else {
+        return Verdict::fail(format!("expected -32022, got {}", rpc.describe()));
+    };
+    let mut problems = Vec::new();
+    if e.code != codes::UNSUPPORTED_PROTOCOL_VERSION {
+        problems.push(format!("expected -32022, got {}", rpc.describe()));
+    }
+    if reply.status != 400 {
+        problems.push(format!("expected HTTP 400, got {}", reply.status));
+    }
+    if reply.response_id() != id {
+        problems.push("the error does not carry the request id".into());
+    }
+    let data = e.data.clone().unwrap_or(Value::Null);
+    if data.get("requested").and_then(Value::as_str) != Some(bogus) {
+        problems.push(format!("data.requested is not {bogus:?}"));
+    }
+    let supported: Vec<&str> = data
+        .get("supported")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if supported.is_empty() {
+        problems.push("data.supported is missing or empty".into());
+    }
+    if let Some(listed) = p
+        .target()
+        .discover
+        .as_ref()
+        .and_then(|d| d.get("supportedVersions"))
+        .and_then(Value::as_array)
+    {
+        let unknown: Vec<&&str> = supported
+            .iter()
+            .filter(|v| !listed.iter().any(|l| l == **v))
+            .collect();
+        if !unknown.is_empty() {
+            problems.push(format!(
+                "data.supported names {unknown:?}, which server/discover does not list"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass(format!(
+            "HTTP 400, -32022, supported {supported:?}, requested {bogus:?}"
+        ))
+    } else {
+        Verdict::fail(problems.join("; "))
+    }
+}
+
+async fn removed_methods(p: Probe) -> Verdict {
+    let mut problems = Vec::new();
+    for method in ["ping", "logging/setLevel"] {
+        let params = match method {
+            "logging/setLevel" => json!({"level": "info"}),
+            _ => json!({}),
+        };
+        let req = p.modern_request(
+            format!("{method} (removed in 2026-07-28)"),
+            method,
+            params,
+            &all_modes(),
+        );
+        match p.send(req).await {
+            Ok(r) => {
+                let rpc = r.rpc();
+                if r.status != 404 || rpc.code() != Some(codes::METHOD_NOT_FOUND) {
+                    problems.push(format!(
+                        "{method}: HTTP {} and {}",
+                        r.status,
+                        rpc.describe()
+                    ));
+                }
+            }
+            Err(e) => problems.push(format!("{method}: {e}")),
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass("ping and logging/setLevel got HTTP 404 and -32601")
+    } else {
+        Verdict::fail(format!(
+            "expected HTTP 404 and -32601: {}",
+            problems.join("; ")
+        ))
+    }
+}
+
+async fn get_delete_405(p: Probe) -> Verdict {
+    let mut problems = Vec::new();
+    for m in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let req = RawRequest::new(
+            format!("{m} on the endpoint"),
+            m.clone(),
+            p.settings().mcp_url.clone(),
+        )
+        .header("Accept", "text/event-stream")
+        .header(headers::PROTOCOL_VERSION, MODERN)
+        .token(Some(&p.settings().principal));
+        match p.send(req).await {
+            Ok(r) if r.status == 405 => {}
+            Ok(r) => problems.push(format!("{m}: HTTP {}", r.status)),
+            Err(e) => problems.push(format!("{m}: {e}")),
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass("GET and DELETE got 405")
+    } else {
+        Verdict::fail(format!("expected 405: {}", problems.join("; ")))
+    }
+}
+
+async fn no_session_id(p: Probe) -> Verdict {
+    match p.send(correct_list(&p, "tools/list")).await {
+        Ok(r) => match r.header(headers::SESSION_ID) {
+            Some(_) => {
+                Verdict::fail("a 2026-07-28 reply carries Mcp-Session-Id: sessions are gone")
+            }
+            None => Verdict::pass("no Mcp-Session-Id on the reply"),
+        },
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+    }
+}

@@ -1,0 +1,221 @@
+//! What a check is and what it produces: the [`Check`] descriptor, the
+//! [`Verdict`] a check body returns, and the [`CheckResult`] row the runner
+//! hands to the renderers.
+
+use crate::findings::Severity;
+use crate::protocol::Generation;
+use futures::future::BoxFuture;
+use serde::Serialize;
+use std::fmt;
+use std::time::Duration;
+
+use super::probe::Probe;
+
+/// The body of a check: given a [`Probe`] (target, discovered tools and an
+/// evidence recorder), it returns a verdict.
+pub type CheckFn = fn(Probe) -> BoxFuture<'static, Verdict>;
+
+/// One conformance check: which rule it checks and how.
+#[derive(Clone, Copy)]
+pub struct Check {
+    /// Stable kebab-case id, e.g. `mrtr-tamper-bit-flip`.
+    pub id: &'static str,
+    /// Spec reference: spec-digest section and rule, e.g. `§4.7 S7 / §6.B 11`.
+    pub rule: &'static str,
+    /// Strength of the rule: MUST → FAIL, SHOULD → WARN, INFO.
+    pub severity: Severity,
+    /// Which protocol generation it applies to.
+    pub generation: Generation,
+    /// One line saying what is checked.
+    pub title: &'static str,
+    /// The check body.
+    pub run: CheckFn,
+}
+
+impl fmt::Debug for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Check")
+            .field("id", &self.id)
+            .field("rule", &self.rule)
+            .field("severity", &self.severity)
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a check body concludes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The rule holds; the text says what was observed.
+    Pass(String),
+    /// The rule is broken. `severity` overrides the descriptor's when a
+    /// check grades its findings (e.g. a WARN part of a MUST check).
+    Violation {
+        /// Severity override, if any.
+        severity: Option<Severity>,
+        /// What was observed, in one or two sentences.
+        detail: String,
+    },
+    /// The check could not apply; says why.
+    Skip(String),
+}
+
+impl Verdict {
+    /// A pass with a note.
+    pub fn pass(detail: impl Into<String>) -> Self {
+        Verdict::Pass(detail.into())
+    }
+    /// A violation at the descriptor's severity.
+    pub fn fail(detail: impl Into<String>) -> Self {
+        Verdict::Violation {
+            severity: None,
+            detail: detail.into(),
+        }
+    }
+    /// A violation at an explicit severity.
+    pub fn violation(severity: Severity, detail: impl Into<String>) -> Self {
+        Verdict::Violation {
+            severity: Some(severity),
+            detail: detail.into(),
+        }
+    }
+    /// Not applicable, with the reason.
+    pub fn skip(reason: impl Into<String>) -> Self {
+        Verdict::Skip(reason.into())
+    }
+}
+
+/// The result column of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "lowercase")]
+pub enum Status {
+    /// The rule holds.
+    Pass,
+    /// A MUST rule is broken.
+    Fail,
+    /// A SHOULD rule is broken.
+    Warn,
+    /// Something worth knowing that breaks nothing.
+    Info,
+    /// Not applicable; the reason says why.
+    Skip(String),
+    /// The check did not finish within its timeout (a hung server).
+    Timeout,
+}
+
+impl Status {
+    /// Lowercase name: `pass`, `fail`, `warn`, `info`, `skip`, `timeout`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Warn => "warn",
+            Status::Info => "info",
+            Status::Skip(_) => "skip",
+            Status::Timeout => "timeout",
+        }
+    }
+
+    /// The status a violation at `severity` gets.
+    pub fn for_violation(severity: Severity) -> Status {
+        match severity {
+            Severity::Must => Status::Fail,
+            Severity::Should => Status::Warn,
+            Severity::Info => Status::Info,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One HTTP request and its response, as evidence (secrets masked, long
+/// bodies shortened).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Exchange {
+    /// What the request was for, e.g. `tools/call without _meta`.
+    pub label: String,
+    /// Request line, headers and body.
+    pub request: String,
+    /// Status line, headers and body, or what went wrong instead.
+    pub response: String,
+}
+
+/// One row of the check table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    /// Check id.
+    pub id: &'static str,
+    /// Spec reference.
+    pub rule: &'static str,
+    /// Strength of the rule.
+    pub severity: Severity,
+    /// Protocol generation.
+    pub generation: Generation,
+    /// What is checked.
+    pub title: &'static str,
+    /// The outcome.
+    #[serde(flatten)]
+    pub status: Status,
+    /// What was observed.
+    pub detail: String,
+    /// Wall time the check took.
+    #[serde(serialize_with = "ser_ms")]
+    pub elapsed: Duration,
+    /// The exchanges behind the verdict.
+    pub evidence: Vec<Exchange>,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl CheckResult {
+    /// True when this row makes the run fail (exit 1): a failed MUST check,
+    /// or a MUST check that timed out.
+    pub fn is_failure(&self) -> bool {
+        match self.status {
+            Status::Fail => true,
+            Status::Timeout => self.severity == Severity::Must,
+            _ => false,
+        }
+    }
+}
+
+/// Counts per status, for summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Passed.
+    pub pass: usize,
+    /// Failed (MUST).
+    pub fail: usize,
+    /// Warned (SHOULD).
+    pub warn: usize,
+    /// Informational.
+    pub info: usize,
+    /// Skipped.
+    pub skip: usize,
+    /// Timed out.
+    pub timeout: usize,
+}
+
+impl Tally {
+    /// Counts the statuses of `results`.
+    pub fn of(results: &[CheckResult]) -> Tally {
+        let mut t = Tally::default();
+        for r in results {
+            match r.status {
+                Status::Pass => t.pass += 1,
+                Status::Fail => t.fail += 1,
+                Status::Warn => t.warn += 1,
+                Status::Info => t.info += 1,
+                Status::Skip(_) => t.skip += 1,
+                Status::Timeout => t.timeout += 1,
+            }
+        }
+        t
+    }
+}

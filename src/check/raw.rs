@@ -1,0 +1,423 @@
+//! The one raw-request helper every check shares: send a hand-built HTTP
+//! request (any method, any headers, any body, with or without a principal),
+//! read the whole reply under a timeout, and record both as masked
+//! [`Exchange`] evidence. Flows go through the client's state machine;
+//! deliberately broken requests (missing `_meta`, wrong headers, garbage)
+//! go through here.
+
+use super::mask;
+use super::model::Exchange;
+use crate::client::http::describe;
+use crate::protocol::ClientCapabilities;
+use crate::protocol::body::{BodyError, DecodedBody, decode_body};
+use crate::protocol::headers::request_headers;
+use crate::protocol::jsonrpc::{ErrorObject, Message, Outcome as RpcOutcome, RequestId};
+use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use crate::protocol::version::MODERN;
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+/// The `Accept` value both generations require on POSTs.
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// A request exactly as it will be sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawRequest {
+    /// What it is for (the evidence label).
+    pub label: String,
+    /// HTTP method.
+    pub method: reqwest::Method,
+    /// Absolute URL.
+    pub url: String,
+    /// Headers other than `Authorization`.
+    pub headers: Vec<(String, String)>,
+    /// Body (empty for GET / DELETE).
+    pub body: Vec<u8>,
+    /// Bearer token to attach, if any.
+    pub token: Option<String>,
+}
+
+impl RawRequest {
+    /// A request with no headers and no body.
+    pub fn new(label: impl Into<String>, method: reqwest::Method, url: impl Into<String>) -> Self {
+        RawRequest {
+            label: label.into(),
+            method,
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            token: None,
+        }
+    }
+
+    /// Sets (replacing) a header.
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// Removes a header.
+    pub fn without_header(mut self, name: &str) -> Self {
+        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self
+    }
+
+    /// Sets the bearer token (`None`: no `Authorization` header).
+    pub fn token(mut self, token: Option<&str>) -> Self {
+        self.token = token.map(str::to_owned);
+        self
+    }
+
+    /// Sets the body.
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// The request as evidence text (secrets masked).
+    pub fn evidence(&self) -> String {
+        let mut s = format!("{} {}\n", self.method, self.url);
+        if self.token.is_some() {
+            let _ = writeln!(s, "Authorization: Bearer {}", mask::MASK);
+        }
+        for (k, v) in &self.headers {
+            let _ = writeln!(s, "{k}: {}", mask::header_value(k, v));
+        }
+        if !self.body.is_empty() {
+            s.push('\n');
+            s.push_str(&mask::body(&self.body));
+        }
+        s
+    }
+}
+
+/// A whole HTTP reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawReply {
+    /// Status code.
+    pub status: u16,
+    /// Response headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The whole body.
+    pub body: Bytes,
+    /// Time until the body was read.
+    pub elapsed: Duration,
+}
+
+/// The JSON-RPC reading of a reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rpc {
+    /// A result object (or any value).
+    Result(Value),
+    /// An error object.
+    Error(ErrorObject),
+    /// No JSON-RPC response in the body; says why.
+    Missing(String),
+}
+
+impl Rpc {
+    /// The error code, if an error.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            Rpc::Error(e) => Some(e.code),
+            _ => None,
+        }
+    }
+
+    /// The result, if a result.
+    pub fn result(&self) -> Option<&Value> {
+        match self {
+            Rpc::Result(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// `error.data.reason`, if present.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Rpc::Error(e) => e.data.as_ref()?.get("reason")?.as_str(),
+            _ => None,
+        }
+    }
+
+    /// A short description for verdict texts.
+    pub fn describe(&self) -> String {
+        match self {
+            Rpc::Result(v) => match v.get("resultType").and_then(Value::as_str) {
+                Some(t) => format!("a result (resultType {t:?})"),
+                None => "a result without resultType".into(),
+            },
+            Rpc::Error(e) => match self.reason() {
+                Some(r) => format!("error {} (reason {r:?})", e.code),
+                None => format!("error {} ({})", e.code, mask::shorten(&e.message, 80)),
+            },
+            Rpc::Missing(why) => why.clone(),
+        }
+    }
+}
+
+impl RawReply {
+    /// A header's value by (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let lower = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == lower)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body decoded as JSON or SSE.
+    pub fn decoded(&self) -> Result<DecodedBody, BodyError> {
+        decode_body(self.header("content-type"), &self.body)
+    }
+
+    /// True when the body is an SSE stream.
+    pub fn is_sse(&self) -> bool {
+        self.header("content-type")
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("text/event-stream"))
+    }
+
+    /// The JSON-RPC response in the body (the first one).
+    pub fn rpc(&self) -> Rpc {
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            return Rpc::Missing(format!("HTTP {} with an empty body", self.status));
+        }
+        let decoded = match self.decoded() {
+            Ok(d) => d,
+            Err(e) => return Rpc::Missing(format!("HTTP {}, undecodable body: {e}", self.status)),
+        };
+        for m in decoded.messages {
+            if let Message::Response(r) = m {
+                return match r.outcome {
+                    RpcOutcome::Result(v) => Rpc::Result(v),
+                    RpcOutcome::Error(e) => Rpc::Error(e),
+                };
+            }
+        }
+        Rpc::Missing(format!(
+            "HTTP {}, no JSON-RPC response in the body",
+            self.status
+        ))
+    }
+
+    /// The `id` of the JSON-RPC response in the body, if any.
+    pub fn response_id(&self) -> Option<RequestId> {
+        self.decoded()
+            .ok()?
+            .messages
+            .into_iter()
+            .find_map(|m| match m {
+                Message::Response(r) => r.id,
+                _ => None,
+            })
+    }
+
+    /// The reply as evidence text (secrets masked).
+    pub fn evidence(&self) -> String {
+        let mut s = format!("HTTP {}\n", self.status);
+        for (k, v) in &self.headers {
+            if matches!(
+                k.as_str(),
+                "content-type" | "mcp-session-id" | "www-authenticate" | "allow" | "location"
+            ) {
+                let _ = writeln!(s, "{k}: {}", mask::header_value(k, v));
+            }
+        }
+        if !self.body.is_empty() {
+            s.push('\n');
+            s.push_str(&mask::body(&self.body));
+        }
+        s
+    }
+}
+
+/// Why no reply was read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RawError {
+    /// The timeout expired first.
+    #[error("no complete reply within {0:?}")]
+    Timeout(Duration),
+    /// Connection or I/O failure.
+    #[error("transport error: {0}")]
+    Transport(String),
+}
+
+/// Sends `req`, reads the whole reply within `timeout`, and returns the
+/// evidence of the exchange with the outcome.
+pub async fn send(
+    http: &reqwest::Client,
+    req: &RawRequest,
+    timeout: Duration,
+) -> (Exchange, Result<RawReply, RawError>) {
+    let started = Instant::now();
+    let mut rb = http.request(req.method.clone(), &req.url);
+    if let Some(t) = &req.token {
+        rb = rb.bearer_auth(t);
+    }
+    for (k, v) in &req.headers {
+        rb = rb.header(k.as_str(), v.as_str());
+    }
+    if !req.body.is_empty() {
+        rb = rb.body(req.body.clone());
+    }
+    let work = async {
+        let resp = rb
+            .send()
+            .await
+            .map_err(|e| RawError::Transport(describe(&e)))?;
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_ascii_lowercase(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        let body = resp
+            .bytes()
+            .await
+            .map_err(|e| RawError::Transport(describe(&e)))?;
+        Ok(RawReply {
+            status,
+            headers,
+            body,
+            elapsed: started.elapsed(),
+        })
+    };
+    let outcome = match tokio::time::timeout(timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(RawError::Timeout(timeout)),
+    };
+    let response = match &outcome {
+        Ok(r) => r.evidence(),
+        Err(e) => e.to_string(),
+    };
+    (
+        Exchange {
+            label: req.label.clone(),
+            request: req.evidence(),
+            response,
+        },
+        outcome,
+    )
+}
+
+/// The 2026-07-28 `_meta` elicitkit sends for `caps`.
+pub fn meta(caps: &ClientCapabilities) -> Value {
+    json!({
+        META_PROTOCOL_VERSION: MODERN,
+        META_CLIENT_CAPABILITIES: caps.to_value(),
+        META_CLIENT_INFO: {"name": "elicitkit-check", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// `params` (an object, or `{}`) with `_meta` for `caps` added.
+pub fn with_meta(params: Value, caps: &ClientCapabilities) -> Value {
+    let mut m = match params {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    m.insert("_meta".into(), meta(caps));
+    Value::Object(m)
+}
+
+/// A correct 2026-07-28 POST: JSON-RPC request body, `MCP-Protocol-Version`,
+/// `Mcp-Method`, `Mcp-Name`, `Accept` and `Content-Type`. Params are sent
+/// as given (add `_meta` with [`with_meta`]).
+pub fn modern_post(
+    label: impl Into<String>,
+    url: &str,
+    id: i64,
+    method: &str,
+    params: Option<Value>,
+) -> RawRequest {
+    let mut req = RawRequest::new(label, reqwest::Method::POST, url);
+    let version = params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        .unwrap_or(MODERN)
+        .to_owned();
+    for (k, v) in request_headers(method, params.as_ref(), &version) {
+        req = req.header(k, v);
+    }
+    let mut body = Map::new();
+    body.insert("jsonrpc".into(), "2.0".into());
+    body.insert("id".into(), id.into());
+    body.insert("method".into(), method.into());
+    if let Some(p) = params {
+        body.insert("params".into(), p);
+    }
+    req.header("Accept", ACCEPT_BOTH)
+        .header("Content-Type", "application/json")
+        .body(Value::Object(body).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_post_has_the_2026_headers() {
+        let p = with_meta(json!({"name": "deploy"}), &ClientCapabilities::none());
+        let r = modern_post("t", "http://127.0.0.1:1/mcp", 7, "tools/call", Some(p));
+        let h = |n: &str| {
+            r.headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(h("MCP-Protocol-Version").as_deref(), Some(MODERN));
+        assert_eq!(h("Mcp-Method").as_deref(), Some("tools/call"));
+        assert_eq!(h("Mcp-Name").as_deref(), Some("deploy"));
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(body["id"], 7);
+        assert_eq!(body["params"]["_meta"][META_CLIENT_CAPABILITIES], json!({}));
+        assert!(h("Mcp-Method").is_some());
+        let r = r.without_header("mcp-method");
+        assert!(!r.headers.iter().any(|(k, _)| k == "Mcp-Method"));
+    }
+
+    #[test]
+    fn rpc_reading_of_replies() {
+        let reply = |ct: &str, body: &str| RawReply {
+            status: 200,
+            headers: vec![("content-type".into(), ct.into())],
+            body: Bytes::from(body.to_owned()),
+            elapsed: Duration::ZERO,
+        };
+        let r = reply(
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"m","data":{"reason":"bad_tag"}}}"#,
+        );
+        assert_eq!(r.rpc().code(), Some(-32602));
+        assert_eq!(r.rpc().reason(), Some("bad_tag"));
+        assert_eq!(r.response_id(), Some(RequestId::Number(3)));
+        let r = reply(
+            "text/event-stream",
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"resultType\":\"complete\"}}\n\n",
+        );
+        assert!(r.is_sse());
+        assert_eq!(r.rpc().result().unwrap()["resultType"], "complete");
+        assert!(matches!(reply("text/plain", "").rpc(), Rpc::Missing(_)));
+        assert!(matches!(
+            reply("application/json", "{nope").rpc(),
+            Rpc::Missing(_)
+        ));
+    }
+
+    #[test]
+    fn request_evidence_masks_the_token() {
+        let r = RawRequest::new("x", reqwest::Method::GET, "http://127.0.0.1:1/mcp")
+            .token(Some("alice"));
+        let e = r.evidence();
+        assert!(e.contains("Bearer ***") && !e.contains("alice"), "{e}");
+    }
+}

@@ -1,0 +1,353 @@
+//! Renders a check [`Report`]: a plain-text table for terminals, JSON,
+//! JUnit XML (one `<testcase>` per check; FAIL and TIMEOUT are failures,
+//! SKIP is skipped, WARN and INFO pass with a note) and Markdown.
+
+use super::model::{CheckResult, Status};
+use super::{Report, mask};
+use std::fmt::Write as _;
+
+/// Output formats for `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    /// Plain text table, evidence for non-passing rows.
+    #[default]
+    Text,
+    /// The whole report as JSON.
+    Json,
+    /// JUnit XML.
+    Junit,
+    /// Markdown.
+    Md,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(Format::Text),
+            "json" => Ok(Format::Json),
+            "junit" => Ok(Format::Junit),
+            "md" | "markdown" => Ok(Format::Md),
+            other => Err(format!(
+                "unknown format {other:?}: use text, json, junit or md"
+            )),
+        }
+    }
+}
+
+/// Renders `report` in `format`; `verbose` adds evidence for passing rows
+/// to the text and Markdown forms.
+pub fn render(report: &Report, format: Format, verbose: bool) -> String {
+    match format {
+        Format::Text => text(report, verbose),
+        Format::Json => json(report),
+        Format::Junit => junit(report),
+        Format::Md => markdown(report, verbose),
+    }
+}
+
+fn result_cell(r: &CheckResult) -> String {
+    match &r.status {
+        Status::Skip(why) => format!("SKIP ({why})"),
+        s => s.as_str().to_ascii_uppercase(),
+    }
+}
+
+fn wants_evidence(r: &CheckResult, verbose: bool) -> bool {
+    verbose
+        || matches!(
+            r.status,
+            Status::Fail | Status::Warn | Status::Timeout | Status::Info
+        )
+}
+
+fn summary_line(report: &Report) -> String {
+    let t = report.tally;
+    format!(
+        "{} checks: {} pass, {} fail, {} warn, {} info, {} skip, {} timeout",
+        report.results.len(),
+        t.pass,
+        t.fail,
+        t.warn,
+        t.info,
+        t.skip,
+        t.timeout
+    )
+}
+
+/// The plain-text table.
+pub fn text(report: &Report, verbose: bool) -> String {
+    let mut out = format!(
+        "elicitkit check {} ({})\n",
+        report.target, report.generation
+    );
+    for t in &report.tools {
+        let _ = writeln!(
+            out,
+            "  tool {:<20} elicits: {}{}",
+            t.name,
+            t.elicits,
+            if t.single_use { " (single-use)" } else { "" }
+        );
+    }
+    out.push('\n');
+    let idw = report
+        .results
+        .iter()
+        .map(|r| r.id.len())
+        .max()
+        .unwrap_or(2)
+        .max(2);
+    let rulew = report
+        .results
+        .iter()
+        .map(|r| r.rule.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:<idw$}  {:<rulew$}  {:<6}  {:<8}  DETAIL",
+        "ID", "RULE", "SEV", "RESULT"
+    );
+    for r in &report.results {
+        let res = match &r.status {
+            Status::Skip(_) => "SKIP".to_owned(),
+            s => s.as_str().to_ascii_uppercase(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<idw$}  {:<rulew$}  {:<6}  {:<8}  {}",
+            r.id,
+            r.rule,
+            r.severity.to_string(),
+            res,
+            mask::shorten(&r.detail, 160)
+        );
+    }
+    let _ = writeln!(out, "\n{}", summary_line(report));
+    for r in report.results.iter().filter(|r| wants_evidence(r, verbose)) {
+        let _ = writeln!(
+            out,
+            "\n== {} [{}] {}\n   {}",
+            r.id,
+            result_cell(r),
+            r.rule,
+            r.detail
+        );
+        for e in &r.evidence {
+            let _ = writeln!(out, "   -- {}", e.label);
+            for line in e.request.lines() {
+                let _ = writeln!(out, "   > {line}");
+            }
+            for line in e.response.lines() {
+                let _ = writeln!(out, "   < {line}");
+            }
+        }
+    }
+    out
+}
+
+/// The report as pretty JSON.
+pub fn json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+/// Escapes text for XML content and attributes.
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn evidence_text(r: &CheckResult) -> String {
+    let mut s = String::new();
+    for e in &r.evidence {
+        let _ = writeln!(s, "-- {}\n{}\n\n{}\n", e.label, e.request, e.response);
+    }
+    s
+}
+
+/// JUnit XML: one testsuite, one testcase per check.
+pub fn junit(report: &Report) -> String {
+    let t = report.tally;
+    let secs: f64 = report.results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites><testsuite name=\"elicitkit check {}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
+        xml_escape(&report.target),
+        report.results.len(),
+        t.fail + t.timeout,
+        t.skip,
+        secs
+    );
+    for r in &report.results {
+        let _ = write!(
+            out,
+            "  <testcase classname=\"elicitkit.{}\" name=\"{} [{}]\" time=\"{:.3}\">",
+            r.generation,
+            xml_escape(r.id),
+            xml_escape(r.rule),
+            r.elapsed.as_secs_f64()
+        );
+        match &r.status {
+            Status::Fail | Status::Timeout => {
+                let _ = write!(
+                    out,
+                    "<failure message=\"{}\" type=\"{}\">{}</failure>",
+                    xml_escape(&r.detail),
+                    r.status.as_str(),
+                    xml_escape(&evidence_text(r))
+                );
+            }
+            Status::Skip(why) => {
+                let _ = write!(out, "<skipped message=\"{}\"/>", xml_escape(why));
+            }
+            Status::Warn | Status::Info => {
+                let _ = write!(
+                    out,
+                    "<system-out>{}: {}\n{}</system-out>",
+                    r.status.as_str().to_ascii_uppercase(),
+                    xml_escape(&r.detail),
+                    xml_escape(&evidence_text(r))
+                );
+            }
+            Status::Pass => {}
+        }
+        out.push_str("</testcase>\n");
+    }
+    out.push_str("</testsuite></testsuites>\n");
+    out
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Markdown: a table, then details for the rows that need attention.
+pub fn markdown(report: &Report, verbose: bool) -> String {
+    let mut out = format!(
+        "# elicitkit check\n\nTarget `{}`, generation `{}`. {}\n\n",
+        report.target,
+        report.generation,
+        summary_line(report)
+    );
+    out.push_str("| Check | Rule | Severity | Result | Detail |\n|---|---|---|---|---|\n");
+    for r in &report.results {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} |",
+            r.id,
+            md_cell(r.rule),
+            r.severity,
+            md_cell(&result_cell(r)),
+            md_cell(&mask::shorten(&r.detail, 200))
+        );
+    }
+    for r in report.results.iter().filter(|r| wants_evidence(r, verbose)) {
+        let _ = writeln!(
+            out,
+            "\n## `{}`: {}\n\n{} ({})\n",
+            r.id,
+            result_cell(r),
+            r.detail,
+            r.rule
+        );
+        for e in &r.evidence {
+            // Fences longer than any backtick run inside keep the block closed.
+            let _ = writeln!(
+                out,
+                "<details><summary>{}</summary>\n\n````text\n{}\n\n{}\n````\n</details>\n",
+                xml_escape(&e.label),
+                e.request.replace("````", "'''"),
+                e.response.replace("````", "'''")
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::model::{Exchange, Tally};
+    use crate::findings::Severity;
+    use crate::protocol::Generation;
+    use std::time::Duration;
+
+    fn report() -> Report {
+        let row = |id: &'static str, status: Status| CheckResult {
+            id,
+            rule: "§4.7 S7",
+            severity: Severity::Must,
+            generation: Generation::Modern,
+            title: "t",
+            status,
+            detail: "tampered <state> & accepted".into(),
+            elapsed: Duration::from_millis(5),
+            evidence: vec![Exchange {
+                label: "tools/call #2".into(),
+                request: "POST /mcp".into(),
+                response: "HTTP 200".into(),
+            }],
+        };
+        let results = vec![
+            row("mrtr-a", Status::Pass),
+            row("mrtr-b", Status::Fail),
+            row("mrtr-c", Status::Skip("no URL tool".into())),
+            row("mrtr-d", Status::Timeout),
+        ];
+        Report {
+            target: "http://127.0.0.1:1/mcp".into(),
+            generation: Generation::Modern,
+            tools: Vec::new(),
+            tally: Tally::of(&results),
+            results,
+        }
+    }
+
+    #[test]
+    fn junit_marks_failures_and_skips_and_escapes() {
+        let x = junit(&report());
+        assert!(
+            x.contains("tests=\"4\" failures=\"2\" errors=\"0\" skipped=\"1\""),
+            "{x}"
+        );
+        assert_eq!(x.matches("<failure ").count(), 2);
+        assert!(x.contains("<skipped message=\"no URL tool\"/>"));
+        assert!(x.contains("tampered &lt;state&gt; &amp; accepted"));
+        assert!(!x.contains("<state>"));
+    }
+
+    #[test]
+    fn text_and_markdown_show_rows_and_evidence_for_failures() {
+        let r = report();
+        let t = text(&r, false);
+        assert!(t.contains("mrtr-b") && t.contains("FAIL") && t.contains("> POST /mcp"));
+        assert!(t.contains("4 checks: 1 pass, 1 fail, 0 warn, 0 info, 1 skip, 1 timeout"));
+        assert!(
+            !t.contains("== mrtr-a"),
+            "passing rows have no evidence unless verbose"
+        );
+        let m = markdown(&r, false);
+        assert!(
+            m.contains("| `mrtr-c` | §4.7 S7 | MUST | SKIP (no URL tool) |"),
+            "{m}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(j["results"][1]["status"], "fail");
+        assert_eq!(j["results"][2]["reason"], "no URL tool");
+        assert_eq!("junit".parse::<Format>(), Ok(Format::Junit));
+    }
+}

@@ -1,0 +1,117 @@
+//! Runs checks: at most `concurrency` at a time, each under the per-check
+//! timeout and all under the overall deadline, so the run always ends. A
+//! check that does not finish in time is reported as `timeout` with the
+//! evidence it gathered so far.
+
+use super::model::{Check, CheckResult, Status, Verdict};
+use super::probe::{Probe, Target};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// Checks that wait for `--wait-expiry` on top of their timeout.
+pub const EXPIRY_CHECKS: [&str; 1] = ["mrtr-state-expiry"];
+
+/// Runs `checks` that apply to the target's generation against it and
+/// returns one row per check, in the order given.
+pub async fn run_checks(target: Arc<Target>, checks: &[Check]) -> Vec<CheckResult> {
+    let settings = &target.settings;
+    let per_check = settings.timeout;
+    let deadline = Instant::now() + settings.deadline;
+    let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let mut handles = Vec::new();
+    for check in checks
+        .iter()
+        .copied()
+        .filter(|c| c.generation == target.generation)
+    {
+        let target = target.clone();
+        let permits = permits.clone();
+        handles.push((
+            check,
+            tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await.ok();
+                run_one(check, target, per_check, deadline).await
+            }),
+        ));
+    }
+    let mut out = Vec::with_capacity(handles.len());
+    for (check, h) in handles {
+        match h.await {
+            Ok(r) => out.push(r),
+            Err(e) => out.push(row(
+                check,
+                Status::Skip(format!("elicitkit internal error: {e}")),
+                String::new(),
+                Duration::ZERO,
+                Vec::new(),
+            )),
+        }
+    }
+    out
+}
+
+/// Runs one check under `per_check` and `deadline`.
+pub async fn run_one(
+    check: Check,
+    target: Arc<Target>,
+    per_check: Duration,
+    deadline: Instant,
+) -> CheckResult {
+    let now = Instant::now();
+    let Some(left) = deadline
+        .checked_duration_since(now)
+        .filter(|d| !d.is_zero())
+    else {
+        return row(
+            check,
+            Status::Skip("the overall deadline passed before this check started".into()),
+            String::new(),
+            Duration::ZERO,
+            Vec::new(),
+        );
+    };
+    let extra = if EXPIRY_CHECKS.contains(&check.id) {
+        target.settings.wait_expiry.unwrap_or_default()
+    } else {
+        Duration::ZERO
+    };
+    let budget = (per_check + extra).min(left);
+    let probe = Probe::new(target);
+    let started = Instant::now();
+    let verdict = tokio::time::timeout(budget, (check.run)(probe.clone())).await;
+    let elapsed = started.elapsed();
+    let (status, detail) = match verdict {
+        Err(_) => (
+            Status::Timeout,
+            format!("timeout: no verdict within {budget:?} (the server hung or is too slow)"),
+        ),
+        Ok(Verdict::Pass(d)) => (Status::Pass, d),
+        Ok(Verdict::Skip(r)) => (Status::Skip(r.clone()), r),
+        Ok(Verdict::Violation { severity, detail }) => (
+            Status::for_violation(severity.unwrap_or(check.severity)),
+            detail,
+        ),
+    };
+    row(check, status, detail, elapsed, probe.evidence())
+}
+
+fn row(
+    check: Check,
+    status: Status,
+    detail: String,
+    elapsed: Duration,
+    evidence: Vec<super::model::Exchange>,
+) -> CheckResult {
+    CheckResult {
+        id: check.id,
+        rule: check.rule,
+        severity: check.severity,
+        generation: check.generation,
+        title: check.title,
+        status,
+        detail,
+        elapsed,
+        evidence,
+    }
+}

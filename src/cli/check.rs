@@ -1,0 +1,141 @@
+//! `elicitkit check`: run the conformance checks against a server and print
+//! the table. Exit 0 when no MUST check failed, 1 when one did (or timed
+//! out), 2 on usage errors or an unreachable target.
+
+use super::{exit, usage_error};
+use crate::check::render::{Format, render};
+use crate::check::{Settings, all_checks};
+use crate::protocol::Generation;
+use clap::Parser;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Arguments of `elicitkit check`.
+#[derive(Debug, Parser)]
+pub struct Args {
+    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp.
+    #[arg(long, required_unless_present = "list")]
+    pub target: Option<String>,
+    /// Protocol generation to check: auto, 2025-11-25 or 2026-07-28.
+    #[arg(long, default_value = "auto")]
+    pub generation: String,
+    /// Bearer token of the principal that runs the flows (the reference
+    /// server's demo mode takes the user name as token).
+    #[arg(long, env = "ELICITKIT_PRINCIPAL", default_value = "alice")]
+    pub principal: String,
+    /// Bearer token of a second principal, for cross-principal probes.
+    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", default_value = "bob")]
+    pub other_principal: String,
+    /// Check only this tool (repeatable); default: every listed tool.
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Treat this tool's completion as single-use (repeatable), besides
+    /// tools marked destructive or described as "exactly once".
+    #[arg(long = "single-use", value_name = "NAME")]
+    pub single_use: Vec<String>,
+    /// Run only checks whose id starts with this prefix (repeatable).
+    #[arg(long = "only", value_name = "PREFIX")]
+    pub only: Vec<String>,
+    /// Output format: text, json, junit or md.
+    #[arg(long, default_value = "text")]
+    pub format: Format,
+    /// Write the report to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// Per-check timeout (a hung server fails the check with `timeout`).
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Deadline for the whole run.
+    #[arg(long, default_value = "180s", value_parser = humantime::parse_duration)]
+    pub deadline: Duration,
+    /// Run the expiry check: wait this long before replaying a state (longer
+    /// than the server's state TTL). The check's timeout grows accordingly.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub wait_expiry: Option<Duration>,
+    /// Checks run at the same time.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Show evidence for passing checks too.
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// List the checks and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+/// The `--list` table.
+pub fn list_table() -> String {
+    let mut out = format!(
+        "{:<44} {:<10} {:<6} {:<26} {}\n",
+        "ID", "GEN", "SEV", "RULE", "CHECKS"
+    );
+    for c in all_checks() {
+        out.push_str(&format!(
+            "{:<44} {:<10} {:<6} {:<26} {}\n",
+            c.id,
+            c.generation.to_string(),
+            c.severity.to_string(),
+            c.rule,
+            c.title
+        ));
+    }
+    out
+}
+
+/// Builds the settings from the arguments.
+pub fn settings(args: &Args, target: &str) -> Settings {
+    let mut s = Settings::new(target);
+    s.principal = args.principal.clone();
+    s.other_principal = args.other_principal.clone();
+    s.timeout = args.timeout;
+    s.deadline = args.deadline;
+    s.wait_expiry = args.wait_expiry;
+    s.tools = args.tools.clone();
+    s.single_use = args.single_use.clone();
+    s.concurrency = args.concurrency.max(1);
+    s
+}
+
+/// Runs `elicitkit check`.
+pub fn run(args: Args) -> ExitCode {
+    if args.list {
+        print!("{}", list_table());
+        return exit::ok();
+    }
+    let Some(target) = args.target.clone() else {
+        return usage_error("--target is required");
+    };
+    let generation = match args.generation.as_str() {
+        "auto" => None,
+        g => match g.parse::<Generation>() {
+            Ok(g) => Some(g),
+            Err(e) => return usage_error(e),
+        },
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+    };
+    let settings = settings(&args, &target);
+    let report = match runtime.block_on(crate::check::run(settings, generation, &args.only)) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let text = render(&report, args.format, args.verbose);
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &text) {
+                return usage_error(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        None => print!("{text}"),
+    }
+    if report.failed() {
+        exit::failed()
+    } else {
+        exit::ok()
+    }
+}
