@@ -1,1 +1,1206 @@
-//! The properties the fuzz targets check (in progress).
+//! The properties the fuzz targets check, one public function per target.
+//!
+//! Each function takes raw bytes (the fuzzer's input, or a committed corpus
+//! file) and panics, with a message naming the property, exactly when a
+//! property is violated. `fuzz/fuzz_targets/*.rs` are one-line shells over
+//! these functions and `tests/fuzz_corpus_replay.rs` calls them on every
+//! committed corpus and regression file on the stable toolchain, so a crash
+//! found by the fuzzer stays a test forever.
+//!
+//! Structured inputs are decoded from the bytes here (with [`ByteReader`])
+//! rather than with the `arbitrary` crate, so the library has no
+//! fuzz-only dependency. Every byte string is a valid input.
+//!
+//! This module uses only `protocol`, `schema`, `state`, `store` and
+//! `findings`, so it compiles without the `net` feature.
+//!
+//! | target | function |
+//! |---|---|
+//! | `schema` | [`schema_target`] |
+//! | `content` | [`content_target`] |
+//! | `state_open` | [`state_open_target`] |
+//! | `state_tamper` | [`state_tamper_target`] |
+//! | `mrtr_message` | [`mrtr_message_target`] |
+//! | `sse_stream` | [`sse_stream_target`] |
+//! | `completions` | [`completions_target`] |
+//! | `headers` | [`headers_target`] |
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value, json};
+
+use crate::findings::{Finding, has_must};
+use crate::protocol::body::{Framing, decode_body};
+use crate::protocol::elicitation::{ElicitRequestParams, ElicitResult};
+use crate::protocol::headers::{self, HeaderValueError};
+use crate::protocol::jsonrpc::{
+    ErrorObject, Message, Notification, ParseError, Request, RequestId, Response,
+    message_from_value, parse_message,
+};
+use crate::protocol::mrtr::{CallToolParams, InputRequiredResult, RequestMeta, ResultType};
+use crate::protocol::sse::{SseError, SseEvent, SseParser, encode_event, parse_all};
+use crate::protocol::{Generation, codes};
+use crate::schema::{
+    InvalidKind, RequestedSchema, generate_invalid, generate_valid, parse_schema, random_schema,
+    validate_content, validate_content_map,
+};
+use crate::state::envelope::{HEADER_LEN, VERSION};
+use crate::state::{
+    Binding, Claims, CodecName, KeyRing, MemoryReplayGuard, Sealer, SealerConfig, StateError,
+    tamper,
+};
+use crate::store::model::{BackendKind, Op, run};
+
+/// Names of the fuzz targets, as the directories under `fuzz/corpus/`.
+pub const TARGETS: [&str; 8] = [
+    "schema",
+    "content",
+    "state_open",
+    "state_tamper",
+    "mrtr_message",
+    "sse_stream",
+    "completions",
+    "headers",
+];
+
+/// Whether an input is worth keeping in the fuzzer's corpus (maps onto
+/// `libfuzzer_sys::Corpus`): `Reject` marks inputs the property ignored,
+/// such as JSON that is not an object for the `schema` target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The input exercised the property.
+    Keep,
+    /// The input was ignored; keep it out of the corpus.
+    Reject,
+}
+
+/// Runs the property of target `name` on `data`; `None` for an unknown name.
+pub fn run_target(name: &str, data: &[u8]) -> Option<Verdict> {
+    let f: fn(&[u8]) -> Verdict = match name {
+        "schema" => schema_target,
+        "content" => content_target,
+        "state_open" => state_open_target,
+        "state_tamper" => state_tamper_target,
+        "mrtr_message" => mrtr_message_target,
+        "sse_stream" => sse_stream_target,
+        "completions" => completions_target,
+        "headers" => headers_target,
+        _ => return None,
+    };
+    Some(f(data))
+}
+
+/// Reads structured values from fuzz bytes; past the end every read is 0
+/// (or empty), so every byte string decodes.
+#[derive(Debug, Clone)]
+pub struct ByteReader<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> ByteReader<'a> {
+    /// A reader over `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        ByteReader { data }
+    }
+
+    /// The next byte, 0 past the end.
+    pub fn u8(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((b, rest)) => {
+                self.data = rest;
+                *b
+            }
+            None => 0,
+        }
+    }
+
+    /// The next two bytes, big-endian.
+    pub fn u16(&mut self) -> u16 {
+        u16::from_be_bytes([self.u8(), self.u8()])
+    }
+
+    /// The next four bytes, big-endian.
+    pub fn u32(&mut self) -> u32 {
+        u32::from_be_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+    }
+
+    /// The next eight bytes, big-endian.
+    pub fn u64(&mut self) -> u64 {
+        (u64::from(self.u32()) << 32) | u64::from(self.u32())
+    }
+
+    /// Up to `n` next bytes.
+    pub fn bytes(&mut self, n: usize) -> &'a [u8] {
+        let (a, b) = self.data.split_at(n.min(self.data.len()));
+        self.data = b;
+        a
+    }
+
+    /// A length-prefixed (one byte) string, lossily decoded from UTF-8.
+    pub fn string(&mut self) -> String {
+        let n = usize::from(self.u8() % 48);
+        String::from_utf8_lossy(self.bytes(n)).into_owned()
+    }
+
+    /// Everything not read yet.
+    pub fn rest(&mut self) -> &'a [u8] {
+        std::mem::take(&mut self.data)
+    }
+}
+
+/// FNV-1a over `data`: a stable seed for the generators.
+pub fn seed_of(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// JSON equality that lets floats differ by a few ulps: `serde_json`
+/// without `float_roundtrip` parses some decimal strings one ulp away from
+/// the nearest double, so text round trips are compared with this.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if x == y {
+                return true;
+            }
+            match (x.as_f64(), y.as_f64()) {
+                (Some(p), Some(q)) if x.is_f64() && y.is_f64() => {
+                    p.to_bits().abs_diff(q.to_bits()) <= 4 || p == q
+                }
+                _ => false,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+// ---------------------------------------------------------------- schema
+
+/// Sorted by name, so comparisons do not depend on `serde_json`'s key order.
+fn sorted(mut s: RequestedSchema) -> RequestedSchema {
+    s.properties.sort_by(|a, b| a.0.cmp(&b.0));
+    s
+}
+
+/// Valid content validates cleanly and each invalid kind fails with exactly
+/// that kind, for `schema` and seed `seed`.
+fn check_generated_content(schema: &RequestedSchema, seed: u64) {
+    let valid = generate_valid(schema, seed);
+    let f = validate_content_map(schema, &valid);
+    assert!(
+        f.is_empty(),
+        "generated valid content {valid:?} fails {f:?} for schema {}",
+        schema.to_value()
+    );
+    for kind in InvalidKind::ALL {
+        if let Some(bad) = generate_invalid(schema, kind, seed) {
+            let f = validate_content_map(schema, &bad);
+            assert!(
+                !f.is_empty(),
+                "generated {kind:?} content {bad:?} validates for schema {}",
+                schema.to_value()
+            );
+            assert!(
+                f.iter().all(|x| x.rule == kind.rule()),
+                "generated {kind:?} content {bad:?} fails with other rules {f:?} for schema {}",
+                schema.to_value()
+            );
+        }
+    }
+}
+
+/// `schema`: arbitrary JSON (or, for non-JSON input, a seeded random schema)
+/// → model and validation never panic; the model re-serializes to a clean
+/// schema that parses back to itself; generated valid content validates and
+/// each generated invalid content fails with exactly its kind.
+pub fn schema_target(data: &[u8]) -> Verdict {
+    let seed = seed_of(data);
+    let schema = match serde_json::from_slice::<Value>(data) {
+        Ok(v) => {
+            let (model, findings) = parse_schema(&v);
+            for f in &findings {
+                assert!(
+                    crate::schema::SCHEMA_RULES.contains(&f.rule.as_str()),
+                    "unlisted schema rule {f:?}"
+                );
+            }
+            let Some(model) = model else {
+                assert!(
+                    !v.is_object() || has_must(&findings),
+                    "an object schema without a model must have a MUST finding: {findings:?}"
+                );
+                return Verdict::Reject;
+            };
+            model
+        }
+        Err(_) => random_schema(seed),
+    };
+    let written = schema.to_value();
+    let (again, findings) = parse_schema(&written);
+    assert!(
+        !has_must(&findings),
+        "the model of a schema writes back a schema with MUST findings: {written} {findings:?}"
+    );
+    let again = again.unwrap_or_else(|| panic!("the written model {written} does not parse"));
+    assert_eq!(
+        sorted(again),
+        sorted(schema.clone()),
+        "model → JSON → model changed the schema {written}"
+    );
+    check_generated_content(&schema, seed);
+    check_generated_content(&schema, seed.rotate_left(17) ^ 0x5555);
+    Verdict::Keep
+}
+
+// ---------------------------------------------------------------- content
+
+fn check_content_findings(schema: &RequestedSchema, content: &Value) {
+    let a = validate_content(schema, content);
+    let b = validate_content(schema, content);
+    assert_eq!(a, b, "content validation is not deterministic");
+    let written = schema.to_value();
+    if let (Some(re), _) = parse_schema(&written) {
+        // Field order may differ (a parsed object yields sorted keys), so
+        // compare the findings as sets.
+        let key = |f: &Finding| (f.pointer.clone(), f.rule.clone(), f.message.clone());
+        let mut x: Vec<_> = validate_content(&re, content).iter().map(key).collect();
+        let mut y: Vec<_> = a.iter().map(key).collect();
+        x.sort();
+        y.sort();
+        assert_eq!(x, y, "a re-parsed copy of the schema validates differently");
+    }
+    if let Some(map) = content.as_object() {
+        assert_eq!(
+            validate_content_map(schema, map),
+            a,
+            "validate_content and validate_content_map disagree"
+        );
+    }
+    for f in &a {
+        let kind = InvalidKind::from_rule(&f.rule)
+            .unwrap_or_else(|| panic!("content finding with an unknown rule {f:?}"));
+        assert_eq!(f.severity, kind.severity(), "severity of {f:?}");
+        assert!(
+            f.pointer.is_empty() || f.pointer.starts_with('/'),
+            "not a JSON pointer: {f:?}"
+        );
+    }
+    if !content.is_object() {
+        assert!(
+            a.iter().any(|f| f.rule == InvalidKind::WrongType.rule()),
+            "non-object content must be a wrong type: {a:?}"
+        );
+    }
+}
+
+/// `content`: arbitrary schema + content → validation never panics, is
+/// deterministic, agrees between its two entry points and with a re-parsed
+/// copy of the schema, and reports only content rules.
+///
+/// Input: JSON `[schema, content]`; any other JSON value is content for a
+/// random schema, also overlaid onto valid content under the schema's own
+/// field names; non-JSON input is split into a seed and raw values.
+pub fn content_target(data: &[u8]) -> Verdict {
+    let seed = seed_of(data);
+    match serde_json::from_slice::<Value>(data) {
+        Ok(Value::Array(pair)) if pair.len() == 2 => {
+            let (Some(schema), _) = parse_schema(&pair[0]) else {
+                return Verdict::Reject;
+            };
+            check_content_findings(&schema, &pair[1]);
+            let mut merged = generate_valid(&schema, seed);
+            overlay(&schema, &mut merged, &pair[1]);
+            check_content_findings(&schema, &Value::Object(merged));
+        }
+        Ok(v) => {
+            let schema = random_schema(seed);
+            check_content_findings(&schema, &v);
+            let mut merged = generate_valid(&schema, seed);
+            overlay(&schema, &mut merged, &v);
+            check_content_findings(&schema, &Value::Object(merged));
+        }
+        Err(_) => {
+            let mut r = ByteReader::new(data);
+            let schema = random_schema(r.u64());
+            let mut merged = generate_valid(&schema, seed);
+            let n = schema.properties.len();
+            while n > 0 && !r.rest_is_empty() {
+                let i = usize::from(r.u8()) % n;
+                let v = value_from(&mut r, 2);
+                merged.insert(schema.properties[i].0.clone(), v);
+            }
+            check_content_findings(&schema, &Value::Object(merged));
+        }
+    }
+    Verdict::Keep
+}
+
+impl ByteReader<'_> {
+    fn rest_is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+/// Puts each of `v`'s values (an object's, or an array's items) under one of
+/// the schema's field names, chosen by a hash of the key.
+fn overlay(schema: &RequestedSchema, into: &mut Map<String, Value>, v: &Value) {
+    let n = schema.properties.len();
+    if n == 0 {
+        return;
+    }
+    let items: Vec<(String, &Value)> = match v {
+        Value::Object(m) => m.iter().map(|(k, v)| (k.clone(), v)).collect(),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), v))
+            .collect(),
+        other => vec![(String::new(), other)],
+    };
+    for (k, v) in items {
+        let i = (seed_of(k.as_bytes()) % n as u64) as usize;
+        into.insert(schema.properties[i].0.clone(), v.clone());
+    }
+}
+
+/// A small JSON value built from bytes (depth-limited, floats finite).
+fn value_from(r: &mut ByteReader<'_>, depth: u8) -> Value {
+    let tag = r.u8();
+    match tag % 9 {
+        0 => Value::Null,
+        1 => Value::Bool(tag & 0x10 != 0),
+        2 => Value::from(i64::from(r.u16() as i16)),
+        3 => serde_json::Number::from_f64(f64::from(r.u16()) / 7.0 - 1000.0)
+            .map_or(Value::Null, Value::Number),
+        4 => Value::from(r.u64()),
+        5 | 6 => Value::String(r.string()),
+        7 if depth > 0 => {
+            let n = r.u8() % 5;
+            Value::Array((0..n).map(|_| value_from(r, depth - 1)).collect())
+        }
+        8 if depth > 0 => {
+            let n = r.u8() % 5;
+            Value::Object(
+                (0..n)
+                    .map(|_| (r.string(), value_from(r, depth - 1)))
+                    .collect(),
+            )
+        }
+        _ => Value::String(r.string()),
+    }
+}
+
+// ---------------------------------------------------------------- state
+
+/// Fixed clock of the state targets (Unix ms).
+const NOW_MS: u64 = 1_800_000_000_000;
+/// Current key id of the fuzz key ring.
+const KID_CURRENT: u32 = 7;
+/// Older key id still in the ring.
+const KID_OLD: u32 = 3;
+/// Principal the states are bound to.
+const PRINCIPAL: &str = "alice";
+
+struct StateFixture {
+    /// One sealer per codec, ring {7: K1 (current), 3: K2}.
+    sealers: Vec<Sealer>,
+    /// Same codec and kid 7, other key: tokens fail with `BadTag`.
+    foreign: Vec<Sealer>,
+    /// Same codec and key as `sealers`, kid 99 (not in the main ring).
+    unknown_kid: Vec<Sealer>,
+    digest: [u8; 32],
+    other_digest: [u8; 32],
+}
+
+fn sealers_for(keys: &[(u32, Vec<u8>)]) -> Vec<Sealer> {
+    let ring = KeyRing::from_keys(keys.iter().cloned()).unwrap_or_else(|e| panic!("{e}"));
+    CodecName::ALL
+        .into_iter()
+        .map(|c| Sealer::new(&ring, c, SealerConfig::default()).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+fn state_fixture() -> &'static StateFixture {
+    static F: OnceLock<StateFixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let k1 = vec![0x11; 32];
+        let k2 = vec![0x22; 48];
+        let k3 = vec![0x33; 32];
+        let digest = crate::state::request_digest("tools/call", "deploy", &json!({"env":"prod"}))
+            .unwrap_or([1; 32]);
+        let other_digest =
+            crate::state::request_digest("tools/call", "deploy", &json!({"env":"dev"}))
+                .unwrap_or([2; 32]);
+        StateFixture {
+            sealers: sealers_for(&[(KID_CURRENT, k1.clone()), (KID_OLD, k2)]),
+            foreign: sealers_for(&[(KID_CURRENT, k3)]),
+            unknown_kid: sealers_for(&[(99, k1)]),
+            digest,
+            other_digest,
+        }
+    })
+}
+
+/// Error kinds an unauthenticated token can produce: nothing past the tag.
+const PRE_TAG: [&str; 5] = [
+    "too_large",
+    "malformed",
+    "unsupported_version",
+    "unknown_key",
+    "bad_tag",
+];
+
+/// `state_open`: arbitrary bytes → `open()` for every codec never panics,
+/// is never `Ok`, and fails only with a kind checked before or at the tag.
+pub fn state_open_target(data: &[u8]) -> Verdict {
+    let fx = state_fixture();
+    let binding = Binding {
+        principal: PRINCIPAL,
+        request_digest: &fx.digest,
+    };
+    for sealer in &fx.sealers {
+        let got = sealer.open_bytes(data, &binding, NOW_MS);
+        let e = match got {
+            Ok(c) => panic!("{:?} opened arbitrary bytes: {c:?}", sealer.codec()),
+            Err(e) => e,
+        };
+        assert!(PRE_TAG.contains(&e.kind()), "{:?}: {e:?}", sealer.codec());
+        let mut buf = Vec::new();
+        assert!(sealer.verify_in(data, NOW_MS, &mut buf).is_err());
+        if let Ok(s) = std::str::from_utf8(data) {
+            assert_eq!(sealer.open(s, &binding, NOW_MS).err(), Some(e));
+        }
+    }
+    Verdict::Keep
+}
+
+/// The error opening `token` must give, given the decoded envelope of the
+/// original token (`orig`) and of other valid tokens with their expected
+/// results; `None` means `Ok`.
+fn expected_open(
+    sealer: &Sealer,
+    token: &[u8],
+    orig: &[u8],
+    others: &[(Vec<u8>, Option<StateError>)],
+) -> Result<Option<StateError>, &'static str> {
+    let codec = sealer.codec();
+    if token.len() > sealer.config().max_token_len {
+        return Ok(Some(StateError::TooLarge));
+    }
+    let Ok(env) = URL_SAFE_NO_PAD.decode(token) else {
+        return Err("malformed");
+    };
+    if env == orig {
+        return Ok(None);
+    }
+    if let Some((_, want)) = others.iter().find(|(o, _)| *o == env) {
+        return Ok(*want);
+    }
+    if env.len() < HEADER_LEN {
+        return Err("malformed");
+    }
+    if env[0] != VERSION {
+        return Ok(Some(StateError::UnsupportedVersion(env[0])));
+    }
+    if env[5] != codec.id() {
+        return Err("malformed");
+    }
+    let kid = u32::from_be_bytes([env[1], env[2], env[3], env[4]]);
+    if kid != KID_CURRENT && kid != KID_OLD {
+        return Ok(Some(StateError::UnknownKey(kid)));
+    }
+    if env.len() < HEADER_LEN + codec.nonce_len() + codec.tag_len() {
+        return Err("malformed");
+    }
+    Ok(Some(StateError::BadTag))
+}
+
+fn assert_open_as(
+    sealer: &Sealer,
+    token: &[u8],
+    orig_token: &str,
+    claims: &Claims,
+    others: &[(Vec<u8>, Option<StateError>)],
+    what: &str,
+) {
+    let fx = state_fixture();
+    let binding = Binding {
+        principal: PRINCIPAL,
+        request_digest: &fx.digest,
+    };
+    let orig = URL_SAFE_NO_PAD.decode(orig_token).unwrap_or_default();
+    let got = sealer.open_bytes(token, &binding, NOW_MS);
+    let codec = sealer.codec();
+    let shown = String::from_utf8_lossy(token);
+    match expected_open(sealer, token, &orig, others) {
+        Ok(None) => match got {
+            Ok(c) => assert_eq!(&c, claims, "{codec:?} {what}: opened to other claims"),
+            Err(e) => panic!("{codec:?} {what}: unchanged token {shown} refused: {e:?}"),
+        },
+        Ok(Some(want)) => assert_eq!(
+            got.as_ref().err(),
+            Some(&want),
+            "{codec:?} {what}: token {shown} (original {orig_token})"
+        ),
+        Err(kind) => match got {
+            Err(e) if e.kind() == kind => {}
+            other => panic!("{codec:?} {what}: token {shown} gave {other:?}, want {kind}"),
+        },
+    }
+    if token != orig_token.as_bytes() {
+        assert!(
+            !matches!(sealer.open_bytes(token, &binding, NOW_MS), Ok(ref c) if c == claims),
+            "{codec:?} {what}: a changed token opened to the original claims"
+        );
+    }
+}
+
+/// Claims as the server would seal them, with fuzz-chosen free fields.
+fn fuzz_claims(r: &mut ByteReader<'_>, digest: [u8; 32]) -> Claims {
+    let flags = r.u8();
+    let mut nonce = [0u8; 16];
+    let b = r.bytes(16);
+    nonce[..b.len()].copy_from_slice(b);
+    let payload_len = usize::from(r.u8());
+    Claims {
+        principal: PRINCIPAL.into(),
+        client_id: (flags & 1 == 1).then(|| "client-a".into()),
+        request_digest: digest,
+        issued_at: NOW_MS - u64::from(flags >> 1) * 1000,
+        expires_at: NOW_MS + 600_000,
+        nonce,
+        round: r.u32(),
+        payload: r.bytes(payload_len).to_vec(),
+    }
+}
+
+/// `state_tamper`: a valid sealed state and an arbitrary mutation (bit
+/// flips in text or bytes, splices with other tokens, truncation,
+/// extension, re-encoding, byte overwrites, changed claims, other keys,
+/// replay) → `Ok` with the original claims only when the token is
+/// unchanged, otherwise exactly the error kind the envelope layout implies.
+///
+/// Input: codec, mutation, claims fields, mutation parameters.
+pub fn state_tamper_target(data: &[u8]) -> Verdict {
+    let fx = state_fixture();
+    let mut r = ByteReader::new(data);
+    let ci = usize::from(r.u8()) % CodecName::ALL.len();
+    let op = r.u8();
+    let sealer = &fx.sealers[ci];
+    let claims = fuzz_claims(&mut r, fx.digest);
+    let Ok(token) = sealer.seal(&claims) else {
+        panic!("sealing small claims failed")
+    };
+    let none: &[(Vec<u8>, Option<StateError>)] = &[];
+    let check = |t: &[u8], what: &str, others: &[(Vec<u8>, Option<StateError>)]| {
+        assert_open_as(sealer, t, &token, &claims, others, what);
+    };
+    match op % 14 {
+        0 => check(token.as_bytes(), "unchanged", none),
+        1 => check(
+            &tamper::flip_bit(&token, usize::from(r.u16())),
+            "flip_bit",
+            none,
+        ),
+        2 => {
+            let t = tamper::flip_decoded_bit(&token, usize::from(r.u16()));
+            let t = t.unwrap_or_else(|| panic!("a sealed token does not decode"));
+            check(t.as_bytes(), "flip_decoded_bit", none);
+        }
+        3 => {
+            let n = usize::from(r.u16()) % (token.len() + 2);
+            check(tamper::truncate(&token, n).as_bytes(), "truncate", none);
+        }
+        4 => {
+            let n = usize::from(r.u8());
+            let extra = r.bytes(n).to_vec();
+            check(&tamper::extend(&token, &extra), "extend", none);
+            let long = tamper::extend(&token, &vec![b'A'; usize::from(r.u16())]);
+            check(&long, "extend-long", none);
+        }
+        5 => {
+            let t = tamper::with_padding(&token).unwrap_or_default();
+            check(t.as_bytes(), "with_padding", none);
+        }
+        6 => {
+            let t = tamper::to_standard_base64(&token).unwrap_or_default();
+            check(t.as_bytes(), "to_standard_base64", none);
+        }
+        7 => {
+            // Splice with another token: same sealer and other binding,
+            // another key under the same kid, or another codec.
+            let which = r.u8() % 4;
+            let at = usize::from(r.u16()) % (token.len() + 8);
+            let mut other_claims = claims.clone();
+            let (other, want) = match which {
+                0 => {
+                    other_claims.principal = "mallory".into();
+                    (sealer.seal(&other_claims), Some(StateError::WrongPrincipal))
+                }
+                1 => {
+                    other_claims.request_digest = fx.other_digest;
+                    (sealer.seal(&other_claims), Some(StateError::WrongRequest))
+                }
+                2 => (fx.foreign[ci].seal(&claims), Some(StateError::BadTag)),
+                _ => {
+                    let oc = (ci + 1 + usize::from(r.u8()) % 5) % CodecName::ALL.len();
+                    (
+                        fx.sealers[oc].seal(&claims),
+                        Some(StateError::Malformed(
+                            "algorithm differs from the configured codec",
+                        )),
+                    )
+                }
+            };
+            let other = other.unwrap_or_else(|e| panic!("seal: {e}"));
+            let oenv = URL_SAFE_NO_PAD.decode(&other).unwrap_or_default();
+            let t = tamper::splice(&token, &other, at).unwrap_or_default();
+            check(t.as_bytes(), "splice", &[(oenv.clone(), want)]);
+            let t = tamper::splice(&other, &token, at).unwrap_or_default();
+            check(t.as_bytes(), "splice-reverse", &[(oenv, want)]);
+        }
+        8 => {
+            let i = usize::from(r.u16());
+            let v = r.u8();
+            let t = tamper::set_decoded_byte(&token, i % (token.len() * 3 / 4 + 1), v);
+            if let Some(t) = t {
+                check(t.as_bytes(), "set_decoded_byte", none);
+            }
+        }
+        9 => changed_claims(sealer, &claims, &mut r),
+        10 => {
+            let mut t = token.clone().into_bytes();
+            let n = 1 + usize::from(r.u8() % 8);
+            for _ in 0..n {
+                let i = usize::from(r.u16()) % t.len().max(1);
+                let b = r.u8();
+                if let Some(x) = t.get_mut(i) {
+                    *x = b;
+                }
+            }
+            check(&t, "overwrite", none);
+        }
+        11 => {
+            let guard = MemoryReplayGuard::new();
+            let binding = Binding {
+                principal: PRINCIPAL,
+                request_digest: &fx.digest,
+            };
+            let first = sealer.open_once(&token, &binding, NOW_MS, &guard);
+            assert_eq!(first.as_ref().ok(), Some(&claims), "first open_once");
+            let second = sealer.open_once(&token, &binding, NOW_MS + 1, &guard);
+            assert_eq!(second.err(), Some(StateError::Replayed), "second open_once");
+        }
+        12 => {
+            let mut t = token.clone().into_bytes();
+            let i = usize::from(r.u16()) % (t.len() + 1);
+            let n = usize::from(r.u8() % 16);
+            let ins = r.bytes(n).to_vec();
+            t.splice(i..i, ins);
+            check(&t, "insert", none);
+        }
+        _ => {
+            // Same claims under a kid not in the ring, or a key not in it.
+            let t = fx.unknown_kid[ci].seal(&claims).unwrap_or_default();
+            check(t.as_bytes(), "unknown-kid", none);
+            let t = fx.foreign[ci].seal(&claims).unwrap_or_default();
+            let want = URL_SAFE_NO_PAD.decode(&t).unwrap_or_default();
+            check(
+                t.as_bytes(),
+                "foreign-key",
+                &[(want, Some(StateError::BadTag))],
+            );
+        }
+    }
+    Verdict::Keep
+}
+
+/// Re-seals claims with changed time window or binding; the open result
+/// must follow the documented check order.
+fn changed_claims(sealer: &Sealer, base: &Claims, r: &mut ByteReader<'_>) {
+    let fx = state_fixture();
+    let skew = u64::try_from(sealer.config().clock_skew.as_millis()).unwrap_or(u64::MAX);
+    let mut c = base.clone();
+    let d_issued = i64::from(r.u32() as i32);
+    let d_expires = i64::from(r.u32() as i32);
+    c.issued_at = NOW_MS.saturating_add_signed(d_issued);
+    c.expires_at = NOW_MS.saturating_add_signed(d_expires);
+    let b = r.u8();
+    if b & 1 == 1 {
+        c.principal = "bob".into();
+    }
+    if b & 2 == 2 {
+        c.request_digest = fx.other_digest;
+    }
+    let token = sealer.seal(&c).unwrap_or_else(|e| panic!("seal: {e}"));
+    let want = if c.issued_at > NOW_MS + skew {
+        Some(StateError::NotYetValid)
+    } else if NOW_MS > c.expires_at.saturating_add(skew) {
+        Some(StateError::Expired)
+    } else if c.principal != PRINCIPAL {
+        Some(StateError::WrongPrincipal)
+    } else if c.request_digest != fx.digest {
+        Some(StateError::WrongRequest)
+    } else {
+        None
+    };
+    let binding = Binding {
+        principal: PRINCIPAL,
+        request_digest: &fx.digest,
+    };
+    let got = sealer.open(&token, &binding, NOW_MS);
+    match want {
+        None => assert_eq!(
+            got.ok(),
+            Some(c),
+            "{:?}: fresh valid claims",
+            sealer.codec()
+        ),
+        Some(e) => assert_eq!(
+            got.err(),
+            Some(e),
+            "{:?}: changed claims {c:?}",
+            sealer.codec()
+        ),
+    }
+}
+
+// ---------------------------------------------------------------- mrtr_message
+
+fn message_eq(a: &Message, b: &Message) -> bool {
+    json_eq(&a.to_value(), &b.to_value())
+}
+
+/// Parse → serialize → parse: the second parse succeeds and matches.
+fn check_message_round_trip(m: &Message, what: &str) {
+    let text = m.to_json();
+    let again = parse_message(text.as_bytes())
+        .unwrap_or_else(|e| panic!("{what}: serialized message {text} does not parse: {e}"));
+    assert!(
+        message_eq(m, &again),
+        "{what}: {text} parses back as {again:?}, not {m:?}"
+    );
+    let text2 = again.to_json();
+    let third = parse_message(text2.as_bytes())
+        .unwrap_or_else(|e| panic!("{what}: {text2} does not parse: {e}"));
+    assert!(
+        message_eq(&again, &third),
+        "{what}: second round trip differs"
+    );
+    let direct = message_from_value(m.to_value())
+        .unwrap_or_else(|e| panic!("{what}: to_value of {m:?} does not classify: {e}"));
+    assert_eq!(
+        &direct, m,
+        "{what}: to_value → message_from_value changed it"
+    );
+}
+
+/// The MRTR and elicitation views of one JSON value: parsing never panics
+/// and every typed view round-trips through its own serialization.
+fn check_typed_views(v: &Value) {
+    if let Ok(meta) = RequestMeta::from_params(Some(v)) {
+        let again = RequestMeta::from_params(Some(&json!({ "_meta": meta.to_value() })));
+        assert_eq!(again.as_ref(), Ok(&meta), "RequestMeta round trip");
+    }
+    if let Some(r) = InputRequiredResult::from_value(v) {
+        let again = InputRequiredResult::from_value(&r.to_value());
+        assert_eq!(again.as_ref(), Some(&r), "InputRequiredResult round trip");
+        assert_eq!(
+            ResultType::of(&r.to_value()),
+            Some(ResultType::InputRequired)
+        );
+        for req in r.input_requests.iter().flat_map(|m| m.values()) {
+            check_elicit_params(&req.params);
+        }
+    }
+    if let Some(rt) = ResultType::of(v) {
+        assert_eq!(ResultType::parse(rt.as_str()), rt, "ResultType round trip");
+    }
+    check_elicit_params(v);
+    if let Ok(er) = serde_json::from_value::<ElicitResult>(v.clone()) {
+        let again = serde_json::from_value::<ElicitResult>(er.to_value());
+        assert_eq!(again.ok().as_ref(), Some(&er), "ElicitResult round trip");
+    }
+    if let Ok(p) = serde_json::from_value::<CallToolParams>(v.clone()) {
+        let again = serde_json::to_value(&p)
+            .ok()
+            .and_then(|w| serde_json::from_value::<CallToolParams>(w).ok());
+        assert_eq!(again.as_ref(), Some(&p), "CallToolParams round trip");
+    }
+}
+
+fn check_elicit_params(v: &Value) {
+    let Ok(p) = ElicitRequestParams::from_value(v) else {
+        return;
+    };
+    for generation in [Generation::Legacy, Generation::Modern] {
+        let again = ElicitRequestParams::from_value(&p.to_value(generation))
+            .unwrap_or_else(|e| panic!("written elicitation params do not read back: {e}"));
+        assert_eq!(again.mode(), p.mode());
+        assert_eq!(again.message(), p.message());
+        let third = ElicitRequestParams::from_value(&again.to_value(generation));
+        assert_eq!(third.as_ref(), Ok(&again), "elicitation params not stable");
+    }
+}
+
+/// A structured message built from bytes (for inputs that are not JSON).
+fn message_from_bytes(r: &mut ByteReader<'_>) -> Message {
+    const METHODS: [&str; 8] = [
+        "tools/call",
+        "elicitation/create",
+        "notifications/elicitation/complete",
+        "server/discover",
+        "initialize",
+        "notifications/cancelled",
+        "prompts/get",
+        "resources/read",
+    ];
+    let shape = r.u8();
+    let id = if shape & 0x10 == 0 {
+        RequestId::Number(r.u64() as i64)
+    } else {
+        RequestId::String(r.string())
+    };
+    let method = if shape & 0x20 == 0 {
+        METHODS[usize::from(r.u8()) % METHODS.len()].to_owned()
+    } else {
+        r.string()
+    };
+    let mut params = || match r.u8() % 3 {
+        0 => None,
+        1 => {
+            let mut m = Map::new();
+            let n = r.u8() % 4;
+            for _ in 0..n {
+                m.insert(r.string(), value_from(r, 3));
+            }
+            if shape & 0x40 != 0 {
+                m.insert(
+                    "_meta".into(),
+                    RequestMeta::new(crate::protocol::ClientCapabilities::with_modes(
+                        shape & 1 == 1,
+                        shape & 2 == 2,
+                    ))
+                    .to_value(),
+                );
+            }
+            Some(Value::Object(m))
+        }
+        _ => Some(Value::Array(
+            (0..r.u8() % 4).map(|_| value_from(r, 3)).collect(),
+        )),
+    };
+    match shape % 5 {
+        0 => Message::Request(Request {
+            id,
+            method,
+            params: params(),
+        }),
+        1 => Message::Notification(Notification {
+            method,
+            params: params(),
+        }),
+        2 => {
+            let ir = InputRequiredResult {
+                input_requests: Some(
+                    (0..r.u8() % 3)
+                        .map(|_| {
+                            (
+                                r.string(),
+                                crate::protocol::InputRequest {
+                                    method: method.clone(),
+                                    params: json!({"mode":"form","message":r.string(),
+                                        "requestedSchema":random_schema(r.u64()).to_value()}),
+                                },
+                            )
+                        })
+                        .collect(),
+                ),
+                request_state: Some(r.string()),
+                meta: None,
+            };
+            Message::Response(Response::result(id, ir.to_value()))
+        }
+        3 => Message::Response(Response::result(id, value_from(r, 3))),
+        _ => {
+            let mut e = ErrorObject::new(r.u64() as i64, r.string());
+            let d = value_from(r, 2);
+            if !d.is_null() {
+                e = e.with_data(d);
+            }
+            Message::Response(Response::error((shape & 0x80 == 0).then_some(id), e))
+        }
+    }
+}
+
+/// `mrtr_message`: arbitrary bytes → the JSON-RPC parser, the body decoder
+/// and the MRTR / elicitation readers never panic; a parsed message
+/// serializes and parses back to itself (floats within a few ulps); typed
+/// views round-trip. Non-JSON input also builds a structured message from
+/// the bytes and checks its round trip.
+pub fn mrtr_message_target(data: &[u8]) -> Verdict {
+    match parse_message(data) {
+        Ok(m) => {
+            check_message_round_trip(&m, "parsed message");
+            let (params, result) = match &m {
+                Message::Request(r) => (r.params.as_ref(), None),
+                Message::Notification(n) => (n.params.as_ref(), None),
+                Message::Response(r) => (None, r.result_value()),
+            };
+            if let Some(p) = params {
+                check_typed_views(p);
+            }
+            if let Some(v) = result {
+                check_typed_views(v);
+            }
+            let body = decode_body(Some("application/json"), data)
+                .unwrap_or_else(|e| panic!("a parsed message fails decode_body: {e}"));
+            assert_eq!(body.framing, Framing::Json);
+            assert_eq!(body.messages.len(), 1);
+            assert!(message_eq(&body.messages[0], &m));
+        }
+        Err(e) => {
+            assert!(
+                [codes::PARSE_ERROR, codes::INVALID_REQUEST].contains(&e.code()),
+                "parse error code {}",
+                e.code()
+            );
+            if let Ok(v) = serde_json::from_slice::<Value>(data) {
+                assert!(
+                    matches!(e, ParseError::Invalid { .. }),
+                    "valid JSON reported as {e:?}"
+                );
+                check_typed_views(&v);
+            } else {
+                let mut r = ByteReader::new(data);
+                let m = message_from_bytes(&mut r);
+                check_message_round_trip(&m, "built message");
+            }
+        }
+    }
+    let _ = decode_body(Some("text/event-stream"), data);
+    let _ = decode_body(None, data);
+    Verdict::Keep
+}
+
+// ---------------------------------------------------------------- sse_stream
+
+fn parse_chunked(
+    body: &[u8],
+    cuts: &[usize],
+    limit: usize,
+) -> (Vec<SseEvent>, Result<bool, SseError>) {
+    let mut p = SseParser::with_limit(limit);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for &c in cuts.iter().chain(std::iter::once(&body.len())) {
+        if let Err(e) = p.push(&body[at..c], &mut out) {
+            return (out, Err(e));
+        }
+        at = c;
+    }
+    let partial = p.finish();
+    (out, Ok(partial))
+}
+
+/// `sse_stream`: the SSE parser yields the same events (and the same
+/// "partial event" flag, and the same size error at the same event) however
+/// the bytes are split; events re-encode and parse back to the same id and
+/// data.
+///
+/// Input: number of cuts, cut positions (two bytes each), an event size cap,
+/// then the stream bytes.
+pub fn sse_stream_target(data: &[u8]) -> Verdict {
+    let mut r = ByteReader::new(data);
+    let n = usize::from(r.u8() % 8);
+    let raw_cuts: Vec<u16> = (0..n).map(|_| r.u16()).collect();
+    let cap = 1 + usize::from(r.u8());
+    let body = r.rest();
+    let mut cuts: Vec<usize> = raw_cuts
+        .iter()
+        .map(|c| usize::from(*c) % (body.len() + 1))
+        .collect();
+    cuts.sort_unstable();
+
+    let whole = parse_chunked(body, &[], crate::protocol::sse::MAX_EVENT_BYTES);
+    let (events, partial) = match &whole {
+        (ev, Ok(p)) => (ev.clone(), *p),
+        (_, Err(e)) => panic!("default cap hit by a {}-byte body: {e}", body.len()),
+    };
+    assert_eq!(parse_all(body).ok(), Some((events.clone(), partial)));
+    let split = parse_chunked(body, &cuts, crate::protocol::sse::MAX_EVENT_BYTES);
+    assert_eq!(split, whole, "events differ when split at {cuts:?}");
+    let every: Vec<usize> = (1..body.len()).collect();
+    if body.len() <= 4096 {
+        let bytewise = parse_chunked(body, &every, crate::protocol::sse::MAX_EVENT_BYTES);
+        assert_eq!(bytewise, whole, "events differ when fed byte by byte");
+    }
+
+    // With a small cap, the outcome must not depend on the split either.
+    let capped = parse_chunked(body, &[], cap);
+    let capped_split = parse_chunked(body, &cuts, cap);
+    assert_eq!(
+        capped_split, capped,
+        "cap {cap}: outcome differs when split at {cuts:?}"
+    );
+
+    // Re-encoding keeps id and data.
+    let mut re = String::new();
+    for ev in &events {
+        re.push_str(&encode_event(ev.id.as_deref(), &ev.data));
+    }
+    let (again, again_partial) =
+        parse_all(re.as_bytes()).unwrap_or_else(|e| panic!("re-encoded stream: {e}"));
+    assert!(!again_partial, "re-encoded stream ends mid-event");
+    let key = |e: &SseEvent| (e.id.clone(), e.data.clone());
+    assert_eq!(
+        again.iter().map(key).collect::<Vec<_>>(),
+        events.iter().map(key).collect::<Vec<_>>(),
+        "re-encoded events differ"
+    );
+    let _ = decode_body(Some("text/event-stream"), body);
+    Verdict::Keep
+}
+
+// ---------------------------------------------------------------- completions
+
+static DB_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh database path on tmpfs when there is one (fast fsync).
+fn scratch_db_path() -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    let dir = if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    };
+    let n = DB_COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("elicitkit-fuzz-{}-{n}.sqlite", std::process::id()))
+}
+
+fn remove_db(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(p));
+    }
+}
+
+/// `completions`: an operation sequence decoded from the bytes (create,
+/// complete, duplicate and concurrent complete, expire, cancel, complete by
+/// another principal, restart, side-effect claims) applied to the memory
+/// and the SQLite store and to the reference model: no divergence (side
+/// effects exactly once, no completion after expiry or by another
+/// principal, legal transitions only).
+pub fn completions_target(data: &[u8]) -> Verdict {
+    let ops = Op::from_bytes(data);
+    if let Err(v) = run(&ops, BackendKind::Memory) {
+        panic!("memory store: {v}\nops: {ops:?}");
+    }
+    let path = scratch_db_path();
+    remove_db(&path);
+    let res = run(&ops, BackendKind::Sqlite(path.clone()));
+    remove_db(&path);
+    if let Err(v) = res {
+        panic!("sqlite store: {v}\nops: {ops:?}");
+    }
+    Verdict::Keep
+}
+
+// ---------------------------------------------------------------- headers
+
+/// `headers`: the `=?base64?…?=` codec. Any string encodes to printable
+/// ASCII without surrounding spaces and decodes back; decoding any bytes
+/// never panics, accepts a plain value only as itself, rejects what is
+/// neither plain nor a valid sentinel, and what it accepts re-encodes to
+/// something that decodes to the same value; the header check accepts the
+/// headers built for any method and name.
+pub fn headers_target(data: &[u8]) -> Verdict {
+    let s = String::from_utf8_lossy(data);
+    let enc = headers::encode_value(&s);
+    assert!(
+        enc.bytes().all(|b| (0x20..=0x7e).contains(&b)),
+        "encoded value {enc:?} has bytes outside printable ASCII"
+    );
+    assert!(
+        !enc.starts_with(' ') && !enc.ends_with(' '),
+        "encoded value {enc:?} has surrounding spaces"
+    );
+    assert_eq!(
+        headers::decode_value(enc.as_bytes()).as_deref(),
+        Ok(&*s),
+        "encode → decode of {s:?} via {enc:?}"
+    );
+
+    let sentinel = data.starts_with(b"=?base64?") && data.ends_with(b"?=") && data.len() >= 11;
+    match headers::decode_value(data) {
+        Ok(v) => {
+            if !sentinel {
+                assert_eq!(
+                    v.as_bytes(),
+                    data,
+                    "a plain value decoded to something else"
+                );
+                assert!(data.iter().all(|b| (0x20..=0x7e).contains(b)));
+                assert!(!data.starts_with(b" ") && !data.ends_with(b" "));
+            }
+            let again = headers::encode_value(&v);
+            assert_eq!(
+                headers::decode_value(again.as_bytes()).as_deref(),
+                Ok(v.as_str()),
+                "decoded value {v:?} does not survive re-encoding"
+            );
+        }
+        Err(e) => {
+            if !sentinel {
+                assert_eq!(e, HeaderValueError::InvalidCharacters, "plain value error");
+                let plain_ok = std::str::from_utf8(data)
+                    .is_ok_and(|t| t.bytes().all(|b| (0x20..=0x7e).contains(&b)) && t.trim() == t);
+                assert!(!plain_ok, "a printable trimmed value was rejected");
+            } else {
+                assert!(
+                    matches!(e, HeaderValueError::BadBase64 | HeaderValueError::NotUtf8),
+                    "sentinel error {e:?}"
+                );
+            }
+        }
+    }
+
+    // Headers built for a request pass the check against the same body.
+    let mut r = ByteReader::new(data);
+    let method = match r.u8() % 4 {
+        0 => "tools/call".to_owned(),
+        1 => "prompts/get".to_owned(),
+        2 => "resources/read".to_owned(),
+        _ => r.string(),
+    };
+    let name = r.string();
+    let params = json!({ "name": name, "uri": name });
+    let version = r.string();
+    let hs = headers::request_headers(&method, Some(&params), &version);
+    let get = |n: &str| {
+        hs.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.as_bytes())
+    };
+    let checked = headers::check_request_headers(get, &method, Some(&params), &version);
+    assert_eq!(
+        checked,
+        Ok(()),
+        "headers {hs:?} built for {method:?} {name:?} fail their own check"
+    );
+    Verdict::Keep
+}

@@ -1,0 +1,13 @@
+//! Fuzz target `sse_stream`: a shell over [`elicitkit::fuzz_support::sse_stream_target`],
+//! which holds the property (and replays under `cargo test`).
+#![no_main]
+
+use elicitkit::fuzz_support::{Verdict, sse_stream_target};
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|data: &[u8]| -> Corpus {
+    match sse_stream_target(data) {
+        Verdict::Keep => Corpus::Keep,
+        Verdict::Reject => Corpus::Reject,
+    }
+});

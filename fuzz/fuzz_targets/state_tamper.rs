@@ -1,0 +1,13 @@
+//! Fuzz target `state_tamper`: a shell over [`elicitkit::fuzz_support::state_tamper_target`],
+//! which holds the property (and replays under `cargo test`).
+#![no_main]
+
+use elicitkit::fuzz_support::{Verdict, state_tamper_target};
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|data: &[u8]| -> Corpus {
+    match state_tamper_target(data) {
+        Verdict::Keep => Corpus::Keep,
+        Verdict::Reject => Corpus::Reject,
+    }
+});
