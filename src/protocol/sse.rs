@@ -165,21 +165,17 @@ impl SseParser {
                 self.has_data = true;
                 self.has_field = true;
             }
-            "id" => {
-                if !value.contains('\0') {
-                    self.current.id = Some(value.to_owned());
-                    self.has_field = true;
-                }
+            "id" if !value.contains('\0') => {
+                self.current.id = Some(value.to_owned());
+                self.has_field = true;
             }
             "event" => {
                 self.current.event = Some(value.to_owned());
                 self.has_field = true;
             }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    self.current.retry = value.parse().ok();
-                    self.has_field = true;
-                }
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.current.retry = value.parse().ok();
+                self.has_field = true;
             }
             _ => {}
         }
