@@ -17,6 +17,8 @@ enum Command {
     Check(elicitkit::cli::check::Args),
     /// Run the reference elicitation server (both protocol generations).
     Serve(elicitkit::cli::serve::Args),
+    /// Choose and debug requestState sealing (benchmark codecs, inspect tokens).
+    State(elicitkit::cli::state::Args),
     /// Check one elicitation message against the spec.
     Validate(elicitkit::cli::validate::Args),
 }
@@ -26,6 +28,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
         Command::Serve(args) => elicitkit::cli::serve::run(args),
+        Command::State(args) => elicitkit::cli::state::run(args),
         Command::Validate(args) => elicitkit::cli::validate::run(args),
     }
 }

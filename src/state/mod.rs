@@ -80,6 +80,7 @@ pub mod digest;
 pub mod envelope;
 pub mod error;
 pub mod keyring;
+pub mod measure;
 pub mod primitive;
 pub mod replay;
 pub mod sealer;

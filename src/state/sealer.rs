@@ -163,12 +163,12 @@ impl Sealer {
             .ok_or(StateError::UnknownKey(kid))
     }
 
-    /// Decodes and verifies `token` into `buf` and checks its time window,
-    /// without checking the binding. For diagnostics (`state inspect`).
-    pub fn verify_in<'b>(
+    /// Decodes `token` into `buf` and verifies its tag, without checking
+    /// time or binding. For diagnostics (`state inspect`): an expired state
+    /// still shows its claims.
+    pub fn verify_tag_in<'b>(
         &self,
         token: &[u8],
-        now_ms: u64,
         buf: &'b mut Vec<u8>,
     ) -> Result<ClaimsRef<'b>, StateError> {
         envelope::decode_into(token, self.config.max_token_len, buf)?;
@@ -180,7 +180,18 @@ impl Sealer {
         }
         let codec = self.codec_for(header.kid)?;
         let body = codec.open(buf.as_mut_slice(), HEADER_LEN)?;
-        let c = claims::decode(body)?;
+        claims::decode(body)
+    }
+
+    /// Decodes and verifies `token` into `buf` and checks its time window,
+    /// without checking the binding.
+    pub fn verify_in<'b>(
+        &self,
+        token: &[u8],
+        now_ms: u64,
+        buf: &'b mut Vec<u8>,
+    ) -> Result<ClaimsRef<'b>, StateError> {
+        let c = self.verify_tag_in(token, buf)?;
         if c.issued_at > now_ms.saturating_add(self.skew_ms) {
             return Err(StateError::NotYetValid);
         }
