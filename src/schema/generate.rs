@@ -483,13 +483,16 @@ fn random_number_field(rng: &mut SeedRng, integer: bool) -> NumberField {
         f.minimum = if rng.one_in(3) { None } else { lo };
         f.maximum = maybe(Number::from(hi), rng);
     } else {
-        let lo = base as f64 + (rng.below(100) as f64) / 100.0;
+        // Whole cents, so bounds survive a trip through JSON text exactly
+        // (serde_json's default float parser may move long mantissas by an ULP).
+        let lo_cents = base * 100 + rng.below(100) as i64;
+        let hi_cents = lo_cents + rng.below(50_000) as i64;
         f.minimum = if rng.one_in(3) {
             None
         } else {
-            Number::from_f64(lo)
+            Number::from_f64(lo_cents as f64 / 100.0)
         };
-        f.maximum = maybe((), rng).and_then(|_| Number::from_f64(lo + rng.unit() * 500.0));
+        f.maximum = maybe((), rng).and_then(|_| Number::from_f64(hi_cents as f64 / 100.0));
     }
     f
 }
