@@ -1,4 +1,5 @@
 //! 2026-07-28 (MRTR) behaviour of the reference server, driven over real HTTP.
+#![cfg(feature = "net")]
 
 mod server_support;
 

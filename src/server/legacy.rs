@@ -1,32 +1,682 @@
-//! 2025-11-25 (stub, being written).
+//! The 2025-11-25 handler: `initialize` creates a session (`MCP-Session-Id`,
+//! 128 random bits as hex), `notifications/initialized` opens it for
+//! elicitation, and `tools/call` answers with an SSE stream that carries a
+//! priming event, each `elicitation/create`, the optional
+//! `notifications/elicitation/complete` (URL mode) and finally the tool
+//! result. The client's answers arrive as POSTed JSON-RPC responses (202).
+//!
+//! Every elicitation is a store record bound to the session's principal;
+//! unanswered ones time out (`--elicitation-timeout`) into a tool error.
+//! A request for a session of another principal gets 403; a deleted or
+//! unknown session 404; a wrong `MCP-Protocol-Version` 400.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use serde_json::{Map, Value, json};
+use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::protocol::jsonrpc::Message;
+use crate::protocol::capabilities::ElicitModes;
+use crate::protocol::codes;
+use crate::protocol::elicitation::{ElicitRequestParams, METHOD_COMPLETE, METHOD_CREATE};
+use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::jsonrpc::{Message, Outcome, Request, RequestId};
+use crate::protocol::legacy::{
+    Implementation, InitializeParams, METHOD_CANCELLED, METHOD_INITIALIZE, METHOD_INITIALIZED,
+};
+use crate::protocol::sse::encode_event;
+use crate::protocol::version::LEGACY;
+use crate::protocol::{ElicitAction, Generation};
+use crate::state::request_digest;
+use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 
 use super::app::App;
-use super::reply;
+use super::conversation::{Conversation, Expect, Verdict, judge};
+use super::flaw::Flaw;
+use super::reply::{self, RpcError};
+use super::stats::{bump, drop_one};
 use super::timing::Timing;
+use super::tools::{self, Ask, Ctx, Step, Tool, ToolError, ToolResult};
 
-/// Legacy sessions.
-#[derive(Default)]
-pub struct Sessions {}
+/// Most sessions alive at once; `initialize` beyond it gets 503.
+pub const MAX_SESSIONS: usize = 50_000;
+/// Most elicitation rounds one legacy call may run.
+const MAX_ROUNDS: usize = 10;
+/// Most invalid answers tolerated for one input before giving up.
+const MAX_INVALID: usize = 3;
 
-/// Handles a legacy POST.
-pub async fn handle_post(
-    _app: &Arc<App>,
-    _headers: &HeaderMap,
-    _msg: Message,
-    _principal: String,
-    _timing: &mut Timing,
-) -> Response {
-    reply::status(StatusCode::BAD_REQUEST)
+type Answer = Result<Value, Value>;
+
+/// One 2025-11-25 session.
+pub struct Session {
+    principal: String,
+    modes: ElicitModes,
+    initialized: AtomicBool,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    calls: Mutex<HashMap<RequestId, Arc<Notify>>>,
+    closed: tokio::sync::watch::Sender<bool>,
 }
 
-/// Handles `DELETE /mcp` with a session.
-pub fn handle_delete(_app: &Arc<App>, _headers: &HeaderMap) -> Response {
-    reply::status(StatusCode::NOT_FOUND)
+/// All live sessions by id.
+#[derive(Default)]
+pub struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Sessions {
+    fn get(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.map).get(id).cloned()
+    }
+
+    fn insert(&self, id: String, s: Arc<Session>) -> bool {
+        let mut m = lock(&self.map);
+        if m.len() >= MAX_SESSIONS {
+            return false;
+        }
+        m.insert(id, s);
+        true
+    }
+
+    fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.map).remove(id)
+    }
+}
+
+fn new_session_id() -> String {
+    let b: [u8; 16] = rand::random();
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn err(status: StatusCode, code: i64, msg: impl Into<String>) -> RpcError {
+    RpcError::new(status, code, msg)
+}
+
+/// Handles a POST that belongs to 2025-11-25.
+pub async fn handle_post(
+    app: &Arc<App>,
+    headers: &HeaderMap,
+    msg: Message,
+    principal: String,
+    timing: &mut Timing,
+) -> Response {
+    let _ = timing;
+    let id = match &msg {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    if let Some(v) = headers.get(PROTOCOL_VERSION)
+        && v.as_bytes() != LEGACY.as_bytes()
+        && msg.method() != Some(METHOD_INITIALIZE)
+    {
+        let e = err(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            "unsupported MCP-Protocol-Version for this session (expected 2025-11-25)",
+        );
+        return reply::error(id.as_ref(), &e);
+    }
+    if let Message::Request(req) = &msg
+        && req.method == METHOD_INITIALIZE
+    {
+        return initialize(app, req, principal);
+    }
+    let Some(sid) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        let e = err(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            "missing MCP-Session-Id: send initialize first",
+        );
+        return reply::error(id.as_ref(), &e);
+    };
+    let Some(session) = app.sessions.get(sid) else {
+        let e = err(
+            StatusCode::NOT_FOUND,
+            codes::INVALID_REQUEST,
+            "session not found (terminated or never created): initialize again",
+        );
+        return reply::error(id.as_ref(), &e);
+    };
+    if session.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
+        tracing::info!("session used by another principal");
+        let e = err(
+            StatusCode::FORBIDDEN,
+            codes::INVALID_REQUEST,
+            "this session belongs to another principal",
+        );
+        return reply::error(id.as_ref(), &e);
+    }
+    match msg {
+        Message::Notification(n) => {
+            if n.method == METHOD_INITIALIZED {
+                session.initialized.store(true, Ordering::Release);
+            } else if n.method == METHOD_CANCELLED {
+                let target = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value);
+                if let Some(t) = target
+                    && let Some(c) = lock(&session.calls).get(&t)
+                {
+                    c.notify_one();
+                }
+            }
+            reply::status(StatusCode::ACCEPTED)
+        }
+        Message::Response(r) => {
+            let key = match &r.id {
+                Some(RequestId::String(s)) => s.clone(),
+                Some(RequestId::Number(n)) => n.to_string(),
+                None => String::new(),
+            };
+            let waiter = lock(&session.pending).remove(&key);
+            let Some(tx) = waiter else {
+                let e = err(
+                    StatusCode::BAD_REQUEST,
+                    codes::INVALID_REQUEST,
+                    "no pending elicitation has this id",
+                );
+                return reply::error(None, &e);
+            };
+            let answer = match r.outcome {
+                Outcome::Result(v) => Ok(v),
+                Outcome::Error(e) => Err(serde_json::to_value(e).unwrap_or(Value::Null)),
+            };
+            let _ = tx.send(answer);
+            reply::status(StatusCode::ACCEPTED)
+        }
+        Message::Request(req) => request(app, session, req, principal).await,
+    }
+}
+
+fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
+    let params: InitializeParams = match req.params.clone().map(serde_json::from_value).transpose()
+    {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            let e = RpcError::invalid_params("initialize needs params");
+            return reply::error(Some(&req.id), &e);
+        }
+        Err(e) => {
+            let e = RpcError::invalid_params(format!("invalid initialize params: {e}"));
+            return reply::error(Some(&req.id), &e);
+        }
+    };
+    let sid = new_session_id();
+    let (closed, _) = tokio::sync::watch::channel(false);
+    let session = Arc::new(Session {
+        principal,
+        modes: params.capabilities.elicit_modes(),
+        initialized: AtomicBool::new(false),
+        next_id: AtomicU64::new(1),
+        pending: Mutex::new(HashMap::new()),
+        calls: Mutex::new(HashMap::new()),
+        closed,
+    });
+    if !app.sessions.insert(sid.clone(), session) {
+        let e = err(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::INTERNAL_ERROR,
+            "too many sessions; delete unused ones",
+        );
+        return reply::error(Some(&req.id), &e);
+    }
+    bump(&app.stats.active_sessions);
+    tracing::info!(client = %params.client_info.name, "legacy session created");
+    let result = json!({
+        "protocolVersion": LEGACY,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": Implementation::elicitkit(),
+        "instructions": "elicitkit reference server: demo tools that elicit in form and URL mode.",
+    });
+    let mut r = reply::result(&req.id, &result, app.cfg.response);
+    if let Ok(v) = HeaderValue::from_str(&sid) {
+        r.headers_mut().insert(SESSION_ID, v);
+    }
+    r
+}
+
+/// Handles `DELETE /mcp` with a session header.
+pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
+    let sid = headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let principal = super::http::principal_of(app, headers);
+    match app.sessions.get(sid) {
+        None => reply::status(StatusCode::NOT_FOUND),
+        Some(s)
+            if principal.as_deref() != Some(s.principal.as_str())
+                && !app.flaw(Flaw::IgnorePrincipal) =>
+        {
+            reply::status(StatusCode::FORBIDDEN)
+        }
+        Some(_) => {
+            if let Some(s) = app.sessions.remove(sid) {
+                let _ = s.closed.send(true);
+                drop_one(&app.stats.active_sessions);
+            }
+            reply::status(StatusCode::NO_CONTENT)
+        }
+    }
+}
+
+async fn request(
+    app: &Arc<App>,
+    session: Arc<Session>,
+    req: Request,
+    principal: String,
+) -> Response {
+    let mode = app.cfg.response;
+    match req.method.as_str() {
+        "ping" => reply::result(&req.id, &json!({}), mode),
+        "tools/list" => reply::result(&req.id, &super::modern::tools_list(), mode),
+        "prompts/list" => reply::result(&req.id, &json!({"prompts": []}), mode),
+        "resources/list" => reply::result(&req.id, &json!({"resources": []}), mode),
+        "tools/call" => match prepare_call(&req) {
+            Ok((tool, args)) => stream_call(app, session, req.id, tool, args, principal),
+            Err(e) => reply::error(Some(&req.id), &e),
+        },
+        other => reply::error(Some(&req.id), &RpcError::method_not_found(other)),
+    }
+}
+
+fn prepare_call(req: &Request) -> Result<(Tool, Map<String, Value>), RpcError> {
+    let p = req
+        .params
+        .as_ref()
+        .and_then(Value::as_object)
+        .ok_or_else(|| RpcError::invalid_params("params must be an object"))?;
+    let name = p
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("params.name must be a string"))?;
+    let tool = Tool::from_name(name)
+        .ok_or_else(|| RpcError::invalid_params(format!("unknown tool {name:?}")))?;
+    let args = match p.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "params.arguments must be an object",
+            ));
+        }
+    };
+    tools::check_arguments(tool, &args).map_err(|e| RpcError::invalid_params(e.to_string()))?;
+    Ok((tool, args))
+}
+
+/// The SSE writer of one call.
+struct Stream {
+    tx: mpsc::Sender<String>,
+    next: u64,
+}
+
+impl Stream {
+    async fn send(&mut self, data: &str) -> bool {
+        let ev = encode_event(Some(&format!("e{}", self.next)), data);
+        self.next += 1;
+        self.tx.send(ev).await.is_ok()
+    }
+}
+
+fn stream_call(
+    app: &Arc<App>,
+    session: Arc<Session>,
+    id: RequestId,
+    tool: Tool,
+    args: Map<String, Value>,
+    principal: String,
+) -> Response {
+    let (tx, mut rx) = mpsc::channel::<String>(8);
+    let cancel = Arc::new(Notify::new());
+    lock(&session.calls).insert(id.clone(), cancel.clone());
+    let app2 = app.clone();
+    tokio::spawn(async move {
+        let mut stream = Stream { tx, next: 0 };
+        if stream.send("").await {
+            let call = Call {
+                app: &app2,
+                session: &session,
+                principal: &principal,
+                cancel: &cancel,
+            };
+            call.run(&mut stream, &id, tool, &args).await;
+        }
+        lock(&session.calls).remove(&id);
+    });
+    let body =
+        futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok::<_, Infallible>)));
+    let mut r = Response::new(Body::from_stream(body));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+/// How waiting for one elicitation ended.
+enum Waited {
+    /// A usable answer.
+    Answer(Value),
+    /// Well-formed but failing the schema.
+    Invalid,
+    /// The elicitation timed out.
+    TimedOut,
+    /// The client answered with an error or garbage.
+    ClientError(String),
+    /// The stream, session or server went away, or the call was cancelled.
+    Gone,
+    /// `crash-on-decline`: end the stream without a result.
+    Crash,
+}
+
+struct Call<'a> {
+    app: &'a Arc<App>,
+    session: &'a Arc<Session>,
+    principal: &'a str,
+    cancel: &'a Arc<Notify>,
+}
+
+impl Call<'_> {
+    async fn finish(&self, stream: &mut Stream, id: &RequestId, r: ToolResult) {
+        let json = reply::response_json(Some(id), Some(&r.to_value()), None);
+        stream.send(&json).await;
+    }
+
+    async fn run(
+        &self,
+        stream: &mut Stream,
+        id: &RequestId,
+        tool: Tool,
+        args: &Map<String, Value>,
+    ) {
+        let app = self.app;
+        let name = tool.name();
+        let args_value = Value::Object(args.clone());
+        let digest = match request_digest("tools/call", name, &args_value) {
+            Ok(d) => d,
+            Err(e) => {
+                let e = RpcError::invalid_params(format!("params.arguments: {e}"));
+                let json = reply::response_json(Some(id), None, Some(&e.error));
+                stream.send(&json).await;
+                return;
+            }
+        };
+        let needs = tool.needs(app);
+        if needs != tools::Needs::Nothing {
+            if !self.session.initialized.load(Ordering::Acquire) {
+                let r = ToolResult::error(
+                    "This tool asks the user for input; send notifications/initialized first.",
+                );
+                return self.finish(stream, id, r).await;
+            }
+            if tools::gate(app, needs, self.session.modes).is_err() {
+                let what = if needs == tools::Needs::Url {
+                    "URL"
+                } else {
+                    "form"
+                };
+                let r = ToolResult::error(format!(
+                    "This tool needs {what}-mode elicitation, which this client did not declare in initialize."
+                ));
+                return self.finish(stream, id, r).await;
+            }
+        }
+        let once: [u8; 16] = rand::random();
+        let ctx = Ctx {
+            app,
+            principal: self.principal,
+            args,
+            digest,
+            once_key: Some(once.iter().map(|b| format!("{b:02x}")).collect()),
+        };
+        let mut conv = Conversation::default();
+        let mut invalid = 0;
+        for _ in 0..MAX_ROUNDS {
+            let step = match tools::step(tool, &ctx, &mut conv).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let r = match e {
+                        ToolError::Replayed => {
+                            ToolResult::error("This confirmation was already used.")
+                        }
+                        other => {
+                            tracing::error!(error = %other, "legacy tool step failed");
+                            ToolResult::error("The server could not finish this call.")
+                        }
+                    };
+                    return self.finish(stream, id, r).await;
+                }
+            };
+            let asks = match step {
+                Step::Done(r) => return self.finish(stream, id, r).await,
+                Step::Ask(asks) => asks,
+            };
+            for ask in asks {
+                let Some(expect) = tools::expect(tool, &ctx, &ask.key) else {
+                    continue;
+                };
+                match self.elicit(stream, &ask, &expect, digest).await {
+                    Waited::Answer(v) => {
+                        conv.answers.insert(ask.key.clone(), v);
+                    }
+                    Waited::Invalid => {
+                        invalid += 1;
+                        if invalid >= MAX_INVALID {
+                            let r = ToolResult::error("Too many invalid answers; giving up.");
+                            return self.finish(stream, id, r).await;
+                        }
+                        break;
+                    }
+                    Waited::TimedOut => {
+                        let r = ToolResult::error(format!(
+                            "{name}: the elicitation was not answered in time."
+                        ));
+                        return self.finish(stream, id, r).await;
+                    }
+                    Waited::ClientError(why) => {
+                        let r = ToolResult::error(format!(
+                            "{name}: the client could not handle the elicitation ({why})."
+                        ));
+                        return self.finish(stream, id, r).await;
+                    }
+                    Waited::Gone | Waited::Crash => return,
+                }
+            }
+        }
+        let r = ToolResult::error("Too many elicitation rounds; giving up.");
+        self.finish(stream, id, r).await
+    }
+
+    /// Sends one `elicitation/create` and waits for its answer.
+    async fn elicit(
+        &self,
+        stream: &mut Stream,
+        ask: &Ask,
+        expect: &Expect,
+        digest: [u8; 32],
+    ) -> Waited {
+        let app = self.app;
+        let timeout = app.cfg.elicitation_timeout;
+        let (record_id, mode) = match &ask.params {
+            ElicitRequestParams::Url(u) => {
+                (u.elicitation_id.clone().unwrap_or_default(), Mode::Url)
+            }
+            ElicitRequestParams::Form(_) => {
+                let ttl = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX / 4);
+                match app
+                    .create_record(self.principal, digest, Mode::Form, None, ttl)
+                    .await
+                {
+                    Ok(r) => (r.id, Mode::Form),
+                    Err(e) => return Waited::ClientError(format!("store: {e}")),
+                }
+            }
+        };
+        let n = self.session.next_id.fetch_add(1, Ordering::Relaxed);
+        let sid = format!("s-{n}");
+        let (tx, rx) = oneshot::channel();
+        lock(&self.session.pending).insert(sid.clone(), tx);
+        bump(&app.stats.pending_elicitations);
+        let mut params = ask.params.to_value(Generation::Legacy);
+        if mode == Mode::Url
+            && app.flaw(Flaw::LegacyUrlWithoutId)
+            && let Some(o) = params.as_object_mut()
+        {
+            o.remove("elicitationId");
+        }
+        let sent = stream
+            .send(&reply::request_json(&sid, METHOD_CREATE, &params))
+            .await;
+        let answer = if sent {
+            self.wait(stream, rx, timeout).await
+        } else {
+            Err(Waited::Gone)
+        };
+        lock(&self.session.pending).remove(&sid);
+        drop_one(&app.stats.pending_elicitations);
+        let raw = match answer {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                self.settle(mode, &record_id, StoreOutcome::Cancelled).await;
+                let msg = e
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error")
+                    .to_owned();
+                return Waited::ClientError(msg);
+            }
+            Err(w) => {
+                if mode == Mode::Form {
+                    self.settle(mode, &record_id, StoreOutcome::Cancelled).await;
+                }
+                return w;
+            }
+        };
+        match judge(expect, &raw) {
+            Verdict::Malformed(m) => {
+                self.settle(mode, &record_id, StoreOutcome::Cancelled).await;
+                Waited::ClientError(m)
+            }
+            Verdict::Invalid(_) => {
+                self.settle(mode, &record_id, StoreOutcome::Cancelled).await;
+                Waited::Invalid
+            }
+            Verdict::Answered(v) => {
+                let action = v.get("action").and_then(Value::as_str).unwrap_or("");
+                if action == ElicitAction::Decline.as_str() && app.flaw(Flaw::CrashOnDecline) {
+                    tracing::warn!("crash-on-decline flaw: dropping the stream");
+                    return Waited::Crash;
+                }
+                if action == ElicitAction::Cancel.as_str() && app.flaw(Flaw::HangOnCancel) {
+                    app.sleep_or_close(app.cfg.hang_limit).await;
+                }
+                let outcome = match action {
+                    "decline" => StoreOutcome::Declined,
+                    "cancel" => StoreOutcome::Cancelled,
+                    _ => StoreOutcome::Completed(json!({"answered": true})),
+                };
+                if mode == Mode::Form {
+                    self.settle(mode, &record_id, outcome).await;
+                } else if action == ElicitAction::Accept.as_str() {
+                    match self.wait_flow(&record_id, timeout).await {
+                        Some(true) => {
+                            let note = reply::notification_json(
+                                METHOD_COMPLETE,
+                                &json!({"elicitationId": record_id}),
+                            );
+                            if !stream.send(&note).await {
+                                return Waited::Gone;
+                            }
+                        }
+                        Some(false) => return Waited::TimedOut,
+                        None => return Waited::Gone,
+                    }
+                }
+                Waited::Answer(v)
+            }
+        }
+    }
+
+    /// Waits for the client's answer, the timeout, a cancel or the end.
+    async fn wait(
+        &self,
+        stream: &Stream,
+        rx: oneshot::Receiver<Answer>,
+        timeout: Duration,
+    ) -> Result<Answer, Waited> {
+        let mut closed = self.session.closed.subscribe();
+        let mut closing = self.app.closing.clone();
+        tokio::select! {
+            a = rx => a.map_err(|_| Waited::Gone),
+            _ = tokio::time::sleep(timeout) => Err(Waited::TimedOut),
+            _ = self.cancel.notified() => Err(Waited::Gone),
+            _ = closed.wait_for(|c| *c) => Err(Waited::Gone),
+            _ = closing.wait_for(|c| *c) => Err(Waited::Gone),
+            _ = stream.tx.closed() => Err(Waited::Gone),
+        }
+    }
+
+    /// Waits until URL flow `id` leaves `Pending`: `Some(true)` completed,
+    /// `Some(false)` timed out or refused, `None` the call went away.
+    async fn wait_flow(&self, id: &str, timeout: Duration) -> Option<bool> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut closed = self.session.closed.subscribe();
+        let mut closing = self.app.closing.clone();
+        loop {
+            let notify = self.app.flow_notify(id);
+            match self.app.record(id).await {
+                Ok(Some(r)) if r.status == Status::Pending => {}
+                Ok(Some(r)) => {
+                    self.app.flow_forget(id);
+                    return Some(r.status == Status::Completed);
+                }
+                _ => {
+                    self.app.flow_forget(id);
+                    return Some(false);
+                }
+            }
+            if tokio::time::Instant::now() >= deadline {
+                self.app.flow_forget(id);
+                return Some(false);
+            }
+            tokio::select! {
+                _ = notify.notified() => {}
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = self.cancel.notified() => { self.app.flow_forget(id); return None; }
+                _ = closed.wait_for(|c| *c) => { self.app.flow_forget(id); return None; }
+                _ = closing.wait_for(|c| *c) => { self.app.flow_forget(id); return None; }
+            }
+        }
+    }
+
+    async fn settle(&self, mode: Mode, id: &str, outcome: StoreOutcome) {
+        if id.is_empty() {
+            return;
+        }
+        let (id, p) = (id.to_owned(), self.principal.to_owned());
+        let _ = mode;
+        if let Err(e) = self
+            .app
+            .store_call(move |s| s.complete(&id, &p, outcome, now_ms()))
+            .await
+        {
+            tracing::debug!(error = %e, "legacy elicitation record not settled");
+        }
+    }
 }

@@ -245,7 +245,6 @@ async fn tools_call(
         principal,
         args,
         digest,
-        generation: Generation::Modern,
         once_key: None,
     };
     let (mut conv, round) = match state {

@@ -141,17 +141,6 @@ pub fn status(status: StatusCode) -> Response {
     r
 }
 
-/// A plain-text response.
-pub fn text(status: StatusCode, body: &'static str) -> Response {
-    let mut r = Response::new(Body::from(body));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

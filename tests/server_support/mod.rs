@@ -182,3 +182,146 @@ pub async fn stats(s: &Srv) -> Value {
         .expect("stats");
     r.json().await.expect("stats json")
 }
+
+// ---- 2025-11-25 helpers ----
+
+/// Posts a legacy message (session header when given).
+pub async fn legacy_post(s: &Srv, user: &str, sid: Option<&str>, body: Value) -> reqwest::Response {
+    let mut rb = s
+        .http
+        .post(&s.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {user}"));
+    if let Some(sid) = sid {
+        rb = rb
+            .header("mcp-session-id", sid)
+            .header("mcp-protocol-version", LEGACY);
+    }
+    rb.body(body.to_string()).send().await.expect("legacy post")
+}
+
+/// `initialize` + `notifications/initialized`; returns the session id.
+pub async fn legacy_init(s: &Srv, user: &str, caps: Value) -> String {
+    let sid = legacy_init_only(s, user, caps).await.expect("session id");
+    initialized(s, user, sid).await
+}
+
+/// `initialize` only; returns the session id.
+pub async fn legacy_init_only(s: &Srv, user: &str, caps: Value) -> Option<String> {
+    let r = legacy_post(
+        s,
+        user,
+        None,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion": LEGACY, "capabilities": caps,
+            "clientInfo": {"name":"server-tests","version":"0"}}}),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 200);
+    let sid = r
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body: Value = r.json().await.expect("init json");
+    assert_eq!(body["result"]["protocolVersion"], LEGACY);
+    sid
+}
+
+/// Sends `notifications/initialized`.
+pub async fn initialized(s: &Srv, user: &str, sid: String) -> String {
+    let r = legacy_post(
+        s,
+        user,
+        Some(&sid),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 202);
+    sid
+}
+
+/// Reads JSON-RPC messages off an SSE response.
+pub struct SseReader {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    parser: elicitkit::protocol::sse::SseParser,
+    queue: std::collections::VecDeque<elicitkit::protocol::sse::SseEvent>,
+    pub priming: usize,
+    pub status: u16,
+    pub content_type: String,
+}
+
+impl SseReader {
+    pub fn new(resp: reqwest::Response) -> Self {
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        SseReader {
+            stream: Box::pin(resp.bytes_stream()),
+            parser: elicitkit::protocol::sse::SseParser::new(),
+            queue: Default::default(),
+            priming: 0,
+            status,
+            content_type,
+        }
+    }
+
+    /// The next non-empty message; `None` when the stream ends (or 10 s pass).
+    pub async fn next(&mut self) -> Option<Value> {
+        use futures::StreamExt;
+        loop {
+            while let Some(ev) = self.queue.pop_front() {
+                if ev.data.trim().is_empty() {
+                    self.priming += 1;
+                    continue;
+                }
+                return serde_json::from_str(&ev.data).ok();
+            }
+            let chunk =
+                tokio::time::timeout(std::time::Duration::from_secs(10), self.stream.next())
+                    .await
+                    .ok()??;
+            let chunk = chunk.ok()?;
+            let mut out = Vec::new();
+            self.parser.push(&chunk, &mut out).ok()?;
+            self.queue.extend(out);
+        }
+    }
+}
+
+/// Posts a legacy `tools/call` and returns the stream reader.
+pub async fn legacy_call(
+    s: &Srv,
+    user: &str,
+    sid: &str,
+    id: i64,
+    tool: &str,
+    args: Value,
+) -> SseReader {
+    let r = legacy_post(
+        s,
+        user,
+        Some(sid),
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}),
+    )
+    .await;
+    SseReader::new(r)
+}
+
+/// Answers a server request `sid_req` with `result`; returns the HTTP status.
+pub async fn legacy_answer(s: &Srv, user: &str, sid: &str, req_id: &Value, result: Value) -> u16 {
+    legacy_post(
+        s,
+        user,
+        Some(sid),
+        json!({"jsonrpc":"2.0","id":req_id,"result":result}),
+    )
+    .await
+    .status()
+    .as_u16()
+}

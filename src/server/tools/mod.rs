@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::protocol::ClientCapabilities;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::elicitation::{ElicitRequestParams, FormParams, UrlParams};
-use crate::protocol::{ClientCapabilities, Generation};
 use crate::schema::RequestedSchema;
 use crate::store::StoreError;
 
@@ -141,8 +141,6 @@ pub struct Ctx<'a> {
     pub args: &'a Map<String, Value>,
     /// Digest of the originating request.
     pub digest: [u8; 32],
-    /// Which generation the call arrived on.
-    pub generation: Generation,
     /// Key for single-use side effects: the state nonce (MRTR) or a per-call id (legacy).
     pub once_key: Option<String>,
 }
