@@ -7,6 +7,8 @@
 //! comments and `<script>`/`<style>` bodies are skipped, and nothing panics
 //! on malformed markup. It is not an HTML parser; it reads forms.
 
+use super::modern::{Auth, HttpMethod, Outgoing, Target};
+
 /// One form control that a submission may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormField {
@@ -379,6 +381,52 @@ impl HtmlForm {
             Err(_) => action.to_owned(),
         }
     }
+}
+
+/// The browser-style GET of a flow page (with the primary principal's auth).
+pub fn page_request(url: &str) -> Outgoing {
+    Outgoing {
+        leg: "flow page GET".into(),
+        target: Target::Page {
+            url: url.to_owned(),
+        },
+        method: HttpMethod::Get,
+        headers: vec![(
+            "Accept".into(),
+            "text/html,application/xhtml+xml,*/*;q=0.8".into(),
+        )],
+        body: Vec::new(),
+        auth: Auth::Primary,
+    }
+}
+
+/// The submission of the first form of `html` (fetched from `page_url`), as
+/// a browser would send it; `None` when the page has no form.
+pub fn submit_request(page_url: &str, html: &str, seed: u64) -> Option<Outgoing> {
+    let form = find_form(html)?;
+    let encoded = form.encoded_body(seed);
+    let mut target = form.target(page_url);
+    let (method, body) = if form.method == "get" {
+        target.push(if target.contains('?') { '&' } else { '?' });
+        target.push_str(&encoded);
+        (HttpMethod::Get, Vec::new())
+    } else {
+        (HttpMethod::Post, encoded.into_bytes())
+    };
+    Some(Outgoing {
+        leg: "flow page POST".into(),
+        target: Target::Page { url: target },
+        method,
+        headers: vec![
+            (
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ),
+            ("Accept".into(), "text/html, */*;q=0.8".into()),
+        ],
+        body,
+        auth: Auth::Primary,
+    })
 }
 
 #[cfg(test)]

@@ -1,1 +1,911 @@
-//! The 2025-11-25 client (in progress).
+//! The 2025-11-25 client over reqwest: `initialize`, a session, tool calls
+//! whose POST stream carries the server's `elicitation/create` requests, the
+//! answers POSTed back, and `DELETE` to end the session.
+//!
+//! Server messages are told apart by `method` (requests and notifications)
+//! versus `result`/`error` (responses), never by id. Every wait is bounded by
+//! the per-leg timeout. Policies that probe `requestState`
+//! (tamper, replay, cross-principal) are 2026-07-28 only and are `Skipped`.
+
+use super::browser;
+use super::content;
+use super::http::{Endpoint, describe, exchange};
+use super::modern::{LegFailure, classify_error};
+use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
+use super::policy::AnswerPolicy;
+use crate::protocol::body::decode_body;
+use crate::protocol::capabilities::ClientCapabilities;
+use crate::protocol::elicitation::{
+    ElicitAction, ElicitRequestParams, ElicitResult, METHOD_COMPLETE, METHOD_CREATE,
+};
+use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::jsonrpc::{
+    ErrorObject, Message, Outcome as RpcOutcome, Request, RequestId, Response, message_from_value,
+    parse_json,
+};
+use crate::protocol::legacy::{
+    Implementation, InitializeParams, InitializeResult, METHOD_INITIALIZE, METHOD_INITIALIZED,
+};
+use crate::protocol::sse::SseParser;
+use crate::protocol::{codes, version};
+use futures::StreamExt;
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use tokio::time::Instant as TokioInstant;
+
+/// How a legacy client behaves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegacyConfig {
+    /// Capabilities declared in `initialize`.
+    pub capabilities: ClientCapabilities,
+    /// Bound on every leg (a whole tool-call stream counts as one leg).
+    pub timeout: Duration,
+    /// Seed for generated content and page values.
+    pub seed: u64,
+}
+
+impl Default for LegacyConfig {
+    fn default() -> Self {
+        LegacyConfig {
+            capabilities: ClientCapabilities::with_modes(true, true),
+            timeout: Duration::from_secs(30),
+            seed: 0,
+        }
+    }
+}
+
+/// Why the session could not be set up or ended.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LegacyError {
+    /// Connection or I/O failure.
+    #[error("{leg}: transport error: {why}")]
+    Transport {
+        /// Which leg.
+        leg: &'static str,
+        /// What failed.
+        why: String,
+    },
+    /// A leg exceeded the timeout.
+    #[error("{leg}: no reply within the timeout")]
+    Timeout {
+        /// Which leg.
+        leg: &'static str,
+    },
+    /// An unexpected HTTP status.
+    #[error("{leg}: HTTP {status} (expected {expected})")]
+    Http {
+        /// Which leg.
+        leg: &'static str,
+        /// The status.
+        status: u16,
+        /// What a correct server answers.
+        expected: &'static str,
+    },
+    /// The server answered `initialize` with a JSON-RPC error.
+    #[error("initialize failed: JSON-RPC error {code}: {message}")]
+    Rpc {
+        /// Error code.
+        code: i64,
+        /// Error message.
+        message: String,
+    },
+    /// The reply broke the protocol.
+    #[error("{leg}: {why}")]
+    Protocol {
+        /// Which leg.
+        leg: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// A 2025-11-25 session.
+#[derive(Debug)]
+pub struct LegacyClient {
+    http: reqwest::Client,
+    endpoint: Endpoint,
+    cfg: LegacyConfig,
+    session_id: Option<String>,
+    protocol_version: String,
+    next_id: i64,
+    server: Option<InitializeResult>,
+    handshake: Vec<Leg>,
+}
+
+/// What the next final response is judged against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Normal,
+    Invalid,
+    Refused,
+    ConsentOnly,
+}
+
+/// What a streamed tool call ended with.
+enum Final {
+    Response(Response),
+    Http(u16),
+    Failed(LegFailure),
+    Violation(String),
+}
+
+/// Per-call bookkeeping.
+struct CallState<'p> {
+    policy: &'p AnswerPolicy,
+    rt: RoundTrip,
+    probe: Probe,
+    applied: bool,
+    reprompted: bool,
+    violations: Vec<String>,
+    elicitation_ids: HashSet<String>,
+    completions: u32,
+    invalid_schema: Option<Value>,
+    moved_on: bool,
+}
+
+fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> Leg {
+    let e = started.elapsed();
+    Leg {
+        name: name.to_owned(),
+        status,
+        to_headers: e,
+        total: e,
+        server_state: None,
+        server_app: None,
+        result,
+    }
+}
+
+fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+impl LegacyClient {
+    /// Opens a session: `initialize` (capabilities from `cfg`), then
+    /// `notifications/initialized`, which must be answered 202.
+    pub async fn connect(
+        http: reqwest::Client,
+        endpoint: Endpoint,
+        cfg: LegacyConfig,
+    ) -> Result<LegacyClient, LegacyError> {
+        let mut c = LegacyClient {
+            http,
+            endpoint,
+            cfg,
+            session_id: None,
+            protocol_version: version::LEGACY.to_owned(),
+            next_id: 1,
+            server: None,
+            handshake: Vec::new(),
+        };
+        let params = InitializeParams {
+            protocol_version: version::LEGACY.to_owned(),
+            capabilities: c.cfg.capabilities.clone(),
+            client_info: Implementation::elicitkit(),
+        };
+        let id = c.take_id();
+        let body = Message::Request(Request {
+            id: id.clone(),
+            method: METHOD_INITIALIZE.into(),
+            params: Some(serde_json::to_value(&params).unwrap_or(Value::Null)),
+        })
+        .to_json();
+        let started = Instant::now();
+        let name = "initialize";
+        let (status, headers_at, ct, timing, session, bytes) =
+            c.post_whole(body, false, name).await.map_err(|f| match f {
+                LegFailure::Timeout => LegacyError::Timeout { leg: name },
+                LegFailure::Transport(why) => LegacyError::Transport { leg: name, why },
+            })?;
+        let (state, app) = timing.as_deref().map_or((None, None), parse_server_timing);
+        let mut l = leg(name, Some(status), started, LegResult::Page);
+        l.to_headers = headers_at;
+        l.server_state = state;
+        l.server_app = app;
+        let protocol = |why: String| LegacyError::Protocol { leg: name, why };
+        let decoded = decode_body(ct.as_deref(), &bytes);
+        let resp = decoded.ok().and_then(|d| {
+            d.messages.into_iter().find_map(|m| match m {
+                Message::Response(r) if r.id.as_ref() == Some(&id) || r.id.is_none() => Some(r),
+                _ => None,
+            })
+        });
+        let result = match resp.map(|r| r.outcome) {
+            Some(RpcOutcome::Result(v)) => v,
+            Some(RpcOutcome::Error(e)) => {
+                l.result = LegResult::RpcError {
+                    code: e.code,
+                    reason: None,
+                };
+                c.handshake.push(l);
+                return Err(LegacyError::Rpc {
+                    code: e.code,
+                    message: e.message,
+                });
+            }
+            None if !(200..300).contains(&status) => {
+                return Err(LegacyError::Http {
+                    leg: name,
+                    status,
+                    expected: "200",
+                });
+            }
+            None => return Err(protocol("no JSON-RPC response to initialize".into())),
+        };
+        l.result = LegResult::Complete { is_error: false };
+        c.handshake.push(l);
+        let init: InitializeResult = serde_json::from_value(result)
+            .map_err(|e| protocol(format!("initialize result is malformed: {e}")))?;
+        if let Some(sid) = &session
+            && (sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+        {
+            return Err(protocol(format!(
+                "{SESSION_ID} {sid:?} is not visible ASCII"
+            )));
+        }
+        c.session_id = session;
+        c.protocol_version = init.protocol_version.clone();
+        c.server = Some(init);
+
+        let name = "notifications/initialized";
+        let started = Instant::now();
+        let body = json!({"jsonrpc":"2.0","method": METHOD_INITIALIZED}).to_string();
+        let (status, ..) = c.post_whole(body, true, name).await.map_err(|f| match f {
+            LegFailure::Timeout => LegacyError::Timeout { leg: name },
+            LegFailure::Transport(why) => LegacyError::Transport { leg: name, why },
+        })?;
+        let result = if status == 202 {
+            LegResult::Accepted
+        } else {
+            LegResult::Http { status }
+        };
+        c.handshake.push(leg(name, Some(status), started, result));
+        if status != 202 {
+            return Err(LegacyError::Http {
+                leg: name,
+                status,
+                expected: "202",
+            });
+        }
+        Ok(c)
+    }
+
+    /// The session id the server issued, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// The server's `initialize` result.
+    pub fn server(&self) -> Option<&InitializeResult> {
+        self.server.as_ref()
+    }
+
+    /// The timed legs of `initialize` and `notifications/initialized`.
+    pub fn handshake_legs(&self) -> &[Leg] {
+        &self.handshake
+    }
+
+    fn take_id(&mut self) -> RequestId {
+        let id = RequestId::Number(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    fn request(&self, method: reqwest::Method, with_version: bool) -> reqwest::RequestBuilder {
+        let mut req = self
+            .http
+            .request(method, &self.endpoint.mcp_url)
+            .bearer_auth(&self.endpoint.primary_token)
+            .header("Accept", "application/json, text/event-stream")
+            .header("Content-Type", "application/json");
+        if with_version {
+            req = req.header(PROTOCOL_VERSION, &self.protocol_version);
+        }
+        if let Some(sid) = &self.session_id {
+            req = req.header(SESSION_ID, sid);
+        }
+        req
+    }
+
+    /// POSTs `body` and reads the whole reply: status, time to headers,
+    /// content type, Server-Timing, session id, body.
+    #[allow(clippy::type_complexity)]
+    async fn post_whole(
+        &self,
+        body: String,
+        with_version: bool,
+        _leg: &str,
+    ) -> Result<
+        (
+            u16,
+            Duration,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            bytes::Bytes,
+        ),
+        LegFailure,
+    > {
+        let started = Instant::now();
+        let req = self.request(reqwest::Method::POST, with_version).body(body);
+        let work = async {
+            let resp = req.send().await.map_err(|e| describe(&e))?;
+            let at = started.elapsed();
+            let status = resp.status().as_u16();
+            let ct = header(&resp, "content-type");
+            let timing = header(&resp, "server-timing");
+            let sid = header(&resp, SESSION_ID);
+            let bytes = resp.bytes().await.map_err(|e| describe(&e))?;
+            Ok::<_, String>((status, at, ct, timing, sid, bytes))
+        };
+        match tokio::time::timeout(self.cfg.timeout, work).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(LegFailure::Transport(e)),
+            Err(_) => Err(LegFailure::Timeout),
+        }
+    }
+
+    /// Calls a tool and answers every `elicitation/create` on its stream by
+    /// `policy`, until the response to the call arrives.
+    pub async fn call_tool(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+        policy: &AnswerPolicy,
+    ) -> RoundTrip {
+        let wall = Instant::now();
+        let mut st = CallState {
+            policy,
+            rt: RoundTrip::new(policy.name()),
+            probe: Probe::Normal,
+            applied: false,
+            reprompted: false,
+            violations: Vec::new(),
+            elicitation_ids: HashSet::new(),
+            completions: 0,
+            invalid_schema: None,
+            moved_on: false,
+        };
+        if matches!(
+            policy,
+            AnswerPolicy::TamperState(_)
+                | AnswerPolicy::ReplayState
+                | AnswerPolicy::CrossPrincipalReplay
+        ) {
+            st.rt.outcome = Outcome::Skipped(format!(
+                "{} probes requestState, which 2025-11-25 does not have",
+                policy.name()
+            ));
+            return st.rt;
+        }
+        let id = self.take_id();
+        let body = Message::Request(Request {
+            id: id.clone(),
+            method: "tools/call".into(),
+            params: Some(json!({"name": name, "arguments": arguments})),
+        })
+        .to_json();
+        let started = Instant::now();
+        let deadline = TokioInstant::now() + self.cfg.timeout;
+        let mut stream_leg = leg("tools/call (stream)", None, started, LegResult::Page);
+        let fin = self
+            .run_stream(body, &id, deadline, &mut stream_leg, &mut st)
+            .await;
+        stream_leg.total = started.elapsed();
+        stream_leg.result = match &fin {
+            Final::Response(r) => match &r.outcome {
+                RpcOutcome::Result(v) => LegResult::Complete {
+                    is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
+                },
+                RpcOutcome::Error(e) => LegResult::RpcError {
+                    code: e.code,
+                    reason: reason_of(e),
+                },
+            },
+            Final::Http(status) => LegResult::Http { status: *status },
+            Final::Failed(LegFailure::Timeout) => LegResult::Timeout,
+            Final::Failed(LegFailure::Transport(why)) => LegResult::Transport(why.clone()),
+            Final::Violation(_) => LegResult::Http {
+                status: stream_leg.status.unwrap_or(0),
+            },
+        };
+        // The stream leg spans the others; keep it first.
+        st.rt.legs.insert(0, stream_leg);
+        st.rt.outcome = judge(&mut st, fin);
+        st.rt.total = wall.elapsed();
+        st.rt
+    }
+
+    async fn run_stream(
+        &self,
+        body: String,
+        id: &RequestId,
+        deadline: TokioInstant,
+        stream_leg: &mut Leg,
+        st: &mut CallState<'_>,
+    ) -> Final {
+        let started = Instant::now();
+        let send = self.request(reqwest::Method::POST, true).body(body).send();
+        let resp = match tokio::time::timeout_at(deadline, send).await {
+            Err(_) => return Final::Failed(LegFailure::Timeout),
+            Ok(Err(e)) => return Final::Failed(LegFailure::Transport(describe(&e))),
+            Ok(Ok(r)) => r,
+        };
+        stream_leg.to_headers = started.elapsed();
+        let status = resp.status().as_u16();
+        stream_leg.status = Some(status);
+        if let Some(t) = header(&resp, "server-timing") {
+            let (s, a) = parse_server_timing(&t);
+            stream_leg.server_state = s;
+            stream_leg.server_app = a;
+        }
+        let ct = header(&resp, "content-type").unwrap_or_default();
+        if !ct.to_ascii_lowercase().starts_with("text/event-stream") {
+            let bytes = match tokio::time::timeout_at(deadline, resp.bytes()).await {
+                Err(_) => return Final::Failed(LegFailure::Timeout),
+                Ok(Err(e)) => return Final::Failed(LegFailure::Transport(describe(&e))),
+                Ok(Ok(b)) => b,
+            };
+            let decoded = match decode_body(Some(&ct), &bytes) {
+                Ok(d) => d,
+                Err(_) if !(200..300).contains(&status) => return Final::Http(status),
+                Err(e) => return Final::Violation(format!("undecodable response body: {e}")),
+            };
+            for m in decoded.messages {
+                if let Some(f) = self.on_message(m, id, deadline, st).await {
+                    return f;
+                }
+            }
+            return if (200..300).contains(&status) {
+                Final::Violation("no JSON-RPC response in the body".into())
+            } else {
+                Final::Http(status)
+            };
+        }
+        let mut parser = SseParser::new();
+        let mut stream = resp.bytes_stream();
+        let mut events = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+                Err(_) => return Final::Failed(LegFailure::Timeout),
+                Ok(None) => {
+                    return Final::Violation(
+                        "the stream ended before the response to tools/call".into(),
+                    );
+                }
+                Ok(Some(Err(e))) => return Final::Failed(LegFailure::Transport(describe(&e))),
+                Ok(Some(Ok(c))) => c,
+            };
+            events.clear();
+            if let Err(e) = parser.push(&chunk, &mut events) {
+                return Final::Violation(e.to_string());
+            }
+            for ev in events.drain(..) {
+                if ev.data.trim().is_empty() {
+                    continue; // priming event
+                }
+                let msg = match parse_json(ev.data.as_bytes()).and_then(message_from_value) {
+                    Ok(m) => m,
+                    Err(e) => return Final::Violation(format!("bad SSE event data: {e}")),
+                };
+                if let Some(f) = self.on_message(msg, id, deadline, st).await {
+                    return f;
+                }
+            }
+        }
+    }
+
+    /// Handles one server message; `Some` ends the call.
+    async fn on_message(
+        &self,
+        msg: Message,
+        id: &RequestId,
+        deadline: TokioInstant,
+        st: &mut CallState<'_>,
+    ) -> Option<Final> {
+        match msg {
+            Message::Response(r) => {
+                if r.id.as_ref() == Some(id) {
+                    return Some(Final::Response(r));
+                }
+                st.violations.push(format!(
+                    "a response with id {} arrived on the stream of request {id}",
+                    r.id.as_ref().map_or("null".into(), |i| i.to_string())
+                ));
+                None
+            }
+            Message::Notification(n) => {
+                if n.method == METHOD_COMPLETE {
+                    let id = n
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("elicitationId"))
+                        .and_then(Value::as_str);
+                    // Unknown ids are ignored, as clients must; known ones are counted.
+                    if id.is_some_and(|e| st.elicitation_ids.contains(e)) {
+                        st.completions += 1;
+                    }
+                }
+                None
+            }
+            Message::Request(req) => {
+                let (reply, page) = if req.method == METHOD_CREATE {
+                    self.answer_elicitation(&req, st)
+                } else if req.method == "ping" {
+                    (Response::result(req.id.clone(), json!({})), None)
+                } else {
+                    (
+                        Response::error(
+                            Some(req.id.clone()),
+                            ErrorObject::new(
+                                codes::METHOD_NOT_FOUND,
+                                format!("elicitkit does not handle {}", req.method),
+                            ),
+                        ),
+                        None,
+                    )
+                };
+                let name = if req.method == METHOD_CREATE {
+                    "elicitation answer POST"
+                } else {
+                    "response POST"
+                };
+                if let Err(f) = self.post_answer(name, reply, deadline, st).await {
+                    return Some(Final::Failed(f));
+                }
+                if let Some(url) = page
+                    && let Err(f) = self.complete_page(&url, st).await
+                {
+                    return Some(f);
+                }
+                None
+            }
+        }
+    }
+
+    /// Builds the answer to an `elicitation/create`, and the page to complete (URL mode).
+    fn answer_elicitation(
+        &self,
+        req: &Request,
+        st: &mut CallState<'_>,
+    ) -> (Response, Option<String>) {
+        st.rt.rounds += 1;
+        let invalid_params = |why: String| {
+            Response::error(
+                Some(req.id.clone()),
+                ErrorObject::new(codes::INVALID_PARAMS, why),
+            )
+        };
+        let params =
+            match ElicitRequestParams::from_value(req.params.as_ref().unwrap_or(&Value::Null)) {
+                Ok(p) => p,
+                Err(e) => {
+                    st.violations
+                        .push(format!("elicitation/create params: {e}"));
+                    return (invalid_params(e), None);
+                }
+            };
+        let modes = self.cfg.capabilities.elicit_modes();
+        let undeclared = match &params {
+            _ if !modes.any() => Some("elicitation sent to a client without the capability"),
+            ElicitRequestParams::Url(_) if !modes.url => {
+                Some("URL mode sent to a form-only client")
+            }
+            ElicitRequestParams::Form(_) if !modes.form => {
+                Some("form mode sent to a URL-only client")
+            }
+            _ => None,
+        };
+        if let Some(why) = undeclared {
+            st.violations.push(why.to_owned());
+            return (invalid_params(why.to_owned()), None);
+        }
+        if let ElicitRequestParams::Url(u) = &params {
+            match &u.elicitation_id {
+                Some(e) => {
+                    st.elicitation_ids.insert(e.clone());
+                }
+                None => st.violations.push(
+                    "URL-mode elicitation without elicitationId (required in 2025-11-25)".into(),
+                ),
+            }
+        }
+        if st.probe == Probe::Invalid && !st.reprompted && !st.moved_on {
+            // Asked again for the same form: a re-prompt. Asked something
+            // else: the server took the invalid content and moved on.
+            let same = matches!(&params, ElicitRequestParams::Form(f)
+                if Some(&f.requested_schema) == st.invalid_schema.as_ref());
+            if same {
+                st.reprompted = true;
+            } else {
+                st.moved_on = true;
+            }
+        }
+        let seed = self.cfg.seed ^ (u64::from(st.rt.rounds) << 32);
+        let mut page = None;
+        let result = match (st.policy, &params) {
+            (AnswerPolicy::Decline, _) => {
+                st.applied = true;
+                st.probe = Probe::Refused;
+                ElicitResult::refuse(ElicitAction::Decline)
+            }
+            (AnswerPolicy::Cancel, _) => {
+                st.applied = true;
+                st.probe = Probe::Refused;
+                ElicitResult::refuse(ElicitAction::Cancel)
+            }
+            (AnswerPolicy::UrlConsentOnly, ElicitRequestParams::Url(_)) => {
+                st.applied = true;
+                st.probe = Probe::ConsentOnly;
+                ElicitResult::consent()
+            }
+            (_, ElicitRequestParams::Url(u)) => {
+                page = Some(u.url.clone());
+                ElicitResult::consent()
+            }
+            (AnswerPolicy::AcceptInvalid(kind), ElicitRequestParams::Form(f))
+                if st.probe != Probe::Invalid =>
+            {
+                match content::invalid_content(&f.requested_schema, *kind, seed) {
+                    Some(c) => {
+                        st.applied = true;
+                        st.probe = Probe::Invalid;
+                        st.invalid_schema = Some(f.requested_schema.clone());
+                        ElicitResult::accept(c)
+                    }
+                    None => ElicitResult::accept(content::valid_content(&f.requested_schema, seed)),
+                }
+            }
+            (_, ElicitRequestParams::Form(f)) => {
+                ElicitResult::accept(content::valid_content(&f.requested_schema, seed))
+            }
+        };
+        (Response::result(req.id.clone(), result.to_value()), page)
+    }
+
+    async fn post_answer(
+        &self,
+        name: &str,
+        reply: Response,
+        deadline: TokioInstant,
+        st: &mut CallState<'_>,
+    ) -> Result<(), LegFailure> {
+        let started = Instant::now();
+        let send = self
+            .request(reqwest::Method::POST, true)
+            .body(Message::Response(reply).to_json())
+            .send();
+        let leg_deadline = deadline.min(TokioInstant::now() + self.cfg.timeout);
+        let status = match tokio::time::timeout_at(leg_deadline, send).await {
+            Err(_) => {
+                st.rt
+                    .legs
+                    .push(leg(name, None, started, LegResult::Timeout));
+                return Err(LegFailure::Timeout);
+            }
+            Ok(Err(e)) => {
+                let why = describe(&e);
+                st.rt
+                    .legs
+                    .push(leg(name, None, started, LegResult::Transport(why.clone())));
+                return Err(LegFailure::Transport(why));
+            }
+            Ok(Ok(r)) => r.status().as_u16(),
+        };
+        let result = if status == 202 {
+            LegResult::Accepted
+        } else {
+            st.violations.push(format!(
+                "the server answered a POSTed response with HTTP {status}, not 202"
+            ));
+            LegResult::Http { status }
+        };
+        st.rt.legs.push(leg(name, Some(status), started, result));
+        Ok(())
+    }
+
+    /// GETs the flow page and submits its form, as a browser would.
+    async fn complete_page(&self, url: &str, st: &mut CallState<'_>) -> Result<(), Final> {
+        let get = browser::page_request(url);
+        let reply = match exchange(&self.http, &self.endpoint, &get, self.cfg.timeout).await {
+            Ok(r) => r,
+            Err((f, e)) => {
+                st.rt.legs.push(failed_leg(&get.leg, &f, e));
+                return Err(Final::Failed(f));
+            }
+        };
+        let ok = (200..400).contains(&reply.status);
+        st.rt.legs.push(page_leg(&get.leg, &reply));
+        if !ok {
+            st.violations.push(format!(
+                "flow page GET {url} returned HTTP {}",
+                reply.status
+            ));
+            return Ok(());
+        }
+        let html = String::from_utf8_lossy(&reply.body);
+        let Some(post) =
+            browser::submit_request(url, &html, self.cfg.seed ^ u64::from(st.rt.rounds))
+        else {
+            st.violations
+                .push(format!("flow page {url} has no <form> to complete"));
+            return Ok(());
+        };
+        match exchange(&self.http, &self.endpoint, &post, self.cfg.timeout).await {
+            Ok(r) => {
+                if !(200..400).contains(&r.status) {
+                    st.violations
+                        .push(format!("flow page POST returned HTTP {}", r.status));
+                }
+                st.rt.legs.push(page_leg(&post.leg, &r));
+                Ok(())
+            }
+            Err((f, e)) => {
+                st.rt.legs.push(failed_leg(&post.leg, &f, e));
+                Err(Final::Failed(f))
+            }
+        }
+    }
+
+    /// Ends the session with `DELETE` (the leg's result is `Accepted` on any 2xx).
+    pub async fn close(self) -> Result<Leg, LegacyError> {
+        let name = "session DELETE";
+        let started = Instant::now();
+        let send = self.request(reqwest::Method::DELETE, true).send();
+        let status = match tokio::time::timeout(self.cfg.timeout, send).await {
+            Err(_) => return Err(LegacyError::Timeout { leg: name }),
+            Ok(Err(e)) => {
+                return Err(LegacyError::Transport {
+                    leg: name,
+                    why: describe(&e),
+                });
+            }
+            Ok(Ok(r)) => r.status().as_u16(),
+        };
+        if (200..300).contains(&status) {
+            Ok(leg(name, Some(status), started, LegResult::Accepted))
+        } else {
+            Err(LegacyError::Http {
+                leg: name,
+                status,
+                expected: "200 or 204",
+            })
+        }
+    }
+}
+
+fn reason_of(e: &ErrorObject) -> Option<String> {
+    e.data
+        .as_ref()
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+fn page_leg(name: &str, r: &super::modern::HttpReply) -> Leg {
+    let (s, a) = r
+        .server_timing
+        .as_deref()
+        .map_or((None, None), parse_server_timing);
+    Leg {
+        name: name.to_owned(),
+        status: Some(r.status),
+        to_headers: r.to_headers,
+        total: r.total,
+        server_state: s,
+        server_app: a,
+        result: if (200..400).contains(&r.status) {
+            LegResult::Page
+        } else {
+            LegResult::Http { status: r.status }
+        },
+    }
+}
+
+fn failed_leg(name: &str, f: &LegFailure, elapsed: Duration) -> Leg {
+    Leg {
+        name: name.to_owned(),
+        status: None,
+        to_headers: elapsed,
+        total: elapsed,
+        server_state: None,
+        server_app: None,
+        result: match f {
+            LegFailure::Timeout => LegResult::Timeout,
+            LegFailure::Transport(w) => LegResult::Transport(w.clone()),
+        },
+    }
+}
+
+/// Judges the end of a call against the policy.
+fn judge(st: &mut CallState<'_>, fin: Final) -> Outcome {
+    let fin = match fin {
+        Final::Failed(LegFailure::Timeout) => {
+            return Outcome::unexpected(
+                ErrorClass::Timeout,
+                "the tool call did not finish in time",
+            );
+        }
+        Final::Failed(LegFailure::Transport(why)) => {
+            return Outcome::unexpected(ErrorClass::Transport, why);
+        }
+        Final::Violation(why) => return Outcome::unexpected(ErrorClass::ProtocolViolation, why),
+        other => other,
+    };
+    if let Some(first) = st.violations.first() {
+        return Outcome::unexpected(ErrorClass::ProtocolViolation, first.clone());
+    }
+    let resp = match fin {
+        Final::Response(r) => r,
+        Final::Http(status) => {
+            return Outcome::unexpected(
+                ErrorClass::HttpError,
+                format!("HTTP {status} without a JSON-RPC response"),
+            );
+        }
+        _ => return Outcome::unexpected(ErrorClass::ProtocolViolation, "no final response"),
+    };
+    match resp.outcome {
+        RpcOutcome::Error(e) => {
+            let reason = reason_of(&e);
+            match st.probe {
+                Probe::Invalid => Outcome::ExpectedRejection {
+                    code: Some(e.code),
+                    reason,
+                },
+                Probe::Refused => Outcome::unexpected(
+                    ErrorClass::ServerError,
+                    format!(
+                        "JSON-RPC error {} ({}) in reply to a decline/cancel; a tool result was expected",
+                        e.code, e.message
+                    ),
+                ),
+                Probe::Normal | Probe::ConsentOnly => classify_error(e.code, reason, &e.message),
+            }
+        }
+        RpcOutcome::Result(v) => {
+            let is_error = v.get("isError").and_then(Value::as_bool).unwrap_or(false);
+            st.rt.final_result = Some(v);
+            match st.probe {
+                Probe::Invalid if st.moved_on => Outcome::unexpected(
+                    ErrorClass::ContentAccepted,
+                    "the server moved on to the next elicitation after content that fails \
+                     the requested schema",
+                ),
+                Probe::Invalid if st.reprompted => Outcome::ExpectedRejection {
+                    code: None,
+                    reason: Some("re-prompted".into()),
+                },
+                Probe::Invalid if is_error => Outcome::ExpectedRejection {
+                    code: None,
+                    reason: Some("tool error result".into()),
+                },
+                Probe::Invalid => Outcome::unexpected(
+                    ErrorClass::ContentAccepted,
+                    "the server completed with content that fails the requested schema",
+                ),
+                Probe::Refused => Outcome::Success,
+                Probe::ConsentOnly if is_error => Outcome::ExpectedRejection {
+                    code: None,
+                    reason: Some("tool error result".into()),
+                },
+                Probe::ConsentOnly => Outcome::unexpected(
+                    ErrorClass::ProtocolViolation,
+                    "complete result although the URL-mode page was never submitted",
+                ),
+                Probe::Normal => match st.policy {
+                    AnswerPolicy::AcceptValid => Outcome::Success,
+                    _ if st.applied => Outcome::Success,
+                    _ if st.rt.rounds == 0 => {
+                        Outcome::Skipped("the tool completed without eliciting".into())
+                    }
+                    _ => Outcome::Skipped("the policy found nothing to apply to".into()),
+                },
+            }
+        }
+    }
+}

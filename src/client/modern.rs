@@ -319,39 +319,15 @@ impl ModernFlow {
                 }
                 self.rt.legs.push(leg);
                 let html = String::from_utf8_lossy(&reply.body);
-                let Some(form) = browser::find_form(&html) else {
+                let seed = self.cfg.seed ^ u64::from(self.calls);
+                let Some(submit) = browser::submit_request(&url, &html, seed) else {
                     return self.finish(Outcome::unexpected(
                         ErrorClass::HttpError,
                         format!("flow page {url} has no <form> to complete"),
                     ));
                 };
                 self.pending = Pending::PagePost;
-                let seed = self.cfg.seed ^ u64::from(self.calls);
-                let (method, body) = if form.method == "get" {
-                    (HttpMethod::Get, Vec::new())
-                } else {
-                    (HttpMethod::Post, form.encoded_body(seed).into_bytes())
-                };
-                let mut target = form.target(&url);
-                if method == HttpMethod::Get {
-                    let q = form.encoded_body(seed);
-                    target.push(if target.contains('?') { '&' } else { '?' });
-                    target.push_str(&q);
-                }
-                Step::Send(Outgoing {
-                    leg: "flow page POST".into(),
-                    target: Target::Page { url: target },
-                    method,
-                    headers: vec![
-                        (
-                            "Content-Type".into(),
-                            "application/x-www-form-urlencoded".into(),
-                        ),
-                        ("Accept".into(), "text/html, */*;q=0.8".into()),
-                    ],
-                    body,
-                    auth: Auth::Primary,
-                })
+                Step::Send(submit)
             }
             Pending::PagePost => {
                 leg.name = "flow page POST".into();
@@ -878,18 +854,9 @@ impl ModernFlow {
 
     fn next_page_or_retry(&mut self) -> Step {
         if let Some(url) = self.pages.pop_front() {
-            self.pending = Pending::PageGet(url.clone());
-            return Step::Send(Outgoing {
-                leg: "flow page GET".into(),
-                target: Target::Page { url },
-                method: HttpMethod::Get,
-                headers: vec![(
-                    "Accept".into(),
-                    "text/html,application/xhtml+xml,*/*;q=0.8".into(),
-                )],
-                body: Vec::new(),
-                auth: Auth::Primary,
-            });
+            let out = browser::page_request(&url);
+            self.pending = Pending::PageGet(url);
+            return Step::Send(out);
         }
         self.send_retry()
     }
@@ -924,7 +891,7 @@ impl ModernFlow {
 }
 
 /// Classifies a JSON-RPC error on a flow that should have succeeded.
-fn classify_error(code: i64, reason: Option<String>, message: &str) -> Outcome {
+pub(crate) fn classify_error(code: i64, reason: Option<String>, message: &str) -> Outcome {
     let (class, what) = match code {
         codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
             (ErrorClass::CapabilityError, "missing client capability")

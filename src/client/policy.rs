@@ -6,29 +6,49 @@
 //! server behaved: `Success`, `ExpectedRejection` or `Unexpected`.
 
 use super::content::InvalidKind;
+use crate::state::tamper;
 use serde::Serialize;
 use std::fmt;
 
-/// A deterministic corruption of an opaque `requestState` string.
+/// A deterministic corruption of an opaque `requestState` string, built on
+/// [`crate::state::tamper`]. Mutations that need a base64url token fall back
+/// to a text-level change when the state is not one (other servers' states
+/// can be anything), and `apply` never returns its input unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Mutation {
-    /// Replace the character at `index` (modulo the length) by a different
-    /// base64url character (a one-character flip that keeps the alphabet).
+    /// Replace the character at `index` (modulo the length) by the next
+    /// base64url character: a one-character flip that keeps the alphabet.
     FlipChar {
         /// Position (wraps around).
         index: usize,
     },
-    /// Drop the last `count` characters (at least one character is kept
-    /// unless `count` covers the whole state).
+    /// Decode the base64url token, flip bit `bit` (wrapping), re-encode.
+    FlipDecodedBit {
+        /// Bit position in the decoded bytes (wraps around).
+        bit: usize,
+    },
+    /// Drop the last `count` characters (at least one).
     Truncate {
         /// How many characters to drop.
         count: usize,
     },
-    /// Append `suffix`.
+    /// Append `suffix` (`"A"` when empty).
     Extend {
         /// What to append.
         suffix: String,
+    },
+    /// Re-encode the same bytes as base64url with `=` padding.
+    ReEncodePadded,
+    /// Re-encode the same bytes as standard base64 (`+`, `/`, padding).
+    ReEncodeStandard,
+    /// The state's first `at` decoded bytes followed by the rest of `other`
+    /// (e.g. a state issued for another tool call or principal).
+    Splice {
+        /// The other token.
+        other: String,
+        /// Split point in decoded bytes.
+        at: usize,
     },
     /// Replace the whole state by `with` (garbage, or another flow's state).
     Replace {
@@ -39,26 +59,31 @@ pub enum Mutation {
 
 const B64URL: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+fn flip_char(state: &str, index: usize) -> String {
+    let chars: Vec<char> = state.chars().collect();
+    if chars.is_empty() {
+        return "A".into();
+    }
+    let i = index % chars.len();
+    let pos = B64URL
+        .iter()
+        .position(|&b| char::from(b) == chars[i])
+        .unwrap_or(0);
+    let replacement = char::from(B64URL[(pos + 1) % B64URL.len()]);
+    chars
+        .iter()
+        .enumerate()
+        .map(|(j, &c)| if j == i { replacement } else { c })
+        .collect()
+}
+
 impl Mutation {
-    /// Applies the mutation; the result always differs from a non-empty input.
+    /// Applies the mutation; the result always differs from the input.
     pub fn apply(&self, state: &str) -> String {
-        match self {
-            Mutation::FlipChar { index } => {
-                let chars: Vec<char> = state.chars().collect();
-                if chars.is_empty() {
-                    return "A".into();
-                }
-                let i = index % chars.len();
-                let pos = B64URL
-                    .iter()
-                    .position(|&b| char::from(b) == chars[i])
-                    .unwrap_or(0);
-                let replacement = char::from(B64URL[(pos + 1) % B64URL.len()]);
-                chars
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &c)| if j == i { replacement } else { c })
-                    .collect()
+        let out = match self {
+            Mutation::FlipChar { index } => flip_char(state, *index),
+            Mutation::FlipDecodedBit { bit } => {
+                tamper::flip_decoded_bit(state, *bit).unwrap_or_else(|| flip_char(state, bit / 8))
             }
             Mutation::Truncate { count } => {
                 let n = state.chars().count();
@@ -67,24 +92,32 @@ impl Mutation {
             }
             Mutation::Extend { suffix } => {
                 let suffix = if suffix.is_empty() { "A" } else { suffix };
-                format!("{state}{suffix}")
+                String::from_utf8_lossy(&tamper::extend(state, suffix.as_bytes())).into_owned()
             }
-            Mutation::Replace { with } => {
-                if with == state {
-                    format!("{with}A")
-                } else {
-                    with.clone()
-                }
+            Mutation::ReEncodePadded => {
+                tamper::with_padding(state).unwrap_or_else(|| format!("{state}="))
             }
-        }
+            Mutation::ReEncodeStandard => {
+                tamper::to_standard_base64(state).unwrap_or_else(|| format!("{state}=="))
+            }
+            Mutation::Splice { other, at } => {
+                tamper::splice(state, other, *at).unwrap_or_else(|| other.clone())
+            }
+            Mutation::Replace { with } => with.clone(),
+        };
+        if out == state { format!("{out}A") } else { out }
     }
 
     /// Stable short name (for scenario labels).
     pub fn name(&self) -> &'static str {
         match self {
             Mutation::FlipChar { .. } => "flip_char",
+            Mutation::FlipDecodedBit { .. } => "flip_decoded_bit",
             Mutation::Truncate { .. } => "truncate",
             Mutation::Extend { .. } => "extend",
+            Mutation::ReEncodePadded => "re_encode_padded",
+            Mutation::ReEncodeStandard => "re_encode_standard",
+            Mutation::Splice { .. } => "splice",
             Mutation::Replace { .. } => "replace",
         }
     }
@@ -164,6 +197,13 @@ mod tests {
             Mutation::Replace {
                 with: "garbage".into(),
             },
+            Mutation::FlipDecodedBit { bit: 9 },
+            Mutation::ReEncodePadded,
+            Mutation::ReEncodeStandard,
+            Mutation::Splice {
+                other: "QUJDREVGR0g".into(),
+                at: 2,
+            },
         ];
         for m in ms {
             let out = m.apply(s);
@@ -172,6 +212,28 @@ mod tests {
         assert_eq!(Mutation::FlipChar { index: 0 }.apply("_"), "A");
         assert_eq!(Mutation::FlipChar { index: 3 }.apply(""), "A");
         assert_eq!(Mutation::Truncate { count: 2 }.apply("abcd"), "ab");
+        // base64url-aware mutations on a real token, and their fallbacks.
+        let tok = "AQIDBAUGBwgJ"; // 9 bytes, no padding needed
+        assert_eq!(
+            Mutation::FlipDecodedBit { bit: 0 }.apply(tok),
+            "AAIDBAUGBwgJ"
+        );
+        assert_eq!(
+            Mutation::ReEncodePadded.apply("AQID"),
+            "AQIDA",
+            "no padding to add"
+        );
+        assert_eq!(Mutation::ReEncodePadded.apply("AQ"), "AQ==");
+        assert_eq!(Mutation::ReEncodeStandard.apply("-_8"), "+/8=");
+        assert_eq!(Mutation::FlipDecodedBit { bit: 0 }.apply("rs1.x"), "ss1.x");
+        assert_eq!(
+            Mutation::Splice {
+                other: "not base64!".into(),
+                at: 1
+            }
+            .apply(tok),
+            "not base64!"
+        );
     }
 
     #[test]

@@ -1,0 +1,104 @@
+//! The 2025-11-25 client against the reference server on 127.0.0.1.
+
+use elicitkit::client::legacy::{LegacyClient, LegacyConfig};
+use elicitkit::client::{AnswerPolicy, Endpoint, LegResult, Outcome};
+use elicitkit::server::{self, ServerConfig};
+use serde_json::{Map, Value, json};
+use std::time::Duration;
+
+fn args(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+async fn connect(url: String) -> LegacyClient {
+    let cfg = LegacyConfig {
+        timeout: Duration::from_secs(10),
+        ..LegacyConfig::default()
+    };
+    LegacyClient::connect(reqwest::Client::new(), Endpoint::new(url, "alice"), cfg)
+        .await
+        .expect("session opens")
+}
+
+#[tokio::test]
+async fn legacy_form_and_url_round_trips() {
+    let srv = server::start(ServerConfig::default())
+        .await
+        .expect("server starts");
+    let mut c = connect(srv.mcp_url()).await;
+    assert!(c.session_id().is_some());
+    let hs: Vec<_> = c
+        .handshake_legs()
+        .iter()
+        .map(|l| l.result.clone())
+        .collect();
+    assert_eq!(hs[1], LegResult::Accepted);
+
+    let rt = c
+        .call_tool(
+            "deploy",
+            args(json!({"service": "api"})),
+            &AnswerPolicy::AcceptValid,
+        )
+        .await;
+    assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+    assert_eq!(rt.rounds, 1);
+    let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["tools/call (stream)", "elicitation answer POST"]);
+    assert_eq!(rt.legs[1].result, LegResult::Accepted);
+
+    let rt = c
+        .call_tool(
+            "deploy",
+            args(json!({"service": "api"})),
+            &AnswerPolicy::Decline,
+        )
+        .await;
+    assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+    assert_eq!(rt.legs[0].result, LegResult::Complete { is_error: true });
+
+    let rt = c
+        .call_tool("connect_billing", Map::new(), &AnswerPolicy::AcceptValid)
+        .await;
+    assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+    let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tools/call (stream)",
+            "elicitation answer POST",
+            "flow page GET",
+            "flow page POST"
+        ]
+    );
+
+    let rt = c
+        .call_tool("deploy", Map::new(), &AnswerPolicy::ReplayState)
+        .await;
+    assert!(matches!(rt.outcome, Outcome::Skipped(_)));
+
+    let leg = c.close().await.expect("DELETE ends the session");
+    assert_eq!(leg.result, LegResult::Accepted);
+    srv.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_book_trip_three_elicitations() {
+    let srv = server::start(ServerConfig::default())
+        .await
+        .expect("server starts");
+    let mut c = connect(srv.mcp_url()).await;
+    let rt = c
+        .call_tool(
+            "book_trip",
+            args(json!({"from": "AMS", "to": "LIS"})),
+            &AnswerPolicy::AcceptValid,
+        )
+        .await;
+    assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+    assert_eq!(rt.rounds, 3);
+    srv.shutdown().await;
+}
