@@ -78,6 +78,25 @@ pub enum Verdict {
     Reject,
 }
 
+/// What a property does about bugs already reported to the owner of the
+/// module under test (each is named where it is tolerated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KnownBugs {
+    /// Skip the one comparison that a known open bug breaks, so fuzzing
+    /// keeps looking for new problems (what the fuzz targets do).
+    Tolerate,
+    /// Check everything (what the regression replay of an open bug does).
+    Fail,
+}
+
+/// Runs target `name` with every check on, known open bugs included.
+pub fn run_target_strict(name: &str, data: &[u8]) -> Option<Verdict> {
+    match name {
+        "sse_stream" => Some(sse_stream_check(data, KnownBugs::Fail)),
+        _ => run_target(name, data),
+    }
+}
+
 /// Runs the property of target `name` on `data`; `None` for an unknown name.
 pub fn run_target(name: &str, data: &[u8]) -> Option<Verdict> {
     let f: fn(&[u8]) -> Verdict = match name {
@@ -1024,6 +1043,11 @@ fn parse_chunked(
 /// Input: number of cuts, cut positions (two bytes each), an event size cap,
 /// then the stream bytes.
 pub fn sse_stream_target(data: &[u8]) -> Verdict {
+    sse_stream_check(data, KnownBugs::Tolerate)
+}
+
+/// [`sse_stream_target`] with a choice about known open bugs.
+pub fn sse_stream_check(data: &[u8], known: KnownBugs) -> Verdict {
     let mut r = ByteReader::new(data);
     let n = usize::from(r.u8() % 8);
     let raw_cuts: Vec<u16> = (0..n).map(|_| r.u16()).collect();
@@ -1052,10 +1076,19 @@ pub fn sse_stream_target(data: &[u8]) -> Verdict {
     // With a small cap, the outcome must not depend on the split either.
     let capped = parse_chunked(body, &[], cap);
     let capped_split = parse_chunked(body, &cuts, cap);
-    assert_eq!(
-        capped_split, capped,
-        "cap {cap}: outcome differs when split at {cuts:?}"
-    );
+    // Known open bug `sse-bom-cap` (protocol/sse.rs): when the body starts
+    // with a strict prefix of the UTF-8 BOM and a chunk ends inside it, the
+    // bytes held back while waiting for the rest of the BOM are not counted
+    // towards the event size cap, so the cap trips later than unsplit.
+    let bom_prefix_split = body.first() == Some(&0xEF)
+        && !body.starts_with(&[0xEF, 0xBB, 0xBF])
+        && cuts.iter().any(|&c| c > 0 && c < 3);
+    if !(known == KnownBugs::Tolerate && bom_prefix_split) {
+        assert_eq!(
+            capped_split, capped,
+            "cap {cap}: outcome differs when split at {cuts:?}"
+        );
+    }
 
     // Re-encoding keeps id and data.
     let mut re = String::new();
@@ -1101,21 +1134,29 @@ fn remove_db(path: &std::path::Path) {
 
 /// `completions`: an operation sequence decoded from the bytes (create,
 /// complete, duplicate and concurrent complete, expire, cancel, complete by
-/// another principal, restart, side-effect claims) applied to the memory
-/// and the SQLite store and to the reference model: no divergence (side
-/// effects exactly once, no completion after expiry or by another
-/// principal, legal transitions only).
+/// another principal, restart, side-effect claims) applied to the store and
+/// to the reference model: no divergence (side effects exactly once, no
+/// completion after expiry or by another principal, legal transitions only).
+///
+/// Input: one byte choosing the backend (`% 3`: memory, SQLite, both), then
+/// the operations ([`Op::from_bytes`]). SQLite runs on a fresh file on
+/// tmpfs when there is one, removed afterwards.
 pub fn completions_target(data: &[u8]) -> Verdict {
-    let ops = Op::from_bytes(data);
-    if let Err(v) = run(&ops, BackendKind::Memory) {
+    let (backends, rest) = data.split_first().map_or((2, data), |(b, r)| (b % 3, r));
+    let ops = Op::from_bytes(rest);
+    if backends != 1
+        && let Err(v) = run(&ops, BackendKind::Memory)
+    {
         panic!("memory store: {v}\nops: {ops:?}");
     }
-    let path = scratch_db_path();
-    remove_db(&path);
-    let res = run(&ops, BackendKind::Sqlite(path.clone()));
-    remove_db(&path);
-    if let Err(v) = res {
-        panic!("sqlite store: {v}\nops: {ops:?}");
+    if backends != 0 {
+        let path = scratch_db_path();
+        remove_db(&path);
+        let res = run(&ops, BackendKind::Sqlite(path.clone()));
+        remove_db(&path);
+        if let Err(v) = res {
+            panic!("sqlite store: {v}\nops: {ops:?}");
+        }
     }
     Verdict::Keep
 }
@@ -1145,7 +1186,12 @@ pub fn headers_target(data: &[u8]) -> Verdict {
         "encode → decode of {s:?} via {enc:?}"
     );
 
-    let sentinel = data.starts_with(b"=?base64?") && data.ends_with(b"?=") && data.len() >= 11;
+    // What the codec treats as a sentinel: UTF-8 text `=?base64?…?=`
+    // (non-UTF-8 bytes are refused as invalid characters first).
+    let sentinel = std::str::from_utf8(data).is_ok()
+        && data.starts_with(b"=?base64?")
+        && data.ends_with(b"?=")
+        && data.len() >= 11;
     match headers::decode_value(data) {
         Ok(v) => {
             if !sentinel {

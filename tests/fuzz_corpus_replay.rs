@@ -4,17 +4,23 @@
 //! calls, so a property that once failed (or a seed that once passed) is
 //! checked by every `cargo test`.
 //!
-//! A regression input whose bug is not fixed yet is listed in [`KNOWN_OPEN`]
-//! and replayed only by the `#[ignore]`d test `known_open_regressions`.
+//! Regression files are replayed with every check on
+//! ([`run_target_strict`]), except those of bugs still open in another
+//! module, listed in [`KNOWN_OPEN`]: they replay with that one check
+//! tolerated, and each has an `#[ignore]`d test of its own that checks it
+//! strictly (run with `cargo test --test fuzz_corpus_replay -- --ignored`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use elicitkit::fuzz_support::{TARGETS, run_target};
+use elicitkit::fuzz_support::{TARGETS, run_target, run_target_strict};
 
 /// Regression files (`<target>/<file name>`) for bugs still open in their
 /// owner's module, with the bug they show.
-const KNOWN_OPEN: &[(&str, &str)] = &[];
+const KNOWN_OPEN: &[(&str, &str)] = &[(
+    "sse_stream/sse-bom-cap",
+    "protocol/sse.rs: bytes of a split, then broken, BOM prefix are not counted towards the event cap",
+)];
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
@@ -52,6 +58,11 @@ fn is_known_open(target: &str, file: &Path) -> bool {
 
 /// Runs `files` through `target`; returns one line per failing file.
 fn replay(target: &str, files: &[PathBuf]) -> Vec<String> {
+    replay_with(target, files, false)
+}
+
+/// Like [`replay`], with every check on when `strict`.
+fn replay_with(target: &str, files: &[PathBuf], strict: bool) -> Vec<String> {
     let mut failures = Vec::new();
     for file in files {
         let data = match std::fs::read(file) {
@@ -61,7 +72,13 @@ fn replay(target: &str, files: &[PathBuf]) -> Vec<String> {
                 continue;
             }
         };
-        let got = catch_unwind(AssertUnwindSafe(|| run_target(target, &data)));
+        let got = catch_unwind(AssertUnwindSafe(|| {
+            if strict {
+                run_target_strict(target, &data)
+            } else {
+                run_target(target, &data)
+            }
+        }));
         match got {
             Ok(Some(_)) => {}
             Ok(None) => failures.push(format!("{target}: no such target")),
@@ -105,25 +122,32 @@ fn corpora_replay_cleanly() {
 fn fixed_regressions_stay_fixed() {
     let mut failures = Vec::new();
     for t in TARGETS {
-        let files: Vec<PathBuf> = inputs("regressions", t)
+        let (open, fixed): (Vec<PathBuf>, Vec<PathBuf>) = inputs("regressions", t)
             .into_iter()
-            .filter(|f| !is_known_open(t, f))
-            .collect();
-        failures.extend(replay(t, &files));
+            .partition(|f| is_known_open(t, f));
+        failures.extend(replay_with(t, &fixed, true));
+        // Open bugs: everything but the one tolerated check must hold.
+        failures.extend(replay_with(t, &open, false));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[test]
-#[ignore = "bugs still open in other modules; see KNOWN_OPEN"]
-fn known_open_regressions() {
-    let mut failures = Vec::new();
-    for (file, _bug) in KNOWN_OPEN {
-        let (t, _) = file.split_once('/').unwrap_or((file, ""));
-        let path = fuzz_dir().join("regressions").join(file);
-        failures.extend(replay(t, &[path]));
-    }
+fn replay_open(file: &str) {
+    let (t, _) = file.split_once('/').unwrap_or((file, ""));
+    let path = fuzz_dir().join("regressions").join(file);
+    let failures = replay_with(t, &[path], true);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Open bug in `src/protocol/sse.rs` (owner: protocol): with a small event
+/// cap, a body starting `EF BB 20 ...` (a BOM prefix that turns out not to
+/// be one) trips `EventTooLarge` when parsed whole but not when the first
+/// chunk ends after `EF`: `push` keeps the held-back BOM bytes in `line`
+/// without adding them to `event_bytes`. Un-ignore once fixed.
+#[test]
+#[ignore = "open bug sse-bom-cap in protocol/sse.rs"]
+fn open_bug_sse_bom_cap() {
+    replay_open("sse_stream/sse-bom-cap");
 }
 
 #[test]
