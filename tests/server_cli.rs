@@ -1,0 +1,76 @@
+//! `elicitkit serve` as a child process: `--list-flaws`, the one stdout
+//! line with the port, and a request against it.
+#![cfg(feature = "net")]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+#[test]
+fn list_flaws_prints_every_flaw_with_its_rule() {
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--list-flaws"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for f in elicitkit::server::Flaw::ALL {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(f.name()))
+            .expect("flaw listed");
+        assert!(line.contains(f.rule()), "{line}");
+    }
+}
+
+#[test]
+fn serve_prints_its_port_and_answers() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
+        .env("RUST_LOG", "warn")
+        .env_remove("ELICITKIT_STATE_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"));
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let status = rt.block_on(async {
+        reqwest::Client::new()
+            .get(format!("{base}/stats"))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status.ok(), Some(200));
+}
+
+#[test]
+fn serve_refuses_a_remote_address_and_bad_flags() {
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-remote"));
+    let dir = tempfile::tempdir().expect("dir");
+    let bad = dir.path().join("tokens");
+    std::fs::write(&bad, "only-one-word\n").expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--auth-tokens"])
+        .arg(&bad)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}
