@@ -473,9 +473,9 @@ impl LegacyClient {
             let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
                 Err(_) => return Final::Failed(LegFailure::Timeout),
                 Ok(None) => {
-                    return Final::Violation(
-                        "the stream ended before the response to tools/call".into(),
-                    );
+                    return Final::Failed(LegFailure::Transport(
+                        "the server closed the stream before the response to tools/call".into(),
+                    ));
                 }
                 Ok(Some(Err(e))) => return Final::Failed(LegFailure::Transport(describe(&e))),
                 Ok(Some(Ok(c))) => c,
@@ -839,7 +839,14 @@ fn judge(st: &mut CallState<'_>, fin: Final) -> Outcome {
     if let Some(first) = st.violations.first() {
         return Outcome::unexpected(ErrorClass::ProtocolViolation, first.clone());
     }
+    let status = st.rt.legs.first().and_then(|l| l.status).unwrap_or(200);
     let resp = match fin {
+        Final::Response(r) if status >= 500 => {
+            return Outcome::unexpected(
+                ErrorClass::HttpError,
+                format!("HTTP {status} on the tools/call stream: {:?}", r.outcome),
+            );
+        }
         Final::Response(r) => r,
         Final::Http(status) => {
             return Outcome::unexpected(

@@ -215,7 +215,7 @@ enum Pending {
 enum Event {
     InputRequired(InputRequiredResult, Value),
     Complete(bool, Value),
-    RpcError(i64, Option<String>, String),
+    RpcError(i64, Option<String>, String, u16),
     Http(u16),
     Violation(String),
 }
@@ -527,7 +527,7 @@ impl ModernFlow {
                         code: e.code,
                         reason: reason.clone(),
                     },
-                    Event::RpcError(e.code, reason, e.message),
+                    Event::RpcError(e.code, reason, e.message, status),
                 )
             }
             RpcOutcome::Result(v) => {
@@ -603,9 +603,16 @@ impl ModernFlow {
                     ))
                 }
             }
-            Event::RpcError(code, reason, message) => {
+            Event::RpcError(code, reason, message, status) => {
                 if code == codes::URL_ELICITATION_REQUIRED {
                     return self.violation("-32042 is retired in 2026-07-28 and must not be sent");
+                }
+                if status >= 500 {
+                    // A server failure, whatever the body says: never a proper rejection.
+                    return self.finish(Outcome::unexpected(
+                        ErrorClass::HttpError,
+                        format!("HTTP {status} with JSON-RPC error {code} ({message})"),
+                    ));
                 }
                 match probe {
                     Probe::Tampered | Probe::Replay | Probe::Cross | Probe::Invalid(_) => self

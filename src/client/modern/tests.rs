@@ -348,6 +348,10 @@ fn errors_and_http_failures_are_classified() {
             ErrorClass::ServerError,
         ),
         (
+            json_reply(500, rpc_error(1, -32603, None)),
+            ErrorClass::HttpError,
+        ),
+        (
             HttpReply {
                 status: 500,
                 content_type: Some("text/plain".into()),
