@@ -1,7 +1,8 @@
 //! The 2025-11-25 client against the reference server on 127.0.0.1.
 
 use elicitkit::client::legacy::{LegacyClient, LegacyConfig};
-use elicitkit::client::{AnswerPolicy, Endpoint, LegResult, Outcome};
+use elicitkit::client::{AnswerPolicy, Endpoint, InvalidKind, LegResult, Outcome};
+use elicitkit::protocol::ClientCapabilities;
 use elicitkit::server::{self, ServerConfig};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
@@ -100,5 +101,63 @@ async fn legacy_book_trip_three_elicitations() {
         .await;
     assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
     assert_eq!(rt.rounds, 3);
+    srv.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_policies_that_expect_a_refusal() {
+    let srv = server::start(ServerConfig {
+        elicitation_timeout: Duration::from_millis(500),
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("server starts");
+    let mut c = connect(srv.mcp_url()).await;
+
+    // Consent without visiting the page: the server never sees the page
+    // submitted, so the call must not complete successfully.
+    let rt = c
+        .call_tool("connect_billing", Map::new(), &AnswerPolicy::UrlConsentOnly)
+        .await;
+    assert!(rt.outcome.is_ok(), "{rt:#?}");
+    assert!(!rt.legs.iter().any(|l| l.name.starts_with("flow page")));
+
+    let rt = c
+        .call_tool(
+            "deploy",
+            args(json!({"service": "api"})),
+            &AnswerPolicy::AcceptInvalid(InvalidKind::NotInEnum),
+        )
+        .await;
+    assert!(
+        matches!(rt.outcome, Outcome::ExpectedRejection { .. }),
+        "{rt:#?}"
+    );
+    srv.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_form_only_client_gets_no_url_mode() {
+    let srv = server::start(ServerConfig::default())
+        .await
+        .expect("server starts");
+    let cfg = LegacyConfig {
+        capabilities: ClientCapabilities::with_modes(true, false),
+        timeout: Duration::from_secs(10),
+        ..LegacyConfig::default()
+    };
+    let mut c = LegacyClient::connect(
+        reqwest::Client::new(),
+        Endpoint::new(srv.mcp_url(), "alice"),
+        cfg,
+    )
+    .await
+    .expect("session opens");
+    let rt = c
+        .call_tool("connect_billing", Map::new(), &AnswerPolicy::AcceptValid)
+        .await;
+    // The correct server explains the missing capability in a tool error.
+    assert_eq!(rt.rounds, 0, "{rt:#?}");
+    assert_eq!(rt.legs[0].result, LegResult::Complete { is_error: true });
     srv.shutdown().await;
 }
