@@ -235,7 +235,7 @@ async fn tools_call(
                 "tool {name} needs a client elicitation capability this request did not declare"
             ),
         )
-        .with_data(json!({"requiredCapabilities": required.to_value()})));
+        .with_data(json!({"requiredCapabilities": required})));
     }
     let digest = request_digest(METHOD_TOOLS_CALL, name, args_value)
         .map_err(|e| RpcError::invalid_params(format!("params.arguments: {e}")))?;

@@ -299,17 +299,17 @@ pub async fn step(tool: Tool, ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<
 }
 
 /// Decides whether `needs` can be met under `caps`; on refusal returns the
-/// `requiredCapabilities` object for `-32021`. Applies the capability flaws.
-pub fn gate(app: &App, needs: Needs, modes: ElicitModes) -> Result<(), ClientCapabilities> {
+/// `requiredCapabilities` object (JSON) for `-32021`. Applies the capability flaws.
+pub fn gate(app: &App, needs: Needs, modes: ElicitModes) -> Result<(), Value> {
     let without = !modes.any() && app.flaw(Flaw::ElicitWithoutCapability);
     match needs {
         Needs::Nothing => Ok(()),
         Needs::Form if modes.form || without => Ok(()),
-        Needs::Form if !modes.any() => Err(ClientCapabilities::elicitation_empty()),
-        Needs::Form => Err(ClientCapabilities::with_modes(true, false)),
+        Needs::Form if !modes.any() => Err(ClientCapabilities::elicitation_empty().to_value()),
+        Needs::Form => Err(ClientCapabilities::with_modes(true, false).to_value()),
         Needs::Url if modes.url || without => Ok(()),
         Needs::Url if modes.form && app.flaw(Flaw::UrlToFormClient) => Ok(()),
-        Needs::Url => Err(ClientCapabilities::with_modes(false, true)),
+        Needs::Url => Err(ClientCapabilities::with_modes(false, true).to_value()),
     }
 }
 
