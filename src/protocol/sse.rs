@@ -87,7 +87,13 @@ impl SseParser {
                 }
                 chunk = &chunk[take..];
             } else {
+                // Not a BOM after all: bytes held back while waiting for the
+                // rest of it are ordinary line bytes and count towards the cap.
                 self.at_start = false;
+                self.event_bytes += self.line.len();
+                if self.event_bytes > self.max_event_bytes {
+                    return Err(SseError::EventTooLarge(self.max_event_bytes));
+                }
             }
             if self.at_start {
                 return Ok(());
@@ -273,6 +279,27 @@ mod tests {
                 retry: None
             }]
         );
+    }
+
+    #[test]
+    fn a_split_non_bom_prefix_counts_towards_the_cap() {
+        // Found by the sse_stream fuzz target: EF BB held back across a chunk
+        // boundary, then not a BOM after all, must count like unsplit bytes.
+        let body = b"\xEF\xBB a\ng";
+        for cap in 0..body.len() {
+            let whole = {
+                let mut p = SseParser::with_limit(cap);
+                p.push(body, &mut Vec::new())
+            };
+            for cut in 1..3 {
+                let mut p = SseParser::with_limit(cap);
+                let mut out = Vec::new();
+                let split = p
+                    .push(&body[..cut], &mut out)
+                    .and_then(|()| p.push(&body[cut..], &mut out));
+                assert_eq!(split, whole, "cap {cap}, cut {cut}");
+            }
+        }
     }
 
     #[test]
