@@ -1,8 +1,247 @@
-//! (in progress)
+//! Capability gating, per request (§2.4, S5): the same tool call under
+//! `{}`, `{elicitation:{}}`, form only, URL only and sampling only must never
+//! bring an input request for a mode the client did not declare; a server
+//! that needs the capability answers `-32021` (HTTP 400) with an *object*
+//! `requiredCapabilities`. And no capability carries over from an earlier
+//! request (§4.2).
 
-use super::model::Check;
+use super::judge::{answers_for, elicitations};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::Rpc;
+use crate::protocol::ClientCapabilities;
+use crate::protocol::capabilities::ElicitModes;
+use crate::protocol::codes;
+use crate::protocol::mrtr::InputRequiredResult;
+use serde_json::{Value, json};
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "mrtr-cap-none",
+            "§2.4, §4.7 S5 / §6.B 8",
+            Must,
+            Modern,
+            "capabilities {}: no elicitation; -32021 with an object instead",
+            cap_none
+        ),
+        check!(
+            "mrtr-cap-elicitation-empty",
+            "§2.4, §4.7 S5 / §6.B 8",
+            Must,
+            Modern,
+            "capabilities {elicitation:{}} (form only): no URL mode",
+            cap_empty
+        ),
+        check!(
+            "mrtr-cap-form-only",
+            "§2.4, §4.7 S5 / §6.B 8",
+            Must,
+            Modern,
+            "capabilities {elicitation:{form:{}}}: no URL mode",
+            cap_form
+        ),
+        check!(
+            "mrtr-cap-url-only",
+            "§2.4, §4.7 S5 / §6.B 8",
+            Must,
+            Modern,
+            "capabilities {elicitation:{url:{}}}: no form mode",
+            cap_url
+        ),
+        check!(
+            "mrtr-cap-sampling-only",
+            "§2.4, §4.7 S5 / §6.B 8",
+            Must,
+            Modern,
+            "capabilities {sampling:{}}: no elicitation",
+            cap_sampling
+        ),
+        check!(
+            "mrtr-cap-no-carry-over",
+            "§4.2 / §6.B 9",
+            Must,
+            Modern,
+            "a retry declaring {} gets no elicitation although the first call declared it",
+            no_carry_over
+        ),
+    ]
+}
+
+fn mode_allowed(modes: ElicitModes, mode: &str) -> bool {
+    match mode {
+        "url" => modes.url,
+        _ => modes.form,
+    }
+}
+
+/// Judges one reply to a call made under capabilities allowing `modes`.
+fn judge_gated(
+    rpc: &Rpc,
+    status: u16,
+    modes: ElicitModes,
+    problems: &mut Vec<String>,
+    tool: &str,
+) -> &'static str {
+    match rpc {
+        Rpc::Result(v) => {
+            let bad: Vec<String> = elicitations(v)
+                .into_iter()
+                .filter(|(_, m)| !mode_allowed(modes, m))
+                .map(|(k, m)| format!("{k} ({m} mode)"))
+                .collect();
+            if !bad.is_empty() {
+                problems.push(format!(
+                    "{tool}: input request(s) for an undeclared mode: {}",
+                    bad.join(", ")
+                ));
+            }
+            "result"
+        }
+        Rpc::Error(e) if e.code == codes::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            match e.data.as_ref().and_then(|d| d.get("requiredCapabilities")) {
+                Some(Value::Object(_)) => {}
+                Some(other) => problems.push(format!(
+                    "{tool}: -32021 data.requiredCapabilities is {other}, not a ClientCapabilities object"
+                )),
+                None => problems.push(format!("{tool}: -32021 without data.requiredCapabilities")),
+            }
+            if status != 400 {
+                problems.push(format!("{tool}: -32021 came with HTTP {status}, not 400"));
+            }
+            "-32021"
+        }
+        Rpc::Error(_) => "error",
+        Rpc::Missing(_) => "no response",
+    }
+}
+
+async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
+    let modes = caps.elicit_modes();
+    let tools: Vec<_> = p
+        .target()
+        .tools
+        .iter()
+        .filter(|t| t.elicits())
+        .cloned()
+        .collect();
+    if tools.is_empty() {
+        return Verdict::skip("no tool elicits");
+    }
+    let mut problems = Vec::new();
+    let mut seen = Vec::new();
+    for t in &tools {
+        let req = p.call_request(
+            format!("tools/call {} with capabilities {what}", t.name),
+            t,
+            &caps,
+            None,
+            None,
+        );
+        match p.send(req).await {
+            Ok(r) => {
+                let kind = judge_gated(&r.rpc(), r.status, modes, &mut problems, &t.name);
+                seen.push(format!("{}: {kind}", t.name));
+            }
+            Err(e) => problems.push(format!("{}: {e}", t.name)),
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass(format!("under {what}: {}", seen.join(", ")))
+    } else {
+        Verdict::fail(problems.join("; "))
+    }
+}
+
+async fn cap_none(p: Probe) -> Verdict {
+    gate(p, ClientCapabilities::none(), "{}").await
+}
+
+async fn cap_empty(p: Probe) -> Verdict {
+    gate(
+        p,
+        ClientCapabilities::elicitation_empty(),
+        "{elicitation:{}}",
+    )
+    .await
+}
+
+async fn cap_form(p: Probe) -> Verdict {
+    gate(
+        p,
+        ClientCapabilities::with_modes(true, false),
+        "{elicitation:{form:{}}}",
+    )
+    .await
+}
+
+async fn cap_url(p: Probe) -> Verdict {
+    gate(
+        p,
+        ClientCapabilities::with_modes(false, true),
+        "{elicitation:{url:{}}}",
+    )
+    .await
+}
+
+async fn cap_sampling(p: Probe) -> Verdict {
+    let caps: ClientCapabilities =
+        serde_json::from_value(json!({"sampling": {}})).unwrap_or_default();
+    gate(p, caps, "{sampling:{}}").await
+}
+
+async fn no_carry_over(p: Probe) -> Verdict {
+    let Some(t) = p.target().stateful_form_tool().cloned() else {
+        return Verdict::skip("no form tool answers input_required with a requestState");
+    };
+    let first = p.call_request(
+        format!("tools/call {} #1 (all capabilities)", t.name),
+        &t,
+        &all_modes(),
+        None,
+        None,
+    );
+    let reply = match p.send(first).await {
+        Ok(r) => r,
+        Err(e) => return Verdict::fail(format!("no reply to the first call: {e}")),
+    };
+    let Some(ir) = reply
+        .rpc()
+        .result()
+        .and_then(InputRequiredResult::from_value)
+    else {
+        return Verdict::skip("the first call did not answer input_required this time");
+    };
+    let answers = Value::Object(answers_for(&ir, p.settings().seed));
+    let retry = p.call_request(
+        format!("tools/call {} #2 retry declaring {{}}", t.name),
+        &t,
+        &ClientCapabilities::none(),
+        Some(answers),
+        ir.request_state.as_deref(),
+    );
+    match p.send(retry).await {
+        Ok(r) => {
+            let mut problems = Vec::new();
+            let kind = judge_gated(
+                &r.rpc(),
+                r.status,
+                ElicitModes::default(),
+                &mut problems,
+                &t.name,
+            );
+            if problems.is_empty() {
+                Verdict::pass(format!(
+                    "the retry declaring {{}} got {kind} and no elicitation"
+                ))
+            } else {
+                Verdict::fail(format!(
+                    "capabilities carried over from the first request: {}",
+                    problems.join("; ")
+                ))
+            }
+        }
+        Err(e) => Verdict::fail(format!("no reply to the retry: {e}")),
+    }
 }

@@ -1,8 +1,98 @@
-//! (in progress)
+//! Decline and cancel (§4.10, §6.B 20): answering `decline` or `cancel` to
+//! every input request must end the call cleanly (a complete result,
+//! `isError` optional, or a re-prompt), never a crash (5xx) or a hang. A
+//! JSON-RPC error for a plain refusal is a WARN (§6.A 12).
 
-use super::model::Check;
+use super::flows::run_flow;
+use super::model::{Check, Verdict};
+use super::probe::Probe;
+use crate::client::outcome::{ErrorClass, Outcome};
+use crate::client::policy::AnswerPolicy;
+use crate::findings::Severity;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "mrtr-decline",
+            "§4.10 / §6.B 20",
+            Must,
+            Modern,
+            "declining ends the call with a result or a re-prompt, no crash or hang",
+            decline
+        ),
+        check!(
+            "mrtr-cancel",
+            "§4.10 / §6.B 20",
+            Must,
+            Modern,
+            "cancelling ends the call with a result or a re-prompt, no crash or hang",
+            cancel
+        ),
+    ]
+}
+
+async fn refuse(p: Probe, policy: AnswerPolicy, what: &str) -> Verdict {
+    let tools: Vec<_> = p
+        .target()
+        .tools
+        .iter()
+        .filter(|t| t.elicits())
+        .cloned()
+        .collect();
+    if tools.is_empty() {
+        return Verdict::skip("no tool elicits");
+    }
+    let mut notes = Vec::new();
+    let mut warns = Vec::new();
+    for t in &tools {
+        let rt = run_flow(&p, t, policy.clone()).await;
+        match &rt.outcome {
+            Outcome::Success | Outcome::ExpectedRejection { .. } => {
+                let is_error = rt
+                    .final_result
+                    .as_ref()
+                    .and_then(|r| r.get("isError"))
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false);
+                notes.push(format!(
+                    "{}: {}",
+                    t.name,
+                    if is_error {
+                        "tool error result"
+                    } else {
+                        "result"
+                    }
+                ));
+            }
+            Outcome::Unexpected {
+                class: ErrorClass::ServerError,
+                message,
+            } => {
+                warns.push(format!("{}: {message}", t.name));
+            }
+            Outcome::Unexpected { class, message } => {
+                return Verdict::fail(format!("{} after {what}: {class}: {message}", t.name));
+            }
+            Outcome::Skipped(why) => notes.push(format!("{}: skipped ({why})", t.name)),
+        }
+    }
+    if !warns.is_empty() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "a protocol error answered a plain {what}: {}",
+                warns.join("; ")
+            ),
+        );
+    }
+    Verdict::pass(notes.join("; "))
+}
+
+async fn decline(p: Probe) -> Verdict {
+    refuse(p, AnswerPolicy::Decline, "decline").await
+}
+
+async fn cancel(p: Probe) -> Verdict {
+    refuse(p, AnswerPolicy::Cancel, "cancel").await
 }

@@ -1,8 +1,119 @@
-//! (in progress)
+//! Happy paths (§6.B 10): every eliciting tool completes when its input
+//! requests are answered validly (URL pages completed as a browser would),
+//! and a multi-round flow gets a *new* `requestState` each round.
 
-use super::model::Check;
+use super::model::{Check, Verdict};
+use super::probe::{Probe, ToolProfile, all_modes};
+use crate::client::modern::FlowConfig;
+use crate::client::outcome::{Outcome, RoundTrip};
+use crate::client::policy::AnswerPolicy;
+use std::collections::HashSet;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "mrtr-happy-path",
+            "§4.6 / §6.B 10",
+            Must,
+            Modern,
+            "each eliciting tool completes when its requests are answered validly",
+            happy_path
+        ),
+        check!(
+            "mrtr-multi-round-new-state",
+            "§4.6 / §6.B 10",
+            Must,
+            Modern,
+            "a multi-round flow gets a different requestState each round",
+            multi_round
+        ),
+    ]
+}
+
+/// The flow config checks use: every capability, the run's seed.
+pub fn config(p: &Probe, policy: AnswerPolicy) -> FlowConfig {
+    let mut cfg = FlowConfig::with_policy(policy);
+    cfg.capabilities = all_modes();
+    cfg.seed = p.settings().seed;
+    cfg
+}
+
+/// Runs `tool` under `policy` with every capability.
+pub async fn run_flow(p: &Probe, tool: &ToolProfile, policy: AnswerPolicy) -> RoundTrip {
+    p.flow(tool.call(), config(p, policy)).await
+}
+
+fn describe(rt: &RoundTrip) -> String {
+    match &rt.outcome {
+        Outcome::Success => format!("completed in {} round(s)", rt.rounds),
+        Outcome::ExpectedRejection { code, reason } => {
+            format!("rejected (code {code:?}, reason {reason:?})")
+        }
+        Outcome::Unexpected { class, message } => format!("{class}: {message}"),
+        Outcome::Skipped(why) => format!("skipped: {why}"),
+    }
+}
+
+async fn happy_path(p: Probe) -> Verdict {
+    let tools: Vec<_> = p
+        .target()
+        .tools
+        .iter()
+        .filter(|t| t.elicits())
+        .cloned()
+        .collect();
+    if tools.is_empty() {
+        return Verdict::skip("no tool elicits");
+    }
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for t in &tools {
+        let rt = run_flow(&p, t, AnswerPolicy::AcceptValid).await;
+        let line = format!("{}: {}", t.name, describe(&rt));
+        if rt.outcome == Outcome::Success {
+            ok.push(line);
+        } else {
+            bad.push(line);
+        }
+    }
+    if bad.is_empty() {
+        Verdict::pass(ok.join("; "))
+    } else {
+        Verdict::fail(bad.join("; "))
+    }
+}
+
+async fn multi_round(p: Probe) -> Verdict {
+    let tools: Vec<_> = p
+        .target()
+        .tools
+        .iter()
+        .filter(|t| t.elicits())
+        .cloned()
+        .collect();
+    let mut seen_multi = Vec::new();
+    for t in &tools {
+        let rt = run_flow(&p, t, AnswerPolicy::AcceptValid).await;
+        if rt.request_states.len() < 2 {
+            continue;
+        }
+        let distinct: HashSet<&String> = rt.request_states.iter().collect();
+        if distinct.len() != rt.request_states.len() {
+            return Verdict::fail(format!(
+                "{}: {} rounds but only {} distinct requestStates",
+                t.name,
+                rt.request_states.len(),
+                distinct.len()
+            ));
+        }
+        seen_multi.push(format!("{} ({} states)", t.name, rt.request_states.len()));
+    }
+    if seen_multi.is_empty() {
+        return Verdict::skip("no tool issued more than one requestState");
+    }
+    Verdict::pass(format!(
+        "every round had a new state: {}",
+        seen_multi.join(", ")
+    ))
 }

@@ -56,7 +56,7 @@ impl Settings {
             tools: Vec::new(),
             single_use: Vec::new(),
             concurrency: 4,
-            seed: 0x0e11_c17,
+            seed: 0x00e1_1c17,
         }
     }
 }
@@ -322,6 +322,17 @@ impl Probe {
     /// Runs the client's MRTR state machine for `call` under `cfg`, sending
     /// every leg through the check timeout and recording it.
     pub async fn flow(&self, call: ToolCall, cfg: FlowConfig) -> RoundTrip {
+        self.flow_with_bodies(call, cfg).await.0
+    }
+
+    /// [`Probe::flow`], also returning the raw body of every MCP reply in
+    /// order (unmasked, for validators; never rendered).
+    pub async fn flow_with_bodies(
+        &self,
+        call: ToolCall,
+        cfg: FlowConfig,
+    ) -> (RoundTrip, Vec<bytes::Bytes>) {
+        let mut bodies = Vec::new();
         let endpoint = self.target.endpoint();
         let started = Instant::now();
         let mut flow = ModernFlow::new(call, cfg);
@@ -333,6 +344,9 @@ impl Probe {
                 match exchange(&self.target.http, &endpoint, &out, self.settings().timeout).await {
                     Ok(reply) => {
                         self.fill(slot, flow_exchange(&endpoint, &out, Ok(&reply)));
+                        if out.target == crate::client::modern::Target::Mcp {
+                            bodies.push(reply.body.clone());
+                        }
                         flow.on_reply(reply)
                     }
                     Err((failure, elapsed)) => {
@@ -345,7 +359,7 @@ impl Probe {
                 Step::Send(next) => out = next,
                 Step::Done(mut rt) => {
                     rt.total = started.elapsed();
-                    return rt;
+                    return (rt, bodies);
                 }
             }
         }

@@ -1,8 +1,139 @@
-//! (in progress)
+//! `resultType` on every 2026-07-28 result (§4.4), and `input_required`
+//! only where MRTR is allowed: `tools/call`, `prompts/get`,
+//! `resources/read` (S1).
 
-use super::model::Check;
+use super::judge::{answers_for, is_input_required};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::Rpc;
+use crate::protocol::mrtr::InputRequiredResult;
+use serde_json::{Value, json};
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "mrtr-result-type",
+            "§4.4 / §6.B 5",
+            Must,
+            Modern,
+            "every result carries resultType complete or input_required",
+            result_type
+        ),
+        check!(
+            "mrtr-input-required-scope",
+            "§4.7 S1 / §6.B 6",
+            Must,
+            Modern,
+            "input_required only answers tools/call, prompts/get, resources/read",
+            scope
+        ),
+    ]
+}
+
+fn judge_type(what: &str, rpc: &Rpc, problems: &mut Vec<String>, seen: &mut usize) {
+    if let Rpc::Result(v) = rpc {
+        *seen += 1;
+        match v.get("resultType") {
+            Some(Value::String(t)) if t == "complete" || t == "input_required" => {}
+            Some(other) => problems.push(format!(
+                "{what}: resultType {other} (no extension was advertised)"
+            )),
+            None => problems.push(format!("{what}: no resultType")),
+        }
+    }
+}
+
+async fn result_type(p: Probe) -> Verdict {
+    let caps = all_modes();
+    let mut problems = Vec::new();
+    let mut seen = 0usize;
+    for method in ["server/discover", "tools/list"] {
+        if let Ok(r) = p.modern(method, method, json!({}), &caps).await {
+            judge_type(method, &r.rpc(), &mut problems, &mut seen);
+        }
+    }
+    let tools: Vec<_> = p.target().tools.clone();
+    for t in tools.iter().take(6) {
+        let first = p.call_request(format!("tools/call {} #1", t.name), t, &caps, None, None);
+        let Ok(reply) = p.send(first).await else {
+            continue;
+        };
+        let rpc = reply.rpc();
+        judge_type(
+            &format!("tools/call {} #1", t.name),
+            &rpc,
+            &mut problems,
+            &mut seen,
+        );
+        let Some(v) = rpc.result().filter(|v| is_input_required(v)) else {
+            continue;
+        };
+        let Some(ir) = InputRequiredResult::from_value(v) else {
+            continue;
+        };
+        if t.modes().url {
+            continue; // a URL round cannot finish without the page; its retry re-prompts
+        }
+        let answers = Value::Object(answers_for(&ir, p.settings().seed));
+        let retry = p.call_request(
+            format!("tools/call {} #2 retry", t.name),
+            t,
+            &caps,
+            Some(answers),
+            ir.request_state.as_deref(),
+        );
+        if let Ok(r) = p.send(retry).await {
+            judge_type(
+                &format!("tools/call {} #2", t.name),
+                &r.rpc(),
+                &mut problems,
+                &mut seen,
+            );
+        }
+    }
+    if !problems.is_empty() {
+        return Verdict::fail(problems.join("; "));
+    }
+    if seen == 0 {
+        return Verdict::skip("no request produced a result to inspect");
+    }
+    Verdict::pass(format!("{seen} results, each with resultType"))
+}
+
+async fn scope(p: Probe) -> Verdict {
+    let caps = all_modes();
+    let probes = [
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("server/discover", json!({})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "elicitkit"}, "argument": {"name": "a", "value": ""}}),
+        ),
+    ];
+    let mut offenders = Vec::new();
+    let mut answered = 0;
+    for (method, params) in probes {
+        let Ok(r) = p.modern(method, method, params, &caps).await else {
+            continue;
+        };
+        if let Rpc::Result(v) = r.rpc() {
+            answered += 1;
+            if is_input_required(&v) {
+                offenders.push(method);
+            }
+        }
+    }
+    if !offenders.is_empty() {
+        return Verdict::fail(format!(
+            "input_required returned for {}: MRTR is only for tools/call, prompts/get and resources/read",
+            offenders.join(", ")
+        ));
+    }
+    Verdict::pass(format!(
+        "{answered} non-MRTR methods answered without input_required"
+    ))
 }

@@ -1,8 +1,227 @@
-//! (in progress)
+//! Robustness (§6.B 24, 26, 27): oversized states, thousands of answer keys
+//! and deep nesting get a bounded error and the server stays up; dropping
+//! connections mid-call leaves it healthy; a retry that reuses the first
+//! call's id is recorded (the client rule is broken on purpose: INFO).
 
-use super::model::Check;
+use super::judge::answers_for;
+use super::model::{Check, Verdict};
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::raw::{self, Rpc};
+use super::state_tamper::{Round, first_round, retry};
+use crate::findings::Severity;
+use crate::protocol::mrtr::InputRequiredResult;
+use serde_json::{Map, Value, json};
+use std::time::Duration;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "mrtr-oversized-state",
+            "§4.7 (no size limit) / §6.B 27",
+            Should,
+            Modern,
+            "a 256 KiB requestState gets a bounded error and the server stays up",
+            oversized_state
+        ),
+        check!(
+            "mrtr-many-input-responses",
+            "§4.7 S9 / §6.B 27",
+            Should,
+            Modern,
+            "5000 inputResponses keys and deep nesting get a bounded answer, no crash",
+            many_keys
+        ),
+        check!(
+            "mrtr-cancel-by-disconnect",
+            "§4.3 / §6.B 24",
+            Should,
+            Modern,
+            "calls abandoned mid-flight leave the server healthy",
+            disconnect
+        ),
+        check!(
+            "mrtr-retry-same-id",
+            "§4.7 client rules / §6.B 26",
+            Info,
+            Modern,
+            "a retry reusing the first call's id does not crash the server",
+            same_id
+        ),
+    ]
+}
+
+async fn subject(p: &Probe) -> Result<(ToolProfile, Round), Verdict> {
+    let Some(t) = p.target().stateful_form_tool().cloned() else {
+        return Err(Verdict::skip(
+            "no form tool answers input_required with a requestState",
+        ));
+    };
+    first_round(p, &t, &format!("tools/call {} #1", t.name))
+        .await
+        .map(|r| (t, r))
+        .map_err(Verdict::skip)
+}
+
+/// True when `tools/list` still answers.
+async fn alive(p: &Probe) -> bool {
+    matches!(
+        p.modern("tools/list (is the server still up?)", "tools/list", json!({}), &all_modes()).await,
+        Ok(r) if matches!(r.rpc(), Rpc::Result(_))
+    )
+}
+
+async fn oversized_state(p: Probe) -> Verdict {
+    let (t, r) = match subject(&p).await {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let big = "A".repeat(256 * 1024);
+    let out = retry(
+        &p,
+        &t,
+        &format!("tools/call {} #2 retry with a 256 KiB requestState", t.name),
+        &r.answers,
+        &big,
+    )
+    .await;
+    let verdict = match out {
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+        Ok((_, status)) if status >= 500 => Verdict::fail(format!("HTTP {status}")),
+        Ok((Rpc::Error(e), status)) => Verdict::pass(format!("HTTP {status}, error {}", e.code)),
+        Ok((Rpc::Missing(_), 413)) => Verdict::pass("HTTP 413 (body too large)"),
+        Ok((other, status)) => Verdict::fail(format!(
+            "HTTP {status} and {}: an unverifiable state was not refused",
+            other.describe()
+        )),
+    };
+    if !alive(&p).await {
+        return Verdict::fail("the server stopped answering after an oversized state");
+    }
+    verdict
+}
+
+async fn many_keys(p: Probe) -> Verdict {
+    let mut problems = Vec::new();
+    let (t, r) = match subject(&p).await {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let mut answers = r.answers.clone();
+    for i in 0..5000 {
+        answers.insert(format!("k{i}"), json!({"action": "decline"}));
+    }
+    match retry(
+        &p,
+        &t,
+        &format!("tools/call {} #2 retry with 5000 extra keys", t.name),
+        &answers,
+        &r.state,
+    )
+    .await
+    {
+        Err(e) => problems.push(format!("5000 keys: {e}")),
+        Ok((_, s)) if s >= 500 => problems.push(format!("5000 keys: HTTP {s}")),
+        Ok(_) => {}
+    }
+    let (t, r) = match subject(&p).await {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let mut deep = json!("x");
+    for _ in 0..200 {
+        deep = json!({ "a": deep });
+    }
+    let mut answers: Map<String, Value> = r.answers.clone();
+    answers.insert("deep".into(), deep);
+    match retry(
+        &p,
+        &t,
+        &format!("tools/call {} #2 retry with 200-deep nesting", t.name),
+        &answers,
+        &r.state,
+    )
+    .await
+    {
+        Err(e) => problems.push(format!("deep nesting: {e}")),
+        Ok((_, s)) if s >= 500 => problems.push(format!("deep nesting: HTTP {s}")),
+        Ok(_) => {}
+    }
+    if !alive(&p).await {
+        problems.push("the server stopped answering".into());
+    }
+    if problems.is_empty() {
+        Verdict::pass("bounded answers; the server stayed up")
+    } else {
+        Verdict::fail(problems.join("; "))
+    }
+}
+
+async fn disconnect(p: Probe) -> Verdict {
+    let Some(t) = p.target().tools.iter().find(|t| t.elicits()).cloned() else {
+        return Verdict::skip("no tool elicits");
+    };
+    let http = p.target().http.clone();
+    for i in 0..20u64 {
+        let req = p.call_request(
+            format!("tools/call {} abandoned", t.name),
+            &t,
+            &all_modes(),
+            None,
+            None,
+        );
+        // Drop the connection after at most a few milliseconds, mid-request.
+        let _ = raw::send(&http, &req, Duration::from_millis(1 + i % 3)).await;
+    }
+    if alive(&p).await {
+        Verdict::pass("20 calls dropped mid-flight; the server still answers")
+    } else {
+        Verdict::fail("the server stopped answering after dropped connections")
+    }
+}
+
+async fn same_id(p: Probe) -> Verdict {
+    let Some(t) = p.target().stateful_form_tool().cloned() else {
+        return Verdict::skip("no form tool answers input_required with a requestState");
+    };
+    let id = p.target().next_id();
+    let post = |label: String, params: Value| {
+        raw::modern_post(
+            label,
+            &p.settings().mcp_url,
+            id,
+            "tools/call",
+            Some(raw::with_meta(params, &all_modes())),
+        )
+        .token(Some(&p.settings().principal))
+    };
+    let first = post(
+        format!("tools/call {} #1 with id {id}", t.name),
+        json!({"name": t.name, "arguments": t.arguments}),
+    );
+    let ir = match p.send(first).await {
+        Ok(r) => r.rpc().result().and_then(InputRequiredResult::from_value),
+        Err(e) => return Verdict::skip(format!("no reply to the first call: {e}")),
+    };
+    let Some(ir) = ir else {
+        return Verdict::skip("the first call did not answer input_required");
+    };
+    let params = json!({
+        "name": t.name, "arguments": t.arguments,
+        "inputResponses": answers_for(&ir, p.settings().seed), "requestState": ir.request_state,
+    });
+    match p
+        .send(post(
+            format!("tools/call {} #2 retry reusing id {id}", t.name),
+            params,
+        ))
+        .await
+    {
+        Ok(reply) if reply.status < 500 => Verdict::pass(format!(
+            "answered {} (behaviour is undefined; recorded)",
+            reply.rpc().describe()
+        )),
+        Ok(reply) => Verdict::violation(Severity::Info, format!("HTTP {}", reply.status)),
+        Err(e) => Verdict::violation(Severity::Info, format!("no reply: {e}")),
+    }
 }

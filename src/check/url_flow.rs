@@ -1,8 +1,193 @@
-//! (in progress)
+//! URL-mode flows (§4.8, §3.6 rules 4–5, §6.A 10–11, §6.B 21): consent
+//! before the page was submitted gets `input_required` again (never a
+//! complete result); the page does not open without credentials (no
+//! pre-authenticated URL); another principal cannot open or complete it.
 
-use super::model::Check;
+use super::flows::run_flow;
+use super::model::{Check, Verdict};
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::raw::RawRequest;
+use crate::client::browser::{HtmlForm, find_form};
+use crate::client::outcome::Outcome;
+use crate::client::policy::AnswerPolicy;
+use crate::protocol::mrtr::InputRequiredResult;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "mrtr-url-accept-before-completion",
+            "§4.8 / §6.B 21",
+            Must,
+            Modern,
+            "accept before the URL page was submitted gets input_required again, not complete",
+            accept_early
+        ),
+        check!(
+            "mrtr-url-page-requires-auth",
+            "§3.6 rule 4 / §6.A 10",
+            Must,
+            Modern,
+            "the URL-mode page does not open without credentials (not pre-authenticated)",
+            page_requires_auth
+        ),
+        check!(
+            "mrtr-url-cross-user",
+            "§3.6 rule 5 / §6.A 11",
+            Must,
+            Modern,
+            "another principal cannot open the URL-mode page of a flow",
+            cross_user
+        ),
+    ]
+}
+
+fn url_tool(p: &Probe) -> Option<ToolProfile> {
+    p.target().url_tools().next().cloned()
+}
+
+async fn accept_early(p: Probe) -> Verdict {
+    let Some(t) = url_tool(&p) else {
+        return Verdict::skip("no tool elicits in URL mode");
+    };
+    let rt = run_flow(&p, &t, AnswerPolicy::UrlConsentOnly).await;
+    match &rt.outcome {
+        Outcome::ExpectedRejection { .. } | Outcome::Success => Verdict::pass(format!(
+            "{}: consent alone was answered with input_required",
+            t.name
+        )),
+        Outcome::Skipped(why) => Verdict::skip(why.clone()),
+        Outcome::Unexpected { class, message } => {
+            Verdict::fail(format!("{}: {class}: {message}", t.name))
+        }
+    }
+}
+
+/// A fresh URL of `tool`'s first round, resolved against the MCP URL; only
+/// URLs on the target's own host are returned (others are not fetched).
+async fn fresh_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
+    let req = p.call_request(
+        format!("tools/call {} #1", tool.name),
+        tool,
+        &all_modes(),
+        None,
+        None,
+    );
+    let reply = p.send(req).await.map_err(|e| e.to_string())?;
+    let ir = reply
+        .rpc()
+        .result()
+        .and_then(InputRequiredResult::from_value)
+        .ok_or("the first call did not answer input_required")?;
+    let url = ir
+        .input_requests
+        .iter()
+        .flatten()
+        .find_map(|(_, r)| {
+            (r.params.get("mode").and_then(|m| m.as_str()) == Some("url"))
+                .then(|| {
+                    r.params
+                        .get("url")
+                        .and_then(|u| u.as_str())
+                        .map(str::to_owned)
+                })
+                .flatten()
+        })
+        .ok_or("no URL-mode request with a url")?;
+    let base = url::Url::parse(&p.settings().mcp_url).map_err(|e| e.to_string())?;
+    let resolved = base
+        .join(&url)
+        .map_err(|e| format!("bad url {url:?}: {e}"))?;
+    if resolved.host() != base.host() {
+        return Err(format!(
+            "the URL points to another host ({resolved}); elicitkit fetches only the target's host"
+        ));
+    }
+    Ok(resolved.to_string())
+}
+
+/// True when a page reply shows the flow's own form (a secret-asking form
+/// posting back to the page) rather than a login or refusal.
+fn shows_flow_form(status: u16, body: &[u8], flow_form: Option<&HtmlForm>) -> bool {
+    if !(200..300).contains(&status) {
+        return false;
+    }
+    let Some(form) = find_form(&String::from_utf8_lossy(body)) else {
+        return false;
+    };
+    match flow_form {
+        Some(f) => f.action == form.action && f.fields.len() == form.fields.len(),
+        None => form.fields.iter().any(|x| x.kind == "password"),
+    }
+}
+
+async fn page(
+    p: &Probe,
+    label: &str,
+    url: &str,
+    token: Option<&str>,
+) -> Result<(u16, bytes::Bytes), String> {
+    let req = RawRequest::new(label, reqwest::Method::GET, url)
+        .header("Accept", "text/html")
+        .token(token);
+    let r = p.send(req).await.map_err(|e| e.to_string())?;
+    Ok((r.status, r.body))
+}
+
+async fn page_requires_auth(p: Probe) -> Verdict {
+    let Some(t) = url_tool(&p) else {
+        return Verdict::skip("no tool elicits in URL mode");
+    };
+    let url = match fresh_url(&p, &t).await {
+        Ok(u) => u,
+        Err(e) => return Verdict::skip(e),
+    };
+    let principal = p.settings().principal.clone();
+    let own = page(&p, "flow page GET as the principal", &url, Some(&principal)).await;
+    let flow_form = own
+        .ok()
+        .and_then(|(_, b)| find_form(&String::from_utf8_lossy(&b)));
+    match page(&p, "flow page GET without credentials", &url, None).await {
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+        Ok((status, body)) if shows_flow_form(status, &body, flow_form.as_ref()) => {
+            Verdict::fail(format!(
+                "HTTP {status}: the page opened without any credentials (a pre-authenticated URL)"
+            ))
+        }
+        Ok((status, _)) => Verdict::pass(format!(
+            "without credentials the page answered HTTP {status} without the flow form"
+        )),
+    }
+}
+
+async fn cross_user(p: Probe) -> Verdict {
+    if !p.target().authenticates {
+        return Verdict::skip(
+            "the server accepts requests without credentials: there is no principal to bind",
+        );
+    }
+    let Some(t) = url_tool(&p) else {
+        return Verdict::skip("no tool elicits in URL mode");
+    };
+    let url = match fresh_url(&p, &t).await {
+        Ok(u) => u,
+        Err(e) => return Verdict::skip(e),
+    };
+    let principal = p.settings().principal.clone();
+    let other = p.settings().other_principal.clone();
+    let own = page(&p, "flow page GET as the principal", &url, Some(&principal)).await;
+    let flow_form = own
+        .ok()
+        .and_then(|(_, b)| find_form(&String::from_utf8_lossy(&b)));
+    match page(&p, "flow page GET as another principal", &url, Some(&other)).await {
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+        Ok((status, body)) if shows_flow_form(status, &body, flow_form.as_ref()) => {
+            Verdict::fail(format!(
+                "HTTP {status}: another principal opened the flow page (phishing: the server must check who opens it)"
+            ))
+        }
+        Ok((status, _)) => Verdict::pass(format!(
+            "another principal got HTTP {status} without the flow form"
+        )),
+    }
 }

@@ -1,0 +1,221 @@
+//! Proof that every check can fail: `check` against the reference server
+//! clean (no FAIL, no WARN) and against each `--flaw` (the matching checks
+//! FAIL or WARN per their severity, a sample of unrelated checks still
+//! passes). Servers run in-process on 127.0.0.1, all at once.
+
+use elicitkit::check::{self, Report, Settings, Status};
+use elicitkit::protocol::Generation;
+use elicitkit::server::{Flaw, FlawSet, ServerConfig, start};
+use std::time::Duration;
+
+/// State TTL of the servers under test. The reference sealer allows 5 s of
+/// clock skew on top, so the expiry probe waits TTL + 5 s + a margin.
+const TTL: Duration = Duration::from_secs(1);
+const WAIT_EXPIRY: Duration = Duration::from_millis(6_300);
+
+/// Starts a server with `flaws`, runs every check of `generation`, stops it.
+async fn check_server(flaws: &[Flaw], generation: Generation) -> Report {
+    let config = ServerConfig {
+        flaws: flaws.iter().copied().collect::<FlawSet>(),
+        state_ttl: TTL,
+        hang_limit: Duration::from_secs(6),
+        elicitation_timeout: Duration::from_secs(6),
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server starts");
+    let mut s = Settings::new(server.mcp_url());
+    s.timeout = Duration::from_secs(4);
+    s.deadline = Duration::from_secs(50);
+    s.wait_expiry = Some(WAIT_EXPIRY);
+    let report = check::run(s, Some(generation), &[])
+        .await
+        .expect("check runs");
+    server.shutdown().await;
+    report
+}
+
+fn table(r: &Report) -> String {
+    check::render::text(r, false)
+}
+
+fn status_of<'a>(r: &'a Report, id: &str) -> &'a Status {
+    &r.get(id)
+        .unwrap_or_else(|| panic!("no check {id}\n{}", table(r)))
+        .status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clean_reference_server_passes_every_modern_check() {
+    let r = check_server(&[], Generation::Modern).await;
+    println!("{}", table(&r));
+    let bad: Vec<_> = r
+        .results
+        .iter()
+        .filter(|x| matches!(x.status, Status::Fail | Status::Warn | Status::Timeout))
+        .map(|x| x.id)
+        .collect();
+    assert!(bad.is_empty(), "clean server: {bad:?}\n{}", table(&r));
+    assert!(!r.failed());
+    assert!(r.tally.pass >= 30, "too few checks passed\n{}", table(&r));
+}
+
+/// Each flaw, the checks it must break (with the status their severity
+/// gives), and unrelated checks that must still pass.
+fn expectations() -> Vec<(Flaw, Vec<(&'static str, Status)>, Vec<&'static str>)> {
+    use Status::{Fail, Timeout, Warn};
+    vec![
+        (
+            Flaw::AcceptTamperedState,
+            vec![
+                ("mrtr-tamper-bit-flip", Fail),
+                ("mrtr-tamper-truncate", Fail),
+                ("mrtr-tamper-extend", Fail),
+                ("mrtr-tamper-reencode", Fail),
+            ],
+            vec![
+                "mrtr-cross-principal",
+                "mrtr-replay-single-use",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::IgnorePrincipal,
+            vec![
+                ("mrtr-cross-principal", Warn),
+                ("mrtr-url-cross-user", Fail),
+            ],
+            vec![
+                "mrtr-tamper-bit-flip",
+                "mrtr-tamper-other-tool",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::IgnoreRequestBinding,
+            vec![
+                ("mrtr-tamper-other-tool", Warn),
+                ("mrtr-tamper-other-arguments", Warn),
+            ],
+            vec![
+                "mrtr-tamper-bit-flip",
+                "mrtr-cross-principal",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::NoExpiry,
+            vec![("mrtr-state-expiry", Warn)],
+            vec![
+                "mrtr-tamper-bit-flip",
+                "mrtr-replay-single-use",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::ReplayableSideEffect,
+            vec![("mrtr-replay-single-use", Fail)],
+            vec![
+                "mrtr-tamper-bit-flip",
+                "mrtr-cross-principal",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::UrlToFormClient,
+            vec![
+                ("mrtr-cap-form-only", Fail),
+                ("mrtr-cap-elicitation-empty", Fail),
+            ],
+            vec!["mrtr-cap-none", "mrtr-cap-url-only", "mrtr-happy-path"],
+        ),
+        (
+            Flaw::ElicitWithoutCapability,
+            vec![("mrtr-cap-none", Fail), ("mrtr-cap-sampling-only", Fail)],
+            vec![
+                "mrtr-cap-form-only",
+                "mrtr-tamper-bit-flip",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::SecretInForm,
+            vec![("mrtr-schema-findings", Fail)],
+            vec![
+                "mrtr-cap-none",
+                "mrtr-tamper-bit-flip",
+                "mrtr-input-required-shape",
+            ],
+        ),
+        (
+            Flaw::CrashOnDecline,
+            vec![("mrtr-decline", Fail)],
+            vec!["mrtr-cancel", "mrtr-happy-path", "mrtr-tamper-bit-flip"],
+        ),
+        (
+            Flaw::HangOnCancel,
+            vec![("mrtr-cancel", Timeout)],
+            vec!["mrtr-decline", "mrtr-happy-path", "mrtr-tamper-bit-flip"],
+        ),
+        (
+            Flaw::MissingResultType,
+            vec![("mrtr-result-type", Fail)],
+            vec![
+                "mrtr-meta-missing",
+                "mrtr-header-method-missing",
+                "mrtr-version-unsupported",
+            ],
+        ),
+        (
+            Flaw::InputRequiredOnList,
+            vec![("mrtr-input-required-scope", Fail)],
+            // tools/list never lists tools here, so only tool-free checks can run.
+            vec![
+                "mrtr-meta-missing",
+                "mrtr-header-name-missing",
+                "mrtr-version-unsupported",
+            ],
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_flaw_fails_its_matching_check_and_only_that() {
+    let mut runs = Vec::new();
+    for (flaw, broken, intact) in expectations() {
+        runs.push(tokio::spawn(async move {
+            let r = check_server(&[flaw], Generation::Modern).await;
+            (flaw, broken, intact, r)
+        }));
+    }
+    let mut problems = Vec::new();
+    for run in runs {
+        let (flaw, broken, intact, r) = run.await.expect("run completes");
+        for (id, want) in &broken {
+            let got = status_of(&r, id);
+            if got != want {
+                problems.push(format!(
+                    "--flaw {flaw}: {id} is {got:?}, expected {want:?}\n{}",
+                    table(&r)
+                ));
+            }
+        }
+        for id in &intact {
+            let got = status_of(&r, id);
+            if *got != Status::Pass {
+                problems.push(format!(
+                    "--flaw {flaw}: unrelated {id} is {got:?}, expected pass\n{}",
+                    table(&r)
+                ));
+            }
+        }
+        let must_fail = broken
+            .iter()
+            .any(|(_, s)| matches!(s, Status::Fail | Status::Timeout));
+        if must_fail && !r.failed() {
+            problems.push(format!(
+                "--flaw {flaw}: the run does not count as failed (exit 1)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
