@@ -43,7 +43,7 @@ use crate::protocol::jsonrpc::{
 };
 use crate::protocol::mrtr::{CallToolParams, InputRequiredResult, RequestMeta, ResultType};
 use crate::protocol::sse::{SseError, SseEvent, SseParser, encode_event, parse_all};
-use crate::protocol::{Generation, codes};
+use crate::protocol::{Generation, codes, validate};
 use crate::schema::{
     InvalidKind, RequestedSchema, generate_invalid, generate_valid, parse_schema, random_schema,
     validate_content, validate_content_map,
@@ -965,6 +965,62 @@ fn message_from_bytes(r: &mut ByteReader<'_>) -> Message {
     }
 }
 
+/// The message validators on raw bytes: never panic, agree with the JSON
+/// parser on what is JSON, are deterministic, point with JSON Pointers, and
+/// agree with [`validate::validate_value`] apart from duplicate keys (which
+/// only the raw text shows); re-serialized JSON has no duplicate keys.
+fn check_validators(data: &[u8]) {
+    let parsed = serde_json::from_slice::<Value>(data).ok();
+    let schema = parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/params/requestedSchema"))
+        .cloned()
+        .or_else(|| Some(random_schema(seed_of(data)).to_value()));
+    for generation in [None, Some(Generation::Legacy), Some(Generation::Modern)] {
+        for schema in [None, schema.clone()] {
+            let opts = validate::Options { generation, schema };
+            let a = validate::validate_document(data, &opts);
+            assert_eq!(
+                a.is_ok(),
+                parsed.is_some() && data.len() <= crate::protocol::jsonrpc::MAX_MESSAGE_BYTES,
+                "validate_document and the JSON parser disagree on {:?}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(
+                validate::validate_document(data, &opts),
+                a,
+                "validation is not deterministic"
+            );
+            let (Ok(report), Some(v)) = (a, parsed.as_ref()) else {
+                continue;
+            };
+            for f in &report.findings {
+                assert!(
+                    f.pointer.is_empty() || f.pointer.starts_with('/'),
+                    "not a JSON pointer: {f:?}"
+                );
+            }
+            let mut direct = Vec::new();
+            let (kind, g) = validate::validate_value(v, &opts, &mut direct);
+            assert_eq!((kind, g), (report.kind, report.generation));
+            let without_dups: Vec<Finding> = report
+                .findings
+                .into_iter()
+                .filter(|f| f.rule != "json-duplicate-key")
+                .collect();
+            assert_eq!(direct, without_dups, "validate_value vs validate_document");
+        }
+    }
+    if let Some(v) = parsed {
+        let text = v.to_string();
+        assert_eq!(
+            validate::duplicate_keys(text.as_bytes()),
+            Vec::<String>::new(),
+            "a serialized value reports duplicate keys"
+        );
+    }
+}
+
 /// `mrtr_message`: arbitrary bytes → the JSON-RPC parser, the body decoder
 /// and the MRTR / elicitation readers never panic; a parsed message
 /// serializes and parses back to itself (floats within a few ulps); typed
@@ -1007,11 +1063,13 @@ pub fn mrtr_message_target(data: &[u8]) -> Verdict {
                 let mut r = ByteReader::new(data);
                 let m = message_from_bytes(&mut r);
                 check_message_round_trip(&m, "built message");
+                check_validators(m.to_json().as_bytes());
             }
         }
     }
     let _ = decode_body(Some("text/event-stream"), data);
     let _ = decode_body(None, data);
+    check_validators(data);
     Verdict::Keep
 }
 
