@@ -89,6 +89,9 @@ impl AeadAlg {
 /// Length of every AEAD tag used here.
 pub const AEAD_TAG_LEN: usize = 16;
 
+// One per key, built once: inline keys (no extra indirection per
+// operation) matter more than the size gap between variants.
+#[allow(clippy::large_enum_variant)]
 enum AeadInner {
     AwsLc(aws_lc_rs::aead::LessSafeKey),
     Ring(ring::aead::LessSafeKey),
