@@ -34,10 +34,10 @@ pub fn checks() -> Vec<Check> {
         ),
         check!(
             "mrtr-input-responses-malformed",
-            "§4.7 S9 / §6.B 19",
-            Must,
+            "§4.7 S9, §4.10 / §6.B 19",
+            Should,
             Modern,
-            "malformed inputResponses get an error or a re-prompt, never a result or a crash",
+            "malformed inputResponses get an error or a re-prompt: never a result (WARN), never a crash (FAIL)",
             malformed
         ),
     ]
@@ -192,7 +192,7 @@ async fn malformed(p: Probe) -> Verdict {
     }
     if !accepted.is_empty() {
         return Verdict::violation(
-            Severity::Must,
+            Severity::Should,
             format!(
                 "malformed answers were accepted with a successful result: {}",
                 accepted.join(", ")

@@ -12,6 +12,8 @@ use crate::protocol::headers;
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use crate::protocol::version::MODERN;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 /// The checks of this family.
@@ -94,7 +96,7 @@ pub fn checks() -> Vec<Check> {
             "§4.3 / §6.B 2",
             Must,
             Modern,
-            "a =?base64?…?= header value is decoded before it is compared",
+            "a =?base64?…?= Mcp-Name is decoded before it is compared",
             base64_decoded
         ),
         check!(
@@ -293,17 +295,27 @@ async fn name_mismatch(p: Probe) -> Verdict {
 }
 
 async fn base64_decoded(p: Probe) -> Verdict {
-    let sentinel = "=?base64?dG9vbHMvbGlzdA==?=";
-    let req = correct_list(&p, "tools/list with Mcp-Method as a base64 sentinel")
-        .header(headers::METHOD, sentinel);
+    // Mcp-Name is the header clients encode (tool names may be non-ASCII). A
+    // sentinel-shaped value is always an encoding (a literal look-alike is
+    // itself encoded), so the server must decode it even for an ASCII name.
+    let (name, args) = some_tool(&p);
+    let sentinel = format!("=?base64?{}?=", STANDARD.encode(name.as_bytes()));
+    let req = p
+        .modern_request(
+            "tools/call with Mcp-Name as a base64 sentinel",
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+            &all_modes(),
+        )
+        .header(headers::NAME, sentinel.clone());
     match p.send(req).await {
         Ok(r) => match r.rpc() {
-            Rpc::Result(_) => {
-                Verdict::pass(format!("Mcp-Method {sentinel} was decoded to tools/list"))
-            }
-            other => Verdict::fail(format!(
-                "Mcp-Method {sentinel} (base64 of tools/list) got HTTP {} and {}",
-                r.status,
+            Rpc::Error(e) if e.code == codes::HEADER_MISMATCH => Verdict::fail(format!(
+                "Mcp-Name {sentinel} (base64 of {name:?}) was compared undecoded: -32020"
+            )),
+            Rpc::Missing(why) => Verdict::fail(format!("Mcp-Name {sentinel}: {why}")),
+            other => Verdict::pass(format!(
+                "Mcp-Name {sentinel} was decoded to {name:?} (the call got {})",
                 other.describe()
             )),
         },

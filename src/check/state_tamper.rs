@@ -207,13 +207,31 @@ async fn judge_retry(
     }
 }
 
+/// Applies `f` to the whole token, or else to one `.`-separated segment
+/// (longest first): states such as rmcp's `rs1.<body>.<tag>` are dotted
+/// base64url.
+fn on_segments(s: &str, f: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if let Some(whole) = f(s) {
+        return Some(whole);
+    }
+    let parts: Vec<&str> = s.split('.').collect();
+    let mut order: Vec<usize> = (0..parts.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(parts[*i].len()));
+    order.into_iter().find_map(|i| {
+        let changed = f(parts[i])?;
+        let mut out: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
+        out[i] = changed;
+        Some(out.join("."))
+    })
+}
+
 async fn bit_flip(p: Probe) -> Verdict {
     tamper_with(
         p,
         "with one bit flipped",
         |s| {
-            let mid = s.len() * 4; // a bit in the middle of the decoded bytes
-            tamper::flip_decoded_bit(s, mid)
+            // A bit inside the decoded bytes keeps the encoding valid.
+            on_segments(s, |seg| tamper::flip_decoded_bit(seg, seg.len() * 3))
                 .or_else(|| Some(Mutation::FlipChar { index: s.len() / 2 }.apply(s)))
         },
         &INTEGRITY,
@@ -246,9 +264,11 @@ async fn reencode(p: Probe) -> Verdict {
         p,
         "re-encoded",
         |s| {
-            tamper::to_standard_base64(s)
-                .filter(|x| x != s)
-                .or_else(|| tamper::with_padding(s).filter(|x| x != s))
+            on_segments(s, |seg| {
+                tamper::to_standard_base64(seg)
+                    .filter(|x| x != seg)
+                    .or_else(|| tamper::with_padding(seg).filter(|x| x != seg))
+            })
         },
         &INTEGRITY,
     )
