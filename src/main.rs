@@ -15,6 +15,10 @@ struct Cli {
 enum Command {
     /// Check a server against the elicitation rules (a pass/fail table for CI).
     Check(elicitkit::cli::check::Args),
+    /// Load-test an elicitation server (default: the smoke plan against the embedded server).
+    Load(elicitkit::cli::load::Args),
+    /// Merge HDR interval logs from several runs, or re-render a run's report.
+    Report(elicitkit::cli::report::Args),
     /// Run the reference elicitation server (both protocol generations).
     Serve(elicitkit::cli::serve::Args),
     /// Choose and debug requestState sealing (benchmark codecs, inspect tokens).
@@ -27,6 +31,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
+        Command::Load(args) => elicitkit::cli::load::run(args),
+        Command::Report(args) => elicitkit::cli::report::run(args),
         Command::Serve(args) => elicitkit::cli::serve::run(args),
         Command::State(args) => elicitkit::cli::state::run(args),
         Command::Validate(args) => elicitkit::cli::validate::run(args),

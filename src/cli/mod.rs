@@ -28,6 +28,8 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub mod check;
+pub mod load;
+pub mod report;
 pub mod serve;
 pub mod state;
 pub mod validate;

@@ -1,1 +1,30 @@
-//! (in progress)
+//! `elicitkit load`: load tests of elicitation servers.
+//!
+//! - [`plan`]: load plans (TOML in `loadtests/`), validated with file/line/key errors.
+//! - [`threshold`]: `p99(retry) < 50ms`, `error_rate < 0.1%`, `rps > 100`.
+//! - [`scenarios`]: scenario kinds → answer policies; one round trip over
+//!   reqwest; the shared [`scenarios::LoadContext`] and the hard request cap.
+//! - [`closed`]: the closed model on Goose 0.19 (one transaction per round
+//!   trip, every leg named, whole round trips as custom requests).
+//! - [`open`]: the open model (constant rate or stepped ramp), latency from
+//!   the intended send time (no coordinated omission).
+//! - [`metrics`] and [`hlog`]: HDR histograms per leg, scenario and outcome,
+//!   `Server-Timing` state durations, error taxonomy, and HDR interval logs
+//!   that merge exactly across processes and machines.
+//! - [`summarize`]: metrics → `summary.json` data, threshold verdicts.
+//! - [`target`]: the embedded reference server as a child process, and CPU
+//!   time from `/proc`.
+//! - [`run`]: one run end to end, with stop conditions and reports; also the
+//!   capacity search (`--capacity`: step the rate until the SLO breaks, report
+//!   the knee, CPU per round trip and instances needed).
+
+pub mod closed;
+pub mod hlog;
+pub mod metrics;
+pub mod open;
+pub mod plan;
+pub mod run;
+pub mod scenarios;
+pub mod summarize;
+pub mod target;
+pub mod threshold;

@@ -1,0 +1,194 @@
+//! `elicitkit report`: work with load-run results.
+//!
+//! - `report merge A.hlog B.hlog … --out DIR`: merges HDR interval logs from
+//!   several runs (processes or machines) exactly, aligned on their
+//!   `StartTime`, and writes `summary.json`, `summary.md`, `report.html` and
+//!   `merged.hlog`; exit 1 when a `--threshold` fails.
+//! - `report render DIR`: re-renders `summary.md` and `report.html` from a
+//!   run folder's `summary.json`.
+
+use super::{exit, usage_error};
+use crate::load::hlog::{self, HlogBuffer};
+use crate::load::metrics::MetricSet;
+use crate::load::summarize::{self, RunInfo};
+use crate::load::threshold::Threshold;
+use crate::report::{self, Summary};
+use clap::{Args as ClapArgs, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// Arguments of `elicitkit report`.
+#[derive(Debug, ClapArgs)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+/// `report` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge HDR interval logs (.hlog) from several runs into one report.
+    Merge {
+        /// The logs.
+        #[arg(required = true, value_name = "FILE.hlog")]
+        logs: Vec<PathBuf>,
+        /// Output folder.
+        #[arg(long, value_name = "DIR", default_value = "reports/merged")]
+        out: PathBuf,
+        /// Timeline bucket width.
+        #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+        interval: Duration,
+        /// Threshold to check on the merged data (repeatable).
+        #[arg(long = "threshold", value_name = "EXPR")]
+        thresholds: Vec<String>,
+    },
+    /// Re-render summary.md and report.html from a run folder's summary.json.
+    Render {
+        /// Run folder (or its summary.json).
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
+/// Runs `elicitkit report`.
+pub fn run(args: Args) -> ExitCode {
+    match args.command {
+        ReportCommand::Merge {
+            logs,
+            out,
+            interval,
+            thresholds,
+        } => merge(&logs, &out, interval, &thresholds),
+        ReportCommand::Render { dir } => render(dir),
+    }
+}
+
+fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) -> ExitCode {
+    let mut thresholds = Vec::new();
+    for e in exprs {
+        match Threshold::parse(e) {
+            Ok(t) => thresholds.push(t),
+            Err(e) => return usage_error(format!("--threshold: {e}")),
+        }
+    }
+    let mut intervals = Vec::new();
+    for path in logs {
+        match hlog::read_file(path) {
+            Ok(mut ivs) => intervals.append(&mut ivs),
+            Err(e) => return usage_error(e),
+        }
+    }
+    if interval.is_zero() {
+        return usage_error("--interval must be greater than zero");
+    }
+    let set = MetricSet::from_intervals(&intervals, interval);
+    let origin = hlog::earliest(&intervals).unwrap_or(0.0);
+    let info = RunInfo {
+        run_id: out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "merged".into()),
+        plan: "merged".into(),
+        plan_file: logs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        target: String::new(),
+        embedded_target: false,
+        model: "merged".into(),
+        started_unix: origin,
+        ended_by: "duration".into(),
+        end_note: Some(format!("merged from {} logs", logs.len())),
+    };
+    let mut summary = summarize::build(&set, &info, &[], &thresholds);
+    if let Err(e) = std::fs::create_dir_all(out) {
+        return usage_error(format!("{}: {e}", out.display()));
+    }
+    let start = UNIX_EPOCH + Duration::from_secs_f64(origin.max(0.0));
+    let merged = HlogBuffer::new(start, &[format!("merged from {} logs", logs.len())]).and_then(
+        |mut buf| {
+            for iv in &intervals {
+                let offset = Duration::from_secs_f64((iv.start_unix - origin).max(0.0));
+                buf.push(&iv.name, &iv.hist, offset, iv.len)?;
+            }
+            Ok(buf)
+        },
+    );
+    match merged {
+        Ok(buf) => {
+            if let Err(e) = std::fs::write(out.join("merged.hlog"), buf.as_bytes()) {
+                return usage_error(format!("{}: {e}", out.display()));
+            }
+            summary.files.insert("hlog".into(), "merged.hlog".into());
+        }
+        Err(e) => return usage_error(e),
+    }
+    for (role, f) in [
+        ("summary_json", "summary.json"),
+        ("summary_md", "summary.md"),
+        ("report_html", "report.html"),
+    ] {
+        summary.files.insert(role.into(), f.into());
+    }
+    if let Err(e) = report::write_all(out, &summary) {
+        return usage_error(format!("{}: {e}", out.display()));
+    }
+    println!(
+        "merged {} logs: {} round trips, {} requests, e2e p50 {:.3} ms p99 {:.3} ms, error rate {:.4}%",
+        logs.len(),
+        summary.round_trips.total,
+        summary.requests,
+        summary.e2e.p50_ms,
+        summary.e2e.p99_ms,
+        summary.error_rate * 100.0
+    );
+    for t in &summary.thresholds {
+        println!(
+            "  threshold {:<28} actual {:<12} {}",
+            t.expr,
+            t.actual.map_or("n/a".into(), |v| format!("{v:.4}")),
+            if t.passed { "pass" } else { "FAIL" }
+        );
+    }
+    println!("  report: {}", out.join("report.html").display());
+    if summary.passed {
+        exit::ok()
+    } else {
+        exit::failed()
+    }
+}
+
+fn render(dir: PathBuf) -> ExitCode {
+    let (dir, file) = if dir.is_dir() {
+        (dir.clone(), dir.join("summary.json"))
+    } else {
+        (
+            dir.parent().map(PathBuf::from).unwrap_or_default(),
+            dir.clone(),
+        )
+    };
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) => return usage_error(format!("{}: {e}", file.display())),
+    };
+    let summary: Summary = match serde_json::from_str(&text) {
+        Ok(s) => s,
+        Err(e) => return usage_error(format!("{}: not a summary.json: {e}", file.display())),
+    };
+    if summary.schema != report::SCHEMA_VERSION {
+        return usage_error(format!(
+            "{}: schema {} is not supported (expected {})",
+            file.display(),
+            summary.schema,
+            report::SCHEMA_VERSION
+        ));
+    }
+    if let Err(e) = report::write_all(&dir, &summary) {
+        return usage_error(format!("{}: {e}", dir.display()));
+    }
+    println!("rendered {}", dir.join("report.html").display());
+    exit::ok()
+}

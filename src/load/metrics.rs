@@ -1,0 +1,500 @@
+//! Our own metrics, beyond Goose's: HDR histograms per leg, per scenario (end
+//! to end) and per outcome, the target's `Server-Timing` `state` durations,
+//! the error taxonomy, and the HDR interval log written as the run goes.
+//!
+//! One [`Recorder`] is shared by every Goose user or open-model task. Each
+//! interval (default 1 s) is flushed into the `.hlog` buffer and folded into
+//! the run totals, so memory stays flat however long the run. A finished run
+//! is a [`MetricSet`]; merged `.hlog` files give the same [`MetricSet`].
+
+use super::hlog::{self, E2E, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
+use crate::client::{LegResult, Outcome, RoundTrip};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How many error messages a run keeps as samples.
+const MAX_SAMPLES: usize = 20;
+
+/// Per-interval figures for the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalStats {
+    /// Interval start, seconds since the run started.
+    pub start_s: f64,
+    /// Interval length in seconds.
+    pub len_s: f64,
+    /// Round trips finished in it.
+    pub round_trips: u64,
+    /// Unexpected outcomes among them.
+    pub errors: u64,
+    /// HTTP requests (legs) finished in it.
+    pub requests: u64,
+    /// End-to-end p50 (ms), 0 when empty.
+    pub p50_ms: f64,
+    /// End-to-end p99 (ms), 0 when empty.
+    pub p99_ms: f64,
+}
+
+/// A run's metrics: total histograms per tag (see [`super::hlog`]) and the
+/// timeline.
+#[derive(Debug, Clone)]
+pub struct MetricSet {
+    /// Histograms by tag (`leg:…`, `e2e:…`, `out:…:…`, `state:…`).
+    pub totals: BTreeMap<String, Histogram<u64>>,
+    /// One entry per interval, in order.
+    pub timeline: Vec<IntervalStats>,
+    /// Wall time the metrics cover.
+    pub elapsed: Duration,
+    /// Up to 20 unexpected-outcome messages, first seen first.
+    pub samples: Vec<String>,
+}
+
+impl MetricSet {
+    /// Names after a prefix (`leg:`, `e2e:`, …) with their histograms.
+    pub fn with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Histogram<u64>)> + 'a {
+        self.totals
+            .iter()
+            .filter_map(move |(k, h)| k.strip_prefix(prefix).map(|n| (n, h)))
+    }
+
+    /// All round trips' end-to-end times merged.
+    pub fn e2e_all(&self) -> Histogram<u64> {
+        merged(self.with_prefix(E2E).map(|(_, h)| h))
+    }
+
+    /// Legs matching a predicate merged.
+    pub fn legs_where(&self, pred: impl Fn(&str) -> bool) -> Histogram<u64> {
+        merged(
+            self.with_prefix(LEG)
+                .filter(|(n, _)| pred(n))
+                .map(|(_, h)| h),
+        )
+    }
+
+    /// Round trips per (scenario, outcome label).
+    pub fn outcome_counts(&self) -> BTreeMap<(String, String), u64> {
+        self.with_prefix(OUT)
+            .filter_map(|(rest, h)| {
+                let (scenario, label) = rest.rsplit_once(':')?;
+                Some(((scenario.to_owned(), label.to_owned()), h.len()))
+            })
+            .collect()
+    }
+
+    /// Total round trips.
+    pub fn round_trips(&self) -> u64 {
+        self.with_prefix(E2E).map(|(_, h)| h.len()).sum()
+    }
+
+    /// Total HTTP requests (legs).
+    pub fn requests(&self) -> u64 {
+        self.with_prefix(LEG).map(|(_, h)| h.len()).sum()
+    }
+
+    /// Builds a metric set from intervals read from one or more logs, aligned
+    /// on absolute time and bucketed by `interval`.
+    pub fn from_intervals(intervals: &[LoggedInterval], interval: Duration) -> MetricSet {
+        let totals = hlog::totals(intervals);
+        let origin = hlog::earliest(intervals).unwrap_or(0.0);
+        let width = interval.as_secs_f64().max(0.001);
+        let mut buckets: BTreeMap<u64, Bucket> = BTreeMap::new();
+        let mut end = 0.0f64;
+        for iv in intervals {
+            let rel = (iv.start_unix - origin).max(0.0);
+            end = end.max(rel + iv.len.as_secs_f64());
+            let b = buckets
+                .entry((rel / width + 1e-9).floor() as u64)
+                .or_default();
+            b.add(&iv.name, &iv.hist);
+        }
+        let timeline = buckets
+            .into_iter()
+            .map(|(i, b)| b.stats(i as f64 * width, width))
+            .collect();
+        MetricSet {
+            totals,
+            timeline,
+            elapsed: Duration::from_secs_f64(end),
+            samples: Vec::new(),
+        }
+    }
+}
+
+/// Merges histograms into a fresh one.
+pub fn merged<'a>(hs: impl Iterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
+    let mut out = hlog::new_histogram();
+    for h in hs {
+        let _ = out.add(h);
+    }
+    out
+}
+
+/// Records a duration (microseconds, at least 1).
+fn rec(h: &mut Histogram<u64>, d: Duration) {
+    h.saturating_record((d.as_micros() as u64).max(1));
+}
+
+#[derive(Default)]
+struct Bucket {
+    hists: BTreeMap<String, Histogram<u64>>,
+}
+
+impl Bucket {
+    fn add(&mut self, name: &str, h: &Histogram<u64>) {
+        let _ = self
+            .hists
+            .entry(name.to_owned())
+            .or_insert_with(hlog::new_histogram)
+            .add(h);
+    }
+
+    fn hist(&mut self, name: String) -> &mut Histogram<u64> {
+        self.hists.entry(name).or_insert_with(hlog::new_histogram)
+    }
+
+    fn stats(&self, start_s: f64, len_s: f64) -> IntervalStats {
+        let e2e = merged(
+            self.hists
+                .iter()
+                .filter(|(k, _)| k.starts_with(E2E))
+                .map(|(_, h)| h),
+        );
+        let errors = self
+            .hists
+            .iter()
+            .filter_map(|(k, h)| {
+                let (_, label) = k.strip_prefix(OUT)?.rsplit_once(':')?;
+                is_error_label(label).then(|| h.len())
+            })
+            .sum();
+        let requests = self
+            .hists
+            .iter()
+            .filter(|(k, _)| k.starts_with(LEG))
+            .map(|(_, h)| h.len())
+            .sum();
+        let pct = |p: f64| {
+            if e2e.is_empty() {
+                0.0
+            } else {
+                e2e.value_at_percentile(p) as f64 / 1000.0
+            }
+        };
+        IntervalStats {
+            start_s,
+            len_s,
+            round_trips: e2e.len(),
+            errors,
+            requests,
+            p50_ms: pct(50.0),
+            p99_ms: pct(99.0),
+        }
+    }
+}
+
+/// True for outcome labels that count as errors (not `success`,
+/// `expected_rejection` or `skipped`).
+pub fn is_error_label(label: &str) -> bool {
+    !matches!(label, "success" | "expected_rejection" | "skipped")
+}
+
+struct Inner {
+    current: Bucket,
+    current_index: u64,
+    totals: BTreeMap<String, Histogram<u64>>,
+    timeline: Vec<IntervalStats>,
+    hlog: HlogBuffer,
+    hlog_error: Option<String>,
+    samples: Vec<String>,
+}
+
+/// Shared, thread-safe collector for one run.
+pub struct Recorder {
+    started: Instant,
+    interval: Duration,
+    inner: Mutex<Inner>,
+    requests: AtomicU64,
+    round_trips: AtomicU64,
+    errors: AtomicU64,
+    transport_streak: AtomicU64,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("round_trips", &self.round_trips())
+            .finish()
+    }
+}
+
+impl Recorder {
+    /// A recorder starting now, with intervals of `interval`.
+    pub fn new(interval: Duration, comments: &[String]) -> Result<Recorder, HlogError> {
+        let interval = interval.max(Duration::from_millis(10));
+        Ok(Recorder {
+            started: Instant::now(),
+            interval,
+            inner: Mutex::new(Inner {
+                current: Bucket::default(),
+                current_index: 0,
+                totals: BTreeMap::new(),
+                timeline: Vec::new(),
+                hlog: HlogBuffer::new(SystemTime::now(), comments)?,
+                hlog_error: None,
+                samples: Vec::new(),
+            }),
+            requests: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            transport_streak: AtomicU64::new(0),
+        })
+    }
+
+    /// When the run started.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// HTTP requests recorded so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Round trips recorded so far.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// Unexpected outcomes so far.
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Consecutive round trips that ended in a transport failure (reset by
+    /// any round trip that got a response): the dead-target detector.
+    pub fn transport_streak(&self) -> u64 {
+        self.transport_streak.load(Ordering::Relaxed)
+    }
+
+    /// Reserves `n` requests against a cap; false when the cap is reached.
+    pub fn try_reserve(&self, n: u64, cap: u64) -> bool {
+        self.requests
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
+                (cur < cap).then_some(cur + n)
+            })
+            .is_ok()
+    }
+
+    /// Records a finished round trip. `e2e` is its end-to-end time (from the
+    /// intended start in the open model); `reserved` is how many requests
+    /// were already counted via [`Recorder::try_reserve`].
+    pub fn record(&self, scenario: &str, rt: &RoundTrip, e2e: Duration, reserved: u64) {
+        let legs = rt.legs.len() as u64;
+        if legs > reserved {
+            self.requests.fetch_add(legs - reserved, Ordering::Relaxed);
+        }
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let label = rt.outcome.label();
+        if is_error_label(label) {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let all_transport = !rt.legs.is_empty()
+            && rt
+                .legs
+                .iter()
+                .all(|l| matches!(l.result, LegResult::Transport(_)));
+        if all_transport {
+            self.transport_streak.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.transport_streak.store(0, Ordering::Relaxed);
+        }
+        let index = (self.started.elapsed().as_nanos() / self.interval.as_nanos().max(1)) as u64;
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if index > inner.current_index {
+            self.rotate(&mut inner, index);
+        }
+        let b = &mut inner.current;
+        for leg in &rt.legs {
+            rec(b.hist(format!("{LEG}{}", leg.name)), leg.total);
+            if let Some(s) = leg.server_state {
+                rec(b.hist(format!("{STATE}{}", leg.name)), s);
+            }
+        }
+        rec(b.hist(format!("{E2E}{scenario}")), e2e);
+        rec(b.hist(format!("{OUT}{scenario}:{label}")), e2e);
+        if let Outcome::Unexpected { class, message } = &rt.outcome
+            && inner.samples.len() < MAX_SAMPLES
+        {
+            inner
+                .samples
+                .push(format!("{scenario}: {class}: {message}"));
+        }
+    }
+
+    /// Stats of the last closed interval (for the progress line).
+    pub fn last_interval(&self) -> Option<IntervalStats> {
+        self.inner.lock().ok()?.timeline.last().cloned()
+    }
+
+    fn rotate(&self, inner: &mut Inner, next_index: u64) {
+        let bucket = std::mem::take(&mut inner.current);
+        let start = self.interval.saturating_mul(inner.current_index as u32);
+        inner
+            .timeline
+            .push(bucket.stats(start.as_secs_f64(), self.interval.as_secs_f64()));
+        for (name, h) in &bucket.hists {
+            if let Err(e) = inner.hlog.push(name, h, start, self.interval)
+                && inner.hlog_error.is_none()
+            {
+                inner.hlog_error = Some(e.to_string());
+            }
+            let _ = inner
+                .totals
+                .entry(name.clone())
+                .or_insert_with(hlog::new_histogram)
+                .add(h);
+        }
+        inner.current_index = next_index;
+    }
+
+    /// Closes the last interval and returns the metrics and the `.hlog` text.
+    pub fn finish(&self) -> (MetricSet, Vec<u8>, Option<String>) {
+        let elapsed = self.started.elapsed();
+        let Ok(mut inner) = self.inner.lock() else {
+            return (
+                MetricSet {
+                    totals: BTreeMap::new(),
+                    timeline: Vec::new(),
+                    elapsed,
+                    samples: Vec::new(),
+                },
+                Vec::new(),
+                Some("metrics lock poisoned".into()),
+            );
+        };
+        let next = inner.current_index + 1;
+        if !inner.current.hists.is_empty() || inner.timeline.is_empty() {
+            self.rotate(&mut inner, next);
+        }
+        let set = MetricSet {
+            totals: inner.totals.clone(),
+            timeline: inner.timeline.clone(),
+            elapsed,
+            samples: inner.samples.clone(),
+        };
+        (
+            set,
+            inner.hlog.as_bytes().to_vec(),
+            inner.hlog_error.clone(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{ErrorClass, Leg};
+
+    fn leg(name: &str, ms: u64, result: LegResult) -> Leg {
+        Leg {
+            name: name.into(),
+            status: Some(200),
+            to_headers: Duration::from_millis(ms),
+            total: Duration::from_millis(ms),
+            server_state: Some(Duration::from_micros(40)),
+            server_app: None,
+            result,
+        }
+    }
+
+    fn rt(outcome: Outcome) -> RoundTrip {
+        let mut r = RoundTrip::new("x");
+        r.legs = vec![
+            leg("tools/call #1", 2, LegResult::InputRequired),
+            leg(
+                "tools/call #2 retry",
+                3,
+                LegResult::Complete { is_error: false },
+            ),
+        ];
+        r.outcome = outcome;
+        r
+    }
+
+    #[test]
+    fn records_legs_outcomes_and_hlog() {
+        let r = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        r.record(
+            "form-accept",
+            &rt(Outcome::Success),
+            Duration::from_millis(5),
+            0,
+        );
+        r.record(
+            "form-accept",
+            &rt(Outcome::unexpected(ErrorClass::Timeout, "slow")),
+            Duration::from_millis(9),
+            0,
+        );
+        r.record(
+            "tamper",
+            &rt(Outcome::ExpectedRejection {
+                code: Some(-32602),
+                reason: None,
+            }),
+            Duration::from_millis(4),
+            0,
+        );
+        assert_eq!((r.round_trips(), r.requests(), r.errors()), (3, 6, 1));
+        let (set, log, err) = r.finish();
+        assert!(err.is_none());
+        assert_eq!(set.round_trips(), 3);
+        assert_eq!(set.requests(), 6);
+        let counts = set.outcome_counts();
+        assert_eq!(counts[&("form-accept".into(), "success".into())], 1);
+        assert_eq!(counts[&("form-accept".into(), "timeout".into())], 1);
+        assert_eq!(counts[&("tamper".into(), "expected_rejection".into())], 1);
+        assert_eq!(set.legs_where(|n| n.ends_with("retry")).len(), 3);
+        assert_eq!(set.timeline.iter().map(|t| t.errors).sum::<u64>(), 1);
+        assert_eq!(set.samples.len(), 1);
+        // The log alone rebuilds the same totals.
+        let ivs = hlog::read_bytes(&log, "run").unwrap();
+        let again = MetricSet::from_intervals(&ivs, Duration::from_secs(1));
+        assert_eq!(again.round_trips(), 3);
+        assert_eq!(again.outcome_counts(), counts);
+        assert_eq!(again.e2e_all().max(), set.e2e_all().max());
+    }
+
+    #[test]
+    fn the_request_cap_holds() {
+        let r = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        assert!(r.try_reserve(1, 2));
+        assert!(r.try_reserve(1, 2));
+        assert!(!r.try_reserve(1, 2));
+        assert_eq!(r.requests(), 2);
+    }
+
+    #[test]
+    fn a_streak_of_transport_failures_is_counted_and_reset() {
+        let r = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        let mut dead = RoundTrip::new("x");
+        dead.legs = vec![leg(
+            "tools/call #1",
+            1,
+            LegResult::Transport("refused".into()),
+        )];
+        dead.outcome = Outcome::unexpected(ErrorClass::Transport, "refused");
+        r.record("a", &dead, Duration::from_millis(1), 0);
+        r.record("a", &dead, Duration::from_millis(1), 0);
+        assert_eq!(r.transport_streak(), 2);
+        r.record("a", &rt(Outcome::Success), Duration::from_millis(1), 0);
+        assert_eq!(r.transport_streak(), 0);
+    }
+}

@@ -1,0 +1,714 @@
+//! Load plans: the TOML files in `loadtests/`.
+//!
+//! A plan names its target (omitted = the embedded reference server), the
+//! scenario mix with tools and arguments (so foreign servers work), the load
+//! shape (closed: `users`; open: `rate` or a stepped `ramp`), the bounds
+//! (`duration`, `max_requests`, `timeout`), thresholds and, for capacity
+//! runs, the rate steps and the SLO. `loadtests/README.md` documents every
+//! key. A bad plan is reported with file, line and key.
+
+use super::threshold::{Threshold, ThresholdError};
+use crate::client::Mutation;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+/// Default hard cap on HTTP requests per run.
+pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;
+
+/// What a scenario does (its answer policy and generation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScenarioKind {
+    /// Accept a form with valid content; expect a complete result.
+    FormAccept,
+    /// Decline; expect a complete (tool) result.
+    FormDecline,
+    /// Cancel; expect a complete (tool) result.
+    FormCancel,
+    /// Accept every round of a multi-round tool.
+    MultiRound,
+    /// URL mode: consent, complete the flow page, retry.
+    UrlFlow,
+    /// Corrupt the echoed state: every round trip is an expected rejection.
+    Tamper,
+    /// Finish the flow, then replay the last retry: an expected rejection.
+    Replay,
+    /// The 2025-11-25 push flow over SSE, accepting.
+    LegacyPush,
+}
+
+impl ScenarioKind {
+    /// Every kind.
+    pub const ALL: [ScenarioKind; 8] = [
+        ScenarioKind::FormAccept,
+        ScenarioKind::FormDecline,
+        ScenarioKind::FormCancel,
+        ScenarioKind::MultiRound,
+        ScenarioKind::UrlFlow,
+        ScenarioKind::Tamper,
+        ScenarioKind::Replay,
+        ScenarioKind::LegacyPush,
+    ];
+
+    /// The plan spelling (`form-accept`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioKind::FormAccept => "form-accept",
+            ScenarioKind::FormDecline => "form-decline",
+            ScenarioKind::FormCancel => "form-cancel",
+            ScenarioKind::MultiRound => "multi-round",
+            ScenarioKind::UrlFlow => "url-flow",
+            ScenarioKind::Tamper => "tamper",
+            ScenarioKind::Replay => "replay",
+            ScenarioKind::LegacyPush => "legacy-push",
+        }
+    }
+
+    /// Parses the plan spelling.
+    pub fn parse(s: &str) -> Option<ScenarioKind> {
+        ScenarioKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether a correct server answers this scenario's round trips with a
+    /// rejection (tamper, replay) rather than a success.
+    pub fn expects_rejection(self) -> bool {
+        matches!(self, ScenarioKind::Tamper | ScenarioKind::Replay)
+    }
+
+    /// The reference server's tool and arguments for this kind.
+    pub fn default_tool(self) -> (&'static str, Value) {
+        match self {
+            ScenarioKind::MultiRound => {
+                ("book_trip", serde_json::json!({"from": "AMS", "to": "LIS"}))
+            }
+            ScenarioKind::UrlFlow => ("connect_billing", serde_json::json!({})),
+            ScenarioKind::Replay => (
+                "delete_file",
+                serde_json::json!({"path": "/tmp/elicitkit-load.txt"}),
+            ),
+            _ => ("deploy", serde_json::json!({"service": "web"})),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One scenario of the mix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioSpec {
+    /// The table name (`[scenarios.<name>]`), a metric label.
+    pub name: String,
+    /// What it does.
+    pub kind: ScenarioKind,
+    /// Relative weight (≥ 1).
+    pub weight: u32,
+    /// Tool to call.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The state corruption (tamper only).
+    pub mutation: Mutation,
+}
+
+/// One step of an open-model ramp.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateStep {
+    /// Round trips started per second.
+    pub rate: f64,
+    /// How long the step lasts.
+    pub hold: Duration,
+}
+
+/// Closed (Goose users) or open (arrival rate) model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadShape {
+    /// `users` Goose users, each running round trips back to back.
+    Closed {
+        /// Number of users.
+        users: usize,
+        /// Users started per second.
+        hatch_rate: f64,
+    },
+    /// Round trips start at a fixed schedule, whatever the target's speed.
+    Open {
+        /// The steps, in order (one step for a constant rate).
+        steps: Vec<RateStep>,
+    },
+}
+
+/// Where the load goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSpec {
+    /// The MCP endpoint URL; `None` starts the embedded reference server.
+    pub url: Option<String>,
+    /// Worker threads of the embedded server.
+    pub workers: usize,
+    /// Bearer token of the principal.
+    pub token: String,
+    /// Bearer token of another principal (cross-principal probes).
+    pub other_token: String,
+}
+
+/// A capacity search: step the open-model rate until the SLO breaks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacitySpec {
+    /// First offered rate (round trips/s).
+    pub start_rate: f64,
+    /// Added per step.
+    pub step: f64,
+    /// Highest rate tried.
+    pub max_rate: f64,
+    /// Length of each step.
+    pub step_duration: Duration,
+    /// The SLO each step is judged against.
+    pub slo: Vec<Threshold>,
+    /// Rate to size for (instances needed = ceil(target / knee)).
+    pub target_rate: Option<f64>,
+}
+
+/// A validated plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Plan name (file stem unless `name` is set).
+    pub name: String,
+    /// Where it was read from.
+    pub source: String,
+    /// One-line description.
+    pub description: String,
+    /// The target.
+    pub target: TargetSpec,
+    /// How long the run lasts (closed model; open model: the sum of steps).
+    pub duration: Duration,
+    /// Hard cap on HTTP requests.
+    pub max_requests: u64,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Load model.
+    pub shape: LoadShape,
+    /// Most round trips in flight at once (open model).
+    pub max_in_flight: usize,
+    /// The mix.
+    pub scenarios: Vec<ScenarioSpec>,
+    /// Pass/fail thresholds.
+    pub thresholds: Vec<Threshold>,
+    /// Capacity search settings, when present.
+    pub capacity: Option<CapacitySpec>,
+    /// Seed for generated content.
+    pub seed: u64,
+    /// Width of one interval in the HDR interval logs and timelines.
+    pub interval: Duration,
+}
+
+/// Why a plan cannot be used: file, line and key, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: key `{key}`: {message}")]
+pub struct PlanError {
+    /// The file.
+    pub file: String,
+    /// 1-based line (0 when unknown).
+    pub line: usize,
+    /// Dotted key path (`scenarios.tamper.mutation`), or `-` for the file.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    name: Option<String>,
+    description: Option<String>,
+    duration: Option<toml::Spanned<String>>,
+    max_requests: Option<u64>,
+    timeout: Option<toml::Spanned<String>>,
+    seed: Option<u64>,
+    interval: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    thresholds: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    target: RawTarget,
+    #[serde(default)]
+    load: RawLoad,
+    #[serde(default)]
+    scenarios: BTreeMap<String, toml::Spanned<RawScenario>>,
+    capacity: Option<RawCapacity>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    url: Option<toml::Spanned<String>>,
+    workers: Option<usize>,
+    token: Option<String>,
+    other_token: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawLoad {
+    users: Option<toml::Spanned<usize>>,
+    hatch_rate: Option<f64>,
+    rate: Option<toml::Spanned<f64>>,
+    ramp: Option<Vec<toml::Spanned<RawStep>>>,
+    max_in_flight: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    rate: f64,
+    hold: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    kind: Option<String>,
+    weight: Option<u32>,
+    tool: Option<String>,
+    arguments: Option<toml::Value>,
+    mutation: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCapacity {
+    start_rate: f64,
+    step: f64,
+    max_rate: f64,
+    step_duration: toml::Spanned<String>,
+    #[serde(default)]
+    slo: Vec<toml::Spanned<String>>,
+    target_rate: Option<f64>,
+}
+
+/// Reads and validates a plan file.
+pub fn load_file(path: &Path) -> Result<Plan, PlanError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| PlanError {
+        file: file.clone(),
+        line: 0,
+        key: "-".into(),
+        message: format!("cannot read the plan: {e}"),
+    })?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "plan".into());
+    parse_plan(&text, &file, &stem)
+}
+
+/// Parses and validates plan text; `file` labels errors, `default_name`
+/// names a plan without `name`.
+pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, PlanError> {
+    let at = |span: Option<std::ops::Range<usize>>, key: &str, message: String| {
+        let (line, found) = span.map_or((0, None), |s| locate(text, s.start));
+        PlanError {
+            file: file.to_owned(),
+            line,
+            key: if key.is_empty() {
+                found.unwrap_or_else(|| "-".into())
+            } else {
+                key.to_owned()
+            },
+            message,
+        }
+    };
+    let raw: RawPlan =
+        toml::from_str(text).map_err(|e| at(e.span(), "", e.message().trim().to_owned()))?;
+
+    let dur = |v: &Option<toml::Spanned<String>>, key: &str, default: Duration| match v {
+        None => Ok(default),
+        Some(s) => parse_span(s.get_ref())
+            .map_err(|m| at(Some(s.span()), key, m))
+            .and_then(|d| {
+                if d.is_zero() {
+                    Err(at(Some(s.span()), key, "must be greater than zero".into()))
+                } else {
+                    Ok(d)
+                }
+            }),
+    };
+    let mut duration = dur(&raw.duration, "duration", Duration::from_secs(10))?;
+    let timeout = dur(&raw.timeout, "timeout", Duration::from_secs(5))?;
+    let interval = dur(&raw.interval, "interval", Duration::from_secs(1))?;
+
+    let thresholds = parse_thresholds(&raw.thresholds, "thresholds", &at)?;
+
+    let url = match &raw.target.url {
+        None => None,
+        Some(u) if u.get_ref().trim().is_empty() => None,
+        Some(u) => {
+            let parsed = url::Url::parse(u.get_ref())
+                .map_err(|e| at(Some(u.span()), "target.url", format!("not a URL: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") {
+                return Err(at(
+                    Some(u.span()),
+                    "target.url",
+                    "the URL must be http or https".into(),
+                ));
+            }
+            Some(u.get_ref().clone())
+        }
+    };
+    let target = TargetSpec {
+        url,
+        workers: raw.target.workers.unwrap_or(1).max(1),
+        token: raw.target.token.unwrap_or_else(|| "alice".into()),
+        other_token: raw.target.other_token.unwrap_or_else(|| "mallory".into()),
+    };
+
+    let shape = match (&raw.load.users, &raw.load.rate, &raw.load.ramp) {
+        (Some(u), Some(_), _) | (Some(u), _, Some(_)) => {
+            return Err(at(
+                Some(u.span()),
+                "load.users",
+                "give either `users` (closed model) or `rate`/`ramp` (open model), not both".into(),
+            ));
+        }
+        (_, Some(r), Some(_)) => {
+            return Err(at(
+                Some(r.span()),
+                "load.rate",
+                "give either `rate` or `ramp`, not both".into(),
+            ));
+        }
+        (_, Some(r), None) => {
+            let rate = *r.get_ref();
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(at(Some(r.span()), "load.rate", "must be > 0".into()));
+            }
+            LoadShape::Open {
+                steps: vec![RateStep {
+                    rate,
+                    hold: duration,
+                }],
+            }
+        }
+        (_, None, Some(ramp)) => {
+            if ramp.is_empty() {
+                return Err(at(None, "load.ramp", "the ramp has no steps".into()));
+            }
+            let mut steps = Vec::new();
+            for (i, s) in ramp.iter().enumerate() {
+                let key = format!("load.ramp[{i}]");
+                let step = s.get_ref();
+                if !(step.rate.is_finite() && step.rate > 0.0) {
+                    return Err(at(Some(s.span()), &key, "rate must be > 0".into()));
+                }
+                let hold = parse_span(&step.hold).map_err(|m| at(Some(s.span()), &key, m))?;
+                steps.push(RateStep {
+                    rate: step.rate,
+                    hold,
+                });
+            }
+            duration = steps.iter().map(|s| s.hold).sum();
+            LoadShape::Open { steps }
+        }
+        (u, None, None) => {
+            let users = u.as_ref().map_or(4, |u| *u.get_ref());
+            if users == 0 {
+                let span = u.as_ref().map(|u| u.span());
+                return Err(at(span, "load.users", "must be at least 1".into()));
+            }
+            LoadShape::Closed {
+                users,
+                hatch_rate: raw.load.hatch_rate.unwrap_or(users as f64).max(0.1),
+            }
+        }
+    };
+
+    let mut scenarios = Vec::new();
+    for (name, spanned) in &raw.scenarios {
+        let span = Some(spanned.span());
+        let s = spanned.get_ref();
+        let key = format!("scenarios.{name}");
+        let kind_text = s.kind.as_deref().unwrap_or(name);
+        let kind = ScenarioKind::parse(kind_text).ok_or_else(|| {
+            let all: Vec<&str> = ScenarioKind::ALL.iter().map(|k| k.as_str()).collect();
+            at(
+                span.clone(),
+                &format!("{key}.kind"),
+                format!(
+                    "unknown scenario kind {kind_text:?}; expected one of {}",
+                    all.join(", ")
+                ),
+            )
+        })?;
+        let (default_tool, default_args) = kind.default_tool();
+        let arguments = match &s.arguments {
+            None => match default_args {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            Some(v) => match serde_json::to_value(v) {
+                Ok(Value::Object(m)) => m,
+                _ => {
+                    return Err(at(
+                        span,
+                        &format!("{key}.arguments"),
+                        "arguments must be a table".into(),
+                    ));
+                }
+            },
+        };
+        let mutation = match s.mutation.as_deref() {
+            None | Some("flip_char") => Mutation::FlipChar { index: 7 },
+            Some("truncate") => Mutation::Truncate { count: 4 },
+            Some("extend") => Mutation::Extend {
+                suffix: "AAAA".into(),
+            },
+            Some("replace") => Mutation::Replace {
+                with: "garbage".into(),
+            },
+            Some(other) => {
+                return Err(at(
+                    span,
+                    &format!("{key}.mutation"),
+                    format!(
+                        "unknown mutation {other:?}; expected flip_char, truncate, extend or replace"
+                    ),
+                ));
+            }
+        };
+        let weight = s.weight.unwrap_or(1);
+        if weight == 0 {
+            return Err(at(
+                span,
+                &format!("{key}.weight"),
+                "weight must be at least 1 (remove the scenario instead)".into(),
+            ));
+        }
+        scenarios.push(ScenarioSpec {
+            name: name.clone(),
+            kind,
+            weight,
+            tool: s.tool.clone().unwrap_or_else(|| default_tool.to_owned()),
+            arguments,
+            mutation,
+        });
+    }
+    if scenarios.is_empty() {
+        return Err(at(
+            None,
+            "scenarios",
+            "the plan has no scenarios: add at least one [scenarios.<name>] table".into(),
+        ));
+    }
+
+    let capacity = match &raw.capacity {
+        None => None,
+        Some(c) => {
+            let bad = |k: &str, m: &str| at(None, &format!("capacity.{k}"), m.to_owned());
+            if !(c.start_rate.is_finite() && c.start_rate > 0.0) {
+                return Err(bad("start_rate", "must be > 0"));
+            }
+            if !(c.step.is_finite() && c.step > 0.0) {
+                return Err(bad("step", "must be > 0"));
+            }
+            if !(c.max_rate.is_finite() && c.max_rate >= c.start_rate) {
+                return Err(bad("max_rate", "must be ≥ start_rate"));
+            }
+            let step_duration = parse_span(c.step_duration.get_ref())
+                .map_err(|m| at(Some(c.step_duration.span()), "capacity.step_duration", m))?;
+            let slo = parse_thresholds(&c.slo, "capacity.slo", &at)?;
+            if slo.is_empty() {
+                return Err(bad(
+                    "slo",
+                    "a capacity search needs an SLO, e.g. [\"p99(e2e) < 50ms\"]",
+                ));
+            }
+            Some(CapacitySpec {
+                start_rate: c.start_rate,
+                step: c.step,
+                max_rate: c.max_rate,
+                step_duration,
+                slo,
+                target_rate: c.target_rate.filter(|r| r.is_finite() && *r > 0.0),
+            })
+        }
+    };
+
+    Ok(Plan {
+        name: raw.name.unwrap_or_else(|| default_name.to_owned()),
+        source: file.to_owned(),
+        description: raw.description.unwrap_or_default(),
+        target,
+        duration,
+        max_requests: raw.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS).max(1),
+        timeout,
+        shape,
+        max_in_flight: raw.load.max_in_flight.unwrap_or(1024).max(1),
+        scenarios,
+        thresholds,
+        capacity,
+        seed: raw.seed.unwrap_or(1),
+        interval,
+    })
+}
+
+type At<'a> = dyn Fn(Option<std::ops::Range<usize>>, &str, String) -> PlanError + 'a;
+
+fn parse_thresholds(
+    items: &[toml::Spanned<String>],
+    key: &str,
+    at: &At<'_>,
+) -> Result<Vec<Threshold>, PlanError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            Threshold::parse(t.get_ref()).map_err(|ThresholdError { why, .. }| {
+                at(
+                    Some(t.span()),
+                    &format!("{key}[{i}]"),
+                    format!("{:?}: {why}", t.get_ref()),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Parses `10s`, `1m30s`, `250ms` (humantime syntax).
+pub fn parse_span(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration ({e}); use e.g. 10s, 1m, 500ms"))
+}
+
+/// The 1-based line of a byte offset, and the key written on that line
+/// (prefixed with the enclosing `[table]`), when one can be read.
+fn locate(text: &str, offset: usize) -> (usize, Option<String>) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line_no = before.matches('\n').count() + 1;
+    let line = text.lines().nth(line_no - 1).unwrap_or("");
+    let table = text
+        .lines()
+        .take(line_no)
+        .filter_map(|l| {
+            let l = l.trim();
+            (l.starts_with('[') && !l.starts_with("[[") && l.ends_with(']'))
+                .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_owned())
+        })
+        .last();
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_owned())
+        .filter(|k| !k.is_empty() && !k.starts_with('#'))
+        .map(|k| match &table {
+            Some(t) if !line.trim_start().starts_with('[') => format!("{t}.{k}"),
+            _ => k,
+        });
+    (line_no, key.or(table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+duration = "3s"
+thresholds = ["p99(retry) < 50ms", "error_rate < 1%"]
+
+[target]
+workers = 2
+
+[load]
+users = 3
+
+[scenarios.form-accept]
+weight = 3
+
+[scenarios.bad-state]
+kind = "tamper"
+tool = "deploy"
+arguments = { service = "api" }
+mutation = "truncate"
+"#;
+
+    #[test]
+    fn a_good_plan_parses_with_defaults() {
+        let p = parse_plan(GOOD, "good.toml", "good").unwrap();
+        assert_eq!(p.name, "t");
+        assert_eq!(p.duration, Duration::from_secs(3));
+        assert_eq!(p.target.url, None);
+        assert_eq!(p.target.workers, 2);
+        assert_eq!(
+            p.shape,
+            LoadShape::Closed {
+                users: 3,
+                hatch_rate: 3.0
+            }
+        );
+        assert_eq!(p.scenarios.len(), 2);
+        let tamper = p.scenarios.iter().find(|s| s.name == "bad-state").unwrap();
+        assert_eq!(tamper.kind, ScenarioKind::Tamper);
+        assert_eq!(tamper.mutation, Mutation::Truncate { count: 4 });
+        assert_eq!(tamper.arguments["service"], "api");
+        let accept = p
+            .scenarios
+            .iter()
+            .find(|s| s.name == "form-accept")
+            .unwrap();
+        assert_eq!((accept.tool.as_str(), accept.weight), ("deploy", 3));
+        assert_eq!(p.thresholds.len(), 2);
+        assert_eq!(p.max_requests, DEFAULT_MAX_REQUESTS);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let bad = GOOD.replace("weight = 3", "weight = \"three\"");
+        let e = parse_plan(&bad, "p.toml", "p").unwrap_err();
+        assert_eq!(e.file, "p.toml");
+        assert_eq!(e.line, 13, "{e}");
+        assert_eq!(e.key, "scenarios.form-accept.weight", "{e}");
+
+        let bad = GOOD.replace("error_rate < 1%", "error_rate < lots");
+        let e = parse_plan(&bad, "p.toml", "p").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (4, "thresholds[1]"), "{e}");
+
+        let bad = GOOD.replace("users = 3", "users = 3\nspeed = 9");
+        let e = parse_plan(&bad, "p.toml", "p").unwrap_err();
+        assert_eq!(e.line, 11, "{e}");
+        assert!(e.message.contains("speed"), "{e}");
+
+        let bad = GOOD.replace("kind = \"tamper\"", "kind = \"tampr\"");
+        let e = parse_plan(&bad, "p.toml", "p").unwrap_err();
+        assert_eq!(e.key, "scenarios.bad-state.kind");
+        assert!(e.line >= 15, "{e}");
+
+        let bad = GOOD.replace("duration = \"3s\"", "duration = \"soon\"");
+        let e = parse_plan(&bad, "p.toml", "p").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (3, "duration"), "{e}");
+        assert!(e.to_string().starts_with("p.toml:3: key `duration`"), "{e}");
+    }
+
+    #[test]
+    fn open_model_and_conflicts() {
+        let p = parse_plan(
+            "[load]\nramp = [{rate = 10, hold = \"2s\"}, {rate = 20, hold = \"3s\"}]\n[scenarios.form-accept]\n",
+            "r.toml",
+            "r",
+        )
+        .unwrap();
+        assert_eq!(p.duration, Duration::from_secs(5));
+        assert!(matches!(p.shape, LoadShape::Open { ref steps } if steps.len() == 2));
+        let e = parse_plan(
+            "[load]\nusers = 2\nrate = 5\n[scenarios.form-accept]\n",
+            "c.toml",
+            "c",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (2, "load.users"), "{e}");
+        let e = parse_plan("name = \"x\"\n", "e.toml", "e").unwrap_err();
+        assert_eq!(e.key, "scenarios");
+    }
+}

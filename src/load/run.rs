@@ -1,0 +1,700 @@
+//! One `elicitkit load` run from start to end: report folder, target
+//! (embedded child server or `--target`), reachability check, the chosen
+//! model (closed on Goose, open, or a capacity search), the live progress
+//! line, stop conditions, and the report files.
+//!
+//! Stop conditions, checked four times a second: the duration; the hard
+//! request cap (`max_requests`); 25 consecutive round trips that could not
+//! connect (a dead target); the embedded server exiting; Ctrl-C. Every run
+//! writes its report, whatever ended it.
+//!
+//! Verdicts ([`Verdict`]): `Passed`; `Failed` (a threshold failed, or the
+//! target died mid-run); `Unreachable` (the target never answered: nothing
+//! was measured, so it is a usage error, exit 2).
+
+use super::closed;
+use super::hlog;
+use super::metrics::{MetricSet, Recorder};
+use super::open;
+use super::plan::{LoadShape, Plan, RateStep};
+use super::scenarios::LoadContext;
+use super::summarize::{self, RunInfo};
+use super::target::{self, EmbeddedServer, TargetError};
+use crate::report::{self, CapacityStep, CapacitySummary, CpuUsage, Summary};
+use std::io::{IsTerminal, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Consecutive connection failures that mean the target is gone.
+const DEAD_STREAK: u64 = 25;
+
+/// What a run needs besides the plan.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The plan (CLI overrides already applied).
+    pub plan: Plan,
+    /// Folder that receives `<run-id>/`.
+    pub out_root: PathBuf,
+    /// Run id (default `<UTC time>-<plan>`).
+    pub run_id: Option<String>,
+    /// Extra `serve` arguments for the embedded server (e.g. `--flaw X`).
+    pub serve_args: Vec<String>,
+    /// The `elicitkit` executable for the embedded server (default: this one).
+    pub exe: Option<PathBuf>,
+    /// Run a capacity search instead of the plan's load shape.
+    pub capacity: bool,
+    /// Show the live progress line.
+    pub progress: bool,
+}
+
+/// How a run ended, for the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every threshold held.
+    Passed,
+    /// A threshold failed or the run ended abnormally (exit 1).
+    Failed,
+    /// The target could not be reached at all (exit 2).
+    Unreachable,
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The summary as written to `summary.json`.
+    pub summary: Summary,
+    /// The report folder.
+    pub dir: PathBuf,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// Why a run could not happen or could not write its report.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The embedded server did not start.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The report folder or a file could not be written.
+    #[error("cannot write the report in {path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Setting up the HTTP client or metrics failed.
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Shared stop state: the first reason wins.
+#[derive(Debug, Default)]
+struct EndState {
+    reason: Mutex<Option<(String, String)>>,
+}
+
+impl EndState {
+    fn set(&self, by: &str, note: String) {
+        if let Ok(mut r) = self.reason.lock()
+            && r.is_none()
+        {
+            *r = Some((by.to_owned(), note));
+        }
+    }
+
+    fn get(&self) -> Option<(String, String)> {
+        self.reason.lock().ok().and_then(|r| r.clone())
+    }
+}
+
+/// `YYYYMMDDTHHMMSSZ` for a Unix time.
+pub fn utc_stamp(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    // Civil-from-days (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        secs / 3600,
+        (secs / 60) % 60,
+        secs % 60
+    )
+}
+
+fn fresh_dir(root: &Path, id: &str) -> Result<(PathBuf, String), RunError> {
+    let mut n = 1;
+    loop {
+        let name = if n == 1 {
+            id.to_owned()
+        } else {
+            format!("{id}-{n}")
+        };
+        let dir = root.join(&name);
+        if !dir.exists() {
+            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+            return Ok((dir, name));
+        }
+        n += 1;
+    }
+}
+
+/// Any HTTP answer means the target is up.
+async fn preflight(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<(), String> {
+    match tokio::time::timeout(timeout, http.get(url).send()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(crate::client::http::describe(&e)),
+        Err(_) => Err(format!("no answer within {timeout:?}")),
+    }
+}
+
+fn http_client(plan: &Plan) -> Result<reqwest::Client, RunError> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(plan.max_in_flight.min(4096))
+        .connect_timeout(plan.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| RunError::Setup(format!("cannot build the HTTP client: {e}")))
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace()
+                .next()
+                .map(|st| st != "Z" && st != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// The watcher: progress line and stop conditions.
+#[allow(clippy::too_many_arguments)]
+async fn watch(
+    ctx: Arc<LoadContext>,
+    end: Arc<EndState>,
+    done: Arc<AtomicBool>,
+    target_pid: Option<u32>,
+    planned: Duration,
+    progress: bool,
+    goose: bool,
+    label: String,
+) {
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut last_print = Instant::now();
+    let mut printed = false;
+    let stop = |by: &str, note: String| {
+        end.set(by, note);
+        ctx.stop.store(true, Ordering::Relaxed);
+        if goose {
+            goose::trigger_killswitch(by);
+        }
+    };
+    while !done.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        if ctx.cap_reached.load(Ordering::Relaxed) && !ctx.stop.load(Ordering::Relaxed) {
+            stop(
+                "max_requests",
+                format!(
+                    "the hard cap of {} requests was reached",
+                    ctx.plan.max_requests
+                ),
+            );
+        }
+        if target_pid.is_some_and(|p| !pid_alive(p)) && !ctx.stop.load(Ordering::Relaxed) {
+            stop(
+                "target_died",
+                "the embedded server exited during the run".into(),
+            );
+        }
+        let streak = ctx.recorder.transport_streak();
+        if streak >= DEAD_STREAK && !ctx.stop.load(Ordering::Relaxed) {
+            let by = if ctx.recorder.round_trips() > streak {
+                "target_died"
+            } else {
+                "target_unreachable"
+            };
+            stop(
+                by,
+                format!("{streak} consecutive round trips could not reach the target"),
+            );
+        }
+        if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
+            stop("interrupted", "stopped by Ctrl-C".into());
+        }
+        let every = if tty {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        };
+        if progress && last_print.elapsed() >= every {
+            last_print = Instant::now();
+            let rec = &ctx.recorder;
+            let el = started.elapsed().as_secs_f64();
+            let rts = rec.round_trips();
+            let p99 = rec
+                .last_interval()
+                .map_or(String::from("-"), |i| format!("{:.2}ms", i.p99_ms));
+            let line = format!(
+                "{label} {el:5.1}s/{:.0}s  {rts} round trips ({:.0}/s)  {} requests  {} unexpected  p99 e2e {p99}",
+                planned.as_secs_f64(),
+                rts as f64 / el.max(0.001),
+                rec.requests(),
+                rec.errors()
+            );
+            let mut err = std::io::stderr().lock();
+            if tty {
+                let _ = write!(err, "\r\x1b[2K{line}");
+            } else {
+                let _ = writeln!(err, "{line}");
+            }
+            let _ = err.flush();
+            printed = true;
+        }
+    }
+    if printed && tty {
+        let _ = writeln!(std::io::stderr());
+    }
+}
+
+struct Measured {
+    set: MetricSet,
+    hlog: Vec<u8>,
+    hlog_error: Option<String>,
+    end: Option<(String, String)>,
+}
+
+/// Runs one load phase (closed or open) against `mcp_url`.
+#[allow(clippy::too_many_arguments)]
+async fn phase(
+    plan: &Plan,
+    mcp_url: &str,
+    http: &reqwest::Client,
+    dir: &Path,
+    target_pid: Option<u32>,
+    progress: bool,
+    label: &str,
+    comments: &[String],
+) -> Result<Measured, RunError> {
+    let recorder = Arc::new(
+        Recorder::new(plan.interval, comments).map_err(|e| RunError::Setup(e.to_string()))?,
+    );
+    let ctx = Arc::new(LoadContext::new(
+        plan.clone(),
+        mcp_url.to_owned(),
+        recorder.clone(),
+    ));
+    let end = Arc::new(EndState::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let goose = matches!(plan.shape, LoadShape::Closed { .. });
+    let watcher = tokio::spawn(watch(
+        ctx.clone(),
+        end.clone(),
+        done.clone(),
+        target_pid,
+        plan.duration,
+        progress,
+        goose,
+        label.to_owned(),
+    ));
+    let interrupt = if goose {
+        None
+    } else {
+        let (c, e) = (ctx.clone(), end.clone());
+        Some(tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                e.set("interrupted", "stopped by Ctrl-C".into());
+                c.stop.store(true, Ordering::Relaxed);
+            }
+        }))
+    };
+    let backstop = plan.duration + plan.timeout * 4 + Duration::from_secs(30);
+    match &plan.shape {
+        LoadShape::Closed { users, hatch_rate } => {
+            let base = url::Url::parse(mcp_url)
+                .map(|u| u[..url::Position::BeforePath].to_owned())
+                .unwrap_or_else(|_| mcp_url.to_owned());
+            let cfg =
+                closed::goose_config(&base, *users, *hatch_rate, plan.duration, plan.timeout, dir);
+            let run = closed::run(ctx.clone(), cfg);
+            match tokio::time::timeout(backstop, run).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => end.set("error", format!("Goose: {}", goose_error(&e))),
+                Err(_) => {
+                    goose::trigger_killswitch("backstop");
+                    end.set(
+                        "error",
+                        "the run overran its time bound and was stopped".into(),
+                    );
+                }
+            }
+        }
+        LoadShape::Open { steps } => {
+            let run = open::run(ctx.clone(), http.clone(), steps, plan.timeout * 2);
+            if tokio::time::timeout(backstop, run).await.is_err() {
+                end.set(
+                    "error",
+                    "the run overran its time bound and was stopped".into(),
+                );
+            }
+        }
+    }
+    ctx.stop.store(true, Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
+    let _ = watcher.await;
+    if let Some(i) = interrupt {
+        i.abort();
+    }
+    ctx.close_legacy_sessions().await;
+    let (set, hlog, hlog_error) = recorder.finish();
+    Ok(Measured {
+        set,
+        hlog,
+        hlog_error,
+        end: end.get(),
+    })
+}
+
+/// Goose's error with its detail (its Display omits which option is wrong).
+fn goose_error(e: &goose::GooseError) -> String {
+    match e {
+        goose::GooseError::InvalidOption {
+            option,
+            value,
+            detail,
+        } => format!("invalid option {option} = {value:?}: {detail}"),
+        other => other.to_string(),
+    }
+}
+
+fn cpu(cpu_s: f64, requests: u64, round_trips: u64) -> CpuUsage {
+    CpuUsage {
+        cpu_s,
+        us_per_request: (requests > 0).then(|| cpu_s * 1e6 / requests as f64),
+        us_per_round_trip: (round_trips > 0).then(|| cpu_s * 1e6 / round_trips as f64),
+    }
+}
+
+/// Runs a whole `elicitkit load` invocation and writes its report.
+pub async fn run(opts: Options) -> Result<RunReport, RunError> {
+    let plan = opts.plan.clone();
+    let started_unix = hlog::unix_seconds(SystemTime::now());
+    let id = opts
+        .run_id
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}", utc_stamp(started_unix as u64), plan.name));
+    let (dir, run_id) = fresh_dir(&opts.out_root, &id)?;
+
+    let (mcp_url, server) = match &plan.target.url {
+        Some(u) => (u.clone(), None),
+        None => {
+            let exe = match &opts.exe {
+                Some(e) => e.clone(),
+                None => std::env::current_exe().map_err(|e| TargetError::Spawn {
+                    exe: "current executable".into(),
+                    why: e.to_string(),
+                })?,
+            };
+            let s = EmbeddedServer::start(exe, plan.target.workers, &opts.serve_args)?;
+            (s.mcp_url(), Some(s))
+        }
+    };
+    let target_pid = server.as_ref().map(EmbeddedServer::pid);
+    let http = http_client(&plan)?;
+    let mut info = RunInfo {
+        run_id: run_id.clone(),
+        plan: plan.name.clone(),
+        plan_file: plan.source.clone(),
+        target: mcp_url.clone(),
+        embedded_target: server.is_some(),
+        model: if opts.capacity {
+            "capacity".into()
+        } else {
+            match plan.shape {
+                LoadShape::Closed { .. } => "closed".into(),
+                LoadShape::Open { .. } => "open".into(),
+            }
+        },
+        started_unix,
+        ended_by: "duration".into(),
+        end_note: None,
+    };
+    let comments = vec![
+        format!("elicitkit load run {run_id}"),
+        format!("plan {} ({})", plan.name, plan.source),
+        format!("target {mcp_url}"),
+    ];
+
+    if let Err(why) = preflight(&http, &mcp_url, plan.timeout).await {
+        info.ended_by = "target_unreachable".into();
+        info.end_note = Some(format!("{mcp_url}: {why}"));
+        let empty = Recorder::new(plan.interval, &comments)
+            .map_err(|e| RunError::Setup(e.to_string()))?
+            .finish()
+            .0;
+        let mut summary = summarize::build(&empty, &info, &plan.scenarios, &plan.thresholds);
+        summary.passed = false;
+        write_report(&dir, &mut summary, None)?;
+        return Ok(RunReport {
+            summary,
+            dir,
+            verdict: Verdict::Unreachable,
+        });
+    }
+
+    let gen0 = target::own_cpu_seconds();
+    let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
+    let (measured, capacity) = if opts.capacity {
+        let (m, c) =
+            capacity_search(&plan, &mcp_url, &http, &dir, &server, &opts, &comments).await?;
+        (m, Some(c))
+    } else {
+        let m = phase(
+            &plan,
+            &mcp_url,
+            &http,
+            &dir,
+            target_pid,
+            opts.progress,
+            &plan.name,
+            &comments,
+        )
+        .await?;
+        (m, None)
+    };
+    let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
+    let tgt_cpu = tgt0
+        .zip(server.as_ref().and_then(EmbeddedServer::cpu_seconds))
+        .map(|(a, b)| b - a);
+    if let Some(s) = server {
+        s.stop();
+    }
+
+    if let Some((by, note)) = &measured.end {
+        info.ended_by = by.clone();
+        info.end_note = Some(note.clone());
+    }
+    let mut summary = summarize::build(&measured.set, &info, &plan.scenarios, &plan.thresholds);
+    let (rts, reqs) = (summary.round_trips.total, summary.requests);
+    summary.generator_cpu = gen_cpu.map(|c| cpu(c, reqs, rts));
+    summary.target_cpu = tgt_cpu.map(|c| cpu(c, reqs, rts));
+    if let Some(c) = capacity {
+        summary.passed = summary.passed && c.knee_rps.is_some();
+        summary.capacity = Some(c);
+    }
+    let hlog_path = dir.join("run.hlog");
+    std::fs::write(&hlog_path, &measured.hlog).map_err(io_err(&hlog_path))?;
+    if let Some(e) = &measured.hlog_error {
+        summary.error_samples.push(format!("hlog: {e}"));
+    }
+    write_report(&dir, &mut summary, Some("run.hlog"))?;
+    let verdict = if summary.passed {
+        Verdict::Passed
+    } else if summary.ended_by == "target_unreachable"
+        && summary.round_trips.total == summary.errors.get("transport").copied().unwrap_or(0)
+    {
+        Verdict::Unreachable
+    } else {
+        Verdict::Failed
+    };
+    Ok(RunReport {
+        summary,
+        dir,
+        verdict,
+    })
+}
+
+fn write_report(dir: &Path, summary: &mut Summary, hlog: Option<&str>) -> Result<(), RunError> {
+    let mut files = std::collections::BTreeMap::new();
+    files.insert("summary_json".to_owned(), "summary.json".to_owned());
+    files.insert("summary_md".to_owned(), "summary.md".to_owned());
+    files.insert("report_html".to_owned(), "report.html".to_owned());
+    if let Some(h) = hlog {
+        files.insert("hlog".to_owned(), h.to_owned());
+    }
+    for (role, f) in [
+        ("goose_html", "goose.html"),
+        ("goose_json", "goose.json"),
+        ("goose_md", "goose.md"),
+    ] {
+        if dir.join(f).exists() {
+            files.insert(role.to_owned(), f.to_owned());
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("capacity-") && name.ends_with(".hlog") {
+                files.insert(name.trim_end_matches(".hlog").to_owned(), name);
+            }
+        }
+    }
+    summary.files = files;
+    report::write_all(dir, summary).map_err(io_err(dir))
+}
+
+/// Steps the open-model rate up until the SLO breaks.
+async fn capacity_search(
+    plan: &Plan,
+    mcp_url: &str,
+    http: &reqwest::Client,
+    dir: &Path,
+    server: &Option<EmbeddedServer>,
+    opts: &Options,
+    comments: &[String],
+) -> Result<(Measured, CapacitySummary), RunError> {
+    let spec = plan
+        .capacity
+        .clone()
+        .unwrap_or_else(|| super::plan::CapacitySpec {
+            start_rate: 100.0,
+            step: 100.0,
+            max_rate: 5_000.0,
+            step_duration: Duration::from_secs(3),
+            slo: plan.thresholds.clone(),
+            target_rate: None,
+        });
+    let mut steps = Vec::new();
+    let mut best: Option<(f64, Measured, Option<f64>)> = None;
+    let mut last: Option<Measured> = None;
+    let mut rate = spec.start_rate;
+    let mut i = 0;
+    while rate <= spec.max_rate + 1e-9 {
+        i += 1;
+        let mut p = plan.clone();
+        p.shape = LoadShape::Open {
+            steps: vec![RateStep {
+                rate,
+                hold: spec.step_duration,
+            }],
+        };
+        p.duration = spec.step_duration;
+        let cpu0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
+        let label = format!("{} @{rate:.0}/s", plan.name);
+        let m = phase(
+            &p,
+            mcp_url,
+            http,
+            dir,
+            server.as_ref().map(EmbeddedServer::pid),
+            opts.progress,
+            &label,
+            comments,
+        )
+        .await?;
+        let cpu1 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
+        let path = dir.join(format!("capacity-{i:02}-{rate:.0}.hlog"));
+        std::fs::write(&path, &m.hlog).map_err(io_err(&path))?;
+        let rts = m.set.round_trips();
+        let secs = m.set.elapsed.as_secs_f64().max(1e-9);
+        let e2e = m.set.e2e_all();
+        let pct = |q: f64| {
+            if e2e.is_empty() {
+                0.0
+            } else {
+                e2e.value_at_percentile(q) as f64 / 1000.0
+            }
+        };
+        let verdicts = summarize::evaluate(&spec.slo, &m.set);
+        let within = m.end.is_none() && verdicts.iter().all(|v| v.passed);
+        let cpu_rt = cpu0
+            .zip(cpu1)
+            .and_then(|(a, b)| (rts > 0).then(|| (b - a) * 1e6 / rts as f64));
+        let errors = m.set.timeline.iter().map(|t| t.errors).sum::<u64>();
+        steps.push(CapacityStep {
+            offered_rps: rate,
+            achieved_rps: rts as f64 / secs,
+            p50_ms: pct(50.0),
+            p99_ms: pct(99.0),
+            error_rate: if rts > 0 {
+                errors as f64 / rts as f64
+            } else {
+                0.0
+            },
+            within_slo: within,
+            target_cpu_us_per_rt: cpu_rt,
+        });
+        let interrupted = m.end.as_ref().is_some_and(|(by, _)| by != "max_requests");
+        if within {
+            let achieved = rts as f64 / secs;
+            if best.as_ref().is_none_or(|b| achieved > b.0) {
+                best = Some((achieved, m, cpu_rt));
+            } else {
+                last = Some(m);
+            }
+        } else {
+            last = Some(m);
+            break;
+        }
+        if interrupted {
+            break;
+        }
+        rate += spec.step;
+    }
+    let knee = best.as_ref().map(|b| b.0);
+    let summary = CapacitySummary {
+        slo: spec.slo.iter().map(|t| t.expr.clone()).collect(),
+        steps,
+        knee_rps: knee,
+        target_cpu_us_per_rt: best.as_ref().and_then(|b| b.2),
+        target_rate: spec.target_rate,
+        instances_needed: knee
+            .zip(spec.target_rate)
+            .filter(|(k, _)| *k > 0.0)
+            .map(|(k, t)| (t / k).ceil() as u64),
+    };
+    let measured = match (best, last) {
+        (Some((_, m, _)), _) => m,
+        (None, Some(m)) => m,
+        (None, None) => Measured {
+            set: Recorder::new(plan.interval, comments)
+                .map_err(|e| RunError::Setup(e.to_string()))?
+                .finish()
+                .0,
+            hlog: Vec::new(),
+            hlog_error: None,
+            end: None,
+        },
+    };
+    Ok((measured, summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(1_709_251_199), "20240229T235959Z");
+        assert_eq!(utc_stamp(1_795_000_000), "20261118T110640Z");
+    }
+
+    #[test]
+    fn the_first_end_reason_wins() {
+        let e = EndState::default();
+        e.set("max_requests", "cap".into());
+        e.set("target_died", "x".into());
+        assert_eq!(e.get().map(|r| r.0), Some("max_requests".into()));
+    }
+}

@@ -1,0 +1,331 @@
+//! Scenario execution shared by the Goose (closed) and open-model drivers:
+//! the answer policy of each scenario kind, and one round trip driven to its
+//! end over plain reqwest (the Goose driver moves the same
+//! [`ModernFlow`] through `GooseUser::request` instead).
+//!
+//! Every request first reserves a slot against the plan's hard request cap;
+//! a round trip that hits the cap is abandoned and not recorded.
+
+use super::metrics::Recorder;
+use super::plan::{Plan, ScenarioKind, ScenarioSpec};
+use crate::client::legacy::{LegacyClient, LegacyConfig};
+use crate::client::{
+    AnswerPolicy, Endpoint, FlowConfig, LegFailure, ModernFlow, RoundTrip, Step, ToolCall,
+};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The answer policy a scenario kind uses.
+pub fn policy_for(spec: &ScenarioSpec) -> AnswerPolicy {
+    match spec.kind {
+        ScenarioKind::FormAccept
+        | ScenarioKind::MultiRound
+        | ScenarioKind::UrlFlow
+        | ScenarioKind::LegacyPush => AnswerPolicy::AcceptValid,
+        ScenarioKind::FormDecline => AnswerPolicy::Decline,
+        ScenarioKind::FormCancel => AnswerPolicy::Cancel,
+        ScenarioKind::Tamper => AnswerPolicy::TamperState(spec.mutation.clone()),
+        ScenarioKind::Replay => AnswerPolicy::ReplayState,
+    }
+}
+
+/// Everything a driver needs for one run, shared by all users or tasks.
+#[derive(Debug)]
+pub struct LoadContext {
+    /// The plan.
+    pub plan: Plan,
+    /// Endpoint and tokens.
+    pub endpoint: Endpoint,
+    /// Metrics.
+    pub recorder: Arc<Recorder>,
+    /// Set when the request cap was reached.
+    pub cap_reached: AtomicBool,
+    /// Set to stop starting new round trips (dead target, Ctrl-C, end).
+    pub stop: AtomicBool,
+    seq: AtomicU64,
+    legacy_pool: Mutex<Vec<LegacyClient>>,
+}
+
+impl LoadContext {
+    /// A context for `plan` against `mcp_url`.
+    pub fn new(plan: Plan, mcp_url: String, recorder: Arc<Recorder>) -> Self {
+        let endpoint = Endpoint {
+            mcp_url,
+            primary_token: plan.target.token.clone(),
+            other_token: Some(plan.target.other_token.clone()),
+        };
+        LoadContext {
+            plan,
+            endpoint,
+            recorder,
+            cap_reached: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            seq: AtomicU64::new(0),
+            legacy_pool: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A fresh sequence number (seeds and JSON-RPC ids differ per round trip).
+    pub fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The MRTR flow for one round trip of `spec`.
+    pub fn flow_for(&self, spec: &ScenarioSpec, n: u64) -> ModernFlow {
+        let mut cfg = FlowConfig::with_policy(policy_for(spec));
+        cfg.seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        cfg.scenario = Some(spec.name.clone());
+        cfg.first_id = 1 + (n as i64 % 1_000_000) * 16;
+        ModernFlow::new(
+            ToolCall {
+                name: spec.tool.clone(),
+                arguments: spec.arguments.clone(),
+            },
+            cfg,
+        )
+    }
+
+    /// Reserves one request against the cap; on refusal marks the cap.
+    pub fn reserve(&self) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let ok = self.recorder.try_reserve(1, self.plan.max_requests);
+        if !ok {
+            self.cap_reached.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Runs one MRTR round trip over `http`. `None` when the cap or a stop
+    /// cut it short (nothing is recorded then). Returns the round trip and
+    /// how many requests it reserved.
+    pub async fn modern_round_trip(
+        &self,
+        http: &reqwest::Client,
+        spec: &ScenarioSpec,
+    ) -> Option<(RoundTrip, u64)> {
+        let mut flow = self.flow_for(spec, self.next_seq());
+        let started = Instant::now();
+        let mut out = flow.start();
+        let mut reserved = 0;
+        loop {
+            if !self.reserve() {
+                return None;
+            }
+            reserved += 1;
+            let step =
+                match crate::client::http::exchange(http, &self.endpoint, &out, self.plan.timeout)
+                    .await
+                {
+                    Ok(reply) => flow.on_reply(reply),
+                    Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
+                };
+            match step {
+                Step::Send(next) => out = next,
+                Step::Done(mut rt) => {
+                    rt.total = started.elapsed();
+                    return Some((rt, reserved));
+                }
+            }
+        }
+    }
+
+    /// Runs one 2025-11-25 round trip on a pooled session (a new session is
+    /// opened when the pool is empty; its handshake legs join this round
+    /// trip's legs).
+    pub async fn legacy_round_trip(
+        &self,
+        http: &reqwest::Client,
+        spec: &ScenarioSpec,
+    ) -> Option<(RoundTrip, u64)> {
+        if !self.reserve() {
+            return None;
+        }
+        let started = Instant::now();
+        let pooled = self.legacy_pool.lock().ok().and_then(|mut p| p.pop());
+        let (mut client, mut handshake) = match pooled {
+            Some(c) => (c, Vec::new()),
+            None => {
+                let cfg = LegacyConfig {
+                    timeout: self.plan.timeout,
+                    seed: self.plan.seed ^ self.next_seq(),
+                    ..LegacyConfig::default()
+                };
+                match LegacyClient::connect(http.clone(), self.endpoint.clone(), cfg).await {
+                    Ok(c) => {
+                        let legs = c.handshake_legs().to_vec();
+                        (c, legs)
+                    }
+                    Err(e) => {
+                        return Some((legacy_failure(spec, &e, started.elapsed()), 1));
+                    }
+                }
+            }
+        };
+        let mut rt = client
+            .call_tool(&spec.tool, spec.arguments.clone(), &policy_for(spec))
+            .await;
+        rt.name = spec.name.clone();
+        rt.total = started.elapsed();
+        if !handshake.is_empty() {
+            handshake.append(&mut rt.legs);
+            rt.legs = handshake;
+        }
+        if rt.outcome.is_ok()
+            && let Ok(mut pool) = self.legacy_pool.lock()
+        {
+            pool.push(client);
+        }
+        Some((rt, 1))
+    }
+
+    /// Runs one round trip of `spec` (either generation) over `http`.
+    pub async fn round_trip(
+        &self,
+        http: &reqwest::Client,
+        spec: &ScenarioSpec,
+    ) -> Option<(RoundTrip, u64)> {
+        if spec.kind == ScenarioKind::LegacyPush {
+            self.legacy_round_trip(http, spec).await
+        } else {
+            self.modern_round_trip(http, spec).await
+        }
+    }
+
+    /// Ends every pooled legacy session (DELETE), best effort and bounded.
+    pub async fn close_legacy_sessions(&self) {
+        let clients: Vec<LegacyClient> = self
+            .legacy_pool
+            .lock()
+            .map(|mut p| std::mem::take(&mut *p))
+            .unwrap_or_default();
+        for c in clients {
+            let _ = tokio::time::timeout(Duration::from_secs(2), c.close()).await;
+        }
+    }
+}
+
+/// A round trip that failed before its tool call (the legacy handshake).
+fn legacy_failure(
+    spec: &ScenarioSpec,
+    e: &crate::client::legacy::LegacyError,
+    elapsed: Duration,
+) -> RoundTrip {
+    use crate::client::legacy::LegacyError;
+    use crate::client::{ErrorClass, Leg, LegResult, Outcome};
+    let (class, result) = match e {
+        LegacyError::Timeout { .. } => (ErrorClass::Timeout, LegResult::Timeout),
+        LegacyError::Transport { why, .. } => {
+            (ErrorClass::Transport, LegResult::Transport(why.clone()))
+        }
+        LegacyError::Http { status, .. } => {
+            (ErrorClass::HttpError, LegResult::Http { status: *status })
+        }
+        LegacyError::Rpc { code, .. } => (
+            ErrorClass::ServerError,
+            LegResult::RpcError {
+                code: *code,
+                reason: None,
+            },
+        ),
+        LegacyError::Protocol { .. } => (
+            ErrorClass::ProtocolViolation,
+            LegResult::Http { status: 200 },
+        ),
+    };
+    let mut rt = RoundTrip::new(spec.name.clone());
+    rt.legs.push(Leg {
+        name: "initialize".into(),
+        status: None,
+        to_headers: elapsed,
+        total: elapsed,
+        server_state: None,
+        server_app: None,
+        result,
+    });
+    rt.total = elapsed;
+    rt.outcome = Outcome::unexpected(class, e.to_string());
+    rt
+}
+
+/// Maps a reqwest error to the flow's failure kind.
+pub fn leg_failure(e: &reqwest::Error) -> LegFailure {
+    if e.is_timeout() {
+        LegFailure::Timeout
+    } else {
+        LegFailure::Transport(crate::client::http::describe(e))
+    }
+}
+
+/// A smooth weighted round robin over the plan's scenarios: index `n` of
+/// the returned sequence picks the scenario of the `n`-th round trip.
+pub fn weighted_order(scenarios: &[ScenarioSpec]) -> Vec<usize> {
+    let total: i64 = scenarios.iter().map(|s| i64::from(s.weight)).sum();
+    let mut current = vec![0i64; scenarios.len()];
+    let mut order = Vec::with_capacity(total.max(0) as usize);
+    for _ in 0..total {
+        let mut best = 0;
+        for (i, s) in scenarios.iter().enumerate() {
+            current[i] += i64::from(s.weight);
+            if current[i] > current[best] {
+                best = i;
+            }
+        }
+        current[best] -= total;
+        order.push(best);
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::plan::parse_plan;
+
+    #[test]
+    fn weights_are_honoured_and_interleaved() {
+        let p = parse_plan(
+            "[scenarios.form-accept]\nweight = 3\n[scenarios.tamper]\nweight = 1\n",
+            "w.toml",
+            "w",
+        )
+        .unwrap();
+        let order = weighted_order(&p.scenarios);
+        assert_eq!(order.len(), 4);
+        let tamper = p.scenarios.iter().position(|s| s.name == "tamper").unwrap();
+        assert_eq!(order.iter().filter(|&&i| i == tamper).count(), 1);
+        let accept = 1 - tamper;
+        assert_eq!(order.iter().filter(|&&i| i == accept).count(), 3);
+    }
+
+    #[test]
+    fn policies_match_kinds() {
+        let p = parse_plan(
+            "[scenarios.tamper]\n[scenarios.replay]\n[scenarios.form-decline]\n[scenarios.url-flow]\n",
+            "k.toml",
+            "k",
+        )
+        .unwrap();
+        let by = |n: &str| policy_for(p.scenarios.iter().find(|s| s.name == n).unwrap());
+        assert!(matches!(by("tamper"), AnswerPolicy::TamperState(_)));
+        assert_eq!(by("replay"), AnswerPolicy::ReplayState);
+        assert_eq!(by("form-decline"), AnswerPolicy::Decline);
+        assert_eq!(by("url-flow"), AnswerPolicy::AcceptValid);
+        let url = p.scenarios.iter().find(|s| s.name == "url-flow").unwrap();
+        assert_eq!(url.tool, "connect_billing");
+    }
+
+    #[test]
+    fn the_cap_refuses_requests() {
+        let mut p = parse_plan("[scenarios.form-accept]\n", "c.toml", "c").unwrap();
+        p.max_requests = 2;
+        let rec = Arc::new(Recorder::new(Duration::from_secs(1), &[]).unwrap());
+        let ctx = LoadContext::new(p, "http://127.0.0.1:9/mcp".into(), rec);
+        assert!(ctx.reserve() && ctx.reserve());
+        assert!(!ctx.reserve());
+        assert!(ctx.cap_reached.load(Ordering::Relaxed));
+    }
+}

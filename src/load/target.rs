@@ -1,0 +1,198 @@
+//! The embedded target: `elicitkit serve` started as a child process on
+//! 127.0.0.1 (so its CPU time can be read from `/proc/<pid>/stat`), and
+//! CPU-time readers for any local process.
+//!
+//! The child is killed when the [`EmbeddedServer`] is dropped, so every path
+//! out of a run (success, error, panic unwinding) ends it. On Ctrl-C the
+//! terminal's SIGINT reaches the whole process group, the child included.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Why the embedded server did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// The binary could not be found or spawned.
+    #[error("cannot start the embedded server ({exe}): {why}")]
+    Spawn {
+        /// The executable.
+        exe: String,
+        /// Why.
+        why: String,
+    },
+    /// It exited or printed no `listening on` line in time.
+    #[error("the embedded server did not report its address within {0:?}: {1}")]
+    NoAddress(Duration, String),
+}
+
+/// A running `elicitkit serve` child process.
+#[derive(Debug)]
+pub struct EmbeddedServer {
+    child: Child,
+    base_url: String,
+}
+
+impl EmbeddedServer {
+    /// Starts `exe serve --listen 127.0.0.1:0 --workers N [extra...]` and
+    /// waits (at most 15 s) for its `listening on URL` line.
+    pub fn start(exe: PathBuf, workers: usize, extra: &[String]) -> Result<Self, TargetError> {
+        let mut cmd = Command::new(&exe);
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--workers")
+            .arg(workers.max(1).to_string())
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().map_err(|e| TargetError::Spawn {
+            exe: exe.display().to_string(),
+            why: e.to_string(),
+        })?;
+        let Some(stdout) = child.stdout.take() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(TargetError::Spawn {
+                exe: exe.display().to_string(),
+                why: "no stdout pipe".into(),
+            });
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut line = String::new();
+            loop {
+                line.clear();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(None);
+                        return;
+                    }
+                    Ok(_) => {
+                        if let Some(url) = line.trim().strip_prefix("listening on ") {
+                            let _ = tx.send(Some(url.to_owned()));
+                            // Keep draining so the child never blocks on a full pipe.
+                            let mut sink = String::new();
+                            while matches!(reader.read_line(&mut sink), Ok(n) if n > 0) {
+                                sink.clear();
+                            }
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let wait = Duration::from_secs(15);
+        let mut server = EmbeddedServer {
+            child,
+            base_url: String::new(),
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Some(url)) => {
+                server.base_url = url.trim_end_matches('/').to_owned();
+                Ok(server)
+            }
+            Ok(None) => {
+                let status = server.child.try_wait().ok().flatten();
+                Err(TargetError::NoAddress(
+                    wait,
+                    format!(
+                        "it exited ({status:?}) before listening; try `elicitkit serve` by hand"
+                    ),
+                ))
+            }
+            Err(_) => Err(TargetError::NoAddress(wait, "timed out".into())),
+        }
+        // `server` drops (and kills the child) on the error paths.
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// `http://127.0.0.1:PORT/mcp`.
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base_url)
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the child runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// CPU seconds (user + system) the child has used.
+    pub fn cpu_seconds(&self) -> Option<f64> {
+        process_cpu_seconds(self.child.id())
+    }
+
+    /// Kills the child and reaps it.
+    pub fn stop(mut self) {
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for EmbeddedServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on
+/// every mainstream Linux build).
+const USER_HZ: f64 = 100.0;
+
+/// CPU seconds (utime + stime) of a process, from `/proc/<pid>/stat`.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_cpu(&stat)
+}
+
+/// CPU seconds of this process.
+pub fn own_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    parse_stat_cpu(&stat)
+}
+
+/// Reads utime + stime (fields 14 and 15) from a `/proc/<pid>/stat` line.
+pub fn parse_stat_cpu(stat: &str) -> Option<f64> {
+    // The command name (field 2) may hold spaces and parentheses: split after
+    // its last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state); utime is field 14, stime field 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / USER_HZ)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_cpu_fields() {
+        let line =
+            "1234 (my (odd) name) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 100 0 0";
+        assert_eq!(parse_stat_cpu(line), Some(3.0));
+        assert_eq!(parse_stat_cpu("garbage"), None);
+        assert_eq!(parse_stat_cpu("1 (x) S 1"), None);
+        assert!(own_cpu_seconds().is_some());
+    }
+}

@@ -1,0 +1,208 @@
+//! `summary.md`: the run summary as Markdown tables.
+
+use super::summary::{LatencyStats, Summary};
+use std::fmt::Write as _;
+
+fn ms(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn stats_row(name: &str, s: &LatencyStats) -> String {
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+        name.replace('|', "\\|"),
+        s.count,
+        ms(s.p50_ms),
+        ms(s.p90_ms),
+        ms(s.p99_ms),
+        ms(s.p999_ms),
+        ms(s.max_ms),
+        ms(s.mean_ms)
+    )
+}
+
+const STATS_HEAD: &str = "| | count | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | mean ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+
+/// Renders `summary.md`.
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let verdict = if s.passed { "PASSED" } else { "FAILED" };
+    let _ = writeln!(o, "# elicitkit load: {} ({verdict})\n", s.plan);
+    let _ = writeln!(o, "- run: `{}`, model: {}", s.run_id, s.model);
+    let _ = writeln!(
+        o,
+        "- target: {}{}",
+        s.target,
+        if s.embedded_target {
+            " (embedded reference server)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        o,
+        "- duration: {:.1} s, ended by: {}{}",
+        s.duration_s,
+        s.ended_by,
+        s.end_note
+            .as_ref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default()
+    );
+    let r = &s.round_trips;
+    let _ = writeln!(
+        o,
+        "- round trips: {} ({:.1}/s): {} success, {} expected rejections, {} unexpected, {} skipped",
+        r.total, s.rps, r.success, r.expected_rejection, r.unexpected, r.skipped
+    );
+    let _ = writeln!(
+        o,
+        "- requests: {} ({:.1}/s), error rate {:.4}%",
+        s.requests,
+        s.requests_per_s,
+        s.error_rate * 100.0
+    );
+    if let Some(c) = &s.generator_cpu {
+        let _ = writeln!(
+            o,
+            "- generator CPU: {:.2} s ({} µs/request)",
+            c.cpu_s,
+            c.us_per_request.map_or("-".into(), |v| format!("{v:.1}"))
+        );
+    }
+    if let Some(c) = &s.target_cpu {
+        let _ = writeln!(
+            o,
+            "- target CPU: {:.2} s ({} µs/round trip)",
+            c.cpu_s,
+            c.us_per_round_trip
+                .map_or("-".into(), |v| format!("{v:.1}"))
+        );
+    }
+    if !s.thresholds.is_empty() {
+        o.push_str("\n## Thresholds\n\n| threshold | actual | result |\n|---|---:|---|\n");
+        for t in &s.thresholds {
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} |",
+                t.expr,
+                t.actual.map_or("n/a".into(), |v| format!("{v:.4}")),
+                if t.passed { "pass" } else { "**FAIL**" }
+            );
+        }
+    }
+    o.push_str("\n## Latency per leg\n\n");
+    o.push_str(STATS_HEAD);
+    for (name, st) in &s.legs {
+        o.push_str(&stats_row(name, st));
+    }
+    o.push_str(&stats_row("end to end", &s.e2e));
+    o.push_str("\n## Scenarios\n\n| scenario | kind | round trips | success | expected rejections | unexpected | skipped | p50 ms | p99 ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (name, sc) in &s.scenarios {
+        let c = &sc.outcomes;
+        let _ = writeln!(
+            o,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            sc.kind,
+            c.total,
+            c.success,
+            c.expected_rejection,
+            c.unexpected,
+            c.skipped,
+            ms(sc.e2e.p50_ms),
+            ms(sc.e2e.p99_ms)
+        );
+    }
+    if !s.server_state.is_empty() {
+        o.push_str("\n## Target `Server-Timing: state` (requestState verification)\n\n");
+        o.push_str(STATS_HEAD);
+        for (name, st) in &s.server_state {
+            o.push_str(&stats_row(name, st));
+        }
+    }
+    if !s.errors.is_empty() {
+        o.push_str("\n## Errors\n\n| class | count |\n|---|---:|\n");
+        for (class, n) in &s.errors {
+            let _ = writeln!(o, "| {class} | {n} |");
+        }
+        if !s.error_samples.is_empty() {
+            o.push_str("\nFirst messages:\n\n");
+            for m in &s.error_samples {
+                let _ = writeln!(o, "- {}", m.replace('\n', " "));
+            }
+        }
+    }
+    if let Some(c) = &s.capacity {
+        o.push_str("\n## Capacity\n\n");
+        let _ = writeln!(o, "SLO: `{}`\n", c.slo.join("`, `"));
+        o.push_str("| offered/s | achieved/s | p50 ms | p99 ms | error rate | target CPU µs/rt | within SLO |\n|---:|---:|---:|---:|---:|---:|---|\n");
+        for st in &c.steps {
+            let _ = writeln!(
+                o,
+                "| {:.0} | {:.1} | {} | {} | {:.4}% | {} | {} |",
+                st.offered_rps,
+                st.achieved_rps,
+                ms(st.p50_ms),
+                ms(st.p99_ms),
+                st.error_rate * 100.0,
+                st.target_cpu_us_per_rt
+                    .map_or("-".into(), |v| format!("{v:.1}")),
+                if st.within_slo { "yes" } else { "no" }
+            );
+        }
+        let _ = writeln!(
+            o,
+            "\nKnee: {} round trips/s within the SLO; target CPU at the knee: {} µs/round trip; instances for {}: {}.",
+            c.knee_rps.map_or("none".into(), |v| format!("{v:.1}")),
+            c.target_cpu_us_per_rt
+                .map_or("n/a".into(), |v| format!("{v:.1}")),
+            c.target_rate.map_or("-".into(), |v| format!("{v:.0}/s")),
+            c.instances_needed.map_or("n/a".into(), |v| v.to_string())
+        );
+    }
+    if !s.files.is_empty() {
+        o.push_str("\n## Files\n\n");
+        for (role, f) in &s.files {
+            let _ = writeln!(o, "- {role}: `{f}`");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summary::ThresholdResult;
+
+    #[test]
+    fn renders_verdict_thresholds_and_legs() {
+        let mut s = Summary {
+            plan: "smoke".into(),
+            passed: false,
+            ..Default::default()
+        };
+        s.legs.insert(
+            "tools/call #1".into(),
+            LatencyStats {
+                count: 3,
+                p99_ms: 1.25,
+                ..Default::default()
+            },
+        );
+        s.thresholds.push(ThresholdResult {
+            expr: "p99(first) < 1ms".into(),
+            actual: Some(1.25),
+            passed: false,
+        });
+        let md = render(&s);
+        assert!(md.contains("(FAILED)"));
+        assert!(md.contains("| tools/call #1 | 3 |"));
+        assert!(md.contains("**FAIL**"));
+    }
+}

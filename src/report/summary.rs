@@ -1,0 +1,207 @@
+//! The `summary.json` data model (schema 1). See the module docs of
+//! [`crate::report`] for the field-by-field description.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The schema version written in `summary.json`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Latency statistics of one histogram, in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    /// Samples.
+    pub count: u64,
+    /// Smallest value.
+    pub min_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+    /// Median.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// 99.9th percentile.
+    pub p999_ms: f64,
+    /// 99.99th percentile.
+    pub p9999_ms: f64,
+    /// Largest value.
+    pub max_ms: f64,
+}
+
+/// Round-trip counts by outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeCounts {
+    /// All round trips.
+    pub total: u64,
+    /// Ended as the policy expects a correct server to end them.
+    pub success: u64,
+    /// Refused as expected (tamper, replay).
+    pub expected_rejection: u64,
+    /// Unexpected outcomes (the error taxonomy counts these).
+    pub unexpected: u64,
+    /// The policy could not be applied (see the samples).
+    pub skipped: u64,
+}
+
+/// One scenario's results.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSummary {
+    /// Scenario kind (`form-accept`, `tamper`, …); empty in merged reports.
+    pub kind: String,
+    /// Tool it calls; empty in merged reports.
+    pub tool: String,
+    /// Weight in the mix.
+    pub weight: u32,
+    /// Outcome counts.
+    pub outcomes: OutcomeCounts,
+    /// Errors by class.
+    pub errors: BTreeMap<String, u64>,
+    /// End-to-end latency.
+    pub e2e: LatencyStats,
+}
+
+/// One interval of the timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Seconds since the run started.
+    pub t_s: f64,
+    /// Round trips finished per second in the interval.
+    pub rps: f64,
+    /// HTTP requests finished per second.
+    pub requests_per_s: f64,
+    /// Unexpected outcomes in the interval.
+    pub errors: u64,
+    /// End-to-end p50 (ms).
+    pub p50_ms: f64,
+    /// End-to-end p99 (ms).
+    pub p99_ms: f64,
+}
+
+/// A threshold and its verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    /// As written in the plan.
+    pub expr: String,
+    /// The measured value, in the threshold's unit (ms, fraction, per second);
+    /// `null` when there was nothing to measure (which fails).
+    pub actual: Option<f64>,
+    /// Whether it held.
+    pub passed: bool,
+}
+
+/// One step of a capacity search.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapacityStep {
+    /// Offered rate (round trips/s).
+    pub offered_rps: f64,
+    /// Achieved rate (round trips/s).
+    pub achieved_rps: f64,
+    /// End-to-end p50 (ms), from the intended start.
+    pub p50_ms: f64,
+    /// End-to-end p99 (ms), from the intended start.
+    pub p99_ms: f64,
+    /// Unexpected outcomes / round trips.
+    pub error_rate: f64,
+    /// Whether the SLO held.
+    pub within_slo: bool,
+    /// Target CPU time per round trip (µs), when the target is local.
+    pub target_cpu_us_per_rt: Option<f64>,
+}
+
+/// The result of `load --capacity`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapacitySummary {
+    /// The SLO expressions.
+    pub slo: Vec<String>,
+    /// Every step, in order.
+    pub steps: Vec<CapacityStep>,
+    /// Highest achieved round trips/s of a step within the SLO (the knee).
+    pub knee_rps: Option<f64>,
+    /// Target CPU per round trip at the knee (µs), when local.
+    pub target_cpu_us_per_rt: Option<f64>,
+    /// Rate to size for.
+    pub target_rate: Option<f64>,
+    /// Instances needed for `target_rate` at the knee: ceil(target / knee).
+    pub instances_needed: Option<u64>,
+}
+
+/// CPU time spent by a process during the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// User + system CPU seconds.
+    pub cpu_s: f64,
+    /// Microseconds of CPU per HTTP request.
+    pub us_per_request: Option<f64>,
+    /// Microseconds of CPU per round trip.
+    pub us_per_round_trip: Option<f64>,
+}
+
+/// `summary.json`, schema 1.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema: u32,
+    /// Run id (the report folder name).
+    pub run_id: String,
+    /// Plan name.
+    pub plan: String,
+    /// Plan file.
+    pub plan_file: String,
+    /// MCP endpoint URL.
+    pub target: String,
+    /// Whether the target was the embedded reference server.
+    pub embedded_target: bool,
+    /// `closed` (Goose users), `open` (arrival rate), `capacity` or `merged`.
+    pub model: String,
+    /// Start, Unix seconds.
+    pub started_unix: f64,
+    /// Run length in seconds.
+    pub duration_s: f64,
+    /// Why the run ended: `duration`, `max_requests`, `target_unreachable`,
+    /// `target_died`, `interrupted`, `error`.
+    pub ended_by: String,
+    /// A one-line explanation when the run did not end by duration.
+    pub end_note: Option<String>,
+    /// Round trips by outcome.
+    pub round_trips: OutcomeCounts,
+    /// HTTP requests sent (all legs).
+    pub requests: u64,
+    /// Round trips per second.
+    pub rps: f64,
+    /// Requests per second.
+    pub requests_per_s: f64,
+    /// Unexpected round trips / all round trips (0 when none ran).
+    pub error_rate: f64,
+    /// Unexpected outcomes by class (`state_rejected`, `capability_error`,
+    /// `protocol_violation`, `http_error`, `timeout`, `transport`, …).
+    pub errors: BTreeMap<String, u64>,
+    /// First unexpected-outcome messages.
+    pub error_samples: Vec<String>,
+    /// Per-leg latency (full body time), by leg name.
+    pub legs: BTreeMap<String, LatencyStats>,
+    /// End-to-end latency of all round trips.
+    pub e2e: LatencyStats,
+    /// Per scenario.
+    pub scenarios: BTreeMap<String, ScenarioSummary>,
+    /// The target's `Server-Timing` `state` durations, by leg (absent when the
+    /// target sends none).
+    pub server_state: BTreeMap<String, LatencyStats>,
+    /// Percentile spectrum per leg and for `e2e`: `[percentile, ms]` pairs.
+    pub spectrum: BTreeMap<String, Vec<[f64; 2]>>,
+    /// One point per interval.
+    pub timeline: Vec<TimelinePoint>,
+    /// Threshold verdicts.
+    pub thresholds: Vec<ThresholdResult>,
+    /// True when every threshold held and the run ended normally.
+    pub passed: bool,
+    /// Capacity search results, for `--capacity` runs.
+    pub capacity: Option<CapacitySummary>,
+    /// The load generator's own CPU.
+    pub generator_cpu: Option<CpuUsage>,
+    /// The target's CPU (embedded target only).
+    pub target_cpu: Option<CpuUsage>,
+    /// Files of the report folder, by role (`summary_json`, `goose_html`, …).
+    pub files: BTreeMap<String, String>,
+}
