@@ -219,3 +219,105 @@ async fn every_flaw_fails_its_matching_check_and_only_that() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clean_reference_server_passes_every_legacy_check() {
+    let r = check_server(&[], Generation::Legacy).await;
+    println!("{}", table(&r));
+    let bad: Vec<_> = r
+        .results
+        .iter()
+        .filter(|x| matches!(x.status, Status::Fail | Status::Warn | Status::Timeout))
+        .map(|x| x.id)
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "clean server (2025-11-25): {bad:?}\n{}",
+        table(&r)
+    );
+    assert!(r.tally.pass >= 15, "too few checks passed\n{}", table(&r));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn legacy_flaws_fail_their_checks() {
+    use Status::{Fail, Timeout};
+    let cases: Vec<(Flaw, Vec<(&str, Status)>, Vec<&str>)> = vec![
+        (
+            Flaw::LegacyUrlWithoutId,
+            vec![("legacy-request-shape", Fail)],
+            vec!["legacy-cap-none", "legacy-decline", "legacy-handshake"],
+        ),
+        (
+            Flaw::UrlToFormClient,
+            vec![("legacy-cap-form-only", Fail)],
+            vec![
+                "legacy-cap-none",
+                "legacy-cap-url-only",
+                "legacy-request-shape",
+            ],
+        ),
+        (
+            Flaw::ElicitWithoutCapability,
+            vec![("legacy-cap-none", Fail)],
+            vec![
+                "legacy-cap-form-only",
+                "legacy-request-shape",
+                "legacy-answer-202",
+            ],
+        ),
+        (
+            Flaw::SecretInForm,
+            vec![("legacy-schema-findings", Fail)],
+            vec![
+                "legacy-cap-none",
+                "legacy-request-shape",
+                "legacy-happy-path",
+            ],
+        ),
+        (
+            Flaw::CrashOnDecline,
+            vec![("legacy-decline", Fail)],
+            vec!["legacy-cancel", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            Flaw::HangOnCancel,
+            vec![("legacy-cancel", Timeout)],
+            vec!["legacy-decline", "legacy-happy-path", "legacy-cap-none"],
+        ),
+    ];
+    let mut runs = Vec::new();
+    for (flaw, broken, intact) in cases {
+        runs.push(tokio::spawn(async move {
+            let r = check_server(&[flaw], Generation::Legacy).await;
+            (flaw, broken, intact, r)
+        }));
+    }
+    let mut problems = Vec::new();
+    for run in runs {
+        let (flaw, broken, intact, r) = run.await.expect("run completes");
+        for (id, want) in &broken {
+            let got = status_of(&r, id);
+            if got != want {
+                problems.push(format!(
+                    "--flaw {flaw}: {id} is {got:?}, expected {want:?}\n{}",
+                    table(&r)
+                ));
+            }
+        }
+        for id in &intact {
+            let got = status_of(&r, id);
+            if *got != Status::Pass {
+                problems.push(format!(
+                    "--flaw {flaw}: unrelated {id} is {got:?}, expected pass\n{}",
+                    table(&r)
+                ));
+            }
+        }
+        if !r.failed() {
+            problems.push(format!(
+                "--flaw {flaw}: the run does not count as failed (exit 1)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}

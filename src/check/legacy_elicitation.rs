@@ -1,8 +1,587 @@
-//! (in progress)
+//! 2025-11-25 elicitation over the session stream (§2, §3, §6.A 2–18): no
+//! elicitation before `initialized`; capability gating (none, form only,
+//! URL only); request shape (`elicitationId` present and unique) and schema
+//! findings; the answer POST gets 202; happy path, decline and cancel; an
+//! error reply to an undeclared mode; invalid answers; completion notices
+//! only for issued ids; the `-32042` shape.
 
-use super::model::Check;
+use super::input_required_shape::{is_shape_rule, verdict_of};
+use super::legacy_session::{Answer, Streamed, call, modes_seen, open};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::raw::Rpc;
+use crate::findings::{Finding, Severity};
+use crate::protocol::capabilities::ElicitModes;
+use crate::protocol::validate::validate_elicit_params;
+use crate::protocol::{ClientCapabilities, Generation, codes};
+use serde_json::Value;
+use std::collections::HashSet;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
-    Vec::new()
+    vec![
+        check!(
+            "legacy-no-elicit-before-initialized",
+            "§3.1 / §6.A 2",
+            Should,
+            Legacy,
+            "no elicitation/create before notifications/initialized",
+            before_initialized
+        ),
+        check!(
+            "legacy-cap-none",
+            "§2.4, §3.6 rule 2 / §6.A 3",
+            Must,
+            Legacy,
+            "a client without the elicitation capability never gets elicitation/create",
+            cap_none
+        ),
+        check!(
+            "legacy-cap-form-only",
+            "§2.4, §3.6 rule 2 / §6.A 4",
+            Must,
+            Legacy,
+            "a client declaring {} or {form:{}} never gets URL mode",
+            cap_form_only
+        ),
+        check!(
+            "legacy-cap-url-only",
+            "§2.4, §3.6 rule 2 / §6.A 5",
+            Must,
+            Legacy,
+            "a client declaring {url:{}} never gets form mode (mode omitted counts as form)",
+            cap_url_only
+        ),
+        check!(
+            "legacy-request-shape",
+            "§2.1, §3.4 / §6.A 6, 9",
+            Must,
+            Legacy,
+            "elicitation/create is well formed; URL mode has a unique elicitationId",
+            request_shape
+        ),
+        check!(
+            "legacy-schema-findings",
+            "§2.2, §3.6 rules 1 and 4 / §6.A 6-9",
+            Must,
+            Legacy,
+            "requested schemas are valid, forms ask for no secrets, URLs are safe",
+            schema_findings
+        ),
+        check!(
+            "legacy-answer-202",
+            "§3.2 / §6.A 15",
+            Must,
+            Legacy,
+            "the POSTed elicitation answer gets 202 with an empty body",
+            answer_202
+        ),
+        check!(
+            "legacy-happy-path",
+            "§3.2",
+            Must,
+            Legacy,
+            "each eliciting tool finishes with a result when answered validly",
+            happy_path
+        ),
+        check!(
+            "legacy-decline",
+            "§2.3, §4.10 / §6.A 12",
+            Must,
+            Legacy,
+            "declining ends the call with a response, no crash or hang",
+            decline
+        ),
+        check!(
+            "legacy-cancel",
+            "§2.3, §4.10 / §6.A 12",
+            Must,
+            Legacy,
+            "cancelling ends the call with a response, no crash or hang",
+            cancel
+        ),
+        check!(
+            "legacy-error-reply",
+            "§3.5 / §6.A 14",
+            Must,
+            Legacy,
+            "a -32602 error reply to elicitation/create still ends the call cleanly",
+            error_reply
+        ),
+        check!(
+            "legacy-invalid-answers",
+            "§3.6 / §6.A 13",
+            Should,
+            Legacy,
+            "content that fails the schema is not accepted silently",
+            invalid_answers
+        ),
+        check!(
+            "legacy-complete-notification",
+            "§3.3 / §6.A 17",
+            Must,
+            Legacy,
+            "notifications/elicitation/complete names only elicitationIds this client was issued",
+            complete_notification
+        ),
+        check!(
+            "legacy-url-required-error",
+            "§3.4 / §6.A 18",
+            Must,
+            Legacy,
+            "-32042, when used, lists URL-mode elicitations with elicitationId, url, message",
+            url_required_error
+        ),
+    ]
+}
+
+fn eliciting(p: &Probe) -> Vec<ToolProfile> {
+    p.target()
+        .tools
+        .iter()
+        .filter(|t| t.elicits())
+        .cloned()
+        .collect()
+}
+
+/// Runs every eliciting tool once on a fresh session with `caps`.
+async fn run_all(
+    p: &Probe,
+    caps: &ClientCapabilities,
+    initialized: bool,
+    answer: Answer,
+) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
+    let tools = eliciting(p);
+    if tools.is_empty() {
+        return Err(Verdict::skip("no tool elicits"));
+    }
+    let s = open(p, caps, initialized).await.map_err(Verdict::fail)?;
+    let mut out = Vec::new();
+    for t in tools {
+        let st = call(p, &s, &t.name, &t.arguments, answer.clone()).await;
+        out.push((t, st));
+    }
+    Ok(out)
+}
+
+async fn before_initialized(p: Probe) -> Verdict {
+    let runs = match run_all(&p, &all_modes(), false, Answer::Observe).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let early: Vec<&str> = runs
+        .iter()
+        .filter(|(_, s)| !s.elicitations.is_empty())
+        .map(|(t, _)| t.name.as_str())
+        .collect();
+    if early.is_empty() {
+        Verdict::pass("no elicitation/create before notifications/initialized")
+    } else {
+        Verdict::fail(format!(
+            "elicitation/create sent before notifications/initialized by {}",
+            early.join(", ")
+        ))
+    }
+}
+
+async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
+    let allowed = caps.elicit_modes();
+    let runs = match run_all(&p, &caps, true, Answer::Observe).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let mut problems = Vec::new();
+    for (t, s) in &runs {
+        let seen = modes_seen(&s.elicitations);
+        let bad = ElicitModes {
+            form: seen.form && !allowed.form,
+            url: seen.url && !allowed.url,
+        };
+        if bad.any() {
+            let modes = [(bad.form, "form"), (bad.url, "URL")]
+                .iter()
+                .filter(|(b, _)| *b)
+                .map(|(_, m)| *m)
+                .collect::<Vec<_>>()
+                .join(" and ");
+            problems.push(format!(
+                "{}: {modes} mode sent to a client declaring {what}",
+                t.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass(format!(
+            "no undeclared mode under {what} ({} tools)",
+            runs.len()
+        ))
+    } else {
+        Verdict::fail(problems.join("; "))
+    }
+}
+
+async fn cap_none(p: Probe) -> Verdict {
+    gate(p, ClientCapabilities::none(), "{}").await
+}
+
+async fn cap_form_only(p: Probe) -> Verdict {
+    let a = gate(
+        p.clone(),
+        ClientCapabilities::elicitation_empty(),
+        "{elicitation:{}}",
+    )
+    .await;
+    if !matches!(a, Verdict::Pass(_)) {
+        return a;
+    }
+    gate(
+        p,
+        ClientCapabilities::with_modes(true, false),
+        "{elicitation:{form:{}}}",
+    )
+    .await
+}
+
+async fn cap_url_only(p: Probe) -> Verdict {
+    gate(
+        p,
+        ClientCapabilities::with_modes(false, true),
+        "{elicitation:{url:{}}}",
+    )
+    .await
+}
+
+/// Every elicitation params seen when each eliciting tool runs twice.
+async fn all_elicitations(p: &Probe) -> Result<Vec<(String, Value)>, Verdict> {
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        for (t, s) in run_all(p, &all_modes(), true, Answer::Observe).await? {
+            out.extend(s.elicitations.into_iter().map(|e| (t.name.clone(), e)));
+        }
+    }
+    Ok(out)
+}
+
+fn findings(params: &Value) -> Vec<Finding> {
+    let mut out = Vec::new();
+    validate_elicit_params(params, Generation::Legacy, "", &mut out);
+    out
+}
+
+async fn request_shape(p: Probe) -> Verdict {
+    let all = match all_elicitations(&p).await {
+        Ok(a) => a,
+        Err(v) => return v,
+    };
+    let mut found: Vec<(String, Finding)> = Vec::new();
+    let mut ids = HashSet::new();
+    for (tool, e) in &all {
+        found.extend(
+            findings(e)
+                .into_iter()
+                .filter(|f| is_shape_rule(&f.rule) || f.rule.starts_with("legacy-"))
+                .map(|f| (tool.clone(), f)),
+        );
+        if let Some(id) = e.get("elicitationId").and_then(Value::as_str)
+            && !ids.insert(id.to_owned())
+        {
+            found.push((
+                tool.clone(),
+                Finding::new(
+                    Severity::Must,
+                    "/elicitationId",
+                    "legacy-url-elicitation-id-unique",
+                    format!("elicitationId {id:?} was issued twice"),
+                ),
+            ));
+        }
+    }
+    verdict_of(found, &format!("{} elicitation requests", all.len()))
+}
+
+async fn schema_findings(p: Probe) -> Verdict {
+    let all = match all_elicitations(&p).await {
+        Ok(a) => a,
+        Err(v) => return v,
+    };
+    let found = all
+        .iter()
+        .flat_map(|(tool, e)| {
+            findings(e)
+                .into_iter()
+                .filter(|f| !is_shape_rule(&f.rule) && !f.rule.starts_with("legacy-"))
+                .map(|f| (tool.clone(), f))
+        })
+        .collect();
+    verdict_of(found, &format!("{} elicitation requests", all.len()))
+}
+
+async fn answer_202(p: Probe) -> Verdict {
+    let runs = match run_all(
+        &p,
+        &all_modes(),
+        true,
+        Answer::Accept {
+            complete_pages: true,
+        },
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let replies: Vec<(u16, usize)> = runs
+        .iter()
+        .flat_map(|(_, s)| s.answer_replies.clone())
+        .collect();
+    if replies.is_empty() {
+        return Verdict::skip("no elicitation was answered");
+    }
+    let bad: Vec<String> = replies
+        .iter()
+        .filter(|(s, len)| *s != 202 || *len != 0)
+        .map(|(s, len)| format!("HTTP {s} with {len} body bytes"))
+        .collect();
+    if bad.is_empty() {
+        Verdict::pass(format!(
+            "{} answers, each 202 with an empty body",
+            replies.len()
+        ))
+    } else {
+        Verdict::fail(format!("answer POSTs got {}", bad.join(", ")))
+    }
+}
+
+fn ended(t: &str, s: &Streamed) -> Result<String, String> {
+    if s.status >= 500 {
+        return Err(format!("{t}: HTTP {}", s.status));
+    }
+    match (&s.response, &s.failure) {
+        (Some(Rpc::Result(v)), _) => Ok(format!(
+            "{t}: {}",
+            if v.get("isError").and_then(Value::as_bool) == Some(true) {
+                "tool error result"
+            } else {
+                "result"
+            }
+        )),
+        (Some(Rpc::Error(e)), _) => Ok(format!("{t}: error {}", e.code)),
+        (Some(Rpc::Missing(why)), _) => Err(format!("{t}: {why}")),
+        (None, Some(f)) => Err(format!("{t}: {f}")),
+        (None, None) => Err(format!("{t}: the stream ended without the call's response")),
+    }
+}
+
+async fn happy_path(p: Probe) -> Verdict {
+    let runs = match run_all(
+        &p,
+        &all_modes(),
+        true,
+        Answer::Accept {
+            complete_pages: true,
+        },
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let mut ok = Vec::new();
+    for (t, s) in &runs {
+        match (&s.response, ended(&t.name, s)) {
+            (Some(Rpc::Result(_)), Ok(line)) => ok.push(line),
+            (_, Ok(line)) | (_, Err(line)) => return Verdict::fail(line),
+        }
+    }
+    Verdict::pass(ok.join("; "))
+}
+
+async fn refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
+    let runs = match run_all(&p, &all_modes(), true, answer).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let mut lines = Vec::new();
+    let mut protocol_errors = Vec::new();
+    for (t, s) in &runs {
+        match ended(&t.name, s) {
+            Ok(line) => {
+                if matches!(s.response, Some(Rpc::Error(_))) {
+                    protocol_errors.push(line.clone());
+                }
+                lines.push(line);
+            }
+            Err(why) => return Verdict::fail(format!("after {what}: {why}")),
+        }
+    }
+    if !protocol_errors.is_empty() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "a protocol error answered a plain {what}: {}",
+                protocol_errors.join("; ")
+            ),
+        );
+    }
+    Verdict::pass(lines.join("; "))
+}
+
+async fn decline(p: Probe) -> Verdict {
+    refuse(p, Answer::Decline, "decline").await
+}
+
+async fn cancel(p: Probe) -> Verdict {
+    refuse(p, Answer::Cancel, "cancel").await
+}
+
+async fn error_reply(p: Probe) -> Verdict {
+    let runs = match run_all(&p, &all_modes(), true, Answer::Error(codes::INVALID_PARAMS)).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let mut lines = Vec::new();
+    for (t, s) in &runs {
+        match ended(&t.name, s) {
+            Ok(line) => lines.push(line),
+            Err(why) => return Verdict::fail(format!("after a -32602 reply: {why}")),
+        }
+    }
+    Verdict::pass(lines.join("; "))
+}
+
+async fn invalid_answers(p: Probe) -> Verdict {
+    let Some(t) = p
+        .target()
+        .tools
+        .iter()
+        .find(|t| t.elicits() && t.modes().form && !t.modes().url)
+        .cloned()
+    else {
+        return Verdict::skip("no form tool elicits");
+    };
+    let s = match open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::fail(e),
+    };
+    let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid).await;
+    let reprompted = st.elicitations.len() > 1;
+    match (&st.response, reprompted) {
+        (_, true) => Verdict::pass(format!(
+            "{}: the server asked again after invalid content",
+            t.name
+        )),
+        (Some(Rpc::Result(v)), false)
+            if v.get("isError").and_then(Value::as_bool) != Some(true) =>
+        {
+            Verdict::fail(format!(
+                "{}: content that fails the schema was accepted silently",
+                t.name
+            ))
+        }
+        (Some(_), false) => Verdict::pass(format!("{}: invalid content was refused", t.name)),
+        (None, false) => Verdict::violation(
+            Severity::Must,
+            format!(
+                "{}: {}",
+                t.name,
+                st.failure.unwrap_or_else(|| "no response".into())
+            ),
+        ),
+    }
+}
+
+async fn complete_notification(p: Probe) -> Verdict {
+    let runs = match run_all(
+        &p,
+        &all_modes(),
+        true,
+        Answer::Accept {
+            complete_pages: true,
+        },
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let issued: HashSet<String> = runs
+        .iter()
+        .flat_map(|(_, s)| {
+            s.elicitations.iter().filter_map(|e| {
+                e.get("elicitationId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+        })
+        .collect();
+    let mut seen = 0;
+    let mut problems = Vec::new();
+    for (t, s) in &runs {
+        for (m, params) in &s.notifications {
+            if m != "notifications/elicitation/complete" {
+                continue;
+            }
+            seen += 1;
+            match params.get("elicitationId").and_then(Value::as_str) {
+                Some(id) if issued.contains(id) => {}
+                Some(id) => problems.push(format!(
+                    "{}: completion for {id:?}, which this client was never issued",
+                    t.name
+                )),
+                None => problems.push(format!("{}: completion without an elicitationId", t.name)),
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Verdict::fail(problems.join("; "));
+    }
+    if seen == 0 {
+        return Verdict::pass("no completion notifications were sent (they are optional)");
+    }
+    Verdict::pass(format!(
+        "{seen} completion notifications, each for an issued elicitationId"
+    ))
+}
+
+async fn url_required_error(p: Probe) -> Verdict {
+    let mut errors = Vec::new();
+    for caps in [all_modes(), ClientCapabilities::with_modes(true, false)] {
+        if let Ok(runs) = run_all(&p, &caps, true, Answer::Observe).await {
+            errors.extend(runs.into_iter().flat_map(|(_, s)| s.errors));
+        }
+    }
+    let mut problems = Vec::new();
+    let mut used = 0;
+    for e in errors
+        .iter()
+        .filter(|e| e.get("code").and_then(Value::as_i64) == Some(codes::URL_ELICITATION_REQUIRED))
+    {
+        used += 1;
+        let list = e
+            .get("data")
+            .and_then(|d| d.get("elicitations"))
+            .and_then(Value::as_array);
+        match list {
+            Some(items) if !items.is_empty() => {
+                for it in items {
+                    let ok = it.get("mode").and_then(Value::as_str) == Some("url")
+                        && ["elicitationId", "url", "message"]
+                            .iter()
+                            .all(|k| it.get(k).is_some_and(Value::is_string));
+                    if !ok {
+                        problems.push(format!("an item of data.elicitations is not a URL-mode request with elicitationId, url and message: {it}"));
+                    }
+                }
+            }
+            _ => problems.push("-32042 without a non-empty data.elicitations".into()),
+        }
+    }
+    if !problems.is_empty() {
+        return Verdict::fail(problems.join("; "));
+    }
+    Verdict::pass(if used == 0 {
+        "-32042 was never used".to_owned()
+    } else {
+        format!("{used} well-formed -32042 errors")
+    })
 }
