@@ -703,3 +703,19 @@ async fn expired_state_is_rejected() {
     assert_eq!(r.reason(), "expired", "{}", r.text);
     s.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn foreign_origin_is_refused() {
+    let s = start(ServerConfig::default()).await;
+    let r = s
+        .http
+        .post(&s.url)
+        .bearer_auth("a")
+        .header("origin", "https://evil.example")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    s.server.shutdown().await;
+}

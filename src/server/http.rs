@@ -82,12 +82,50 @@ fn too_large(max: usize) -> Response {
     )
 }
 
+/// True when the request carries no `Origin`, or one on a loopback host, or
+/// one naming the host the request was sent to (DNS-rebinding defence).
+pub fn origin_allowed(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Some(url) = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()) else {
+        return false;
+    };
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    if loopback {
+        return true;
+    }
+    let authority = match (url.host_str(), url.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        _ => return false,
+    };
+    headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| h.eq_ignore_ascii_case(&authority))
+}
+
 async fn post_inner(
     app: &Arc<App>,
     headers: &HeaderMap,
     body: Body,
     timing: &mut Timing,
 ) -> Response {
+    if !origin_allowed(headers) {
+        tracing::info!("request with a foreign Origin refused");
+        let e = RpcError::new(
+            StatusCode::FORBIDDEN,
+            codes::INVALID_REQUEST,
+            "Origin not allowed",
+        );
+        return reply::error(None, &e);
+    }
     let max = app.cfg.max_body;
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -147,7 +185,9 @@ async fn mcp_get(headers: HeaderMap) -> Response {
 
 async fn mcp_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let timing = Timing::start();
-    let resp = if headers.contains_key(SESSION_ID) {
+    let resp = if !origin_allowed(&headers) {
+        reply::status(StatusCode::FORBIDDEN)
+    } else if headers.contains_key(SESSION_ID) {
         legacy::handle_delete(&app, &headers)
     } else {
         reply::status(StatusCode::METHOD_NOT_ALLOWED)
@@ -174,4 +214,35 @@ async fn not_found() -> Response {
         super::config::ResponseMode::Json,
     );
     reply::with_timing(r, &timing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for (k, v) in pairs {
+            m.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        m
+    }
+
+    #[test]
+    fn origins_are_checked() {
+        assert!(origin_allowed(&h(&[])));
+        assert!(origin_allowed(&h(&[("origin", "http://localhost:3000")])));
+        assert!(origin_allowed(&h(&[("origin", "http://127.0.0.1:9")])));
+        assert!(origin_allowed(&h(&[("origin", "http://[::1]:9")])));
+        assert!(!origin_allowed(&h(&[("origin", "https://evil.example")])));
+        assert!(!origin_allowed(&h(&[("origin", "null")])));
+        assert!(origin_allowed(&h(&[
+            ("origin", "http://myhost:8080"),
+            ("host", "myhost:8080")
+        ])));
+        assert!(!origin_allowed(&h(&[
+            ("origin", "http://myhost:8080"),
+            ("host", "other:8080")
+        ])));
+    }
 }

@@ -166,10 +166,14 @@ pub fn discover() -> Value {
     })
 }
 
-/// The `tools/list` result (without `resultType`).
-pub fn tools_list() -> Value {
+static TOOLS_LIST: LazyLock<Value> = LazyLock::new(|| {
     let tools: Vec<Value> = Tool::ALL.into_iter().map(Tool::descriptor).collect();
     json!({"tools": tools})
+});
+
+/// The `tools/list` result (without `resultType`).
+pub fn tools_list() -> Value {
+    TOOLS_LIST.clone()
 }
 
 fn hex(bytes: &[u8]) -> String {
