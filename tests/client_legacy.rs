@@ -91,7 +91,20 @@ async fn legacy_book_trip_three_elicitations() {
     let srv = server::start(ServerConfig::default())
         .await
         .expect("server starts");
-    let mut c = connect(srv.mcp_url()).await;
+    // With the optional GET stream: the reference server answers 405, which
+    // is recorded and does not disturb the call.
+    let cfg = LegacyConfig {
+        timeout: Duration::from_secs(10),
+        get_stream: true,
+        ..LegacyConfig::default()
+    };
+    let mut c = LegacyClient::connect(
+        reqwest::Client::new(),
+        Endpoint::new(srv.mcp_url(), "alice"),
+        cfg,
+    )
+    .await
+    .expect("session opens");
     let rt = c
         .call_tool(
             "book_trip",
@@ -101,6 +114,15 @@ async fn legacy_book_trip_three_elicitations() {
         .await;
     assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
     assert_eq!(rt.rounds, 3);
+    let get = rt.legs.iter().find(|l| l.name == "GET stream");
+    assert_eq!(get.map(|l| l.status), Some(Some(405)), "{rt:#?}");
+    assert_eq!(
+        rt.legs
+            .iter()
+            .filter(|l| l.name == "elicitation answer POST")
+            .count(),
+        3
+    );
     srv.shutdown().await;
 }
 

@@ -290,3 +290,118 @@ async fn a_dead_server_is_a_transport_error() {
         "{rt:#?}"
     );
 }
+
+/// Measurement, not a test: `cargo test --release --test client_modern --
+/// --ignored --nocapture measure`. Prints the client's own CPU cost per
+/// `deploy` round trip (state machine only, canned replies) and end-to-end
+/// round trips per second against the in-process reference server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn measure_client_throughput() {
+    use elicitkit::client::{HttpReply, Step};
+    use std::time::Instant;
+    // 1. Sans-I/O cost with canned replies shaped like the reference server's.
+    let (srv, ep, http) = server().await;
+    let first = json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required",
+        "inputRequests":{"confirm":{"method":"elicitation/create","params":{"mode":"form",
+        "message":"Deploy api?","requestedSchema":{"type":"object","properties":{
+        "environment":{"type":"string","enum":["staging","production"]},
+        "confirm":{"type":"boolean","default":false}},"required":["environment","confirm"]}}}},
+        "requestState":"A".repeat(180)}});
+    let done = json!({"jsonrpc":"2.0","id":2,"result":{"resultType":"complete",
+        "content":[{"type":"text","text":"Deployed api."}],"isError":false}});
+    let reply = |v: &Value| HttpReply {
+        status: 200,
+        content_type: Some("application/json".into()),
+        server_timing: Some("state;dur=0.010, app;dur=0.020".into()),
+        body: bytes::Bytes::from(v.to_string()),
+        ..HttpReply::default()
+    };
+    let (r1, r2) = (reply(&first), reply(&done));
+    let n = 50_000u32;
+    let t = Instant::now();
+    for i in 0..n {
+        let mut f = ModernFlow::new(
+            ToolCall::new("deploy", json!({"service":"api"})),
+            FlowConfig {
+                seed: u64::from(i),
+                ..FlowConfig::default()
+            },
+        );
+        let _ = f.start();
+        let _ = f.on_reply(r1.clone());
+        match f.on_reply(r2.clone()) {
+            Step::Done(rt) => assert_eq!(rt.outcome, Outcome::Success),
+            Step::Send(_) => panic!("flow did not end"),
+        }
+    }
+    let per = t.elapsed() / n;
+    println!(
+        "sans-I/O: {per:?} client CPU per deploy round trip ({:.0}/s on one core)",
+        1.0 / per.as_secs_f64()
+    );
+
+    let schema = first["result"]["inputRequests"]["confirm"]["params"]["requestedSchema"].clone();
+    let t = Instant::now();
+    for i in 0..n {
+        let _ = elicitkit::client::content::valid_content(&schema, u64::from(i));
+    }
+    println!("  of which content generation: {:?}", t.elapsed() / n);
+    let t = Instant::now();
+    for _ in 0..n {
+        let _ = elicitkit::protocol::body::decode_body(Some("application/json"), &r1.body);
+    }
+    println!(
+        "  of which decoding the input_required body: {:?}",
+        t.elapsed() / n
+    );
+    let t = Instant::now();
+    for _ in 0..n {
+        let mut f = ModernFlow::new(
+            ToolCall::new("deploy", json!({"service":"api"})),
+            FlowConfig::default(),
+        );
+        let _ = f.start();
+    }
+    println!("  of which new + start: {:?}", t.elapsed() / n);
+
+    // 2. End to end over HTTP/1.1 on 127.0.0.1 (client and server share 2 worker threads).
+    for concurrency in [1usize, 8, 32] {
+        if std::env::var_os("EK_SKIP_E2E").is_some() {
+            break;
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut tasks = Vec::new();
+        for w in 0..concurrency {
+            let (http, ep) = (http.clone(), ep.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut seed = w as u64 * 1_000_000;
+                while Instant::now() < deadline {
+                    seed += 1;
+                    let cfg = FlowConfig {
+                        seed,
+                        ..FlowConfig::default()
+                    };
+                    let rt = run(&http, &ep, "deploy", json!({"service":"api"}), cfg).await;
+                    assert_eq!(rt.outcome, Outcome::Success);
+                    lat.push(rt.total);
+                }
+                lat
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.expect("task"));
+        }
+        all.sort();
+        let p = |q: f64| all[((all.len() as f64 - 1.0) * q) as usize];
+        println!(
+            "end-to-end, {concurrency} concurrent: {:.0} round trips/s, p50 {:?}, p99 {:?}",
+            all.len() as f64 / 3.0,
+            p(0.5),
+            p(0.99)
+        );
+    }
+    srv.shutdown().await;
+}

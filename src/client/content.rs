@@ -6,13 +6,42 @@
 
 use crate::schema::{RequestedSchema, generate_invalid, generate_valid};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
 
 pub use crate::schema::InvalidKind;
+
+/// How many parsed schemas each thread keeps (a load run repeats a handful).
+const CACHE_SLOTS: usize = 16;
+
+thread_local! {
+    static MODELS: RefCell<Vec<(Value, Option<Rc<RequestedSchema>>)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+/// The schema engine's model of `requested_schema`, parsed once per thread
+/// per distinct schema (most recent first; comparing JSON is cheaper than
+/// parsing and validating it again).
+fn model_of(requested_schema: &Value) -> Option<Rc<RequestedSchema>> {
+    MODELS.with(|cell| {
+        let mut cache = cell.borrow_mut();
+        if let Some(i) = cache.iter().position(|(v, _)| v == requested_schema) {
+            let entry = cache.remove(i);
+            let model = entry.1.clone();
+            cache.insert(0, entry);
+            return model;
+        }
+        let model = RequestedSchema::from_value(requested_schema).0.map(Rc::new);
+        cache.insert(0, (requested_schema.clone(), model.clone()));
+        cache.truncate(CACHE_SLOTS);
+        model
+    })
+}
 
 /// Content that satisfies `requested_schema` (deterministic in `seed`). A
 /// schema the engine cannot model at all gets an empty object.
 pub fn valid_content(requested_schema: &Value, seed: u64) -> Map<String, Value> {
-    match RequestedSchema::from_value(requested_schema).0 {
+    match model_of(requested_schema) {
         Some(model) => generate_valid(&model, seed),
         None => Map::new(),
     }
@@ -25,7 +54,7 @@ pub fn invalid_content(
     kind: InvalidKind,
     seed: u64,
 ) -> Option<Map<String, Value>> {
-    let model = RequestedSchema::from_value(requested_schema).0?;
+    let model = model_of(requested_schema)?;
     generate_invalid(&model, kind, seed)
 }
 
@@ -51,6 +80,13 @@ mod tests {
         assert!(c.contains_key("env"));
         assert!(validate_content(&model, &Value::Object(c)).is_empty());
         assert!(valid_content(&json!(42), 1).is_empty());
+        // Cached and uncached answers agree, and many schemas evict cleanly.
+        assert_eq!(valid_content(&schema(), 9), valid_content(&schema(), 9));
+        for i in 0..40 {
+            let s = json!({"type":"object","properties":{format!("p{i}"):{"type":"boolean"}}});
+            assert!(valid_content(&s, 1).contains_key(&format!("p{i}")));
+        }
+        assert!(valid_content(&schema(), 1).contains_key("env"));
     }
 
     #[test]

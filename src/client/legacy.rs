@@ -20,15 +20,15 @@ use crate::protocol::elicitation::{
 };
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
-    ErrorObject, Message, Outcome as RpcOutcome, Request, RequestId, Response, message_from_value,
-    parse_json,
+    ErrorObject, MAX_MESSAGE_BYTES, Message, Outcome as RpcOutcome, Request, RequestId, Response,
+    message_from_value, parse_json,
 };
 use crate::protocol::legacy::{
     Implementation, InitializeParams, InitializeResult, METHOD_INITIALIZE, METHOD_INITIALIZED,
 };
 use crate::protocol::sse::SseParser;
 use crate::protocol::{codes, version};
-use futures::StreamExt;
+use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -43,6 +43,9 @@ pub struct LegacyConfig {
     pub timeout: Duration,
     /// Seed for generated content and page values.
     pub seed: u64,
+    /// Also open the optional GET stream for each tool call and serve the
+    /// requests it carries (a 405 or any failure there is recorded, not fatal).
+    pub get_stream: bool,
 }
 
 impl Default for LegacyConfig {
@@ -51,6 +54,7 @@ impl Default for LegacyConfig {
             capabilities: ClientCapabilities::with_modes(true, true),
             timeout: Duration::from_secs(30),
             seed: 0,
+            get_stream: false,
         }
     }
 }
@@ -429,73 +433,157 @@ impl LegacyClient {
         st: &mut CallState<'_>,
     ) -> Final {
         let started = Instant::now();
-        let send = self.request(reqwest::Method::POST, true).body(body).send();
-        let resp = match tokio::time::timeout_at(deadline, send).await {
-            Err(_) => return Final::Failed(LegFailure::Timeout),
-            Ok(Err(e)) => return Final::Failed(LegFailure::Transport(describe(&e))),
-            Ok(Ok(r)) => r,
+        // The optional GET stream is opened first so that a server which
+        // routes elicitations there (and answers the POST with plain JSON
+        // only at the end) can be served while the POST is pending.
+        let get = if self.cfg.get_stream {
+            let req = self
+                .request(reqwest::Method::GET, true)
+                .header("Accept", "text/event-stream");
+            chunks(req, started).boxed()
+        } else {
+            stream::empty().boxed()
         };
-        stream_leg.to_headers = started.elapsed();
-        let status = resp.status().as_u16();
-        stream_leg.status = Some(status);
-        if let Some(t) = header(&resp, "server-timing") {
-            let (s, a) = parse_server_timing(&t);
-            stream_leg.server_state = s;
-            stream_leg.server_app = a;
-        }
-        let ct = header(&resp, "content-type").unwrap_or_default();
-        if !ct.to_ascii_lowercase().starts_with("text/event-stream") {
-            let bytes = match tokio::time::timeout_at(deadline, resp.bytes()).await {
-                Err(_) => return Final::Failed(LegFailure::Timeout),
-                Ok(Err(e)) => return Final::Failed(LegFailure::Transport(describe(&e))),
-                Ok(Ok(b)) => b,
-            };
-            let decoded = match decode_body(Some(&ct), &bytes) {
-                Ok(d) => d,
-                Err(_) if !(200..300).contains(&status) => return Final::Http(status),
-                Err(e) => return Final::Violation(format!("undecodable response body: {e}")),
-            };
-            for m in decoded.messages {
-                if let Some(f) = self.on_message(m, id, deadline, st).await {
-                    return f;
-                }
-            }
-            return if (200..300).contains(&status) {
-                Final::Violation("no JSON-RPC response in the body".into())
-            } else {
-                Final::Http(status)
-            };
-        }
-        let mut parser = SseParser::new();
-        let mut stream = resp.bytes_stream();
+        let post = chunks(
+            self.request(reqwest::Method::POST, true).body(body),
+            started,
+        );
+        let mut merged = stream::select(post.map(|c| (Src::Post, c)), get.map(|c| (Src::Get, c)));
+        let mut post_sse = None::<bool>;
+        let mut post_status = 0u16;
+        let mut post_ct = String::new();
+        let mut post_buf: Vec<u8> = Vec::new();
+        let mut parsers = [SseParser::new(), SseParser::new()];
+        let mut get_open = false;
         let mut events = Vec::new();
         loop {
-            let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
+            let (src, chunk) = match tokio::time::timeout_at(deadline, merged.next()).await {
                 Err(_) => return Final::Failed(LegFailure::Timeout),
                 Ok(None) => {
+                    return Final::Failed(LegFailure::Transport(
+                        "the POST stream ended without a response".into(),
+                    ));
+                }
+                Ok(Some(x)) => x,
+            };
+            match (src, chunk) {
+                (Src::Post, Chunk::Head(h)) => {
+                    stream_leg.to_headers = h.at;
+                    stream_leg.status = Some(h.status);
+                    let (s, a) = h
+                        .timing
+                        .as_deref()
+                        .map_or((None, None), parse_server_timing);
+                    stream_leg.server_state = s;
+                    stream_leg.server_app = a;
+                    post_status = h.status;
+                    post_sse = Some(
+                        h.content_type
+                            .to_ascii_lowercase()
+                            .starts_with("text/event-stream"),
+                    );
+                    post_ct = h.content_type;
+                }
+                (Src::Get, Chunk::Head(h)) => {
+                    get_open = h.status == 200
+                        && h.content_type
+                            .to_ascii_lowercase()
+                            .starts_with("text/event-stream");
+                    let result = if get_open {
+                        LegResult::Page
+                    } else {
+                        LegResult::Http { status: h.status }
+                    };
+                    st.rt.legs.push(Leg {
+                        name: "GET stream".into(),
+                        status: Some(h.status),
+                        to_headers: h.at,
+                        total: h.at,
+                        server_state: None,
+                        server_app: None,
+                        result,
+                    });
+                }
+                (Src::Post, Chunk::Data(b)) if post_sse == Some(true) => {
+                    events.clear();
+                    if let Err(e) = parsers[0].push(&b, &mut events) {
+                        return Final::Violation(e.to_string());
+                    }
+                    for ev in events.drain(..).collect::<Vec<_>>() {
+                        if let Some(f) = self.on_event(&ev.data, Src::Post, id, deadline, st).await
+                        {
+                            return f;
+                        }
+                    }
+                }
+                (Src::Post, Chunk::Data(b)) => {
+                    if post_buf.len() + b.len() > MAX_MESSAGE_BYTES {
+                        return Final::Violation(format!(
+                            "the tools/call response exceeds {MAX_MESSAGE_BYTES} bytes"
+                        ));
+                    }
+                    post_buf.extend_from_slice(&b);
+                }
+                (Src::Get, Chunk::Data(b)) if get_open => {
+                    events.clear();
+                    if parsers[1].push(&b, &mut events).is_err() {
+                        get_open = false; // a broken GET stream is dropped, not fatal
+                        continue;
+                    }
+                    for ev in events.drain(..).collect::<Vec<_>>() {
+                        if let Some(f) = self.on_event(&ev.data, Src::Get, id, deadline, st).await {
+                            return f;
+                        }
+                    }
+                }
+                (Src::Get, _) => {}
+                (Src::Post, Chunk::Failed(why)) => {
+                    return Final::Failed(LegFailure::Transport(why));
+                }
+                (Src::Post, Chunk::End) if post_sse == Some(true) => {
                     return Final::Failed(LegFailure::Transport(
                         "the server closed the stream before the response to tools/call".into(),
                     ));
                 }
-                Ok(Some(Err(e))) => return Final::Failed(LegFailure::Transport(describe(&e))),
-                Ok(Some(Ok(c))) => c,
-            };
-            events.clear();
-            if let Err(e) = parser.push(&chunk, &mut events) {
-                return Final::Violation(e.to_string());
-            }
-            for ev in events.drain(..) {
-                if ev.data.trim().is_empty() {
-                    continue; // priming event
+                (Src::Post, Chunk::End) => {
+                    let ok = (200..300).contains(&post_status);
+                    let decoded = match decode_body(Some(&post_ct), &post_buf) {
+                        Ok(d) => d,
+                        Err(_) if !ok => return Final::Http(post_status),
+                        Err(e) => {
+                            return Final::Violation(format!("undecodable response body: {e}"));
+                        }
+                    };
+                    for m in decoded.messages {
+                        if let Some(f) = self.on_message(m, Src::Post, id, deadline, st).await {
+                            return f;
+                        }
+                    }
+                    return if ok {
+                        Final::Violation("no JSON-RPC response in the body".into())
+                    } else {
+                        Final::Http(post_status)
+                    };
                 }
-                let msg = match parse_json(ev.data.as_bytes()).and_then(message_from_value) {
-                    Ok(m) => m,
-                    Err(e) => return Final::Violation(format!("bad SSE event data: {e}")),
-                };
-                if let Some(f) = self.on_message(msg, id, deadline, st).await {
-                    return f;
-                }
             }
+        }
+    }
+
+    /// Handles one SSE event's data; `Some` ends the call.
+    async fn on_event(
+        &self,
+        data: &str,
+        src: Src,
+        id: &RequestId,
+        deadline: TokioInstant,
+        st: &mut CallState<'_>,
+    ) -> Option<Final> {
+        if data.trim().is_empty() {
+            return None; // priming event
+        }
+        match parse_json(data.as_bytes()).and_then(message_from_value) {
+            Ok(m) => self.on_message(m, src, id, deadline, st).await,
+            Err(e) => Some(Final::Violation(format!("bad SSE event data: {e}"))),
         }
     }
 
@@ -503,11 +591,17 @@ impl LegacyClient {
     async fn on_message(
         &self,
         msg: Message,
+        src: Src,
         id: &RequestId,
         deadline: TokioInstant,
         st: &mut CallState<'_>,
     ) -> Option<Final> {
         match msg {
+            Message::Response(_) if src == Src::Get => {
+                st.violations
+                    .push("a JSON-RPC response arrived on the GET stream".into());
+                None
+            }
             Message::Response(r) => {
                 if r.id.as_ref() == Some(id) {
                     return Some(Final::Response(r));
@@ -776,6 +870,54 @@ impl LegacyClient {
             })
         }
     }
+}
+
+/// Which HTTP response a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Src {
+    Post,
+    Get,
+}
+
+/// Response headers, as far as the client cares.
+struct Head {
+    status: u16,
+    content_type: String,
+    timing: Option<String>,
+    at: Duration,
+}
+
+/// One step of reading a response: its head, body bytes, then its end.
+enum Chunk {
+    Head(Head),
+    Data(bytes::Bytes),
+    Failed(String),
+    End,
+}
+
+/// Sends `req` and yields its head, body chunks, and `End` (or `Failed`).
+fn chunks(req: reqwest::RequestBuilder, started: Instant) -> BoxStream<'static, Chunk> {
+    stream::once(req.send())
+        .flat_map(move |res| match res {
+            Err(e) => stream::iter([Chunk::Failed(describe(&e))]).boxed(),
+            Ok(resp) => {
+                let head = Chunk::Head(Head {
+                    status: resp.status().as_u16(),
+                    content_type: header(&resp, "content-type").unwrap_or_default(),
+                    timing: header(&resp, "server-timing"),
+                    at: started.elapsed(),
+                });
+                let body = resp.bytes_stream().map(|r| match r {
+                    Ok(b) => Chunk::Data(b),
+                    Err(e) => Chunk::Failed(describe(&e)),
+                });
+                stream::iter([head])
+                    .chain(body)
+                    .chain(stream::iter([Chunk::End]))
+                    .boxed()
+            }
+        })
+        .boxed()
 }
 
 fn reason_of(e: &ErrorObject) -> Option<String> {

@@ -21,7 +21,7 @@ use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::codes;
 use crate::protocol::elicitation::{self, ElicitAction, ElicitRequestParams, ElicitResult};
 use crate::protocol::headers::request_headers;
-use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, Request, RequestId};
+use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, RequestId};
 use crate::protocol::mrtr::{InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultType};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
@@ -430,13 +430,12 @@ impl ModernFlow {
             "application/json, text/event-stream".into(),
         ));
         headers.push(("Content-Type".into(), "application/json".into()));
-        let body = Message::Request(Request {
-            id,
-            method: METHOD_TOOLS_CALL.into(),
-            params: Some(params),
-        })
-        .to_json()
-        .into_bytes();
+        let mut msg = Map::new();
+        msg.insert("jsonrpc".into(), Value::from("2.0"));
+        msg.insert("id".into(), id.to_value());
+        msg.insert("method".into(), Value::from(METHOD_TOOLS_CALL));
+        msg.insert("params".into(), params);
+        let body = serde_json::to_vec(&msg).unwrap_or_default();
         Outgoing {
             leg,
             target: Target::Mcp,
@@ -571,7 +570,12 @@ impl ModernFlow {
         self.finished = true;
         self.rt.outcome = outcome;
         self.rt.total = self.rt.legs_total();
-        Step::Done(self.rt.clone())
+        // Hand the record over; keep only its name and outcome for late calls.
+        let mut rest = RoundTrip::new(self.rt.name.clone());
+        rest.outcome = self.rt.outcome.clone();
+        rest.total = self.rt.total;
+        rest.rounds = self.rt.rounds;
+        Step::Done(std::mem::replace(&mut self.rt, rest))
     }
 
     fn violation(&mut self, why: impl Into<String>) -> Step {
@@ -890,7 +894,9 @@ impl ModernFlow {
             _ => {}
         }
         let params = self.params(self.responses.as_ref(), state.as_deref());
-        self.last_retry = Some(params.clone());
+        if matches!(self.cfg.policy, AnswerPolicy::ReplayState) {
+            self.last_retry = Some(params.clone());
+        }
         self.pending = Pending::Call;
         let leg = format!("tools/call #{} retry", self.calls);
         Step::Send(self.mcp_request(leg, params, auth))
