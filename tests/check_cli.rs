@@ -1,0 +1,128 @@
+//! `elicitkit check` as a CI user runs it: exit codes (0 clean, 1 on a MUST
+//! failure, 2 on usage errors or an unreachable target) and the JSON and
+//! JUnit outputs, against the reference server on 127.0.0.1.
+
+use elicitkit::server::{Flaw, FlawSet, ServerConfig, start};
+use std::process::{Command, Output};
+
+async fn elicitkit(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+            .args(&args)
+            .output()
+            .expect("the binary runs")
+    })
+    .await
+    .expect("join")
+}
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_errors_and_unreachable_targets_exit_2() {
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        "http://127.0.0.1:1/mcp",
+        "--timeout",
+        "2s",
+    ]))
+    .await;
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unreachable"));
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        "http://127.0.0.1:1/mcp",
+        "--generation",
+        "1999",
+    ]))
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = elicitkit(args(&["check", "--target", "ftp://127.0.0.1/mcp"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = elicitkit(args(&["check", "--list"])).await;
+    assert_eq!(out.status.code(), Some(0));
+    let list = String::from_utf8_lossy(&out.stdout);
+    assert!(list.contains("mrtr-tamper-bit-flip") && list.contains("legacy-request-shape"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clean_server_exits_0_with_junit() {
+    let server = start(ServerConfig::default()).await.expect("server");
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        &server.mcp_url(),
+        "--generation",
+        "2026-07-28",
+        "--format",
+        "junit",
+        "--only",
+        "mrtr-meta",
+        "--only",
+        "mrtr-tamper",
+    ]))
+    .await;
+    server.shutdown().await;
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{xml}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(
+        xml.contains("name=\"mrtr-tamper-bit-flip [§4.7 S7 / §6.B 11]\""),
+        "{xml}"
+    );
+    assert!(!xml.contains("<failure"), "{xml}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flawed_server_exits_1_with_json_naming_the_check() {
+    let config = ServerConfig {
+        flaws: [Flaw::AcceptTamperedState].into_iter().collect::<FlawSet>(),
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server");
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        &server.mcp_url(),
+        "--format",
+        "json",
+        "--only",
+        "mrtr-tamper",
+    ]))
+    .await;
+    server.shutdown().await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(v["generation"], "2026-07-28");
+    let row = v["results"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["id"] == "mrtr-tamper-bit-flip"))
+        .cloned()
+        .expect("the bit-flip row");
+    assert_eq!(row["status"], "fail", "{row}");
+    assert_eq!(row["severity"], "MUST");
+    let evidence = row["evidence"].to_string();
+    assert!(
+        evidence.contains("Bearer ***") && !evidence.contains("Bearer alice"),
+        "{evidence}"
+    );
+}
