@@ -509,7 +509,7 @@ impl LegacyClient {
                     if let Err(e) = parsers[0].push(&b, &mut events) {
                         return Final::Violation(e.to_string());
                     }
-                    for ev in events.drain(..).collect::<Vec<_>>() {
+                    for ev in events.drain(..) {
                         if let Some(f) = self.on_event(&ev.data, Src::Post, id, deadline, st).await
                         {
                             return f;
@@ -530,7 +530,7 @@ impl LegacyClient {
                         get_open = false; // a broken GET stream is dropped, not fatal
                         continue;
                     }
-                    for ev in events.drain(..).collect::<Vec<_>>() {
+                    for ev in events.drain(..) {
                         if let Some(f) = self.on_event(&ev.data, Src::Get, id, deadline, st).await {
                             return f;
                         }
