@@ -321,3 +321,35 @@ async fn legacy_flaws_fail_their_checks() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sse_responses_are_inspected_and_clean() {
+    let config = ServerConfig {
+        response: elicitkit::server::ResponseMode::Sse,
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server starts");
+    let mut s = Settings::new(server.mcp_url());
+    s.timeout = Duration::from_secs(4);
+    let r = check::run(s, Some(Generation::Modern), &[])
+        .await
+        .expect("check runs");
+    server.shutdown().await;
+    assert_eq!(
+        status_of(&r, "mrtr-sse-hygiene"),
+        &Status::Pass,
+        "{}",
+        table(&r)
+    );
+    let bad: Vec<_> = r
+        .results
+        .iter()
+        .filter(|x| matches!(x.status, Status::Fail | Status::Warn | Status::Timeout))
+        .map(|x| x.id)
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "clean server in SSE mode: {bad:?}\n{}",
+        table(&r)
+    );
+}
