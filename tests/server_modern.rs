@@ -719,3 +719,26 @@ async fn foreign_origin_is_refused() {
     assert_eq!(r.status().as_u16(), 403);
     s.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn modern_requests_ignore_a_session_header() {
+    let s = start(ServerConfig::default()).await;
+    let mut params = json!({});
+    params["_meta"] = meta(&json!({}));
+    let r = s
+        .http
+        .post(&s.url)
+        .bearer_auth("a")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/list")
+        .header("mcp-session-id", "stale-or-bogus")
+        .body(json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":params}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let r = to_reply(r).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.result_type(), "complete");
+    assert!(r.headers.get("mcp-session-id").is_none());
+    s.server.shutdown().await;
+}

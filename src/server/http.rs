@@ -1,9 +1,10 @@
 //! The HTTP surface: routes, body limits, principal extraction, and the
 //! per-request choice between the two generations.
 //!
-//! A request is 2025-11-25 ("legacy") when it is `initialize`, carries an
-//! `MCP-Session-Id`, or says `MCP-Protocol-Version: 2025-11-25`; everything
-//! else is 2026-07-28.
+//! A request is 2025-11-25 ("legacy") when it is `initialize`, says
+//! `MCP-Protocol-Version: 2025-11-25`, or carries an `MCP-Session-Id` without
+//! any `MCP-Protocol-Version`; everything else is 2026-07-28 (which ignores
+//! `Mcp-Session-Id`, as the 2026-07-28 transport requires).
 
 use std::sync::Arc;
 
@@ -58,11 +59,10 @@ fn unauthorized(id: Option<&RequestId>) -> Response {
 }
 
 fn is_legacy(headers: &HeaderMap, msg: &Message) -> bool {
-    headers.contains_key(SESSION_ID)
-        || headers
-            .get(PROTOCOL_VERSION)
-            .is_some_and(|v| v.as_bytes() == LEGACY.as_bytes())
-        || msg.method() == Some(METHOD_INITIALIZE)
+    let version = headers.get(PROTOCOL_VERSION).map(|v| v.as_bytes());
+    msg.method() == Some(METHOD_INITIALIZE)
+        || version == Some(LEGACY.as_bytes())
+        || (version.is_none() && headers.contains_key(SESSION_ID))
 }
 
 async fn mcp_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {

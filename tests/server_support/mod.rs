@@ -152,6 +152,7 @@ pub async fn call(s: &Srv, user: &str, id: i64, tool: &str, args: Value, caps: &
 }
 
 /// `tools/call` retry with responses and state.
+#[allow(clippy::too_many_arguments)]
 pub async fn retry(
     s: &Srv,
     user: &str,
