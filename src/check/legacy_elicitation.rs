@@ -6,7 +6,7 @@
 //! only for issued ids; the `-32042` shape.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
-use super::legacy_session::{Answer, Streamed, call, modes_seen, open};
+use super::legacy_session::{Answer, Streamed, call, call_watching, modes_seen, open};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::Rpc;
@@ -115,6 +115,14 @@ pub fn checks() -> Vec<Check> {
             Legacy,
             "content that fails the schema is not accepted silently",
             invalid_answers
+        ),
+        check!(
+            "legacy-stream-rules",
+            "§3.2 / §6.A 16",
+            Should,
+            Legacy,
+            "elicitations and the final response travel on the call's POST stream, which then closes",
+            stream_rules
         ),
         check!(
             "legacy-complete-notification",
@@ -584,4 +592,81 @@ async fn url_required_error(p: Probe) -> Verdict {
     } else {
         format!("{used} well-formed -32042 errors")
     })
+}
+
+async fn stream_rules(p: Probe) -> Verdict {
+    let Some(t) = p
+        .target()
+        .tools
+        .iter()
+        .find(|t| t.elicits() && t.modes().form && !t.modes().url)
+        .cloned()
+    else {
+        return Verdict::skip("no form tool elicits");
+    };
+    let s = match open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::fail(e),
+    };
+    let st = call_watching(
+        &p,
+        &s,
+        &t.name,
+        &t.arguments,
+        Answer::Accept {
+            complete_pages: true,
+        },
+        true,
+    )
+    .await;
+    let sse = st
+        .content_type
+        .as_deref()
+        .is_some_and(|c| c.starts_with("text/event-stream"));
+    if !sse {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "{}: the call was answered with {:?}, so its elicitations cannot travel on its stream",
+                t.name, st.content_type
+            ),
+        );
+    }
+    if st.elicitations.is_empty() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "{}: no elicitation/create on the call's POST stream",
+                t.name
+            ),
+        );
+    }
+    if st.response.is_none() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "{}: the final response did not arrive on the POST stream ({})",
+                t.name,
+                st.failure.unwrap_or_default()
+            ),
+        );
+    }
+    match st.after_response {
+        Some((_, extra)) if extra > 0 => Verdict::violation(
+            Severity::Should,
+            format!("{}: {extra} message(s) after the final response", t.name),
+        ),
+        Some((false, _)) => Verdict::violation(
+            Severity::Should,
+            format!(
+                "{}: the stream stayed open after the final response",
+                t.name
+            ),
+        ),
+        _ => Verdict::pass(format!(
+            "{}: {} elicitation(s) and the response on the POST stream, which then closed",
+            t.name,
+            st.elicitations.len()
+        )),
+    }
 }

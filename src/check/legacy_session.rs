@@ -119,6 +119,9 @@ pub struct Streamed {
     pub failure: Option<String>,
     /// The driver stopped reading on purpose ([`Answer::Observe`] at URL mode).
     pub abandoned: bool,
+    /// With `watch_close`: whether the stream closed within a second of the
+    /// response, and how many messages came after it.
+    pub after_response: Option<(bool, usize)>,
     /// Every raw response body of JSON-RPC messages with an error (for -32042).
     pub errors: Vec<Value>,
 }
@@ -234,6 +237,19 @@ pub async fn call(
     tool: &str,
     args: &Map<String, Value>,
     answer: Answer,
+) -> Streamed {
+    call_watching(p, s, tool, args, answer, false).await
+}
+
+/// [`call`]; with `watch_close`, also reads on for up to a second after the
+/// response to see whether the stream closes and whether anything follows.
+pub async fn call_watching(
+    p: &Probe,
+    s: &Session,
+    tool: &str,
+    args: &Map<String, Value>,
+    answer: Answer,
+    watch_close: bool,
 ) -> Streamed {
     let id = p.target().next_id();
     let req = session_post(
@@ -386,6 +402,22 @@ pub async fn call(
                 complete_page(p, url).await;
             }
         }
+    }
+    if watch_close && sse && out.response.is_some() {
+        let until = (Instant::now() + Duration::from_secs(1)).min(deadline);
+        let mut extra = 0;
+        let closed = loop {
+            match tokio::time::timeout_at(until, body.next()).await {
+                Err(_) => break false,
+                Ok(None) | Ok(Some(Err(_))) => break true,
+                Ok(Some(Ok(c))) => {
+                    let mut events = Vec::new();
+                    let _ = parser.push(&c, &mut events);
+                    extra += events.iter().filter(|e| !e.data.trim().is_empty()).count();
+                }
+            }
+        };
+        out.after_response = Some((closed, extra));
     }
     if !sse && !whole.is_empty() {
         let _ = writeln!(transcript, "{}", mask::body(&whole));

@@ -48,8 +48,9 @@ pub struct Args {
     /// Deadline for the whole run.
     #[arg(long, default_value = "180s", value_parser = humantime::parse_duration)]
     pub deadline: Duration,
-    /// Run the expiry check: wait this long before replaying a state (longer
-    /// than the server's state TTL). The check's timeout grows accordingly.
+    /// Run the expiry check: wait this long before replaying a state. Make it
+    /// longer than the server's state TTL plus its clock-skew allowance (the
+    /// reference server allows 5 s). The check's timeout grows accordingly.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub wait_expiry: Option<Duration>,
     /// Checks run at the same time.
