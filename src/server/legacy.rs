@@ -595,6 +595,9 @@ impl Call<'_> {
                     self.settle(mode, &record_id, outcome).await;
                 } else if action == ElicitAction::Accept.as_str() {
                     match self.wait_flow(&record_id, timeout).await {
+                        // Under legacy-url-without-id the client never saw an
+                        // id, so no completion notice can name one (it is optional).
+                        Some(true) if app.flaw(Flaw::LegacyUrlWithoutId) => {}
                         Some(true) => {
                             let note = reply::notification_json(
                                 METHOD_COMPLETE,
