@@ -180,6 +180,14 @@ pub fn run(args: Args) -> ExitCode {
         Ok(p) => p,
         Err(e) => return usage_error(e),
     };
+    // Route Goose's `log` output through a quiet tracing subscriber (Goose
+    // would otherwise print a warning per failed request); RUST_LOG overrides.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,goose=error"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -13,7 +13,7 @@
 //! in Goose; unexpected outcomes mark the final leg failed.
 //!
 //! Goose is configured in code (`GooseAttack::initialize_with_config`, no
-//! argv parsing), with telnet/WebSocket controllers off, and stopped early
+//! argv parsing), with the telnet controller off, and stopped early
 //! through `goose::trigger_killswitch` (request cap, dead target, Ctrl-C).
 
 use super::scenarios::{LoadContext, leg_failure};
@@ -51,7 +51,6 @@ pub fn goose_config(
         .map(|f| dir.join(f).display().to_string())
         .collect();
     c.no_telnet = true;
-    c.no_websocket = true;
     c.no_reset_metrics = true;
     c.no_print_metrics = true;
     c.no_error_summary = true;
@@ -184,6 +183,7 @@ async fn round_trip(
         let Some((rt, reserved)) = ctx.legacy_round_trip(&client, spec).await else {
             return Ok(());
         };
+        ctx.recorder.record(&spec.name, &rt, rt.total, reserved);
         for leg in &rt.legs {
             let ok = !matches!(
                 leg.result,
@@ -194,10 +194,9 @@ async fn round_trip(
         }
         let ok = rt.outcome.is_ok();
         let err = (!ok).then(|| rt.outcome.label());
-        user.record_custom_request_duration("RT", &spec.name, rt.total, ok, None, err)
-            .await?;
-        ctx.recorder.record(&spec.name, &rt, rt.total, reserved);
-        return Ok(());
+        return user
+            .record_custom_request_duration("RT", &spec.name, rt.total, ok, None, err)
+            .await;
     }
     let mut flow = ctx.flow_for(spec, ctx.next_seq());
     let started = Instant::now();
@@ -223,6 +222,8 @@ async fn round_trip(
         }
     };
     rt.total = started.elapsed();
+    // Our metrics first: a Goose bookkeeping error must not lose the sample.
+    ctx.recorder.record(&spec.name, &rt, rt.total, reserved);
     if let Some(mut m) = last_metric {
         match &rt.outcome {
             Outcome::ExpectedRejection { .. } | Outcome::Success => {
@@ -237,7 +238,5 @@ async fn round_trip(
     let ok = rt.outcome.is_ok();
     let err = (!ok).then(|| rt.outcome.label());
     user.record_custom_request_duration("RT", &spec.name, rt.total, ok, None, err)
-        .await?;
-    ctx.recorder.record(&spec.name, &rt, rt.total, reserved);
-    Ok(())
+        .await
 }

@@ -134,9 +134,14 @@ pub fn merged<'a>(hs: impl Iterator<Item = &'a Histogram<u64>>) -> Histogram<u64
     out
 }
 
-/// Records a duration (microseconds, at least 1).
+/// Largest value recorded (one hour in microseconds); longer is clamped.
+const MAX_US: u64 = 3_600_000_000;
+
+/// Records a duration (microseconds, 1 µs to 1 h). `record` resizes the
+/// auto-resizing histogram; `saturating_record` would clamp to its current
+/// (tiny) range instead.
 fn rec(h: &mut Histogram<u64>, d: Duration) {
-    h.saturating_record((d.as_micros() as u64).max(1));
+    let _ = h.record((d.as_micros() as u64).clamp(1, MAX_US));
 }
 
 #[derive(Default)]
@@ -222,6 +227,7 @@ pub struct Recorder {
     round_trips: AtomicU64,
     errors: AtomicU64,
     transport_streak: AtomicU64,
+    last_record_ns: AtomicU64,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -252,6 +258,7 @@ impl Recorder {
             round_trips: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             transport_streak: AtomicU64::new(0),
+            last_record_ns: AtomicU64::new(0),
         })
     }
 
@@ -313,7 +320,10 @@ impl Recorder {
         } else {
             self.transport_streak.store(0, Ordering::Relaxed);
         }
-        let index = (self.started.elapsed().as_nanos() / self.interval.as_nanos().max(1)) as u64;
+        let now = self.started.elapsed();
+        self.last_record_ns
+            .fetch_max(now.as_nanos() as u64, Ordering::Relaxed);
+        let index = (now.as_nanos() / self.interval.as_nanos().max(1)) as u64;
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
@@ -323,7 +333,8 @@ impl Recorder {
         let b = &mut inner.current;
         for leg in &rt.legs {
             rec(b.hist(format!("{LEG}{}", leg.name)), leg.total);
-            if let Some(s) = leg.server_state {
+            // `state;dur=0` means no state was opened on that leg.
+            if let Some(s) = leg.server_state.filter(|s| !s.is_zero()) {
                 rec(b.hist(format!("{STATE}{}", leg.name)), s);
             }
         }
@@ -365,8 +376,15 @@ impl Recorder {
     }
 
     /// Closes the last interval and returns the metrics and the `.hlog` text.
+    /// The metrics cover the time from the start to the last recorded round
+    /// trip (so shutdown and report writing do not dilute the rates).
     pub fn finish(&self) -> (MetricSet, Vec<u8>, Option<String>) {
-        let elapsed = self.started.elapsed();
+        let last = self.last_record_ns.load(Ordering::Relaxed);
+        let elapsed = if last > 0 {
+            Duration::from_nanos(last)
+        } else {
+            self.started.elapsed()
+        };
         let Ok(mut inner) = self.inner.lock() else {
             return (
                 MetricSet {
@@ -470,6 +488,15 @@ mod tests {
         assert_eq!(again.round_trips(), 3);
         assert_eq!(again.outcome_counts(), counts);
         assert_eq!(again.e2e_all().max(), set.e2e_all().max());
+    }
+
+    #[test]
+    fn long_values_are_kept_not_clamped() {
+        let mut h = hlog::new_histogram();
+        rec(&mut h, Duration::from_millis(250));
+        rec(&mut h, Duration::from_micros(3));
+        assert!(h.max() >= 249_000, "{}", h.max());
+        assert_eq!(h.min(), 3);
     }
 
     #[test]

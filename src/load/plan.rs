@@ -85,10 +85,9 @@ impl ScenarioKind {
                 ("book_trip", serde_json::json!({"from": "AMS", "to": "LIS"}))
             }
             ScenarioKind::UrlFlow => ("connect_billing", serde_json::json!({})),
-            ScenarioKind::Replay => (
-                "delete_file",
-                serde_json::json!({"path": "/tmp/elicitkit-load.txt"}),
-            ),
+            // Its completion is single-use (a confirmed delete_file is too,
+            // but an unconfirmed one may legitimately complete twice).
+            ScenarioKind::Replay => ("connect_billing", serde_json::json!({})),
             _ => ("deploy", serde_json::json!({"service": "web"})),
         }
     }

@@ -1,0 +1,383 @@
+//! End-to-end tests of `elicitkit load` and `elicitkit report`: the real
+//! binary against the reference server on 127.0.0.1 (embedded child, or a
+//! `serve` started here), reading the `summary.json` it writes.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_elicitkit");
+
+fn load(args: &[&str], out: &Path) -> (Output, Value) {
+    let output = Command::new(BIN)
+        .arg("load")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .arg("--run-id")
+        .arg("run")
+        .arg("--quiet")
+        .output()
+        .expect("run elicitkit load");
+    let summary = std::fs::read_to_string(out.join("run/summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    (output, summary)
+}
+
+fn write_plan(dir: &Path, text: &str) -> String {
+    let p = dir.join("plan.toml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn scenario<'a>(s: &'a Value, name: &str) -> &'a Value {
+    &s["scenarios"][name]["outcomes"]
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(u64::MAX)
+}
+
+/// A plan whose only threshold does not depend on machine speed (tests run
+/// in parallel on a busy machine).
+const BASIC: &str = r#"
+name = "basic"
+duration = "2s"
+timeout = "5s"
+thresholds = ["error_rate < 0.1%"]
+
+[load]
+users = 2
+
+[scenarios.form-accept]
+weight = 4
+
+[scenarios.tamper]
+weight = 1
+"#;
+
+fn basic(dir: &Path) -> String {
+    write_plan(dir, BASIC)
+}
+
+const ALL_SCENARIOS: &str = r#"
+name = "all"
+duration = "3s"
+timeout = "5s"
+
+[load]
+users = 2
+
+[scenarios.form-accept]
+[scenarios.form-decline]
+[scenarios.form-cancel]
+[scenarios.multi-round]
+[scenarios.url-flow]
+[scenarios.tamper]
+[scenarios.replay]
+[scenarios.legacy-push]
+"#;
+
+#[test]
+fn every_scenario_yields_its_expected_outcomes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), ALL_SCENARIOS);
+    let (out, s) = load(&["--plan", &plan], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{s:#}");
+    assert_eq!(s["schema"], 1);
+    assert_eq!(s["model"], "closed");
+    assert_eq!(s["embedded_target"], true);
+    for name in [
+        "form-accept",
+        "form-decline",
+        "form-cancel",
+        "multi-round",
+        "url-flow",
+        "legacy-push",
+    ] {
+        let c = scenario(&s, name);
+        assert!(n(&c["total"]) > 0, "{name} ran: {c}");
+        assert_eq!(
+            c["success"], c["total"],
+            "{name}: every round trip succeeds: {s:#}"
+        );
+        assert_eq!(n(&c["expected_rejection"]), 0, "{name}");
+        assert_eq!(n(&c["unexpected"]), 0, "{name}: {}", s["error_samples"]);
+    }
+    for name in ["tamper", "replay"] {
+        let c = scenario(&s, name);
+        assert!(n(&c["total"]) > 0, "{name} ran");
+        assert_eq!(n(&c["success"]), 0, "{name}: no success");
+        assert_eq!(
+            c["expected_rejection"], c["total"],
+            "{name}: every round trip is an expected rejection: {s:#}"
+        );
+    }
+    let legs = s["legs"].as_object().unwrap();
+    for leg in [
+        "tools/call #1",
+        "tools/call #2 retry",
+        "tools/call #4 retry",
+        "tools/call replay",
+        "flow page GET",
+        "flow page POST",
+    ] {
+        assert!(
+            legs.contains_key(leg),
+            "leg {leg} missing: {:?}",
+            legs.keys()
+        );
+    }
+    assert!(
+        s["server_state"].as_object().is_some_and(|m| !m.is_empty()),
+        "Server-Timing state durations recorded"
+    );
+    for f in [
+        "summary.json",
+        "summary.md",
+        "report.html",
+        "run.hlog",
+        "goose.html",
+        "goose.json",
+        "goose.md",
+    ] {
+        assert!(dir.path().join("run").join(f).exists(), "{f} written");
+    }
+    let html = std::fs::read_to_string(dir.path().join("run/report.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 3, "spectrum and timelines");
+}
+
+#[test]
+fn a_threshold_breach_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let (out, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--duration",
+            "2s",
+            "--users",
+            "1",
+            "--threshold",
+            "p99(e2e) < 1us",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s["passed"], false);
+    let failed: Vec<&Value> = s["thresholds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["passed"] == false)
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "only the impossible threshold fails: {s:#}"
+    );
+    assert_eq!(failed[0]["expr"], "p99(e2e) < 1us");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"));
+}
+
+fn start_serve() -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_owned();
+    (child, format!("{base}/mcp"))
+}
+
+#[test]
+fn a_target_killed_mid_run_ends_cleanly_with_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, url) = start_serve();
+    let out_dir = dir.path().to_owned();
+    let plan = basic(dir.path());
+    let url2 = url.clone();
+    let runner = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = load(
+            &["--plan", &plan, "--target", &url2, "--duration", "30s"],
+            &out_dir,
+        );
+        (r, t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let ((out, s), took) = runner.join().unwrap();
+    assert!(took < Duration::from_secs(25), "ended early, took {took:?}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s["ended_by"], "target_died", "{s:#}");
+    assert!(
+        n(&s["round_trips"]["success"]) > 0,
+        "worked before the kill"
+    );
+    assert!(n(&s["errors"]["transport"]) > 0);
+    assert_eq!(s["target"], url);
+}
+
+#[test]
+fn an_unreachable_target_is_a_usage_error_with_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    // Bind and drop: a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let t = Instant::now();
+    let plan = basic(dir.path());
+    let (out, s) = load(
+        &["--plan", &plan, "--target", &url, "--duration", "30s"],
+        dir.path(),
+    );
+    assert!(t.elapsed() < Duration::from_secs(15));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(s["ended_by"], "target_unreachable");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("could not be reached"));
+}
+
+#[test]
+fn the_open_model_holds_its_rate_and_the_request_cap_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let (out, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--rate",
+            "100",
+            "--duration",
+            "2s",
+            "--threshold",
+            "rps > 1",
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s["model"], "open");
+    let total = n(&s["round_trips"]["total"]);
+    assert!(
+        (150..=200).contains(&total),
+        "~200 scheduled round trips, got {total}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let (out, s) = load(
+        &["--plan", &plan, "--max-requests", "40", "--duration", "20s"],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s["ended_by"], "max_requests");
+    assert!(n(&s["requests"]) <= 40, "cap: {}", s["requests"]);
+    assert!(
+        s["duration_s"].as_f64().unwrap() < 15.0,
+        "stopped at the cap"
+    );
+}
+
+#[test]
+fn hlogs_merge_exactly() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let pa = basic(a.path());
+    let pb = basic(b.path());
+    let (_, sa) = load(
+        &["--plan", &pa, "--rate", "50", "--duration", "1s"],
+        a.path(),
+    );
+    let (_, sb) = load(
+        &["--plan", &pb, "--rate", "50", "--duration", "1s"],
+        b.path(),
+    );
+    let merged = a.path().join("merged");
+    let out = Command::new(BIN)
+        .args(["report", "merge"])
+        .arg(a.path().join("run/run.hlog"))
+        .arg(b.path().join("run/run.hlog"))
+        .arg("--out")
+        .arg(&merged)
+        .arg("--threshold")
+        .arg("error_rate < 1%")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("summary.json")).unwrap())
+            .unwrap();
+    let sum = n(&sa["round_trips"]["total"]) + n(&sb["round_trips"]["total"]);
+    assert!(sum > 0);
+    assert_eq!(n(&m["round_trips"]["total"]), sum);
+    assert_eq!(n(&m["requests"]), n(&sa["requests"]) + n(&sb["requests"]));
+    let max = sa["e2e"]["max_ms"]
+        .as_f64()
+        .unwrap()
+        .max(sb["e2e"]["max_ms"].as_f64().unwrap());
+    assert_eq!(m["e2e"]["max_ms"].as_f64(), Some(max));
+    assert!(merged.join("merged.hlog").exists());
+}
+
+#[test]
+fn a_bad_plan_names_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "name = \"x\"\n[load]\nusers = 2\n[scenarios.form-accept]\nweight = \"lots\"\n",
+    );
+    let out = Command::new(BIN)
+        .args(["load", "--plan", &plan])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{plan}:5: key `scenarios.form-accept.weight`")),
+        "{err}"
+    );
+}
