@@ -16,7 +16,7 @@ use super::policy::AnswerPolicy;
 use crate::protocol::body::decode_body;
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::elicitation::{
-    ElicitAction, ElicitRequestParams, ElicitResult, METHOD_COMPLETE, METHOD_CREATE,
+    ElicitAction, ElicitRequestParams, ElicitResult, METHOD_CREATE,
 };
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
@@ -30,7 +30,6 @@ use crate::protocol::sse::SseParser;
 use crate::protocol::{codes, version};
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
 
@@ -142,8 +141,6 @@ struct CallState<'p> {
     applied: bool,
     reprompted: bool,
     violations: Vec<String>,
-    elicitation_ids: HashSet<String>,
-    completions: u32,
     invalid_schema: Option<Value>,
     moved_on: bool,
 }
@@ -369,8 +366,6 @@ impl LegacyClient {
             applied: false,
             reprompted: false,
             violations: Vec::new(),
-            elicitation_ids: HashSet::new(),
-            completions: 0,
             invalid_schema: None,
             moved_on: false,
         };
@@ -612,18 +607,10 @@ impl LegacyClient {
                 ));
                 None
             }
-            Message::Notification(n) => {
-                if n.method == METHOD_COMPLETE {
-                    let id = n
-                        .params
-                        .as_ref()
-                        .and_then(|p| p.get("elicitationId"))
-                        .and_then(Value::as_str);
-                    // Unknown ids are ignored, as clients must; known ones are counted.
-                    if id.is_some_and(|e| st.elicitation_ids.contains(e)) {
-                        st.completions += 1;
-                    }
-                }
+            Message::Notification(_) => {
+                // `notifications/elicitation/complete` needs no action: the
+                // result follows on this stream, and unknown ids must be
+                // ignored anyway. Other notifications are informational.
                 None
             }
             Message::Request(req) => {
@@ -698,15 +685,11 @@ impl LegacyClient {
             st.violations.push(why.to_owned());
             return (invalid_params(why.to_owned()), None);
         }
-        if let ElicitRequestParams::Url(u) = &params {
-            match &u.elicitation_id {
-                Some(e) => {
-                    st.elicitation_ids.insert(e.clone());
-                }
-                None => st.violations.push(
-                    "URL-mode elicitation without elicitationId (required in 2025-11-25)".into(),
-                ),
-            }
+        if let ElicitRequestParams::Url(u) = &params
+            && u.elicitation_id.is_none()
+        {
+            st.violations
+                .push("URL-mode elicitation without elicitationId (required in 2025-11-25)".into());
         }
         if st.probe == Probe::Invalid && !st.reprompted && !st.moved_on {
             // Asked again for the same form: a re-prompt. Asked something

@@ -20,6 +20,7 @@ pub mod policy;
 
 pub use content::InvalidKind;
 pub use http::{Endpoint, run_modern};
+pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{
     Auth, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step, Target,
     ToolCall,
