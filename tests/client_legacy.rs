@@ -105,13 +105,17 @@ async fn legacy_book_trip_three_elicitations() {
     )
     .await
     .expect("session opens");
-    let rt = c
-        .call_tool(
+    // Spawned: the call's future is Send, as Goose users and drivers need.
+    let rt = tokio::spawn(async move {
+        c.call_tool(
             "book_trip",
             args(json!({"from": "AMS", "to": "LIS"})),
             &AnswerPolicy::AcceptValid,
         )
-        .await;
+        .await
+    })
+    .await
+    .expect("task");
     assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
     assert_eq!(rt.rounds, 3);
     let get = rt.legs.iter().find(|l| l.name == "GET stream");
