@@ -59,9 +59,57 @@ async fn clean_reference_server_passes_every_modern_check() {
     assert!(r.tally.pass >= 30, "too few checks passed\n{}", table(&r));
 }
 
+/// Checks a flaw must break, with the status their severity gives.
+type Broken = Vec<(&'static str, Status)>;
+/// One flaw, the checks it breaks, and unrelated checks that still pass.
+type Case = (Flaw, Broken, Vec<&'static str>);
+
+/// Runs every case against its own server (all at once) and collects the
+/// mismatches.
+async fn run_cases(cases: Vec<Case>, generation: Generation) -> Vec<String> {
+    let mut runs = Vec::new();
+    for (flaw, broken, intact) in cases {
+        runs.push(tokio::spawn(async move {
+            let r = check_server(&[flaw], generation).await;
+            (flaw, broken, intact, r)
+        }));
+    }
+    let mut problems = Vec::new();
+    for run in runs {
+        let (flaw, broken, intact, r) = run.await.expect("run completes");
+        for (id, want) in &broken {
+            let got = status_of(&r, id);
+            if got != want {
+                problems.push(format!(
+                    "--flaw {flaw}: {id} is {got:?}, expected {want:?}\n{}",
+                    table(&r)
+                ));
+            }
+        }
+        for id in &intact {
+            let got = status_of(&r, id);
+            if *got != Status::Pass {
+                problems.push(format!(
+                    "--flaw {flaw}: unrelated {id} is {got:?}, expected pass\n{}",
+                    table(&r)
+                ));
+            }
+        }
+        let must_fail = broken
+            .iter()
+            .any(|(_, s)| matches!(s, Status::Fail | Status::Timeout));
+        if must_fail && !r.failed() {
+            problems.push(format!(
+                "--flaw {flaw}: the run does not count as failed (exit 1)"
+            ));
+        }
+    }
+    problems
+}
+
 /// Each flaw, the checks it must break (with the status their severity
 /// gives), and unrelated checks that must still pass.
-fn expectations() -> Vec<(Flaw, Vec<(&'static str, Status)>, Vec<&'static str>)> {
+fn expectations() -> Vec<Case> {
     use Status::{Fail, Timeout, Warn};
     vec![
         (
@@ -180,43 +228,7 @@ fn expectations() -> Vec<(Flaw, Vec<(&'static str, Status)>, Vec<&'static str>)>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_flaw_fails_its_matching_check_and_only_that() {
-    let mut runs = Vec::new();
-    for (flaw, broken, intact) in expectations() {
-        runs.push(tokio::spawn(async move {
-            let r = check_server(&[flaw], Generation::Modern).await;
-            (flaw, broken, intact, r)
-        }));
-    }
-    let mut problems = Vec::new();
-    for run in runs {
-        let (flaw, broken, intact, r) = run.await.expect("run completes");
-        for (id, want) in &broken {
-            let got = status_of(&r, id);
-            if got != want {
-                problems.push(format!(
-                    "--flaw {flaw}: {id} is {got:?}, expected {want:?}\n{}",
-                    table(&r)
-                ));
-            }
-        }
-        for id in &intact {
-            let got = status_of(&r, id);
-            if *got != Status::Pass {
-                problems.push(format!(
-                    "--flaw {flaw}: unrelated {id} is {got:?}, expected pass\n{}",
-                    table(&r)
-                ));
-            }
-        }
-        let must_fail = broken
-            .iter()
-            .any(|(_, s)| matches!(s, Status::Fail | Status::Timeout));
-        if must_fail && !r.failed() {
-            problems.push(format!(
-                "--flaw {flaw}: the run does not count as failed (exit 1)"
-            ));
-        }
-    }
+    let problems = run_cases(expectations(), Generation::Modern).await;
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
@@ -241,7 +253,7 @@ async fn clean_reference_server_passes_every_legacy_check() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn legacy_flaws_fail_their_checks() {
     use Status::{Fail, Timeout};
-    let cases: Vec<(Flaw, Vec<(&str, Status)>, Vec<&str>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             Flaw::LegacyUrlWithoutId,
             vec![("legacy-request-shape", Fail)],
@@ -285,40 +297,7 @@ async fn legacy_flaws_fail_their_checks() {
             vec!["legacy-decline", "legacy-happy-path", "legacy-cap-none"],
         ),
     ];
-    let mut runs = Vec::new();
-    for (flaw, broken, intact) in cases {
-        runs.push(tokio::spawn(async move {
-            let r = check_server(&[flaw], Generation::Legacy).await;
-            (flaw, broken, intact, r)
-        }));
-    }
-    let mut problems = Vec::new();
-    for run in runs {
-        let (flaw, broken, intact, r) = run.await.expect("run completes");
-        for (id, want) in &broken {
-            let got = status_of(&r, id);
-            if got != want {
-                problems.push(format!(
-                    "--flaw {flaw}: {id} is {got:?}, expected {want:?}\n{}",
-                    table(&r)
-                ));
-            }
-        }
-        for id in &intact {
-            let got = status_of(&r, id);
-            if *got != Status::Pass {
-                problems.push(format!(
-                    "--flaw {flaw}: unrelated {id} is {got:?}, expected pass\n{}",
-                    table(&r)
-                ));
-            }
-        }
-        if !r.failed() {
-            problems.push(format!(
-                "--flaw {flaw}: the run does not count as failed (exit 1)"
-            ));
-        }
-    }
+    let problems = run_cases(cases, Generation::Legacy).await;
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 

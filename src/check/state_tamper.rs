@@ -412,3 +412,22 @@ async fn unsolicited(p: Probe) -> Verdict {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotted_tokens_are_tampered_segment_by_segment() {
+        let pad = |seg: &str| tamper::with_padding(seg).filter(|x| x != seg);
+        // The whole token does not decode (dots), the tag segment does.
+        let t = "rs1.AAAAAAAA.AQI";
+        let out = on_segments(t, pad).expect("a segment re-encodes");
+        assert_ne!(out, t);
+        assert_eq!(out.split('.').count(), 3);
+        // A plain token is handled whole.
+        assert_eq!(on_segments("AQ", pad).as_deref(), Some("AQ=="));
+        // Nothing changes: None, so the check skips rather than lies.
+        assert_eq!(on_segments("AAAA", pad), None);
+    }
+}

@@ -191,3 +191,22 @@ async fn cross_user(p: Probe) -> Verdict {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FLOW: &str = r#"<form method="post" action="/flow/1"><input type="hidden" name="csrf" value="x"><input type="password" name="api_key"></form>"#;
+    const LOGIN: &str = r#"<form method="post" action="/login"><input name="user"></form>"#;
+
+    #[test]
+    fn only_the_flow_form_counts_as_opened() {
+        let flow = find_form(FLOW);
+        assert!(shows_flow_form(200, FLOW.as_bytes(), flow.as_ref()));
+        assert!(!shows_flow_form(401, FLOW.as_bytes(), flow.as_ref()));
+        assert!(!shows_flow_form(200, LOGIN.as_bytes(), flow.as_ref()));
+        // Without a reference page, a password field is the tell.
+        assert!(shows_flow_form(200, FLOW.as_bytes(), None));
+        assert!(!shows_flow_form(200, b"<p>forbidden</p>", None));
+    }
+}

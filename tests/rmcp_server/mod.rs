@@ -210,7 +210,7 @@ impl Running {
 
 /// Starts the server on an ephemeral loopback port.
 pub async fn start() -> Running {
-    let codec = Arc::new(RequestStateCodec::new(KEY));
+    let codec = Arc::new(RequestStateCodec::try_new(KEY).expect("a key of at least 32 bytes"));
     let service = StreamableHttpService::new(
         move || {
             Ok(ElicitServer {
