@@ -742,3 +742,56 @@ async fn modern_requests_ignore_a_session_header() {
     assert!(r.headers.get("mcp-session-id").is_none());
     s.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn auth_tokens_file_maps_tokens_to_principals() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/server/auth_tokens.txt");
+    let cfg = ServerConfig {
+        principals: elicitkit::server::Principals::from_file(&path).unwrap(),
+        ..ServerConfig::default()
+    };
+    let s = start(cfg).await;
+    let denied = modern(&s, "alice", 1, "tools/list", json!({}), &json!({})).await;
+    assert_eq!(denied.status, 401);
+    assert_eq!(denied.body["id"], 1);
+    assert!(denied.headers.get("www-authenticate").is_some());
+    let first = call(
+        &s,
+        "tok-alice-7f3a",
+        2,
+        "deploy",
+        json!({"service":"x"}),
+        &caps_form(),
+    )
+    .await;
+    assert_eq!(first.result_type(), "input_required");
+    // bob's token is another principal: alice's state is refused
+    let yes =
+        json!({"confirm":{"action":"accept","content":{"environment":"staging","confirm":true}}});
+    let r = retry(
+        &s,
+        "tok-bob-91c2",
+        3,
+        "deploy",
+        json!({"service":"x"}),
+        yes.clone(),
+        &first.state(),
+        &caps_form(),
+    )
+    .await;
+    assert_eq!(r.reason(), "wrong_principal");
+    let r = retry(
+        &s,
+        "tok-alice-7f3a",
+        4,
+        "deploy",
+        json!({"service":"x"}),
+        yes,
+        &first.state(),
+        &caps_form(),
+    )
+    .await;
+    assert_eq!(r.result_type(), "complete");
+    s.server.shutdown().await;
+}
