@@ -119,6 +119,9 @@ fn expectations() -> Vec<Case> {
                 ("mrtr-tamper-truncate", Fail),
                 ("mrtr-tamper-extend", Fail),
                 ("mrtr-tamper-reencode", Fail),
+                // The same flaw trusts a state nobody issued, of any size.
+                ("mrtr-unsolicited-state", Fail),
+                ("mrtr-oversized-state", Warn),
             ],
             vec![
                 "mrtr-cross-principal",
