@@ -266,3 +266,26 @@ async fn capability_gating_timeouts_and_session_lifecycle() {
     assert_eq!(r.status().as_u16(), 404);
     s.server.shutdown().await;
 }
+
+#[tokio::test]
+async fn cancelled_notification_ends_the_call_without_a_result() {
+    let s = start(ServerConfig::default()).await;
+    let sid = legacy_init(&s, "frank", caps_form()).await;
+    let mut st = legacy_call(&s, "frank", &sid, 11, "deploy", json!({"service": "x"})).await;
+    let _req = st.next().await.unwrap();
+    assert_eq!(stats(&s).await["pending_elicitations"], 1);
+    let r = legacy_post(
+        &s,
+        "frank",
+        Some(&sid),
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11}}),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 202);
+    assert!(
+        st.next().await.is_none(),
+        "no response after a cancellation"
+    );
+    assert_eq!(stats(&s).await["pending_elicitations"], 0);
+    s.server.shutdown().await;
+}

@@ -90,6 +90,26 @@ impl RunningServer {
     }
 }
 
+/// Every 30 s, moves due pending records to `Expired` (so the audit log shows
+/// abandoned flows), until the server closes.
+fn spawn_sweeper(app: Arc<app::App>) {
+    tokio::spawn(async move {
+        let mut closing = app.closing.clone();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(30)) => {}
+                _ = closing.wait_for(|c| *c) => return,
+            }
+            let now = crate::store::now_ms();
+            match app.store_call(move |s| s.expire_due(now)).await {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(expired = n, "swept pending elicitations"),
+                Err(e) => tracing::warn!(error = %e, "expiry sweep failed"),
+            }
+        }
+    });
+}
+
 /// Binds, builds the shared state and starts serving in a background task.
 pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     if !config.listen.ip().is_loopback() && !config.allow_remote {
@@ -136,6 +156,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         format!("http://{addr}"),
         closing_rx.clone(),
     ));
+    spawn_sweeper(app.clone());
     let router = http::router(app);
     let listener = listener.tap_io(|s| {
         let _ = s.set_nodelay(true);
