@@ -290,6 +290,15 @@ async fn legacy_flaws_fail_their_checks() {
             ],
         ),
         (
+            Flaw::IgnorePrincipal,
+            vec![("legacy-url-cross-user", Fail)],
+            vec![
+                "legacy-url-page-requires-auth",
+                "legacy-happy-path",
+                "legacy-cap-none",
+            ],
+        ),
+        (
             Flaw::CrashOnDecline,
             vec![("legacy-decline", Fail)],
             vec!["legacy-cancel", "legacy-happy-path", "legacy-cap-none"],

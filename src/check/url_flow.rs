@@ -4,13 +4,16 @@
 //! pre-authenticated URL); another principal cannot open or complete it.
 
 use super::flows::run_flow;
+use super::legacy_session::{self, Answer};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::RawRequest;
 use crate::client::browser::{HtmlForm, find_form};
 use crate::client::outcome::Outcome;
 use crate::client::policy::AnswerPolicy;
+use crate::protocol::Generation;
 use crate::protocol::mrtr::InputRequiredResult;
+use serde_json::Value;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
@@ -39,6 +42,22 @@ pub fn checks() -> Vec<Check> {
             "another principal cannot open the URL-mode page of a flow",
             cross_user
         ),
+        check!(
+            "legacy-url-page-requires-auth",
+            "§3.6 rule 4 / §6.A 10",
+            Must,
+            Legacy,
+            "the URL-mode page does not open without credentials (not pre-authenticated)",
+            page_requires_auth
+        ),
+        check!(
+            "legacy-url-cross-user",
+            "§3.6 rule 5 / §6.A 11",
+            Must,
+            Legacy,
+            "another principal cannot open the URL-mode page of an elicitation",
+            cross_user
+        ),
     ]
 }
 
@@ -63,9 +82,34 @@ async fn accept_early(p: Probe) -> Verdict {
     }
 }
 
-/// A fresh URL of `tool`'s first round, resolved against the MCP URL; only
-/// URLs on the target's own host are returned (others are not fetched).
+/// A fresh URL of `tool`'s first round (a 2026-07-28 first call, or a
+/// 2025-11-25 session call observed up to its URL-mode request), resolved
+/// against the MCP URL; only URLs on the target's own host are returned
+/// (others are not fetched).
 async fn fresh_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
+    let url = match p.target().generation {
+        Generation::Modern => modern_url(p, tool).await?,
+        Generation::Legacy => legacy_url(p, tool).await?,
+    };
+    let base = url::Url::parse(&p.settings().mcp_url).map_err(|e| e.to_string())?;
+    let resolved = base
+        .join(&url)
+        .map_err(|e| format!("bad url {url:?}: {e}"))?;
+    if resolved.host() != base.host() {
+        return Err(format!(
+            "the URL points to another host ({resolved}); elicitkit fetches only the target's host"
+        ));
+    }
+    Ok(resolved.to_string())
+}
+
+fn url_of(params: &Value) -> Option<String> {
+    (params.get("mode").and_then(Value::as_str) == Some("url"))
+        .then(|| params.get("url").and_then(Value::as_str).map(str::to_owned))
+        .flatten()
+}
+
+async fn modern_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
     let req = p.call_request(
         format!("tools/call {} #1", tool.name),
         tool,
@@ -79,31 +123,20 @@ async fn fresh_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
         .result()
         .and_then(InputRequiredResult::from_value)
         .ok_or("the first call did not answer input_required")?;
-    let url = ir
-        .input_requests
+    ir.input_requests
         .iter()
         .flatten()
-        .find_map(|(_, r)| {
-            (r.params.get("mode").and_then(|m| m.as_str()) == Some("url"))
-                .then(|| {
-                    r.params
-                        .get("url")
-                        .and_then(|u| u.as_str())
-                        .map(str::to_owned)
-                })
-                .flatten()
-        })
-        .ok_or("no URL-mode request with a url")?;
-    let base = url::Url::parse(&p.settings().mcp_url).map_err(|e| e.to_string())?;
-    let resolved = base
-        .join(&url)
-        .map_err(|e| format!("bad url {url:?}: {e}"))?;
-    if resolved.host() != base.host() {
-        return Err(format!(
-            "the URL points to another host ({resolved}); elicitkit fetches only the target's host"
-        ));
-    }
-    Ok(resolved.to_string())
+        .find_map(|(_, r)| url_of(&r.params))
+        .ok_or_else(|| "no URL-mode request with a url".to_owned())
+}
+
+async fn legacy_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
+    let s = legacy_session::open(p, &all_modes(), true).await?;
+    let st = legacy_session::call(p, &s, &tool.name, &tool.arguments, Answer::Observe).await;
+    st.elicitations
+        .iter()
+        .find_map(url_of)
+        .ok_or_else(|| "no URL-mode elicitation/create with a url".to_owned())
 }
 
 /// True when a page reply shows the flow's own form (a secret-asking form
