@@ -254,6 +254,9 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let principal = super::http::principal_of(app, headers);
+    if principal.is_none() {
+        return reply::status(StatusCode::UNAUTHORIZED);
+    }
     match app.sessions.get(sid) {
         None => reply::status(StatusCode::NOT_FOUND),
         Some(s)
