@@ -18,14 +18,15 @@ async fn check_server(flaws: &[Flaw], generation: Generation) -> Report {
     let config = ServerConfig {
         flaws: flaws.iter().copied().collect::<FlawSet>(),
         state_ttl: TTL,
-        hang_limit: Duration::from_secs(6),
+        hang_limit: Duration::from_secs(30),
         elicitation_timeout: Duration::from_secs(6),
         ..ServerConfig::default()
     };
     let server = start(config).await.expect("server starts");
     let mut s = Settings::new(server.mcp_url());
-    s.timeout = Duration::from_secs(4);
-    s.deadline = Duration::from_secs(50);
+    // Generous: many servers share two cores while the matrix runs.
+    s.timeout = Duration::from_secs(8);
+    s.deadline = Duration::from_secs(90);
     s.wait_expiry = Some(WAIT_EXPIRY);
     let report = check::run(s, Some(generation), &[])
         .await
@@ -67,9 +68,12 @@ type Case = (Flaw, Broken, Vec<&'static str>);
 /// Runs every case against its own server (all at once) and collects the
 /// mismatches.
 async fn run_cases(cases: Vec<Case>, generation: Generation) -> Vec<String> {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(6));
     let mut runs = Vec::new();
     for (flaw, broken, intact) in cases {
+        let slots = slots.clone();
         runs.push(tokio::spawn(async move {
+            let _slot = slots.acquire_owned().await.ok();
             let r = check_server(&[flaw], generation).await;
             (flaw, broken, intact, r)
         }));

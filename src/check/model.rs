@@ -175,13 +175,9 @@ fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 
 impl CheckResult {
     /// True when this row makes the run fail (exit 1): a failed MUST check,
-    /// or a MUST check that timed out.
+    /// or any check that timed out (a hung server fails whatever it hangs on).
     pub fn is_failure(&self) -> bool {
-        match self.status {
-            Status::Fail => true,
-            Status::Timeout => self.severity == Severity::Must,
-            _ => false,
-        }
+        matches!(self.status, Status::Fail | Status::Timeout)
     }
 }
 

@@ -86,6 +86,12 @@ pub async fn run_one(
             Status::Timeout,
             format!("timeout: no verdict within {budget:?} (the server hung or is too slow)"),
         ),
+        // A request inside the check ran into the same budget and the check
+        // concluded from that: it is still a timeout, not a judged failure.
+        Ok(Verdict::Violation { detail, .. }) if elapsed >= budget => (
+            Status::Timeout,
+            format!("timeout: the check used its whole {budget:?} ({detail})"),
+        ),
         Ok(Verdict::Pass(d)) => (Status::Pass, d),
         Ok(Verdict::Skip(r)) => (Status::Skip(r.clone()), r),
         Ok(Verdict::Violation { severity, detail }) => (
