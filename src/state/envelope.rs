@@ -13,7 +13,6 @@
 //!
 //! The header is covered by the tag (MAC prefix or AEAD associated data).
 
-
 use super::codec::CodecName;
 use super::error::StateError;
 
