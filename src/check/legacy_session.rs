@@ -98,6 +98,9 @@ pub enum Answer {
     /// Neither decline nor cancel is sent, so flaws on those paths do not
     /// disturb probes that only look at what the server asks.
     Observe,
+    /// Stop reading at the first `elicitation/create` (discovery: see what a
+    /// tool asks without answering, so nothing runs to a side effect).
+    Peek,
 }
 
 /// Everything one streamed tool call showed.
@@ -197,7 +200,7 @@ fn answer_value(answer: &Answer, params: &Value, seed: u64) -> Value {
         }
         Answer::Decline => json!({"action":"decline"}),
         Answer::Cancel => json!({"action":"cancel"}),
-        Answer::Error(_) => Value::Null,
+        Answer::Error(_) | Answer::Peek => Value::Null,
     }
 }
 
@@ -368,8 +371,9 @@ pub async fn call_watching(
             }
         }
         for (sid, params) in std::mem::take(&mut pending) {
-            if answer == Answer::Observe
-                && params.get("mode").and_then(Value::as_str) == Some("url")
+            if answer == Answer::Peek
+                || (answer == Answer::Observe
+                    && params.get("mode").and_then(Value::as_str) == Some("url"))
             {
                 out.abandoned = true;
                 break 'read;
@@ -511,7 +515,7 @@ pub async fn discover_legacy(
         }
         let (arguments, other_arguments) =
             sample_arguments(d.get("inputSchema").unwrap_or(&Value::Null));
-        let streamed = call(&probe, &s, &name, &arguments, Answer::Observe).await;
+        let streamed = call(&probe, &s, &name, &arguments, Answer::Peek).await;
         let first = match (streamed.elicitations.first(), &streamed.response) {
             (Some(e), _) => FirstReply::InputRequired {
                 result: e.clone(),

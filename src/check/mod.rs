@@ -113,7 +113,7 @@ pub struct ToolSummary {
 }
 
 impl Report {
-    /// True when a MUST check failed or timed out (exit 1).
+    /// True when a MUST check failed or any check timed out (exit 1).
     pub fn failed(&self) -> bool {
         self.results.iter().any(CheckResult::is_failure)
     }
