@@ -328,7 +328,7 @@ impl Recorder {
             return;
         };
         if index > inner.current_index {
-            self.rotate(&mut inner, index);
+            self.rotate(&mut inner, index, None);
         }
         let b = &mut inner.current;
         for leg in &rt.legs {
@@ -354,14 +354,22 @@ impl Recorder {
         self.inner.lock().ok()?.timeline.last().cloned()
     }
 
-    fn rotate(&self, inner: &mut Inner, next_index: u64) {
+    /// Closes the current interval. `end` cuts the last, partial interval
+    /// short (so its rates are not diluted).
+    fn rotate(&self, inner: &mut Inner, next_index: u64, end: Option<Duration>) {
         let bucket = std::mem::take(&mut inner.current);
         let start = self.interval.saturating_mul(inner.current_index as u32);
+        let len = end
+            .map(|e| {
+                e.saturating_sub(start)
+                    .clamp(Duration::from_millis(1), self.interval)
+            })
+            .unwrap_or(self.interval);
         inner
             .timeline
-            .push(bucket.stats(start.as_secs_f64(), self.interval.as_secs_f64()));
+            .push(bucket.stats(start.as_secs_f64(), len.as_secs_f64()));
         for (name, h) in &bucket.hists {
-            if let Err(e) = inner.hlog.push(name, h, start, self.interval)
+            if let Err(e) = inner.hlog.push(name, h, start, len)
                 && inner.hlog_error.is_none()
             {
                 inner.hlog_error = Some(e.to_string());
@@ -399,7 +407,7 @@ impl Recorder {
         };
         let next = inner.current_index + 1;
         if !inner.current.hists.is_empty() || inner.timeline.is_empty() {
-            self.rotate(&mut inner, next);
+            self.rotate(&mut inner, next, Some(elapsed));
         }
         let set = MetricSet {
             totals: inner.totals.clone(),

@@ -465,9 +465,9 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
     let (measured, capacity) = if opts.capacity {
-        let (m, c) =
+        let (m, c, totals) =
             capacity_search(&plan, &mcp_url, &http, &dir, &server, &opts, &comments).await?;
-        (m, Some(c))
+        (m, Some((c, totals)))
     } else {
         let m = phase(
             &plan,
@@ -495,10 +495,13 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         info.end_note = Some(note.clone());
     }
     let mut summary = summarize::build(&measured.set, &info, &plan.scenarios, &plan.thresholds);
-    let (rts, reqs) = (summary.round_trips.total, summary.requests);
+    // CPU covers the whole run: in a capacity search, every step's requests.
+    let (rts, reqs) = capacity
+        .as_ref()
+        .map_or((summary.round_trips.total, summary.requests), |(_, t)| *t);
     summary.generator_cpu = gen_cpu.map(|c| cpu(c, reqs, rts));
     summary.target_cpu = tgt_cpu.map(|c| cpu(c, reqs, rts));
-    if let Some(c) = capacity {
+    if let Some((c, _)) = capacity {
         summary.passed = summary.passed && c.knee_rps.is_some();
         summary.capacity = Some(c);
     }
@@ -562,7 +565,7 @@ async fn capacity_search(
     server: &Option<EmbeddedServer>,
     opts: &Options,
     comments: &[String],
-) -> Result<(Measured, CapacitySummary), RunError> {
+) -> Result<(Measured, CapacitySummary, (u64, u64)), RunError> {
     let spec = plan
         .capacity
         .clone()
@@ -575,6 +578,7 @@ async fn capacity_search(
             target_rate: None,
         });
     let mut steps = Vec::new();
+    let mut totals = (0u64, 0u64);
     let mut best: Option<(f64, Measured, Option<f64>)> = None;
     let mut last: Option<Measured> = None;
     let mut rate = spec.start_rate;
@@ -606,6 +610,8 @@ async fn capacity_search(
         let path = dir.join(format!("capacity-{i:02}-{rate:.0}.hlog"));
         std::fs::write(&path, &m.hlog).map_err(io_err(&path))?;
         let rts = m.set.round_trips();
+        totals.0 += rts;
+        totals.1 += m.set.requests();
         let secs = m.set.elapsed.as_secs_f64().max(1e-9);
         let e2e = m.set.e2e_all();
         let pct = |q: f64| {
@@ -676,7 +682,7 @@ async fn capacity_search(
             end: None,
         },
     };
-    Ok((measured, summary))
+    Ok((measured, summary, totals))
 }
 
 #[cfg(test)]

@@ -106,6 +106,12 @@ pub fn line_chart(
     );
     for (i, ser) in series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
+        // After the palette runs out, lines repeat its colours dashed.
+        let dash = if i >= PALETTE.len() {
+            r#" stroke-dasharray="5 3""#
+        } else {
+            ""
+        };
         let pts: Vec<String> = ser
             .points
             .iter()
@@ -121,7 +127,7 @@ pub fn line_chart(
         } else if !pts.is_empty() {
             let _ = write!(
                 s,
-                r#"<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{}"/>"#,
+                r#"<polyline fill="none" stroke="{color}" stroke-width="1.8"{dash} points="{}"/>"#,
                 pts.join(" ")
             );
         }
@@ -129,7 +135,7 @@ pub fn line_chart(
         let lx = LEFT + pw + 12.0;
         let _ = write!(
             s,
-            r#"<line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            r#"<line x1="{lx}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="3"{dash}/><text x="{:.1}" y="{:.1}">{}</text>"#,
             ly - 4.0,
             lx + 16.0,
             ly - 4.0,
@@ -142,8 +148,8 @@ pub fn line_chart(
     s
 }
 
-/// The percentile spectrum: x = log10(1 / (1 - p/100)), so 50, 90, 99, 99.9
-/// and 99.99 are evenly spaced. `series` points are `[percentile, ms]`.
+/// The percentile spectrum: x = log10(1 / (1 - p/100)), so 90, 99, 99.9,
+/// 99.99 and 99.999 are evenly spaced. `series` points are `[percentile, ms]`.
 pub fn spectrum_chart(title: &str, series: &[(String, Vec<[f64; 2]>)]) -> String {
     let lines: Vec<Series> = series
         .iter()
@@ -156,7 +162,7 @@ pub fn spectrum_chart(title: &str, series: &[(String, Vec<[f64; 2]>)]) -> String
                 .collect(),
         })
         .collect();
-    let ticks: Vec<(f64, String)> = [0.0, 50.0, 90.0, 99.0, 99.9, 99.99]
+    let ticks: Vec<(f64, String)> = [0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999]
         .iter()
         .map(|&p| (spectrum_x(p), format!("{p}%")))
         .collect();
@@ -164,7 +170,7 @@ pub fn spectrum_chart(title: &str, series: &[(String, Vec<[f64; 2]>)]) -> String
         title,
         "percentile (log scale)",
         "latency (ms)",
-        (0.0, 4.0),
+        (0.0, 5.0),
         &ticks,
         &lines,
     )
