@@ -146,7 +146,7 @@ fn rec(h: &mut Histogram<u64>, d: Duration) {
 
 #[derive(Default)]
 struct Bucket {
-    hists: BTreeMap<String, Histogram<u64>>,
+    hists: std::collections::HashMap<String, Histogram<u64>>,
 }
 
 impl Bucket {
@@ -158,8 +158,20 @@ impl Bucket {
             .add(h);
     }
 
-    fn hist(&mut self, name: String) -> &mut Histogram<u64> {
-        self.hists.entry(name).or_insert_with(hlog::new_histogram)
+    /// Records `d` under the key made of `parts`; `key` is a reused
+    /// buffer, so a known key allocates nothing.
+    fn record(&mut self, key: &mut String, parts: &[&str], d: Duration) {
+        key.clear();
+        for p in parts {
+            key.push_str(p);
+        }
+        if let Some(h) = self.hists.get_mut(key.as_str()) {
+            rec(h, d);
+            return;
+        }
+        let mut h = hlog::new_histogram();
+        rec(&mut h, d);
+        self.hists.insert(key.clone(), h);
     }
 
     fn stats(&self, start_s: f64, len_s: f64) -> IntervalStats {
@@ -216,6 +228,7 @@ struct Inner {
     hlog: HlogBuffer,
     hlog_error: Option<String>,
     samples: Vec<String>,
+    key: String,
 }
 
 /// Shared, thread-safe collector for one run.
@@ -253,6 +266,7 @@ impl Recorder {
                 hlog: HlogBuffer::new(SystemTime::now(), comments)?,
                 hlog_error: None,
                 samples: Vec::new(),
+                key: String::new(),
             }),
             requests: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
@@ -330,16 +344,17 @@ impl Recorder {
         if index > inner.current_index {
             self.rotate(&mut inner, index, None);
         }
-        let b = &mut inner.current;
+        let inner = &mut *inner;
+        let (b, k) = (&mut inner.current, &mut inner.key);
         for leg in &rt.legs {
-            rec(b.hist(format!("{LEG}{}", leg.name)), leg.total);
+            b.record(k, &[LEG, &leg.name], leg.total);
             // `state;dur=0` means no state was opened on that leg.
             if let Some(s) = leg.server_state.filter(|s| !s.is_zero()) {
-                rec(b.hist(format!("{STATE}{}", leg.name)), s);
+                b.record(k, &[STATE, &leg.name], s);
             }
         }
-        rec(b.hist(format!("{E2E}{scenario}")), e2e);
-        rec(b.hist(format!("{OUT}{scenario}:{label}")), e2e);
+        b.record(k, &[E2E, scenario], e2e);
+        b.record(k, &[OUT, scenario, ":", label], e2e);
         if let Outcome::Unexpected { class, message } = &rt.outcome
             && inner.samples.len() < MAX_SAMPLES
         {

@@ -97,6 +97,40 @@ pub fn evaluate(thresholds: &[Threshold], set: &MetricSet) -> Vec<ThresholdResul
         .collect()
 }
 
+/// Timeline points; a last interval shorter than half the others (the
+/// stragglers after the schedule ended) is folded into the one before it,
+/// so the plot does not end in a spurious dip or spike.
+pub fn timeline_points(intervals: &[super::metrics::IntervalStats]) -> Vec<TimelinePoint> {
+    let mut iv: Vec<super::metrics::IntervalStats> = intervals.to_vec();
+    if iv.len() >= 2 {
+        let nominal = iv[0].len_s;
+        let last = iv[iv.len() - 1].clone();
+        if last.len_s < nominal / 2.0 {
+            iv.pop();
+            if let Some(prev) = iv.last_mut() {
+                prev.len_s += last.len_s;
+                prev.round_trips += last.round_trips;
+                prev.requests += last.requests;
+                prev.errors += last.errors;
+                prev.p99_ms = prev.p99_ms.max(last.p99_ms);
+            }
+        }
+    }
+    iv.iter()
+        .map(|t| {
+            let len = t.len_s.max(1e-9);
+            TimelinePoint {
+                t_s: t.start_s,
+                rps: t.round_trips as f64 / len,
+                requests_per_s: t.requests as f64 / len,
+                errors: t.errors,
+                p50_ms: t.p50_ms,
+                p99_ms: t.p99_ms,
+            }
+        })
+        .collect()
+}
+
 /// Facts about a run that the metrics do not hold.
 #[derive(Debug, Clone, Default)]
 pub struct RunInfo {
@@ -176,21 +210,7 @@ pub fn build(
         .collect();
     let e2e_all = set.e2e_all();
     spectra.insert("e2e".to_owned(), spectrum(&e2e_all));
-    let timeline = set
-        .timeline
-        .iter()
-        .map(|t| {
-            let len = t.len_s.max(1e-9);
-            TimelinePoint {
-                t_s: t.start_s,
-                rps: t.round_trips as f64 / len,
-                requests_per_s: t.requests as f64 / len,
-                errors: t.errors,
-                p50_ms: t.p50_ms,
-                p99_ms: t.p99_ms,
-            }
-        })
-        .collect();
+    let timeline = timeline_points(&set.timeline);
     let results = evaluate(thresholds, set);
     let normal_end = matches!(info.ended_by.as_str(), "duration" | "max_requests");
     let passed = normal_end && results.iter().all(|r| r.passed);
@@ -257,6 +277,26 @@ mod tests {
         }
         r.outcome = outcome;
         r
+    }
+
+    #[test]
+    fn a_short_last_interval_is_folded_into_the_previous_one() {
+        use crate::load::metrics::IntervalStats;
+        let iv = |start_s: f64, len_s: f64, round_trips: u64| IntervalStats {
+            start_s,
+            len_s,
+            round_trips,
+            errors: 0,
+            requests: round_trips * 2,
+            p50_ms: 1.0,
+            p99_ms: 2.0,
+        };
+        let pts = timeline_points(&[iv(0.0, 1.0, 100), iv(1.0, 1.0, 100), iv(2.0, 0.01, 3)]);
+        assert_eq!(pts.len(), 2);
+        assert!((pts[1].rps - 103.0 / 1.01).abs() < 1e-9);
+        let pts = timeline_points(&[iv(0.0, 1.0, 100), iv(1.0, 0.8, 80)]);
+        assert_eq!(pts.len(), 2);
+        assert!((pts[1].rps - 100.0).abs() < 1e-9);
     }
 
     #[test]
