@@ -33,15 +33,17 @@ report() { # name requests cpu_seconds
     'BEGIN { printf "%-22s %9d requests %9.0f req/s  CPU %6.2fs  %6.1f µs/request\n", n, r, r / s, c, (r > 0 ? c * 1e6 / r : 0) }'
 }
 
-# oha
-/usr/bin/time -f '%U %S' -o "$out/oha.time" \
-  oha -z "${SECS}s" -c "$CONC" --no-tui --output-format json -m POST \
-  -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-  -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: stats' \
-  -H 'Authorization: Bearer alice' -d "$body" "$url" >"$out/oha.json"
-oha_req=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(d["statusCodeDistribution"].values()))' "$out/oha.json")
-oha_cpu=$(awk '{print $1 + $2}' "$out/oha.time")
-report "oha" "$oha_req" "$oha_cpu"
+oha_run() { # label extra-args...
+  local label=$1; shift
+  /usr/bin/time -f '%U %S' -o "$out/oha.time" \
+    oha -z "${SECS}s" -c "$CONC" --no-tui --output-format json -m POST "$@" \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: stats' \
+    -H 'Authorization: Bearer alice' -d "$body" "$url" >"$out/oha.json"
+  local req
+  req=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(d["statusCodeDistribution"].values()))' "$out/oha.json")
+  report "$label" "$req" "$(awk '{print $1 + $2}' "$out/oha.time")"
+}
 
 run_ek() { # id extra-args...
   local id=$1; shift
@@ -54,5 +56,7 @@ run_ek() { # id extra-args...
   report "elicitkit $id" "$req" "$(awk '{print $1 + $2}' "$out/$id.time")"
   report "  (during the run)" "$req" "$inner"
 }
+oha_run "oha (full speed)"
 run_ek closed --users "$CONC"
+oha_run "oha (-q $RATE)" -q "$RATE"
 run_ek open --rate "$RATE"

@@ -93,7 +93,11 @@ async fn goose_send(
     Option<GooseRequestMetric>,
 ) {
     let started = Instant::now();
-    let url = match ctx.endpoint.resolve(&out.target) {
+    let resolved = match (&out.target, &ctx.mcp_url) {
+        (crate::client::Target::Mcp, Some(u)) => Ok(u.clone()),
+        _ => ctx.endpoint.resolve(&out.target),
+    };
+    let url = match resolved {
         Ok(u) => u,
         Err(e) => return (Err((LegFailure::Transport(e), started.elapsed())), None),
     };

@@ -44,6 +44,9 @@ pub struct LoadContext {
     pub cap_reached: AtomicBool,
     /// Set to stop starting new round trips (dead target, Ctrl-C, end).
     pub stop: AtomicBool,
+    /// The MCP URL, parsed once (`None` if it does not parse; requests then
+    /// fail with the parse error).
+    pub mcp_url: Option<url::Url>,
     seq: AtomicU64,
     legacy_pool: Mutex<Vec<LegacyClient>>,
 }
@@ -57,6 +60,7 @@ impl LoadContext {
             other_token: Some(plan.target.other_token.clone()),
         };
         LoadContext {
+            mcp_url: url::Url::parse(&endpoint.mcp_url).ok(),
             plan,
             endpoint,
             recorder,
