@@ -78,25 +78,6 @@ pub enum Verdict {
     Reject,
 }
 
-/// What a property does about bugs already reported to the owner of the
-/// module under test (each is named where it is tolerated).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KnownBugs {
-    /// Skip the one comparison that a known open bug breaks, so fuzzing
-    /// keeps looking for new problems (what the fuzz targets do).
-    Tolerate,
-    /// Check everything (what the regression replay of an open bug does).
-    Fail,
-}
-
-/// Runs target `name` with every check on, known open bugs included.
-pub fn run_target_strict(name: &str, data: &[u8]) -> Option<Verdict> {
-    match name {
-        "sse_stream" => Some(sse_stream_check(data, KnownBugs::Fail)),
-        _ => run_target(name, data),
-    }
-}
-
 /// Runs the property of target `name` on `data`; `None` for an unknown name.
 pub fn run_target(name: &str, data: &[u8]) -> Option<Verdict> {
     let f: fn(&[u8]) -> Verdict = match name {
@@ -1107,11 +1088,6 @@ fn parse_chunked(
 /// Input: number of cuts, cut positions (two bytes each), an event size cap,
 /// then the stream bytes.
 pub fn sse_stream_target(data: &[u8]) -> Verdict {
-    sse_stream_check(data, KnownBugs::Tolerate)
-}
-
-/// [`sse_stream_target`] with a choice about known open bugs.
-pub fn sse_stream_check(data: &[u8], known: KnownBugs) -> Verdict {
     let mut r = ByteReader::new(data);
     let n = usize::from(r.u8() % 8);
     let raw_cuts: Vec<u16> = (0..n).map(|_| r.u16()).collect();
@@ -1140,19 +1116,10 @@ pub fn sse_stream_check(data: &[u8], known: KnownBugs) -> Verdict {
     // With a small cap, the outcome must not depend on the split either.
     let capped = parse_chunked(body, &[], cap);
     let capped_split = parse_chunked(body, &cuts, cap);
-    // Known open bug `sse-bom-cap` (protocol/sse.rs): when the body starts
-    // with a strict prefix of the UTF-8 BOM and a chunk ends inside it, the
-    // bytes held back while waiting for the rest of the BOM are not counted
-    // towards the event size cap, so the cap trips later than unsplit.
-    let bom_prefix_split = body.first() == Some(&0xEF)
-        && !body.starts_with(&[0xEF, 0xBB, 0xBF])
-        && cuts.iter().any(|&c| c > 0 && c < 3);
-    if !(known == KnownBugs::Tolerate && bom_prefix_split) {
-        assert_eq!(
-            capped_split, capped,
-            "cap {cap}: outcome differs when split at {cuts:?}"
-        );
-    }
+    assert_eq!(
+        capped_split, capped,
+        "cap {cap}: outcome differs when split at {cuts:?}"
+    );
 
     // Re-encoding keeps id and data.
     let mut re = String::new();
