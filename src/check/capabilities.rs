@@ -119,13 +119,7 @@ fn judge_gated(
 
 async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
     let modes = caps.elicit_modes();
-    let tools: Vec<_> = p
-        .target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits())
-        .cloned()
-        .collect();
+    let tools = p.target().eliciting_tools();
     if tools.is_empty() {
         return Verdict::skip("no tool elicits");
     }

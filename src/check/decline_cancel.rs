@@ -33,13 +33,7 @@ pub fn checks() -> Vec<Check> {
 }
 
 async fn refuse(p: Probe, policy: AnswerPolicy, what: &str) -> Verdict {
-    let tools: Vec<_> = p
-        .target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits())
-        .cloned()
-        .collect();
+    let tools = p.target().eliciting_tools();
     if tools.is_empty() {
         return Verdict::skip("no tool elicits");
     }

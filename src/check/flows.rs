@@ -56,13 +56,7 @@ fn describe(rt: &RoundTrip) -> String {
 }
 
 async fn happy_path(p: Probe) -> Verdict {
-    let tools: Vec<_> = p
-        .target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits())
-        .cloned()
-        .collect();
+    let tools = p.target().eliciting_tools();
     if tools.is_empty() {
         return Verdict::skip("no tool elicits");
     }
@@ -85,13 +79,7 @@ async fn happy_path(p: Probe) -> Verdict {
 }
 
 async fn multi_round(p: Probe) -> Verdict {
-    let tools: Vec<_> = p
-        .target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits())
-        .cloned()
-        .collect();
+    let tools = p.target().eliciting_tools();
     let mut seen_multi = Vec::new();
     for t in &tools {
         let rt = run_flow(&p, t, AnswerPolicy::AcceptValid).await;

@@ -8,22 +8,8 @@ use crate::client::content::valid_content;
 use crate::client::outcome::{ErrorClass, Outcome, RoundTrip};
 use crate::protocol::codes;
 use crate::protocol::mrtr::InputRequiredResult;
+use crate::state::StateError;
 use serde_json::{Map, Value, json};
-
-/// Rejection reasons the reference server (and servers built like it) give
-/// in `error.data.reason`, mirroring `state::StateError::kind()`.
-pub const STATE_REASONS: [&str; 10] = [
-    "malformed",
-    "bad_tag",
-    "expired",
-    "not_yet_valid",
-    "wrong_principal",
-    "wrong_request",
-    "replayed",
-    "unknown_key",
-    "unsupported_version",
-    "too_large",
-];
 
 /// Reasons that mean "the state failed integrity verification".
 pub const INTEGRITY: [&str; 5] = [
@@ -61,7 +47,7 @@ pub fn state_rejection(
     }
     match reason {
         Some(r) if expected.contains(&r) => Ok(format!("rejected with {code}, reason {r:?}")),
-        Some(r) if STATE_REASONS.contains(&r) => Err(format!(
+        Some(r) if StateError::KINDS.contains(&r) => Err(format!(
             "rejected with {code} but for reason {r:?}, not {}: the probed property was not what failed",
             expected.join(" / ")
         )),

@@ -188,6 +188,11 @@ impl Target {
         })
     }
 
+    /// Every tool that elicits, cloned so a check can hold them across awaits.
+    pub fn eliciting_tools(&self) -> Vec<ToolProfile> {
+        self.tools.iter().filter(|t| t.elicits()).cloned().collect()
+    }
+
     /// Eliciting tools whose first round uses URL mode.
     pub fn url_tools(&self) -> impl Iterator<Item = &ToolProfile> {
         self.tools.iter().filter(|t| t.elicits() && t.modes().url)

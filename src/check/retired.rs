@@ -55,13 +55,7 @@ fn scan(body: &[u8], what: &str, problems: &mut Vec<String>) {
 }
 
 async fn retired(p: Probe) -> Verdict {
-    let tools: Vec<_> = p
-        .target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits())
-        .cloned()
-        .collect();
+    let tools = p.target().eliciting_tools();
     if tools.is_empty() {
         return Verdict::skip("no tool elicits");
     }

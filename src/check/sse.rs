@@ -68,13 +68,7 @@ async fn sse_hygiene(p: Probe) -> Verdict {
     if let Ok(r) = p.modern("tools/list", "tools/list", json!({}), &caps).await {
         streams += usize::from(inspect("tools/list", &r, &mut problems));
     }
-    let tools: Vec<_> = p
-        .target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits())
-        .cloned()
-        .collect();
+    let tools = p.target().eliciting_tools();
     for t in &tools {
         let first = p.call_request(format!("tools/call {} #1", t.name), t, &caps, None, None);
         let Ok(reply) = p.send(first).await else {
