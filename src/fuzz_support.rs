@@ -1014,6 +1014,7 @@ fn check_validators(data: &[u8]) {
 /// views round-trip. Non-JSON input also builds a structured message from
 /// the bytes and checks its round trip.
 pub fn mrtr_message_target(data: &[u8]) -> Verdict {
+    check_peek_agrees(data);
     match parse_message(data) {
         Ok(m) => {
             check_message_round_trip(&m, "parsed message");
@@ -1058,6 +1059,29 @@ pub fn mrtr_message_target(data: &[u8]) -> Verdict {
     let _ = decode_body(None, data);
     check_validators(data);
     Verdict::Keep
+}
+
+/// The load client's fast reader, [`crate::protocol::jsonrpc::peek_result`],
+/// answers only where the full parser reads the same integer-id result.
+fn check_peek_agrees(data: &[u8]) {
+    let Some(p) = crate::protocol::jsonrpc::peek_result(data) else {
+        return;
+    };
+    match parse_message(data) {
+        Ok(Message::Response(r)) => {
+            assert_eq!(
+                r.id,
+                Some(crate::protocol::jsonrpc::RequestId::Number(p.id))
+            );
+            let peeked: Value = serde_json::from_str(p.result.get())
+                .unwrap_or_else(|e| panic!("peeked result does not parse: {e}"));
+            assert!(
+                r.result_value().is_some_and(|v| json_eq(v, &peeked)),
+                "peeked result differs from the parsed one"
+            );
+        }
+        other => panic!("peek_result answered where parse_message says {other:?}"),
+    }
 }
 
 // ---------------------------------------------------------------- sse_stream

@@ -22,8 +22,8 @@ pub use content::InvalidKind;
 pub use http::{Endpoint, run_modern};
 pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{
-    Auth, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step, Target,
-    ToolCall,
+    Auth, CallTemplate, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step,
+    Target, ToolCall,
 };
 pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 pub use policy::{AnswerPolicy, Mutation};

@@ -16,16 +16,17 @@ use super::browser;
 use super::content;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
-use crate::protocol::body::decode_body;
+use crate::protocol::body::{Framing, decode_body, framing_of};
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::codes;
 use crate::protocol::elicitation::{self, ElicitAction, ElicitRequestParams, ElicitResult};
 use crate::protocol::headers::request_headers;
-use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, RequestId};
+use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, RequestId, peek_result};
 use crate::protocol::mrtr::{InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultType};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Default cap on `input_required` rounds (rmcp and the C# SDK use 10 too).
@@ -53,6 +54,97 @@ impl ToolCall {
     }
 }
 
+/// What every `tools/call` of one tool under one config has in common,
+/// serialized once: the tool name, the arguments, `_meta` and the headers.
+/// Build it once per scenario and share it ([`ModernFlow::with_template`]),
+/// so a round trip only writes its id and its answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallTemplate {
+    call: ToolCall,
+    capabilities: ClientCapabilities,
+    protocol_version: String,
+    name_json: String,
+    arguments_json: String,
+    meta_json: String,
+    headers: Vec<(String, String)>,
+}
+
+impl CallTemplate {
+    /// The template for `call` with the capabilities and `_meta` of `cfg`.
+    pub fn new(call: ToolCall, cfg: &FlowConfig) -> Self {
+        let mut meta = cfg.generation_meta.clone();
+        meta.client_capabilities = cfg.capabilities.clone();
+        let name_json = Value::from(call.name.as_str()).to_string();
+        let arguments_json = Value::Object(call.arguments.clone()).to_string();
+        let mut headers: Vec<(String, String)> = request_headers(
+            METHOD_TOOLS_CALL,
+            Some(&json!({ "name": call.name })),
+            &meta.protocol_version,
+        )
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        headers.push((
+            "Accept".into(),
+            "application/json, text/event-stream".into(),
+        ));
+        headers.push(("Content-Type".into(), "application/json".into()));
+        CallTemplate {
+            capabilities: cfg.capabilities.clone(),
+            protocol_version: meta.protocol_version.clone(),
+            meta_json: meta.to_value().to_string(),
+            name_json,
+            arguments_json,
+            headers,
+            call,
+        }
+    }
+
+    /// The tool call.
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// Whether flows under `cfg` may use this template (same `_meta`).
+    pub fn fits(&self, cfg: &FlowConfig) -> bool {
+        self.capabilities == cfg.capabilities
+            && self.protocol_version == cfg.generation_meta.protocol_version
+    }
+
+    /// The JSON-RPC `tools/call` body with id `id` and the retry's extras.
+    fn body(&self, id: i64, extra: &RetryParams) -> Vec<u8> {
+        let mut b = Vec::with_capacity(
+            96 + self.name_json.len() + self.arguments_json.len() + self.meta_json.len(),
+        );
+        b.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        b.extend_from_slice(id.to_string().as_bytes());
+        b.extend_from_slice(br#","method":"tools/call","params":{"name":"#);
+        b.extend_from_slice(self.name_json.as_bytes());
+        b.extend_from_slice(br#","arguments":"#);
+        b.extend_from_slice(self.arguments_json.as_bytes());
+        if let Some(r) = &extra.responses {
+            b.extend_from_slice(br#","inputResponses":"#);
+            // Serializing a Value into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut b, r);
+        }
+        if let Some(st) = &extra.state {
+            b.extend_from_slice(br#","requestState":"#);
+            let _ = serde_json::to_writer(&mut b, st);
+        }
+        b.extend_from_slice(br#","_meta":"#);
+        b.extend_from_slice(self.meta_json.as_bytes());
+        b.extend_from_slice(b"}}");
+        b
+    }
+}
+
+/// What a retry adds to the call: the answers and the echoed state.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RetryParams {
+    responses: Option<Map<String, Value>>,
+    state: Option<String>,
+}
+
 /// How a flow behaves.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlowConfig {
@@ -71,6 +163,11 @@ pub struct FlowConfig {
     pub first_id: i64,
     /// Name for the round trip (defaults to the policy's name).
     pub scenario: Option<String>,
+    /// Keep the final tool result as a JSON tree in
+    /// [`RoundTrip::final_result`] (the checker reads it). A load run turns
+    /// it off: a plain `complete` reply is then judged from its `resultType`
+    /// and `isError` alone, without building the tree.
+    pub keep_final_result: bool,
 }
 
 impl Default for FlowConfig {
@@ -84,6 +181,7 @@ impl Default for FlowConfig {
             seed: 0,
             first_id: 1,
             scenario: None,
+            keep_final_result: true,
         }
     }
 }
@@ -214,7 +312,7 @@ enum Pending {
 #[derive(Debug)]
 enum Event {
     InputRequired(InputRequiredResult, Value),
-    Complete(bool, Value),
+    Complete(bool, Option<Value>),
     RpcError(i64, Option<String>, String, u16),
     Http(u16),
     Violation(String),
@@ -223,9 +321,8 @@ enum Event {
 /// The MRTR state machine for one tool call.
 #[derive(Debug)]
 pub struct ModernFlow {
-    call: ToolCall,
+    tpl: Arc<CallTemplate>,
     cfg: FlowConfig,
-    meta: Value,
     next_id: i64,
     calls: u32,
     rt: RoundTrip,
@@ -236,7 +333,7 @@ pub struct ModernFlow {
     responses: Option<Map<String, Value>>,
     state_to_echo: Option<String>,
     pages: VecDeque<String>,
-    last_retry: Option<Value>,
+    last_retry: Option<RetryParams>,
     replayed: bool,
     finished: bool,
 }
@@ -244,16 +341,25 @@ pub struct ModernFlow {
 impl ModernFlow {
     /// A flow for `call` under `cfg`.
     pub fn new(call: ToolCall, cfg: FlowConfig) -> Self {
-        let mut meta = cfg.generation_meta.clone();
-        meta.client_capabilities = cfg.capabilities.clone();
+        let tpl = Arc::new(CallTemplate::new(call, &cfg));
+        Self::with_template(tpl, cfg)
+    }
+
+    /// A flow for a shared template; `tpl` must [fit](CallTemplate::fits)
+    /// `cfg` (a template that does not is rebuilt for this flow).
+    pub fn with_template(tpl: Arc<CallTemplate>, cfg: FlowConfig) -> Self {
+        let tpl = if tpl.fits(&cfg) {
+            tpl
+        } else {
+            Arc::new(CallTemplate::new(tpl.call.clone(), &cfg))
+        };
         let name = cfg
             .scenario
             .clone()
             .unwrap_or_else(|| cfg.policy.name().to_owned());
         ModernFlow {
-            meta: meta.to_value(),
             next_id: cfg.first_id,
-            call,
+            tpl,
             cfg,
             calls: 0,
             rt: RoundTrip::new(name),
@@ -273,10 +379,13 @@ impl ModernFlow {
     /// The first request: the plain tool call.
     pub fn start(&mut self) -> Outgoing {
         self.calls = 1;
-        let params = self.params(None, None);
         self.pending = Pending::Call;
         self.probe = Probe::Normal;
-        self.mcp_request("tools/call #1".into(), params, Auth::Primary)
+        self.mcp_request(
+            "tools/call #1".into(),
+            &RetryParams::default(),
+            Auth::Primary,
+        )
     }
 
     /// Feeds the reply to the last [`Outgoing`].
@@ -397,51 +506,15 @@ impl ModernFlow {
         }
     }
 
-    fn params(&self, responses: Option<&Map<String, Value>>, state: Option<&str>) -> Value {
-        let mut p = Map::new();
-        p.insert("name".into(), Value::from(self.call.name.as_str()));
-        p.insert(
-            "arguments".into(),
-            Value::Object(self.call.arguments.clone()),
-        );
-        if let Some(r) = responses {
-            p.insert("inputResponses".into(), Value::Object(r.clone()));
-        }
-        if let Some(s) = state {
-            p.insert("requestState".into(), Value::from(s));
-        }
-        p.insert("_meta".into(), self.meta.clone());
-        Value::Object(p)
-    }
-
-    fn mcp_request(&mut self, leg: String, params: Value, auth: Auth) -> Outgoing {
-        let id = RequestId::Number(self.next_id);
+    fn mcp_request(&mut self, leg: String, extra: &RetryParams, auth: Auth) -> Outgoing {
+        let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
-        let mut headers: Vec<(String, String)> = request_headers(
-            METHOD_TOOLS_CALL,
-            Some(&params),
-            &self.cfg.generation_meta.protocol_version,
-        )
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v))
-        .collect();
-        headers.push((
-            "Accept".into(),
-            "application/json, text/event-stream".into(),
-        ));
-        headers.push(("Content-Type".into(), "application/json".into()));
-        let mut msg = Map::new();
-        msg.insert("jsonrpc".into(), Value::from("2.0"));
-        msg.insert("id".into(), id.to_value());
-        msg.insert("method".into(), Value::from(METHOD_TOOLS_CALL));
-        msg.insert("params".into(), params);
-        let body = serde_json::to_vec(&msg).unwrap_or_default();
         Outgoing {
             leg,
             target: Target::Mcp,
             method: HttpMethod::Post,
-            headers,
-            body,
+            headers: self.tpl.headers.clone(),
+            body: self.tpl.body(id, extra),
             auth,
         }
     }
@@ -459,6 +532,9 @@ impl ModernFlow {
                 LegResult::Accepted,
                 Event::Violation("202 Accepted for a request: a response was due".into()),
             );
+        }
+        if let Some(fast) = self.interpret_plain_complete(reply) {
+            return fast;
         }
         let decoded = match decode_body(reply.content_type.as_deref(), &reply.body) {
             Ok(d) => d,
@@ -547,7 +623,10 @@ impl ModernFlow {
                             "result has no resultType (required from a 2026-07-28 server)".into(),
                         ),
                     ),
-                    Some(ResultType::Complete) => (complete, Event::Complete(is_error, v)),
+                    Some(ResultType::Complete) => {
+                        let kept = self.cfg.keep_final_result.then_some(v);
+                        (complete, Event::Complete(is_error, kept))
+                    }
                     Some(ResultType::InputRequired) => match InputRequiredResult::from_value(&v) {
                         Some(ir) => (LegResult::InputRequired, Event::InputRequired(ir, v)),
                         None => (
@@ -564,6 +643,44 @@ impl ModernFlow {
                 }
             }
         }
+    }
+
+    /// The common case without building a JSON tree: one JSON body holding
+    /// a plain `complete` result for the request just sent. `None` sends
+    /// everything else to the full reader in [`Self::interpret`], which
+    /// judges the same bodies the same way.
+    fn interpret_plain_complete(&self, reply: &HttpReply) -> Option<(LegResult, Event)> {
+        /// The members of a result that decide its verdict.
+        #[derive(serde::Deserialize)]
+        struct Head<'a> {
+            #[serde(rename = "resultType", borrow)]
+            result_type: Option<&'a str>,
+            #[serde(rename = "isError", borrow)]
+            is_error: Option<&'a serde_json::value::RawValue>,
+        }
+        if reply.status == 202
+            || framing_of(reply.content_type.as_deref(), &reply.body) != Framing::Json
+        {
+            return None;
+        }
+        let peek = peek_result(&reply.body)?;
+        if RequestId::Number(peek.id) != self.last_sent_id() {
+            return None;
+        }
+        let head: Head<'_> = serde_json::from_str(peek.result.get()).ok()?;
+        if head.result_type != Some("complete") {
+            return None;
+        }
+        let is_error = head.is_error.is_some_and(|v| v.get() == "true");
+        let kept = if self.cfg.keep_final_result {
+            Some(serde_json::from_str(peek.result.get()).ok()?)
+        } else {
+            None
+        };
+        Some((
+            LegResult::Complete { is_error },
+            Event::Complete(is_error, kept),
+        ))
     }
 
     fn finish(&mut self, outcome: Outcome) -> Step {
@@ -637,7 +754,7 @@ impl ModernFlow {
                 }
             }
             Event::Complete(is_error, result) => {
-                self.rt.final_result = Some(result);
+                self.rt.final_result = result;
                 match probe {
                     _ if probing_state => self.finish(Outcome::unexpected(
                         ErrorClass::StateAccepted,
@@ -712,7 +829,7 @@ impl ModernFlow {
                 self.replayed = true;
                 self.probe = Probe::Replay;
                 self.pending = Pending::Call;
-                Step::Send(self.mcp_request("tools/call replay".into(), params, Auth::Primary))
+                Step::Send(self.mcp_request("tools/call replay".into(), &params, Auth::Primary))
             }
             _ if self.applied => self.finish(Outcome::Success),
             _ => {
@@ -893,13 +1010,16 @@ impl ModernFlow {
             }
             _ => {}
         }
-        let params = self.params(self.responses.as_ref(), state.as_deref());
+        let params = RetryParams {
+            responses: self.responses.clone(),
+            state,
+        };
         if matches!(self.cfg.policy, AnswerPolicy::ReplayState) {
             self.last_retry = Some(params.clone());
         }
         self.pending = Pending::Call;
         let leg = format!("tools/call #{} retry", self.calls);
-        Step::Send(self.mcp_request(leg, params, auth))
+        Step::Send(self.mcp_request(leg, &params, auth))
     }
 }
 

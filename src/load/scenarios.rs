@@ -10,7 +10,8 @@ use super::metrics::Recorder;
 use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
-    AnswerPolicy, Endpoint, FlowConfig, LegFailure, ModernFlow, RoundTrip, Step, ToolCall,
+    AnswerPolicy, CallTemplate, Endpoint, FlowConfig, LegFailure, ModernFlow, RoundTrip, Step,
+    ToolCall,
 };
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -28,6 +29,23 @@ pub fn policy_for(spec: &ScenarioSpec) -> AnswerPolicy {
         ScenarioKind::FormCancel => AnswerPolicy::Cancel,
         ScenarioKind::Tamper => AnswerPolicy::TamperState(spec.mutation.clone()),
         ScenarioKind::Replay => AnswerPolicy::ReplayState,
+    }
+}
+
+/// The flow settings of a scenario (seed and ids are set per round trip).
+/// Load runs judge a final result by its verdict and do not keep its tree.
+fn flow_config(spec: &ScenarioSpec) -> FlowConfig {
+    let mut cfg = FlowConfig::with_policy(policy_for(spec));
+    cfg.scenario = Some(spec.name.clone());
+    cfg.keep_final_result = false;
+    cfg
+}
+
+/// The tool call a scenario makes.
+fn tool_call(spec: &ScenarioSpec) -> ToolCall {
+    ToolCall {
+        name: spec.tool.clone(),
+        arguments: spec.arguments.clone(),
     }
 }
 
@@ -49,6 +67,8 @@ pub struct LoadContext {
     pub mcp_url: Option<url::Url>,
     seq: AtomicU64,
     legacy_pool: Mutex<Vec<LegacyClient>>,
+    /// One call template per scenario (same order as the plan's).
+    templates: Vec<Arc<CallTemplate>>,
 }
 
 impl LoadContext {
@@ -59,7 +79,13 @@ impl LoadContext {
             primary_token: plan.target.token.clone(),
             other_token: Some(plan.target.other_token.clone()),
         };
+        let templates = plan
+            .scenarios
+            .iter()
+            .map(|spec| Arc::new(CallTemplate::new(tool_call(spec), &flow_config(spec))))
+            .collect();
         LoadContext {
+            templates,
             mcp_url: url::Url::parse(&endpoint.mcp_url).ok(),
             plan,
             endpoint,
@@ -78,17 +104,18 @@ impl LoadContext {
 
     /// The MRTR flow for one round trip of `spec`.
     pub fn flow_for(&self, spec: &ScenarioSpec, n: u64) -> ModernFlow {
-        let mut cfg = FlowConfig::with_policy(policy_for(spec));
+        let mut cfg = flow_config(spec);
         cfg.seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        cfg.scenario = Some(spec.name.clone());
         cfg.first_id = 1 + (n as i64 % 1_000_000) * 16;
-        ModernFlow::new(
-            ToolCall {
-                name: spec.tool.clone(),
-                arguments: spec.arguments.clone(),
-            },
-            cfg,
-        )
+        let tpl = self
+            .plan
+            .scenarios
+            .iter()
+            .position(|s| s.name == spec.name)
+            .and_then(|i| self.templates.get(i))
+            .cloned()
+            .unwrap_or_else(|| Arc::new(CallTemplate::new(tool_call(spec), &cfg)));
+        ModernFlow::with_template(tpl, cfg)
     }
 
     /// Reserves one request against the cap; on refusal marks the cap.

@@ -3,6 +3,7 @@
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -387,6 +388,56 @@ pub fn message_from_value(v: Value) -> Result<Message, ParseError> {
     Ok(Message::Response(Response { id, outcome }))
 }
 
+/// A single JSON-RPC result response read without building a tree: its
+/// integer id and the raw text of `result`.
+#[derive(Debug, Clone, Copy)]
+pub struct ResultPeek<'a> {
+    /// The response id (only integer ids take this path).
+    pub id: i64,
+    /// The `result` member, verbatim.
+    pub result: &'a RawValue,
+}
+
+/// Reads `bytes` as a plain result response (`jsonrpc` "2.0", an integer id,
+/// a non-null `result`, no `method`, no `error`, no duplicate members) while
+/// validating the whole text as JSON but allocating nothing. Anything else
+/// gives `None`: parse it with [`parse_message`], which explains what is
+/// wrong. Where both succeed they agree (a test holds them to it).
+pub fn peek_result(bytes: &[u8]) -> Option<ResultPeek<'_>> {
+    /// Set when the member is present, whatever its value (even `null`).
+    #[derive(Default)]
+    struct Present(bool);
+    impl<'de> Deserialize<'de> for Present {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            serde::de::IgnoredAny::deserialize(d).map(|_| Present(true))
+        }
+    }
+    #[derive(Deserialize)]
+    struct Peek<'a> {
+        #[serde(borrow)]
+        jsonrpc: Option<&'a str>,
+        #[serde(borrow)]
+        id: Option<&'a RawValue>,
+        #[serde(default)]
+        method: Present,
+        #[serde(borrow)]
+        result: Option<&'a RawValue>,
+        #[serde(default)]
+        error: Present,
+    }
+    if bytes.len() > MAX_MESSAGE_BYTES {
+        return None;
+    }
+    let p: Peek<'_> = serde_json::from_slice(bytes).ok()?;
+    if p.jsonrpc != Some("2.0") || p.method.0 || p.error.0 {
+        return None;
+    }
+    Some(ResultPeek {
+        id: p.id?.get().parse().ok()?,
+        result: p.result?,
+    })
+}
+
 fn invalid(id: Option<RequestId>, reason: impl Into<String>) -> ParseError {
     ParseError::Invalid {
         id,
@@ -397,6 +448,56 @@ fn invalid(id: Option<RequestId>, reason: impl Into<String>) -> ParseError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Asserts that `peek_result` agrees with `parse_message` on `body`
+    /// wherever it answers; returns whether it answered.
+    fn peek_agrees(body: &[u8]) -> bool {
+        let Some(p) = peek_result(body) else {
+            return false;
+        };
+        match parse_message(body) {
+            Ok(Message::Response(Response {
+                id: Some(RequestId::Number(id)),
+                outcome: Outcome::Result(v),
+            })) => {
+                assert_eq!(id, p.id, "{}", String::from_utf8_lossy(body));
+                let peeked: Value = serde_json::from_str(p.result.get()).unwrap();
+                assert_eq!(v, peeked, "{}", String::from_utf8_lossy(body));
+            }
+            other => panic!(
+                "peek answered but the full parse says {other:?}: {}",
+                String::from_utf8_lossy(body)
+            ),
+        }
+        true
+    }
+
+    #[test]
+    fn peek_takes_plain_results_and_leaves_the_rest() {
+        for ok in [
+            &br#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","isError":false}}"#[..],
+            br#" {"result":[1,{"a":"\u00e9"}],"id":-3,"jsonrpc":"2.0","extra":null} "#,
+            br#"{"jsonrpc":"2.0","id":0,"result":"text"}"#,
+        ] {
+            assert!(peek_agrees(ok), "{}", String::from_utf8_lossy(ok));
+        }
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":"s","result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"method":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"error":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            br#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            br#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2\u002e0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+        ] {
+            assert!(!peek_agrees(other), "{}", String::from_utf8_lossy(other));
+        }
+    }
 
     #[test]
     fn classifies_the_four_shapes() {

@@ -759,3 +759,108 @@ fn failures_and_late_replies() {
     let rt = done(f.on_failure(LegFailure::Transport("refused".into()), Duration::ZERO));
     assert_eq!(rt.outcome.error_class(), Some(ErrorClass::Transport));
 }
+
+/// Runs `tool` with one canned reply to the first call under both settings
+/// of `keep_final_result` and returns both round trips.
+fn both_readers(reply: HttpReply, policy: AnswerPolicy) -> (RoundTrip, RoundTrip) {
+    let run = |keep: bool| {
+        let cfg = FlowConfig {
+            keep_final_result: keep,
+            ..FlowConfig::with_policy(policy.clone())
+        };
+        let mut f = ModernFlow::new(ToolCall::new("deploy", json!({})), cfg);
+        let _ = f.start();
+        done(f.on_reply(reply.clone()))
+    };
+    (run(true), run(false))
+}
+
+#[test]
+fn the_tree_free_reader_judges_like_the_full_one() {
+    let raw = |status: u16, ct: &str, body: &str| HttpReply {
+        status,
+        content_type: Some(ct.into()),
+        body: Bytes::from(body.to_owned()),
+        ..HttpReply::default()
+    };
+    let replies = [
+        json_reply(200, complete(1, false)),
+        json_reply(200, complete(1, true)),
+        json_reply(500, complete(1, false)),
+        json_reply(200, complete(2, false)),
+        json_reply(
+            200,
+            json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"task"}}),
+        ),
+        json_reply(
+            200,
+            json!({"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}),
+        ),
+        json_reply(
+            200,
+            json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","isError":1}}),
+        ),
+        json_reply(400, rpc_error(1, -32602, None)),
+        sse_reply(complete(1, false)),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","resultType":"x"}}"#,
+        ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping","result":{"resultType":"complete"}}"#,
+        ),
+        raw(
+            202,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}"#,
+        ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}"#,
+        ),
+    ];
+    for reply in replies {
+        for policy in [AnswerPolicy::AcceptValid, AnswerPolicy::Decline] {
+            let (full, lean) = both_readers(reply.clone(), policy);
+            let body = String::from_utf8_lossy(&reply.body);
+            assert_eq!(full.outcome, lean.outcome, "{body}");
+            assert_eq!(full.legs, lean.legs, "{body}");
+            assert_eq!(full.rounds, lean.rounds, "{body}");
+            assert!(lean.final_result.is_none(), "{body}");
+        }
+    }
+    // The full reader keeps the tree of a plain complete result.
+    let (full, _) = both_readers(
+        json_reply(200, complete(1, true)),
+        AnswerPolicy::AcceptValid,
+    );
+    assert_eq!(
+        full.final_result.as_ref().and_then(|v| v.get("isError")),
+        Some(&json!(true))
+    );
+}
+
+#[test]
+fn a_shared_template_writes_the_same_requests() {
+    let cfg = FlowConfig::with_policy(AnswerPolicy::AcceptValid);
+    let call = ToolCall::new("deploy", json!({"service":"api","n":[1,2]}));
+    let tpl = Arc::new(CallTemplate::new(call.clone(), &cfg));
+    let mut a = ModernFlow::with_template(tpl.clone(), cfg.clone());
+    let mut b = ModernFlow::new(call, cfg);
+    assert_eq!(a.start(), b.start());
+    // A template built for other capabilities is not used as is.
+    let form_only = FlowConfig {
+        capabilities: ClientCapabilities::with_modes(true, false),
+        ..FlowConfig::default()
+    };
+    assert!(!tpl.fits(&form_only));
+    let out = ModernFlow::with_template(tpl, form_only).start();
+    assert_eq!(
+        body_of(&out)["params"]["_meta"][META_CLIENT_CAPABILITIES],
+        json!({"elicitation":{"form":{}}})
+    );
+}
