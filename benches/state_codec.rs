@@ -509,5 +509,34 @@ fn backends(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, codecs, competitors, backends);
+/// Token text decoding: base64-simd (used before) against the strict
+/// decoder in `state::base64url`, on the HMAC token of a 256-byte payload.
+fn base64_decode(c: &mut Criterion) {
+    let token = sealer(CodecName::HmacSha256)
+        .seal(&claims(256))
+        .expect("seal");
+    let mut g = c.benchmark_group("base64");
+    g.throughput(Throughput::Elements(1));
+    let mut buf = Vec::new();
+    g.bench_function("base64-simd", |b| {
+        b.iter(|| {
+            let d = base64_simd::URL_SAFE_NO_PAD;
+            let n = d.decoded_length(black_box(token.as_bytes())).expect("len");
+            buf.clear();
+            buf.resize(n, 0);
+            d.decode(token.as_bytes(), base64_simd::Out::from_slice(&mut buf))
+                .map(|o| o.len())
+                .expect("decode")
+        })
+    });
+    g.bench_function("elicitkit", |b| {
+        b.iter(|| {
+            elicitkit::state::base64url::decode_into(black_box(token.as_bytes()), &mut buf)
+                .expect("decode")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, codecs, competitors, backends, base64_decode);
 criterion_main!(benches);

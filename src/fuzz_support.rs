@@ -50,8 +50,8 @@ use crate::schema::{
 };
 use crate::state::envelope::{HEADER_LEN, VERSION};
 use crate::state::{
-    Binding, Claims, CodecName, KeyRing, MemoryReplayGuard, Sealer, SealerConfig, StateError,
-    tamper,
+    Binding, Claims, CodecName, KeyRing, MemoryReplayGuard, OpenedClaims, Sealer, SealerConfig,
+    StateError, tamper,
 };
 use crate::store::model::{BackendKind, Op, run};
 
@@ -700,7 +700,11 @@ pub fn state_tamper_target(data: &[u8]) -> Verdict {
                 request_digest: &fx.digest,
             };
             let first = sealer.open_once(&token, &binding, NOW_MS, &guard);
-            assert_eq!(first.as_ref().ok(), Some(&claims), "first open_once");
+            assert_eq!(
+                first.map(OpenedClaims::into_claims).ok(),
+                Some(claims),
+                "first open_once"
+            );
             let second = sealer.open_once(&token, &binding, NOW_MS + 1, &guard);
             assert_eq!(second.err(), Some(StateError::Replayed), "second open_once");
         }
@@ -764,7 +768,7 @@ fn changed_claims(sealer: &Sealer, base: &Claims, r: &mut ByteReader<'_>) {
     let got = sealer.open(&token, &binding, NOW_MS);
     match want {
         None => assert_eq!(
-            got.ok(),
+            got.ok().map(OpenedClaims::into_claims),
             Some(c),
             "{:?}: fresh valid claims",
             sealer.codec()

@@ -8,8 +8,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use elicitkit::state::envelope::HEADER_LEN;
 use elicitkit::state::{
-    Binding, Claims, CodecName, KeyRing, MemoryReplayGuard, SealError, Sealer, SealerConfig,
-    StateError, request_digest, tamper,
+    Binding, Claims, CodecName, KeyRing, MemoryReplayGuard, OpenedClaims, SealError, Sealer,
+    SealerConfig, StateError, request_digest, tamper,
 };
 use serde_json::json;
 
@@ -32,7 +32,7 @@ fn claims(s: &Sealer, payload_len: usize) -> Claims {
     s.claims("alice", Some("client-1"), digest(), 1, payload, NOW)
 }
 
-fn kind(r: Result<Claims, StateError>) -> &'static str {
+fn kind(r: Result<OpenedClaims, StateError>) -> &'static str {
     match r {
         Ok(_) => "ok",
         Err(e) => e.kind(),

@@ -13,7 +13,6 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rand::RngCore;
-use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use super::error::{ConfigError, StateError};
@@ -235,12 +234,31 @@ impl StateCodec for MacCodec {
         };
         let (signed, tag) = env.split_at(split);
         let expect = self.tag(&[signed]);
-        if bool::from(expect.ct_eq(tag)) {
+        if tags_equal(&expect, tag) {
             Ok(&signed[header_len..])
         } else {
             Err(StateError::BadTag)
         }
     }
+}
+
+/// Constant-time equality of a computed 32-byte tag and the token's tag:
+/// XOR the four 64-bit words, OR the differences together, and decide once
+/// at the end (no early exit, no data-dependent branch). `black_box` keeps
+/// the compiler from turning the fold back into a short-circuit compare.
+/// The tag is `signed.len()..` of a slice split at `len - 32`, so it is
+/// always 32 bytes; anything else compares unequal.
+fn tags_equal(expect: &[u8; 32], tag: &[u8]) -> bool {
+    let Ok(tag) = <&[u8; 32]>::try_from(tag) else {
+        return false;
+    };
+    let mut diff = 0u64;
+    for (a, b) in expect.chunks_exact(8).zip(tag.chunks_exact(8)) {
+        let a = u64::from_ne_bytes([a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]]);
+        let b = u64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        diff |= std::hint::black_box(a ^ b);
+    }
+    diff == 0
 }
 
 struct AeadCodec {
@@ -310,6 +328,20 @@ mod tests {
         assert!(CodecName::XChaCha20Poly1305.confidential());
         assert!(!CodecName::Aes256Gcm.nonce_misuse_resistant());
         assert!(CodecName::Aes256GcmSiv.nonce_misuse_resistant());
+    }
+
+    #[test]
+    fn tags_equal_sees_every_byte() {
+        let a = [0x5au8; 32];
+        assert!(tags_equal(&a, &a));
+        for i in 0..32 {
+            for bit in 0..8 {
+                let mut b = a;
+                b[i] ^= 1 << bit;
+                assert!(!tags_equal(&a, &b), "byte {i} bit {bit}");
+            }
+        }
+        assert!(!tags_equal(&a, &a[..31]));
     }
 
     #[test]

@@ -75,6 +75,7 @@
 //! XChaCha20-Poly1305 (192-bit nonces) are the codecs meant for random
 //! nonces at any volume.
 
+pub mod base64url;
 pub mod claims;
 pub mod codec;
 pub mod digest;
@@ -82,6 +83,7 @@ pub mod envelope;
 pub mod error;
 pub mod keyring;
 pub mod measure;
+pub mod opened;
 pub mod primitive;
 pub mod replay;
 pub mod sealer;
@@ -92,6 +94,7 @@ pub use codec::{CodecName, SealError, StateCodec};
 pub use digest::{CanonicalError, canonical_json, request_digest};
 pub use error::{ConfigError, KeyError, StateError};
 pub use keyring::KeyRing;
+pub use opened::OpenedClaims;
 pub use replay::{MemoryReplayGuard, ReplayGuard};
 pub use sealer::{Binding, Sealer, SealerConfig};
 

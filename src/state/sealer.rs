@@ -10,7 +10,9 @@ use super::codec::{CodecName, SealError, StateCodec};
 use super::envelope::{self, HEADER_LEN, Header, VERSION};
 use super::error::{ConfigError, StateError};
 use super::keyring::KeyRing;
+use super::opened::{Layout, OpenedClaims};
 use super::replay::ReplayGuard;
+use std::ops::Range;
 
 /// What an opened state must be bound to.
 #[derive(Debug, Clone, Copy)]
@@ -155,12 +157,59 @@ impl Sealer {
         Ok(envelope::encode(&env))
     }
 
+    #[inline]
     fn codec_for(&self, kid: u32) -> Result<&dyn StateCodec, StateError> {
         self.keys
             .iter()
             .find(|(k, _)| *k == kid)
             .map(|(_, c)| c.as_ref())
             .ok_or(StateError::UnknownKey(kid))
+    }
+
+    /// Decodes `token` into `buf`, checks header and tag, and returns where
+    /// the claims record sits in `buf`.
+    #[inline]
+    fn verify_tag_range(
+        &self,
+        token: &[u8],
+        buf: &mut Vec<u8>,
+    ) -> Result<Range<usize>, StateError> {
+        envelope::decode_into(token, self.config.max_token_len, buf)?;
+        let header = Header::parse(buf)?;
+        if header.codec != self.codec {
+            return Err(StateError::Malformed(
+                "algorithm differs from the configured codec",
+            ));
+        }
+        let codec = self.codec_for(header.kid)?;
+        let base = buf.as_ptr() as usize;
+        let body = codec.open(buf.as_mut_slice(), HEADER_LEN)?;
+        let start = (body.as_ptr() as usize).wrapping_sub(base);
+        Ok(start..start + body.len())
+    }
+
+    /// Time window: `issued_at ≤ now + skew`, then `now ≤ expires_at + skew`.
+    #[inline]
+    fn check_time(&self, c: &ClaimsRef<'_>, now_ms: u64) -> Result<(), StateError> {
+        if c.issued_at > now_ms.saturating_add(self.skew_ms) {
+            return Err(StateError::NotYetValid);
+        }
+        if now_ms > c.expires_at.saturating_add(self.skew_ms) {
+            return Err(StateError::Expired);
+        }
+        Ok(())
+    }
+
+    /// Binding: principal first, then request digest.
+    #[inline]
+    fn check_binding(c: &ClaimsRef<'_>, binding: &Binding<'_>) -> Result<(), StateError> {
+        if c.principal != binding.principal {
+            return Err(StateError::WrongPrincipal);
+        }
+        if &c.request_digest != binding.request_digest {
+            return Err(StateError::WrongRequest);
+        }
+        Ok(())
     }
 
     /// Decodes `token` into `buf` and verifies its tag, without checking
@@ -171,16 +220,9 @@ impl Sealer {
         token: &[u8],
         buf: &'b mut Vec<u8>,
     ) -> Result<ClaimsRef<'b>, StateError> {
-        envelope::decode_into(token, self.config.max_token_len, buf)?;
-        let header = Header::parse(buf)?;
-        if header.codec != self.codec {
-            return Err(StateError::Malformed(
-                "algorithm differs from the configured codec",
-            ));
-        }
-        let codec = self.codec_for(header.kid)?;
-        let body = codec.open(buf.as_mut_slice(), HEADER_LEN)?;
-        claims::decode(body)
+        let body = self.verify_tag_range(token, buf)?;
+        let buf: &'b Vec<u8> = buf;
+        claims::decode(buf.get(body).unwrap_or_default())
     }
 
     /// Decodes and verifies `token` into `buf` and checks its time window,
@@ -192,12 +234,7 @@ impl Sealer {
         buf: &'b mut Vec<u8>,
     ) -> Result<ClaimsRef<'b>, StateError> {
         let c = self.verify_tag_in(token, buf)?;
-        if c.issued_at > now_ms.saturating_add(self.skew_ms) {
-            return Err(StateError::NotYetValid);
-        }
-        if now_ms > c.expires_at.saturating_add(self.skew_ms) {
-            return Err(StateError::Expired);
-        }
+        self.check_time(&c, now_ms)?;
         Ok(c)
     }
 
@@ -212,22 +249,18 @@ impl Sealer {
         buf: &'b mut Vec<u8>,
     ) -> Result<ClaimsRef<'b>, StateError> {
         let c = self.verify_in(token, now_ms, buf)?;
-        if c.principal != binding.principal {
-            return Err(StateError::WrongPrincipal);
-        }
-        if &c.request_digest != binding.request_digest {
-            return Err(StateError::WrongRequest);
-        }
+        Self::check_binding(&c, binding)?;
         Ok(c)
     }
 
-    /// Opens `token` and returns owned claims (see [`Sealer::open_in`]).
+    /// Opens `token` with the checks of [`Sealer::open_in`] and returns
+    /// owned claims that keep the one decode buffer (no further copies).
     pub fn open(
         &self,
         token: &str,
         binding: &Binding<'_>,
         now_ms: u64,
-    ) -> Result<Claims, StateError> {
+    ) -> Result<OpenedClaims, StateError> {
         self.open_bytes(token.as_bytes(), binding, now_ms)
     }
 
@@ -237,10 +270,16 @@ impl Sealer {
         token: &[u8],
         binding: &Binding<'_>,
         now_ms: u64,
-    ) -> Result<Claims, StateError> {
+    ) -> Result<OpenedClaims, StateError> {
         let mut buf = Vec::new();
-        self.open_in(token, binding, now_ms, &mut buf)
-            .map(|c| c.to_claims())
+        let body = self.verify_tag_range(token, &mut buf)?;
+        let layout = {
+            let c = claims::decode(buf.get(body).unwrap_or_default())?;
+            self.check_time(&c, now_ms)?;
+            Self::check_binding(&c, binding)?;
+            Layout::of(&buf, &c)
+        };
+        Ok(OpenedClaims::new(buf, layout))
     }
 
     /// Opens `token`, then consumes its nonce in `guard`: a second
@@ -251,7 +290,7 @@ impl Sealer {
         binding: &Binding<'_>,
         now_ms: u64,
         guard: &dyn ReplayGuard,
-    ) -> Result<Claims, StateError> {
+    ) -> Result<OpenedClaims, StateError> {
         let c = self.open(token, binding, now_ms)?;
         guard.consume(&c.nonce, c.expires_at.saturating_add(self.skew_ms), now_ms)?;
         Ok(c)
