@@ -5,6 +5,8 @@
 //! - [`modern`]: the 2026-07-28 MRTR client as a sans-I/O state machine
 //!   ([`ModernFlow`]), so any HTTP driver can run it.
 //! - [`http`]: a plain reqwest driver for [`ModernFlow`] ([`run_modern`]).
+//! - [`h1`]: a lean keep-alive HTTP/1.1 connection to a plain-`http` MCP
+//!   endpoint ([`H1Lane`]), the load generator's hot path.
 //! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
 //! - [`browser`]: completes a URL-flow page the way a plain browser would.
 //! - [`legacy`]: the 2025-11-25 session + SSE client.
@@ -12,6 +14,7 @@
 
 pub mod browser;
 pub mod content;
+pub mod h1;
 pub mod http;
 pub mod legacy;
 pub mod modern;
@@ -19,6 +22,7 @@ pub mod outcome;
 pub mod policy;
 
 pub use content::InvalidKind;
+pub use h1::H1Lane;
 pub use http::{Endpoint, run_modern};
 pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{

@@ -1,7 +1,7 @@
 //! Scenario execution shared by the Goose (closed) and open-model drivers:
 //! the answer policy of each scenario kind, and one round trip driven to its
-//! end over plain reqwest (the Goose driver moves the same
-//! [`ModernFlow`] through `GooseUser::request` instead).
+//! end — MRTR requests to the MCP endpoint over a pooled [`H1Lane`] (plain
+//! `http` targets), everything else over reqwest.
 //!
 //! Every request first reserves a slot against the plan's hard request cap;
 //! a round trip that hits the cap is abandoned and not recorded.
@@ -10,7 +10,7 @@ use super::metrics::Recorder;
 use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
-    AnswerPolicy, CallTemplate, Endpoint, FlowConfig, LegFailure, ModernFlow, RoundTrip, Step,
+    AnswerPolicy, CallTemplate, Endpoint, FlowConfig, H1Lane, ModernFlow, RoundTrip, Step, Target,
     ToolCall,
 };
 use std::sync::Arc;
@@ -62,13 +62,12 @@ pub struct LoadContext {
     pub cap_reached: AtomicBool,
     /// Set to stop starting new round trips (dead target, Ctrl-C, end).
     pub stop: AtomicBool,
-    /// The MCP URL, parsed once (`None` if it does not parse; requests then
-    /// fail with the parse error).
-    pub mcp_url: Option<url::Url>,
     seq: AtomicU64,
     legacy_pool: Mutex<Vec<LegacyClient>>,
     /// One call template per scenario (same order as the plan's).
     templates: Vec<Arc<CallTemplate>>,
+    /// Idle HTTP/1.1 lanes to the MCP endpoint (plain `http` targets only).
+    lanes: Mutex<Vec<H1Lane>>,
 }
 
 impl LoadContext {
@@ -86,7 +85,7 @@ impl LoadContext {
             .collect();
         LoadContext {
             templates,
-            mcp_url: url::Url::parse(&endpoint.mcp_url).ok(),
+            lanes: Mutex::new(Vec::new()),
             plan,
             endpoint,
             recorder,
@@ -130,9 +129,11 @@ impl LoadContext {
         ok
     }
 
-    /// Runs one MRTR round trip over `http`. `None` when the cap or a stop
-    /// cut it short (nothing is recorded then). Returns the round trip and
-    /// how many requests it reserved.
+    /// Runs one MRTR round trip: requests to the MCP endpoint go over a
+    /// pooled [`H1Lane`] when the target is plain `http`, the rest (URL-flow
+    /// pages, `https`) over `http`. `None` when the cap or a stop cut it
+    /// short (nothing is recorded then). Returns the round trip and how many
+    /// requests it reserved.
     pub async fn modern_round_trip(
         &self,
         http: &reqwest::Client,
@@ -142,26 +143,41 @@ impl LoadContext {
         let started = Instant::now();
         let mut out = flow.start();
         let mut reserved = 0;
-        loop {
+        let mut lane = self.take_lane();
+        let ended = loop {
             if !self.reserve() {
-                return None;
+                break None;
             }
             reserved += 1;
-            let step =
-                match crate::client::http::exchange(http, &self.endpoint, &out, self.plan.timeout)
-                    .await
-                {
-                    Ok(reply) => flow.on_reply(reply),
-                    Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
-                };
+            let reply = match (lane.as_mut(), &out.target) {
+                (Some(l), Target::Mcp) => l.exchange(&out, self.plan.timeout).await,
+                _ => {
+                    crate::client::http::exchange(http, &self.endpoint, &out, self.plan.timeout)
+                        .await
+                }
+            };
+            let step = match reply {
+                Ok(reply) => flow.on_reply(reply),
+                Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
+            };
             match step {
                 Step::Send(next) => out = next,
                 Step::Done(mut rt) => {
                     rt.total = started.elapsed();
-                    return Some((rt, reserved));
+                    break Some((rt, reserved));
                 }
             }
+        };
+        if let (Some(l), Ok(mut idle)) = (lane, self.lanes.lock()) {
+            idle.push(l);
         }
+        ended
+    }
+
+    /// An idle lane, or a new one (`None` when the target needs reqwest).
+    fn take_lane(&self) -> Option<H1Lane> {
+        let idle = self.lanes.lock().ok().and_then(|mut v| v.pop());
+        idle.or_else(|| H1Lane::for_endpoint(&self.endpoint))
     }
 
     /// Runs one 2025-11-25 round trip on a pooled session (a new session is
@@ -280,15 +296,6 @@ fn legacy_failure(
     rt.total = elapsed;
     rt.outcome = Outcome::unexpected(class, e.to_string());
     rt
-}
-
-/// Maps a reqwest error to the flow's failure kind.
-pub fn leg_failure(e: &reqwest::Error) -> LegFailure {
-    if e.is_timeout() {
-        LegFailure::Timeout
-    } else {
-        LegFailure::Transport(crate::client::http::describe(e))
-    }
 }
 
 /// A smooth weighted round robin over the plan's scenarios: index `n` of

@@ -1,0 +1,284 @@
+//! A lean keep-alive HTTP/1.1 connection to a plain-`http` MCP endpoint,
+//! for the load generator's hot path.
+//!
+//! reqwest does per request what a load loop does not need: URL
+//! re-parsing for its redirect policy, proxy matching, pool checkout and
+//! header building (about a fifth of the generator's CPU on the trivial
+//! endpoint). An [`H1Lane`] owns one hyper connection, keeps the
+//! `Host` and `Authorization` values ready, and sends each
+//! [`Outgoing`] for `Target::Mcp` as is. Everything else (pages of a URL
+//! flow, `https` targets) stays on reqwest: [`H1Lane::for_endpoint`] gives
+//! `None` for targets it does not serve.
+//!
+//! The lane polls its hyper connection itself, inside the request's own
+//! task, instead of spawning a task per connection: a request then costs
+//! no cross-task wake-up (on two cores, every wake-up between threads is
+//! a context switch the target pays for too).
+//!
+//! A lane connects lazily and reconnects before a request when the server
+//! closed the connection; after a failed or timed-out request it drops the
+//! connection (its state is unknown) and the next request opens a new one.
+//! A request is never resent.
+
+use super::http::Endpoint;
+use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing};
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1::{Connection, SendRequest};
+use hyper_util::rt::TokioIo;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+/// The connection half that does the I/O; polled by [`drive`].
+type Conn = Pin<Box<Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>>>;
+
+/// An open connection: the request half and the I/O half.
+struct Open {
+    sender: SendRequest<Full<Bytes>>,
+    conn: Conn,
+    /// Set once the I/O half has finished (closed by either side).
+    ended: bool,
+}
+
+/// Largest response body a lane reads (an SSE stream may carry several
+/// messages of up to [`crate::protocol::jsonrpc::MAX_MESSAGE_BYTES`]).
+pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// One keep-alive HTTP/1.1 connection to the MCP endpoint.
+pub struct H1Lane {
+    addr: String,
+    host: HeaderValue,
+    path: http::Uri,
+    primary: HeaderValue,
+    other: Option<HeaderValue>,
+    open: Option<Open>,
+}
+
+impl std::fmt::Debug for H1Lane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("H1Lane")
+            .field("addr", &self.addr)
+            .field("path", &self.path)
+            .field("connected", &self.open.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl H1Lane {
+    /// A lane for `endpoint`, or `None` when its URL is not plain `http`
+    /// with a host (or a token is not a valid header value): such targets
+    /// go through reqwest.
+    pub fn for_endpoint(endpoint: &Endpoint) -> Option<H1Lane> {
+        let url = url::Url::parse(&endpoint.mcp_url).ok()?;
+        if url.scheme() != "http" {
+            return None;
+        }
+        let host = url.host_str()?;
+        let port = url.port_or_known_default()?;
+        let authority = match url.port() {
+            Some(p) => format!("{host}:{p}"),
+            None => host.to_owned(),
+        };
+        let path = match url.query() {
+            Some(q) => format!("{}?{q}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let bearer = |t: &str| HeaderValue::from_str(&format!("Bearer {t}")).ok();
+        Some(H1Lane {
+            addr: format!("{host}:{port}"),
+            host: HeaderValue::from_str(&authority).ok()?,
+            path: path.parse().ok()?,
+            primary: bearer(&endpoint.primary_token)?,
+            other: match &endpoint.other_token {
+                Some(t) => Some(bearer(t)?),
+                None => None,
+            },
+            open: None,
+        })
+    }
+
+    /// Sends `out` (a request to the MCP endpoint) and reads the whole body,
+    /// all within `timeout`.
+    pub async fn exchange(
+        &mut self,
+        out: &Outgoing,
+        timeout: Duration,
+    ) -> Result<HttpReply, (LegFailure, Duration)> {
+        let started = Instant::now();
+        let result = tokio::time::timeout(timeout, self.send(out, started)).await;
+        let failure = match result {
+            Ok(Ok(reply)) => return Ok(reply),
+            Ok(Err(why)) => LegFailure::Transport(why),
+            Err(_) => LegFailure::Timeout,
+        };
+        // The connection may hold half a response: start afresh next time.
+        self.open = None;
+        Err((failure, started.elapsed()))
+    }
+
+    async fn send(&mut self, out: &Outgoing, started: Instant) -> Result<HttpReply, String> {
+        let req = self.request(out)?;
+        let open = self.ready().await?;
+        let Open {
+            sender,
+            conn,
+            ended,
+        } = open;
+        let work = async move {
+            let resp = sender
+                .send_request(req)
+                .await
+                .map_err(|e| super::http::describe(&e))?;
+            let to_headers = started.elapsed();
+            let status = resp.status().as_u16();
+            let header = |name: &str| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            let content_type = header("content-type");
+            let server_timing = header("server-timing");
+            let body = Limited::new(resp.into_body(), MAX_BODY_BYTES)
+                .collect()
+                .await
+                .map_err(
+                    |e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
+                        Some(_) => format!("response body larger than {MAX_BODY_BYTES} bytes"),
+                        None => super::http::describe(e.as_ref()),
+                    },
+                )?
+                .to_bytes();
+            Ok(HttpReply {
+                status,
+                content_type,
+                server_timing,
+                body,
+                to_headers,
+                total: started.elapsed(),
+            })
+        };
+        drive(conn, ended, work).await
+    }
+
+    fn request(&self, out: &Outgoing) -> Result<http::Request<Full<Bytes>>, String> {
+        let auth = match out.auth {
+            Auth::Primary => self.primary.clone(),
+            Auth::Other => self
+                .other
+                .clone()
+                .ok_or("no token configured for the other principal")?,
+        };
+        let (method, body) = match out.method {
+            HttpMethod::Post => (http::Method::POST, Bytes::from(out.body.clone())),
+            HttpMethod::Get => (http::Method::GET, Bytes::new()),
+        };
+        let mut req = http::Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = self.path.clone();
+        let headers = req.headers_mut();
+        headers.reserve(out.headers.len() + 2);
+        headers.insert(HOST, self.host.clone());
+        headers.insert(AUTHORIZATION, auth);
+        for (k, v) in &out.headers {
+            let name = if k.eq_ignore_ascii_case("content-type") {
+                CONTENT_TYPE
+            } else {
+                HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?
+            };
+            let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+            headers.append(name, value);
+        }
+        Ok(req)
+    }
+
+    /// The connection, reopened when there is none or the server closed it
+    /// (nothing was sent on it yet, so opening another is safe).
+    async fn ready(&mut self) -> Result<&mut Open, String> {
+        if let Some(o) = self.open.as_mut() {
+            // Let the I/O half notice a close that arrived while idle.
+            std::future::poll_fn(|cx| {
+                if !o.ended && o.conn.as_mut().poll(cx).is_ready() {
+                    o.ended = true;
+                }
+                Poll::Ready(())
+            })
+            .await;
+            if !o.ended {
+                // Ready once the connection finished the previous exchange,
+                // which takes polling its I/O half.
+                let Open {
+                    sender,
+                    conn,
+                    ended,
+                } = o;
+                let ready = drive(
+                    conn,
+                    ended,
+                    std::future::poll_fn(|cx| sender.poll_ready(cx)),
+                );
+                if ready.await.is_ok() && !o.ended {
+                    return self.open.as_mut().ok_or_else(String::new);
+                }
+            }
+        }
+        self.open = None;
+        let stream = tokio::net::TcpStream::connect(&self.addr)
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
+        // Small requests and replies: never wait for Nagle.
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| super::http::describe(&e))?;
+        Ok(self.open.insert(Open {
+            sender,
+            conn: Box::pin(conn),
+            ended: false,
+        }))
+    }
+}
+
+/// Runs `work` (a request on `conn`'s sender) while polling `conn`, the
+/// I/O half, in the same task. When the connection ends first, `work`
+/// still finishes: hyper fails a request whose connection is gone.
+async fn drive<T>(conn: &mut Conn, ended: &mut bool, work: impl Future<Output = T>) -> T {
+    let mut work = std::pin::pin!(work);
+    std::future::poll_fn(move |cx| {
+        // Twice: I/O progress may complete the work within one wake-up.
+        for _ in 0..2 {
+            if let Poll::Ready(v) = work.as_mut().poll(cx) {
+                return Poll::Ready(v);
+            }
+            if !*ended && conn.as_mut().poll(cx).is_ready() {
+                *ended = true;
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_http_targets_get_a_lane() {
+        let lane = H1Lane::for_endpoint(&Endpoint::new("http://127.0.0.1:8080/mcp?x=1", "alice"));
+        let lane = lane.expect("plain http has a lane");
+        assert_eq!(lane.addr, "127.0.0.1:8080");
+        assert_eq!(lane.host, "127.0.0.1:8080");
+        assert_eq!(lane.path, "/mcp?x=1");
+        assert_eq!(lane.primary, "Bearer alice");
+        assert!(lane.other.is_none());
+        let v6 = H1Lane::for_endpoint(&Endpoint::new("http://[::1]/mcp", "a")).unwrap();
+        assert_eq!(v6.addr, "[::1]:80");
+        assert!(H1Lane::for_endpoint(&Endpoint::new("https://127.0.0.1/mcp", "a")).is_none());
+        assert!(H1Lane::for_endpoint(&Endpoint::new("not a url", "a")).is_none());
+        assert!(H1Lane::for_endpoint(&Endpoint::new("http://127.0.0.1/", "bad\ntoken")).is_none());
+    }
+}
