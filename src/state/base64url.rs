@@ -29,12 +29,14 @@ pub fn decoded_len(len: usize) -> Option<usize> {
 }
 
 /// Decodes `text` into `out` (cleared first). On error `out` is empty.
+#[inline]
 pub fn decode_into(text: &[u8], out: &mut Vec<u8>) -> Result<(), NotBase64Url> {
     decode_with(text, out, true)
 }
 
 /// Writes straight into `out`'s spare capacity (no zero-fill first): both
 /// decoders write every one of the `n` output bytes before returning `Ok`.
+#[inline]
 fn decode_with(text: &[u8], out: &mut Vec<u8>, simd: bool) -> Result<(), NotBase64Url> {
     let n = decoded_len(text.len()).ok_or(NotBase64Url)?;
     out.clear();

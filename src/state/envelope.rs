@@ -42,6 +42,7 @@ impl Header {
 
     /// Parses the header at the start of a decoded envelope: version first
     /// (`UnsupportedVersion`), then the algorithm byte (`Malformed`).
+    #[inline]
     pub fn parse(env: &[u8]) -> Result<Header, StateError> {
         let Some(h) = env.get(..HEADER_LEN) else {
             return Err(StateError::Malformed("shorter than envelope header"));
@@ -61,6 +62,7 @@ impl Header {
 
 /// Decodes canonical unpadded base64url into `buf` (cleared first), after
 /// checking `token.len() <= max_len`.
+#[inline]
 pub fn decode_into(token: &[u8], max_len: usize, buf: &mut Vec<u8>) -> Result<(), StateError> {
     if token.len() > max_len {
         return Err(StateError::TooLarge);

@@ -1,70 +1,51 @@
 //! [`OpenedClaims`]: the owned result of [`crate::state::Sealer::open`].
 //!
 //! It keeps the one buffer the token was decoded (and, for AEADs, decrypted)
-//! into and hands out the principal, client id and payload as views into it,
-//! so opening allocates once and copies nothing after the decode.
+//! into and reads every claim from it, so opening allocates once and copies
+//! nothing after the decode.
 
+use super::claims::{self, Claims, ClaimsRef, FIXED_LEN};
 use std::fmt;
-use std::ops::Range;
-
-use super::claims::{Claims, ClaimsRef};
 
 /// Claims of an opened token, owning their decoded envelope.
 ///
-/// The fixed-size claims are public fields, as on [`Claims`]; the
-/// variable-length ones are methods. Equality compares the claims, not the
-/// envelope bytes. [`OpenedClaims::into_claims`] converts (the payload reuses
-/// the buffer).
+/// Every claim is a method reading the verified record in place (the value
+/// itself is five words, cheap to return). Equality compares the claims,
+/// not the envelope bytes. [`OpenedClaims::into_claims`] converts (the
+/// payload reuses the buffer).
 #[derive(Clone)]
 pub struct OpenedClaims {
     buf: Vec<u8>,
-    principal: Range<usize>,
-    client_id: Option<Range<usize>>,
-    payload: Range<usize>,
-    /// See [`Claims::request_digest`].
-    pub request_digest: [u8; 32],
-    /// See [`Claims::issued_at`].
-    pub issued_at: u64,
-    /// See [`Claims::expires_at`].
-    pub expires_at: u64,
-    /// See [`Claims::nonce`].
-    pub nonce: [u8; 16],
-    /// See [`Claims::round`].
-    pub round: u32,
-}
-
-/// Offset range of `part` inside `buf` (`part` is a subslice of `buf`).
-fn range_in(buf: &[u8], part: &[u8]) -> Range<usize> {
-    let start = (part.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
-    start..start + part.len()
+    /// Offset of the claims record in `buf`.
+    at: usize,
+    principal_len: u16,
+    client_id_len: u16,
+    payload_len: u32,
+    has_client_id: bool,
 }
 
 /// Where the parsed claims sit in the buffer, taken while `ClaimsRef`
 /// still borrows it, so the buffer can then move into [`OpenedClaims`].
 pub(super) struct Layout {
-    principal: Range<usize>,
-    client_id: Option<Range<usize>>,
-    payload: Range<usize>,
-    request_digest: [u8; 32],
-    issued_at: u64,
-    expires_at: u64,
-    nonce: [u8; 16],
-    round: u32,
+    at: usize,
+    principal_len: u16,
+    client_id_len: u16,
+    payload_len: u32,
+    has_client_id: bool,
 }
 
 impl Layout {
-    /// Records the positions of `c`, which was parsed from `buf`.
+    /// Records the shape of `c`, parsed from the record at offset `at`.
+    /// The lengths fit: `claims::decode` read them from u16/u16/u32 fields.
     #[inline]
-    pub(super) fn of(buf: &[u8], c: &ClaimsRef<'_>) -> Layout {
+    pub(super) fn of(at: usize, c: &ClaimsRef<'_>) -> Layout {
+        let client = c.client_id.map_or(0, str::len);
         Layout {
-            principal: range_in(buf, c.principal.as_bytes()),
-            client_id: c.client_id.map(|s| range_in(buf, s.as_bytes())),
-            payload: range_in(buf, c.payload),
-            request_digest: c.request_digest,
-            issued_at: c.issued_at,
-            expires_at: c.expires_at,
-            nonce: c.nonce,
-            round: c.round,
+            at,
+            principal_len: u16::try_from(c.principal.len()).unwrap_or(u16::MAX),
+            client_id_len: u16::try_from(client).unwrap_or(u16::MAX),
+            payload_len: u32::try_from(c.payload.len()).unwrap_or(u32::MAX),
+            has_client_id: c.client_id.is_some(),
         }
     }
 }
@@ -75,38 +56,70 @@ impl OpenedClaims {
     pub(super) fn new(buf: Vec<u8>, l: Layout) -> OpenedClaims {
         OpenedClaims {
             buf,
-            principal: l.principal,
-            client_id: l.client_id,
-            payload: l.payload,
-            request_digest: l.request_digest,
-            issued_at: l.issued_at,
-            expires_at: l.expires_at,
-            nonce: l.nonce,
-            round: l.round,
+            at: l.at,
+            principal_len: l.principal_len,
+            client_id_len: l.client_id_len,
+            payload_len: l.payload_len,
+            has_client_id: l.has_client_id,
         }
     }
 
-    fn text(&self, r: &Range<usize>) -> &str {
-        let bytes = self.buf.get(r.clone()).unwrap_or_default();
-        // SAFETY: the range was validated as UTF-8 by `claims::decode`
-        // before this value was built, and `buf` is private and never
-        // mutated afterwards.
+    fn fixed<const N: usize>(&self, offset: usize) -> [u8; N] {
+        claims::arr(&self.buf, self.at + offset)
+    }
+
+    fn bytes(&self, from: usize, len: usize) -> &[u8] {
+        let start = self.at + FIXED_LEN + from;
+        self.buf.get(start..start + len).unwrap_or_default()
+    }
+
+    fn text(&self, from: usize, len: usize) -> &str {
+        let bytes = self.bytes(from, len);
+        // SAFETY: `claims::decode` validated this range as UTF-8 before the
+        // value was built, and `buf` is private and never mutated after.
         unsafe { std::str::from_utf8_unchecked(bytes) }
     }
 
     /// See [`Claims::principal`].
     pub fn principal(&self) -> &str {
-        self.text(&self.principal)
+        self.text(0, self.principal_len.into())
     }
 
     /// See [`Claims::client_id`].
     pub fn client_id(&self) -> Option<&str> {
-        self.client_id.as_ref().map(|r| self.text(r))
+        self.has_client_id
+            .then(|| self.text(self.principal_len.into(), self.client_id_len.into()))
     }
 
     /// See [`Claims::payload`].
     pub fn payload(&self) -> &[u8] {
-        self.buf.get(self.payload.clone()).unwrap_or_default()
+        let from = usize::from(self.principal_len) + usize::from(self.client_id_len);
+        self.bytes(from, self.payload_len as usize)
+    }
+
+    /// See [`Claims::request_digest`].
+    pub fn request_digest(&self) -> [u8; 32] {
+        self.fixed(36)
+    }
+
+    /// See [`Claims::issued_at`].
+    pub fn issued_at(&self) -> u64 {
+        u64::from_be_bytes(self.fixed(0))
+    }
+
+    /// See [`Claims::expires_at`].
+    pub fn expires_at(&self) -> u64 {
+        u64::from_be_bytes(self.fixed(8))
+    }
+
+    /// See [`Claims::nonce`].
+    pub fn nonce(&self) -> [u8; 16] {
+        self.fixed(16)
+    }
+
+    /// See [`Claims::round`].
+    pub fn round(&self) -> u32 {
+        u32::from_be_bytes(self.fixed(32))
     }
 
     /// Borrowed view of these claims.
@@ -114,33 +127,35 @@ impl OpenedClaims {
         ClaimsRef {
             principal: self.principal(),
             client_id: self.client_id(),
-            request_digest: self.request_digest,
-            issued_at: self.issued_at,
-            expires_at: self.expires_at,
-            nonce: self.nonce,
-            round: self.round,
+            request_digest: self.request_digest(),
+            issued_at: self.issued_at(),
+            expires_at: self.expires_at(),
+            nonce: self.nonce(),
+            round: self.round(),
             payload: self.payload(),
         }
     }
 
     /// The payload alone, reusing the buffer (no copy of other claims).
     pub fn into_payload(self) -> Vec<u8> {
+        let start = (self.at + FIXED_LEN + usize::from(self.principal_len))
+            + usize::from(self.client_id_len);
         let mut buf = self.buf;
-        buf.truncate(self.payload.end);
-        buf.drain(..self.payload.start.min(buf.len()));
+        buf.truncate(start + self.payload_len as usize);
+        buf.drain(..start.min(buf.len()));
         buf
     }
 
     /// Converts into owned [`Claims`]; the payload reuses the buffer.
     pub fn into_claims(self) -> Claims {
-        let principal = self.principal().to_owned();
-        let client_id = self.client_id().map(str::to_owned);
+        let c = self.as_ref();
+        let (principal, client_id) = (c.principal.to_owned(), c.client_id.map(str::to_owned));
         let (request_digest, issued_at, expires_at, nonce, round) = (
-            self.request_digest,
-            self.issued_at,
-            self.expires_at,
-            self.nonce,
-            self.round,
+            c.request_digest,
+            c.issued_at,
+            c.expires_at,
+            c.nonce,
+            c.round,
         );
         Claims {
             principal,
@@ -166,11 +181,11 @@ impl fmt::Debug for OpenedClaims {
         f.debug_struct("OpenedClaims")
             .field("principal", &self.principal())
             .field("client_id", &self.client_id())
-            .field("request_digest", &self.request_digest)
-            .field("issued_at", &self.issued_at)
-            .field("expires_at", &self.expires_at)
-            .field("nonce", &self.nonce)
-            .field("round", &self.round)
+            .field("request_digest", &self.request_digest())
+            .field("issued_at", &self.issued_at())
+            .field("expires_at", &self.expires_at())
+            .field("nonce", &self.nonce())
+            .field("round", &self.round())
             .field("payload", &self.payload())
             .finish()
     }
@@ -199,7 +214,6 @@ impl PartialEq<OpenedClaims> for Claims {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::claims;
 
     fn sample(client: Option<&str>) -> Claims {
         Claims {
@@ -221,7 +235,7 @@ mod tests {
         let end = buf.len() - 16;
         let layout = {
             let r = claims::decode(&buf[prefix..end]).unwrap();
-            Layout::of(&buf, &r)
+            Layout::of(prefix, &r)
         };
         OpenedClaims::new(buf, layout)
     }
@@ -232,6 +246,9 @@ mod tests {
             let c = sample(client);
             let o = opened(&c, 6);
             assert_eq!(o.principal(), "alice");
+            assert_eq!(o.request_digest(), [7; 32]);
+            assert_eq!((o.issued_at(), o.expires_at()), (1_000, 61_000));
+            assert_eq!((o.nonce(), o.round()), ([9; 16], 2));
             assert_eq!(o.client_id(), client);
             assert_eq!(o.payload(), b"answers");
             assert_eq!(o, c);

@@ -271,13 +271,21 @@ impl Sealer {
         binding: &Binding<'_>,
         now_ms: u64,
     ) -> Result<OpenedClaims, StateError> {
-        let mut buf = Vec::new();
+        // Exact capacity up front (no growth path inside the decoder); a
+        // token over the cap allocates nothing and fails `TooLarge` next.
+        let cap = if token.len() <= self.config.max_token_len {
+            token.len() / 4 * 3 + 2
+        } else {
+            0
+        };
+        let mut buf = Vec::with_capacity(cap);
         let body = self.verify_tag_range(token, &mut buf)?;
         let layout = {
+            let at = body.start;
             let c = claims::decode(buf.get(body).unwrap_or_default())?;
             self.check_time(&c, now_ms)?;
             Self::check_binding(&c, binding)?;
-            Layout::of(&buf, &c)
+            Layout::of(at, &c)
         };
         Ok(OpenedClaims::new(buf, layout))
     }
@@ -292,7 +300,11 @@ impl Sealer {
         guard: &dyn ReplayGuard,
     ) -> Result<OpenedClaims, StateError> {
         let c = self.open(token, binding, now_ms)?;
-        guard.consume(&c.nonce, c.expires_at.saturating_add(self.skew_ms), now_ms)?;
+        guard.consume(
+            &c.nonce(),
+            c.expires_at().saturating_add(self.skew_ms),
+            now_ms,
+        )?;
         Ok(c)
     }
 }
