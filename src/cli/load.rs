@@ -48,6 +48,11 @@ pub struct Args {
     /// Worker threads of the embedded server.
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Worker threads of the load generator. Default: every core for the
+    /// closed model; for the open model one per 8000 round trips/s of its
+    /// peak rate (idle workers only add wake-ups), up to every core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub generator_threads: Option<u16>,
     /// Extra threshold (repeatable), e.g. "p99(retry) < 50ms".
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
@@ -174,6 +179,20 @@ pub fn build_plan(args: &Args) -> Result<Plan, String> {
     Ok(plan)
 }
 
+/// Worker threads for the generator's runtime (see `--generator-threads`).
+fn generator_threads(plan: &Plan, args: &Args) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(n) = args.generator_threads {
+        return usize::from(n);
+    }
+    let peak = match (&plan.capacity, &plan.shape) {
+        (Some(c), _) if args.capacity => c.max_rate,
+        (_, LoadShape::Open { steps }) => steps.iter().map(|s| s.rate).fold(0.0, f64::max),
+        (_, LoadShape::Closed { .. }) => return cores,
+    };
+    crate::load::open::shards_for(peak, cores)
+}
+
 /// Runs `elicitkit load`.
 pub fn run(args: Args) -> ExitCode {
     let plan = match build_plan(&args) {
@@ -189,6 +208,7 @@ pub fn run(args: Args) -> ExitCode {
         .with_writer(std::io::stderr)
         .try_init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(generator_threads(&plan, &args))
         .enable_all()
         .build()
     {

@@ -2,12 +2,14 @@
 //!
 //! - [`plan`]: load plans (TOML in `loadtests/`), validated with file/line/key errors.
 //! - [`threshold`]: `p99(retry) < 50ms`, `error_rate < 0.1%`, `rps > 100`.
-//! - [`scenarios`]: scenario kinds → answer policies; one round trip over
-//!   reqwest; the shared [`scenarios::LoadContext`] and the hard request cap.
+//! - [`scenarios`]: scenario kinds → answer policies; one round trip (MCP
+//!   legs over a pooled HTTP/1.1 lane, the rest over reqwest); the shared
+//!   [`scenarios::LoadContext`] and the hard request cap.
 //! - [`closed`]: the closed model on Goose 0.19 (one transaction per round
 //!   trip, every leg named, whole round trips as custom requests).
 //! - [`open`]: the open model (constant rate or stepped ramp), latency from
 //!   the intended send time (no coordinated omission).
+//! - [`timer`]: the sub-millisecond timer the open model's schedule waits on.
 //! - [`metrics`] and [`hlog`]: HDR histograms per leg, scenario and outcome,
 //!   `Server-Timing` state durations, error taxonomy, and HDR interval logs
 //!   that merge exactly across processes and machines.
@@ -28,3 +30,4 @@ pub mod scenarios;
 pub mod summarize;
 pub mod target;
 pub mod threshold;
+pub mod timer;
