@@ -1068,7 +1068,8 @@ pub fn mrtr_message_target(data: &[u8]) -> Verdict {
 /// The load client's fast reader, [`crate::protocol::jsonrpc::peek_result`],
 /// answers only where the full parser reads the same integer-id result.
 fn check_peek_agrees(data: &[u8]) {
-    let Some(p) = crate::protocol::jsonrpc::peek_result(data) else {
+    let Some(p) = crate::protocol::jsonrpc::peek_result::<&serde_json::value::RawValue>(data)
+    else {
         return;
     };
     match parse_message(data) {

@@ -54,9 +54,9 @@ async fn flows_run_over_one_lane() {
     assert!(matches!(err.0, LegFailure::Transport(ref w) if w.contains("other principal")));
 }
 
-/// A server that answers each connection's first request with `reply`,
-/// then closes it; counts connections.
-async fn one_shot_server(reply: &'static str) -> (String, Arc<AtomicUsize>) {
+/// A server that answers each connection's first request with
+/// `reply(request text)`, then closes it; counts connections.
+async fn one_shot_server(reply: fn(&str) -> String) -> (String, Arc<AtomicUsize>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let count = Arc::new(AtomicUsize::new(0));
@@ -89,7 +89,8 @@ async fn one_shot_server(reply: &'static str) -> (String, Arc<AtomicUsize>) {
                         }
                     }
                 }
-                let _ = s.write_all(reply.as_bytes()).await;
+                let answer = reply(&String::from_utf8_lossy(&seen));
+                let _ = s.write_all(answer.as_bytes()).await;
                 let _ = s.shutdown().await;
             });
         }
@@ -102,7 +103,7 @@ const COMPLETE: &str = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncon
 #[tokio::test]
 async fn a_closed_connection_is_reopened_before_the_next_request() {
     assert_eq!(COMPLETE.split("\r\n\r\n").nth(1).unwrap().len(), 59);
-    let (url, conns) = one_shot_server(COMPLETE).await;
+    let (url, conns) = one_shot_server(|_| COMPLETE.to_owned()).await;
     let mut lane = H1Lane::for_endpoint(&Endpoint::new(url, "alice")).unwrap();
     for i in 1..=3 {
         let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
@@ -150,4 +151,29 @@ async fn a_silent_server_times_out_and_a_dead_port_fails_fast() {
         matches!(failure, LegFailure::Transport(ref w) if w.contains("cannot connect")),
         "{failure:?}"
     );
+}
+
+#[tokio::test]
+async fn changed_headers_are_sent_as_changed() {
+    // Echo the request head back as the body.
+    let (url, _) = one_shot_server(|req| {
+        let head = req.split("\r\n\r\n").next().unwrap_or("").to_owned();
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{head}",
+            head.len()
+        )
+    })
+    .await;
+    let mut lane = H1Lane::for_endpoint(&Endpoint::new(url, "alice")).unwrap();
+    let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
+    let mut out = flow.start();
+    for value in ["one", "one", "two"] {
+        out.headers.retain(|(k, _)| k != "X-Probe");
+        out.headers.push(("X-Probe".into(), value.into()));
+        let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
+        let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
+        assert!(head.contains(&format!("x-probe: {value}")), "{head}");
+        assert!(head.contains("authorization: bearer alice"), "{head}");
+        assert!(head.contains("mcp-method: tools/call"), "{head}");
+    }
 }

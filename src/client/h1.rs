@@ -55,6 +55,9 @@ pub struct H1Lane {
     primary: HeaderValue,
     other: Option<HeaderValue>,
     open: Option<Open>,
+    /// The last request's headers, as given and as parsed: a load run sends
+    /// the same few headers every time, so they are parsed once.
+    parsed: Option<(Vec<(String, String)>, http::HeaderMap)>,
 }
 
 impl std::fmt::Debug for H1Lane {
@@ -97,6 +100,7 @@ impl H1Lane {
                 None => None,
             },
             open: None,
+            parsed: None,
         })
     }
 
@@ -164,7 +168,7 @@ impl H1Lane {
         drive(conn, ended, work).await
     }
 
-    fn request(&self, out: &Outgoing) -> Result<http::Request<Full<Bytes>>, String> {
+    fn request(&mut self, out: &Outgoing) -> Result<http::Request<Full<Bytes>>, String> {
         let auth = match out.auth {
             Auth::Primary => self.primary.clone(),
             Auth::Other => self
@@ -179,19 +183,21 @@ impl H1Lane {
         let mut req = http::Request::new(Full::new(body));
         *req.method_mut() = method;
         *req.uri_mut() = self.path.clone();
-        let headers = req.headers_mut();
-        headers.reserve(out.headers.len() + 2);
+        let cached = self
+            .parsed
+            .as_ref()
+            .filter(|(given, _)| *given == out.headers);
+        let mut headers = match cached {
+            Some((_, map)) => map.clone(),
+            None => {
+                let map = parse_headers(&out.headers)?;
+                self.parsed = Some((out.headers.clone(), map.clone()));
+                map
+            }
+        };
         headers.insert(HOST, self.host.clone());
         headers.insert(AUTHORIZATION, auth);
-        for (k, v) in &out.headers {
-            let name = if k.eq_ignore_ascii_case("content-type") {
-                CONTENT_TYPE
-            } else {
-                HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?
-            };
-            let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
-            headers.append(name, value);
-        }
+        *req.headers_mut() = headers;
         Ok(req)
     }
 
@@ -240,6 +246,21 @@ impl H1Lane {
             ended: false,
         }))
     }
+}
+
+/// The headers of an [`Outgoing`] as a header map, with room for two more.
+fn parse_headers(given: &[(String, String)]) -> Result<http::HeaderMap, String> {
+    let mut map = http::HeaderMap::with_capacity(given.len() + 2);
+    for (k, v) in given {
+        let name = if k.eq_ignore_ascii_case("content-type") {
+            CONTENT_TYPE
+        } else {
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?
+        };
+        let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+        map.append(name, value);
+    }
+    Ok(map)
 }
 
 /// Runs `work` (a request on `conn`'s sender) while polling `conn`, the

@@ -22,7 +22,9 @@ use crate::protocol::codes;
 use crate::protocol::elicitation::{self, ElicitAction, ElicitRequestParams, ElicitResult};
 use crate::protocol::headers::request_headers;
 use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, RequestId, peek_result};
-use crate::protocol::mrtr::{InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultType};
+use crate::protocol::mrtr::{
+    InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultHead, ResultType,
+};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, VecDeque};
@@ -650,36 +652,29 @@ impl ModernFlow {
     /// everything else to the full reader in [`Self::interpret`], which
     /// judges the same bodies the same way.
     fn interpret_plain_complete(&self, reply: &HttpReply) -> Option<(LegResult, Event)> {
-        /// The members of a result that decide its verdict.
-        #[derive(serde::Deserialize)]
-        struct Head<'a> {
-            #[serde(rename = "resultType", borrow)]
-            result_type: Option<&'a str>,
-            #[serde(rename = "isError", borrow)]
-            is_error: Option<&'a serde_json::value::RawValue>,
-        }
+        use serde_json::value::RawValue;
         if reply.status == 202
             || framing_of(reply.content_type.as_deref(), &reply.body) != Framing::Json
         {
             return None;
         }
-        let peek = peek_result(&reply.body)?;
-        if RequestId::Number(peek.id) != self.last_sent_id() {
-            return None;
-        }
-        let head: Head<'_> = serde_json::from_str(peek.result.get()).ok()?;
-        if head.result_type != Some("complete") {
-            return None;
-        }
-        let is_error = head.is_error.is_some_and(|v| v.get() == "true");
-        let kept = if self.cfg.keep_final_result {
-            Some(serde_json::from_str(peek.result.get()).ok()?)
+        let (id, head, kept) = if self.cfg.keep_final_result {
+            let peek = peek_result::<&RawValue>(&reply.body)?;
+            let head: ResultHead<'_> = serde_json::from_str(peek.result.get()).ok()?;
+            let tree: Value = serde_json::from_str(peek.result.get()).ok()?;
+            (peek.id, head, Some(tree))
         } else {
-            None
+            let peek = peek_result::<ResultHead<'_>>(&reply.body)?;
+            (peek.id, peek.result, None)
         };
+        if RequestId::Number(id) != self.last_sent_id() || head.result_type != Some("complete") {
+            return None;
+        }
         Some((
-            LegResult::Complete { is_error },
-            Event::Complete(is_error, kept),
+            LegResult::Complete {
+                is_error: head.is_error,
+            },
+            Event::Complete(head.is_error, kept),
         ))
     }
 

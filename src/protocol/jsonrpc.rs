@@ -389,21 +389,23 @@ pub fn message_from_value(v: Value) -> Result<Message, ParseError> {
 }
 
 /// A single JSON-RPC result response read without building a tree: its
-/// integer id and the raw text of `result`.
+/// integer id and its `result` as `R` (e.g. `&RawValue` for the verbatim
+/// text, or a struct of the few members the caller needs).
 #[derive(Debug, Clone, Copy)]
-pub struct ResultPeek<'a> {
+pub struct ResultPeek<R> {
     /// The response id (only integer ids take this path).
     pub id: i64,
-    /// The `result` member, verbatim.
-    pub result: &'a RawValue,
+    /// The `result` member.
+    pub result: R,
 }
 
 /// Reads `bytes` as a plain result response (`jsonrpc` "2.0", an integer id,
-/// a non-null `result`, no `method`, no `error`, no duplicate members) while
-/// validating the whole text as JSON but allocating nothing. Anything else
-/// gives `None`: parse it with [`parse_message`], which explains what is
-/// wrong. Where both succeed they agree (a test holds them to it).
-pub fn peek_result(bytes: &[u8]) -> Option<ResultPeek<'_>> {
+/// a non-null `result` that reads as `R`, no `method`, no `error`, no
+/// duplicate members) in one pass that validates the whole text as JSON
+/// and allocates only what `R` does. Anything else gives `None`: parse it
+/// with [`parse_message`], which explains what is wrong. Where both succeed
+/// they agree (a unit test and the `mrtr_message` fuzz target hold them to it).
+pub fn peek_result<'a, R: Deserialize<'a>>(bytes: &'a [u8]) -> Option<ResultPeek<R>> {
     /// Set when the member is present, whatever its value (even `null`).
     #[derive(Default)]
     struct Present(bool);
@@ -413,22 +415,22 @@ pub fn peek_result(bytes: &[u8]) -> Option<ResultPeek<'_>> {
         }
     }
     #[derive(Deserialize)]
-    struct Peek<'a> {
+    #[serde(bound(deserialize = "R: Deserialize<'de>"))]
+    struct Peek<'a, R> {
         #[serde(borrow)]
         jsonrpc: Option<&'a str>,
         #[serde(borrow)]
         id: Option<&'a RawValue>,
         #[serde(default)]
         method: Present,
-        #[serde(borrow)]
-        result: Option<&'a RawValue>,
+        result: Option<R>,
         #[serde(default)]
         error: Present,
     }
     if bytes.len() > MAX_MESSAGE_BYTES {
         return None;
     }
-    let p: Peek<'_> = serde_json::from_slice(bytes).ok()?;
+    let p: Peek<'a, R> = serde_json::from_slice(bytes).ok()?;
     if p.jsonrpc != Some("2.0") || p.method.0 || p.error.0 {
         return None;
     }
@@ -452,7 +454,7 @@ mod tests {
     /// Asserts that `peek_result` agrees with `parse_message` on `body`
     /// wherever it answers; returns whether it answered.
     fn peek_agrees(body: &[u8]) -> bool {
-        let Some(p) = peek_result(body) else {
+        let Some(p) = peek_result::<&RawValue>(body) else {
             return false;
         };
         match parse_message(body) {

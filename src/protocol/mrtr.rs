@@ -184,6 +184,59 @@ impl ResultType {
     }
 }
 
+/// The members of a result that decide a client's verdict — `resultType`
+/// and whether `isError` is `true` — read from a JSON object in one pass
+/// without building it. Fails (so the caller falls back to a full parse) on
+/// anything unusual: not an object, a repeated or escaped member name, a
+/// `resultType` that is not a plain string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResultHead<'a> {
+    /// `resultType`, if present and a string.
+    pub result_type: Option<&'a str>,
+    /// `isError` is the JSON value `true`.
+    pub is_error: bool,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ResultHead<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Fields<'a> {
+            type Value = ResultHead<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a result object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Self::Value, M::Error> {
+                use serde::de::Error as _;
+                let mut result_type = None;
+                let mut is_error = None;
+                while let Some(key) = m.next_key::<&'de str>()? {
+                    match key {
+                        "resultType" if result_type.is_none() => {
+                            result_type = Some(m.next_value::<Option<&'de str>>()?);
+                        }
+                        "isError" if is_error.is_none() => {
+                            let raw = m.next_value::<&'de serde_json::value::RawValue>()?;
+                            is_error = Some(raw.get() == "true");
+                        }
+                        "resultType" | "isError" => return Err(M::Error::duplicate_field("")),
+                        _ => {
+                            m.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(ResultHead {
+                    result_type: result_type.flatten(),
+                    is_error: is_error.unwrap_or(false),
+                })
+            }
+        }
+        d.deserialize_map(Fields(std::marker::PhantomData))
+    }
+}
+
 /// One value of `inputRequests`: `{method, params}`, with no `jsonrpc` and no `id`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputRequest {

@@ -822,6 +822,31 @@ fn the_tree_free_reader_judges_like_the_full_one() {
             "application/json",
             r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}"#,
         ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":["complete",true]}"#,
+        ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"result\u0054ype":"complete"}}"#,
+        ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","isError":true,"isError":false}}"#,
+        ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":null}}"#,
+        ),
+        raw(
+            200,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{"x":{"resultType":"input_required"},"resultType":"complete"}}"#,
+        ),
     ];
     for reply in replies {
         for policy in [AnswerPolicy::AcceptValid, AnswerPolicy::Decline] {
