@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Worker threads of the load generator. Default: every core for the
-    /// closed model; for the open model one per 8000 round trips/s of its
+    /// closed model; for the open model one per 20,000 round trips/s of its
     /// peak rate (idle workers only add wake-ups), up to every core.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub generator_threads: Option<u16>,
