@@ -334,7 +334,8 @@ mod avx2 {
 }
 
 /// AVX-512 VBMI decoder: 64 characters per step, translated (and checked)
-/// with one 128-entry byte permute and packed with one byte permute.
+/// with one 128-entry byte permute and packed with one byte permute; the
+/// end of the text is one masked step, so no scalar or AVX2 tail.
 #[rustversion::since(1.89)]
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
@@ -371,10 +372,33 @@ mod avx512 {
         t
     };
 
-    /// Decodes whole 64-character blocks while a 64-byte store (48 bytes
-    /// decoded, 16 scratch that later steps overwrite) fits in `out`, then
-    /// hands the rest to the AVX2 decoder. Same contract as `avx2::decode_from`
-    /// from the start.
+    struct Tables {
+        lut_lo: __m512i,
+        lut_hi: __m512i,
+        pack: __m512i,
+        pairs: __m512i,
+        groups: __m512i,
+    }
+
+    /// Translates 64 characters and packs them into 48 bytes (the low 48
+    /// of the result); ORs bit 7 into `bad` for a byte >= 0x80 or a byte
+    /// not in the alphabet.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    #[inline]
+    fn step(t: &Tables, v: __m512i, bad: &mut __m512i) -> __m512i {
+        let sextets = _mm512_permutex2var_epi8(t.lut_lo, v, t.lut_hi);
+        *bad = _mm512_ternarylogic_epi32::<0xfe>(*bad, v, sextets);
+        let d = _mm512_madd_epi16(_mm512_maddubs_epi16(sextets, t.pairs), t.groups);
+        _mm512_permutexvar_epi8(t.pack, d)
+    }
+
+    /// Whole 64-character blocks with one 64-byte store each while it fits
+    /// in `out` (48 bytes decoded, 16 scratch that later steps overwrite),
+    /// then with a 48-byte masked store, then the last characters in one
+    /// masked step padded with `A` (value 0): the bytes decoded from the
+    /// padding within the last group must be zero, as for a canonical text.
+    /// `out.len()` is `decoded_len(text.len())`, and every byte of `out` is
+    /// written when it returns `Ok`.
     ///
     /// # Safety
     /// The CPU must support AVX-512 F, BW and VBMI.
@@ -384,37 +408,66 @@ mod avx512 {
         out: &mut [MaybeUninit<u8>],
     ) -> Result<(), NotBase64Url> {
         let (len, n) = (text.len(), out.len());
+        if super::decoded_len(len) != Some(n) {
+            return Err(NotBase64Url);
+        }
         let src = text.as_ptr();
         let dst = out.as_mut_ptr();
         // SAFETY: the tables are 128 and 64 readable bytes.
-        let (lut_lo, lut_hi, pack) = unsafe {
-            (
-                _mm512_loadu_si512(LUT.as_ptr().cast()),
-                _mm512_loadu_si512(LUT.as_ptr().add(64).cast()),
-                _mm512_loadu_si512(PACK.as_ptr().cast()),
-            )
+        let t = unsafe {
+            Tables {
+                lut_lo: _mm512_loadu_si512(LUT.as_ptr().cast()),
+                lut_hi: _mm512_loadu_si512(LUT.as_ptr().add(64).cast()),
+                pack: _mm512_loadu_si512(PACK.as_ptr().cast()),
+                pairs: _mm512_set1_epi32(0x0140_0140),
+                groups: _mm512_set1_epi32(0x0001_1000),
+            }
         };
-        let pairs = _mm512_set1_epi32(0x0140_0140);
-        let groups = _mm512_set1_epi32(0x0001_1000);
         let mut bad = _mm512_setzero_si512();
         let (mut i, mut j) = (0, 0);
         while i + 64 <= len && j + 64 <= n {
             // SAFETY: `i + 64 <= len` bytes readable, `j + 64 <= n` writable.
             unsafe {
-                let v = _mm512_loadu_si512(src.add(i).cast());
-                let sextets = _mm512_permutex2var_epi8(lut_lo, v, lut_hi);
-                // Bit 7 set in `bad`: a byte >= 0x80 or not in the alphabet.
-                bad = _mm512_ternarylogic_epi32::<0xfe>(bad, v, sextets);
-                let d = _mm512_madd_epi16(_mm512_maddubs_epi16(sextets, pairs), groups);
-                _mm512_storeu_si512(dst.add(j).cast(), _mm512_permutexvar_epi8(pack, d));
+                let d = step(&t, _mm512_loadu_si512(src.add(i).cast()), &mut bad);
+                _mm512_storeu_si512(dst.add(j).cast(), d);
             }
             (i, j) = (i + 64, j + 48);
+        }
+        const LOW48: u64 = (1 << 48) - 1;
+        while i + 64 <= len {
+            // SAFETY: `i + 64 <= len` bytes readable; a whole block decodes
+            // inside `out`, so `j + 48 <= n` bytes are writable.
+            unsafe {
+                let d = step(&t, _mm512_loadu_si512(src.add(i).cast()), &mut bad);
+                _mm512_mask_storeu_epi8(dst.add(j).cast(), LOW48, d);
+            }
+            (i, j) = (i + 64, j + 48);
+        }
+        let rem = len - i; // under 64, not 1 mod 4 (`len` is not)
+        if rem > 0 {
+            let keep = n - j;
+            let group_end = rem.div_ceil(4) * 3;
+            let load: u64 = (1 << rem) - 1;
+            let store: u64 = (1 << keep) - 1;
+            let padding: u64 = ((1 << group_end) - 1) & !store;
+            // SAFETY: only the `rem` bytes left in `text` are read and only
+            // the `keep` bytes left in `out` written (masked lanes are not
+            // accessed).
+            let d = unsafe {
+                let v =
+                    _mm512_mask_loadu_epi8(_mm512_set1_epi8(b'A' as i8), load, src.add(i).cast());
+                step(&t, v, &mut bad)
+            };
+            if _mm512_test_epi8_mask(d, d) & padding != 0 {
+                return Err(NotBase64Url);
+            }
+            // SAFETY: see above.
+            unsafe { _mm512_mask_storeu_epi8(dst.add(j).cast(), store, d) };
         }
         if _mm512_movepi8_mask(bad) != 0 {
             return Err(NotBase64Url);
         }
-        // SAFETY: AVX-512 F implies AVX2.
-        unsafe { super::avx2::decode_from(text, out, i, j) }
+        Ok(())
     }
 }
 
