@@ -44,26 +44,29 @@ enum Level {
     Best,
 }
 
-/// True when the AVX-512 VBMI decoder can run: built with Rust 1.89+ (where
-/// its intrinsics are stable; the crate's MSRV is 1.88) on a CPU with it.
+/// Runs the AVX-512 VBMI decoder when it can run: built with Rust 1.89+
+/// (where its intrinsics are stable; the crate's MSRV is 1.88) on a CPU
+/// with it. `None` when it cannot.
 #[rustversion::since(1.89)]
 #[inline]
-fn avx512_ready() -> bool {
+fn decode_avx512(text: &[u8], out: &mut [MaybeUninit<u8>]) -> Option<Result<(), NotBase64Url>> {
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512vbmi")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512f")
     {
-        std::arch::is_x86_feature_detected!("avx512vbmi")
-            && std::arch::is_x86_feature_detected!("avx512bw")
+        // SAFETY: AVX-512 F/BW/VBMI are available (checked just above).
+        return Some(unsafe { avx512::decode(text, out) });
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    let _ = (text, out);
+    None
 }
 
+/// Before Rust 1.89 the AVX-512 decoder is not compiled.
 #[rustversion::before(1.89)]
 #[inline]
-fn avx512_ready() -> bool {
-    false
+fn decode_avx512(_text: &[u8], _out: &mut [MaybeUninit<u8>]) -> Option<Result<(), NotBase64Url>> {
+    None
 }
 
 /// Writes straight into `out`'s spare capacity (no zero-fill first): every
@@ -74,20 +77,18 @@ fn decode_with(text: &[u8], out: &mut Vec<u8>, level: Level) -> Result<(), NotBa
     out.clear();
     out.reserve(n);
     let spare = out.spare_capacity_mut().get_mut(..n).ok_or(NotBase64Url)?;
-    #[cfg(target_arch = "x86_64")]
-    let done = if level == Level::Best && avx512_ready() {
-        // SAFETY: AVX-512 F/BW/VBMI are available (checked just above).
-        unsafe { avx512::decode(text, spare) }
-    } else if level != Level::Scalar && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available on this CPU (checked just above).
-        unsafe { avx2::decode_from(text, spare, 0, 0) }
-    } else {
-        decode_scalar(text, spare)
+    let fast = match level {
+        Level::Best => decode_avx512(text, spare),
+        _ => None,
     };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = {
-        let _ = (level, avx512_ready());
-        decode_scalar(text, spare)
+    let done = match fast {
+        Some(done) => done,
+        #[cfg(target_arch = "x86_64")]
+        None if level != Level::Scalar && std::arch::is_x86_feature_detected!("avx2") => {
+            // SAFETY: AVX2 is available on this CPU (checked just above).
+            unsafe { avx2::decode_from(text, spare, 0, 0) }
+        }
+        None => decode_scalar(text, spare),
     };
     done?;
     // SAFETY: `reserve(n)` made room for `n` bytes and the decoder
