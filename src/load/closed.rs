@@ -90,12 +90,16 @@ async fn round_trip(
     let Some(spec) = ctx.plan.scenarios.get(idx) else {
         return Ok(());
     };
+    // Stopping (or the cap was just reached): idle briefly. A transaction
+    // that returns without awaiting anything never yields its worker, which
+    // can starve the tasks that would stop the run.
+    let idle = Duration::from_millis(20);
     if ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
-        // Stopping: idle briefly instead of spinning until Goose notices.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(idle).await;
         return Ok(());
     }
     let Some((rt, reserved)) = ctx.round_trip(&user.client, spec).await else {
+        tokio::time::sleep(idle).await;
         return Ok(());
     };
     // Our metrics first: a Goose bookkeeping error must not lose the sample.
