@@ -8,6 +8,11 @@
 //! Filter with a group prefix, e.g. `-- open/` or `-- backend/`.
 //! Each benchmark is one operation, so criterion's `thrpt` is ops/s. Token
 //! sizes, CPU flags and RUSTFLAGS are printed first.
+//!
+//! `open/` (owned claims), `open_in/` (borrowed) and `floor/` (the primitive
+//! alone on the same decoded envelope bytes and backend) are the target
+//! comparison; the latest table is in the `crate::state` module docs
+//! ("Speed"). `base64/` compares the token-text decoder with base64-simd.
 
 use std::hint::black_box;
 use std::time::Duration;
