@@ -464,8 +464,17 @@ const PRE_TAG: [&str; 5] = [
 ];
 
 /// `state_open`: arbitrary bytes → `open()` for every codec never panics,
-/// is never `Ok`, and fails only with a kind checked before or at the tag.
+/// is never `Ok`, and fails only with a kind checked before or at the tag;
+/// the SIMD token decoder accepts exactly what the `base64` crate's strict
+/// engine accepts, with the same bytes.
 pub fn state_open_target(data: &[u8]) -> Verdict {
+    let mut decoded = Vec::new();
+    let ours = crate::state::base64url::decode_into(data, &mut decoded).ok();
+    assert_eq!(
+        ours.map(|()| decoded),
+        URL_SAFE_NO_PAD.decode(data).ok(),
+        "base64url decoder disagrees with the base64 crate"
+    );
     let fx = state_fixture();
     let binding = Binding {
         principal: PRINCIPAL,
