@@ -15,7 +15,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Runs a flow whose every request goes to the MCP endpoint over `lane`.
+/// Runs a flow whose every request (MCP endpoint and same-origin pages)
+/// goes over `lane`.
 async fn run(lane: &mut H1Lane, tool: &str) -> RoundTrip {
     let mut flow = ModernFlow::new(
         ToolCall::new(tool, json!({"service": "api"})),
@@ -23,7 +24,7 @@ async fn run(lane: &mut H1Lane, tool: &str) -> RoundTrip {
     );
     let mut out = flow.start();
     loop {
-        assert_eq!(out.target, Target::Mcp);
+        assert!(lane.uri_for(&out.target).is_some(), "{:?}", out.target);
         let step = match lane.exchange(&out, TIMEOUT).await {
             Ok(r) => flow.on_reply(r),
             Err((f, t)) => flow.on_failure(f, t),
@@ -45,6 +46,24 @@ async fn flows_run_over_one_lane() {
         assert_eq!(rt.legs.len(), 2);
         assert!(rt.legs[0].server_app.is_some(), "Server-Timing is read");
     }
+    // A URL-mode flow: its page GET and form POST go over the same lane.
+    for _ in 0..3 {
+        let rt = run(&mut lane, "connect_billing").await;
+        assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+        let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+        assert!(names.contains(&"flow page GET"), "{names:?}");
+        assert!(names.contains(&"flow page POST"), "{names:?}");
+    }
+    // A page on another origin is refused without sending anything.
+    let elsewhere = elicitkit::client::Outgoing {
+        target: Target::Page {
+            url: "http://127.0.0.2:9/flow".into(),
+        },
+        ..ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default()).start()
+    };
+    assert!(lane.uri_for(&elsewhere.target).is_none());
+    let (failure, _) = lane.exchange(&elsewhere, TIMEOUT).await.unwrap_err();
+    assert!(matches!(failure, LegFailure::Transport(ref w) if w.contains("origin")));
     // Another principal without a token configured: a transport failure,
     // not a request without credentials.
     let mut flow = ModernFlow::new(ToolCall::new("stats", json!({})), FlowConfig::default());

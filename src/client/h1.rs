@@ -6,9 +6,10 @@
 //! header building (about a fifth of the generator's CPU on the trivial
 //! endpoint). An [`H1Lane`] owns one hyper connection, keeps the
 //! `Host` and `Authorization` values ready, and sends each
-//! [`Outgoing`] for `Target::Mcp` as is. Everything else (pages of a URL
-//! flow, `https` targets) stays on reqwest: [`H1Lane::for_endpoint`] gives
-//! `None` for targets it does not serve.
+//! [`Outgoing`] for the MCP endpoint, or for a URL-flow page on the same
+//! origin, as is. Everything else (pages elsewhere, `https` targets) stays
+//! on reqwest: [`H1Lane::for_endpoint`] gives `None` for an endpoint it does
+//! not serve, and [`H1Lane::uri_for`] `None` for a page it does not.
 //!
 //! The lane polls its hyper connection itself, inside the request's own
 //! task, instead of spawning a task per connection: a request then costs
@@ -21,7 +22,7 @@
 //! A request is never resent.
 
 use super::http::Endpoint;
-use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing};
+use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
@@ -51,6 +52,8 @@ pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 pub struct H1Lane {
     addr: String,
     host: HeaderValue,
+    /// The MCP URL, which pages are resolved against.
+    base: url::Url,
     path: http::Uri,
     primary: HeaderValue,
     other: Option<HeaderValue>,
@@ -91,6 +94,7 @@ impl H1Lane {
         };
         let bearer = |t: &str| HeaderValue::from_str(&format!("Bearer {t}")).ok();
         Some(H1Lane {
+            base: url.clone(),
             addr: format!("{host}:{port}"),
             host: HeaderValue::from_str(&authority).ok()?,
             path: path.parse().ok()?,
@@ -104,15 +108,52 @@ impl H1Lane {
         })
     }
 
-    /// Sends `out` (a request to the MCP endpoint) and reads the whole body,
-    /// all within `timeout`.
+    /// The request target (path and query) of `target` when it is on this
+    /// lane's origin: the MCP endpoint, or a page that resolves (against
+    /// the MCP URL, as a browser would) to the same scheme, host and port.
+    pub fn uri_for(&self, target: &Target) -> Option<http::Uri> {
+        let Target::Page { url } = target else {
+            return Some(self.path.clone());
+        };
+        let page = self.base.join(url).ok()?;
+        let same_origin = page.scheme() == self.base.scheme()
+            && page.host_str() == self.base.host_str()
+            && page.port_or_known_default() == self.base.port_or_known_default();
+        if !same_origin {
+            return None;
+        }
+        match page.query() {
+            Some(q) => format!("{}?{q}", page.path()).parse().ok(),
+            None => page.path().parse().ok(),
+        }
+    }
+
+    /// Sends `out` and reads the whole body, all within `timeout`; a target
+    /// on another origin fails without sending (see [`H1Lane::uri_for`]).
     pub async fn exchange(
         &mut self,
         out: &Outgoing,
         timeout: Duration,
     ) -> Result<HttpReply, (LegFailure, Duration)> {
+        match self.uri_for(&out.target) {
+            Some(uri) => self.exchange_at(uri, out, timeout).await,
+            None => Err((
+                LegFailure::Transport(format!("{:?} is not on this lane's origin", out.target)),
+                Duration::ZERO,
+            )),
+        }
+    }
+
+    /// Sends `out` to `uri` (from [`H1Lane::uri_for`]) on this lane's
+    /// connection and reads the whole body, all within `timeout`.
+    pub async fn exchange_at(
+        &mut self,
+        uri: http::Uri,
+        out: &Outgoing,
+        timeout: Duration,
+    ) -> Result<HttpReply, (LegFailure, Duration)> {
         let started = Instant::now();
-        let result = tokio::time::timeout(timeout, self.send(out, started)).await;
+        let result = tokio::time::timeout(timeout, self.send(uri, out, started)).await;
         let failure = match result {
             Ok(Ok(reply)) => return Ok(reply),
             Ok(Err(why)) => LegFailure::Transport(why),
@@ -123,8 +164,13 @@ impl H1Lane {
         Err((failure, started.elapsed()))
     }
 
-    async fn send(&mut self, out: &Outgoing, started: Instant) -> Result<HttpReply, String> {
-        let req = self.request(out)?;
+    async fn send(
+        &mut self,
+        uri: http::Uri,
+        out: &Outgoing,
+        started: Instant,
+    ) -> Result<HttpReply, String> {
+        let req = self.request(uri, out)?;
         let open = self.ready().await?;
         let Open {
             sender,
@@ -168,7 +214,11 @@ impl H1Lane {
         drive(conn, ended, work).await
     }
 
-    fn request(&mut self, out: &Outgoing) -> Result<http::Request<Full<Bytes>>, String> {
+    fn request(
+        &mut self,
+        uri: http::Uri,
+        out: &Outgoing,
+    ) -> Result<http::Request<Full<Bytes>>, String> {
         let auth = match out.auth {
             Auth::Primary => self.primary.clone(),
             Auth::Other => self
@@ -182,7 +232,7 @@ impl H1Lane {
         };
         let mut req = http::Request::new(Full::new(body));
         *req.method_mut() = method;
-        *req.uri_mut() = self.path.clone();
+        *req.uri_mut() = uri;
         let cached = self
             .parsed
             .as_ref()
@@ -301,5 +351,13 @@ mod tests {
         assert!(H1Lane::for_endpoint(&Endpoint::new("https://127.0.0.1/mcp", "a")).is_none());
         assert!(H1Lane::for_endpoint(&Endpoint::new("not a url", "a")).is_none());
         assert!(H1Lane::for_endpoint(&Endpoint::new("http://127.0.0.1/", "bad\ntoken")).is_none());
+        let page = |url: &str| lane.uri_for(&Target::Page { url: url.into() });
+        assert_eq!(lane.uri_for(&Target::Mcp).unwrap(), "/mcp?x=1");
+        assert_eq!(page("/flow/a?b=1#frag").unwrap(), "/flow/a?b=1");
+        assert_eq!(page("flow/a").unwrap(), "/flow/a");
+        assert_eq!(page("http://127.0.0.1:8080/p").unwrap(), "/p");
+        assert!(page("http://127.0.0.1:8081/p").is_none());
+        assert!(page("https://127.0.0.1:8080/p").is_none());
+        assert!(page("http://localhost:8080/p").is_none());
     }
 }

@@ -10,8 +10,7 @@ use super::metrics::Recorder;
 use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
-    AnswerPolicy, CallTemplate, Endpoint, FlowConfig, H1Lane, ModernFlow, RoundTrip, Step, Target,
-    ToolCall,
+    AnswerPolicy, CallTemplate, Endpoint, FlowConfig, H1Lane, ModernFlow, RoundTrip, Step, ToolCall,
 };
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -129,9 +128,9 @@ impl LoadContext {
         ok
     }
 
-    /// Runs one MRTR round trip: requests to the MCP endpoint go over a
-    /// pooled [`H1Lane`] when the target is plain `http`, the rest (URL-flow
-    /// pages, `https`) over `http`. `None` when the cap or a stop cut it
+    /// Runs one MRTR round trip: requests to the MCP endpoint and to pages on
+    /// its origin go over a pooled [`H1Lane`] when the target is plain
+    /// `http`, the rest (pages elsewhere, `https`) over `http`. `None` when the cap or a stop cut it
     /// short (nothing is recorded then). Returns the round trip and how many
     /// requests it reserved.
     pub async fn modern_round_trip(
@@ -149,9 +148,12 @@ impl LoadContext {
                 break None;
             }
             reserved += 1;
-            let reply = match (lane.as_mut(), &out.target) {
-                (Some(l), Target::Mcp) => l.exchange(&out, self.plan.timeout).await,
-                _ => {
+            let on_lane = lane
+                .as_mut()
+                .and_then(|l| l.uri_for(&out.target).map(|uri| (l, uri)));
+            let reply = match on_lane {
+                Some((l, uri)) => l.exchange_at(uri, &out, self.plan.timeout).await,
+                None => {
                     crate::client::http::exchange(http, &self.endpoint, &out, self.plan.timeout)
                         .await
                 }
