@@ -381,3 +381,67 @@ fn a_bad_plan_names_file_line_and_key() {
         "{err}"
     );
 }
+
+/// Pids of `elicitkit serve` processes whose parent is `ppid` (Linux /proc).
+fn serve_children(ppid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the ")" that ends the command name: state, ppid, …
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            parent == Some(ppid) && cmd.split(|b| *b == 0).any(|a| a == b"serve")
+        })
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_load_run_takes_its_embedded_server_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let mut child = Command::new(BIN)
+        .args(["load", "--plan", &plan, "--duration", "60s", "--quiet"])
+        .arg("--out")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let load_pid = child.id();
+    let started = Instant::now();
+    let server = loop {
+        if let Some(pid) = serve_children(load_pid).first() {
+            break *pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no server child"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    child.kill().unwrap(); // SIGKILL: no Drop, no cleanup in the load process
+    child.wait().unwrap();
+    let gone = Instant::now();
+    while std::path::Path::new(&format!("/proc/{server}")).exists() {
+        let zombie = std::fs::read_to_string(format!("/proc/{server}/stat"))
+            .map(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        if zombie {
+            break;
+        }
+        assert!(
+            gone.elapsed() < Duration::from_secs(10),
+            "the embedded server {server} outlived its killed load run"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

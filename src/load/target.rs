@@ -49,6 +49,7 @@ impl EmbeddedServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| TargetError::Spawn {
             exe: exe.display().to_string(),
             why: e.to_string(),
@@ -157,6 +158,33 @@ impl Drop for EmbeddedServer {
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on
 /// every mainstream Linux build).
 const USER_HZ: f64 = 100.0;
+
+/// Asks the kernel to stop the child (SIGTERM) when the thread that
+/// spawned it dies, so a load run killed with SIGKILL leaves no server
+/// behind (Linux; elsewhere the child is only stopped by [`Drop`]).
+/// `EmbeddedServer::start` runs on the thread that drives the whole run.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec the closure calls only prctl and
+    // getppid (async-signal-safe) and allocates nothing (no boxed errors).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before prctl took effect.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
 
 /// CPU seconds (utime + stime) of a process, from `/proc/<pid>/stat`.
 pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
