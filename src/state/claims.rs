@@ -6,6 +6,15 @@ use super::error::StateError;
 /// Length of the fixed part of the claims layout, before the variable fields.
 pub const FIXED_LEN: usize = 77;
 
+// Offsets of the fixed fields (shared by `decode` and `OpenedClaims`).
+pub(super) const AT_ISSUED: usize = 0;
+pub(super) const AT_EXPIRES: usize = 8;
+pub(super) const AT_NONCE: usize = 16;
+pub(super) const AT_ROUND: usize = 32;
+pub(super) const AT_DIGEST: usize = 36;
+const AT_FLAGS: usize = 68;
+const AT_LENGTHS: usize = 69;
+
 const FLAG_CLIENT_ID: u8 = 0x01;
 
 /// Everything a state carries. Times are Unix milliseconds.
@@ -137,13 +146,13 @@ pub fn decode(b: &[u8]) -> Result<ClaimsRef<'_>, StateError> {
     if b.len() < FIXED_LEN {
         return Err(StateError::Malformed("claims shorter than fixed layout"));
     }
-    let flags = b[68];
+    let flags = b[AT_FLAGS];
     if flags & !FLAG_CLIENT_ID != 0 {
         return Err(StateError::Malformed("unknown claims flag bits"));
     }
-    let p_len = u16::from_be_bytes(arr(b, 69)) as usize;
-    let c_len = u16::from_be_bytes(arr(b, 71)) as usize;
-    let pl_len = u32::from_be_bytes(arr(b, 73)) as usize;
+    let p_len = u16::from_be_bytes(arr(b, AT_LENGTHS)) as usize;
+    let c_len = u16::from_be_bytes(arr(b, AT_LENGTHS + 2)) as usize;
+    let pl_len = u32::from_be_bytes(arr(b, AT_LENGTHS + 4)) as usize;
     if flags & FLAG_CLIENT_ID == 0 && c_len != 0 {
         return Err(StateError::Malformed("client id length without flag"));
     }
@@ -178,20 +187,21 @@ pub fn decode(b: &[u8]) -> Result<ClaimsRef<'_>, StateError> {
     Ok(ClaimsRef {
         principal,
         client_id,
-        request_digest: arr(b, 36),
-        issued_at: u64::from_be_bytes(arr(b, 0)),
-        expires_at: u64::from_be_bytes(arr(b, 8)),
-        nonce: arr(b, 16),
-        round: u32::from_be_bytes(arr(b, 32)),
+        request_digest: arr(b, AT_DIGEST),
+        issued_at: u64::from_be_bytes(arr(b, AT_ISSUED)),
+        expires_at: u64::from_be_bytes(arr(b, AT_EXPIRES)),
+        nonce: arr(b, AT_NONCE),
+        round: u32::from_be_bytes(arr(b, AT_ROUND)),
         payload,
     })
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn sample(client: Option<&str>) -> Claims {
+    /// Sample claims, also used by the `opened` tests.
+    pub(in crate::state) fn sample(client: Option<&str>) -> Claims {
         Claims {
             principal: "alice".into(),
             client_id: client.map(Into::into),

@@ -99,27 +99,27 @@ impl OpenedClaims {
 
     /// See [`Claims::request_digest`].
     pub fn request_digest(&self) -> [u8; 32] {
-        self.fixed(36)
+        self.fixed(claims::AT_DIGEST)
     }
 
     /// See [`Claims::issued_at`].
     pub fn issued_at(&self) -> u64 {
-        u64::from_be_bytes(self.fixed(0))
+        u64::from_be_bytes(self.fixed(claims::AT_ISSUED))
     }
 
     /// See [`Claims::expires_at`].
     pub fn expires_at(&self) -> u64 {
-        u64::from_be_bytes(self.fixed(8))
+        u64::from_be_bytes(self.fixed(claims::AT_EXPIRES))
     }
 
     /// See [`Claims::nonce`].
     pub fn nonce(&self) -> [u8; 16] {
-        self.fixed(16)
+        self.fixed(claims::AT_NONCE)
     }
 
     /// See [`Claims::round`].
     pub fn round(&self) -> u32 {
-        u32::from_be_bytes(self.fixed(32))
+        u32::from_be_bytes(self.fixed(claims::AT_ROUND))
     }
 
     /// Borrowed view of these claims.
@@ -214,19 +214,7 @@ impl PartialEq<OpenedClaims> for Claims {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sample(client: Option<&str>) -> Claims {
-        Claims {
-            principal: "alice".into(),
-            client_id: client.map(Into::into),
-            request_digest: [7; 32],
-            issued_at: 1_000,
-            expires_at: 61_000,
-            nonce: [9; 16],
-            round: 2,
-            payload: b"answers".to_vec(),
-        }
-    }
+    use crate::state::claims::tests::sample;
 
     fn opened(c: &Claims, prefix: usize) -> OpenedClaims {
         let mut buf = vec![0xee; prefix];
