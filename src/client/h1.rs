@@ -184,14 +184,8 @@ impl H1Lane {
                 .map_err(|e| super::http::describe(&e))?;
             let to_headers = started.elapsed();
             let status = resp.status().as_u16();
-            let header = |name: &str| {
-                resp.headers()
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let content_type = header("content-type");
-            let server_timing = header("server-timing");
+            let content_type = super::http::header_text(resp.headers(), "content-type");
+            let server_timing = super::http::header_text(resp.headers(), "server-timing");
             let body = Limited::new(resp.into_body(), MAX_BODY_BYTES)
                 .collect()
                 .await

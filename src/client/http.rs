@@ -80,14 +80,8 @@ pub async fn exchange(
         let resp = req.send().await.map_err(|e| describe(&e))?;
         let to_headers = started.elapsed();
         let status = resp.status().as_u16();
-        let header = |name: &str| {
-            resp.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let content_type = header("content-type");
-        let server_timing = header("server-timing");
+        let content_type = header_text(resp.headers(), "content-type");
+        let server_timing = header_text(resp.headers(), "server-timing");
         let body = resp.bytes().await.map_err(|e| describe(&e))?;
         Ok::<_, String>(HttpReply {
             status,
@@ -103,6 +97,14 @@ pub async fn exchange(
         Ok(Err(e)) => Err((LegFailure::Transport(e), started.elapsed())),
         Err(_) => Err((LegFailure::Timeout, started.elapsed())),
     }
+}
+
+/// A response header's value as text (`None` when absent or not visible ASCII).
+pub(crate) fn header_text(headers: &http::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// A reqwest error with its chain of causes, on one line.

@@ -159,10 +159,7 @@ fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> 
 }
 
 fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+    super::http::header_text(resp.headers(), name)
 }
 
 impl LegacyClient {
