@@ -98,7 +98,7 @@ async fn round_trip(
         tokio::time::sleep(idle).await;
         return Ok(());
     }
-    let Some((rt, reserved)) = ctx.round_trip(&user.client, spec).await else {
+    let Some((rt, reserved)) = ctx.round_trip(&user.client, idx).await else {
         tokio::time::sleep(idle).await;
         return Ok(());
     };

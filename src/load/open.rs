@@ -176,7 +176,7 @@ impl Shard {
 /// One scheduled round trip, recorded with its latency from `intended`.
 async fn round_trip(ctx: Arc<LoadContext>, http: reqwest::Client, idx: usize, intended: Instant) {
     if let Some(spec) = ctx.plan.scenarios.get(idx)
-        && let Some((rt, reserved)) = ctx.round_trip(&http, spec).await
+        && let Some((rt, reserved)) = ctx.round_trip(&http, idx).await
     {
         ctx.recorder
             .record(&spec.name, &rt, intended.elapsed(), reserved);

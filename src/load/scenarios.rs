@@ -63,8 +63,9 @@ pub struct LoadContext {
     pub stop: AtomicBool,
     seq: AtomicU64,
     legacy_pool: Mutex<Vec<LegacyClient>>,
-    /// One call template per scenario (same order as the plan's).
-    templates: Vec<Arc<CallTemplate>>,
+    /// Each scenario's call template and flow settings, built once (same
+    /// order as the plan's scenarios).
+    flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
     /// Idle HTTP/1.1 lanes to the MCP endpoint (plain `http` targets only).
     lanes: Mutex<Vec<H1Lane>>,
 }
@@ -77,13 +78,16 @@ impl LoadContext {
             primary_token: plan.target.token.clone(),
             other_token: Some(plan.target.other_token.clone()),
         };
-        let templates = plan
+        let flows = plan
             .scenarios
             .iter()
-            .map(|spec| Arc::new(CallTemplate::new(tool_call(spec), &flow_config(spec))))
+            .map(|spec| {
+                let cfg = flow_config(spec);
+                (Arc::new(CallTemplate::new(tool_call(spec), &cfg)), cfg)
+            })
             .collect();
         LoadContext {
-            templates,
+            flows,
             lanes: Mutex::new(Vec::new()),
             plan,
             endpoint,
@@ -100,20 +104,13 @@ impl LoadContext {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The MRTR flow for one round trip of `spec`.
-    pub fn flow_for(&self, spec: &ScenarioSpec, n: u64) -> ModernFlow {
-        let mut cfg = flow_config(spec);
+    /// The MRTR flow for round trip `n` of scenario `idx` of the plan.
+    pub fn flow_for(&self, idx: usize, n: u64) -> Option<ModernFlow> {
+        let (tpl, cfg) = self.flows.get(idx)?;
+        let mut cfg = cfg.clone();
         cfg.seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         cfg.first_id = 1 + (n as i64 % 1_000_000) * 16;
-        let tpl = self
-            .plan
-            .scenarios
-            .iter()
-            .position(|s| s.name == spec.name)
-            .and_then(|i| self.templates.get(i))
-            .cloned()
-            .unwrap_or_else(|| Arc::new(CallTemplate::new(tool_call(spec), &cfg)));
-        ModernFlow::with_template(tpl, cfg)
+        Some(ModernFlow::with_template(tpl.clone(), cfg))
     }
 
     /// Reserves one request against the cap; on refusal marks the cap.
@@ -128,17 +125,18 @@ impl LoadContext {
         ok
     }
 
-    /// Runs one MRTR round trip: requests to the MCP endpoint and to pages on
-    /// its origin go over a pooled [`H1Lane`] when the target is plain
-    /// `http`, the rest (pages elsewhere, `https`) over `http`. `None` when the cap or a stop cut it
-    /// short (nothing is recorded then). Returns the round trip and how many
-    /// requests it reserved.
+    /// Runs one MRTR round trip of scenario `idx`: requests to the MCP
+    /// endpoint and to pages on its origin go over a pooled [`H1Lane`] when
+    /// the target is plain `http`, the rest (pages elsewhere, `https`) over
+    /// `http`. `None` when the cap or a stop cut it short (nothing is
+    /// recorded then). Returns the round trip and how many requests it
+    /// reserved.
     pub async fn modern_round_trip(
         &self,
         http: &reqwest::Client,
-        spec: &ScenarioSpec,
+        idx: usize,
     ) -> Option<(RoundTrip, u64)> {
-        let mut flow = self.flow_for(spec, self.next_seq());
+        let mut flow = self.flow_for(idx, self.next_seq())?;
         let started = Instant::now();
         let mut out = flow.start();
         let mut reserved = 0;
@@ -231,16 +229,13 @@ impl LoadContext {
         Some((rt, 1))
     }
 
-    /// Runs one round trip of `spec` (either generation) over `http`.
-    pub async fn round_trip(
-        &self,
-        http: &reqwest::Client,
-        spec: &ScenarioSpec,
-    ) -> Option<(RoundTrip, u64)> {
+    /// Runs one round trip of scenario `idx` (either generation) over `http`.
+    pub async fn round_trip(&self, http: &reqwest::Client, idx: usize) -> Option<(RoundTrip, u64)> {
+        let spec = self.plan.scenarios.get(idx)?;
         if spec.kind == ScenarioKind::LegacyPush {
             self.legacy_round_trip(http, spec).await
         } else {
-            self.modern_round_trip(http, spec).await
+            self.modern_round_trip(http, idx).await
         }
     }
 
