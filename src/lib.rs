@@ -6,7 +6,7 @@
 //!
 //! Dependencies point one way: `protocol`, `schema` and `state` know nothing
 //! of HTTP; `store` builds on `state`; `server` and `client` build on those;
-//! `load` and `check` build on `client`; `report` only renders.
+//! `discover` builds on `client`; `load` and `check` build on both; `report` only renders.
 //!
 //! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
 //!   every validator reports in.
@@ -23,6 +23,8 @@
 //! - [`server`]: the reference server behind `elicitkit serve`.
 //! - [`client`]: the protocol clients (modern MRTR, legacy push) and their
 //!   answer policies, used by `load` and `check`.
+//! - [`discover`]: what a target speaks, its authentication, its tools and
+//!   what their calls do; one implementation for `check`, `load` and `plan`.
 //! - [`load`]: Goose scenarios, the open-model driver and HDR metrics.
 //! - [`check`]: conformance and security probes, one file per family.
 //! - [`report`]: renders run results as JSON, Markdown, HTML and JUnit.
@@ -39,6 +41,8 @@ pub mod check;
 pub mod cli;
 #[cfg(feature = "net")]
 pub mod client;
+#[cfg(feature = "net")]
+pub mod discover;
 pub mod findings;
 pub mod fuzz_support;
 #[cfg(feature = "net")]

@@ -112,7 +112,10 @@ async fn flawed_server_exits_1_with_json_naming_the_check() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
-    assert_eq!(v["generation"], "2026-07-28");
+    assert_eq!(
+        v["generations"],
+        serde_json::json!(["2026-07-28", "2025-11-25"])
+    );
     let row = v["results"]
         .as_array()
         .and_then(|a| a.iter().find(|r| r["id"] == "mrtr-tamper-bit-flip"))

@@ -23,8 +23,8 @@ async fn rmcp_server_findings() {
     let table = check::render::text(&r, true);
     println!("{table}");
     assert_eq!(
-        r.generation,
-        elicitkit::protocol::Generation::Modern,
+        r.generations,
+        vec![elicitkit::protocol::Generation::Modern],
         "{table}"
     );
     let status = |id: &str| {

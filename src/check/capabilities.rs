@@ -59,6 +59,14 @@ pub fn checks() -> Vec<Check> {
             cap_sampling
         ),
         check!(
+            "mrtr-cap-undeclared-input",
+            "§2.4, §4.7 S5 / §6.B 8",
+            Must,
+            Modern,
+            "no tool asks for sampling or roots from a client that declared only elicitation",
+            undeclared_input
+        ),
+        check!(
             "mrtr-cap-no-carry-over",
             "§4.2 / §6.B 9",
             Must,
@@ -67,6 +75,31 @@ pub fn checks() -> Vec<Check> {
             no_carry_over
         ),
     ]
+}
+
+/// The id of the check that reports tools asking for undeclared inputs
+/// (the root cause the dependent checks point to).
+pub const UNDECLARED_INPUT: &str = "mrtr-cap-undeclared-input";
+
+async fn undeclared_input(p: Probe) -> Verdict {
+    let causes = &p.target().root_causes;
+    if causes.is_empty() {
+        let asked = p.target().tools.iter().filter(|t| t.elicits()).count();
+        if asked == 0 {
+            return Verdict::skip("no tool asked for input");
+        }
+        return Verdict::pass(format!(
+            "{asked} tool(s) asked for input; none for sampling or roots"
+        ));
+    }
+    let list: Vec<String> = causes
+        .iter()
+        .map(|c| format!("{} {}", c.tool, c.what))
+        .collect();
+    Verdict::fail(format!(
+        "{} (the checks that would repeat this skip these tools)",
+        list.join("; ")
+    ))
 }
 
 fn mode_allowed(modes: ElicitModes, mode: &str) -> bool {
@@ -121,7 +154,7 @@ async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
     let modes = caps.elicit_modes();
     let tools = p.target().eliciting_tools();
     if tools.is_empty() {
-        return Verdict::skip("no tool elicits");
+        return p.target().no_subject("no tool elicits");
     }
     let mut problems = Vec::new();
     let mut seen = Vec::new();

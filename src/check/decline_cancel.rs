@@ -35,7 +35,7 @@ pub fn checks() -> Vec<Check> {
 async fn refuse(p: Probe, policy: AnswerPolicy, what: &str) -> Verdict {
     let tools = p.target().eliciting_tools();
     if tools.is_empty() {
-        return Verdict::skip("no tool elicits");
+        return p.target().no_subject("no tool elicits");
     }
     let mut notes = Vec::new();
     let mut warns = Vec::new();

@@ -58,7 +58,7 @@ fn describe(rt: &RoundTrip) -> String {
 async fn happy_path(p: Probe) -> Verdict {
     let tools = p.target().eliciting_tools();
     if tools.is_empty() {
-        return Verdict::skip("no tool elicits");
+        return p.target().no_subject("no tool elicits");
     }
     let mut ok = Vec::new();
     let mut bad = Vec::new();

@@ -4,59 +4,10 @@
 //! reading round trips from the client's state machine.
 
 use super::raw::Rpc;
-use crate::client::content::valid_content;
 use crate::client::outcome::{ErrorClass, Outcome, RoundTrip};
-use crate::protocol::codes;
-use crate::protocol::mrtr::InputRequiredResult;
-use crate::state::StateError;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-/// Reasons that mean "the state failed integrity verification".
-pub const INTEGRITY: [&str; 5] = [
-    "malformed",
-    "bad_tag",
-    "unknown_key",
-    "unsupported_version",
-    "too_large",
-];
-
-/// Error codes that say the request was refused before its state was looked
-/// at (headers, `_meta`, capabilities, framing): never a state rejection.
-pub const UNRELATED_CODES: [i64; 6] = [
-    codes::HEADER_MISMATCH,
-    codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-    codes::UNSUPPORTED_PROTOCOL_VERSION,
-    codes::METHOD_NOT_FOUND,
-    codes::INVALID_REQUEST,
-    codes::PARSE_ERROR,
-];
-
-/// Judges a JSON-RPC error `code` / `reason` as a rejection of the state for
-/// one of the `expected` reasons. `Ok` says what was seen; `Err` says why it
-/// does not count.
-pub fn state_rejection(
-    code: i64,
-    reason: Option<&str>,
-    expected: &[&str],
-) -> Result<String, String> {
-    if UNRELATED_CODES.contains(&code) {
-        return Err(format!(
-            "rejected with {code} ({}), which is about the request's framing, not its state",
-            codes::name(code)
-        ));
-    }
-    match reason {
-        Some(r) if expected.contains(&r) => Ok(format!("rejected with {code}, reason {r:?}")),
-        Some(r) if StateError::KINDS.contains(&r) => Err(format!(
-            "rejected with {code} but for reason {r:?}, not {}: the probed property was not what failed",
-            expected.join(" / ")
-        )),
-        Some(r) => Ok(format!(
-            "rejected with {code} (server-specific reason {r:?})"
-        )),
-        None => Ok(format!("rejected with JSON-RPC error {code}")),
-    }
-}
+pub use crate::client::rejection::{INTEGRITY, UNRELATED_CODES, state_rejection};
 
 /// [`state_rejection`] for a raw reply's JSON-RPC reading.
 pub fn rpc_state_rejection(rpc: &Rpc, expected: &[&str]) -> Result<String, String> {
@@ -113,29 +64,7 @@ pub fn judge_state_probe(rt: &RoundTrip, expected: &[&str]) -> Probed {
     }
 }
 
-/// Valid answers for every input request of an `input_required` result:
-/// form content generated from the schema, bare consent for URL mode,
-/// empty answers for roots and sampling.
-pub fn answers_for(ir: &InputRequiredResult, seed: u64) -> Map<String, Value> {
-    let mut out = Map::new();
-    for (i, (key, req)) in ir.input_requests.iter().flatten().enumerate() {
-        let answer = match req.method.as_str() {
-            "elicitation/create" => match req.params.get("mode").and_then(Value::as_str) {
-                Some("url") => json!({"action": "accept"}),
-                _ => {
-                    let schema = req.params.get("requestedSchema").unwrap_or(&Value::Null);
-                    json!({"action": "accept", "content": valid_content(schema, seed ^ i as u64)})
-                }
-            },
-            "roots/list" => json!({"roots": []}),
-            _ => {
-                json!({"role":"assistant","content":{"type":"text","text":"elicitkit"},"model":"elicitkit"})
-            }
-        };
-        out.insert(key.clone(), answer);
-    }
-    out
-}
+pub use crate::client::content::answers_for;
 
 /// The `elicitation/create` input requests of a result, as `(key, mode)`
 /// with `mode` `"form"` or `"url"`.
@@ -172,24 +101,8 @@ pub fn is_input_required(result: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_rejection_must_be_for_the_probed_reason() {
-        assert!(state_rejection(-32602, Some("bad_tag"), &INTEGRITY).is_ok());
-        assert!(state_rejection(-32602, None, &INTEGRITY).is_ok());
-        assert!(state_rejection(-32602, Some("custom"), &INTEGRITY).is_ok());
-        let wrong = state_rejection(-32602, Some("wrong_principal"), &INTEGRITY);
-        assert!(wrong.unwrap_err().contains("wrong_principal"));
-        assert!(state_rejection(codes::HEADER_MISMATCH, None, &INTEGRITY).is_err());
-        assert!(
-            state_rejection(
-                codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                None,
-                &["expired"]
-            )
-            .is_err()
-        );
-    }
+    use crate::protocol::mrtr::InputRequiredResult;
+    use serde_json::json;
 
     #[test]
     fn answers_cover_every_request() {

@@ -6,7 +6,7 @@
 //! only for issued ids; the `-32042` shape.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
-use super::legacy_session::{Answer, Streamed, call, call_watching, modes_seen, open};
+use super::legacy_session::{Answer, CallOptions, Streamed, call, call_with, modes_seen, open};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::Rpc;
@@ -161,7 +161,7 @@ async fn run_all(
 ) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
     let tools = eliciting(p);
     if tools.is_empty() {
-        return Err(Verdict::skip("no tool elicits"));
+        return Err(p.target().no_subject("no tool elicits"));
     }
     let s = open(p, caps, initialized).await.map_err(Verdict::fail)?;
     let mut out = Vec::new();
@@ -608,7 +608,11 @@ async fn stream_rules(p: Probe) -> Verdict {
         Ok(s) => s,
         Err(e) => return Verdict::fail(e),
     };
-    let st = call_watching(
+    let opts = CallOptions {
+        watch_close: true,
+        ..Default::default()
+    };
+    let st = call_with(
         &p,
         &s,
         &t.name,
@@ -616,7 +620,7 @@ async fn stream_rules(p: Probe) -> Verdict {
         Answer::Accept {
             complete_pages: true,
         },
-        true,
+        &opts,
     )
     .await;
     let sse = st

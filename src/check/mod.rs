@@ -6,10 +6,11 @@
 //! - [`model`]: [`Check`] descriptors, [`Verdict`], [`CheckResult`] rows.
 //! - [`probe`]: the [`Target`] discovery found and the [`Probe`] a check
 //!   sends requests with (evidence is recorded as it goes).
-//! - [`raw`]: the one helper for hand-built requests; [`mask`]: secrets out
-//!   of evidence; [`judge`]: shared verdict logic ("rejected for the probed
+//! - [`raw`] and [`mask`] (from [`crate::client`]): hand-built requests, and
+//!   secrets kept out of evidence; [`judge`]: shared verdict logic ("rejected for the probed
 //!   reason", valid answers for raw retries).
-//! - [`discover`]: generation, authentication, tools and first replies.
+//! - Discovery (generations, authentication, tools, first replies) is
+//!   [`crate::discover`], shared with `load`.
 //! - [`runner`]: bounded concurrent execution with per-check timeouts.
 //! - [`render`]: text, JSON, JUnit XML and Markdown output.
 //! - One file per family of checks: [`meta_headers`], [`capabilities`],
@@ -35,18 +36,16 @@ macro_rules! check {
 
 pub mod capabilities;
 pub mod decline_cancel;
-pub mod discover;
 pub mod flows;
 pub mod input_required_shape;
 pub mod input_responses;
 pub mod judge;
+pub use crate::client::{mask, raw};
 pub mod legacy_elicitation;
 pub mod legacy_session;
-pub mod mask;
 pub mod meta_headers;
 pub mod model;
 pub mod probe;
-pub mod raw;
 pub mod render;
 pub mod replay;
 pub mod result_type;
@@ -58,7 +57,7 @@ pub mod sse;
 pub mod state_tamper;
 pub mod url_flow;
 
-pub use discover::{CheckError, discover};
+pub use crate::discover::DiscoverError as CheckError;
 pub use model::{Check, CheckResult, Exchange, Status, Tally, Verdict};
 pub use probe::{Probe, Settings, Target};
 
@@ -91,11 +90,13 @@ pub fn all_checks() -> Vec<Check> {
 pub struct Report {
     /// The MCP endpoint checked.
     pub target: String,
-    /// The generation checked.
-    pub generation: Generation,
-    /// Tools checked, with what their first call did.
+    /// The generations checked (every one the server speaks, unless narrowed).
+    pub generations: Vec<Generation>,
+    /// Tools checked, per generation, with what their first call did.
     pub tools: Vec<ToolSummary>,
-    /// One row per check.
+    /// What discovery found about credentials.
+    pub auth: String,
+    /// One row per check (each row names its generation).
     pub results: Vec<CheckResult>,
     /// Counts per status.
     pub tally: Tally,
@@ -104,9 +105,11 @@ pub struct Report {
 /// A tool as discovery saw it, for the report header.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ToolSummary {
+    /// The generation it was discovered on.
+    pub generation: Generation,
     /// Name.
     pub name: String,
-    /// `form`, `url`, `form+url`, `none` or what went wrong.
+    /// What its calls did (`elicits (form, requestState from round 1)`, ...).
     pub elicits: String,
     /// Whether it was treated as single-use.
     pub single_use: bool,
@@ -118,49 +121,81 @@ impl Report {
         self.results.iter().any(CheckResult::is_failure)
     }
 
-    /// The row of a check, by id.
+    /// The row of a check, by id (the first generation that has it).
     pub fn get(&self, id: &str) -> Option<&CheckResult> {
         self.results.iter().find(|r| r.id == id)
     }
 }
 
-fn summarize(t: &probe::ToolProfile) -> ToolSummary {
-    use probe::FirstReply;
-    let elicits = match &t.first {
-        FirstReply::InputRequired { modes, .. } => match (modes.form, modes.url) {
-            (true, true) => "form+url".into(),
-            (false, true) => "url".into(),
-            (true, false) => "form".into(),
-            (false, false) => "input (no elicitation)".into(),
-        },
-        FirstReply::Complete => "none".into(),
-        FirstReply::Error(c) => format!("error {c}"),
-        FirstReply::Other(why) => why.clone(),
-    };
+fn summarize(g: Generation, t: &probe::ToolProfile) -> ToolSummary {
     ToolSummary {
+        generation: g,
         name: t.name.clone(),
-        elicits,
+        elicits: t.describe(),
         single_use: t.single_use,
     }
 }
 
+/// Tools whose first rounds ask for an input the client never declared
+/// (`sampling/createMessage`, `roots/list`): one finding, reported by
+/// `mrtr-cap-undeclared-input`; the checks that would only repeat it skip
+/// those tools.
+fn root_causes(target: &Target) -> Vec<probe::RootCause> {
+    if target.generation != Generation::Modern {
+        return Vec::new();
+    }
+    target
+        .tools
+        .iter()
+        .filter_map(|t| {
+            let others = t.other_inputs();
+            (!others.is_empty()).then(|| probe::RootCause {
+                tool: t.name.clone(),
+                check: capabilities::UNDECLARED_INPUT,
+                what: format!(
+                    "asks a client that declared only elicitation for {}",
+                    others.join(" and ")
+                ),
+            })
+        })
+        .collect()
+}
+
 /// Discovers the target and runs every applicable check (all of
-/// [`all_checks`], or those whose id starts with one of `only`).
+/// [`all_checks`], or those whose id starts with one of `only`) on every
+/// generation it speaks (or the one asked for), in one table.
 pub async fn run(
     settings: Settings,
     generation: Option<Generation>,
     only: &[String],
 ) -> Result<Report, CheckError> {
-    let target = discover(settings, generation).await?;
+    let found = crate::discover::discover(&settings.discovery(generation)).await?;
+    let http = crate::discover::http_client()?;
     let checks: Vec<Check> = all_checks()
         .into_iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| c.id.starts_with(o.as_str())))
         .collect();
-    let results = runner::run_checks(target.clone(), &checks).await;
+    let deadline = std::time::Instant::now() + settings.deadline;
+    let mut results = Vec::new();
+    let mut tools = Vec::new();
+    for g in found.generations() {
+        let Some(view) = found.view(g) else { continue };
+        let mut target = Target::from_view(settings.clone(), http.clone(), view, found.auth);
+        target.root_causes = root_causes(&target);
+        tools.extend(target.tools.iter().map(|t| summarize(g, t)));
+        let target = std::sync::Arc::new(target);
+        results.extend(runner::run_checks_until(target, &checks, deadline).await);
+    }
+    let auth = match (found.auth.anonymous_refused, found.auth.checks_tokens) {
+        (true, _) => "refuses anonymous requests",
+        (false, true) => "serves anonymous requests, refuses unknown tokens",
+        (false, false) => "serves anonymous requests and any token alike",
+    };
     Ok(Report {
-        target: target.settings.mcp_url.clone(),
-        generation: target.generation,
-        tools: target.tools.iter().map(summarize).collect(),
+        target: settings.mcp_url.clone(),
+        generations: found.generations(),
+        tools,
+        auth: auth.into(),
         tally: Tally::of(&results),
         results,
     })

@@ -132,17 +132,7 @@ impl fmt::Display for Status {
     }
 }
 
-/// One HTTP request and its response, as evidence (secrets masked, long
-/// bodies shortened).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Exchange {
-    /// What the request was for, e.g. `tools/call without _meta`.
-    pub label: String,
-    /// Request line, headers and body.
-    pub request: String,
-    /// Status line, headers and body, or what went wrong instead.
-    pub response: String,
-}
+pub use crate::client::raw::Exchange;
 
 /// One row of the check table.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -8,9 +8,9 @@ use super::raw::{self, RawError, RawReply, RawRequest};
 use crate::client::http::{Endpoint, exchange};
 use crate::client::modern::{FlowConfig, HttpMethod, ModernFlow, Outgoing, Step, ToolCall};
 use crate::client::outcome::RoundTrip;
-use crate::protocol::capabilities::ElicitModes;
+use crate::discover::{self, AuthSeen, View, Wire};
 use crate::protocol::{ClientCapabilities, Generation};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +24,10 @@ pub struct Settings {
     pub principal: String,
     /// Bearer token of a second principal (cross-principal probes).
     pub other_principal: String,
+    /// The user named both principals (`--principal` / `--other-principal`):
+    /// cross-principal probes run even where discovery cannot tell whether
+    /// tokens matter.
+    pub principals_given: bool,
     /// Per-check timeout (each request inside a check is bounded by it too).
     pub timeout: Duration,
     /// Overall deadline for the whole run.
@@ -33,9 +37,15 @@ pub struct Settings {
     pub wait_expiry: Option<Duration>,
     /// Tools to check (empty: every tool `tools/list` names).
     pub tools: Vec<String>,
+    /// Tools never called.
+    pub skip_tools: Vec<String>,
     /// Tools whose completion must happen at most once (besides those the
     /// server marks via annotations or its description).
     pub single_use: Vec<String>,
+    /// A read-only tool that reports the server's state (read before and
+    /// after a decline to see that nothing happened); default: the first
+    /// tool annotated `readOnlyHint` that does not elicit.
+    pub state_tool: Option<String>,
     /// Checks run at the same time.
     pub concurrency: usize,
     /// Seed for generated answers.
@@ -50,76 +60,43 @@ impl Settings {
             mcp_url: mcp_url.into(),
             principal: "alice".into(),
             other_principal: "bob".into(),
+            principals_given: false,
             timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(120),
             wait_expiry: None,
             tools: Vec::new(),
+            skip_tools: Vec::new(),
             single_use: Vec::new(),
+            state_tool: None,
             concurrency: 4,
             seed: 0x00e1_1c17,
         }
     }
-}
 
-/// How a tool answered its first call with every capability declared.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FirstReply {
-    /// `input_required`.
-    InputRequired {
-        /// The result object.
-        result: Value,
-        /// The raw reply body (for duplicate-key checks).
-        raw: String,
-        /// Modes used by its `elicitation/create` input requests.
-        modes: ElicitModes,
-        /// Whether a `requestState` came with it.
-        has_state: bool,
-    },
-    /// A complete result at once: the tool does not elicit.
-    Complete,
-    /// A JSON-RPC error.
-    Error(i64),
-    /// Anything else (HTTP error, bad body); says what.
-    Other(String),
-}
-
-/// A tool of the target as discovery saw it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolProfile {
-    /// Tool name.
-    pub name: String,
-    /// Arguments used for its calls (generated from `inputSchema`).
-    pub arguments: Map<String, Value>,
-    /// Different but equally valid arguments, when the schema allows any.
-    pub other_arguments: Option<Map<String, Value>>,
-    /// Whether its completion must not repeat (annotations, description or `--single-use`).
-    pub single_use: bool,
-    /// The first call's reply.
-    pub first: FirstReply,
-}
-
-impl ToolProfile {
-    /// True when the first call asked for input.
-    pub fn elicits(&self) -> bool {
-        matches!(self.first, FirstReply::InputRequired { .. })
-    }
-
-    /// Modes the first round used (none when it did not elicit).
-    pub fn modes(&self) -> ElicitModes {
-        match &self.first {
-            FirstReply::InputRequired { modes, .. } => *modes,
-            _ => ElicitModes::default(),
+    /// The discovery settings these imply.
+    pub fn discovery(&self, generation: Option<Generation>) -> discover::Settings {
+        let mut tools = self.tools.clone();
+        if let Some(t) = &self.state_tool
+            && !tools.is_empty()
+            && !tools.contains(t)
+        {
+            tools.push(t.clone());
         }
-    }
-
-    /// The call with its usual arguments.
-    pub fn call(&self) -> ToolCall {
-        ToolCall {
-            name: self.name.clone(),
-            arguments: self.arguments.clone(),
+        discover::Settings {
+            mcp_url: self.mcp_url.clone(),
+            principal: self.principal.clone(),
+            timeout: self.timeout,
+            tools,
+            skip_tools: self.skip_tools.clone(),
+            single_use: self.single_use.clone(),
+            generation,
+            seed: self.seed,
+            ..discover::Settings::new(self.mcp_url.clone())
         }
     }
 }
+
+pub use crate::discover::{FirstReply, ToolProfile};
 
 /// The server under test, as discovery found it.
 #[derive(Debug)]
@@ -132,12 +109,27 @@ pub struct Target {
     pub generation: Generation,
     /// Tools, in `tools/list` order (only those selected by `--tool`).
     pub tools: Vec<ToolProfile>,
-    /// `server/discover` result (2026-07-28), if it answered.
+    /// `server/discover` result (2026-07-28) or `initialize` result
+    /// (2025-11-25), if it answered.
     pub discover: Option<Value>,
-    /// Whether the server refused a request without credentials (it
-    /// authenticates, so principals mean something).
-    pub authenticates: bool,
+    /// What the server does with credentials.
+    pub auth: AuthSeen,
+    /// Findings about a tool that make its dependent checks moot (e.g. it
+    /// asks a client for sampling it did not declare): reported once, by the
+    /// check named here, and pointed to by the others.
+    pub root_causes: Vec<RootCause>,
     ids: AtomicI64,
+}
+
+/// A tool whose own defect other checks on it would only repeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootCause {
+    /// The tool.
+    pub tool: String,
+    /// The check that reports it.
+    pub check: &'static str,
+    /// What is wrong, in one sentence.
+    pub what: String,
 }
 
 impl Target {
@@ -149,9 +141,35 @@ impl Target {
             generation,
             tools: Vec::new(),
             discover: None,
-            authenticates: false,
+            auth: AuthSeen::default(),
+            root_causes: Vec::new(),
             ids: AtomicI64::new(1),
         }
+    }
+
+    /// The target one generation of a discovery describes.
+    pub fn from_view(
+        settings: Settings,
+        http: reqwest::Client,
+        view: &View,
+        auth: AuthSeen,
+    ) -> Self {
+        let mut t = Target::new(settings, http, view.generation);
+        t.tools = view.tools.clone();
+        t.discover = view.server.clone();
+        t.auth = auth;
+        t
+    }
+
+    /// Whether cross-principal probes mean something: the server
+    /// authenticates or validates tokens, or the user named two principals.
+    pub fn principals_matter(&self) -> bool {
+        self.auth.principals_matter() || self.settings.principals_given
+    }
+
+    /// Why checks on `tool` would only repeat a finding reported elsewhere.
+    pub fn root_cause(&self, tool: &str) -> Option<&RootCause> {
+        self.root_causes.iter().find(|r| r.tool == tool)
     }
 
     /// A fresh JSON-RPC id (unique over the run).
@@ -170,9 +188,9 @@ impl Target {
 
     /// Eliciting tools whose first round is form mode only.
     pub fn form_tools(&self) -> impl Iterator<Item = &ToolProfile> {
-        self.tools
-            .iter()
-            .filter(|t| t.elicits() && t.modes().form && !t.modes().url)
+        self.tools.iter().filter(|t| {
+            t.elicits() && t.modes().form && !t.modes().url && self.root_cause(&t.name).is_none()
+        })
     }
 
     /// The first form-mode tool whose first round carried a `requestState`.
@@ -188,9 +206,41 @@ impl Target {
         })
     }
 
-    /// Every tool that elicits, cloned so a check can hold them across awaits.
+    /// Every tool that issues a `requestState` in some round (form,
+    /// multi-round and URL tools alike): the subjects of state probes.
+    pub fn state_tools(&self) -> Vec<ToolProfile> {
+        self.tools
+            .iter()
+            .filter(|t| t.issues_state() && self.root_cause(&t.name).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// Every tool that elicits, cloned so a check can hold them across
+    /// awaits (tools with a root cause reported elsewhere are left out).
     pub fn eliciting_tools(&self) -> Vec<ToolProfile> {
-        self.tools.iter().filter(|t| t.elicits()).cloned().collect()
+        self.tools
+            .iter()
+            .filter(|t| t.elicits() && self.root_cause(&t.name).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// A skip that says why there is nothing to probe, pointing to the
+    /// root-cause findings that took tools out.
+    pub fn no_subject(&self, why: &str) -> super::model::Verdict {
+        if self.root_causes.is_empty() {
+            return super::model::Verdict::skip(why);
+        }
+        let causes: Vec<String> = self
+            .root_causes
+            .iter()
+            .map(|c| format!("{} (see {})", c.tool, c.check))
+            .collect();
+        super::model::Verdict::skip(format!(
+            "{why}; left out, reported once elsewhere: {}",
+            causes.join(", ")
+        ))
     }
 
     /// Eliciting tools whose first round uses URL mode.
@@ -207,10 +257,7 @@ pub struct Probe {
     evidence: Arc<Mutex<Vec<Exchange>>>,
 }
 
-/// Full capabilities: form and URL.
-pub fn all_modes() -> ClientCapabilities {
-    ClientCapabilities::with_modes(true, true)
-}
+pub use crate::discover::all_modes;
 
 impl Probe {
     /// A probe with empty evidence.
@@ -368,6 +415,33 @@ impl Probe {
                 }
             }
         }
+    }
+}
+
+impl Wire for Probe {
+    fn http(&self) -> &reqwest::Client {
+        &self.target.http
+    }
+    fn mcp_url(&self) -> &str {
+        &self.target.settings.mcp_url
+    }
+    fn token(&self) -> &str {
+        &self.target.settings.principal
+    }
+    fn timeout(&self) -> Duration {
+        self.target.settings.timeout
+    }
+    fn seed(&self) -> u64 {
+        self.target.settings.seed
+    }
+    fn next_id(&self) -> i64 {
+        self.target.next_id()
+    }
+    fn record(&self, exchange: Exchange) {
+        Probe::record(self, exchange);
+    }
+    fn send(&self, req: RawRequest) -> futures::future::BoxFuture<'_, Result<RawReply, RawError>> {
+        Box::pin(Probe::send(self, req))
     }
 }
 

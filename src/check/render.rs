@@ -61,6 +61,11 @@ fn wants_evidence(r: &CheckResult, verbose: bool) -> bool {
         )
 }
 
+fn generations(report: &Report) -> String {
+    let g: Vec<String> = report.generations.iter().map(|g| g.to_string()).collect();
+    g.join(" and ")
+}
+
 fn summary_line(report: &Report) -> String {
     let t = report.tally;
     format!(
@@ -78,13 +83,16 @@ fn summary_line(report: &Report) -> String {
 /// The plain-text table.
 pub fn text(report: &Report, verbose: bool) -> String {
     let mut out = format!(
-        "elicitkit check {} ({})\n",
-        report.target, report.generation
+        "elicitkit check {} ({}; {})\n",
+        report.target,
+        generations(report),
+        report.auth
     );
     for t in &report.tools {
         let _ = writeln!(
             out,
-            "  tool {:<20} elicits: {}{}",
+            "  {} tool {:<20} {}{}",
+            t.generation,
             t.name,
             t.elicits,
             if t.single_use { " (single-use)" } else { "" }
@@ -107,8 +115,8 @@ pub fn text(report: &Report, verbose: bool) -> String {
         .max(4);
     let _ = writeln!(
         out,
-        "{:<idw$}  {:<rulew$}  {:<6}  {:<8}  DETAIL",
-        "ID", "RULE", "SEV", "RESULT"
+        "{:<idw$}  {:<10}  {:<rulew$}  {:<6}  {:<8}  DETAIL",
+        "ID", "GENERATION", "RULE", "SEV", "RESULT"
     );
     for r in &report.results {
         let res = match &r.status {
@@ -117,8 +125,9 @@ pub fn text(report: &Report, verbose: bool) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<idw$}  {:<rulew$}  {:<6}  {:<8}  {}",
+            "{:<idw$}  {:<10}  {:<rulew$}  {:<6}  {:<8}  {}",
             r.id,
+            r.generation.to_string(),
             r.rule,
             r.severity.to_string(),
             res,
@@ -238,17 +247,20 @@ fn md_cell(s: &str) -> String {
 /// Markdown: a table, then details for the rows that need attention.
 pub fn markdown(report: &Report, verbose: bool) -> String {
     let mut out = format!(
-        "# elicitkit check\n\nTarget `{}`, generation `{}`. {}\n\n",
+        "# elicitkit check\n\nTarget `{}`, generation(s) `{}`. {}\n\n",
         report.target,
-        report.generation,
+        generations(report),
         summary_line(report)
     );
-    out.push_str("| Check | Rule | Severity | Result | Detail |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "| Check | Generation | Rule | Severity | Result | Detail |\n|---|---|---|---|---|---|\n",
+    );
     for r in &report.results {
         let _ = writeln!(
             out,
-            "| `{}` | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} |",
             r.id,
+            r.generation,
             md_cell(r.rule),
             r.severity,
             md_cell(&result_cell(r)),
@@ -310,8 +322,9 @@ mod tests {
         ];
         Report {
             target: "http://127.0.0.1:1/mcp".into(),
-            generation: Generation::Modern,
+            generations: vec![Generation::Modern],
             tools: Vec::new(),
+            auth: "serves anonymous requests and any token alike".into(),
             tally: Tally::of(&results),
             results,
         }

@@ -76,7 +76,7 @@ async fn single_use(p: Probe) -> Verdict {
 }
 
 async fn cross_principal(p: Probe) -> Verdict {
-    if !p.target().authenticates {
+    if !p.target().principals_matter() {
         return Verdict::skip(
             "the server accepts requests without credentials: there is no principal to bind",
         );

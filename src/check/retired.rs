@@ -57,7 +57,7 @@ fn scan(body: &[u8], what: &str, problems: &mut Vec<String>) {
 async fn retired(p: Probe) -> Verdict {
     let tools = p.target().eliciting_tools();
     if tools.is_empty() {
-        return Verdict::skip("no tool elicits");
+        return p.target().no_subject("no tool elicits");
     }
     let mut problems = Vec::new();
     let mut replies = 0;

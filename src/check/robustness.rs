@@ -159,7 +159,7 @@ async fn many_keys(p: Probe) -> Verdict {
 
 async fn disconnect(p: Probe) -> Verdict {
     let Some(t) = p.target().tools.iter().find(|t| t.elicits()).cloned() else {
-        return Verdict::skip("no tool elicits");
+        return p.target().no_subject("no tool elicits");
     };
     let http = p.target().http.clone();
     for i in 0..20u64 {

@@ -15,9 +15,19 @@ pub const EXPIRY_CHECKS: [&str; 1] = ["mrtr-state-expiry"];
 /// Runs `checks` that apply to the target's generation against it and
 /// returns one row per check, in the order given.
 pub async fn run_checks(target: Arc<Target>, checks: &[Check]) -> Vec<CheckResult> {
+    let deadline = Instant::now() + target.settings.deadline;
+    run_checks_until(target, checks, deadline).await
+}
+
+/// [`run_checks`] under an overall deadline shared with other runs (one per
+/// generation in a run that checks both).
+pub async fn run_checks_until(
+    target: Arc<Target>,
+    checks: &[Check],
+    deadline: Instant,
+) -> Vec<CheckResult> {
     let settings = &target.settings;
     let per_check = settings.timeout;
-    let deadline = Instant::now() + settings.deadline;
     let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut handles = Vec::new();
     for check in checks

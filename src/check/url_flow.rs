@@ -194,7 +194,7 @@ async fn page_requires_auth(p: Probe) -> Verdict {
 }
 
 async fn cross_user(p: Probe) -> Verdict {
-    if !p.target().authenticates {
+    if !p.target().principals_matter() {
         return Verdict::skip(
             "the server accepts requests without credentials: there is no principal to bind",
         );

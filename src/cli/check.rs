@@ -19,16 +19,26 @@ pub struct Args {
     /// Protocol generation to check: auto, 2025-11-25 or 2026-07-28.
     #[arg(long, default_value = "auto")]
     pub generation: String,
-    /// Bearer token of the principal that runs the flows (the reference
-    /// server's demo mode takes the user name as token).
-    #[arg(long, env = "ELICITKIT_PRINCIPAL", default_value = "alice")]
-    pub principal: String,
-    /// Bearer token of a second principal, for cross-principal probes.
-    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", default_value = "bob")]
-    pub other_principal: String,
+    /// Bearer token of the principal that runs the flows (default `alice`:
+    /// the reference server's demo mode takes the user name as token).
+    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    pub principal: Option<String>,
+    /// Bearer token of a second principal, for cross-principal probes
+    /// (default `bob`). Giving both tokens runs those probes even on a
+    /// server that serves anonymous requests.
+    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", value_name = "TOKEN")]
+    pub other_principal: Option<String>,
     /// Check only this tool (repeatable); default: every listed tool.
     #[arg(long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
+    /// Never call this tool (repeatable).
+    #[arg(long = "skip-tool", value_name = "NAME")]
+    pub skip_tools: Vec<String>,
+    /// A read-only tool that reports the server's state, read before and
+    /// after a decline to see that nothing happened (default: the first
+    /// tool annotated readOnlyHint that does not elicit).
+    #[arg(long, value_name = "NAME")]
+    pub state_tool: Option<String>,
     /// Treat this tool's completion as single-use (repeatable), besides
     /// tools marked destructive or described as "exactly once".
     #[arg(long = "single-use", value_name = "NAME")]
@@ -86,8 +96,15 @@ pub fn list_table() -> String {
 /// Builds the settings from the arguments.
 pub fn settings(args: &Args, target: &str) -> Settings {
     let mut s = Settings::new(target);
-    s.principal = args.principal.clone();
-    s.other_principal = args.other_principal.clone();
+    if let Some(p) = &args.principal {
+        s.principal = p.clone();
+    }
+    if let Some(p) = &args.other_principal {
+        s.other_principal = p.clone();
+    }
+    s.principals_given = args.principal.is_some() && args.other_principal.is_some();
+    s.skip_tools = args.skip_tools.clone();
+    s.state_tool = args.state_tool.clone();
     s.timeout = args.timeout;
     s.deadline = args.deadline;
     s.wait_expiry = args.wait_expiry;
@@ -121,6 +138,10 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
     };
     let settings = settings(&args, &target);
+    eprintln!(
+        "elicitkit check: calls every tool of {target} for real (accepting, declining, \
+         replaying); run it against a test instance, not production."
+    );
     let report = match runtime.block_on(crate::check::run(settings, generation, &args.only)) {
         Ok(r) => r,
         Err(e) => return usage_error(e),

@@ -4,8 +4,9 @@
 //! A thin adapter over [`crate::schema`], so the flows need not care how a
 //! raw `requestedSchema` becomes a model.
 
+use crate::protocol::mrtr::InputRequiredResult;
 use crate::schema::{RequestedSchema, generate_invalid, generate_valid};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -58,11 +59,34 @@ pub fn invalid_content(
     generate_invalid(&model, kind, seed)
 }
 
+/// Valid answers for every input request of an `input_required` result:
+/// form content generated from the schema, bare consent for URL mode,
+/// empty answers for roots and sampling.
+pub fn answers_for(ir: &InputRequiredResult, seed: u64) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (i, (key, req)) in ir.input_requests.iter().flatten().enumerate() {
+        let answer = match req.method.as_str() {
+            "elicitation/create" => match req.params.get("mode").and_then(Value::as_str) {
+                Some("url") => json!({"action": "accept"}),
+                _ => {
+                    let schema = req.params.get("requestedSchema").unwrap_or(&Value::Null);
+                    json!({"action": "accept", "content": valid_content(schema, seed ^ i as u64)})
+                }
+            },
+            "roots/list" => json!({"roots": []}),
+            _ => {
+                json!({"role":"assistant","content":{"type":"text","text":"elicitkit"},"model":"elicitkit"})
+            }
+        };
+        out.insert(key.clone(), answer);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::validate_content;
-    use serde_json::json;
 
     fn schema() -> Value {
         json!({"type":"object","properties":{

@@ -10,6 +10,9 @@
 //! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
 //! - [`browser`]: completes a URL-flow page the way a plain browser would.
 //! - [`legacy`]: the 2025-11-25 session + SSE client.
+//! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
+//!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
+//! - [`rejection`]: whether an error rejects a state for the probed reason.
 //! - `content`: valid and invalid form content for answers.
 
 pub mod browser;
@@ -17,9 +20,12 @@ pub mod content;
 pub mod h1;
 pub mod http;
 pub mod legacy;
+pub mod mask;
 pub mod modern;
 pub mod outcome;
 pub mod policy;
+pub mod raw;
+pub mod rejection;
 
 pub use content::InvalidKind;
 pub use h1::H1Lane;

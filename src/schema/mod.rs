@@ -13,6 +13,7 @@
 //! - [`secrets`]: form fields asking for secrets, clickable URLs in forms,
 //!   and URL-mode URLs that carry credentials or personal data.
 //! - [`formats`]: the four string formats, checked without regex.
+//! - [`pattern`]: values that satisfy a `pattern` (JSON Schema or HTML).
 
 pub mod content;
 pub mod formats;
@@ -20,6 +21,7 @@ pub mod generate;
 pub mod limits;
 pub mod model;
 pub mod parse;
+pub mod pattern;
 pub mod secrets;
 
 pub use content::{InvalidKind, validate_content, validate_content_map};

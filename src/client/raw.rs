@@ -1,13 +1,12 @@
-//! The one raw-request helper every check shares: send a hand-built HTTP
+//! The one raw-request helper that discovery and every check share: send a hand-built HTTP
 //! request (any method, any headers, any body, with or without a principal),
 //! read the whole reply under a timeout, and record both as masked
 //! [`Exchange`] evidence. Flows go through the client's state machine;
 //! deliberately broken requests (missing `_meta`, wrong headers, garbage)
 //! go through here.
 
+use super::http::describe;
 use super::mask;
-use super::model::Exchange;
-use crate::client::http::describe;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::body::{BodyError, DecodedBody, decode_body};
 use crate::protocol::headers::request_headers;
@@ -15,12 +14,25 @@ use crate::protocol::jsonrpc::{ErrorObject, Message, Outcome as RpcOutcome, Requ
 use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
 use crate::protocol::version::MODERN;
 use bytes::Bytes;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 /// The `Accept` value both generations require on POSTs.
 pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+/// One HTTP request and its response, as evidence (secrets masked, long
+/// bodies shortened).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Exchange {
+    /// What the request was for, e.g. `tools/call without _meta`.
+    pub label: String,
+    /// Request line, headers and body.
+    pub request: String,
+    /// Status line, headers and body, or what went wrong instead.
+    pub response: String,
+}
 
 /// A request exactly as it will be sent.
 #[derive(Debug, Clone, PartialEq)]
