@@ -122,7 +122,7 @@ async fn connect_billing_completes_the_flow_page() {
         .map(Value::to_string)
         .unwrap_or_default();
     assert!(
-        !text.contains("sk-test-"),
+        !text.contains(elicitkit::client::browser::SECRET_MARKER),
         "only a masked key comes back: {text}"
     );
 

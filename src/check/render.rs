@@ -355,7 +355,7 @@ mod tests {
         );
         let m = markdown(&r, false);
         assert!(
-            m.contains("| `mrtr-c` | §4.7 S7 | MUST | SKIP (no URL tool) |"),
+            m.contains("| `mrtr-c` | 2026-07-28 | §4.7 S7 | MUST | SKIP (no URL tool) |"),
             "{m}"
         );
         let j: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();

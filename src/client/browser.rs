@@ -22,6 +22,36 @@ pub struct FormField {
     pub value: Option<String>,
     /// Whether `checked` (checkboxes and radios) is present.
     pub checked: bool,
+    /// The constraints a browser enforces before it submits.
+    pub rules: FieldRules,
+}
+
+/// A control's validation attributes (`pattern`, `minlength`, `maxlength`,
+/// `min`, `max`, `required`): a browser refuses to submit a value that
+/// breaks them, so generated values keep to them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FieldRules {
+    /// `pattern` (the whole value must match).
+    pub pattern: Option<String>,
+    /// `minlength`.
+    pub min_length: Option<usize>,
+    /// `maxlength`.
+    pub max_length: Option<usize>,
+    /// `min` (numbers).
+    pub min: Option<String>,
+    /// `max` (numbers).
+    pub max: Option<String>,
+    /// `required`.
+    pub required: bool,
+}
+
+/// The prefix of every secret-like value the browser types (API keys,
+/// passwords): a marker checks search for in later replies and states.
+pub const SECRET_MARKER: &str = "ekSECRET";
+
+/// The secret-like value typed into field `salt` of a form filled with `seed`.
+pub fn secret_value(seed: u64, salt: u64) -> String {
+    format!("{SECRET_MARKER}{}", hex(seed, salt, 24))
 }
 
 /// The first form of a page.
@@ -259,12 +289,21 @@ pub fn find_form(html: &str) -> Option<HtmlForm> {
                     "button" => t.attr("type").unwrap_or("submit").to_ascii_lowercase(),
                     other => other.to_owned(),
                 };
+                let num = |k: &str| t.attr(k).and_then(|v| v.trim().parse::<usize>().ok());
                 form.fields.push(FormField {
                     tag: t.name.clone(),
                     kind,
                     name: name.to_owned(),
                     value: t.attr("value").map(str::to_owned),
                     checked: t.attrs.iter().any(|(k, _)| k == "checked"),
+                    rules: FieldRules {
+                        pattern: t.attr("pattern").map(str::to_owned),
+                        min_length: num("minlength"),
+                        max_length: num("maxlength"),
+                        min: t.attr("min").map(str::to_owned),
+                        max: t.attr("max").map(str::to_owned),
+                        required: t.attrs.iter().any(|(k, _)| k == "required"),
+                    },
                 });
                 if t.name == "select" {
                     open_select = Some(form.fields.len() - 1);
@@ -303,12 +342,60 @@ fn looks_secret(name: &str) -> bool {
         .any(|w| n.contains(w))
 }
 
+/// `preferred` if it keeps to the field's rules, else a value that does
+/// (from its `pattern`), else `preferred` cut or padded to its lengths.
+fn constrain(f: &FormField, preferred: String, salt: u64) -> String {
+    use crate::schema::pattern::{Lengths, sample};
+    let r = &f.rules;
+    let lengths = Lengths {
+        min: r.min_length.unwrap_or(0),
+        max: r.max_length.unwrap_or(usize::MAX),
+    };
+    let digits: String = preferred.chars().filter(char::is_ascii_digit).collect();
+    let candidates = [
+        preferred.clone(),
+        preferred
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect(),
+        digits,
+    ];
+    if let Some(p) = &r.pattern
+        && let Some(v) = sample(p, true, lengths, &candidates, salt)
+    {
+        return v;
+    }
+    let mut v = preferred;
+    while v.chars().count() < lengths.min {
+        v.push('0');
+    }
+    v.chars().take(lengths.max).collect()
+}
+
+/// A number within a field's `min` / `max` (their midpoint when both are set).
+fn number_in(r: &FieldRules) -> String {
+    let min = r.min.as_deref().and_then(|v| v.trim().parse::<f64>().ok());
+    let max = r.max.as_deref().and_then(|v| v.trim().parse::<f64>().ok());
+    let v = match (min, max) {
+        (Some(a), Some(b)) => ((a + b) / 2.0).floor().max(a),
+        (Some(a), None) => a,
+        (None, Some(b)) => b.min(1.0),
+        (None, None) => 1.0,
+    };
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        v.to_string()
+    }
+}
+
 impl HtmlForm {
     /// The name/value pairs a browser would submit, with visible fields filled
-    /// deterministically from `seed` (password and key-like fields get an API
-    /// key `sk-test-<32 hex>`; emails, URLs, numbers a plausible value; other
-    /// empty text fields `elicitkit-<hex>`). The first named submit button is
-    /// included, as if clicked.
+    /// deterministically from `seed` (password and key-like fields get a
+    /// marked secret, [`secret_value`]; emails, URLs, numbers a plausible
+    /// value; other empty text fields `elicitkit<hex>`), every value kept to
+    /// its field's `pattern`, length and range attributes. The first named
+    /// submit button is included, as if clicked.
     pub fn fill(&self, seed: u64) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut radios_done: Vec<&str> = Vec::new();
@@ -343,17 +430,21 @@ impl HtmlForm {
                         None
                     }
                 }
-                "password" => Some(format!("sk-test-{}", hex(seed, salt, 32))),
-                "email" => Some(
-                    given.unwrap_or_else(|| format!("user-{}@example.com", hex(seed, salt, 8))),
-                ),
-                "url" => Some(given.unwrap_or_else(|| "https://example.com/".into())),
-                "number" | "range" => Some(given.unwrap_or_else(|| "1".into())),
+                "password" => Some(constrain(f, secret_value(seed, salt), salt)),
+                "email" => Some(given.unwrap_or_else(|| {
+                    constrain(f, format!("user{}@example.com", hex(seed, salt, 8)), salt)
+                })),
+                "url" => {
+                    Some(given.unwrap_or_else(|| constrain(f, "https://example.com/".into(), salt)))
+                }
+                "number" | "range" => Some(given.unwrap_or_else(|| number_in(&f.rules))),
                 "select" => Some(f.value.clone().unwrap_or_default()),
                 _ if looks_secret(&f.name) && given.is_none() => {
-                    Some(format!("sk-test-{}", hex(seed, salt, 32)))
+                    Some(constrain(f, secret_value(seed, salt), salt))
                 }
-                _ => Some(given.unwrap_or_else(|| format!("elicitkit-{}", hex(seed, salt, 8)))),
+                _ => Some(given.unwrap_or_else(|| {
+                    constrain(f, format!("elicitkit{}", hex(seed, salt, 8)), salt)
+                })),
             };
             if let Some(v) = value {
                 out.push((f.name.clone(), v));
@@ -451,13 +542,13 @@ mod tests {
         let pairs = f.fill(7);
         assert_eq!(pairs[0], ("csrf".into(), "tok&en/+=".into()));
         assert_eq!(pairs[1].0, "api_key");
-        assert!(pairs[1].1.starts_with("sk-test-"));
-        assert_eq!(pairs[1].1.len(), "sk-test-".len() + 32);
+        assert!(pairs[1].1.starts_with(SECRET_MARKER));
+        assert_eq!(pairs[1].1.len(), SECRET_MARKER.len() + 24);
         assert_eq!(pairs.len(), 2, "unnamed button is not submitted");
         assert_eq!(f.fill(7), f.fill(7));
         assert_ne!(f.fill(7), f.fill(8));
         let body = f.encoded_body(7);
-        assert!(body.starts_with("csrf=tok%26en%2F%2B%3D&api_key=sk-test-"));
+        assert!(body.starts_with("csrf=tok%26en%2F%2B%3D&api_key=ekSECRET"));
         assert_eq!(
             f.target("http://127.0.0.1:9/flow/abc123"),
             "http://127.0.0.1:9/flow/abc123"
@@ -480,9 +571,9 @@ mod tests {
         let pairs = f.fill(1);
         let get = |k: &str| pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("csrf"), Some("xyz"));
-        assert!(get("api_key").unwrap().starts_with("sk-test-"));
+        assert!(get("api_key").unwrap().starts_with(SECRET_MARKER));
         assert!(get("email").unwrap().ends_with("@example.com"));
-        assert!(get("note").unwrap().starts_with("elicitkit-"));
+        assert!(get("note").unwrap().starts_with("elicitkit"));
         assert!(get("t").is_some());
         assert_eq!(get("s"), Some("a"));
         assert_eq!(get("c1"), Some("on"));
@@ -496,6 +587,32 @@ mod tests {
             "http://h:1/f/1",
             "absolute-path action"
         );
+    }
+
+    #[test]
+    fn values_keep_to_the_fields_constraints() {
+        let html = "<form method=post><input type=hidden name=id value=f1>\
+            <input type=password name=api_key required minlength=12 pattern='[A-Za-z0-9]+'>\
+            <input name=code pattern='[0-9]{6}'><input name=short maxlength=4>\
+            <input type=number name=n min=3 max=9><input name=pin minlength=40></form>";
+        let f = find_form(html).unwrap();
+        assert_eq!(f.fields[1].rules.min_length, Some(12));
+        assert!(f.fields[1].rules.required);
+        for seed in 0..20 {
+            let pairs = f.fill(seed);
+            let get = |k: &str| pairs.iter().find(|(n, _)| n == k).unwrap().1.clone();
+            let key = get("api_key");
+            assert!(key.starts_with(SECRET_MARKER), "{key}");
+            assert!(key.len() >= 12 && key.bytes().all(|b| b.is_ascii_alphanumeric()));
+            let code = get("code");
+            assert!(
+                code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
+                "{code}"
+            );
+            assert!(get("short").chars().count() <= 4);
+            assert_eq!(get("n"), "6");
+            assert!(get("pin").chars().count() >= 40);
+        }
     }
 
     #[test]

@@ -31,7 +31,8 @@ fn secret_key(key: &str) -> bool {
 }
 
 fn looks_like_api_key(s: &str) -> bool {
-    (s.starts_with("sk-") || s.starts_with("sk_")) && s.len() >= 12 && !s.contains('…')
+    ((s.starts_with("sk-") || s.starts_with("sk_")) && s.len() >= 12 && !s.contains('…'))
+        || s.contains(crate::client::browser::SECRET_MARKER)
 }
 
 /// Masks secrets inside a JSON value, in place.

@@ -559,7 +559,7 @@ fn url_flow_completes_the_page_then_retries() {
         }
     );
     let form = String::from_utf8(post.body.clone()).unwrap();
-    assert!(form.starts_with("csrf=c-123&api_key=sk-test-"), "{form}");
+    assert!(form.starts_with("csrf=c-123&api_key=ekSECRET"), "{form}");
     assert_eq!(
         header(&post, "Content-Type"),
         Some("application/x-www-form-urlencoded")
