@@ -11,8 +11,8 @@ pub enum Flaw {
     /// A `requestState` that fails verification is trusted anyway: the
     /// request's own principal, tool and arguments stand in for its claims.
     AcceptTamperedState,
-    /// The principal bound into a `requestState` (and a URL flow's owner)
-    /// is not compared with the caller.
+    /// The principal bound into a `requestState` (and a URL flow's owner,
+    /// and a 2025-11-25 session's owner) is not compared with the caller.
     IgnorePrincipal,
     /// The request digest bound into a `requestState` is not compared.
     IgnoreRequestBinding,
@@ -146,7 +146,7 @@ impl Flaw {
                 "a requestState that fails verification is trusted; the request stands in for its claims"
             }
             Flaw::IgnorePrincipal => {
-                "states and URL flows are not checked against the calling principal"
+                "states, URL flows and 2025-11-25 sessions are not checked against the calling principal"
             }
             Flaw::IgnoreRequestBinding => {
                 "states are not checked against the originating tool and arguments"
