@@ -342,9 +342,12 @@ const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
+/// A call's arguments, or the tool error that says why they are unusable.
+type Usable = Result<Map<String, Value>, ToolResult>;
+
 /// The tool and its arguments; arguments the tool cannot use are a tool
 /// execution error (`isError`), as SEP-1303 asks, not a protocol error.
-fn prepare_call(req: &Request) -> Result<(Tool, Result<Map<String, Value>, ToolResult>), RpcError> {
+fn prepare_call(req: &Request) -> Result<(Tool, Usable), RpcError> {
     let p = req
         .params
         .as_ref()

@@ -152,15 +152,15 @@ impl AllowedOrigins {
 
     /// Judges a request's `Origin` and `Host` headers.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        if let Some(o) = headers.get(header::ORIGIN) {
-            if !o.to_str().is_ok_and(|o| self.origin_ok(o)) {
-                return Err(Refusal::Origin);
-            }
+        if let Some(o) = headers.get(header::ORIGIN)
+            && !o.to_str().is_ok_and(|o| self.origin_ok(o))
+        {
+            return Err(Refusal::Origin);
         }
-        if let Some(h) = headers.get(header::HOST) {
-            if !h.to_str().is_ok_and(|h| self.host_ok(h)) {
-                return Err(Refusal::Host);
-            }
+        if let Some(h) = headers.get(header::HOST)
+            && !h.to_str().is_ok_and(|h| self.host_ok(h))
+        {
+            return Err(Refusal::Host);
         }
         Ok(())
     }
