@@ -69,6 +69,22 @@ impl App {
         }
     }
 
+    /// The principal behind a request: its bearer token, else the `cookie`
+    /// (flow pages), else the anonymous principal if the server has one
+    /// (see [`super::auth::principal_of`]). `None` means 401.
+    pub fn principal_of(
+        &self,
+        headers: &axum::http::HeaderMap,
+        cookie: Option<&str>,
+    ) -> Option<String> {
+        super::auth::principal_of(
+            &self.cfg.principals,
+            self.cfg.anonymous_principal.as_deref(),
+            headers,
+            cookie,
+        )
+    }
+
     /// True when `flaw` is switched on.
     pub fn flaw(&self, flaw: Flaw) -> bool {
         self.cfg.flaws.has(flaw)

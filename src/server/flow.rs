@@ -19,7 +19,6 @@ use serde_json::json;
 use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_secret, now_ms};
 
 use super::app::App;
-use super::auth::principal_of;
 use super::flaw::Flaw;
 use super::reply;
 use super::timing::Timing;
@@ -83,12 +82,7 @@ fn login_page(next: &str, note: &str, timing: &Timing) -> Response {
 /// The principal of a browser request: bearer header, `ek_auth` cookie, or
 /// the anonymous principal when it carries neither.
 fn browser_principal(app: &App, headers: &HeaderMap) -> Option<String> {
-    principal_of(
-        &app.cfg.principals,
-        app.cfg.anonymous_principal.as_deref(),
-        headers,
-        Some(AUTH_COOKIE),
-    )
+    app.principal_of(headers, Some(AUTH_COOKIE))
 }
 
 /// Loads the flow and checks it may be shown to `principal`.

@@ -27,7 +27,6 @@ use crate::protocol::legacy::METHOD_INITIALIZE;
 use crate::protocol::version::{LEGACY, MODERN};
 
 use super::app::App;
-use super::auth;
 use super::flaw::Flaw;
 use super::reply::{self, RpcError};
 use super::timing::Timing;
@@ -84,17 +83,6 @@ async fn split_writes(req: Request, next: Next) -> Response {
         .filter_map(move |()| std::future::ready(body.take().map(Body::into_data_stream)))
         .flatten();
     Response::from_parts(parts, Body::from_stream(stream))
-}
-
-/// The principal behind an MCP request (bearer token, or the anonymous
-/// principal when it carries no credentials and the server has one).
-pub fn principal_of(app: &App, headers: &HeaderMap) -> Option<String> {
-    auth::principal_of(
-        &app.cfg.principals,
-        app.cfg.anonymous_principal.as_deref(),
-        headers,
-        None,
-    )
 }
 
 fn unauthorized(id: Option<&RequestId>) -> Response {
@@ -172,7 +160,7 @@ async fn post_inner(
         Message::Request(r) => Some(r.id.clone()),
         _ => None,
     };
-    let Some(principal) = principal_of(app, headers) else {
+    let Some(principal) = app.principal_of(headers, None) else {
         return unauthorized(id.as_ref());
     };
     if is_legacy(headers, &msg) {

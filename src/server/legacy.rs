@@ -37,7 +37,6 @@ use crate::state::request_digest;
 use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 
 use super::app::App;
-use super::auth::principal_of;
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
 use super::reply::{self, RpcError};
@@ -197,12 +196,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let principal = principal_of(
-        &app.cfg.principals,
-        app.cfg.anonymous_principal.as_deref(),
-        headers,
-        None,
-    );
+    let principal = app.principal_of(headers, None);
     if principal.is_none() {
         return reply::status(StatusCode::UNAUTHORIZED);
     }
@@ -230,12 +224,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
 /// messages that belong to no request. The reference server sends none
 /// there (only a priming event) unless the `elicit-on-get-stream` flaw is on.
 pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
-    let Some(principal) = principal_of(
-        &app.cfg.principals,
-        app.cfg.anonymous_principal.as_deref(),
-        headers,
-        None,
-    ) else {
+    let Some(principal) = app.principal_of(headers, None) else {
         return reply::status(StatusCode::UNAUTHORIZED);
     };
     if headers
