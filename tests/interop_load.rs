@@ -272,3 +272,31 @@ fn wait(child: &mut Child, limit: Duration) -> Output {
         stderr,
     }
 }
+
+#[test]
+fn the_tail_stall_is_diagnosed_exactly_when_tcp_nodelay_is_off() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sdk, stalls) in [(Sdk::Rmcp, false), (Sdk::RmcpNagle, true)] {
+        let server = Server::start(sdk);
+        let id = if stalls { "nagle" } else { "nodelay" };
+        let (out, s) = load(
+            &[
+                "--target",
+                &server.url,
+                "--generation",
+                "2026-07-28",
+                "--duration",
+                "4s",
+            ],
+            dir.path(),
+            id,
+        );
+        let all = text(&out);
+        let diagnosed = s["diagnoses"].as_array().is_some_and(|d| {
+            d.iter()
+                .any(|x| x.as_str().is_some_and(|t| t.contains("TCP_NODELAY")))
+        });
+        assert_eq!(diagnosed, stalls, "{}:\n{all}", sdk.name());
+        assert_eq!(all.contains("TCP_NODELAY is probably off"), stalls, "{all}");
+    }
+}

@@ -489,3 +489,32 @@ fn ctrl_c_to_the_process_group_spares_the_embedded_server() {
     assert_eq!(s["ended_by"], "interrupted", "not target_died: {s}");
     assert_eq!(s["round_trips"]["unexpected"], 0, "{s}");
 }
+
+#[test]
+fn elicitations_pushed_on_the_get_stream_are_answered_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "duration = \"2s\"\n[load]\nusers = 2\n\
+         [scenarios.push]\nkind = \"form-accept\"\ngeneration = \"2025-11-25\"\n\
+         tool = \"deploy\"\narguments = { service = \"web\" }\n",
+    );
+    let (out, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--serve-arg=--flaw",
+            "--serve-arg=elicit-on-get-stream",
+        ],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{s:#}");
+    let o = scenario(&s, "push");
+    assert!(n(&o["success"]) > 0, "{s:#}");
+    assert_eq!(n(&o["unexpected"]), 0, "{s:#}");
+    assert!(
+        s["legs"]["GET stream"]["count"].as_u64().unwrap_or(0) > 0,
+        "{s:#}"
+    );
+}
