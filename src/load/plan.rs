@@ -47,11 +47,14 @@ pub enum ScenarioKind {
     Replay,
     /// The 2025-11-25 push flow over SSE, accepting.
     LegacyPush,
+    /// A plain tool call that is expected to complete without eliciting (a
+    /// floor to compare with, or a tool that needs no input).
+    Call,
 }
 
 impl ScenarioKind {
     /// Every kind.
-    pub const ALL: [ScenarioKind; 8] = [
+    pub const ALL: [ScenarioKind; 9] = [
         ScenarioKind::FormAccept,
         ScenarioKind::FormDecline,
         ScenarioKind::FormCancel,
@@ -60,6 +63,7 @@ impl ScenarioKind {
         ScenarioKind::Tamper,
         ScenarioKind::Replay,
         ScenarioKind::LegacyPush,
+        ScenarioKind::Call,
     ];
 
     /// The plan spelling (`form-accept`, ...).
@@ -73,6 +77,7 @@ impl ScenarioKind {
             ScenarioKind::Tamper => "tamper",
             ScenarioKind::Replay => "replay",
             ScenarioKind::LegacyPush => "legacy-push",
+            ScenarioKind::Call => "call",
         }
     }
 
@@ -97,6 +102,7 @@ impl ScenarioKind {
             // Its completion is single-use (a confirmed delete_file is too,
             // but an unconfirmed one may legitimately complete twice).
             ScenarioKind::Replay => ("connect_billing", serde_json::json!({})),
+            ScenarioKind::Call => ("stats", serde_json::json!({})),
             _ => ("deploy", serde_json::json!({"service": "web"})),
         }
     }

@@ -24,7 +24,8 @@ pub fn policy_for(spec: &ScenarioSpec) -> AnswerPolicy {
         ScenarioKind::FormAccept
         | ScenarioKind::MultiRound
         | ScenarioKind::UrlFlow
-        | ScenarioKind::LegacyPush => AnswerPolicy::AcceptValid,
+        | ScenarioKind::LegacyPush
+        | ScenarioKind::Call => AnswerPolicy::AcceptValid,
         ScenarioKind::FormDecline => AnswerPolicy::Decline,
         ScenarioKind::FormCancel => AnswerPolicy::Cancel,
         ScenarioKind::Tamper => AnswerPolicy::TamperState(spec.mutation.clone()),
@@ -38,6 +39,7 @@ pub fn policy_for(spec: &ScenarioSpec) -> AnswerPolicy {
 pub fn expectations_for(spec: &ScenarioSpec) -> Expectations {
     Expectations {
         tool_error_ok: spec.expect_tool_error,
+        elicit: spec.kind != ScenarioKind::Call,
         ..Expectations::STRICT
     }
 }
