@@ -43,6 +43,7 @@ pub mod judge;
 pub use crate::client::{mask, raw};
 pub mod legacy_elicitation;
 pub mod legacy_session;
+pub mod links;
 pub mod meta_headers;
 pub mod model;
 pub mod probe;
@@ -54,7 +55,9 @@ pub mod robustness;
 pub mod runner;
 pub mod schema_findings;
 pub mod sse;
+pub mod state_decode;
 pub mod state_tamper;
+pub mod subject;
 pub mod url_flow;
 
 pub use crate::discover::DiscoverError as CheckError;

@@ -307,6 +307,9 @@ mod tests {
             title: "t",
             status,
             detail: "tampered <state> & accepted".into(),
+            expected: "a tampered state is rejected".into(),
+            link: "https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr"
+                .into(),
             elapsed: Duration::from_millis(5),
             evidence: vec![Exchange {
                 label: "tools/call #2".into(),
