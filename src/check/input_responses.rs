@@ -209,7 +209,9 @@ impl Tally {
                     self.accepted.join(", ")
                 ),
             )
-            .expecting(format!("a JSON-RPC error or a re-prompt for a malformed {field}"));
+            .expecting(format!(
+                "a JSON-RPC error or a re-prompt for a malformed {field}"
+            ));
         }
         if !self.unclear.is_empty() {
             return Verdict::violation(

@@ -188,7 +188,9 @@ mod tests {
     #[test]
     fn outcomes_compare_by_shape() {
         let r = |t: &str| json!({"content":[{"type":"text","text":t}]});
-        let values = answer_values(&json!({"a":{"content":{"size":"M"}},"b":{"content":{"size":"XL","n":42}}}));
+        let values = answer_values(
+            &json!({"a":{"content":{"size":"M"}},"b":{"content":{"size":"XL","n":42}}}),
+        );
         assert!(same_outcome(
             &r("Order #3 placed: 2 × mug (size M)"),
             &r("Order #4 placed: 2 × mug (size XL)"),
@@ -206,7 +208,10 @@ mod tests {
             &s("b", "Trip planning stopped"),
             &[]
         ));
-        assert!(!same_outcome(&json!({}), &json!({}), &[]), "nothing to compare");
+        assert!(
+            !same_outcome(&json!({}), &json!({}), &[]),
+            "nothing to compare"
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! only for issued ids; the `-32042` shape.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
-use super::legacy_session::{Answer, CallOptions, Streamed, call, call_with, modes_seen, open};
+use super::legacy_session::{
+    Answer, CallOptions, Streamed, call, call_with, initialize_request, modes_seen, open,
+};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::Rpc;
@@ -172,24 +174,88 @@ async fn run_all(
     Ok(out)
 }
 
+/// The `elicitation/create` requests among server messages seen before
+/// `notifications/initialized`, as where they came from.
+pub fn early_elicitations(seen: &[(&str, String)]) -> Vec<String> {
+    seen.iter()
+        .filter(|(_, m)| m == "elicitation/create")
+        .map(|(w, _)| (*w).to_owned())
+        .collect()
+}
+
+/// Sends only what a correct client sends before `initialized`
+/// (`initialize`, then it may open the GET stream; it calls no tool) and
+/// watches the initialize reply and the GET stream for a bounded window.
 async fn before_initialized(p: Probe) -> Verdict {
-    let runs = match run_all(&p, &all_modes(), false, Answer::Observe).await {
+    let caps = all_modes();
+    let init = initialize_request(
+        &p.settings().mcp_url,
+        Some(&p.settings().principal),
+        p.target().next_id(),
+        &caps.to_value(),
+    );
+    let reply = match p.send(init).await {
         Ok(r) => r,
-        Err(v) => return v,
+        Err(e) => return Verdict::skip(format!("initialize: {e}")),
     };
-    let early: Vec<&str> = runs
-        .iter()
-        .filter(|(_, s)| !s.elicitations.is_empty())
-        .map(|(t, _)| t.name.as_str())
-        .collect();
+    let mut seen: Vec<(&str, String)> = reply
+        .decoded()
+        .map(|d| {
+            d.messages
+                .into_iter()
+                .filter_map(|m| match m {
+                    crate::protocol::jsonrpc::Message::Request(r) => {
+                        Some(("the initialize reply", r.method))
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let Rpc::Result(result) = reply.rpc() else {
+        return Verdict::skip(format!("initialize answered {}", reply.rpc().describe()));
+    };
+    let s = super::legacy_session::Session {
+        sid: reply
+            .header(crate::protocol::headers::SESSION_ID)
+            .map(str::to_owned),
+        init: result,
+        initialized_status: None,
+    };
+    let window = (p.settings().timeout / 4).min(std::time::Duration::from_secs(2));
+    let (status, requests) = super::legacy_session::watch_get(&p, &s, window).await;
+    seen.extend(requests.into_iter().map(|(m, _)| ("the GET stream", m)));
+    let mut notice = super::legacy_session::request(
+        &p,
+        &s,
+        "notifications/initialized",
+        crate::protocol::legacy::METHOD_INITIALIZED,
+        Value::Null,
+    );
+    notice.body =
+        serde_json::json!({"jsonrpc":"2.0","method":crate::protocol::legacy::METHOD_INITIALIZED})
+            .to_string()
+            .into_bytes();
+    let _ = p.send(notice).await;
+    super::legacy_session::close(&p, &s).await;
+    let early = early_elicitations(&seen);
+    let get = match status {
+        Some(200) => format!("the GET stream was open for {window:?}"),
+        Some(s) => format!("the GET stream got HTTP {s}"),
+        None => "the GET stream did not open".to_owned(),
+    };
     if early.is_empty() {
-        Verdict::pass("no elicitation/create before notifications/initialized")
-    } else {
-        Verdict::fail(format!(
-            "elicitation/create sent before notifications/initialized by {}",
-            early.join(", ")
-        ))
+        return Verdict::pass(format!(
+            "no elicitation/create before notifications/initialized ({get}; a correct client \
+             calls no tool before initialized, so a server that elicits only inside tool calls \
+             cannot break this rule)"
+        ));
     }
+    Verdict::fail(format!(
+        "elicitation/create before notifications/initialized, on {}",
+        early.join(" and ")
+    ))
+    .expecting("no server request other than ping or logging before notifications/initialized")
 }
 
 async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
@@ -405,7 +471,9 @@ async fn happy_path(p: Probe) -> Verdict {
 }
 
 async fn refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
-    let runs = match run_all(&p, &all_modes(), true, answer).await {
+    // The refusal has its own deadline: a hang is this check's finding.
+    let deadline = super::decline_cancel::refusal_deadline(&p);
+    let runs = match run_all(&p.bounded(deadline), &all_modes(), true, answer).await {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -418,6 +486,14 @@ async fn refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
                     protocol_errors.push(line.clone());
                 }
                 lines.push(line);
+            }
+            Err(why) if why.contains("timeout") => {
+                return Verdict::fail(format!(
+                    "no answer within {deadline:?} after {what}: the call hangs ({why})"
+                ))
+                .expecting(format!(
+                    "the call ends promptly after a {what} (a result, a tool error or an error)"
+                ));
             }
             Err(why) => return Verdict::fail(format!("after {what}: {why}")),
         }

@@ -34,6 +34,7 @@ macro_rules! check {
     };
 }
 
+pub mod cache_hints;
 pub mod capabilities;
 pub mod decline_cancel;
 pub mod flows;
@@ -46,6 +47,8 @@ pub mod legacy_session;
 pub mod links;
 pub mod meta_headers;
 pub mod model;
+pub mod no_action;
+pub mod origin;
 pub mod probe;
 pub mod render;
 pub mod replay;
@@ -58,6 +61,7 @@ pub mod sse;
 pub mod state_decode;
 pub mod state_tamper;
 pub mod subject;
+pub mod tail_stall;
 pub mod url_flow;
 
 pub use crate::discover::DiscoverError as CheckError;
@@ -70,6 +74,8 @@ use crate::protocol::Generation;
 pub fn all_checks() -> Vec<Check> {
     let mut v = Vec::new();
     v.extend(meta_headers::checks());
+    v.extend(origin::checks());
+    v.extend(cache_hints::checks());
     v.extend(result_type::checks());
     v.extend(input_required_shape::checks());
     v.extend(capabilities::checks());
@@ -79,10 +85,12 @@ pub fn all_checks() -> Vec<Check> {
     v.extend(replay::checks());
     v.extend(input_responses::checks());
     v.extend(decline_cancel::checks());
+    v.extend(no_action::checks());
     v.extend(url_flow::checks());
     v.extend(retired::checks());
     v.extend(sse::checks());
     v.extend(robustness::checks());
+    v.extend(tail_stall::checks());
     v.extend(legacy_session::checks());
     v.extend(legacy_elicitation::checks());
     v

@@ -239,10 +239,12 @@ impl Target {
         t.rounds
             .iter()
             .flat_map(|r| r.urls.iter())
-            .find_map(|u| match discover::page::same_origin(&self.settings.mcp_url, u) {
-                Err(discover::page::PageError::OtherOrigin(o)) => Some(o),
-                _ => None,
-            })
+            .find_map(
+                |u| match discover::page::same_origin(&self.settings.mcp_url, u) {
+                    Err(discover::page::PageError::OtherOrigin(o)) => Some(o),
+                    _ => None,
+                },
+            )
     }
 
     /// Eliciting tools whose first round uses URL mode.

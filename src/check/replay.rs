@@ -121,7 +121,9 @@ async fn replay_final_retry(p: Probe) -> Verdict {
         .filter(|t| p.target().off_origin(t).is_none())
         .collect();
     if tools.is_empty() {
-        return p.target().no_subject("no tool issues a requestState in any round");
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     }
     let mut twice_single = Vec::new();
     let mut twice = Vec::new();
@@ -219,7 +221,9 @@ async fn cross_principal(p: Probe) -> Verdict {
             r.tool.name,
             reading(&rpc, reply.status)
         ))
-        .expecting("a JSON-RPC error (or 401/403): the state belongs to the principal it was issued to"),
+        .expecting(
+            "a JSON-RPC error (or 401/403): the state belongs to the principal it was issued to",
+        ),
     }
 }
 

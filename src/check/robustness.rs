@@ -174,7 +174,9 @@ async fn disconnect(p: Probe) -> Verdict {
 
 async fn same_id(p: Probe) -> Verdict {
     let Some(t) = state_subjects(&p).into_iter().next() else {
-        return p.target().no_subject("no tool issues a requestState in any round");
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     };
     // Every leg of the flow reuses one id, up to the round with the state
     // and its retry.
@@ -192,7 +194,10 @@ async fn same_id(p: Probe) -> Verdict {
     let mut params = json!({"name": t.name, "arguments": t.arguments});
     for round in 0..4 {
         let label = if params.get("requestState").is_some() {
-            format!("tools/call {} retry with the state, reusing id {id}", t.name)
+            format!(
+                "tools/call {} retry with the state, reusing id {id}",
+                t.name
+            )
         } else {
             format!("tools/call {} leg {} with id {id}", t.name, round + 1)
         };

@@ -67,36 +67,48 @@ fn noncanonical_tail(part: &str) -> Option<String> {
     (lenient(&alphabet::URL_SAFE).decode(&out).ok()? == bytes).then_some(out)
 }
 
-/// Re-encodings of `state` that keep every part's bytes: standard base64,
-/// `=` padding, a non-canonical last character; each with what it is. The
-/// longest decodable part is the one re-encoded.
-pub fn reencodings(state: &str) -> Vec<(&'static str, String)> {
+/// Re-encodings of `state` that keep every part's bytes: each decodable
+/// part (one at a time) as standard base64, with `=` padding, and with a
+/// non-canonical last character; each with what it is. A server that signs
+/// the encoded text of one part and compares the decoded bytes of another
+/// accepts some of these and not others.
+pub fn reencodings(state: &str) -> Vec<(String, String)> {
     let parts: Vec<&str> = state.split('.').collect();
-    let Some((i, _)) = parts
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| URL_SAFE_NO_PAD.decode(p).is_ok() && p.len() >= 2)
-        .max_by_key(|(_, p)| p.len())
-    else {
-        return Vec::new();
-    };
-    let with = |new: String| {
-        let mut v: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
-        v[i] = new;
-        v.join(".")
-    };
-    let bytes = URL_SAFE_NO_PAD.decode(parts[i]).unwrap_or_default();
     let mut out = Vec::new();
-    let standard = STANDARD.encode(&bytes);
-    if standard != parts[i] {
-        out.push(("standard base64 (+/ and padding)", with(standard)));
-    }
-    let padded = URL_SAFE.encode(&bytes);
-    if padded != parts[i] {
-        out.push(("base64url with = padding", with(padded)));
-    }
-    if let Some(t) = noncanonical_tail(parts[i]) {
-        out.push(("a non-canonical last character (same bytes)", with(t)));
+    for (i, part) in parts.iter().enumerate() {
+        let Ok(bytes) = URL_SAFE_NO_PAD.decode(part) else {
+            continue;
+        };
+        if part.len() < 2 {
+            continue;
+        }
+        let with = |new: String| {
+            let mut v: Vec<String> = parts.iter().map(|p| (*p).to_owned()).collect();
+            v[i] = new;
+            v.join(".")
+        };
+        let which = if parts.len() > 1 {
+            format!("part {} of {}", i + 1, parts.len())
+        } else {
+            "the state".to_owned()
+        };
+        let standard = STANDARD.encode(&bytes);
+        if standard != *part {
+            out.push((
+                format!("{which} as standard base64 (+/ and padding)"),
+                with(standard),
+            ));
+        }
+        let padded = URL_SAFE.encode(&bytes);
+        if padded != *part {
+            out.push((format!("{which} with = padding"), with(padded)));
+        }
+        if let Some(t) = noncanonical_tail(part) {
+            out.push((
+                format!("{which} with a non-canonical last character"),
+                with(t),
+            ));
+        }
     }
     out
 }
@@ -144,9 +156,9 @@ fn find_in_json(v: &Value, needle: &str, depth: usize) -> Option<String> {
     match v {
         Value::String(s) => find_at(s, needle, depth).map(|w| format!("a JSON string ({w})")),
         Value::Array(a) => a.iter().find_map(|x| find_in_json(x, needle, depth)),
-        Value::Object(m) => m.iter().find_map(|(k, x)| {
-            find_in_json(x, needle, depth).map(|w| format!("{w} at key {k:?}"))
-        }),
+        Value::Object(m) => m
+            .iter()
+            .find_map(|(k, x)| find_in_json(x, needle, depth).map(|w| format!("{w} at key {k:?}"))),
         _ => None,
     }
 }

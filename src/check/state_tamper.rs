@@ -260,6 +260,7 @@ async fn reencode(p: Probe) -> Verdict {
             let _ = state;
             continue;
         };
+        let what = what.as_str();
         let label = format!(
             "tools/call {} round {} retry, state re-encoded as {what}",
             r.tool.name,
@@ -297,7 +298,9 @@ async fn reencode(p: Probe) -> Verdict {
 async fn other_tool(p: Probe) -> Verdict {
     let subjects = state_subjects(&p);
     let Some(tool) = subjects.first().cloned() else {
-        return p.target().no_subject("no tool issues a requestState in any round");
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     };
     let Some(other) = subjects.iter().find(|t| t.name != tool.name).cloned() else {
         return Verdict::skip("only one tool issues a requestState");
@@ -332,7 +335,9 @@ async fn other_arguments(p: Probe) -> Verdict {
     else {
         return match subjects.first() {
             Some(t) => Verdict::skip(format!("{} takes no arguments that can vary", t.name)),
-            None => p.target().no_subject("no tool issues a requestState in any round"),
+            None => p
+                .target()
+                .no_subject("no tool issues a requestState in any round"),
         };
     };
     if let Err(why) = control(&p, &tool).await {
@@ -375,7 +380,9 @@ fn state_round_answers(t: &ToolProfile) -> serde_json::Map<String, Value> {
 
 async fn unsolicited(p: Probe) -> Verdict {
     let Some(tool) = state_subjects(&p).into_iter().next() else {
-        return p.target().no_subject("no tool issues a requestState in any round");
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     };
     let answers = Value::Object(state_round_answers(&tool));
     let forged = "ZWxpY2l0a2l0LXVuc29saWNpdGVkLXN0YXRl";
@@ -447,7 +454,6 @@ async fn unsolicited(p: Probe) -> Verdict {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

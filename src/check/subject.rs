@@ -79,7 +79,15 @@ pub async fn at_state(p: &Probe, tool: &ToolProfile) -> Result<Round, String> {
 /// Walks `tool` to its end with valid answers (URL pages completed on the
 /// target's origin).
 pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String> {
-    let w = walk(p, &tool.name, &tool.arguments, &all_modes(), MAX_ROUNDS, false).await;
+    let w = walk(
+        p,
+        &tool.name,
+        &tool.arguments,
+        &all_modes(),
+        MAX_ROUNDS,
+        false,
+    )
+    .await;
     let WalkEnd::Complete { result, is_error } = &w.end else {
         return Err(format!(
             "{} did not complete: {}",
@@ -208,7 +216,9 @@ pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict
 /// How a reply to a probe that should be refused reads, in a few words.
 pub fn reading(rpc: &Rpc, status: u16) -> String {
     match rpc {
-        Rpc::Result(v) if is_input_required(v) => format!("HTTP {status}, input_required (a re-prompt)"),
+        Rpc::Result(v) if is_input_required(v) => {
+            format!("HTTP {status}, input_required (a re-prompt)")
+        }
         Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
             format!("HTTP {status}, a tool error result")
         }
