@@ -6,6 +6,7 @@
 //! only for issued ids; the `-32042` shape.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
+use super::judge::{answer_values, same_outcome};
 use super::legacy_session::{
     Answer, CallOptions, Streamed, call, call_with, initialize_request, modes_seen, open,
 };
@@ -145,11 +146,17 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
-fn eliciting(p: &Probe) -> Vec<ToolProfile> {
+fn eliciting(p: &Probe, answer: &Answer) -> Vec<ToolProfile> {
+    let completes_pages = matches!(
+        answer,
+        Answer::Accept {
+            complete_pages: true
+        }
+    );
     p.target()
         .tools
         .iter()
-        .filter(|t| t.elicits())
+        .filter(|t| t.elicits() && !(completes_pages && p.target().off_origin(t).is_some()))
         .cloned()
         .collect()
 }
@@ -161,7 +168,7 @@ async fn run_all(
     initialized: bool,
     answer: Answer,
 ) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
-    let tools = eliciting(p);
+    let tools = eliciting(p, &answer);
     if tools.is_empty() {
         return Err(p.target().no_subject("no tool elicits"));
     }
@@ -467,6 +474,11 @@ async fn happy_path(p: Probe) -> Verdict {
             (_, Ok(line)) | (_, Err(line)) => return Verdict::fail(line),
         }
     }
+    let off = p.target().off_origin_notes();
+    if !off.is_empty() {
+        ok.extend(off);
+        return Verdict::violation(Severity::Info, ok.join("; "));
+    }
     Verdict::pass(ok.join("; "))
 }
 
@@ -548,7 +560,10 @@ async fn invalid_answers(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(e),
     };
     let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid).await;
-    let reprompted = st.elicitations.len() > 1;
+    // Asked again: the same form pushed once more (a next round has another).
+    let schema_of = |e: &Value| e.get("requestedSchema").cloned();
+    let reprompted = st.elicitations.len() > 1
+        && schema_of(&st.elicitations[1]) == st.elicitations.first().and_then(schema_of);
     match (&st.response, reprompted) {
         (_, true) => Verdict::pass(format!(
             "{}: the server asked again after invalid content",
@@ -557,10 +572,62 @@ async fn invalid_answers(p: Probe) -> Verdict {
         (Some(Rpc::Result(v)), false)
             if v.get("isError").and_then(Value::as_bool) != Some(true) =>
         {
-            Verdict::fail(format!(
-                "{}: content that fails the schema was accepted silently",
-                t.name
-            ))
+            // "Completed without isError" is not yet "accepted": compare
+            // with the result of valid content (the control).
+            let schema = st
+                .elicitations
+                .first()
+                .and_then(schema_of)
+                .unwrap_or(Value::Null);
+            let seed = p.settings().seed;
+            let mut values = answer_values(&Value::Object(crate::client::content::valid_content(
+                &schema, seed,
+            )));
+            values.extend(answer_values(&Value::Object(
+                crate::client::content::invalid_content(
+                    &schema,
+                    crate::client::content::InvalidKind::WrongType,
+                    seed,
+                )
+                .unwrap_or_default(),
+            )));
+            let control = match open(&p, &all_modes(), true).await {
+                Ok(s2) => {
+                    call(
+                        &p,
+                        &s2,
+                        &t.name,
+                        &t.arguments,
+                        Answer::Accept {
+                            complete_pages: true,
+                        },
+                    )
+                    .await
+                    .response
+                }
+                Err(_) => None,
+            };
+            match control {
+                Some(Rpc::Result(c)) if same_outcome(&c, v, &values) => Verdict::fail(format!(
+                    "{}: content that fails the schema was accepted like valid content: \
+                     \"{}\" (valid content: \"{}\")",
+                    t.name,
+                    super::subject::result_text(v),
+                    super::subject::result_text(&c)
+                ))
+                .expecting(
+                    "invalid content is refused (an error, a tool error) or asked for again",
+                ),
+                _ => Verdict::violation(
+                    Severity::Info,
+                    format!(
+                        "{}: could not tell: the call completed without isError (\"{}\"), but not \
+                         with the result valid content gets; the server may refuse in plain text",
+                        t.name,
+                        super::subject::result_text(v)
+                    ),
+                ),
+            }
         }
         (Some(_), false) => Verdict::pass(format!("{}: invalid content was refused", t.name)),
         (None, false) => Verdict::violation(

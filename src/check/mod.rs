@@ -43,6 +43,8 @@ pub mod input_responses;
 pub mod judge;
 pub use crate::client::{mask, raw};
 pub mod legacy_elicitation;
+pub mod legacy_get_stream;
+pub mod legacy_principal;
 pub mod legacy_session;
 pub mod links;
 pub mod meta_headers;
@@ -57,6 +59,7 @@ pub mod retired;
 pub mod robustness;
 pub mod runner;
 pub mod schema_findings;
+pub mod secret_echo;
 pub mod sse;
 pub mod state_decode;
 pub mod state_tamper;
@@ -87,12 +90,15 @@ pub fn all_checks() -> Vec<Check> {
     v.extend(decline_cancel::checks());
     v.extend(no_action::checks());
     v.extend(url_flow::checks());
+    v.extend(secret_echo::checks());
     v.extend(retired::checks());
     v.extend(sse::checks());
     v.extend(robustness::checks());
     v.extend(tail_stall::checks());
     v.extend(legacy_session::checks());
     v.extend(legacy_elicitation::checks());
+    v.extend(legacy_get_stream::checks());
+    v.extend(legacy_principal::checks());
     v
 }
 

@@ -179,6 +179,10 @@ pub struct CheckResult {
     /// What a correct server does (the "Expected" of a finding: the
     /// check's own expectation, or its title).
     pub expected: String,
+    /// For a finding (FAIL, WARN, INFO, TIMEOUT): what was observed, in
+    /// full (the same text as `detail`; named for h2spec-style reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
     /// The public spec page of the rule, for the generation checked.
     pub link: String,
     /// Wall time the check took.
@@ -197,6 +201,14 @@ impl CheckResult {
     /// or any check that timed out (a hung server fails whatever it hangs on).
     pub fn is_failure(&self) -> bool {
         matches!(self.status, Status::Fail | Status::Timeout)
+    }
+
+    /// True for a row a server author should read: FAIL, WARN, INFO, TIMEOUT.
+    pub fn is_finding(&self) -> bool {
+        matches!(
+            self.status,
+            Status::Fail | Status::Warn | Status::Info | Status::Timeout
+        )
     }
 }
 

@@ -213,6 +213,31 @@ impl Target {
             .collect()
     }
 
+    /// Eliciting tools whose flow pages (if any) are on the target's own
+    /// origin: the ones a check may complete as a browser would.
+    pub fn page_safe_tools(&self) -> Vec<ToolProfile> {
+        self.eliciting_tools()
+            .into_iter()
+            .filter(|t| self.off_origin(t).is_none())
+            .collect()
+    }
+
+    /// One line per eliciting tool whose flow page is on another origin
+    /// (never fetched): `"name (flow page on another origin: not followed: ORIGIN)"`.
+    pub fn off_origin_notes(&self) -> Vec<String> {
+        self.eliciting_tools()
+            .iter()
+            .filter_map(|t| {
+                self.off_origin(t).map(|o| {
+                    format!(
+                        "{}: flow page on another origin: not followed ({o})",
+                        t.name
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// A skip that says why there is nothing to probe, pointing to the
     /// root-cause findings that took tools out.
     pub fn no_subject(&self, why: &str) -> super::model::Verdict {

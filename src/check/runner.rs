@@ -139,6 +139,9 @@ pub async fn run_one(
     if let Some(e) = expected {
         r.expected = e;
     }
+    if r.is_finding() {
+        r.actual = Some(r.detail.clone());
+    }
     r
 }
 
@@ -158,6 +161,7 @@ fn row(
         status,
         detail,
         expected: check.title.to_owned(),
+        actual: None,
         link: super::links::spec_link(check.generation, check.rule),
         elapsed,
         evidence,

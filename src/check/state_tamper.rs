@@ -179,9 +179,12 @@ async fn judge_retry(
             ))
         }
         _ => {
-            let why = rpc_state_rejection(&rpc, expected).unwrap_err();
+            let why = match &rpc {
+                Rpc::Error(_) => format!(" ({})", rpc_state_rejection(&rpc, expected).unwrap_err()),
+                _ => String::new(),
+            };
             Verdict::fail(format!(
-                "{}: state {what}: {} ({why})",
+                "{}: state {what}: {}{why}",
                 r.tool.name,
                 reading(&rpc, status)
             ))
