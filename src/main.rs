@@ -23,6 +23,8 @@ enum Command {
     Check(elicitkit::cli::check::Args),
     /// Load-test an elicitation server (default: the smoke plan against the embedded server).
     Load(elicitkit::cli::load::Args),
+    /// Discover a server and write the load plan `load --target` would run.
+    Plan(elicitkit::cli::load::PlanArgs),
     /// Merge HDR interval logs from several runs, or re-render a run's report.
     Report(elicitkit::cli::report::Args),
     /// Run the reference elicitation server (both protocol generations).
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
         Command::Load(args) => elicitkit::cli::load::run(args),
+        Command::Plan(args) => elicitkit::cli::load::run_plan(args),
         Command::Report(args) => elicitkit::cli::report::run(args),
         Command::Serve(args) => elicitkit::cli::serve::run(args),
         Command::State(args) => elicitkit::cli::state::run(args),

@@ -1,35 +1,76 @@
-//! `elicitkit load`: run a load plan against an elicitation server.
+//! `elicitkit load`: run a load plan against an elicitation server, and
+//! `elicitkit plan`: write the plan discovery would run, for editing.
 //!
-//! With no `--target` (and no `url` in the plan) the embedded reference
-//! server is started as a child process on 127.0.0.1 and stopped at the end.
-//! With no `--plan`, `loadtests/smoke.toml` is used (a built-in copy when the
-//! file is not there). Exit codes: 0 every threshold held; 1 a threshold
-//! failed or the target died mid-run; 2 usage errors, a bad plan, or a
-//! target that never answered. A report is written in every case but a bad
-//! plan.
+//! With `--target` and no `--plan`, the target is discovered (both
+//! generations, its tools, which of them elicit) and a plan is built from
+//! what was found ([`crate::load::generate`]); the terminal lists every call
+//! discovery made. With no `--target` (and no `url` in the plan) the
+//! embedded reference server is started on 127.0.0.1 and stopped at the end;
+//! with neither `--plan` nor `--target`, `loadtests/smoke.toml` runs (a
+//! built-in copy when the file is not there).
+//!
+//! Exit codes ([`EXIT_CODES`]): 0 every threshold held; 1 a threshold failed,
+//! the target stalled or died mid-run; 2 usage errors, a bad plan, a target
+//! that does not answer as the plan needs (nothing is measured then); 130
+//! interrupted by Ctrl-C (the report is written and marked so).
 
 use super::{exit, usage_error};
+use crate::discover::{self, Discovery};
+use crate::load::generate;
 use crate::load::plan::{self, LoadShape, Plan, RateStep};
 use crate::load::run::{self, Options, Verdict};
 use crate::load::threshold::Threshold;
+use crate::protocol::Generation;
 use clap::Args as ClapArgs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// The exit codes, for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 every threshold held; 1 a threshold failed, or the \
+target stalled or died; 2 usage error, bad plan, or a target that does not answer as an MCP \
+server (nothing measured); 130 interrupted (Ctrl-C; the report is written and marked).";
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// `--help` examples of `elicitkit load`.
+pub const LOAD_EXAMPLES: &str = "Examples:
+  elicitkit load                                    # smoke plan, embedded reference server
+  elicitkit load --target http://127.0.0.1:3000/mcp # discover the server, load every eliciting tool
+  elicitkit load --target URL --tool place_order --duration 30s --rate 200
+  elicitkit load --plan loadtests/mixed.toml --threshold 'p99(retry) < 20ms'
+  elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml";
 
 /// The smoke plan compiled in, used when `loadtests/smoke.toml` is absent.
 pub const BUILTIN_SMOKE: &str = include_str!("../../loadtests/smoke.toml");
 
 /// Arguments of `elicitkit load`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = format!("{LOAD_EXAMPLES}\n\n{EXIT_CODES}"))]
 pub struct Args {
-    /// Plan file (TOML). Default: loadtests/smoke.toml.
+    /// Plan file (TOML). Default: with --target, a plan discovered from the
+    /// target; else loadtests/smoke.toml.
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// MCP endpoint to load (e.g. http://127.0.0.1:8080/mcp). Default: the
     /// plan's target, else the embedded reference server.
     #[arg(long, value_name = "URL")]
     pub target: Option<String>,
+    /// Load only this tool (repeatable): discovery calls only it; with
+    /// --plan, only scenarios on it run.
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Never call this tool (repeatable).
+    #[arg(long = "skip-tool", value_name = "NAME")]
+    pub skip_tools: Vec<String>,
+    /// Only this generation when discovering: 2025-11-25 or 2026-07-28.
+    #[arg(long, value_name = "VERSION")]
+    pub generation: Option<Generation>,
+    /// Bearer token of the principal the calls run as (default: the
+    /// plan's, else `alice`).
+    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    pub principal: Option<String>,
     /// Run length (e.g. 5s, 1m); scales a ramp's steps proportionally.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
@@ -78,11 +119,13 @@ pub struct Args {
     pub quiet: bool,
 }
 
-/// Reads the plan (or the built-in smoke plan) and applies the overrides.
-pub fn build_plan(args: &Args) -> Result<Plan, String> {
-    let mut plan = match &args.plan {
-        Some(p) => plan::load_file(p).map_err(|e| e.to_string())?,
-        None => {
+/// Reads the plan (the discovered one, a file, or the built-in smoke
+/// plan) and applies the overrides.
+pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String> {
+    let mut plan = match (&args.plan, discovered) {
+        (_, Some(p)) => p,
+        (Some(p), None) => plan::load_file(p).map_err(|e| e.to_string())?,
+        (None, None) => {
             let default = Path::new("loadtests/smoke.toml");
             if default.exists() {
                 plan::load_file(default).map_err(|e| e.to_string())?
@@ -98,6 +141,23 @@ pub fn build_plan(args: &Args) -> Result<Plan, String> {
             return Err(format!("--target {t:?}: the URL must be http or https"));
         }
         plan.target.url = Some(t.clone());
+    }
+    if let Some(t) = &args.principal {
+        plan.target.token = t.clone();
+    }
+    if !args.tools.is_empty() || !args.skip_tools.is_empty() {
+        for t in &args.tools {
+            if !plan.scenarios.iter().any(|s| &s.tool == t) {
+                return Err(format!("--tool {t}: no scenario of the plan calls {t:?}"));
+            }
+        }
+        plan.scenarios.retain(|s| {
+            (args.tools.is_empty() || args.tools.contains(&s.tool))
+                && !args.skip_tools.contains(&s.tool)
+        });
+        if plan.scenarios.is_empty() {
+            return Err("--tool / --skip-tool left no scenario to run".into());
+        }
     }
     if let Some(w) = args.workers {
         plan.target.workers = w.max(1);
@@ -176,7 +236,55 @@ pub fn build_plan(args: &Args) -> Result<Plan, String> {
             c.target_rate = Some(r);
         }
     }
+    plan.validate_thresholds()?;
     Ok(plan)
+}
+
+/// Discovery settings for `--target` with these selections.
+fn discovery_settings(
+    target: &str,
+    tools: &[String],
+    skip: &[String],
+    generation: Option<Generation>,
+    principal: Option<&str>,
+) -> discover::Settings {
+    let mut s = discover::Settings::new(target);
+    s.tools = tools.to_vec();
+    s.skip_tools = skip.to_vec();
+    s.generation = generation;
+    s.timeout = Duration::from_secs(5);
+    if let Some(p) = principal {
+        s.principal = p.to_owned();
+    }
+    s
+}
+
+/// Prints what discovery called and found, to stderr.
+fn print_discovery(d: &Discovery, g: &generate::Generated) {
+    eprintln!("elicitkit: discovered {} — it called:", d.mcp_url);
+    for line in d.call_lines() {
+        eprintln!("  {line}");
+    }
+    for line in d.tool_lines() {
+        eprintln!("  tool {line}");
+    }
+    for l in &g.left_out {
+        eprintln!("  not loaded: {} {}: {}", l.generation, l.tool, l.why);
+    }
+    let names: Vec<&str> = g.plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+    eprintln!("  scenarios: {}", names.join(", "));
+}
+
+/// Discovers `target` and builds its plan (`Err`: a one-line reason).
+async fn discovered_plan(
+    settings: &discover::Settings,
+    opts: &generate::Options,
+) -> Result<(Discovery, generate::Generated), String> {
+    let d = discover::discover(settings)
+        .await
+        .map_err(|e| e.to_string())?;
+    let g = generate::from_discovery(&d, opts)?;
+    Ok((d, g))
 }
 
 /// Worker threads for the generator's runtime (see `--generator-threads`).
@@ -193,12 +301,16 @@ fn generator_threads(plan: &Plan, args: &Args) -> usize {
     crate::load::open::shards_for(peak, cores)
 }
 
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
 /// Runs `elicitkit load`.
 pub fn run(args: Args) -> ExitCode {
-    let plan = match build_plan(&args) {
-        Ok(p) => p,
-        Err(e) => return usage_error(e),
-    };
     // Route Goose's `log` output through a quiet tracing subscriber (Goose
     // would otherwise print a warning per failed request); RUST_LOG overrides.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -207,13 +319,53 @@ pub fn run(args: Args) -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(generator_threads(&plan, &args))
-        .enable_all()
-        .build()
-    {
+    let mut discovery_lines = Vec::new();
+    let discovered = match (&args.plan, &args.target) {
+        (None, Some(target)) => {
+            let rt = match runtime(2) {
+                Ok(r) => r,
+                Err(e) => return usage_error(e),
+            };
+            let settings = discovery_settings(
+                target,
+                &args.tools,
+                &args.skip_tools,
+                args.generation,
+                args.principal.as_deref(),
+            );
+            let opts = generate::Options {
+                token: settings.principal.clone(),
+                ..generate::Options::default()
+            };
+            match rt.block_on(discovered_plan(&settings, &opts)) {
+                Ok((d, g)) => {
+                    if !args.quiet {
+                        print_discovery(&d, &g);
+                    }
+                    discovery_lines = d.call_lines();
+                    Some(g.plan)
+                }
+                Err(e) => return usage_error(e),
+            }
+        }
+        _ => None,
+    };
+    let selected_by_discovery = discovered.is_some();
+    let plan = {
+        let mut a = args_view(&args);
+        if selected_by_discovery {
+            // Discovery already applied --tool / --skip-tool.
+            a.tools.clear();
+            a.skip_tools.clear();
+        }
+        match build_plan(&a, discovered) {
+            Ok(p) => p,
+            Err(e) => return usage_error(e),
+        }
+    };
+    let rt = match runtime(generator_threads(&plan, &args)) {
         Ok(rt) => rt,
-        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+        Err(e) => return usage_error(e),
     };
     let opts = Options {
         plan,
@@ -223,10 +375,11 @@ pub fn run(args: Args) -> ExitCode {
         exe: None,
         capacity: args.capacity,
         progress: !args.quiet,
+        discovery: discovery_lines,
     };
     let result = rt.block_on(run::run(opts));
     // Goose users and pooled connections may linger; do not wait for them.
-    rt.shutdown_timeout(Duration::from_secs(2));
+    rt.shutdown_timeout(Duration::from_secs(1));
     let report = match result {
         Ok(r) => r,
         Err(e) => return usage_error(e),
@@ -235,6 +388,7 @@ pub fn run(args: Args) -> ExitCode {
     match report.verdict {
         Verdict::Passed => exit::ok(),
         Verdict::Failed => exit::failed(),
+        Verdict::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         Verdict::Unreachable => {
             eprintln!(
                 "elicitkit: the target could not be reached: {}",
@@ -245,9 +399,112 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
+/// The arguments `build_plan` reads (a copy whose selections can be cleared).
+fn args_view(args: &Args) -> Args {
+    Args {
+        plan: args.plan.clone(),
+        target: args.target.clone(),
+        tools: args.tools.clone(),
+        skip_tools: args.skip_tools.clone(),
+        generation: args.generation,
+        principal: args.principal.clone(),
+        duration: args.duration,
+        users: args.users,
+        rate: args.rate,
+        max_requests: args.max_requests,
+        timeout: args.timeout,
+        workers: args.workers,
+        generator_threads: args.generator_threads,
+        thresholds: args.thresholds.clone(),
+        capacity: args.capacity,
+        target_rate: args.target_rate,
+        out: args.out.clone(),
+        run_id: args.run_id.clone(),
+        serve_args: args.serve_args.clone(),
+        quiet: args.quiet,
+    }
+}
+
+/// Arguments of `elicitkit plan`.
+#[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:
+  elicitkit plan --target http://127.0.0.1:3000/mcp              # print the plan
+  elicitkit plan --target URL -o loadtests/my-server.toml --skip-tool delete_all
+  elicitkit load --plan loadtests/my-server.toml
+
+Exit codes: 0 the plan was written; 2 usage error, or a target that does not answer as an MCP \
+server or has no tool the load tool can drive.")]
+pub struct PlanArgs {
+    /// MCP endpoint to discover (e.g. http://127.0.0.1:8080/mcp).
+    #[arg(long, value_name = "URL")]
+    pub target: String,
+    /// Write the plan here (default: stdout).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Only this tool (repeatable).
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Never call this tool (repeatable).
+    #[arg(long = "skip-tool", value_name = "NAME")]
+    pub skip_tools: Vec<String>,
+    /// Only this generation: 2025-11-25 or 2026-07-28.
+    #[arg(long, value_name = "VERSION")]
+    pub generation: Option<Generation>,
+    /// Bearer token of the principal the calls run as.
+    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    pub principal: Option<String>,
+    /// Run length written into the plan.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Goose users written into the plan.
+    #[arg(long, default_value_t = 4)]
+    pub users: usize,
+}
+
+/// Runs `elicitkit plan`.
+pub fn run_plan(args: PlanArgs) -> ExitCode {
+    let rt = match runtime(2) {
+        Ok(r) => r,
+        Err(e) => return usage_error(e),
+    };
+    let settings = discovery_settings(
+        &args.target,
+        &args.tools,
+        &args.skip_tools,
+        args.generation,
+        args.principal.as_deref(),
+    );
+    let opts = generate::Options {
+        duration: args.duration,
+        users: args.users.max(1),
+        token: settings.principal.clone(),
+        ..generate::Options::default()
+    };
+    let (d, g) = match rt.block_on(discovered_plan(&settings, &opts)) {
+        Ok(x) => x,
+        Err(e) => return usage_error(e),
+    };
+    print_discovery(&d, &g);
+    let text = generate::to_toml(&g, &d);
+    match &args.output {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, &text) {
+                return usage_error(format!("cannot write {}: {e}", path.display()));
+            }
+            eprintln!("elicitkit: wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    exit::ok()
+}
+
 fn print_report(r: &run::RunReport) {
     let s = &r.summary;
-    let verdict = if s.passed { "PASSED" } else { "FAILED" };
+    let verdict = match r.verdict {
+        Verdict::Interrupted => "INTERRUPTED",
+        _ if s.passed => "PASSED",
+        _ => "FAILED",
+    };
     println!(
         "elicitkit load: plan {} against {} — {verdict}",
         s.plan, s.target
@@ -261,20 +518,29 @@ fn print_report(r: &run::RunReport) {
     }
     let c = &s.round_trips;
     println!(
-        "  {} round trips in {:.1}s ({:.1}/s): {} success, {} expected rejections, {} unexpected, {} skipped; {} requests ({:.1}/s)",
+        "  {} round trips in {:.1}s ({:.1}/s): {} success, {} expected rejections, {} unexpected; {} requests ({:.1}/s)",
         c.total,
         s.duration_s,
         s.rps,
         c.success,
         c.expected_rejection,
         c.unexpected,
-        c.skipped,
         s.requests,
         s.requests_per_s
     );
-    for (leg, st) in &s.legs {
+    if c.skipped > 0 {
         println!(
-            "  {leg:<24} n={:<8} p50 {:>8.3} ms  p99 {:>8.3} ms",
+            "  {} attempts skipped (not counted as round trips): their policy could not apply",
+            c.skipped
+        );
+    }
+    for (leg, st) in &s.legs {
+        let gap = s
+            .gaps
+            .get(leg)
+            .map_or(String::new(), |g| format!("  gap p50 {:>7.3} ms", g.p50_ms));
+        println!(
+            "  {leg:<24} n={:<8} p50 {:>8.3} ms  p99 {:>8.3} ms{gap}",
             st.count, st.p50_ms, st.p99_ms
         );
     }
@@ -314,13 +580,31 @@ fn print_report(r: &run::RunReport) {
             cap.instances_needed.map_or("n/a".into(), |v| v.to_string())
         );
     }
+    let mut quiet_defaults = 0;
     for t in &s.thresholds {
+        if t.default && t.passed && t.expr != "error_rate < 1%" {
+            quiet_defaults += 1;
+            continue;
+        }
         println!(
-            "  threshold {:<28} actual {:<12} {}",
+            "  threshold {:<34} actual {:<14} {}{}",
             t.expr,
-            t.actual.map_or("n/a".into(), |v| format!("{v:.4}")),
-            if t.passed { "pass" } else { "FAIL" }
+            t.actual_text,
+            if t.passed { "pass" } else { "FAIL" },
+            if t.default { " (default)" } else { "" }
         );
+    }
+    if quiet_defaults > 0 {
+        println!(
+            "  {quiet_defaults} default per-scenario thresholds passed (every scenario had a \
+             success, none was mostly skipped; see summary.md)"
+        );
+    }
+    for d in &s.diagnoses {
+        println!("  diagnosis: {d}");
+    }
+    for f in &s.failures {
+        println!("  failed: {f}");
     }
     println!("  report: {}", r.dir.join("report.html").display());
 }

@@ -103,7 +103,8 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
         ended_by: "duration".into(),
         end_note: Some(format!("merged from {} logs", logs.len())),
     };
-    let mut summary = summarize::build(&set, &info, &[], &thresholds);
+    let flagged: Vec<_> = thresholds.iter().map(|t| (t.clone(), false)).collect();
+    let mut summary = summarize::build(&set, &info, &[], &flagged);
     if let Err(e) = std::fs::create_dir_all(out) {
         return usage_error(format!("{}: {e}", out.display()));
     }

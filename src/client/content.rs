@@ -48,6 +48,22 @@ pub fn valid_content(requested_schema: &Value, seed: u64) -> Map<String, Value> 
     }
 }
 
+/// Lays `pins` (answers pinned by field name) over `content`, for the fields
+/// `requested_schema` has; other pins are left for other forms.
+pub fn pin(content: &mut Map<String, Value>, requested_schema: &Value, pins: &Map<String, Value>) {
+    let Some(props) = requested_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return;
+    };
+    for (k, v) in pins {
+        if props.contains_key(k) {
+            content.insert(k.clone(), v.clone());
+        }
+    }
+}
+
 /// Content that fails `requested_schema` in the way `kind` names, or `None`
 /// when the schema cannot express that failure (or cannot be modelled).
 pub fn invalid_content(

@@ -186,22 +186,14 @@ impl H1Lane {
             let status = resp.status().as_u16();
             let content_type = super::http::header_text(resp.headers(), "content-type");
             let server_timing = super::http::header_text(resp.headers(), "server-timing");
-            let body = Limited::new(resp.into_body(), MAX_BODY_BYTES)
-                .collect()
-                .await
-                .map_err(
-                    |e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
-                        Some(_) => format!("response body larger than {MAX_BODY_BYTES} bytes"),
-                        None => super::http::describe(e.as_ref()),
-                    },
-                )?
-                .to_bytes();
+            let (body, first) = read_body(resp.into_body(), started).await?;
             Ok(HttpReply {
                 status,
                 content_type,
                 server_timing,
                 body,
                 to_headers,
+                to_first_byte: first.unwrap_or(to_headers),
                 total: started.elapsed(),
             })
         };
@@ -325,6 +317,46 @@ async fn drive<T>(conn: &mut Conn, ended: &mut bool, work: impl Future<Output = 
         Poll::Pending
     })
     .await
+}
+
+/// Reads a whole body (at most [`MAX_BODY_BYTES`]), noting when its first
+/// byte arrived. A body of one frame is kept without a copy.
+async fn read_body(
+    body: hyper::body::Incoming,
+    started: Instant,
+) -> Result<(Bytes, Option<Duration>), String> {
+    let mut body = Limited::new(body, MAX_BODY_BYTES);
+    let mut first: Option<Duration> = None;
+    let mut one: Option<Bytes> = None;
+    let mut many: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(
+                |e| match e.downcast_ref::<http_body_util::LengthLimitError>() {
+                    Some(_) => format!("response body larger than {MAX_BODY_BYTES} bytes"),
+                    None => super::http::describe(e.as_ref()),
+                },
+            )?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if data.is_empty() {
+            continue;
+        }
+        if first.is_none() {
+            first = Some(started.elapsed());
+        }
+        match one.take() {
+            None if many.is_empty() => one = Some(data),
+            None => many.extend_from_slice(&data),
+            Some(prev) => {
+                many.extend_from_slice(&prev);
+                many.extend_from_slice(&data);
+            }
+        }
+    }
+    let bytes = one.unwrap_or_else(|| Bytes::from(many));
+    Ok((bytes, first))
 }
 
 #[cfg(test)]

@@ -82,13 +82,23 @@ pub async fn exchange(
         let status = resp.status().as_u16();
         let content_type = header_text(resp.headers(), "content-type");
         let server_timing = header_text(resp.headers(), "server-timing");
-        let body = resp.bytes().await.map_err(|e| describe(&e))?;
+        let mut resp = resp;
+        let mut first = None;
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e))? {
+            if first.is_none() && !chunk.is_empty() {
+                first = Some(started.elapsed());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let body = bytes::Bytes::from(body);
         Ok::<_, String>(HttpReply {
             status,
             content_type,
             server_timing,
             body,
             to_headers,
+            to_first_byte: first.unwrap_or(to_headers),
             total: started.elapsed(),
         })
     };

@@ -10,7 +10,7 @@
 use super::browser;
 use super::content;
 use super::http::{Endpoint, describe, exchange};
-use super::modern::{LegFailure, classify_error};
+use super::modern::{Expectations, LegFailure, classify_error};
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
 use crate::protocol::body::decode_body;
@@ -114,6 +114,9 @@ pub struct LegacyClient {
     next_id: i64,
     server: Option<InitializeResult>,
     handshake: Vec<Leg>,
+    /// The server refused the GET stream once (e.g. 405): not asked again
+    /// on this session.
+    get_refused: std::sync::atomic::AtomicBool,
 }
 
 /// What the next final response is judged against.
@@ -136,6 +139,8 @@ enum Final {
 /// Per-call bookkeeping.
 struct CallState<'p> {
     policy: &'p AnswerPolicy,
+    expect: Expectations,
+    pinned: Option<&'p Map<String, Value>>,
     rt: RoundTrip,
     probe: Probe,
     applied: bool,
@@ -151,6 +156,7 @@ fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> 
         name: name.to_owned(),
         status,
         to_headers: e,
+        to_first_byte: e,
         total: e,
         server_state: None,
         server_app: None,
@@ -179,6 +185,7 @@ impl LegacyClient {
             next_id: 1,
             server: None,
             handshake: Vec::new(),
+            get_refused: std::sync::atomic::AtomicBool::new(false),
         };
         let params = InitializeParams {
             protocol_version: version::LEGACY.to_owned(),
@@ -355,9 +362,25 @@ impl LegacyClient {
         arguments: Map<String, Value>,
         policy: &AnswerPolicy,
     ) -> RoundTrip {
+        self.call_tool_as(name, arguments, policy, Expectations::LENIENT, None)
+            .await
+    }
+
+    /// [`LegacyClient::call_tool`] judged against `expect`, with answers
+    /// `pinned` by field name laid over the generated content.
+    pub async fn call_tool_as(
+        &mut self,
+        name: &str,
+        arguments: Map<String, Value>,
+        policy: &AnswerPolicy,
+        expect: Expectations,
+        pinned: Option<&Map<String, Value>>,
+    ) -> RoundTrip {
         let wall = Instant::now();
         let mut st = CallState {
             policy,
+            expect,
+            pinned,
             rt: RoundTrip::new(policy.name()),
             probe: Probe::Normal,
             applied: false,
@@ -428,7 +451,9 @@ impl LegacyClient {
         // The optional GET stream is opened first so that a server which
         // routes elicitations there (and answers the POST with plain JSON
         // only at the end) can be served while the POST is pending.
-        let get = if self.cfg.get_stream {
+        let get = if self.cfg.get_stream
+            && !self.get_refused.load(std::sync::atomic::Ordering::Relaxed)
+        {
             let req = self
                 .request(reqwest::Method::GET, true)
                 .header("Accept", "text/event-stream");
@@ -481,6 +506,10 @@ impl LegacyClient {
                         && h.content_type
                             .to_ascii_lowercase()
                             .starts_with("text/event-stream");
+                    if !get_open {
+                        self.get_refused
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
                     let result = if get_open {
                         LegResult::Page
                     } else {
@@ -490,6 +519,7 @@ impl LegacyClient {
                         name: "GET stream".into(),
                         status: Some(h.status),
                         to_headers: h.at,
+                        to_first_byte: h.at,
                         total: h.at,
                         server_state: None,
                         server_app: None,
@@ -497,6 +527,7 @@ impl LegacyClient {
                     });
                 }
                 (Src::Post, Chunk::Data(b)) if post_sse == Some(true) => {
+                    note_first_byte(stream_leg, &b, started);
                     events.clear();
                     if let Err(e) = parsers[0].push(&b, &mut events) {
                         return Final::Violation(e.to_string());
@@ -509,6 +540,7 @@ impl LegacyClient {
                     }
                 }
                 (Src::Post, Chunk::Data(b)) => {
+                    note_first_byte(stream_leg, &b, started);
                     if post_buf.len() + b.len() > MAX_MESSAGE_BYTES {
                         return Final::Violation(format!(
                             "the tools/call response exceeds {MAX_MESSAGE_BYTES} bytes"
@@ -632,13 +664,17 @@ impl LegacyClient {
                 } else {
                     "response POST"
                 };
-                if let Err(f) = self.post_answer(name, reply, deadline, st).await {
-                    return Some(Final::Failed(f));
-                }
+                // A URL-mode page is completed before the consent is sent, as
+                // a quick user would have it done by then: servers that check
+                // the flow when the consent arrives (and re-ask while it is
+                // pending) see it finished instead of asking again.
                 if let Some(url) = page
                     && let Err(f) = self.complete_page(&url, st).await
                 {
                     return Some(f);
+                }
+                if let Err(f) = self.post_answer(name, reply, deadline, st).await {
+                    return Some(Final::Failed(f));
                 }
                 None
             }
@@ -735,7 +771,11 @@ impl LegacyClient {
                 }
             }
             (_, ElicitRequestParams::Form(f)) => {
-                ElicitResult::accept(content::valid_content(&f.requested_schema, seed))
+                let mut c = content::valid_content(&f.requested_schema, seed);
+                if let Some(pins) = st.pinned {
+                    content::pin(&mut c, &f.requested_schema, pins);
+                }
+                ElicitResult::accept(c)
             }
         };
         (Response::result(req.id.clone(), result.to_value()), page)
@@ -900,6 +940,13 @@ fn chunks(req: reqwest::RequestBuilder, started: Instant) -> BoxStream<'static, 
         .boxed()
 }
 
+/// Notes when the first body byte of the POST stream arrived.
+fn note_first_byte(leg: &mut Leg, chunk: &[u8], started: Instant) {
+    if !chunk.is_empty() && leg.to_first_byte <= leg.to_headers {
+        leg.to_first_byte = started.elapsed().max(leg.to_headers);
+    }
+}
+
 fn reason_of(e: &ErrorObject) -> Option<String> {
     e.data
         .as_ref()
@@ -917,6 +964,7 @@ fn page_leg(name: &str, r: &super::modern::HttpReply) -> Leg {
         name: name.to_owned(),
         status: Some(r.status),
         to_headers: r.to_headers,
+        to_first_byte: r.to_headers,
         total: r.total,
         server_state: s,
         server_app: a,
@@ -933,6 +981,7 @@ fn failed_leg(name: &str, f: &LegFailure, elapsed: Duration) -> Leg {
         name: name.to_owned(),
         status: None,
         to_headers: elapsed,
+        to_first_byte: elapsed,
         total: elapsed,
         server_state: None,
         server_app: None,
@@ -1025,6 +1074,14 @@ fn judge(st: &mut CallState<'_>, fin: Final) -> Outcome {
                 Probe::ConsentOnly => Outcome::unexpected(
                     ErrorClass::ProtocolViolation,
                     "complete result although the URL-mode page was never submitted",
+                ),
+                Probe::Normal if st.expect.elicit && st.rt.rounds == 0 => Outcome::unexpected(
+                    ErrorClass::DidNotElicit,
+                    "did not elicit: the tool completed without asking for input",
+                ),
+                Probe::Normal if is_error && !st.expect.tool_error_ok => Outcome::unexpected(
+                    ErrorClass::ToolError,
+                    "the tool returned an isError result",
                 ),
                 Probe::Normal => match st.policy {
                     AnswerPolicy::AcceptValid => Outcome::Success,

@@ -32,8 +32,8 @@ pub use h1::H1Lane;
 pub use http::{Endpoint, run_modern};
 pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{
-    Auth, CallTemplate, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step,
-    Target, ToolCall,
+    Auth, CallTemplate, Expectations, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow,
+    Outgoing, Step, Target, ToolCall,
 };
 pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 pub use policy::{AnswerPolicy, Mutation};

@@ -16,6 +16,7 @@ use super::browser;
 use super::content;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
+use super::rejection;
 use crate::protocol::body::{Framing, decode_body, framing_of};
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::codes;
@@ -170,6 +171,48 @@ pub struct FlowConfig {
     /// it off: a plain `complete` reply is then judged from its `resultType`
     /// and `isError` alone, without building the tree.
     pub keep_final_result: bool,
+    /// What counts as the expected path beyond the policy's own rules.
+    pub expect: Expectations,
+    /// Answers pinned by field name, laid over the generated content of
+    /// every form that has such a field.
+    pub pinned: Option<Arc<Map<String, Value>>>,
+    /// The MCP endpoint's origin (`http://127.0.0.1:8080`): URL-mode pages
+    /// elsewhere are not followed (the round trip is skipped, saying so).
+    /// `None` follows any page.
+    pub page_origin: Option<String>,
+}
+
+/// Stricter expectations a load scenario sets (the checker judges these
+/// itself, so its defaults are lenient).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expectations {
+    /// The call must elicit: completing without any input request is
+    /// `Unexpected(DidNotElicit)`.
+    pub elicit: bool,
+    /// An `isError` tool result on an accepted flow counts as the expected
+    /// path (else `Unexpected(ToolError)`). Decline and cancel may always
+    /// end in `isError`.
+    pub tool_error_ok: bool,
+    /// A tampered, replayed or foreign state must be rejected *for that
+    /// reason*: a refusal about framing, capabilities or an unknown method,
+    /// or an HTTP error without a JSON-RPC error, is
+    /// `Unexpected(WrongRejection)`.
+    pub probed_reason: bool,
+}
+
+impl Expectations {
+    /// The lenient defaults (what the checker uses).
+    pub const LENIENT: Expectations = Expectations {
+        elicit: false,
+        tool_error_ok: true,
+        probed_reason: false,
+    };
+    /// A load scenario's expectations for a tool that elicits.
+    pub const STRICT: Expectations = Expectations {
+        elicit: true,
+        tool_error_ok: false,
+        probed_reason: true,
+    };
 }
 
 impl Default for FlowConfig {
@@ -184,6 +227,9 @@ impl Default for FlowConfig {
             first_id: 1,
             scenario: None,
             keep_final_result: true,
+            expect: Expectations::LENIENT,
+            pinned: None,
+            page_origin: None,
         }
     }
 }
@@ -258,6 +304,8 @@ pub struct HttpReply {
     pub body: Bytes,
     /// Time until the response headers arrived.
     pub to_headers: Duration,
+    /// Time until the first body byte arrived (`to_headers` for an empty body).
+    pub to_first_byte: Duration,
     /// Time until the body was read.
     pub total: Duration,
 }
@@ -403,6 +451,7 @@ impl ModernFlow {
             name: String::new(),
             status: Some(reply.status),
             to_headers: reply.to_headers,
+            to_first_byte: reply.to_first_byte,
             total: reply.total,
             server_state: state,
             server_app: app,
@@ -485,6 +534,7 @@ impl ModernFlow {
             name,
             status: None,
             to_headers: elapsed,
+            to_first_byte: elapsed,
             total: elapsed,
             server_state: None,
             server_app: None,
@@ -626,7 +676,7 @@ impl ModernFlow {
                         ),
                     ),
                     Some(ResultType::Complete) => {
-                        let kept = self.cfg.keep_final_result.then_some(v);
+                        let kept = (self.cfg.keep_final_result || is_error).then_some(v);
                         (complete, Event::Complete(is_error, kept))
                     }
                     Some(ResultType::InputRequired) => match InputRequiredResult::from_value(&v) {
@@ -670,6 +720,10 @@ impl ModernFlow {
         if RequestId::Number(id) != self.last_sent_id() || head.result_type != Some("complete") {
             return None;
         }
+        if head.is_error && kept.is_none() {
+            // Rare: read the tree so the error's text can be reported.
+            return None;
+        }
         Some((
             LegResult::Complete {
                 is_error: head.is_error,
@@ -707,7 +761,16 @@ impl ModernFlow {
             Event::Violation(why) => self.violation(why),
             Event::Http(status) => {
                 let rejecting = probing_state || matches!(probe, Probe::Invalid(_));
-                if rejecting && (400..500).contains(&status) {
+                let auth_refusal = matches!(status, 401 | 403);
+                if probing_state && self.cfg.expect.probed_reason && !auth_refusal {
+                    self.finish(Outcome::unexpected(
+                        ErrorClass::WrongRejection,
+                        format!(
+                            "{what} was refused with HTTP {status} and no JSON-RPC error \
+                             (a state rejection is a JSON-RPC error)"
+                        ),
+                    ))
+                } else if rejecting && (400..500).contains(&status) {
                     self.finish(Outcome::ExpectedRejection {
                         code: None,
                         reason: Some(format!("HTTP {status}")),
@@ -731,6 +794,25 @@ impl ModernFlow {
                     ));
                 }
                 match probe {
+                    Probe::Tampered | Probe::Replay | Probe::Cross
+                        if self.cfg.expect.probed_reason =>
+                    {
+                        let expected: &[&str] = match probe {
+                            Probe::Tampered => &rejection::INTEGRITY,
+                            Probe::Replay => &["replayed"],
+                            _ => &["wrong_principal"],
+                        };
+                        match rejection::state_rejection(code, reason.as_deref(), expected) {
+                            Ok(_) => self.finish(Outcome::ExpectedRejection {
+                                code: Some(code),
+                                reason,
+                            }),
+                            Err(why) => self.finish(Outcome::unexpected(
+                                ErrorClass::WrongRejection,
+                                format!("{what}: {why}"),
+                            )),
+                        }
+                    }
                     Probe::Tampered | Probe::Replay | Probe::Cross | Probe::Invalid(_) => self
                         .finish(Outcome::ExpectedRejection {
                             code: Some(code),
@@ -767,6 +849,24 @@ impl ModernFlow {
                     Probe::ConsentOnly => self.violation(
                         "complete result although the URL-mode page was never submitted",
                     ),
+                    _ if self.cfg.expect.elicit && self.rt.rounds == 0 => {
+                        self.finish(Outcome::unexpected(
+                            ErrorClass::DidNotElicit,
+                            "did not elicit: the tool completed without asking for input",
+                        ))
+                    }
+                    _ if is_error && !self.cfg.expect.tool_error_ok => {
+                        let text = self
+                            .rt
+                            .final_result
+                            .as_ref()
+                            .and_then(first_text)
+                            .map_or(String::new(), |t| format!(": {t}"));
+                        self.finish(Outcome::unexpected(
+                            ErrorClass::ToolError,
+                            format!("the tool returned an isError result{text}"),
+                        ))
+                    }
                     _ => self.on_normal_complete(),
                 }
             }
@@ -900,6 +1000,13 @@ impl ModernFlow {
                             ElicitResult::consent()
                         }
                         (_, ElicitRequestParams::Url(u)) => {
+                            if let Some(origin) = &self.cfg.page_origin
+                                && let Some(other) = foreign_origin(origin, &u.url)
+                            {
+                                return self.finish(Outcome::Skipped(format!(
+                                    "flow page on another origin ({other}): not followed"
+                                )));
+                            }
                             self.pages.push_back(u.url.clone());
                             ElicitResult::consent()
                         }
@@ -920,9 +1027,13 @@ impl ModernFlow {
                                 }
                             }
                         }
-                        (_, ElicitRequestParams::Form(f)) => ElicitResult::accept(
-                            content::valid_content(&f.requested_schema, item_seed),
-                        ),
+                        (_, ElicitRequestParams::Form(f)) => {
+                            let mut c = content::valid_content(&f.requested_schema, item_seed);
+                            if let Some(pins) = &self.cfg.pinned {
+                                content::pin(&mut c, &f.requested_schema, pins);
+                            }
+                            ElicitResult::accept(c)
+                        }
                     };
                     result.to_value()
                 }
@@ -990,7 +1101,9 @@ impl ModernFlow {
         let mut state = self.state_to_echo.clone();
         let mut auth = Auth::Primary;
         match &self.cfg.policy {
-            AnswerPolicy::TamperState(m) if first_retry => match &state {
+            // The first retry that carries a state: tools may issue one only
+            // from a later round on.
+            AnswerPolicy::TamperState(m) if !self.applied => match &state {
                 Some(s) => {
                     state = Some(m.apply(s));
                     self.applied = true;
@@ -1016,6 +1129,24 @@ impl ModernFlow {
         let leg = format!("tools/call #{} retry", self.calls);
         Step::Send(self.mcp_request(leg, &params, auth))
     }
+}
+
+/// The origin of `url` (resolved against `origin`) when it is not `origin`.
+fn foreign_origin(origin: &str, url: &str) -> Option<String> {
+    let base = url::Url::parse(origin).ok()?;
+    let page = base.join(url).ok()?;
+    let o = page.origin().ascii_serialization();
+    (o != base.origin().ascii_serialization()).then_some(o)
+}
+
+/// The first text content of a tool result, shortened.
+fn first_text(result: &Value) -> Option<String> {
+    let t = result
+        .get("content")?
+        .as_array()?
+        .iter()
+        .find_map(|c| c.get("text").and_then(Value::as_str))?;
+    Some(t.chars().take(160).collect())
 }
 
 /// Classifies a JSON-RPC error on a flow that should have succeeded.

@@ -51,6 +51,9 @@ pub struct Leg {
     pub status: Option<u16>,
     /// Time until the response headers arrived.
     pub to_headers: Duration,
+    /// Time until the first byte of the body arrived (the headers' time
+    /// when the body was empty or is not measured).
+    pub to_first_byte: Duration,
     /// Time until the whole body was read.
     pub total: Duration,
     /// `Server-Timing: state;dur=…`, when reported.
@@ -85,11 +88,19 @@ pub enum ErrorClass {
     Timeout,
     /// Connection or I/O failure.
     Transport,
+    /// A scenario that must elicit completed without asking for input.
+    DidNotElicit,
+    /// An accepted flow ended in an `isError` tool result.
+    ToolError,
+    /// A tampered, replayed or foreign state was refused, but not for that
+    /// reason (framing, capability or method errors; HTTP errors without a
+    /// JSON-RPC error).
+    WrongRejection,
 }
 
 impl ErrorClass {
     /// Every class, in declaration order.
-    pub const ALL: [ErrorClass; 9] = [
+    pub const ALL: [ErrorClass; 12] = [
         ErrorClass::StateRejected,
         ErrorClass::StateAccepted,
         ErrorClass::ContentAccepted,
@@ -99,6 +110,9 @@ impl ErrorClass {
         ErrorClass::HttpError,
         ErrorClass::Timeout,
         ErrorClass::Transport,
+        ErrorClass::DidNotElicit,
+        ErrorClass::ToolError,
+        ErrorClass::WrongRejection,
     ];
 
     /// Stable snake_case name (a metric label).
@@ -113,6 +127,9 @@ impl ErrorClass {
             ErrorClass::HttpError => "http_error",
             ErrorClass::Timeout => "timeout",
             ErrorClass::Transport => "transport",
+            ErrorClass::DidNotElicit => "did_not_elicit",
+            ErrorClass::ToolError => "tool_error",
+            ErrorClass::WrongRejection => "wrong_rejection",
         }
     }
 }

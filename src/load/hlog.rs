@@ -30,6 +30,9 @@ pub const E2E: &str = "e2e:";
 pub const OUT: &str = "out:";
 /// Tag prefix of server-reported state verification time.
 pub const STATE: &str = "state:";
+/// Tag prefix of per-leg transfer gaps: the longer of headers → first body
+/// byte and first byte → end of body (Nagle + delayed-ACK stalls show here).
+pub const GAP: &str = "gap:";
 
 /// A fresh auto-resizing histogram (3 significant digits, microseconds).
 pub fn new_histogram() -> Histogram<u64> {

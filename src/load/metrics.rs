@@ -7,8 +7,8 @@
 //! the run totals, so memory stays flat however long the run. A finished run
 //! is a [`MetricSet`]; merged `.hlog` files give the same [`MetricSet`].
 
-use super::hlog::{self, E2E, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
-use crate::client::{LegResult, Outcome, RoundTrip};
+use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
+use crate::client::{ErrorClass, LegResult, Outcome, RoundTrip};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -49,6 +49,8 @@ pub struct MetricSet {
     pub elapsed: Duration,
     /// Up to 20 unexpected-outcome messages, first seen first.
     pub samples: Vec<String>,
+    /// The first reason each scenario's attempts were skipped.
+    pub skip_reasons: BTreeMap<String, String>,
 }
 
 impl MetricSet {
@@ -121,6 +123,7 @@ impl MetricSet {
             timeline,
             elapsed: Duration::from_secs_f64(end),
             samples: Vec::new(),
+            skip_reasons: BTreeMap::new(),
         }
     }
 }
@@ -228,6 +231,7 @@ struct Inner {
     hlog: HlogBuffer,
     hlog_error: Option<String>,
     samples: Vec<String>,
+    skip_reasons: BTreeMap<String, String>,
     key: String,
 }
 
@@ -241,6 +245,8 @@ pub struct Recorder {
     errors: AtomicU64,
     transport_streak: AtomicU64,
     last_record_ns: AtomicU64,
+    skipped: AtomicU64,
+    last_answer_ns: AtomicU64,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -266,6 +272,7 @@ impl Recorder {
                 hlog: HlogBuffer::new(SystemTime::now(), comments)?,
                 hlog_error: None,
                 samples: Vec::new(),
+                skip_reasons: BTreeMap::new(),
                 key: String::new(),
             }),
             requests: AtomicU64::new(0),
@@ -273,6 +280,8 @@ impl Recorder {
             errors: AtomicU64::new(0),
             transport_streak: AtomicU64::new(0),
             last_record_ns: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            last_answer_ns: AtomicU64::new(0),
         })
     }
 
@@ -294,6 +303,19 @@ impl Recorder {
     /// Unexpected outcomes so far.
     pub fn errors(&self) -> u64 {
         self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Attempts whose policy could not apply (not round trips).
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
+    /// How long ago the target last answered a round trip (anything but a
+    /// timeout or a transport failure), or since the run started: the stall
+    /// detector.
+    pub fn since_last_answer(&self) -> Duration {
+        let last = Duration::from_nanos(self.last_answer_ns.load(Ordering::Relaxed));
+        self.started.elapsed().saturating_sub(last)
     }
 
     /// Consecutive round trips that ended in a transport failure (reset by
@@ -319,8 +341,13 @@ impl Recorder {
         if legs > reserved {
             self.requests.fetch_add(legs - reserved, Ordering::Relaxed);
         }
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
         let label = rt.outcome.label();
+        let skipped = matches!(rt.outcome, Outcome::Skipped(_));
+        if skipped {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.round_trips.fetch_add(1, Ordering::Relaxed);
+        }
         if is_error_label(label) {
             self.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -333,6 +360,14 @@ impl Recorder {
             self.transport_streak.fetch_add(1, Ordering::Relaxed);
         } else {
             self.transport_streak.store(0, Ordering::Relaxed);
+        }
+        let answered = !matches!(
+            rt.outcome.error_class(),
+            Some(ErrorClass::Timeout | ErrorClass::Transport)
+        );
+        if answered {
+            self.last_answer_ns
+                .fetch_max(self.started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
         let now = self.started.elapsed();
         self.last_record_ns
@@ -348,13 +383,25 @@ impl Recorder {
         let (b, k) = (&mut inner.current, &mut inner.key);
         for leg in &rt.legs {
             b.record(k, &[LEG, &leg.name], leg.total);
+            let gap = leg
+                .to_first_byte
+                .saturating_sub(leg.to_headers)
+                .max(leg.total.saturating_sub(leg.to_first_byte));
+            b.record(k, &[GAP, &leg.name], gap);
             // `state;dur=0` means no state was opened on that leg.
             if let Some(s) = leg.server_state.filter(|s| !s.is_zero()) {
                 b.record(k, &[STATE, &leg.name], s);
             }
         }
-        b.record(k, &[E2E, scenario], e2e);
+        if !skipped {
+            b.record(k, &[E2E, scenario], e2e);
+        }
         b.record(k, &[OUT, scenario, ":", label], e2e);
+        if let Outcome::Skipped(why) = &rt.outcome
+            && !inner.skip_reasons.contains_key(scenario)
+        {
+            inner.skip_reasons.insert(scenario.to_owned(), why.clone());
+        }
         if let Outcome::Unexpected { class, message } = &rt.outcome
             && inner.samples.len() < MAX_SAMPLES
         {
@@ -415,6 +462,7 @@ impl Recorder {
                     timeline: Vec::new(),
                     elapsed,
                     samples: Vec::new(),
+                    skip_reasons: BTreeMap::new(),
                 },
                 Vec::new(),
                 Some("metrics lock poisoned".into()),
@@ -429,6 +477,7 @@ impl Recorder {
             timeline: inner.timeline.clone(),
             elapsed,
             samples: inner.samples.clone(),
+            skip_reasons: inner.skip_reasons.clone(),
         };
         (
             set,
@@ -448,6 +497,7 @@ mod tests {
             name: name.into(),
             status: Some(200),
             to_headers: Duration::from_millis(ms),
+            to_first_byte: Duration::from_millis(ms),
             total: Duration::from_millis(ms),
             server_state: Some(Duration::from_micros(40)),
             server_app: None,

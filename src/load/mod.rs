@@ -1,6 +1,7 @@
 //! `elicitkit load`: load tests of elicitation servers.
 //!
 //! - [`plan`]: load plans (TOML in `loadtests/`), validated with file/line/key errors.
+//! - [`generate`]: plans built from discovery (`load --target`, `elicitkit plan`).
 //! - [`threshold`]: `p99(retry) < 50ms`, `error_rate < 0.1%`, `rps > 100`.
 //! - [`scenarios`]: scenario kinds → answer policies; one round trip (MCP
 //!   legs over a pooled HTTP/1.1 lane, the rest over reqwest); the shared
@@ -21,6 +22,7 @@
 //!   the knee, CPU per round trip and instances needed).
 
 pub mod closed;
+pub mod generate;
 pub mod hlog;
 pub mod metrics;
 pub mod open;

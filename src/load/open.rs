@@ -16,6 +16,11 @@
 //! when a shard is full it waits for one to finish, and the wait counts in
 //! the latency of every late round trip. Scenarios are picked in a smooth
 //! weighted round robin.
+//!
+//! The run ends on time whatever the target does: no slot starts after the
+//! schedule's end, round trips still in flight get at most the drain time,
+//! and those cut off then are recorded as timeouts (they were due and did
+//! not finish), not dropped.
 
 use super::plan::RateStep;
 use super::scenarios::{LoadContext, weighted_order};
@@ -114,6 +119,7 @@ impl Shard {
         let mut started = 0u64;
         let mut slot = 0u64; // index in the global schedule, across steps
         let mut step_start = start;
+        let end = start + self.steps.iter().map(|s| s.hold).sum::<Duration>();
         'steps: for step in self.steps.iter() {
             if !(step.rate.is_finite() && step.rate > 0.0) {
                 continue;
@@ -134,7 +140,7 @@ impl Shard {
                 let intended = step_start + Duration::from_secs_f64(offset);
                 // Drive what is in flight until the slot is due and there is room.
                 loop {
-                    if self.ctx.stop.load(Ordering::Relaxed) {
+                    if self.ctx.stop.load(Ordering::Relaxed) || Instant::now() >= end {
                         break 'steps;
                     }
                     let full = in_flight.len() >= self.limit;
@@ -142,7 +148,10 @@ impl Shard {
                         break;
                     }
                     if full {
-                        in_flight.next().await;
+                        tokio::select! {
+                            _ = in_flight.next() => {}
+                            _ = tokio::time::sleep_until(end.into()) => break 'steps,
+                        }
                         continue;
                     }
                     tokio::select! {
@@ -175,11 +184,45 @@ impl Shard {
 
 /// One scheduled round trip, recorded with its latency from `intended`.
 async fn round_trip(ctx: Arc<LoadContext>, http: reqwest::Client, idx: usize, intended: Instant) {
+    let mut unfinished = Unfinished {
+        ctx: ctx.clone(),
+        idx,
+        intended,
+        armed: true,
+    };
     if let Some(spec) = ctx.plan.scenarios.get(idx)
         && let Some((rt, reserved)) = ctx.round_trip(&http, idx).await
     {
         ctx.recorder
             .record(&spec.name, &rt, intended.elapsed(), reserved);
+    }
+    unfinished.armed = false;
+}
+
+/// Records a round trip cut off at the end of the drain as a timeout.
+struct Unfinished {
+    ctx: Arc<LoadContext>,
+    idx: usize,
+    intended: Instant,
+    armed: bool,
+}
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Some(spec) = self.ctx.plan.scenarios.get(self.idx) else {
+            return;
+        };
+        let mut rt = crate::client::RoundTrip::new(spec.name.clone());
+        rt.outcome = crate::client::Outcome::unexpected(
+            crate::client::ErrorClass::Timeout,
+            "still in flight when the run ended (cut off after the drain time)",
+        );
+        self.ctx
+            .recorder
+            .record(&spec.name, &rt, self.intended.elapsed(), 0);
     }
 }
 

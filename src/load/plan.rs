@@ -9,6 +9,7 @@
 
 use super::threshold::{Threshold, ThresholdError};
 use crate::client::Mutation;
+use crate::protocol::Generation;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -18,6 +19,14 @@ use std::time::Duration;
 
 /// Default hard cap on HTTP requests per run.
 pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;
+
+/// Default per-request timeout: short, so a stalled target shows as
+/// timeouts within the run instead of one slow round trip per user.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Default stall window: a run in which no round trip got an answer for
+/// this long ends as `stalled` (a failure).
+pub const DEFAULT_STALL: Duration = Duration::from_secs(5);
 
 /// What a scenario does (its answer policy and generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,6 +123,19 @@ pub struct ScenarioSpec {
     pub arguments: Map<String, Value>,
     /// The state corruption (tamper only).
     pub mutation: Mutation,
+    /// The protocol generation it speaks (`legacy-push` implies 2025-11-25).
+    pub generation: Generation,
+    /// Answers pinned by form field name, laid over generated content.
+    pub answers: Map<String, Value>,
+    /// An `isError` tool result counts as the expected path.
+    pub expect_tool_error: bool,
+}
+
+impl ScenarioSpec {
+    /// Whether its round trips go through the 2025-11-25 session client.
+    pub fn is_legacy(&self) -> bool {
+        self.generation == Generation::Legacy || self.kind == ScenarioKind::LegacyPush
+    }
 }
 
 /// One step of an open-model ramp.
@@ -203,6 +225,53 @@ pub struct Plan {
     pub seed: u64,
     /// Width of one interval in the HDR interval logs and timelines.
     pub interval: Duration,
+    /// No round trip answered for this long ends the run as stalled.
+    pub stall: Duration,
+    /// Whether the default thresholds apply (`default_thresholds = false`
+    /// opts out in writing).
+    pub default_thresholds: bool,
+}
+
+impl Plan {
+    /// Every threshold the run is judged by, each flagged when it is a
+    /// default rather than written in the plan: `error_rate < 1%` (unless
+    /// the plan sets its own error rate), and per scenario `ok(S) > 0` (no
+    /// scenario without a success) and `skipped_rate(S) < 50%` (a scenario
+    /// that mostly cannot apply its policy says so).
+    pub fn all_thresholds(&self) -> Vec<(Threshold, bool)> {
+        let mut out: Vec<(Threshold, bool)> =
+            self.thresholds.iter().map(|t| (t.clone(), false)).collect();
+        if !self.default_thresholds {
+            return out;
+        }
+        let mut add = |expr: String| {
+            if let Ok(t) = Threshold::parse(&expr)
+                && !out.iter().any(|(o, _)| o.metric == t.metric)
+            {
+                out.push((t, true));
+            }
+        };
+        add("error_rate < 1%".into());
+        for s in &self.scenarios {
+            add(format!("ok({}) > 0", s.name));
+            add(format!("skipped_rate({}) < 50%", s.name));
+        }
+        out
+    }
+
+    /// Checks every threshold's names against the plan (a usage error).
+    pub fn validate_thresholds(&self) -> Result<(), String> {
+        let names: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
+        for t in &self.thresholds {
+            t.validate(&names)?;
+        }
+        if let Some(c) = &self.capacity {
+            for t in &c.slo {
+                t.validate(&names)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Why a plan cannot be used: file, line and key, and what is wrong.
@@ -229,6 +298,8 @@ struct RawPlan {
     timeout: Option<toml::Spanned<String>>,
     seed: Option<u64>,
     interval: Option<toml::Spanned<String>>,
+    stall: Option<toml::Spanned<String>>,
+    default_thresholds: Option<bool>,
     #[serde(default)]
     thresholds: Vec<toml::Spanned<String>>,
     #[serde(default)]
@@ -274,6 +345,9 @@ struct RawScenario {
     tool: Option<String>,
     arguments: Option<toml::Value>,
     mutation: Option<String>,
+    generation: Option<String>,
+    answers: Option<toml::Value>,
+    expect_tool_error: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -336,7 +410,8 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             }),
     };
     let mut duration = dur(&raw.duration, "duration", Duration::from_secs(10))?;
-    let timeout = dur(&raw.timeout, "timeout", Duration::from_secs(5))?;
+    let timeout = dur(&raw.timeout, "timeout", DEFAULT_TIMEOUT)?;
+    let stall = dur(&raw.stall, "stall", DEFAULT_STALL)?;
     let interval = dur(&raw.interval, "interval", Duration::from_secs(1))?;
 
     let thresholds = parse_thresholds(&raw.thresholds, "thresholds", &at)?;
@@ -477,6 +552,37 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                 ));
             }
         };
+        let generation = match s.generation.as_deref() {
+            None if kind == ScenarioKind::LegacyPush => Generation::Legacy,
+            None => Generation::Modern,
+            Some(g) => g
+                .parse::<Generation>()
+                .map_err(|e| at(span.clone(), &format!("{key}.generation"), e))?,
+        };
+        if generation == Generation::Legacy && kind.expects_rejection() {
+            return Err(at(
+                span,
+                &format!("{key}.kind"),
+                format!(
+                    "{} probes requestState, which 2025-11-25 does not have; use it with \
+                     generation = \"2026-07-28\"",
+                    kind.as_str()
+                ),
+            ));
+        }
+        let answers = match &s.answers {
+            None => Map::new(),
+            Some(v) => match serde_json::to_value(v) {
+                Ok(Value::Object(m)) => m,
+                _ => {
+                    return Err(at(
+                        span,
+                        &format!("{key}.answers"),
+                        "answers must be a table of field = value, e.g. { confirm = true }".into(),
+                    ));
+                }
+            },
+        };
         let weight = s.weight.unwrap_or(1);
         if weight == 0 {
             return Err(at(
@@ -492,6 +598,9 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             tool: s.tool.clone().unwrap_or_else(|| default_tool.to_owned()),
             arguments,
             mutation,
+            generation,
+            answers,
+            expect_tool_error: s.expect_tool_error.unwrap_or(false),
         });
     }
     if scenarios.is_empty() {
@@ -550,6 +659,8 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         capacity,
         seed: raw.seed.unwrap_or(1),
         interval,
+        stall,
+        default_thresholds: raw.default_thresholds.unwrap_or(true),
     })
 }
 

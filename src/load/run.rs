@@ -3,14 +3,21 @@
 //! model (closed on Goose, open, or a capacity search), the live progress
 //! line, stop conditions, and the report files.
 //!
+//! Before anything is measured, a preflight asks the target, as an MCP
+//! client would, whether it speaks the plan's generations and lists the
+//! plan's tools; a target that does not is a usage error with a one-line
+//! reason (no report full of errors).
+//!
 //! Stop conditions, checked four times a second: the duration; the hard
 //! request cap (`max_requests`); 25 consecutive round trips that could not
-//! connect (a dead target); the embedded server exiting; Ctrl-C. Every run
-//! writes its report, whatever ended it.
+//! connect (a dead target); no round trip answered for the plan's `stall`
+//! window (a stalled target); the embedded server exiting; Ctrl-C. Every
+//! run that got past the preflight writes its report, whatever ended it.
 //!
-//! Verdicts ([`Verdict`]): `Passed`; `Failed` (a threshold failed, or the
-//! target died mid-run); `Unreachable` (the target never answered: nothing
-//! was measured, so it is a usage error, exit 2).
+//! Verdicts ([`Verdict`]): `Passed`; `Failed` (a threshold failed, the target
+//! stalled or died mid-run); `Interrupted` (Ctrl-C; the report says so);
+//! `Unreachable` (the target never answered: nothing was measured, so it is
+//! a usage error, exit 2).
 
 use super::closed;
 use super::hlog;
@@ -47,6 +54,8 @@ pub struct Options {
     pub capacity: bool,
     /// Show the live progress line.
     pub progress: bool,
+    /// What discovery called, when the plan came from it (for the report).
+    pub discovery: Vec<String>,
 }
 
 /// How a run ended, for the exit code.
@@ -56,6 +65,8 @@ pub enum Verdict {
     Passed,
     /// A threshold failed or the run ended abnormally (exit 1).
     Failed,
+    /// Stopped by Ctrl-C (its own exit code); the report is marked so.
+    Interrupted,
     /// The target could not be reached at all (exit 2).
     Unreachable,
 }
@@ -88,6 +99,9 @@ pub enum RunError {
     /// Setting up the HTTP client or metrics failed.
     #[error("{0}")]
     Setup(String),
+    /// The target does not answer as the plan needs (nothing was measured).
+    #[error("{0}")]
+    Preflight(String),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
@@ -156,13 +170,95 @@ fn fresh_dir(root: &Path, id: &str) -> Result<(PathBuf, String), RunError> {
     }
 }
 
-/// Any HTTP answer means the target is up.
-async fn preflight(http: &reqwest::Client, url: &str, timeout: Duration) -> Result<(), String> {
-    match tokio::time::timeout(timeout, http.get(url).send()).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(crate::client::http::describe(&e)),
-        Err(_) => Err(format!("no answer within {timeout:?}")),
+/// Asks the target what an MCP client would before the run: does it speak
+/// the generations the plan's scenarios use, and does it list their tools?
+/// `Err` is a one-line reason.
+pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
+    use crate::client::raw::Rpc;
+    use crate::discover::{self, Wire, all_modes, legacy, modern, wire::Log};
+    use crate::protocol::Generation;
+    let http = discover::http_client().map_err(|e| e.to_string())?;
+    let log = Log::new(
+        http,
+        mcp_url,
+        &plan.target.token,
+        plan.timeout.max(Duration::from_secs(2)),
+        plan.seed,
+    );
+    let caps = all_modes();
+    let mut gens: Vec<Generation> = plan
+        .scenarios
+        .iter()
+        .map(|s| {
+            if s.is_legacy() {
+                Generation::Legacy
+            } else {
+                Generation::Modern
+            }
+        })
+        .collect();
+    gens.dedup();
+    gens.sort_by_key(|g| *g == Generation::Legacy);
+    gens.dedup();
+    for g in gens {
+        let names: Vec<String> = match g {
+            Generation::Modern => modern::list_tools(&log, &caps)
+                .await
+                .map_err(|e| format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}"))?,
+            Generation::Legacy => {
+                let s = legacy::open(&log, &caps, true).await.map_err(|e| {
+                    format!("{mcp_url} does not answer as a 2025-11-25 MCP server: {e}")
+                })?;
+                let reply = log
+                    .send(legacy::request(
+                        &log,
+                        &s,
+                        "tools/list",
+                        "tools/list",
+                        serde_json::json!({}),
+                    ))
+                    .await
+                    .map_err(|e| format!("{mcp_url}: 2025-11-25 tools/list: {e}"))?;
+                legacy::close(&log, &s).await;
+                match reply.rpc() {
+                    Rpc::Result(v) => v
+                        .get("tools")
+                        .and_then(serde_json::Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                    other => {
+                        return Err(format!(
+                            "{mcp_url}: 2025-11-25 tools/list answered {}",
+                            other.describe()
+                        ));
+                    }
+                }
+            }
+        }
+        .iter()
+        .filter_map(|d| {
+            d.get("name")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+        for sc in plan
+            .scenarios
+            .iter()
+            .filter(|s| (g == Generation::Legacy) == s.is_legacy())
+        {
+            if !names.contains(&sc.tool) {
+                return Err(format!(
+                    "scenario {}: {mcp_url} lists no tool {:?} on {} (it lists: {})",
+                    sc.name,
+                    sc.tool,
+                    g,
+                    names.join(", ")
+                ));
+            }
+        }
     }
+    Ok(())
 }
 
 fn http_client(plan: &Plan) -> Result<reqwest::Client, RunError> {
@@ -237,6 +333,18 @@ async fn watch(
             stop(
                 by,
                 format!("{streak} consecutive round trips could not reach the target"),
+            );
+        }
+        let quiet = ctx.recorder.since_last_answer();
+        if quiet >= ctx.plan.stall && !ctx.stop.load(Ordering::Relaxed) {
+            stop(
+                "stalled",
+                format!(
+                    "no round trip got an answer for {:.1} s (the target is stalled, or every \
+                     request times out: timeout {:?})",
+                    quiet.as_secs_f64(),
+                    ctx.plan.timeout
+                ),
             );
         }
         if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
@@ -350,7 +458,10 @@ async fn phase(
             }
         }
         LoadShape::Open { steps } => {
-            let run = open::run(ctx.clone(), http.clone(), steps, plan.timeout * 2);
+            // Round trips in flight at the end get at most 1.5 s: the run ends
+            // within 2 s of its deadline whatever the target does.
+            let drain = plan.timeout.min(Duration::from_millis(1500));
+            let run = open::run(ctx.clone(), http.clone(), steps, drain);
             if tokio::time::timeout(backstop, run).await.is_err() {
                 end.set(
                     "error",
@@ -403,8 +514,6 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         .run_id
         .clone()
         .unwrap_or_else(|| format!("{}-{}", utc_stamp(started_unix as u64), plan.name));
-    let (dir, run_id) = fresh_dir(&opts.out_root, &id)?;
-
     let (mcp_url, server) = match &plan.target.url {
         Some(u) => (u.clone(), None),
         None => {
@@ -419,6 +528,10 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
             (s.mcp_url(), Some(s))
         }
     };
+    preflight(&plan, &mcp_url)
+        .await
+        .map_err(RunError::Preflight)?;
+    let (dir, run_id) = fresh_dir(&opts.out_root, &id)?;
     let target_pid = server.as_ref().map(EmbeddedServer::pid);
     let http = http_client(&plan)?;
     let mut info = RunInfo {
@@ -444,23 +557,6 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         format!("plan {} ({})", plan.name, plan.source),
         format!("target {mcp_url}"),
     ];
-
-    if let Err(why) = preflight(&http, &mcp_url, plan.timeout).await {
-        info.ended_by = "target_unreachable".into();
-        info.end_note = Some(format!("{mcp_url}: {why}"));
-        let empty = Recorder::new(plan.interval, &comments)
-            .map_err(|e| RunError::Setup(e.to_string()))?
-            .finish()
-            .0;
-        let mut summary = summarize::build(&empty, &info, &plan.scenarios, &plan.thresholds);
-        summary.passed = false;
-        write_report(&dir, &mut summary, None)?;
-        return Ok(RunReport {
-            summary,
-            dir,
-            verdict: Verdict::Unreachable,
-        });
-    }
 
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
@@ -494,7 +590,13 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         info.ended_by = by.clone();
         info.end_note = Some(note.clone());
     }
-    let mut summary = summarize::build(&measured.set, &info, &plan.scenarios, &plan.thresholds);
+    let mut summary = summarize::build(
+        &measured.set,
+        &info,
+        &plan.scenarios,
+        &plan.all_thresholds(),
+    );
+    summary.discovery = opts.discovery.clone();
     // CPU covers the whole run: in a capacity search, every step's requests.
     let (rts, reqs) = capacity
         .as_ref()
@@ -511,7 +613,9 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         summary.error_samples.push(format!("hlog: {e}"));
     }
     write_report(&dir, &mut summary, Some("run.hlog"))?;
-    let verdict = if summary.passed {
+    let verdict = if summary.ended_by == "interrupted" {
+        Verdict::Interrupted
+    } else if summary.passed {
         Verdict::Passed
     } else if summary.ended_by == "target_unreachable"
         && summary.round_trips.total == summary.errors.get("transport").copied().unwrap_or(0)
@@ -621,7 +725,7 @@ async fn capacity_search(
                 e2e.value_at_percentile(q) as f64 / 1000.0
             }
         };
-        let verdicts = summarize::evaluate(&spec.slo, &m.set);
+        let verdicts = summarize::evaluate_plain(&spec.slo, &m.set);
         let within = m.end.is_none() && verdicts.iter().all(|v| v.passed);
         let cpu_rt = cpu0
             .zip(cpu1)

@@ -10,7 +10,8 @@ use super::metrics::Recorder;
 use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
-    AnswerPolicy, CallTemplate, Endpoint, FlowConfig, H1Lane, ModernFlow, RoundTrip, Step, ToolCall,
+    AnswerPolicy, CallTemplate, Endpoint, Expectations, FlowConfig, H1Lane, ModernFlow, RoundTrip,
+    Step, ToolCall,
 };
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -31,12 +32,24 @@ pub fn policy_for(spec: &ScenarioSpec) -> AnswerPolicy {
     }
 }
 
+/// What a scenario's round trip must do to count as a success: elicit,
+/// end without `isError` unless the plan allows it, and have a probed state
+/// refused for the probed reason.
+pub fn expectations_for(spec: &ScenarioSpec) -> Expectations {
+    Expectations {
+        tool_error_ok: spec.expect_tool_error,
+        ..Expectations::STRICT
+    }
+}
+
 /// The flow settings of a scenario (seed and ids are set per round trip).
 /// Load runs judge a final result by its verdict and do not keep its tree.
 fn flow_config(spec: &ScenarioSpec) -> FlowConfig {
     let mut cfg = FlowConfig::with_policy(policy_for(spec));
     cfg.scenario = Some(spec.name.clone());
     cfg.keep_final_result = false;
+    cfg.expect = expectations_for(spec);
+    cfg.pinned = (!spec.answers.is_empty()).then(|| Arc::new(spec.answers.clone()));
     cfg
 }
 
@@ -78,11 +91,15 @@ impl LoadContext {
             primary_token: plan.target.token.clone(),
             other_token: Some(plan.target.other_token.clone()),
         };
+        let origin = url::Url::parse(&endpoint.mcp_url)
+            .ok()
+            .map(|u| u.origin().ascii_serialization());
         let flows = plan
             .scenarios
             .iter()
             .map(|spec| {
-                let cfg = flow_config(spec);
+                let mut cfg = flow_config(spec);
+                cfg.page_origin = origin.clone();
                 (Arc::new(CallTemplate::new(tool_call(spec), &cfg)), cfg)
             })
             .collect();
@@ -199,6 +216,9 @@ impl LoadContext {
                 let cfg = LegacyConfig {
                     timeout: self.plan.timeout,
                     seed: self.plan.seed ^ self.next_seq(),
+                    // Servers may push a call's elicitations on the session's
+                    // standalone GET stream: serve them from there too.
+                    get_stream: true,
                     ..LegacyConfig::default()
                 };
                 match LegacyClient::connect(http.clone(), self.endpoint.clone(), cfg).await {
@@ -212,8 +232,15 @@ impl LoadContext {
                 }
             }
         };
+        let pinned = (!spec.answers.is_empty()).then_some(&spec.answers);
         let mut rt = client
-            .call_tool(&spec.tool, spec.arguments.clone(), &policy_for(spec))
+            .call_tool_as(
+                &spec.tool,
+                spec.arguments.clone(),
+                &policy_for(spec),
+                expectations_for(spec),
+                pinned,
+            )
             .await;
         rt.name = spec.name.clone();
         rt.total = started.elapsed();
@@ -232,7 +259,7 @@ impl LoadContext {
     /// Runs one round trip of scenario `idx` (either generation) over `http`.
     pub async fn round_trip(&self, http: &reqwest::Client, idx: usize) -> Option<(RoundTrip, u64)> {
         let spec = self.plan.scenarios.get(idx)?;
-        if spec.kind == ScenarioKind::LegacyPush {
+        if spec.is_legacy() {
             self.legacy_round_trip(http, spec).await
         } else {
             self.modern_round_trip(http, idx).await
@@ -285,6 +312,7 @@ fn legacy_failure(
         name: "initialize".into(),
         status: None,
         to_headers: elapsed,
+        to_first_byte: elapsed,
         total: elapsed,
         server_state: None,
         server_app: None,

@@ -1,9 +1,9 @@
 //! Turns a [`MetricSet`] into a [`Summary`] and evaluates thresholds.
 
-use super::hlog::{E2E, LEG, STATE};
+use super::hlog::{E2E, GAP, LEG, STATE};
 use super::metrics::{MetricSet, is_error_label};
 use super::plan::ScenarioSpec;
-use super::threshold::{Metric, Threshold};
+use super::threshold::{Metric, Threshold, is_retry_leg};
 use crate::report::{
     LatencyStats, OutcomeCounts, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdResult,
     TimelinePoint,
@@ -48,8 +48,8 @@ pub fn spectrum(h: &Histogram<u64>) -> Vec<[f64; 2]> {
         .collect()
 }
 
-/// The measured value of a threshold (ms, fraction, per second), or `None`
-/// when nothing matched (a failing threshold).
+/// The measured value of a threshold (ms, fraction, per second, count), or
+/// `None` when nothing matched (a failing threshold).
 pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
     match &t.metric {
         Metric::Latency {
@@ -71,6 +71,27 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
             let secs = set.elapsed.as_secs_f64();
             (secs > 0.0).then(|| set.round_trips() as f64 / secs)
         }
+        Metric::Ok(scenario) => Some(
+            set.outcome_counts()
+                .iter()
+                .filter(|((s, l), _)| {
+                    s == scenario && matches!(l.as_str(), "success" | "expected_rejection")
+                })
+                .map(|(_, n)| *n as f64)
+                .sum(),
+        ),
+        Metric::SkippedRate(scenario) => {
+            let counts = set.outcome_counts();
+            let of = |pred: &dyn Fn(&str) -> bool| -> u64 {
+                counts
+                    .iter()
+                    .filter(|((s, l), _)| s == scenario && pred(l))
+                    .map(|(_, n)| *n)
+                    .sum()
+            };
+            let all = of(&|_| true);
+            (all > 0).then(|| of(&|l| l == "skipped") as f64 / all as f64)
+        }
     }
 }
 
@@ -82,19 +103,65 @@ fn error_count(set: &MetricSet) -> u64 {
         .sum()
 }
 
-/// Evaluates every threshold.
-pub fn evaluate(thresholds: &[Threshold], set: &MetricSet) -> Vec<ThresholdResult> {
+/// Evaluates thresholds, each flagged when it is a plan default.
+pub fn evaluate(thresholds: &[(Threshold, bool)], set: &MetricSet) -> Vec<ThresholdResult> {
     thresholds
         .iter()
-        .map(|t| {
+        .map(|(t, default)| {
             let actual = measure(t, set);
             ThresholdResult {
                 expr: t.expr.clone(),
                 actual,
                 passed: actual.is_some_and(|v| t.passes(v)),
+                actual_text: actual.map_or_else(|| "nothing measured".into(), |v| t.value_text(v)),
+                default: *default,
             }
         })
         .collect()
+}
+
+/// Evaluates plain thresholds (a capacity SLO).
+pub fn evaluate_plain(thresholds: &[Threshold], set: &MetricSet) -> Vec<ThresholdResult> {
+    let flagged: Vec<(Threshold, bool)> = thresholds.iter().map(|t| (t.clone(), false)).collect();
+    evaluate(&flagged, set)
+}
+
+/// Nagle + delayed-ACK stalls last about 40 ms on Linux (up to 200 ms
+/// elsewhere): gaps in this window are counted as stalls.
+const STALL_MS: (f64, f64) = (30.0, 220.0);
+
+/// The share of legs (MRTR calls and flow pages) whose transfer gap sits
+/// in the stall window, when it is large enough to name: "responses stall
+/// in their tail".
+pub fn tail_stall(set: &MetricSet) -> Option<String> {
+    let wanted = |n: &str| {
+        n == "tools/call #1"
+            || is_retry_leg(n)
+            || n == "tools/call replay"
+            || n.starts_with("flow page")
+    };
+    let mut legs = 0u64;
+    let mut stalled = 0u64;
+    for (name, h) in set.with_prefix(GAP) {
+        if !wanted(name) {
+            continue;
+        }
+        legs += h.len();
+        let lo = (STALL_MS.0 * 1000.0) as u64;
+        let hi = (STALL_MS.1 * 1000.0) as u64;
+        stalled += h.count_between(lo, hi);
+    }
+    let share = stalled as f64 / legs.max(1) as f64;
+    (legs >= 20 && stalled >= 5 && share >= 0.05).then(|| {
+        format!(
+            "responses stall in their tail: {stalled} of {legs} replies ({:.0}%) waited {:.0}–{:.0} ms \
+             between their headers, first body byte and end — TCP_NODELAY is probably off on the \
+             server (Nagle + delayed ACK)",
+            share * 100.0,
+            STALL_MS.0,
+            STALL_MS.1
+        )
+    })
 }
 
 /// Timeline points; a last interval shorter than half the others (the
@@ -155,12 +222,12 @@ pub struct RunInfo {
 }
 
 /// Builds the summary (thresholds evaluated; `passed` also requires a
-/// normal end).
+/// normal end), with the reasons it failed and what the measurements say.
 pub fn build(
     set: &MetricSet,
     info: &RunInfo,
     scenarios: &[ScenarioSpec],
-    thresholds: &[Threshold],
+    thresholds: &[(Threshold, bool)],
 ) -> Summary {
     let secs = set.elapsed.as_secs_f64();
     let per_s = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
@@ -184,7 +251,9 @@ pub fn build(
     for ((scenario, label), n) in &counts {
         let sc = per_scenario.entry(scenario.clone()).or_default();
         for c in [&mut round_trips, &mut sc.outcomes] {
-            c.total += n;
+            if label != "skipped" {
+                c.total += n;
+            }
             match label.as_str() {
                 "success" => c.success += n,
                 "expected_rejection" => c.expected_rejection += n,
@@ -214,6 +283,48 @@ pub fn build(
     let results = evaluate(thresholds, set);
     let normal_end = matches!(info.ended_by.as_str(), "duration" | "max_requests");
     let passed = normal_end && results.iter().all(|r| r.passed);
+    let mut failures = Vec::new();
+    if !normal_end {
+        failures.push(format!(
+            "the run ended by {}{}",
+            info.ended_by,
+            info.end_note
+                .as_ref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
+        ));
+    }
+    for (r, (t, _)) in results.iter().zip(thresholds) {
+        if r.passed {
+            continue;
+        }
+        let why = match &t.metric {
+            Metric::Ok(sc) => {
+                let first = set
+                    .samples
+                    .iter()
+                    .find(|m| m.starts_with(&format!("{sc}: ")))
+                    .cloned()
+                    .or_else(|| {
+                        set.skip_reasons
+                            .get(sc)
+                            .map(|w| format!("{sc}: skipped: {w}"))
+                    });
+                format!(
+                    "scenario {sc} had no round trip that went the expected way{}",
+                    first.map(|f| format!(" (first: {f})")).unwrap_or_default()
+                )
+            }
+            Metric::SkippedRate(sc) => format!(
+                "scenario {sc}: {} of its attempts were skipped: {}",
+                r.actual_text,
+                set.skip_reasons.get(sc).map_or("-", String::as_str)
+            ),
+            _ => format!("threshold `{}` failed: actual {}", r.expr, r.actual_text),
+        };
+        failures.push(why);
+    }
+    let diagnoses: Vec<String> = tail_stall(set).into_iter().collect();
     Summary {
         schema: SCHEMA_VERSION,
         run_id: info.run_id.clone(),
@@ -252,6 +363,13 @@ pub fn build(
         generator_cpu: None,
         target_cpu: None,
         files: Default::default(),
+        failures,
+        diagnoses,
+        gaps: set
+            .with_prefix(GAP)
+            .map(|(n, h)| (n.to_owned(), latency_stats(h)))
+            .collect(),
+        discovery: Vec::new(),
     }
 }
 
@@ -269,6 +387,7 @@ mod tests {
                 name: name.into(),
                 status: Some(200),
                 to_headers: Duration::from_millis(m),
+                to_first_byte: Duration::from_millis(m),
                 total: Duration::from_millis(m),
                 server_state: None,
                 server_app: None,
@@ -312,7 +431,7 @@ mod tests {
             0,
         );
         let (set, _, _) = rec.finish();
-        let th: Vec<Threshold> = [
+        let th: Vec<(Threshold, bool)> = [
             "p99(retry) < 5ms",
             "p99(retry) < 1ms",
             "p50(first) <= 1.01ms",
@@ -321,7 +440,7 @@ mod tests {
             "p99(no such leg) < 1s",
         ]
         .iter()
-        .map(|t| Threshold::parse(t).unwrap())
+        .map(|t| (Threshold::parse(t).unwrap(), false))
         .collect();
         let info = RunInfo {
             ended_by: "duration".into(),
@@ -338,5 +457,81 @@ mod tests {
         assert_eq!(s.legs["tools/call #1"].count, 100);
         assert!(s.spectrum.contains_key("e2e"));
         assert!(s.thresholds[5].actual.is_none());
+        assert_eq!(s.thresholds[1].actual_text, "2.000ms");
+        assert!(
+            s.failures.iter().any(|f| f.contains("p99(retry) < 1ms")),
+            "{:?}",
+            s.failures
+        );
+    }
+
+    #[test]
+    fn skipped_attempts_are_not_round_trips_and_fail_their_scenario() {
+        let rec = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        for _ in 0..3 {
+            rec.record("t", &rt(1, Outcome::Success), Duration::from_millis(3), 0);
+        }
+        for _ in 0..7 {
+            let skip = Outcome::Skipped("the server gave no requestState to tamper with".into());
+            rec.record("t", &rt(1, skip), Duration::from_millis(3), 0);
+        }
+        let (set, _, _) = rec.finish();
+        let th: Vec<(Threshold, bool)> = ["ok(t) > 0", "skipped_rate(t) < 50%", "error_rate < 1%"]
+            .iter()
+            .map(|t| (Threshold::parse(t).unwrap(), true))
+            .collect();
+        let info = RunInfo {
+            ended_by: "duration".into(),
+            ..Default::default()
+        };
+        let s = build(&set, &info, &[], &th);
+        assert_eq!(s.round_trips.total, 3);
+        assert_eq!(s.round_trips.skipped, 7);
+        assert_eq!(s.error_rate, 0.0);
+        let verdicts: Vec<bool> = s.thresholds.iter().map(|t| t.passed).collect();
+        assert_eq!(verdicts, [true, false, true]);
+        assert!(!s.passed);
+        assert!(
+            s.failures[0].contains("70.00%") && s.failures[0].contains("no requestState"),
+            "{:?}",
+            s.failures
+        );
+    }
+
+    #[test]
+    fn tail_stalls_are_diagnosed_only_when_they_recur() {
+        let stalled = |gap_ms: u64| {
+            let mut r = RoundTrip::new("x");
+            r.legs.push(Leg {
+                name: "tools/call #1".into(),
+                status: Some(200),
+                to_headers: Duration::from_millis(1),
+                to_first_byte: Duration::from_millis(2),
+                total: Duration::from_millis(2 + gap_ms),
+                server_state: None,
+                server_app: None,
+                result: LegResult::Complete { is_error: false },
+            });
+            r.outcome = Outcome::Success;
+            r
+        };
+        let rec = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        for i in 0..100 {
+            let gap = if i % 4 == 0 { 40 } else { 0 };
+            rec.record("a", &stalled(gap), Duration::from_millis(3), 0);
+        }
+        let (set, _, _) = rec.finish();
+        let d = tail_stall(&set).expect("a quarter of the legs stall");
+        assert!(d.contains("TCP_NODELAY") && d.contains("25 of 100"), "{d}");
+        let rec = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        for i in 0..100 {
+            let gap = if i == 0 { 40 } else { 1 };
+            rec.record("a", &stalled(gap), Duration::from_millis(3), 0);
+        }
+        assert_eq!(
+            tail_stall(&rec.finish().0),
+            None,
+            "one slow leg is no pattern"
+        );
     }
 }

@@ -3,8 +3,10 @@
 //! CPU-time readers for any local process.
 //!
 //! The child is killed when the [`EmbeddedServer`] is dropped, so every path
-//! out of a run (success, error, panic unwinding) ends it. On Ctrl-C the
-//! terminal's SIGINT reaches the whole process group, the child included.
+//! out of a run (success, error, panic unwinding) ends it. It runs in a
+//! process group of its own: a terminal's Ctrl-C (SIGINT to the foreground
+//! group) stops the load run, which then stops the server itself, instead of
+//! killing the target under a run that would report it dead.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -49,6 +51,7 @@ impl EmbeddedServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        own_process_group(&mut cmd);
         die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| TargetError::Spawn {
             exe: exe.display().to_string(),
@@ -154,6 +157,17 @@ impl Drop for EmbeddedServer {
         self.kill();
     }
 }
+
+/// Puts the child in a process group of its own (Unix), out of reach of
+/// the terminal's SIGINT.
+#[cfg(unix)]
+fn own_process_group(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+}
+
+#[cfg(not(unix))]
+fn own_process_group(_cmd: &mut Command) {}
 
 /// Clock ticks per second of `/proc/<pid>/stat` times (`USER_HZ`, 100 on
 /// every mainstream Linux build).

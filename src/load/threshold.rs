@@ -1,10 +1,14 @@
 //! Pass/fail thresholds of a plan: `"p99(retry) < 50ms"`, `"p50(e2e) < 10ms"`,
-//! `"error_rate < 0.1%"`, `"rps > 100"`.
+//! `"error_rate < 0.1%"`, `"rps > 100"`, `"ok(form-accept) > 0"`,
+//! `"skipped_rate(tamper) < 50%"`.
 //!
 //! Latency selectors: `first` (the `tools/call #1` leg), `retry` (every
 //! `tools/call #n retry` leg), `e2e` (whole round trips), or an exact leg
-//! name such as `flow page GET`. Units: `us`, `ms`, `s`. Rates take `%` or a
-//! plain fraction. Comparisons: `<`, `<=`, `>`, `>=`.
+//! name such as `flow page GET` ([`KNOWN_LEGS`]). Units: `us`, `ms`, `s`.
+//! Rates take `%` or a plain fraction. `ok(S)` counts the round trips of
+//! scenario `S` that went the expected way; `skipped_rate(S)` is the share of
+//! its attempts that could not apply their policy. Comparisons: `<`, `<=`,
+//! `>`, `>=`. [`Threshold::validate`] rejects names that match nothing.
 
 use serde::Serialize;
 use std::fmt;
@@ -20,10 +24,16 @@ pub enum Metric {
         /// Which legs.
         selector: LegSelector,
     },
-    /// Unexpected round trips over all round trips (a fraction, 0–1).
+    /// Unexpected round trips over all round trips (a fraction, 0–1;
+    /// skipped attempts are not round trips).
     ErrorRate,
     /// Completed round trips per second.
     Rps,
+    /// Round trips of one scenario that went the expected way (success or
+    /// expected rejection).
+    Ok(String),
+    /// Skipped attempts of one scenario over all its attempts (0–1).
+    SkippedRate(String),
 }
 
 /// Which legs a latency threshold reads.
@@ -143,8 +153,28 @@ impl Threshold {
         if rhs.is_empty() {
             return Err(err("no value after the comparison"));
         }
+        let scenario_arg = |name: &str| {
+            lhs.strip_prefix(name)
+                .and_then(|r| r.strip_prefix('('))
+                .and_then(|r| r.strip_suffix(')'))
+                .map(|r| r.trim().to_owned())
+                .filter(|r| !r.is_empty())
+        };
         let (metric, limit) = match lhs {
             "error_rate" => (Metric::ErrorRate, parse_rate(rhs).map_err(|w| err(&w))?),
+            _ if scenario_arg("ok").is_some() => {
+                let v: f64 = rhs
+                    .parse()
+                    .map_err(|_| err("ok(...) needs a count, e.g. \"ok(form-accept) > 0\""))?;
+                (
+                    Metric::Ok(scenario_arg("ok").unwrap_or_default()),
+                    finite_nonneg(v).map_err(|w| err(&w))?,
+                )
+            }
+            _ if scenario_arg("skipped_rate").is_some() => (
+                Metric::SkippedRate(scenario_arg("skipped_rate").unwrap_or_default()),
+                parse_rate(rhs).map_err(|w| err(&w))?,
+            ),
             "rps" => {
                 let v: f64 = rhs
                     .trim_end_matches("/s")
@@ -152,6 +182,9 @@ impl Threshold {
                     .parse()
                     .map_err(|_| err("rps needs a number, e.g. \"rps > 100\""))?;
                 (Metric::Rps, finite_nonneg(v).map_err(|w| err(&w))?)
+            }
+            _ if lhs.starts_with("ok(") || lhs.starts_with("skipped_rate(") => {
+                return Err(err("ok(...) and skipped_rate(...) need a scenario name"));
             }
             _ => {
                 let rest = lhs
@@ -204,10 +237,73 @@ impl Threshold {
     pub fn limit_text(&self) -> String {
         match self.metric {
             Metric::Latency { .. } => format!("{} {}ms", self.cmp.as_str(), self.limit),
-            Metric::ErrorRate => format!("{} {}%", self.cmp.as_str(), self.limit * 100.0),
+            Metric::ErrorRate | Metric::SkippedRate(_) => {
+                format!("{} {}%", self.cmp.as_str(), self.limit * 100.0)
+            }
             Metric::Rps => format!("{} {}/s", self.cmp.as_str(), self.limit),
+            Metric::Ok(_) => format!("{} {}", self.cmp.as_str(), self.limit),
         }
     }
+
+    /// A measured value in this threshold's unit, for reports (`12.3ms`,
+    /// `0.41%`, `950.0/s`, `120`).
+    pub fn value_text(&self, v: f64) -> String {
+        match self.metric {
+            Metric::Latency { .. } => format!("{v:.3}ms"),
+            Metric::ErrorRate | Metric::SkippedRate(_) => format!("{:.2}%", v * 100.0),
+            Metric::Rps => format!("{v:.1}/s"),
+            Metric::Ok(_) => format!("{v:.0}"),
+        }
+    }
+
+    /// Checks that every name it uses exists: a leg the client can record,
+    /// a scenario of the plan. A misspelled name would otherwise fail the run
+    /// silently (nothing measured) or, worse, never be checked.
+    pub fn validate(&self, scenarios: &[&str]) -> Result<(), String> {
+        let scenario = |s: &str| {
+            if scenarios.contains(&s) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "threshold {:?}: the plan has no scenario {s:?} (scenarios: {})",
+                    self.expr,
+                    scenarios.join(", ")
+                ))
+            }
+        };
+        match &self.metric {
+            Metric::Latency {
+                selector: LegSelector::Leg(l),
+                ..
+            } if !is_known_leg(l) => Err(format!(
+                "threshold {:?}: no leg is named {l:?}; use first, retry, e2e or one of: {}",
+                self.expr,
+                KNOWN_LEGS.join(", ")
+            )),
+            Metric::Ok(s) | Metric::SkippedRate(s) => scenario(s),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The legs a round trip can record (`tools/call #N retry` for any N).
+pub const KNOWN_LEGS: [&str; 11] = [
+    "tools/call #1",
+    "tools/call #N retry",
+    "tools/call replay",
+    "flow page GET",
+    "flow page POST",
+    "tools/call (stream)",
+    "elicitation answer POST",
+    "GET stream",
+    "initialize",
+    "notifications/initialized",
+    "session DELETE",
+];
+
+/// Whether `leg` is a name a round trip can record.
+pub fn is_known_leg(leg: &str) -> bool {
+    is_retry_leg(leg) || KNOWN_LEGS.iter().any(|k| *k == leg && !k.contains("#N"))
 }
 
 fn find_op(text: &str) -> Option<(usize, Cmp, usize)> {
@@ -318,6 +414,25 @@ mod tests {
             let e = Threshold::parse(bad).unwrap_err();
             assert!(!e.why.is_empty(), "{bad}");
         }
+    }
+
+    #[test]
+    fn scenario_metrics_and_validation() {
+        let t = Threshold::parse("ok(form-accept) > 0").unwrap();
+        assert_eq!(t.metric, Metric::Ok("form-accept".into()));
+        assert!(t.passes(1.0) && !t.passes(0.0));
+        let t = Threshold::parse("skipped_rate(tamper) < 50%").unwrap();
+        assert_eq!(t.metric, Metric::SkippedRate("tamper".into()));
+        assert!((t.limit - 0.5).abs() < 1e-12);
+        assert!(t.validate(&["tamper"]).is_ok());
+        let e = t.validate(&["replay"]).unwrap_err();
+        assert!(e.contains("no scenario \"tamper\""), "{e}");
+        let t = Threshold::parse("p99(tools/call #2 retry) < 5ms").unwrap();
+        assert!(t.validate(&[]).is_ok());
+        let t = Threshold::parse("p99(flow page GTE) < 5ms").unwrap();
+        assert!(t.validate(&[]).unwrap_err().contains("flow page GET"));
+        assert!(Threshold::parse("ok() > 0").is_err());
+        assert!(Threshold::parse("ok(x) > many").is_err());
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub fn render(s: &Summary) -> String {
     let r = &s.round_trips;
     let _ = writeln!(
         o,
-        "- round trips: {} ({:.1}/s): {} success, {} expected rejections, {} unexpected, {} skipped",
+        "- round trips: {} ({:.1}/s): {} success, {} expected rejections, {} unexpected; {} attempts skipped (not round trips)",
         r.total, s.rps, r.success, r.expected_rejection, r.unexpected, r.skipped
     );
     let _ = writeln!(
@@ -85,14 +85,32 @@ pub fn render(s: &Summary) -> String {
                 .map_or("-".into(), |v| format!("{v:.1}"))
         );
     }
+    if !s.failures.is_empty() {
+        o.push_str("\n## Why it failed\n\n");
+        for f in &s.failures {
+            let _ = writeln!(o, "- {f}");
+        }
+    }
+    if !s.diagnoses.is_empty() {
+        o.push_str("\n## Diagnoses\n\n");
+        for d in &s.diagnoses {
+            let _ = writeln!(o, "- {d}");
+        }
+    }
     if !s.thresholds.is_empty() {
         o.push_str("\n## Thresholds\n\n| threshold | actual | result |\n|---|---:|---|\n");
         for t in &s.thresholds {
+            let actual = if t.actual_text.is_empty() {
+                t.actual.map_or("n/a".into(), |v| format!("{v:.4}"))
+            } else {
+                t.actual_text.clone()
+            };
             let _ = writeln!(
                 o,
-                "| `{}` | {} | {} |",
+                "| `{}`{} | {} | {} |",
                 t.expr,
-                t.actual.map_or("n/a".into(), |v| format!("{v:.4}")),
+                if t.default { " (default)" } else { "" },
+                actual,
                 if t.passed { "pass" } else { "**FAIL**" }
             );
         }
@@ -199,6 +217,7 @@ mod tests {
             expr: "p99(first) < 1ms".into(),
             actual: Some(1.25),
             passed: false,
+            ..Default::default()
         });
         let md = render(&s);
         assert!(md.contains("(FAILED)"));

@@ -33,7 +33,8 @@ pub struct LatencyStats {
 /// Round-trip counts by outcome.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutcomeCounts {
-    /// All round trips.
+    /// All round trips (skipped attempts are counted apart: they are not
+    /// round trips).
     pub total: u64,
     /// Ended as the policy expects a correct server to end them.
     pub success: u64,
@@ -41,7 +42,7 @@ pub struct OutcomeCounts {
     pub expected_rejection: u64,
     /// Unexpected outcomes (the error taxonomy counts these).
     pub unexpected: u64,
-    /// The policy could not be applied (see the samples).
+    /// Attempts whose policy could not be applied (not in `total`).
     pub skipped: u64,
 }
 
@@ -89,6 +90,14 @@ pub struct ThresholdResult {
     pub actual: Option<f64>,
     /// Whether it held.
     pub passed: bool,
+    /// The measured value with its unit (`12.300ms`, `0.41%`), or why
+    /// nothing was measured.
+    #[serde(default)]
+    pub actual_text: String,
+    /// Added by elicitkit (the plan's default thresholds), not written in
+    /// the plan.
+    #[serde(default)]
+    pub default: bool,
 }
 
 /// One step of a capacity search.
@@ -204,4 +213,19 @@ pub struct Summary {
     pub target_cpu: Option<CpuUsage>,
     /// Files of the report folder, by role (`summary_json`, `goose_html`, …).
     pub files: BTreeMap<String, String>,
+    /// Why the run failed, one line each (thresholds, stalls, skipped
+    /// scenarios, an abnormal end); empty when it passed.
+    #[serde(default)]
+    pub failures: Vec<String>,
+    /// Advice read off the measurements (e.g. replies stalling in their
+    /// tail: TCP_NODELAY off).
+    #[serde(default)]
+    pub diagnoses: Vec<String>,
+    /// Per leg: the longer of headers → first body byte and first byte →
+    /// end of body.
+    #[serde(default)]
+    pub gaps: BTreeMap<String, LatencyStats>,
+    /// What discovery called before the run, when the plan came from it.
+    #[serde(default)]
+    pub discovery: Vec<String>,
 }
