@@ -7,7 +7,7 @@
 //! cheap requests (`tools/list`; on 2025-11-25 within a session) over one
 //! keep-alive HTTP/1.1 connection and times, per reply, the gap between its
 //! response head and the end of its body. When a meaningful share of the
-//! replies stall 25–250 ms in their tail it WARNs. These checks run alone.
+//! replies stall 30–220 ms in their tail (the window load uses) it WARNs. These checks run alone.
 
 use super::legacy_session::{close, open, request};
 use super::model::{Check, Verdict};
@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 /// not counted).
 pub const REQUESTS: usize = 60;
 /// A tail at least this long counts as a stall.
-pub const STALL_MIN: Duration = Duration::from_millis(25);
+pub const STALL_MIN: Duration = Duration::from_millis(30);
 /// A tail longer than this is slowness of another kind, not a stall.
-pub const STALL_MAX: Duration = Duration::from_millis(250);
+pub const STALL_MAX: Duration = Duration::from_millis(220);
 /// Stalls needed for a finding (and at least [`MIN_SHARE`] of the replies).
 pub const MIN_STALLS: usize = 3;
 /// Share of replies that must stall for a finding.
@@ -96,7 +96,7 @@ pub fn judge(timings: &[Timing], what: &str) -> Verdict {
                 tails[tails.len() - 1],
             ),
         )
-        .expecting("each reply's body follows its head without a delayed-ACK wait (< 25 ms)");
+        .expecting("each reply's body follows its head without a delayed-ACK wait (< 30 ms)");
     }
     Verdict::pass(format!(
         "{} of {} {what} replies stalled in their tail (slowest tail {:.1} ms)",
