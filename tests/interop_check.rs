@@ -13,11 +13,10 @@ use elicitkit::check::{self, Report, Settings, Status};
 use elicitkit::protocol::Generation;
 use interop::{Sdk, Server};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 /// One server at a time.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Runs every check (or those starting with `only`) against `sdk`.
 async fn check_sdk(sdk: Sdk, only: &[&str]) -> Report {
@@ -111,7 +110,7 @@ const NOBODY: &str = "the server authenticates nobody";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn typescript_sdk_findings() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::Ts, &[]).await;
     use Want::*;
     assert_findings(
@@ -168,7 +167,7 @@ async fn typescript_sdk_findings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn python_sdk_findings() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::Python, &[]).await;
     use Want::*;
     assert_findings(
@@ -220,7 +219,7 @@ async fn python_sdk_findings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rmcp_findings() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::Rmcp, &[]).await;
     use Want::*;
     assert_findings(
@@ -270,7 +269,7 @@ async fn rmcp_findings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn rmcp_without_nodelay_stalls() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::RmcpNagle, &["mrtr-tail-stall", "legacy-tail-stall"]).await;
     let table = check::render::text(&r, false);
     for id in ["mrtr-tail-stall", "legacy-tail-stall"] {

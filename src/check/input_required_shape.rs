@@ -103,21 +103,6 @@ pub fn verdict_of(mut findings: Vec<(String, Finding)>, what: &str) -> Verdict {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sse_bodies_are_validated_event_by_event() {
-        let json = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#;
-        assert_eq!(documents(json), vec![json.to_owned()]);
-        let sse = format!("data: \nid: 0\nretry: 3000\n\ndata: {json}\n\n");
-        assert_eq!(documents(&sse), vec![json.to_owned()]);
-        // An InputRequiredResult with neither field is a finding, over SSE too.
-        assert!(!findings_of(&sse, is_shape_rule).is_empty());
-    }
-}
-
 async fn shape(p: Probe) -> Verdict {
     let mut all = Vec::new();
     let mut seen = 0;
@@ -140,4 +125,19 @@ async fn shape(p: Probe) -> Verdict {
         return Verdict::skip("no tool answered input_required");
     }
     verdict_of(all, &format!("{seen} input_required results"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_bodies_are_validated_event_by_event() {
+        let json = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#;
+        assert_eq!(documents(json), vec![json.to_owned()]);
+        let sse = format!("data: \nid: 0\nretry: 3000\n\ndata: {json}\n\n");
+        assert_eq!(documents(&sse), vec![json.to_owned()]);
+        // An InputRequiredResult with neither field is a finding, over SSE too.
+        assert!(!findings_of(&sse, is_shape_rule).is_empty());
+    }
 }

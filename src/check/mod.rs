@@ -238,6 +238,49 @@ mod tests {
                 "{} has the wrong prefix for its generation",
                 c.id
             );
+            let link = links::spec_link(c.generation, c.rule);
+            assert!(
+                link.starts_with(&format!("{}/{}/", links::SPEC_BASE, c.generation.version())),
+                "{}: {link}",
+                c.id
+            );
         }
+    }
+
+    #[test]
+    fn flow_pages_on_another_origin_are_recognised() {
+        let settings = Settings::new("http://127.0.0.1:9/mcp");
+        let http = reqwest::Client::new();
+        let t = Target::new(settings, http, Generation::Modern);
+        let mut tool = crate::discover::ToolProfile {
+            name: "connect".into(),
+            descriptor: serde_json::json!({"name":"connect"}),
+            arguments: Default::default(),
+            other_arguments: None,
+            single_use: false,
+            read_only: false,
+            first: probe::FirstReply::Other("-".into()),
+            rounds: vec![crate::discover::RoundSeen {
+                result: serde_json::Value::Null,
+                raw: String::new(),
+                modes: Default::default(),
+                methods: Vec::new(),
+                state: None,
+                answers: Default::default(),
+                urls: vec!["/connect/1".into()],
+            }],
+            state_round: None,
+            off_origin: None,
+        };
+        assert_eq!(
+            t.off_origin(&tool),
+            None,
+            "a relative page is on the origin"
+        );
+        tool.rounds[0].urls = vec!["https://auth.example.com/connect/1".into()];
+        assert_eq!(
+            t.off_origin(&tool).as_deref(),
+            Some("https://auth.example.com")
+        );
     }
 }

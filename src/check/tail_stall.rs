@@ -293,8 +293,8 @@ mod tests {
         quick[3] = t(41);
         quick[9] = t(44);
         assert!(matches!(judge(&quick, "x"), Verdict::Pass(_)));
-        for i in 20..27 {
-            quick[i] = t(40 + i as u64 % 5);
+        for (i, x) in quick.iter_mut().enumerate().skip(20).take(7) {
+            *x = t(40 + i as u64 % 5);
         }
         assert!(matches!(judge(&quick, "x"), Verdict::Violation { .. }));
         // A slow server is not a stall.
