@@ -74,3 +74,85 @@ fn serve_refuses_a_remote_address_and_bad_flags() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
 }
+
+#[test]
+fn help_documents_the_guard_and_anonymous_flags_with_examples() {
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    // clap wraps the help text: compare with line breaks folded away
+    let text = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for example in [
+        "--anonymous-principal demo",
+        "--allowed-origin https://",
+        "--allowed-host mcp.",
+        "--flaw no-origin-check",
+    ] {
+        assert!(text.contains(example), "{example} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn anonymous_principal_serves_requests_without_a_token() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--anonymous-principal",
+            "guest",
+        ])
+        .env("RUST_LOG", "warn")
+        .env_remove("ELICITKIT_STATE_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let base = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_owned();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let statuses = rt.block_on(async {
+        let http = reqwest::Client::new();
+        let body =
+            serde_json::json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}})
+            .to_string();
+        let post = |token: Option<&str>| {
+            let mut rb = http
+                .post(format!("{base}/mcp"))
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", "2026-07-28")
+                .header("mcp-method", "tools/list")
+                .body(body.clone());
+            if let Some(t) = token {
+                rb = rb.header("authorization", t);
+            }
+            rb.send()
+        };
+        let none = post(None).await.map(|r| r.status().as_u16());
+        let bad = post(Some("Basic x")).await.map(|r| r.status().as_u16());
+        (none.ok(), bad.ok())
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        statuses,
+        (Some(200), Some(401)),
+        "no token → guest; a bad one → 401"
+    );
+}

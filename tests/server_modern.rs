@@ -234,8 +234,11 @@ async fn protocol_error_paths() {
     // unknown tool, bad arguments, bad params types
     let r = call(&s, "a", 13, "nope", json!({}), &caps_form()).await;
     assert_eq!((r.status, r.error_code()), (400, -32602));
+    // arguments the tool cannot use: a tool execution error (SEP-1303)
     let r = call(&s, "a", 14, "deploy", json!({"service": 3}), &caps_form()).await;
-    assert_eq!((r.status, r.error_code()), (400, -32602));
+    assert_eq!((r.status, r.result_type()), (200, "complete"), "{}", r.text);
+    assert_eq!(r.result()["isError"], true);
+    assert!(r.text_content().contains("arguments.service"), "{}", r.text);
     let r = modern(
         &s,
         "a",
@@ -571,20 +574,40 @@ async fn book_trip_three_rounds_with_new_states_and_s9_rules() {
     assert_eq!(done.result_type(), "complete");
     assert_eq!(done.result()["isError"], false);
     assert!(done.text_content().contains("Carol"));
-    // decline and cancel → complete with isError
-    for (a, word) in [("decline", "declined"), ("cancel", "cancelled")] {
+    assert_eq!(stats(&s).await["side_effects"]["trips_booked"], 1);
+    // the final retry completes once: a replay of it is refused
+    let replay = retry(
+        &s,
+        "carol",
+        8,
+        "book_trip",
+        args.clone(),
+        json!({"confirm":{"action":"accept","content":{"confirm":true}}}),
+        &s3,
+        &caps,
+    )
+    .await;
+    assert_eq!((replay.status, replay.error_code()), (400, -32602));
+    assert_eq!(replay.reason(), "replayed", "{}", replay.text);
+    assert_eq!(stats(&s).await["side_effects"]["trips_booked"], 1);
+    // decline and cancel (in earlier rounds, whose states did not complete
+    // yet) → complete with isError
+    for (key, a, word, st) in [
+        ("passenger", "decline", "declined", &s2),
+        ("itinerary", "cancel", "cancelled", &s1),
+    ] {
         let r = retry(
             &s,
             "carol",
-            8,
+            9,
             "book_trip",
             args.clone(),
-            json!({"confirm":{"action":a}}),
-            &s3,
+            json!({key:{"action":a}}),
+            st,
             &caps,
         )
         .await;
-        assert_eq!(r.result_type(), "complete");
+        assert_eq!(r.result_type(), "complete", "{}", r.text);
         assert_eq!(r.result()["isError"], true);
         assert!(r.text_content().contains(word), "{}", r.text);
     }

@@ -379,7 +379,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let result = rt.block_on(run::run(opts));
     // Goose users and pooled connections may linger; do not wait for them.
-    rt.shutdown_timeout(Duration::from_secs(1));
+    rt.shutdown_timeout(Duration::from_millis(200));
     let report = match result {
         Ok(r) => r,
         Err(e) => return usage_error(e),

@@ -47,6 +47,27 @@ pub struct Args {
     /// is the principal's name).
     #[arg(long)]
     pub auth_tokens: Option<PathBuf>,
+    /// Serve requests that carry no credentials at all (no Authorization
+    /// header, no flow-page cookie) as principal NAME instead of answering
+    /// 401. Off by default; for clients that cannot send a token, such as
+    /// the official conformance runner. A request with a bad token is still
+    /// refused. Example: --anonymous-principal demo
+    #[arg(long, value_name = "NAME")]
+    pub anonymous_principal: Option<String>,
+    /// Also accept requests whose Origin header is ORIGIN (repeatable).
+    /// Allowed without it: http:// plus the bound address, localhost,
+    /// 127.0.0.1 or [::1], on the bound port; any other Origin gets 403
+    /// (DNS-rebinding defence), a request without Origin is not refused for
+    /// it. Example: --allowed-origin https://inspector.example:6274
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// Also accept requests whose Host header is HOST (repeatable): a name
+    /// (any port) or name:port. Allowed without it: the bound address,
+    /// localhost, 127.0.0.1 and [::1] on the bound port; any other Host gets
+    /// 403. Needed behind a proxy or with --allow-remote. Example:
+    /// --allowed-host mcp.internal.example:8080
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
     /// Framing of answers where the spec allows either: json or sse.
     #[arg(long, default_value = "json")]
     pub response: ResponseMode,
@@ -57,6 +78,7 @@ pub struct Args {
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub max_body: usize,
     /// Switch on a deliberate defect (repeatable); see --list-flaws.
+    /// Example: --flaw no-origin-check
     #[arg(long = "flaw", value_name = "NAME")]
     pub flaws: Vec<Flaw>,
     /// Print every flaw with the rule it breaks, then exit.
@@ -95,6 +117,19 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
     if args.state_ttl.is_zero() {
         return Err("--state-ttl must be greater than zero".into());
     }
+    if let Some(name) = &args.anonymous_principal
+        && !crate::server::auth::valid_word(name)
+    {
+        return Err(format!(
+            "--anonymous-principal {name:?}: use 1-256 visible ASCII characters, no spaces"
+        ));
+    }
+    // Checked here so a typo is a usage error, not a failed start.
+    crate::server::origin::AllowedOrigins::new(
+        args.listen,
+        &args.allowed_origins,
+        &args.allowed_hosts,
+    )?;
     Ok(ServerConfig {
         listen: args.listen,
         allow_remote: args.allow_remote,
@@ -103,6 +138,9 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         keys,
         state_ttl: args.state_ttl,
         principals,
+        anonymous_principal: args.anonymous_principal.clone(),
+        allowed_origins: args.allowed_origins.clone(),
+        allowed_hosts: args.allowed_hosts.clone(),
         response: args.response,
         elicitation_timeout: args.elicitation_timeout,
         max_body: args.max_body,
@@ -194,6 +232,14 @@ mod tests {
             "hmac-sha256",
             "--workers",
             "1",
+            "--anonymous-principal",
+            "demo",
+            "--allowed-origin",
+            "https://app.example",
+            "--allowed-host",
+            "mcp.example:8080",
+            "--allowed-host",
+            "gw.example",
         ])
         .unwrap();
         let c = config(&t.a).unwrap();
@@ -201,6 +247,9 @@ mod tests {
         assert_eq!(c.max_body, 64 * 1024);
         assert!(c.flaws.has(Flaw::NoExpiry) && c.flaws.has(Flaw::CrashOnDecline));
         assert_eq!(c.response, ResponseMode::Sse);
+        assert_eq!(c.anonymous_principal.as_deref(), Some("demo"));
+        assert_eq!(c.allowed_origins, ["https://app.example"]);
+        assert_eq!(c.allowed_hosts, ["mcp.example:8080", "gw.example"]);
         assert!(T::try_parse_from(["t", "--flaw", "nope"]).is_err());
     }
 
@@ -210,5 +259,11 @@ mod tests {
         assert!(config(&t.a).unwrap_err().contains("--allow-remote"));
         let t = T::try_parse_from(["t", "--state-codec", "rot13"]).unwrap();
         assert!(config(&t.a).is_err());
+        let t = T::try_parse_from(["t", "--anonymous-principal", "two words"]).unwrap();
+        assert!(config(&t.a).unwrap_err().contains("--anonymous-principal"));
+        let t = T::try_parse_from(["t", "--allowed-origin", "app.example"]).unwrap();
+        assert!(config(&t.a).unwrap_err().contains("--allowed-origin"));
+        let t = T::try_parse_from(["t", "--allowed-host", "http://x/"]).unwrap();
+        assert!(config(&t.a).unwrap_err().contains("--allowed-host"));
     }
 }

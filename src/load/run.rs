@@ -445,7 +445,13 @@ async fn phase(
             let cfg =
                 closed::goose_config(&base, *users, *hatch_rate, plan.duration, plan.timeout, dir);
             let run = closed::run(ctx.clone(), cfg);
-            match tokio::time::timeout(backstop, run).await {
+            let result = tokio::time::timeout(backstop, run).await;
+            // Goose's own Ctrl-C handler ends its run; the first reason set
+            // wins, so a stop we triggered ourselves keeps its reason.
+            if goose::is_killswitch_triggered() {
+                end.set("interrupted", "stopped by Ctrl-C".into());
+            }
+            match result {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => end.set("error", format!("Goose: {}", goose_error(&e))),
                 Err(_) => {

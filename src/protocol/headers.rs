@@ -125,6 +125,15 @@ pub enum HeaderMismatch {
         /// The body's value.
         body_value: String,
     },
+    /// An `Mcp-Param-{Name}` header is missing, undecodable, unexpected or
+    /// different from the argument it mirrors.
+    #[error("header {header}: {problem}")]
+    Param {
+        /// The full header name.
+        header: String,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// Checks `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` against the body.
@@ -162,10 +171,128 @@ pub fn check_request_headers<'h>(
     Ok(())
 }
 
+/// Checks the `Mcp-Param-{Name}` headers of a `tools/call` against the
+/// arguments they mirror. `params` lists the tool's `x-mcp-header`
+/// annotations as `(argument, Name)`. An argument that is present (and not
+/// null) needs its header, decoded equal to its value (strings as they are,
+/// booleans as `true`/`false`, numbers compared numerically); an absent or
+/// null argument must come without one.
+pub fn check_param_headers<'h>(
+    get: impl Fn(&str) -> Option<&'h [u8]>,
+    params: &[(&str, &str)],
+    arguments: &serde_json::Map<String, Value>,
+) -> Result<(), HeaderMismatch> {
+    for (arg, name) in params {
+        let header = format!("{PARAM_PREFIX}{name}");
+        let fail = |problem: String| HeaderMismatch::Param {
+            header: header.clone(),
+            problem,
+        };
+        let raw = get(&header);
+        let value = arguments.get(*arg).filter(|v| !v.is_null());
+        let (raw, value) = match (raw, value) {
+            (None, None) => continue,
+            (Some(_), None) => {
+                return Err(fail(format!("sent, but the body has no argument {arg:?}")));
+            }
+            (None, Some(_)) => {
+                return Err(fail(format!("missing, but the body has argument {arg:?}")));
+            }
+            (Some(r), Some(v)) => (r, v),
+        };
+        let decoded = decode_value(raw).map_err(|e| fail(e.to_string()))?;
+        let agrees = match value {
+            Value::String(s) => *s == decoded,
+            Value::Bool(b) => decoded == if *b { "true" } else { "false" },
+            Value::Number(n) => decoded
+                .parse::<f64>()
+                .ok()
+                .zip(n.as_f64())
+                .is_some_and(|(h, b)| h == b),
+            _ => false,
+        };
+        if !agrees {
+            return Err(fail(format!(
+                "{decoded:?} does not match argument {arg:?} = {value}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn param_headers_mirror_their_arguments() {
+        let params = [("service", "Service"), ("n", "Count"), ("on", "On")];
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let check = |pairs: &[(&str, &str)], a: Value| {
+            let owned: Vec<(String, Vec<u8>)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.as_bytes().to_vec()))
+                .collect();
+            check_param_headers(
+                |n| {
+                    let n = n.to_ascii_lowercase();
+                    owned
+                        .iter()
+                        .find(|(k, _)| *k == n)
+                        .map(|(_, v)| v.as_slice())
+                },
+                &params,
+                &args(a),
+            )
+        };
+        assert!(check(&[], json!({})).is_ok());
+        assert!(check(&[], json!({"service": null})).is_ok());
+        assert!(check(&[("Mcp-Param-Service", "api")], json!({"service": "api"})).is_ok());
+        assert!(
+            check(
+                &[("mcp-param-service", "=?base64?SGVsbG8=?=")],
+                json!({"service": "Hello"})
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                &[("Mcp-Param-Count", "42"), ("Mcp-Param-On", "true")],
+                json!({"n": 42.0, "on": true})
+            )
+            .is_ok()
+        );
+        // literal, not base64: the wrapper is incomplete
+        assert!(
+            check(
+                &[("Mcp-Param-Service", "=?base64?SGVsbG8=")],
+                json!({"service": "=?base64?SGVsbG8="})
+            )
+            .is_ok()
+        );
+        for (pairs, body) in [
+            (vec![], json!({"service": "api"})),
+            (vec![("Mcp-Param-Service", "api")], json!({})),
+            (
+                vec![("Mcp-Param-Service", "web")],
+                json!({"service": "api"}),
+            ),
+            (
+                vec![("Mcp-Param-Service", "=?base64?SGVsbG8?=")],
+                json!({"service": "Hello"}),
+            ),
+            (
+                vec![("Mcp-Param-Service", "=?base64?SGVs!!!bG8=?=")],
+                json!({"service": "Hello"}),
+            ),
+            (vec![("Mcp-Param-Count", "41")], json!({"n": 42})),
+            (vec![("Mcp-Param-On", "1")], json!({"on": true})),
+        ] {
+            let e = check(&pairs, body.clone()).expect_err(&format!("{pairs:?} {body}"));
+            assert!(matches!(e, HeaderMismatch::Param { .. }), "{e}");
+        }
+    }
 
     #[test]
     fn plain_values_pass_through() {

@@ -16,7 +16,8 @@ use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id, 
 
 use super::config::ServerConfig;
 use super::flaw::Flaw;
-use super::legacy::Sessions;
+use super::origin::AllowedOrigins;
+use super::sessions::Sessions;
 use super::stats::{Stats, bump};
 use super::timing::Timing;
 
@@ -34,6 +35,8 @@ pub struct App {
     pub base_url: String,
     /// Legacy (2025-11-25) sessions.
     pub sessions: Sessions,
+    /// The `Origin` and `Host` values requests may carry.
+    pub origins: AllowedOrigins,
     /// Wakes legacy calls waiting for a URL flow page to be submitted.
     flows: Mutex<HashMap<String, Arc<Notify>>>,
     blocking_store: bool,
@@ -48,6 +51,7 @@ impl App {
         sealer: Sealer,
         store: Arc<dyn Store>,
         base_url: String,
+        origins: AllowedOrigins,
         closing: watch::Receiver<bool>,
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
@@ -58,10 +62,27 @@ impl App {
             stats: Stats::default(),
             base_url,
             sessions: Sessions::default(),
+            origins,
             flows: Mutex::new(HashMap::new()),
             blocking_store,
             closing,
         }
+    }
+
+    /// The principal behind a request: its bearer token, else the `cookie`
+    /// (flow pages), else the anonymous principal if the server has one
+    /// (see [`super::auth::principal_of`]). `None` means 401.
+    pub fn principal_of(
+        &self,
+        headers: &axum::http::HeaderMap,
+        cookie: Option<&str>,
+    ) -> Option<String> {
+        super::auth::principal_of(
+            &self.cfg.principals,
+            self.cfg.anonymous_principal.as_deref(),
+            headers,
+            cookie,
+        )
     }
 
     /// True when `flaw` is switched on.

@@ -4,9 +4,14 @@
 //! Demo mode (the default) takes the token as the principal's name.
 //! `--auth-tokens FILE` maps tokens to principals instead: one `token
 //! principal` pair per line, `#` comments and blank lines ignored.
+//! `--anonymous-principal NAME` (off by default) stands a request that
+//! carries no credentials at all in for `NAME`; a request with a bad token
+//! is still refused.
 
 use std::collections::HashMap;
 use std::path::Path;
+
+use axum::http::{HeaderMap, header};
 
 /// Longest token or principal accepted, in bytes.
 pub const MAX_TOKEN_LEN: usize = 256;
@@ -51,7 +56,8 @@ pub enum AuthFileError {
     Empty,
 }
 
-fn valid_word(s: &str) -> bool {
+/// True for a usable token or principal name: 1-256 visible ASCII bytes.
+pub fn valid_word(s: &str) -> bool {
     !s.is_empty() && s.len() <= MAX_TOKEN_LEN && s.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
@@ -106,6 +112,30 @@ impl Principals {
     }
 }
 
+/// The principal behind a request: its `Authorization: Bearer` token, else
+/// (when `cookie` names one) that cookie's token, else `anonymous` when the
+/// request carries no credentials at all. `None` means "refuse with 401".
+pub fn principal_of(
+    principals: &Principals,
+    anonymous: Option<&str>,
+    headers: &HeaderMap,
+    cookie: Option<&str>,
+) -> Option<String> {
+    if let Some(v) = headers.get(header::AUTHORIZATION) {
+        return principals.resolve(bearer_token(v.as_bytes())?);
+    }
+    if let Some(name) = cookie {
+        let token = headers
+            .get_all(header::COOKIE)
+            .iter()
+            .find_map(|v| cookie_value(v.as_bytes(), name));
+        if let Some(t) = token {
+            return principals.resolve(t);
+        }
+    }
+    anonymous.map(str::to_owned)
+}
+
 /// The token of an `Authorization: Bearer <token>` header value.
 pub fn bearer_token(value: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(value).ok()?;
@@ -155,6 +185,29 @@ mod tests {
             Principals::parse_tokens("# only\n"),
             Err(AuthFileError::Empty)
         ));
+    }
+
+    #[test]
+    fn anonymous_stands_in_only_without_credentials() {
+        let p = Principals::Demo;
+        let mut h = HeaderMap::new();
+        assert_eq!(principal_of(&p, None, &h, None), None);
+        assert_eq!(
+            principal_of(&p, Some("demo"), &h, None).as_deref(),
+            Some("demo")
+        );
+        h.insert(header::COOKIE, "ek_auth=carol".parse().unwrap());
+        assert_eq!(
+            principal_of(&p, Some("demo"), &h, Some("ek_auth")).as_deref(),
+            Some("carol")
+        );
+        h.insert(header::AUTHORIZATION, "Bearer alice".parse().unwrap());
+        assert_eq!(
+            principal_of(&p, Some("demo"), &h, None).as_deref(),
+            Some("alice")
+        );
+        h.insert(header::AUTHORIZATION, "Basic x".parse().unwrap());
+        assert_eq!(principal_of(&p, Some("demo"), &h, None), None);
     }
 
     #[test]

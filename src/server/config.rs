@@ -48,6 +48,15 @@ pub struct ServerConfig {
     pub state_ttl: Duration,
     /// Token → principal mapping.
     pub principals: Principals,
+    /// The principal a request without any credentials stands for; `None`
+    /// (the default) answers such requests with 401.
+    pub anonymous_principal: Option<String>,
+    /// Origins allowed besides the defaults (`http://` + the bound address,
+    /// `localhost`, `127.0.0.1`, `[::1]`, on the bound port).
+    pub allowed_origins: Vec<String>,
+    /// `Host` values allowed besides the defaults (the same four names on
+    /// the bound port): `name` (any port) or `name:port`.
+    pub allowed_hosts: Vec<String>,
     /// JSON or SSE answers.
     pub response: ResponseMode,
     /// How long a 2025-11-25 elicitation waits for its answer.
@@ -70,6 +79,9 @@ impl Default for ServerConfig {
             keys: None,
             state_ttl: Duration::from_secs(600),
             principals: Principals::Demo,
+            anonymous_principal: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             response: ResponseMode::Json,
             elicitation_timeout: Duration::from_secs(30),
             max_body: 1024 * 1024,

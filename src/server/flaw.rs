@@ -11,14 +11,15 @@ pub enum Flaw {
     /// A `requestState` that fails verification is trusted anyway: the
     /// request's own principal, tool and arguments stand in for its claims.
     AcceptTamperedState,
-    /// The principal bound into a `requestState` (and a URL flow's owner)
-    /// is not compared with the caller.
+    /// The principal bound into a `requestState` (and a URL flow's owner,
+    /// and a 2025-11-25 session's owner) is not compared with the caller.
     IgnorePrincipal,
     /// The request digest bound into a `requestState` is not compared.
     IgnoreRequestBinding,
     /// New states are sealed without a usable expiry (far future).
     NoExpiry,
-    /// Single-use completions (`delete_file`, `connect_billing`) may repeat.
+    /// A completion from a `requestState` may repeat: replaying the final
+    /// retry runs the tool (and its side effect) again, for every tool.
     ReplayableSideEffect,
     /// `connect_billing` sends URL mode to a form-only client instead of `-32021`.
     UrlToFormClient,
@@ -36,11 +37,31 @@ pub enum Flaw {
     InputRequiredOnList,
     /// 2025-11-25 URL-mode `elicitation/create` omits `elicitationId`.
     LegacyUrlWithoutId,
+    /// A foreign `Origin` or `Host` is served as if allowed (DNS rebinding).
+    NoOriginCheck,
+    /// 2026-07-28 list (and discover) results omit `ttlMs` and `cacheScope`.
+    NoCacheHints,
+    /// A `tools/call` whose `inputResponses` is not an object or whose
+    /// `requestState` is not a string gets HTTP 404 + `-32601`.
+    BadShapeNotFound,
+    /// 2025-11-25: with the session's GET stream open, a call's
+    /// `elicitation/create` goes there instead of on the call's own stream.
+    ElicitOnGetStream,
+    /// TCP_NODELAY off and each body written after its head: replies stall
+    /// on Nagle + delayed ACK (~40 ms on loopback).
+    NoNodelay,
+    /// `deploy` deploys on decline and cancel too, answering as for accept.
+    ActOnDecline,
+    /// `connect_billing` echoes the API key typed on its page in the result.
+    LeakSecret,
+    /// `connect_billing` puts the typed API key, in clear, into the
+    /// `requestState` payload of one more round after the page.
+    SecretInState,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 13] = [
+    pub const ALL: [Flaw; 21] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -54,6 +75,14 @@ impl Flaw {
         Flaw::MissingResultType,
         Flaw::InputRequiredOnList,
         Flaw::LegacyUrlWithoutId,
+        Flaw::NoOriginCheck,
+        Flaw::NoCacheHints,
+        Flaw::BadShapeNotFound,
+        Flaw::ElicitOnGetStream,
+        Flaw::NoNodelay,
+        Flaw::ActOnDecline,
+        Flaw::LeakSecret,
+        Flaw::SecretInState,
     ];
 
     /// The command-line name.
@@ -72,6 +101,14 @@ impl Flaw {
             Flaw::MissingResultType => "missing-result-type",
             Flaw::InputRequiredOnList => "input-required-on-list",
             Flaw::LegacyUrlWithoutId => "legacy-url-without-id",
+            Flaw::NoOriginCheck => "no-origin-check",
+            Flaw::NoCacheHints => "no-cache-hints",
+            Flaw::BadShapeNotFound => "bad-shape-not-found",
+            Flaw::ElicitOnGetStream => "elicit-on-get-stream",
+            Flaw::NoNodelay => "no-nodelay",
+            Flaw::ActOnDecline => "act-on-decline",
+            Flaw::LeakSecret => "leak-secret",
+            Flaw::SecretInState => "secret-in-state",
         }
     }
 
@@ -91,6 +128,14 @@ impl Flaw {
             Flaw::MissingResultType => "§4.4",
             Flaw::InputRequiredOnList => "§4.7 S1",
             Flaw::LegacyUrlWithoutId => "§2.1, §6.A 9",
+            Flaw::NoOriginCheck => "§3.2, §4.3, §6.A 19",
+            Flaw::NoCacheHints => "§4.4a (SEP-2549)",
+            Flaw::BadShapeNotFound => "§4.7 S9, §6.B 19",
+            Flaw::ElicitOnGetStream => "§3.2, §6.A 16",
+            Flaw::NoNodelay => "latency (no spec rule)",
+            Flaw::ActOnDecline => "§2.3, §4.10",
+            Flaw::LeakSecret => "§3.6 rule 6",
+            Flaw::SecretInState => "§3.6 rule 6, §4.7 S7",
         }
     }
 
@@ -101,14 +146,14 @@ impl Flaw {
                 "a requestState that fails verification is trusted; the request stands in for its claims"
             }
             Flaw::IgnorePrincipal => {
-                "states and URL flows are not checked against the calling principal"
+                "states, URL flows and 2025-11-25 sessions are not checked against the calling principal"
             }
             Flaw::IgnoreRequestBinding => {
                 "states are not checked against the originating tool and arguments"
             }
             Flaw::NoExpiry => "states are sealed with a far-future expiry (the TTL is ignored)",
             Flaw::ReplayableSideEffect => {
-                "delete_file and connect_billing run their side effect again on a replayed state"
+                "a replayed final retry completes (and deploys, deletes, books, connects) again"
             }
             Flaw::UrlToFormClient => "connect_billing sends URL mode to a form-only client",
             Flaw::ElicitWithoutCapability => {
@@ -122,11 +167,29 @@ impl Flaw {
             Flaw::LegacyUrlWithoutId => {
                 "2025-11-25 URL-mode elicitation/create has no elicitationId"
             }
+            Flaw::NoOriginCheck => "a foreign Origin or Host is served as if allowed (no 403)",
+            Flaw::NoCacheHints => "2026-07-28 list and discover results omit ttlMs and cacheScope",
+            Flaw::BadShapeNotFound => {
+                "a tools/call with non-object inputResponses or non-string requestState gets 404 + -32601"
+            }
+            Flaw::ElicitOnGetStream => {
+                "2025-11-25 elicitation/create goes on the session's GET stream, not the call's POST stream"
+            }
+            Flaw::NoNodelay => {
+                "TCP_NODELAY off and bodies written after their heads: replies stall ~40 ms"
+            }
+            Flaw::ActOnDecline => {
+                "deploy deploys on decline and cancel too, and answers as for accept"
+            }
+            Flaw::LeakSecret => "connect_billing echoes the typed API key in its result",
+            Flaw::SecretInState => {
+                "connect_billing seals the typed API key in clear into one more requestState"
+            }
         }
     }
 
-    fn bit(self) -> u16 {
-        1 << (self as u16)
+    fn bit(self) -> u32 {
+        1 << (self as u32)
     }
 
     /// The `--list-flaws` table: name, rule, description.
@@ -167,7 +230,7 @@ impl FromStr for Flaw {
 
 /// A set of flaws (empty = a correct server).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FlawSet(u16);
+pub struct FlawSet(u32);
 
 impl FlawSet {
     /// No flaws.

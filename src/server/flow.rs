@@ -19,7 +19,6 @@ use serde_json::json;
 use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_secret, now_ms};
 
 use super::app::App;
-use super::auth::{bearer_token, cookie_value};
 use super::flaw::Flaw;
 use super::reply;
 use super::timing::Timing;
@@ -80,18 +79,10 @@ fn login_page(next: &str, note: &str, timing: &Timing) -> Response {
     html(StatusCode::UNAUTHORIZED, "Sign in", &body, timing)
 }
 
-/// The principal of a browser request: bearer header or `ek_auth` cookie.
+/// The principal of a browser request: bearer header, `ek_auth` cookie, or
+/// the anonymous principal when it carries neither.
 fn browser_principal(app: &App, headers: &HeaderMap) -> Option<String> {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| bearer_token(v.as_bytes()))
-        .or_else(|| {
-            headers
-                .get_all(header::COOKIE)
-                .iter()
-                .find_map(|v| cookie_value(v.as_bytes(), AUTH_COOKIE))
-        })?;
-    app.cfg.principals.resolve(token)
+    app.principal_of(headers, Some(AUTH_COOKIE))
 }
 
 /// Loads the flow and checks it may be shown to `principal`.
@@ -233,7 +224,13 @@ pub async fn submit(
             &timing,
         );
     }
-    let outcome = Outcome::Completed(json!({"masked": mask_secret(key)}));
+    // Only the masked key is kept, except under the flaws that need the key
+    // itself later (to leak it to the client or seal it into a state).
+    let outcome = if app.flaw(Flaw::LeakSecret) || app.flaw(Flaw::SecretInState) {
+        Outcome::Completed(json!({"masked": mask_secret(key), "key": key}))
+    } else {
+        Outcome::Completed(json!({"masked": mask_secret(key)}))
+    };
     let owner = rec.principal.clone();
     let rid = rec.id.clone();
     let res = app

@@ -1,7 +1,9 @@
-//! The HTTP surface: routes, body limits, principal extraction, and the
-//! per-request choice between the two generations.
+//! The HTTP surface: routes, the `Origin`/`Host` guard in front of all of
+//! them, body limits, and the per-request choice between the two
+//! generations.
 //!
-//! A request is 2025-11-25 ("legacy") when it is `initialize`, says
+//! A request is 2025-11-25 ("legacy") when it is `initialize` (without a
+//! 2026-07-28 `MCP-Protocol-Version`), says
 //! `MCP-Protocol-Version: 2025-11-25`, or carries an `MCP-Session-Id` without
 //! any `MCP-Protocol-Version`; everything else is 2026-07-28 (which ignores
 //! `Mcp-Session-Id`, as the 2026-07-28 transport requires).
@@ -10,40 +12,77 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post};
+use futures::StreamExt as _;
 use serde_json::json;
 
 use crate::protocol::codes;
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{Message, RequestId, message_from_value, parse_json_capped};
 use crate::protocol::legacy::METHOD_INITIALIZE;
-use crate::protocol::version::LEGACY;
+use crate::protocol::version::{LEGACY, MODERN};
 
 use super::app::App;
-use super::auth::bearer_token;
+use super::flaw::Flaw;
 use super::reply::{self, RpcError};
 use super::timing::Timing;
 use super::{flow, legacy, modern};
 
 /// The router of the reference server.
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let split = app.flaw(Flaw::NoNodelay);
+    let router = Router::new()
         .route("/mcp", post(mcp_post).get(mcp_get).delete(mcp_delete))
         .route("/flow/{id}", get(flow::page).post(flow::submit))
         .route("/login", post(flow::login))
         .route("/stats", get(stats))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .with_state(app)
+        .layer(middleware::from_fn_with_state(app.clone(), guard_origin));
+    let router = if split {
+        router.layer(middleware::from_fn(split_writes))
+    } else {
+        router
+    };
+    router.with_state(app)
 }
 
-/// The principal behind the request's `Authorization: Bearer` header.
-pub fn principal_of(app: &App, headers: &HeaderMap) -> Option<String> {
-    let token = bearer_token(headers.get(header::AUTHORIZATION)?.as_bytes())?;
-    app.cfg.principals.resolve(token)
+/// 403 for a foreign `Origin` or `Host` on every route (DNS rebinding),
+/// unless the `no-origin-check` flaw is on.
+async fn guard_origin(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    if app.flaw(Flaw::NoOriginCheck) {
+        return next.run(req).await;
+    }
+    match app.origins.check(req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => {
+            let timing = Timing::start();
+            tracing::info!(?refusal, "request refused by the Origin/Host check");
+            let e = RpcError::new(
+                StatusCode::FORBIDDEN,
+                codes::INVALID_REQUEST,
+                refusal.message(),
+            );
+            reply::with_timing(reply::error(None, &e), &timing)
+        }
+    }
+}
+
+/// `no-nodelay`: hands the body over only after hyper has written the head,
+/// so the two leave in separate writes (and, with Nagle on, the body waits
+/// for the client's delayed ACK of the head).
+async fn split_writes(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let (parts, body) = resp.into_parts();
+    let mut body = Some(body);
+    let stream = futures::stream::once(tokio::task::yield_now())
+        .filter_map(move |()| std::future::ready(body.take().map(Body::into_data_stream)))
+        .flatten();
+    Response::from_parts(parts, Body::from_stream(stream))
 }
 
 fn unauthorized(id: Option<&RequestId>) -> Response {
@@ -60,7 +99,9 @@ fn unauthorized(id: Option<&RequestId>) -> Response {
 
 fn is_legacy(headers: &HeaderMap, msg: &Message) -> bool {
     let version = headers.get(PROTOCOL_VERSION).map(|v| v.as_bytes());
-    msg.method() == Some(METHOD_INITIALIZE)
+    // `initialize` under a 2026-07-28 header is a modern client calling a
+    // removed method (404 + -32601), not a legacy handshake.
+    (msg.method() == Some(METHOD_INITIALIZE) && version != Some(MODERN.as_bytes()))
         || version == Some(LEGACY.as_bytes())
         || (version.is_none() && headers.contains_key(SESSION_ID))
 }
@@ -82,50 +123,12 @@ fn too_large(max: usize) -> Response {
     )
 }
 
-/// True when the request carries no `Origin`, or one on a loopback host, or
-/// one naming the host the request was sent to (DNS-rebinding defence).
-pub fn origin_allowed(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get(header::ORIGIN) else {
-        return true;
-    };
-    let Some(url) = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()) else {
-        return false;
-    };
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    if loopback {
-        return true;
-    }
-    let authority = match (url.host_str(), url.port()) {
-        (Some(h), Some(p)) => format!("{h}:{p}"),
-        (Some(h), None) => h.to_owned(),
-        _ => return false,
-    };
-    headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .is_some_and(|h| h.eq_ignore_ascii_case(&authority))
-}
-
 async fn post_inner(
     app: &Arc<App>,
     headers: &HeaderMap,
     body: Body,
     timing: &mut Timing,
 ) -> Response {
-    if !origin_allowed(headers) {
-        tracing::info!("request with a foreign Origin refused");
-        let e = RpcError::new(
-            StatusCode::FORBIDDEN,
-            codes::INVALID_REQUEST,
-            "Origin not allowed",
-        );
-        return reply::error(None, &e);
-    }
     let max = app.cfg.max_body;
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -157,7 +160,7 @@ async fn post_inner(
         Message::Request(r) => Some(r.id.clone()),
         _ => None,
     };
-    let Some(principal) = principal_of(app, headers) else {
+    let Some(principal) = app.principal_of(headers, None) else {
         return unauthorized(id.as_ref());
     };
     if is_legacy(headers, &msg) {
@@ -177,17 +180,28 @@ async fn post_inner(
     }
 }
 
-async fn mcp_get(headers: HeaderMap) -> Response {
+/// A GET or DELETE belongs to a 2025-11-25 session when it names one and
+/// does not say it speaks another version; 2026-07-28 has neither (405).
+fn names_legacy_session(headers: &HeaderMap) -> bool {
+    headers.contains_key(SESSION_ID)
+        && headers
+            .get(PROTOCOL_VERSION)
+            .is_none_or(|v| v.as_bytes() == LEGACY.as_bytes())
+}
+
+async fn mcp_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let timing = Timing::start();
-    let _ = headers;
-    reply::with_timing(reply::status(StatusCode::METHOD_NOT_ALLOWED), &timing)
+    let resp = if names_legacy_session(&headers) {
+        legacy::handle_get(&app, &headers)
+    } else {
+        reply::status(StatusCode::METHOD_NOT_ALLOWED)
+    };
+    reply::with_timing(resp, &timing)
 }
 
 async fn mcp_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let timing = Timing::start();
-    let resp = if !origin_allowed(&headers) {
-        reply::status(StatusCode::FORBIDDEN)
-    } else if headers.contains_key(SESSION_ID) {
+    let resp = if names_legacy_session(&headers) {
         legacy::handle_delete(&app, &headers)
     } else {
         reply::status(StatusCode::METHOD_NOT_ALLOWED)
@@ -214,35 +228,4 @@ async fn not_found() -> Response {
         super::config::ResponseMode::Json,
     );
     reply::with_timing(r, &timing)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut m = HeaderMap::new();
-        for (k, v) in pairs {
-            m.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        m
-    }
-
-    #[test]
-    fn origins_are_checked() {
-        assert!(origin_allowed(&h(&[])));
-        assert!(origin_allowed(&h(&[("origin", "http://localhost:3000")])));
-        assert!(origin_allowed(&h(&[("origin", "http://127.0.0.1:9")])));
-        assert!(origin_allowed(&h(&[("origin", "http://[::1]:9")])));
-        assert!(!origin_allowed(&h(&[("origin", "https://evil.example")])));
-        assert!(!origin_allowed(&h(&[("origin", "null")])));
-        assert!(origin_allowed(&h(&[
-            ("origin", "http://myhost:8080"),
-            ("host", "myhost:8080")
-        ])));
-        assert!(!origin_allowed(&h(&[
-            ("origin", "http://myhost:8080"),
-            ("host", "other:8080")
-        ])));
-    }
 }

@@ -4,16 +4,17 @@
 //! priming event, each `elicitation/create`, the optional
 //! `notifications/elicitation/complete` (URL mode) and finally the tool
 //! result. The client's answers arrive as POSTed JSON-RPC responses (202).
+//! `GET /mcp` with the session id opens the session's standalone stream
+//! (one per session), on which this server sends nothing of its own.
 //!
 //! Every elicitation is a store record bound to the session's principal;
 //! unanswered ones time out (`--elicitation-timeout`) into a tool error.
-//! A request for a session of another principal gets 403; a deleted or
-//! unknown session 404; a wrong `MCP-Protocol-Version` 400.
+//! A request, answer or GET for a session of another principal gets 403; a
+//! deleted or unknown session 404; a wrong `MCP-Protocol-Version` 400.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -22,7 +23,6 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::codes;
 use crate::protocol::elicitation::{ElicitRequestParams, METHOD_COMPLETE, METHOD_CREATE};
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
@@ -40,63 +40,15 @@ use super::app::App;
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
 use super::reply::{self, RpcError};
+use super::sessions::{Answer, Session, lock, new_session_id};
 use super::stats::{bump, drop_one};
 use super::timing::Timing;
 use super::tools::{self, Ask, Ctx, Step, Tool, ToolError, ToolResult};
 
-/// Most sessions alive at once; `initialize` beyond it gets 503.
-pub const MAX_SESSIONS: usize = 50_000;
 /// Most elicitation rounds one legacy call may run.
 const MAX_ROUNDS: usize = 10;
 /// Most invalid answers tolerated for one input before giving up.
 const MAX_INVALID: usize = 3;
-
-type Answer = Result<Value, Value>;
-
-/// One 2025-11-25 session.
-pub struct Session {
-    principal: String,
-    modes: ElicitModes,
-    initialized: AtomicBool,
-    next_id: AtomicU64,
-    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
-    calls: Mutex<HashMap<RequestId, Arc<Notify>>>,
-    closed: tokio::sync::watch::Sender<bool>,
-}
-
-/// All live sessions by id.
-#[derive(Default)]
-pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<Session>>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Sessions {
-    fn get(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.map).get(id).cloned()
-    }
-
-    fn insert(&self, id: String, s: Arc<Session>) -> bool {
-        let mut m = lock(&self.map);
-        if m.len() >= MAX_SESSIONS {
-            return false;
-        }
-        m.insert(id, s);
-        true
-    }
-
-    fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.map).remove(id)
-    }
-}
-
-fn new_session_id() -> String {
-    let b: [u8; 16] = rand::random();
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
 
 fn err(status: StatusCode, code: i64, msg: impl Into<String>) -> RpcError {
     RpcError::new(status, code, msg)
@@ -214,16 +166,7 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
         }
     };
     let sid = new_session_id();
-    let (closed, _) = tokio::sync::watch::channel(false);
-    let session = Arc::new(Session {
-        principal,
-        modes: params.capabilities.elicit_modes(),
-        initialized: AtomicBool::new(false),
-        next_id: AtomicU64::new(1),
-        pending: Mutex::new(HashMap::new()),
-        calls: Mutex::new(HashMap::new()),
-        closed,
-    });
+    let session = Arc::new(Session::new(principal, params.capabilities.elicit_modes()));
     if !app.sessions.insert(sid.clone(), session) {
         let e = err(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -236,7 +179,7 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
     tracing::info!(client = %params.client_info.name, "legacy session created");
     let result = json!({
         "protocolVersion": LEGACY,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": super::modern::server_capabilities(Generation::Legacy),
         "serverInfo": Implementation::elicitkit(),
         "instructions": "elicitkit reference server: demo tools that elicit in form and URL mode.",
     });
@@ -253,7 +196,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let principal = super::http::principal_of(app, headers);
+    let principal = app.principal_of(headers, None);
     if principal.is_none() {
         return reply::status(StatusCode::UNAUTHORIZED);
     }
@@ -268,11 +211,71 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
         Some(_) => {
             if let Some(s) = app.sessions.remove(sid) {
                 let _ = s.closed.send(true);
+                s.close_get_stream();
                 drop_one(&app.stats.active_sessions);
             }
             reply::status(StatusCode::NO_CONTENT)
         }
     }
+}
+
+/// Handles `GET /mcp` with a session header: opens the session's
+/// standalone SSE stream (one per session; a second gets 409) for server
+/// messages that belong to no request. The reference server sends none
+/// there (only a priming event) unless the `elicit-on-get-stream` flaw is on.
+pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
+    let Some(principal) = app.principal_of(headers, None) else {
+        return reply::status(StatusCode::UNAUTHORIZED);
+    };
+    if headers
+        .get(PROTOCOL_VERSION)
+        .is_some_and(|v| v.as_bytes() != LEGACY.as_bytes())
+    {
+        return reply::status(StatusCode::BAD_REQUEST);
+    }
+    let sid = headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let Some(session) = app.sessions.get(sid) else {
+        return reply::status(StatusCode::NOT_FOUND);
+    };
+    if session.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
+        tracing::info!("GET stream of a session asked for by another principal");
+        return reply::status(StatusCode::FORBIDDEN);
+    }
+    let Some(rx) = session.open_get_stream() else {
+        return reply::status(StatusCode::CONFLICT);
+    };
+    let closed = session.closed.subscribe();
+    let closing = app.closing.clone();
+    let priming =
+        futures::stream::once(async { Ok::<_, Infallible>(encode_event(Some("g0"), "")) });
+    let events = futures::stream::unfold(
+        (rx, closed, closing),
+        |(mut rx, mut closed, mut closing)| async move {
+            let next = tokio::select! {
+                m = rx.recv() => m,
+                _ = closed.wait_for(|c| *c) => None,
+                _ = closing.wait_for(|c| *c) => None,
+            };
+            next.map(|m| (Ok::<_, Infallible>(m), (rx, closed, closing)))
+        },
+    );
+    use futures::StreamExt as _;
+    sse_response(Body::from_stream(priming.chain(events)))
+}
+
+fn sse_response(body: Body) -> Response {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
 }
 
 async fn request(
@@ -282,20 +285,58 @@ async fn request(
     principal: String,
 ) -> Response {
     let mode = app.cfg.response;
+    let params = req.params.as_ref();
     match req.method.as_str() {
         "ping" => reply::result(&req.id, &json!({}), mode),
+        "logging/setLevel" => match params.and_then(|p| p.get("level")).and_then(Value::as_str) {
+            Some(l) if LOG_LEVELS.contains(&l) => reply::result(&req.id, &json!({}), mode),
+            _ => reply::error(
+                Some(&req.id),
+                &RpcError::invalid_params(format!(
+                    "params.level must be one of {}",
+                    LOG_LEVELS.join(", ")
+                )),
+            ),
+        },
         "tools/list" => reply::result(&req.id, &super::modern::tools_list(), mode),
         "prompts/list" => reply::result(&req.id, &json!({"prompts": []}), mode),
         "resources/list" => reply::result(&req.id, &json!({"resources": []}), mode),
+        "resources/templates/list" => {
+            reply::result(&req.id, &json!({"resourceTemplates": []}), mode)
+        }
+        // 2025-11-25 names a missing resource -32002 (2026-07-28 moved to -32602).
+        "resources/read" => reply::error(
+            Some(&req.id),
+            &super::modern::unknown_resource(params, codes::RETIRED_RESOURCE_NOT_FOUND),
+        ),
+        "prompts/get" => reply::error(Some(&req.id), &super::modern::unknown_prompt(params)),
         "tools/call" => match prepare_call(&req) {
-            Ok((tool, args)) => stream_call(app, session, req.id, tool, args, principal),
+            Ok((tool, Ok(args))) => stream_call(app, session, req.id, tool, args, principal),
+            Ok((_, Err(bad))) => reply::result(&req.id, &bad.to_value(), mode),
             Err(e) => reply::error(Some(&req.id), &e),
         },
         other => reply::error(Some(&req.id), &RpcError::method_not_found(other)),
     }
 }
 
-fn prepare_call(req: &Request) -> Result<(Tool, Map<String, Value>), RpcError> {
+/// The `logging/setLevel` levels (RFC 5424 names).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// A call's arguments, or the tool error that says why they are unusable.
+type Usable = Result<Map<String, Value>, ToolResult>;
+
+/// The tool and its arguments; arguments the tool cannot use are a tool
+/// execution error (`isError`), as SEP-1303 asks, not a protocol error.
+fn prepare_call(req: &Request) -> Result<(Tool, Usable), RpcError> {
     let p = req
         .params
         .as_ref()
@@ -316,8 +357,12 @@ fn prepare_call(req: &Request) -> Result<(Tool, Map<String, Value>), RpcError> {
             ));
         }
     };
-    tools::check_arguments(tool, &args).map_err(|e| RpcError::invalid_params(e.to_string()))?;
-    Ok((tool, args))
+    Ok((
+        tool,
+        tools::check_arguments(tool, &args)
+            .map(|()| args)
+            .map_err(|e| ToolResult::error(e.to_string())),
+    ))
 }
 
 /// The SSE writer of one call.
@@ -361,15 +406,7 @@ fn stream_call(
     });
     let body =
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok::<_, Infallible>)));
-    let mut r = Response::new(Body::from_stream(body));
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r
+    sse_response(Body::from_stream(body))
 }
 
 /// How waiting for one elicitation ended.
@@ -441,13 +478,8 @@ impl Call<'_> {
             }
         }
         let once: [u8; 16] = rand::random();
-        let ctx = Ctx {
-            app,
-            principal: self.principal,
-            args,
-            digest,
-            once_key: Some(once.iter().map(|b| format!("{b:02x}")).collect()),
-        };
+        let once_key = once.iter().map(|b| format!("{b:02x}")).collect();
+        let ctx = Ctx::new(app, self.principal, args, digest, Some(once_key));
         let mut conv = Conversation::default();
         let mut invalid = 0;
         for _ in 0..MAX_ROUNDS {
@@ -543,9 +575,13 @@ impl Call<'_> {
         {
             o.remove("elicitationId");
         }
-        let sent = stream
-            .send(&reply::request_json(&sid, METHOD_CREATE, &params))
-            .await;
+        let request = reply::request_json(&sid, METHOD_CREATE, &params);
+        let sent = if app.flaw(Flaw::ElicitOnGetStream) && self.session.has_get_stream() {
+            // The flaw: the request leaves its call's stream for the GET one.
+            self.session.send_on_get_stream(&request).await || stream.send(&request).await
+        } else {
+            stream.send(&request).await
+        };
         let answer = if sent {
             self.wait(stream, rx, timeout).await
         } else {

@@ -6,10 +6,13 @@
 //! - [`config`]: [`ServerConfig`] (`Default` = a correct server on an
 //!   ephemeral loopback port).
 //! - [`flaw`]: [`Flaw`] switches and [`FlawSet`].
-//! - [`auth`]: principals from bearer tokens (demo mode or a token file).
-//! - `http`: routes, body cap, generation choice; `modern`: MRTR;
-//!   `legacy`: sessions and SSE push; `flow`: the URL-flow pages;
-//!   `tools`: the demo tools; `conversation`: answers across rounds.
+//! - [`auth`]: principals from bearer tokens (demo mode or a token file),
+//!   and the optional anonymous principal.
+//! - [`origin`]: the `Origin`/`Host` allow-list (DNS-rebinding defence).
+//! - `http`: routes, the origin guard, body cap, generation choice;
+//!   `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
+//!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
+//!   tools; `conversation`: answers across rounds.
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`.
 //!
 //! Embed it with [`start`]; the returned [`RunningServer`] knows its address
@@ -24,7 +27,9 @@ mod flow;
 mod http;
 mod legacy;
 mod modern;
+pub mod origin;
 mod reply;
+mod sessions;
 pub mod stats;
 pub mod timing;
 mod tools;
@@ -141,6 +146,13 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
+    let origins = origin::AllowedOrigins::new(addr, &config.allowed_origins, &config.allowed_hosts)
+        .map_err(anyhow::Error::msg)?;
+    if addr.ip().is_unspecified() && config.allowed_hosts.is_empty() {
+        tracing::warn!(
+            "listening on {addr}: requests reach it by other names, which the Host check refuses; add them with --allowed-host"
+        );
+    }
     let (closing_tx, closing_rx) = watch::channel(false);
     tracing::info!(
         %addr,
@@ -154,12 +166,16 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         sealer,
         store,
         format!("http://{addr}"),
+        origins,
         closing_rx.clone(),
     ));
     spawn_sweeper(app.clone());
+    // `no-nodelay` leaves Nagle on; with the body written after the head
+    // (see `http::split_writes`) a reply waits for the client's delayed ACK.
+    let nodelay = !app.flaw(Flaw::NoNodelay);
     let router = http::router(app);
-    let listener = listener.tap_io(|s| {
-        let _ = s.set_nodelay(true);
+    let listener = listener.tap_io(move |s| {
+        let _ = s.set_nodelay(nodelay);
     });
     let mut shutdown_rx = closing_rx;
     let task = tokio::spawn(async move {

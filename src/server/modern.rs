@@ -2,6 +2,10 @@
 //! version and capability gating, `server/discover`, `tools/list` and
 //! `tools/call` with `input_required` rounds sealed into `requestState`.
 //!
+//! List, read and discover results carry the SEP-2549 caching hints
+//! (`ttlMs`, `cacheScope`). Arguments a tool cannot use are a tool execution
+//! error (`isError`, SEP-1303); a final retry completes once per state.
+//!
 //! Error statuses: `-32602` (including a rejected `requestState`, whose
 //! `data.reason` is the [`crate::state::StateError::kind`]) → HTTP 400;
 //! `-32020`, `-32021`, `-32022` → 400; unknown or removed methods → 404 +
@@ -14,7 +18,7 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 use crate::protocol::codes;
-use crate::protocol::headers::check_request_headers;
+use crate::protocol::headers::{check_param_headers, check_request_headers};
 use crate::protocol::jsonrpc::Request;
 use crate::protocol::legacy::Implementation;
 use crate::protocol::mrtr::{
@@ -30,7 +34,7 @@ use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
 use super::reply::{self, RpcError};
 use super::timing::Timing;
-use super::tools::{self, Ctx, Step, Tool, ToolError};
+use super::tools::{self, Ctx, Step, Tool, ToolError, ToolResult};
 
 static EMPTY_ARGS: LazyLock<Value> = LazyLock::new(|| Value::Object(Map::new()));
 
@@ -48,6 +52,56 @@ pub fn finish(app: &App, mut v: Value, result_type: &'static str) -> Value {
         o.entry("_meta").or_insert_with(|| SERVER_META.clone());
     }
     v
+}
+
+/// How long a client may cache a list or discover result: the lists are
+/// fixed for the life of the process.
+pub const LIST_TTL_MS: u64 = 60_000;
+
+/// Adds the caching hints to a cacheable result (unless `no-cache-hints`).
+/// Every cacheable result of this server is the same for every principal,
+/// hence `public`.
+fn cacheable(app: &App, mut v: Value) -> Value {
+    if !app.flaw(Flaw::NoCacheHints)
+        && let Some(o) = v.as_object_mut()
+    {
+        o.insert("ttlMs".into(), LIST_TTL_MS.into());
+        o.insert("cacheScope".into(), "public".into());
+    }
+    v
+}
+
+/// The server capabilities: tools, plus (empty) prompts and resources;
+/// 2025-11-25 adds `logging` (its `logging/setLevel` is accepted; no log
+/// messages are ever sent).
+pub fn server_capabilities(generation: Generation) -> Value {
+    let mut caps = json!({
+        "tools": {"listChanged": false},
+        "prompts": {"listChanged": false},
+        "resources": {"subscribe": false, "listChanged": false},
+    });
+    if generation == Generation::Legacy {
+        caps["logging"] = json!({});
+    }
+    caps
+}
+
+/// The error for `resources/read` of a URI this server does not serve
+/// (it serves none): `code` with the URI in `data` (SEP-2164).
+pub fn unknown_resource(params: Option<&Value>, code: i64) -> RpcError {
+    match params.and_then(|p| p.get("uri")).and_then(Value::as_str) {
+        Some(uri) => RpcError::new(StatusCode::BAD_REQUEST, code, "Resource not found")
+            .with_data(json!({"uri": uri})),
+        None => RpcError::invalid_params("params.uri must be a string"),
+    }
+}
+
+/// The error for `prompts/get` (this server has no prompts).
+pub fn unknown_prompt(params: Option<&Value>) -> RpcError {
+    match params.and_then(|p| p.get("name")).and_then(Value::as_str) {
+        Some(name) => RpcError::invalid_params(format!("unknown prompt {name:?}")),
+        None => RpcError::invalid_params("params.name must be a string"),
+    }
 }
 
 /// The JSON-RPC error for a rejected `requestState`.
@@ -135,21 +189,35 @@ async fn dispatch(
         .with_data(json!({"supported": SUPPORTED, "requested": meta.protocol_version})));
     }
     match method {
-        METHOD_DISCOVER => Ok(finish(app, discover(), "complete")),
+        METHOD_DISCOVER => Ok(finish(app, cacheable(app, discover()), "complete")),
         METHOD_TOOLS_LIST => {
             if app.flaw(Flaw::InputRequiredOnList) {
                 let token: [u8; 16] = rand::random();
                 let v = json!({"requestState": token.iter().map(|b| format!("{b:02x}")).collect::<String>()});
                 return Ok(finish(app, v, "input_required"));
             }
-            Ok(finish(app, tools_list(), "complete"))
+            Ok(finish(app, cacheable(app, tools_list()), "complete"))
         }
-        "prompts/list" => Ok(finish(app, json!({"prompts": []}), "complete")),
-        "resources/list" => Ok(finish(app, json!({"resources": []}), "complete")),
-        "resources/templates/list" => Ok(finish(app, json!({"resourceTemplates": []}), "complete")),
+        "prompts/list" => Ok(finish(
+            app,
+            cacheable(app, json!({"prompts": []})),
+            "complete",
+        )),
+        "resources/list" => Ok(finish(
+            app,
+            cacheable(app, json!({"resources": []})),
+            "complete",
+        )),
+        "resources/templates/list" => Ok(finish(
+            app,
+            cacheable(app, json!({"resourceTemplates": []})),
+            "complete",
+        )),
+        "resources/read" => Err(unknown_resource(params, codes::INVALID_PARAMS)),
+        "prompts/get" => Err(unknown_prompt(params)),
         METHOD_TOOLS_CALL => {
             let params = params.unwrap_or(&EMPTY_ARGS);
-            tools_call(app, params, &meta, principal, timing).await
+            tools_call(app, headers, params, &meta, principal, timing).await
         }
         other => Err(RpcError::method_not_found(other)),
     }
@@ -159,10 +227,8 @@ async fn dispatch(
 pub fn discover() -> Value {
     json!({
         "supportedVersions": SUPPORTED,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": server_capabilities(Generation::Modern),
         "instructions": "elicitkit reference server: demo tools that elicit in form and URL mode.",
-        "ttlMs": 0,
-        "cacheScope": "private",
     })
 }
 
@@ -180,8 +246,18 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A `tools/call` whose `inputResponses` or `requestState` has the wrong
+/// JSON type: `-32602`, or (the `bad-shape-not-found` flaw) 404 + `-32601`.
+fn bad_shape(app: &App, message: &str) -> RpcError {
+    if app.flaw(Flaw::BadShapeNotFound) {
+        return RpcError::method_not_found(METHOD_TOOLS_CALL);
+    }
+    RpcError::invalid_params(message)
+}
+
 async fn tools_call(
     app: &Arc<App>,
+    headers: &HeaderMap,
     params: &Value,
     meta: &RequestMeta,
     principal: &str,
@@ -208,25 +284,37 @@ async fn tools_call(
     let args = args_value
         .as_object()
         .ok_or_else(|| RpcError::invalid_params("params.arguments must be an object"))?;
+    // Absent is fine; present means the schema's type, so `null` is refused too.
     let responses = match obj.get("inputResponses") {
-        None | Some(Value::Null) => None,
+        None => None,
         Some(Value::Object(m)) => Some(m),
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "params.inputResponses must be an object",
-            ));
-        }
+        Some(_) => return Err(bad_shape(app, "params.inputResponses must be an object")),
     };
     let state = match obj.get("requestState") {
-        None | Some(Value::Null) => None,
+        None => None,
         Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "params.requestState must be a string",
-            ));
-        }
+        Some(_) => return Err(bad_shape(app, "params.requestState must be a string")),
     };
-    tools::check_arguments(tool, args).map_err(|e| tool_error(app, e))?;
+    check_param_headers(
+        |n| headers.get(n).map(|v| v.as_bytes()),
+        tool.header_params(),
+        args,
+    )
+    .map_err(|e| {
+        RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::HEADER_MISMATCH,
+            e.to_string(),
+        )
+    })?;
+    if let Err(e) = tools::check_arguments(tool, args) {
+        // SEP-1303: the model sees what to fix, so a tool error, not -32602.
+        return Ok(finish(
+            app,
+            ToolResult::error(e.to_string()).to_value(),
+            "complete",
+        ));
+    }
     if let Err(required) = tools::gate(
         app,
         tool.needs(app),
@@ -244,13 +332,7 @@ async fn tools_call(
     let digest = request_digest(METHOD_TOOLS_CALL, name, args_value)
         .map_err(|e| RpcError::invalid_params(format!("params.arguments: {e}")))?;
 
-    let mut ctx = Ctx {
-        app,
-        principal,
-        args,
-        digest,
-        once_key: None,
-    };
+    let mut ctx = Ctx::new(app, principal, args, digest, None);
     let (mut conv, round) = match state {
         None => (Conversation::default(), 0),
         Some(token) => match app.open_state(token, principal, &digest, timing) {
@@ -318,7 +400,13 @@ async fn tools_call(
         .await
         .map_err(|e| tool_error(app, e))?;
     match step {
-        Step::Done(r) => Ok(finish(app, r.to_value(), "complete")),
+        Step::Done(r) => {
+            // A completion from a state happens once, side effect or not.
+            if state.is_some() {
+                ctx.commit(None).await.map_err(|e| tool_error(app, e))?;
+            }
+            Ok(finish(app, r.to_value(), "complete"))
+        }
         Step::Ask(asks) => {
             let mut requests = Map::new();
             conv.asked = asks.iter().map(|a| a.key.clone()).collect();

@@ -17,6 +17,10 @@ pub struct Stats {
     pub files_deleted: AtomicU64,
     /// `connect_billing` completions.
     pub billing_connected: AtomicU64,
+    /// `book_trip` bookings.
+    pub trips_booked: AtomicU64,
+    /// `profile` saves.
+    pub profiles_saved: AtomicU64,
     /// `requestState` tokens sealed.
     pub states_sealed: AtomicU64,
     /// `requestState` tokens opened successfully.
@@ -68,6 +72,8 @@ impl Stats {
                 "deployments": g(&self.deployments),
                 "files_deleted": g(&self.files_deleted),
                 "billing_connected": g(&self.billing_connected),
+                "trips_booked": g(&self.trips_booked),
+                "profiles_saved": g(&self.profiles_saved),
             },
             "states": {
                 "sealed": g(&self.states_sealed),

@@ -1,23 +1,35 @@
 //! `connect_billing {}`: URL mode. The user types an API key on the
 //! server's own page (`/flow/<id>`); the tool result shows only the masked
 //! key. Accept before the page was submitted asks again. Completion is
-//! single-use per flow. With the `secret-in-form` flaw it asks for the key
-//! in a form field instead (a spec violation).
+//! single-use per flow and per state. With the `secret-in-form` flaw it asks
+//! for the key in a form field instead (a spec violation); `leak-secret`
+//! echoes the typed key in the result; `secret-in-state` asks one more
+//! (confirmation) round whose sealed state carries the typed key in clear.
 
 use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
-use super::{Ask, Ctx, FormSpec, Step, ToolError, ToolResult, refused};
+use super::{Ask, Ctx, Effect, FormSpec, Step, ToolError, ToolResult, refused};
 use crate::protocol::ElicitAction;
 use crate::server::conversation::{Conversation, Expect};
 use crate::server::flaw::Flaw;
-use crate::server::stats::bump;
 use crate::store::{Status, mask_secret};
 
 /// The input key of the billing elicitation.
 pub const KEY: &str = "billing";
+/// The input key of the extra confirmation round (`secret-in-state` only).
+const CONFIRM_KEY: &str = "billing_confirm";
 const MEMO_FLOW: &str = "flow";
+const MEMO_KEY: &str = "api_key";
+
+static CONFIRM_FORM: LazyLock<FormSpec> = LazyLock::new(|| {
+    FormSpec::new(json!({
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean", "title": "Connect billing with this key?", "default": true}},
+        "required": ["confirm"]
+    }))
+});
 
 static SECRET_FORM: LazyLock<FormSpec> = LazyLock::new(|| {
     FormSpec::new(json!({
@@ -32,6 +44,9 @@ static SECRET_FORM: LazyLock<FormSpec> = LazyLock::new(|| {
 
 /// The expected answer under `key`.
 pub fn expect(ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
+    if key == CONFIRM_KEY {
+        return Some(CONFIRM_FORM.expect());
+    }
     if key != KEY {
         return None;
     }
@@ -53,13 +68,17 @@ fn url_ask(ctx: &Ctx<'_>, flow: &str) -> Step {
     )])
 }
 
-async fn connected(ctx: &Ctx<'_>, once: String, masked: &str) -> Result<Step, ToolError> {
-    if !ctx.app.claim_once(once).await? {
+/// Completes the call: once per state, once per `flow_once` key (the flow
+/// or, for the form variant, the call), then counts the connection. The
+/// result shows `shown`: the masked key (or, under `leak-secret`, the key).
+async fn connected(ctx: &Ctx<'_>, flow_once: String, shown: &str) -> Result<Step, ToolError> {
+    ctx.commit(None).await?;
+    if !ctx.app.claim_once(flow_once).await? {
         return Err(ToolError::Replayed);
     }
-    bump(&ctx.app.stats.billing_connected);
-    let mut r = ToolResult::ok(format!("Billing connected with key {masked}."));
-    r.structured = Some(json!({"connected": true, "key": masked}));
+    ctx.commit(Some(Effect::BillingConnection)).await?;
+    let mut r = ToolResult::ok(format!("Billing connected with key {shown}."));
+    r.structured = Some(json!({"connected": true, "key": shown}));
     Ok(Step::Done(r))
 }
 
@@ -73,9 +92,14 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
                 &SECRET_FORM,
             )])),
             Some(ElicitAction::Accept) => {
-                let masked = mask_secret(conv.field_str(KEY, "api_key").unwrap_or(""));
+                let typed = conv.field_str(KEY, "api_key").unwrap_or("");
+                let shown = if ctx.app.flaw(Flaw::LeakSecret) {
+                    typed.to_owned()
+                } else {
+                    mask_secret(typed)
+                };
                 let once = format!("billing:{}", ctx.once_key.as_deref().unwrap_or(""));
-                connected(ctx, once, &masked).await
+                connected(ctx, once, &shown).await
             }
             Some(other) => Ok(Step::Done(refused("Connecting billing", other))),
         };
@@ -103,14 +127,41 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
             }
             match rec.status {
                 Status::Completed => {
-                    let masked = rec
-                        .result
-                        .as_ref()
-                        .and_then(|r| r.get("masked"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("…")
-                        .to_owned();
-                    connected(ctx, format!("billing:{flow}"), &masked).await
+                    let field = |name: &str| {
+                        rec.result
+                            .as_ref()
+                            .and_then(|r| r.get(name))
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    let typed = field("key");
+                    if ctx.app.flaw(Flaw::SecretInState) {
+                        match conv.action(CONFIRM_KEY) {
+                            None => {
+                                // The flaw: the typed key rides, in clear, in
+                                // the payload of the state this round seals.
+                                conv.memo.insert(
+                                    MEMO_KEY.into(),
+                                    typed.clone().unwrap_or_default().into(),
+                                );
+                                return Ok(Step::Ask(vec![Ask::form(
+                                    CONFIRM_KEY,
+                                    "The billing page was submitted. Connect billing with that key?"
+                                        .into(),
+                                    &CONFIRM_FORM,
+                                )]));
+                            }
+                            Some(ElicitAction::Accept) => {}
+                            Some(other) => {
+                                return Ok(Step::Done(refused("Connecting billing", other)));
+                            }
+                        }
+                    }
+                    let shown = match typed {
+                        Some(k) if ctx.app.flaw(Flaw::LeakSecret) => k,
+                        _ => field("masked").unwrap_or_else(|| "…".into()),
+                    };
+                    connected(ctx, format!("billing:{flow}"), &shown).await
                 }
                 Status::Pending => {
                     conv.answers.remove(KEY);

@@ -1,12 +1,13 @@
 //! `book_trip {from, to}`: three form rounds, each sealed into a new
 //! `requestState`: choose an itinerary the tool computed, give passenger
-//! details (email, date, integer), confirm.
+//! details (email, date, integer), confirm. A confirmed booking counts once
+//! per state.
 
 use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
-use super::{Ask, Ctx, FormSpec, Step, ToolResult, arg, refused};
+use super::{Ask, Ctx, Effect, FormSpec, Step, ToolError, ToolResult, arg, refused};
 use crate::protocol::ElicitAction;
 use crate::server::conversation::{Conversation, Expect};
 
@@ -94,24 +95,24 @@ pub fn expect(ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
 }
 
 /// One step: asks the first unanswered round.
-pub fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Step {
+pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError> {
     let (from, to) = (arg(ctx.args, "from"), arg(ctx.args, "to"));
     if let Some(a) = conv.refusal() {
-        return Step::Done(refused(&format!("Booking {from} → {to}"), a));
+        return Ok(Step::Done(refused(&format!("Booking {from} → {to}"), a)));
     }
     if conv.action(ITINERARY).is_none() {
-        return Step::Ask(vec![Ask::form(
+        return Ok(Step::Ask(vec![Ask::form(
             ITINERARY,
             format!("Round 1 of 3: choose an itinerary from {from} to {to}."),
             &itinerary_form(ctx),
-        )]);
+        )]));
     }
     if conv.action(PASSENGER).is_none() {
-        return Step::Ask(vec![Ask::form(
+        return Ok(Step::Ask(vec![Ask::form(
             PASSENGER,
             "Round 2 of 3: passenger details.".into(),
             &PASSENGER_FORM,
-        )]);
+        )]));
     }
     let choice = conv.field_str(ITINERARY, "choice").unwrap_or("");
     let title = itineraries(from, to)
@@ -119,11 +120,11 @@ pub fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Step {
         .find(|(id, _)| id == choice)
         .map_or_else(|| choice.to_owned(), |(_, t)| t);
     if conv.action(CONFIRM).is_none() {
-        return Step::Ask(vec![Ask::form(
+        return Ok(Step::Ask(vec![Ask::form(
             CONFIRM,
             format!("Round 3 of 3: book {title}?"),
             &CONFIRM_FORM,
-        )]);
+        )]));
     }
     let yes = conv
         .content(CONFIRM)
@@ -131,8 +132,11 @@ pub fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Step {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     if conv.action(CONFIRM) != Some(ElicitAction::Accept) || !yes {
-        return Step::Done(ToolResult::ok("Booking not confirmed; nothing was booked."));
+        return Ok(Step::Done(ToolResult::ok(
+            "Booking not confirmed; nothing was booked.",
+        )));
     }
+    ctx.commit(Some(Effect::TripBooking)).await?;
     let name = conv.field_str(PASSENGER, "name").unwrap_or("");
     let date = conv.field_str(PASSENGER, "date").unwrap_or("");
     let mut r = ToolResult::ok(format!("Booked {title} for {name} on {date}."));
@@ -140,7 +144,7 @@ pub fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Step {
         "itinerary": choice,
         "passenger": conv.content(PASSENGER),
     }));
-    Step::Done(r)
+    Ok(Step::Done(r))
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! `delete_file {path}`: confirm, then a side effect that happens exactly
-//! once per confirmed request (keyed by the state's nonce).
+//! once per confirmed request (keyed by the state's nonce, see
+//! [`Ctx::commit`]).
 
 use std::sync::LazyLock;
 
 use serde_json::json;
 
-use super::{Ask, Ctx, FormSpec, Step, ToolError, ToolResult, arg, refused};
+use super::{Ask, Ctx, Effect, FormSpec, Step, ToolError, ToolResult, arg, refused};
 use crate::server::conversation::{Conversation, Expect};
-use crate::server::stats::bump;
 
 const KEY: &str = "confirm";
 
@@ -46,11 +46,7 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
                     "{path} was not deleted (not confirmed)."
                 ))));
             }
-            let key = format!("delete:{}", ctx.once_key.as_deref().unwrap_or(""));
-            if !ctx.app.claim_once(key).await? {
-                return Err(ToolError::Replayed);
-            }
-            bump(&ctx.app.stats.files_deleted);
+            ctx.commit(Some(Effect::FileDeletion)).await?;
             Ok(Step::Done(ToolResult::ok(format!("Deleted {path}."))))
         }
         Some(other) => Ok(Step::Done(refused(&format!("Deleting {path}"), other))),

@@ -11,6 +11,7 @@ mod deploy;
 mod profile;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
 
@@ -23,6 +24,7 @@ use crate::store::StoreError;
 use super::app::App;
 use super::conversation::{Conversation, Expect};
 use super::flaw::Flaw;
+use super::stats::bump;
 
 /// The demo tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +91,15 @@ impl Tool {
         }
     }
 
+    /// The arguments mirrored into `Mcp-Param-{Name}` headers (the
+    /// `x-mcp-header` annotations of its input schema): `(argument, Name)`.
+    pub fn header_params(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Tool::Stats => &[("section", "Section")],
+            _ => &[],
+        }
+    }
+
     /// The `tools/list` entry.
     pub fn descriptor(self) -> Value {
         let (description, props, required): (&str, Value, Vec<&str>) = match self {
@@ -118,8 +129,12 @@ impl Tool {
                 vec![],
             ),
             Tool::Stats => (
-                "Server counters: side effects per kind, states sealed/opened/rejected, sessions, pending elicitations.",
-                json!({}),
+                "Server counters: side effects per kind, states sealed/opened/rejected, sessions, pending elicitations. `section` picks one part; it travels in the Mcp-Param-Section header too.",
+                json!({"section": {
+                    "type": "string",
+                    "description": "One part of the counters: side_effects, states, active_sessions, pending_elicitations, store",
+                    "x-mcp-header": "Section"
+                }}),
                 vec![],
             ),
         };
@@ -141,8 +156,70 @@ pub struct Ctx<'a> {
     pub args: &'a Map<String, Value>,
     /// Digest of the originating request.
     pub digest: [u8; 32],
-    /// Key for single-use side effects: the state nonce (MRTR) or a per-call id (legacy).
+    /// Key for single-use completions: the state nonce (MRTR) or a per-call id (legacy).
     pub once_key: Option<String>,
+    committed: AtomicBool,
+}
+
+/// A side effect a tool performs when it completes, counted in the stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// `deploy` deployed.
+    Deployment,
+    /// `delete_file` deleted.
+    FileDeletion,
+    /// `connect_billing` connected.
+    BillingConnection,
+    /// `book_trip` booked.
+    TripBooking,
+    /// `profile` saved.
+    ProfileSave,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of one call.
+    pub fn new(
+        app: &'a Arc<App>,
+        principal: &'a str,
+        args: &'a Map<String, Value>,
+        digest: [u8; 32],
+        once_key: Option<String>,
+    ) -> Self {
+        Ctx {
+            app,
+            principal,
+            args,
+            digest,
+            once_key,
+            committed: AtomicBool::new(false),
+        }
+    }
+
+    /// Completes the call: the first time a state (its `once_key`) completes
+    /// it claims that key, so a replay of the same final retry is refused
+    /// with [`ToolError::Replayed`] (unless `replayable-side-effect`); then
+    /// performs `effect`. A tool calls it before its side effect; the
+    /// handler calls it (with `None`) for completions without one.
+    pub async fn commit(&self, effect: Option<Effect>) -> Result<(), ToolError> {
+        if !self.committed.load(Ordering::Acquire) {
+            if let Some(key) = &self.once_key
+                && !self.app.claim_once(format!("done:{key}")).await?
+            {
+                return Err(ToolError::Replayed);
+            }
+            self.committed.store(true, Ordering::Release);
+        }
+        let stats = &self.app.stats;
+        match effect {
+            None => {}
+            Some(Effect::Deployment) => bump(&stats.deployments),
+            Some(Effect::FileDeletion) => bump(&stats.files_deleted),
+            Some(Effect::BillingConnection) => bump(&stats.billing_connected),
+            Some(Effect::TripBooking) => bump(&stats.trips_booked),
+            Some(Effect::ProfileSave) => bump(&stats.profiles_saved),
+        }
+        Ok(())
+    }
 }
 
 /// One input the tool asks for.
@@ -260,7 +337,14 @@ pub fn check_arguments(tool: Tool, args: &Map<String, Value>) -> Result<(), Tool
         Tool::Deploy => need("service"),
         Tool::BookTrip => need("from").and(need("to")),
         Tool::DeleteFile => need("path"),
-        Tool::ConnectBilling | Tool::Profile | Tool::Stats => Ok(()),
+        Tool::Stats => match args.get("section") {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::String(s)) if s.len() <= 256 => Ok(()),
+            Some(_) => Err(ToolError::BadArguments(
+                "arguments.section must be a string of at most 256 bytes".into(),
+            )),
+        },
+        Tool::ConnectBilling | Tool::Profile => Ok(()),
     }
 }
 
@@ -284,13 +368,26 @@ pub fn expect(tool: Tool, ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
 /// Runs one step of `tool`.
 pub async fn step(tool: Tool, ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolError> {
     match tool {
-        Tool::Deploy => Ok(deploy::step(ctx, conv)),
-        Tool::BookTrip => Ok(book_trip::step(ctx, conv)),
+        Tool::Deploy => deploy::step(ctx, conv).await,
+        Tool::BookTrip => book_trip::step(ctx, conv).await,
         Tool::ConnectBilling => billing::step(ctx, conv).await,
         Tool::DeleteFile => delete_file::step(ctx, conv).await,
-        Tool::Profile => Ok(profile::step(ctx, conv)),
+        Tool::Profile => profile::step(ctx, conv).await,
         Tool::Stats => {
-            let stats = ctx.app.stats_json();
+            let mut stats = ctx.app.stats_json();
+            if let Some(section) = ctx.args.get("section").and_then(Value::as_str) {
+                let Some(part) = stats.get(section).cloned() else {
+                    let known: Vec<&str> = stats
+                        .as_object()
+                        .map(|o| o.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    return Ok(Step::Done(ToolResult::error(format!(
+                        "unknown section {section:?}: use one of {}",
+                        known.join(", ")
+                    ))));
+                };
+                stats = json!({ section: part });
+            }
             let mut r = ToolResult::ok(stats.to_string());
             r.structured = Some(stats);
             Ok(Step::Done(r))

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use serde_json::json;
 
-use super::{Ask, Ctx, FormSpec, Step, ToolResult, refused};
+use super::{Ask, Ctx, Effect, FormSpec, Step, ToolError, ToolResult, refused};
 use crate::server::conversation::{Conversation, Expect};
 
 const KEY: &str = "profile";
@@ -51,19 +51,20 @@ pub fn expect(_ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
 }
 
 /// One step.
-pub fn step(_ctx: &Ctx<'_>, conv: &Conversation) -> Step {
+pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError> {
     match conv.action(KEY) {
-        None => Step::Ask(vec![Ask::form(
+        None => Ok(Step::Ask(vec![Ask::form(
             KEY,
             "Review and edit your profile.".into(),
             &FORM,
-        )]),
+        )])),
         Some(crate::protocol::ElicitAction::Accept) => {
+            ctx.commit(Some(Effect::ProfileSave)).await?;
             let content = conv.content(KEY).cloned().unwrap_or_default();
             let mut r = ToolResult::ok(format!("Profile saved ({} fields).", content.len()));
             r.structured = Some(serde_json::Value::Object(content));
-            Step::Done(r)
+            Ok(Step::Done(r))
         }
-        Some(other) => Step::Done(refused("Editing the profile", other)),
+        Some(other) => Ok(Step::Done(refused("Editing the profile", other))),
     }
 }
