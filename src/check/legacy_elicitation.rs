@@ -483,18 +483,25 @@ async fn happy_path(p: Probe) -> Verdict {
 }
 
 async fn refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
-    // The refusal has its own deadline: a hang is this check's finding.
+    // The refusal has its own deadline: a hang is this check's finding, and
+    // the first one ends the check (the others would hang as long).
     let deadline = super::decline_cancel::refusal_deadline(&p);
-    let runs = match run_all(&p.bounded(deadline), &all_modes(), true, answer).await {
-        Ok(r) => r,
-        Err(v) => return v,
+    let bounded = p.bounded(deadline);
+    let tools = eliciting(&p, &answer);
+    if tools.is_empty() {
+        return p.target().no_subject("no tool elicits");
+    }
+    let s = match open(&bounded, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::fail(e),
     };
     let mut lines = Vec::new();
     let mut protocol_errors = Vec::new();
-    for (t, s) in &runs {
-        match ended(&t.name, s) {
+    for t in &tools {
+        let st = call(&bounded, &s, &t.name, &t.arguments, answer.clone()).await;
+        match ended(&t.name, &st) {
             Ok(line) => {
-                if matches!(s.response, Some(Rpc::Error(_))) {
+                if matches!(st.response, Some(Rpc::Error(_))) {
                     protocol_errors.push(line.clone());
                 }
                 lines.push(line);

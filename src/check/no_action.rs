@@ -2,11 +2,14 @@
 //! decline is an explicit "no"; §4.10). A status code cannot show it, so
 //! the outcome is compared with the accept path's: a refusal answered with
 //! the same success text or `structuredContent` (numbers and answer values
-//! set aside) is a finding, and so is a refusal that changes the server's
-//! state the way an accept does, read through a read-only tool that reports
-//! it (`--state-tool`, else the first `readOnlyHint` tool that does not
-//! elicit) before and after each call. These checks run alone, so no other
-//! check's calls move that state.
+//! set aside) is a finding. And where the server lists a read-only tool
+//! that reports its state (`--state-tool`, else the first `readOnlyHint`
+//! tool that does not elicit), each call gets arguments of its own (unique
+//! per call) and the state is read after it: an accept whose arguments
+//! show up there proves the tool records its actions, and a refusal whose
+//! arguments show up too did act. A state tool that shows only counters
+//! cannot tell one call from another and is not guessed at. These checks
+//! run alone, so no other check's calls move that state.
 
 use super::decline_cancel::{refusal_deadline, refuse_flow};
 use super::flows::run_flow;
@@ -19,7 +22,6 @@ use crate::client::outcome::Outcome;
 use crate::client::policy::AnswerPolicy;
 use crate::protocol::Generation;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
@@ -53,48 +55,41 @@ fn state_tool(p: &Probe) -> Option<ToolProfile> {
     }
 }
 
-/// A state reading: every leaf of the tool's structured result (or of its
-/// text, parsed as JSON when it is), by JSON pointer.
-type Reading = BTreeMap<String, String>;
-
-fn flatten(v: &Value, at: String, out: &mut Reading) {
-    match v {
-        Value::Object(m) => m
-            .iter()
-            .for_each(|(k, x)| flatten(x, format!("{at}/{k}"), out)),
-        Value::Array(a) => a
-            .iter()
-            .enumerate()
-            .for_each(|(i, x)| flatten(x, format!("{at}/{i}"), out)),
-        other => {
-            out.insert(at, other.to_string());
-        }
-    }
-}
-
-fn reading_of(result: &Value) -> Reading {
-    let mut out = Reading::new();
+/// A state reading: the tool result's text and `structuredContent`.
+fn reading_of(result: &Value) -> String {
+    let mut out = super::subject::result_text(result);
     if let Some(sc) = result.get("structuredContent") {
-        flatten(sc, String::new(), &mut out);
-        return out;
-    }
-    let text = super::subject::result_text(result);
-    match serde_json::from_str::<Value>(&text) {
-        Ok(v) => flatten(&v, String::new(), &mut out),
-        Err(_) => {
-            out.insert("/text".into(), text);
-        }
+        out.push('\n');
+        out.push_str(&sc.to_string());
     }
     out
 }
 
-/// The pointers whose value differs between two readings (or exist in one).
-fn changed(a: &Reading, b: &Reading) -> BTreeSet<String> {
-    a.keys()
-        .chain(b.keys())
-        .filter(|k| a.get(*k) != b.get(*k))
-        .cloned()
-        .collect()
+/// The string values of the arguments of call `n` that belong to that call
+/// alone (generated from its number; enum choices are shared by many calls
+/// and do not count): what shows the call in a state.
+fn own_values(tool: &ToolProfile, n: u64) -> (Map<String, Value>, Vec<String>) {
+    let mine = tool.arguments_for(n);
+    let other = tool.arguments_for(n.wrapping_add(7_919));
+    let number = n.to_string();
+    let own = mine
+        .iter()
+        .filter(|(k, v)| other.get(*k) != Some(*v))
+        .filter_map(|(_, v)| v.as_str().map(str::to_owned))
+        .filter(|v| v.contains(&number))
+        .collect();
+    (mine, own)
+}
+
+/// Whether `text` mentions `value` as a whole (not as the start of a longer
+/// word or number).
+fn mentions(text: &str, value: &str) -> bool {
+    text.match_indices(value).any(|(i, _)| {
+        !text[i + value.len()..]
+            .chars()
+            .next()
+            .is_some_and(char::is_alphanumeric)
+    })
 }
 
 /// How the server is asked: a 2026-07-28 call or a 2025-11-25 session.
@@ -103,7 +98,7 @@ enum Via {
     Legacy(Session),
 }
 
-async fn read_state(p: &Probe, via: &Via, tool: &ToolProfile, when: &str) -> Option<Reading> {
+async fn read_state(p: &Probe, via: &Via, tool: &ToolProfile, when: &str) -> Option<String> {
     match via {
         Via::Modern => {
             let req = p.call_request(
@@ -128,8 +123,18 @@ async fn read_state(p: &Probe, via: &Via, tool: &ToolProfile, when: &str) -> Opt
     }
 }
 
-/// One call of `tool` answered with `how`: its final result, or why none.
-async fn run(p: &Probe, via: &Via, tool: &ToolProfile, how: &str) -> Result<Value, String> {
+/// One call of `tool` (with `args`) answered with `how`: its final result,
+/// or why none.
+async fn run(
+    p: &Probe,
+    via: &Via,
+    tool: &ToolProfile,
+    args: &Map<String, Value>,
+    how: &str,
+) -> Result<Value, String> {
+    let mut tool = tool.clone();
+    tool.arguments = args.clone();
+    let tool = &tool;
     match via {
         Via::Modern => {
             let rt = match how {
@@ -194,28 +199,27 @@ async fn one_tool(
     st: Option<&ToolProfile>,
     seen: &mut Seen,
 ) {
-    let read = async |when: &str| match st {
-        Some(s) => read_state(p, via, s, when).await,
-        None => None,
-    };
-    let before = read(&format!("state before declining {}", tool.name)).await;
-    let declined = run(p, via, tool, "decline").await;
-    let after_decline = read(&format!("state after declining {}", tool.name)).await;
-    let cancelled = run(p, via, tool, "cancel").await;
-    let after_cancel = read(&format!("state after cancelling {}", tool.name)).await;
-    let accepted = run(p, via, tool, "accept").await;
-    let after_accept = read(&format!("state after accepting {}", tool.name)).await;
+    let name = &tool.name;
     let deadline = refusal_deadline(p);
-    let by_accept = match (&after_cancel, &after_accept) {
-        (Some(a), Some(b)) => changed(a, b),
-        _ => BTreeSet::new(),
+    // Call numbers of one width, so no call's values begin another's.
+    let n = |p: &Probe| 900_000 + p.target().next_id().unsigned_abs() % 100_000;
+    let (accept_args, accept_own) = own_values(tool, n(p));
+    let accepted = run(p, via, tool, &accept_args, "accept").await;
+    // Does the state tool show what an accepted call did?
+    let shows = match st {
+        Some(s) if !accept_own.is_empty() && accepted.is_ok() => read_state(
+            p,
+            via,
+            s,
+            &format!("state after accepting {name}"),
+        )
+        .await
+        .is_some_and(|r| accept_own.iter().any(|v| mentions(&r, v))),
+        _ => false,
     };
-    for (what, result, from, to) in [
-        ("decline", &declined, &before, &after_decline),
-        ("cancel", &cancelled, &after_decline, &after_cancel),
-    ] {
-        let name = &tool.name;
-        let refusal = match result {
+    for what in ["decline", "cancel"] {
+        let (args, own) = own_values(tool, n(p));
+        let refusal = match run(p, via, tool, &args, what).await {
             Ok(v) => v,
             Err(why) if why.starts_with("timeout") => {
                 seen.hung.push(format!(
@@ -224,47 +228,40 @@ async fn one_tool(
                 continue;
             }
             Err(why) => {
-                seen.unsure.push(format!(
-                    "{name}: the {what} did not end in a result ({why})"
-                ));
+                seen.unsure
+                    .push(format!("{name}: the {what} did not end in a result ({why})"));
                 continue;
             }
         };
         if let Ok(acc) = &accepted
-            && !is_error(refusal)
+            && !is_error(&refusal)
             && !is_error(acc)
+            && same_outcome(acc, &refusal, &answer_values(&Value::Object(args.clone())))
         {
-            let values = answer_values(&Value::Object(Map::new()));
-            if same_outcome(acc, refusal, &values) {
-                seen.acted.push(format!(
-                    "{name}: the {what} was answered like the accept: \"{}\" (accept: \"{}\")",
-                    super::subject::result_text(refusal),
-                    super::subject::result_text(acc)
-                ));
-                continue;
-            }
-        }
-        if let (Some(a), Some(b)) = (from, to)
-            && !by_accept.is_empty()
-        {
-            let by_refusal = changed(a, b);
-            if by_accept.is_subset(&by_refusal) {
-                let list: Vec<&String> = by_accept.iter().take(4).collect();
-                seen.acted.push(format!(
-                    "{name}: the {what} changed the server's state the way the accept does \
-                     ({}: {})",
-                    st.map(|s| s.name.as_str()).unwrap_or(""),
-                    list.iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-                continue;
-            }
-            seen.fine.push(format!(
-                "{name}: {what} changed none of what the accept changes in {}",
-                st.map(|s| s.name.as_str()).unwrap_or("")
+            seen.acted.push(format!(
+                "{name}: the {what} was answered like the accept: \"{}\" (accept: \"{}\")",
+                super::subject::result_text(&refusal),
+                super::subject::result_text(acc)
             ));
+            continue;
+        }
+        if shows && let Some(s) = st {
+            let after = read_state(p, via, s, &format!("state after the {what} of {name}")).await;
+            match after {
+                Some(r) if own.iter().any(|v| mentions(&r, v)) => {
+                    seen.acted.push(format!(
+                        "{name}: after the {what}, {} lists the declined call (its arguments \
+                         {}) as it lists an accepted one",
+                        s.name,
+                        own.join(", ")
+                    ));
+                }
+                Some(_) => seen.fine.push(format!(
+                    "{name}: the {what} left no trace in {} (an accepted call does)",
+                    s.name
+                )),
+                None => seen.unsure.push(format!("{name}: {} did not answer", s.name)),
+            }
             continue;
         }
         match &accepted {
@@ -305,7 +302,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
     }
     let reader = match &st {
         Some(s) => format!("state read through {}", s.name),
-        None => "no read-only state tool to read (name one with --state-tool)".to_owned(),
+        None => "no read-only tool reports the server's state (name one with --state-tool)".to_owned(),
     };
     if !seen.hung.is_empty() || !seen.acted.is_empty() {
         let mut all = seen.acted;
@@ -342,14 +339,29 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn readings_flatten_and_diff() {
-        let a = reading_of(&json!({"structuredContent":{"orders":[{"id":1}],"n":1}}));
-        let b = reading_of(&json!({"structuredContent":{"orders":[{"id":1},{"id":2}],"n":2}}));
-        let d = changed(&a, &b);
-        assert!(d.contains("/orders/1/id") && d.contains("/n"), "{d:?}");
-        let t = reading_of(&json!({"content":[{"type":"text","text":"{\"deployments\":3}"}]}));
-        assert_eq!(t.get("/deployments").map(String::as_str), Some("3"));
-        let plain = reading_of(&json!({"content":[{"type":"text","text":"2 orders"}]}));
-        assert!(plain.contains_key("/text"));
+    fn each_call_has_values_of_its_own() {
+        let t = crate::discover::ToolProfile {
+            name: "place_order".into(),
+            descriptor: json!({"name":"place_order","inputSchema":{"type":"object",
+                "properties":{"item":{"type":"string"},"size":{"type":"string","enum":["S","M"]}},
+                "required":["item","size"]}}),
+            arguments: Map::new(),
+            other_arguments: None,
+            single_use: false,
+            read_only: false,
+            first: crate::discover::FirstReply::Other("-".into()),
+            rounds: Vec::new(),
+            state_round: None,
+            off_origin: None,
+        };
+        let (a, own_a) = own_values(&t, 900_003);
+        let (_, own_b) = own_values(&t, 900_004);
+        assert!(a.contains_key("item"));
+        assert_eq!(own_a.len(), 1, "{own_a:?}: only the free string is the call's own");
+        assert_ne!(own_a, own_b);
+        let r = reading_of(&json!({"content":[{"type":"text","text":"1 order"}],
+            "structuredContent":{"orders":[{"item": own_a[0]}]}}));
+        assert!(mentions(&r, &own_a[0]));
+        assert!(!mentions("elicitkit-item-9000031", "elicitkit-item-900003"));
     }
 }

@@ -217,9 +217,14 @@ async fn cross_principal(p: Probe) -> Verdict {
     match rpc_state_rejection(&rpc, &["wrong_principal"]) {
         Ok(s) => Verdict::pass(format!("{}: {s}", r.tool.name)),
         Err(why) => Verdict::fail(format!(
-            "{}: another principal's retry with this state got {} ({why})",
+            "{}: another principal's retry with this state got {}{}",
             r.tool.name,
-            reading(&rpc, reply.status)
+            reading(&rpc, reply.status),
+            if matches!(rpc, Rpc::Error(_)) {
+                format!(" ({why})")
+            } else {
+                String::new()
+            }
         ))
         .expecting(
             "a JSON-RPC error (or 401/403): the state belongs to the principal it was issued to",
@@ -244,10 +249,16 @@ async fn expiry(p: Probe) -> Verdict {
         Ok((rpc, status)) => match rpc_state_rejection(&rpc, &["expired"]) {
             Ok(s) => Verdict::pass(format!("{}: after {wait:?}: {s}", r.tool.name)),
             Err(why) => Verdict::fail(format!(
-                "{}: a state {wait:?} old got {} ({why})",
+                "{}: a state {wait:?} old got {}{}",
                 r.tool.name,
-                reading(&rpc, status)
-            )),
+                reading(&rpc, status),
+                if matches!(rpc, Rpc::Error(_)) {
+                    format!(" ({why})")
+                } else {
+                    String::new()
+                }
+            ))
+            .expecting("a JSON-RPC error: the state has expired"),
         },
     }
 }

@@ -134,9 +134,10 @@ async fn tamper_with(p: Probe, what: &str, mutate: impl Fn(&str) -> Option<Strin
 }
 
 /// Sends the retry of `r` with `state` and judges it: a JSON-RPC error for
-/// one of the `expected` reasons passes. A re-prompt is a violation for an
-/// integrity probe, and passes for a binding probe (`reprompt_ok`: the
-/// foreign state granted nothing).
+/// one of the `expected` reasons passes; a complete result or a re-prompt
+/// is a violation (§6.B 11: the state was taken, not rejected). For a
+/// binding probe (`binding`) a tool error result passes too: the server
+/// saw the foreign state for what it is and granted nothing.
 async fn judge_retry(
     p: &Probe,
     r: &Round,
@@ -144,7 +145,7 @@ async fn judge_retry(
     state: &str,
     expected: &[&str],
     what: &str,
-    reprompt_ok: bool,
+    binding: bool,
 ) -> Verdict {
     let (rpc, status) = match retry(p, &r.tool, label, &r.answers, state).await {
         Err(e) => {
@@ -166,12 +167,10 @@ async fn judge_retry(
         .expecting("a JSON-RPC error (e.g. -32602) naming the bad state");
     }
     match &rpc {
-        Rpc::Result(v) if reprompt_ok && is_input_required(v) => Verdict::pass(format!(
-            "{}: state {what}: the server asked again (the foreign state granted nothing)",
-            r.tool.name
-        )),
         Rpc::Result(v)
-            if reprompt_ok && v.get("isError").and_then(Value::as_bool) == Some(true) =>
+            if binding
+                && !is_input_required(v)
+                && v.get("isError").and_then(Value::as_bool) == Some(true) =>
         {
             Verdict::pass(format!(
                 "{}: state {what}: refused with a tool error result",
