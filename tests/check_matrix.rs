@@ -138,11 +138,7 @@ fn expectations() -> Vec<Case> {
                 ("mrtr-unsolicited-state", Fail),
                 ("mrtr-oversized-state", Warn),
             ],
-            vec![
-                "mrtr-cross-principal",
-                "mrtr-happy-path",
-                "mrtr-decline",
-            ],
+            vec!["mrtr-cross-principal", "mrtr-happy-path", "mrtr-decline"],
         ),
         (
             Flaw::IgnorePrincipal,
@@ -253,7 +249,11 @@ fn expectations() -> Vec<Case> {
         (
             Flaw::NoCacheHints,
             vec![("mrtr-cache-hints", Fail)],
-            vec!["mrtr-result-type", "mrtr-origin-validated", "mrtr-happy-path"],
+            vec![
+                "mrtr-result-type",
+                "mrtr-origin-validated",
+                "mrtr-happy-path",
+            ],
         ),
         (
             Flaw::BadShapeNotFound,
@@ -286,7 +286,11 @@ fn expectations() -> Vec<Case> {
         (
             Flaw::SecretInState,
             vec![("mrtr-url-secret-not-returned", Fail)],
-            vec!["mrtr-url-cross-user", "mrtr-decline", "mrtr-tamper-bit-flip"],
+            vec![
+                "mrtr-url-cross-user",
+                "mrtr-decline",
+                "mrtr-tamper-bit-flip",
+            ],
         ),
     ]
 }
@@ -397,7 +401,11 @@ async fn legacy_flaws_fail_their_checks() {
         (
             Flaw::LeakSecret,
             vec![("legacy-url-secret-not-returned", Fail)],
-            vec!["legacy-happy-path", "legacy-url-cross-user", "legacy-decline"],
+            vec![
+                "legacy-happy-path",
+                "legacy-url-cross-user",
+                "legacy-decline",
+            ],
         ),
     ];
     let problems = run_cases(cases, Generation::Legacy).await;

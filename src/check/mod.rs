@@ -1,24 +1,32 @@
 //! `elicitkit check`: conformance and security probes against an MCP server
 //! that elicits, in the style of h2spec: every check names the spec rule it
-//! checks (spec-digest §6), its severity (MUST → FAIL, SHOULD → WARN, INFO)
-//! and the exchanges behind its verdict.
+//! checks (spec-digest §6) and its public spec page ([`links`]), its
+//! severity (MUST → FAIL, SHOULD → WARN, INFO), and every finding carries
+//! what a correct server does (Expected), what this one did (Actual) and
+//! the exchanges behind the verdict.
 //!
 //! - [`model`]: [`Check`] descriptors, [`Verdict`], [`CheckResult`] rows.
 //! - [`probe`]: the [`Target`] discovery found and the [`Probe`] a check
 //!   sends requests with (evidence is recorded as it goes).
+//! - [`subject`]: the tools that issue a `requestState` in any round,
+//!   walked to that round or to their end (discovery's walk).
 //! - [`raw`] and [`mask`] (from [`crate::client`]): hand-built requests, and
-//!   secrets kept out of evidence; [`judge`]: shared verdict logic ("rejected for the probed
-//!   reason", valid answers for raw retries).
-//! - Discovery (generations, authentication, tools, first replies) is
+//!   secrets kept out of evidence; [`judge`]: shared verdict logic ("rejected
+//!   for the probed reason", "the same outcome as a valid answer");
+//!   [`state_decode`]: reading an opaque state (re-encodings, leaks).
+//! - Discovery (generations, authentication, tools, their rounds) is
 //!   [`crate::discover`], shared with `load`.
-//! - [`runner`]: bounded concurrent execution with per-check timeouts.
+//! - [`runner`]: bounded concurrent execution with per-check timeouts;
+//!   checks that read server state or time replies run alone.
 //! - [`render`]: text, JSON, JUnit XML and Markdown output.
-//! - One file per family of checks: [`meta_headers`], [`capabilities`],
-//!   [`result_type`], [`input_required_shape`], [`schema_findings`],
-//!   [`flows`], [`state_tamper`], [`replay`], [`input_responses`],
-//!   [`decline_cancel`], [`url_flow`], [`retired`], [`sse`],
-//!   [`robustness`], and the 2025-11-25 families [`legacy_session`],
-//!   [`legacy_elicitation`].
+//! - One file per family of checks: [`meta_headers`], [`origin`],
+//!   [`cache_hints`], [`capabilities`], [`result_type`],
+//!   [`input_required_shape`], [`schema_findings`], [`flows`],
+//!   [`state_tamper`], [`replay`], [`input_responses`], [`decline_cancel`],
+//!   [`no_action`], [`url_flow`], [`secret_echo`], [`retired`], [`sse`],
+//!   [`robustness`], [`tail_stall`], and the 2025-11-25 families
+//!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
+//!   [`legacy_principal`].
 
 /// Builds a [`Check`] from its descriptor fields and an `async fn(Probe) -> Verdict`.
 macro_rules! check {

@@ -207,14 +207,11 @@ async fn one_tool(
     let accepted = run(p, via, tool, &accept_args, "accept").await;
     // Does the state tool show what an accepted call did?
     let shows = match st {
-        Some(s) if !accept_own.is_empty() && accepted.is_ok() => read_state(
-            p,
-            via,
-            s,
-            &format!("state after accepting {name}"),
-        )
-        .await
-        .is_some_and(|r| accept_own.iter().any(|v| mentions(&r, v))),
+        Some(s) if !accept_own.is_empty() && accepted.is_ok() => {
+            read_state(p, via, s, &format!("state after accepting {name}"))
+                .await
+                .is_some_and(|r| accept_own.iter().any(|v| mentions(&r, v)))
+        }
         _ => false,
     };
     for what in ["decline", "cancel"] {
@@ -228,8 +225,9 @@ async fn one_tool(
                 continue;
             }
             Err(why) => {
-                seen.unsure
-                    .push(format!("{name}: the {what} did not end in a result ({why})"));
+                seen.unsure.push(format!(
+                    "{name}: the {what} did not end in a result ({why})"
+                ));
                 continue;
             }
         };
@@ -260,7 +258,9 @@ async fn one_tool(
                     "{name}: the {what} left no trace in {} (an accepted call does)",
                     s.name
                 )),
-                None => seen.unsure.push(format!("{name}: {} did not answer", s.name)),
+                None => seen
+                    .unsure
+                    .push(format!("{name}: {} did not answer", s.name)),
             }
             continue;
         }
@@ -302,7 +302,9 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
     }
     let reader = match &st {
         Some(s) => format!("state read through {}", s.name),
-        None => "no read-only tool reports the server's state (name one with --state-tool)".to_owned(),
+        None => {
+            "no read-only tool reports the server's state (name one with --state-tool)".to_owned()
+        }
     };
     if !seen.hung.is_empty() || !seen.acted.is_empty() {
         let mut all = seen.acted;
@@ -357,7 +359,11 @@ mod tests {
         let (a, own_a) = own_values(&t, 900_003);
         let (_, own_b) = own_values(&t, 900_004);
         assert!(a.contains_key("item"));
-        assert_eq!(own_a.len(), 1, "{own_a:?}: only the free string is the call's own");
+        assert_eq!(
+            own_a.len(),
+            1,
+            "{own_a:?}: only the free string is the call's own"
+        );
         assert_ne!(own_a, own_b);
         let r = reading_of(&json!({"content":[{"type":"text","text":"1 order"}],
             "structuredContent":{"orders":[{"item": own_a[0]}]}}));

@@ -1,6 +1,6 @@
 //! Origin and Host validation against DNS rebinding (§3.2 for 2025-11-25,
 //! §4.3 for 2026-07-28): a request carrying a foreign `Origin` must get
-//! HTTP 403 [MUST]; a foreign `Host` should be refused too. Each probe is a
+//! HTTP 403 (a MUST); a foreign `Host` should be refused too. Each probe is a
 //! correct request that succeeds without the foreign header (the control),
 //! so a refusal is about the header and nothing else.
 
