@@ -4,10 +4,12 @@
 //! chunked terminator) in Nagle's algorithm until the client ACKs the first,
 //! and clients delay that ACK by ~40 ms. A one-shot request cannot show it
 //! (fresh connections are ACKed at once), so this check sends a series of
-//! cheap requests (`tools/list`; on 2025-11-25 within a session) over one
+//! cheap requests (a read-only tool call, a form tool's first round or
+//! `tools/list`; on 2025-11-25 `tools/list` within a session) over one
 //! keep-alive HTTP/1.1 connection and times, per reply, the gap between its
 //! response head and the end of its body. When a meaningful share of the
-//! replies stall 30–220 ms in their tail (the window load uses) it WARNs. These checks run alone.
+//! replies stall 30–220 ms in their tail (the window load uses) it WARNs.
+//! These checks run alone.
 
 use super::legacy_session::{close, open, request};
 use super::model::{Check, Verdict};
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// Requests sent on the connection (the first, on a fresh connection, is
 /// not counted).
-pub const REQUESTS: usize = 60;
+pub const REQUESTS: usize = 80;
 /// A tail at least this long counts as a stall.
 pub const STALL_MIN: Duration = Duration::from_millis(30);
 /// A tail longer than this is slowness of another kind, not a stall.
@@ -237,17 +239,51 @@ async fn time_replies(
     }
 }
 
+/// The cheap request timed on 2026-07-28: a call of a read-only tool that
+/// does not elicit (it changes nothing), else the first round of a form
+/// tool (its `input_required` reply; nothing runs before an answer), else
+/// `tools/list`. Calls take the path real replies take (a server may frame
+/// them differently from lists).
+fn cheap_request(p: &Probe) -> (String, Box<dyn Fn(usize) -> RawRequest + Send + Sync + '_>) {
+    let t = p.target();
+    let read_only = t.tools.iter().find(|x| x.read_only && !x.elicits());
+    let form = t.form_tools().find(|x| p.target().off_origin(x).is_none());
+    match read_only.or(form) {
+        Some(tool) => {
+            let tool = tool.clone();
+            let what = format!("tools/call {}", tool.name);
+            let label = what.clone();
+            (
+                what,
+                Box::new(move |i| {
+                    p.call_request(
+                        format!("{label} #{}", i + 1),
+                        &tool,
+                        &all_modes(),
+                        None,
+                        None,
+                    )
+                }),
+            )
+        }
+        None => (
+            "tools/list".into(),
+            Box::new(|i| {
+                p.modern_request(
+                    format!("tools/list #{}", i + 1),
+                    "tools/list",
+                    json!({}),
+                    &all_modes(),
+                )
+            }),
+        ),
+    }
+}
+
 async fn modern(p: Probe) -> Verdict {
-    let make = |i: usize| {
-        p.modern_request(
-            format!("tools/list #{}", i + 1),
-            "tools/list",
-            json!({}),
-            &all_modes(),
-        )
-    };
+    let (what, make) = cheap_request(&p);
     match time_replies(&p, make).await {
-        Ok(t) => judge(&t, "tools/list"),
+        Ok(t) => judge(&t, &what),
         Err(e) => Verdict::skip(e),
     }
 }
