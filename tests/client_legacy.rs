@@ -70,9 +70,9 @@ async fn legacy_form_and_url_round_trips() {
         names,
         [
             "tools/call (stream)",
-            "elicitation answer POST",
             "flow page GET",
-            "flow page POST"
+            "flow page POST",
+            "elicitation answer POST"
         ]
     );
 

@@ -450,3 +450,71 @@ fn a_killed_load_run_takes_its_embedded_server_with_it() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn ctrl_c_to_the_process_group_spares_the_embedded_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let mut cmd = Command::new(BIN);
+    cmd.args(["load", "--plan", &plan, "--duration", "60s", "--quiet"])
+        .args(["--run-id", "run"])
+        .arg("--out")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // Its own group, as a shell gives a foreground job; SIGINT goes to the
+    // whole group, as a terminal's Ctrl-C does.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while serve_children(child.id()).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no server child"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let status = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    let s: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("run/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(code, Some(130));
+    assert_eq!(s["ended_by"], "interrupted", "not target_died: {s}");
+    assert_eq!(s["round_trips"]["unexpected"], 0, "{s}");
+}
+
+#[test]
+fn elicitations_pushed_on_the_get_stream_are_answered_from_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "duration = \"2s\"\n[load]\nusers = 2\n\
+         [scenarios.push]\nkind = \"form-accept\"\ngeneration = \"2025-11-25\"\n\
+         tool = \"deploy\"\narguments = { service = \"web\" }\n",
+    );
+    let (out, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--serve-arg=--flaw",
+            "--serve-arg=elicit-on-get-stream",
+        ],
+        dir.path(),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{s:#}");
+    let o = scenario(&s, "push");
+    assert!(n(&o["success"]) > 0, "{s:#}");
+    assert_eq!(n(&o["unexpected"]), 0, "{s:#}");
+    assert!(
+        s["legs"]["GET stream"]["count"].as_u64().unwrap_or(0) > 0,
+        "{s:#}"
+    );
+}

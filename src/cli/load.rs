@@ -339,9 +339,9 @@ pub fn run(args: Args) -> ExitCode {
             };
             match rt.block_on(discovered_plan(&settings, &opts)) {
                 Ok((d, g)) => {
-                    if !args.quiet {
-                        print_discovery(&d, &g);
-                    }
+                    // Always shown (--quiet only drops the progress line):
+                    // discovery called the target's tools for real.
+                    print_discovery(&d, &g);
                     discovery_lines = d.call_lines();
                     Some(g.plan)
                 }

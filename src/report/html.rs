@@ -171,16 +171,32 @@ pub fn render(s: &Summary) -> String {
         s.requests_per_s,
         s.error_rate * 100.0
     );
+    for (title, items) in [("Why it failed", &s.failures), ("Diagnoses", &s.diagnoses)] {
+        if items.is_empty() {
+            continue;
+        }
+        let _ = write!(o, "<h2>{title}</h2><ul>");
+        for i in items {
+            let _ = write!(o, "<li>{}</li>", esc(i));
+        }
+        o.push_str("</ul>");
+    }
     if !s.thresholds.is_empty() {
         o.push_str(
             "<h2>Thresholds</h2><table><tr><th>threshold</th><th>actual</th><th>result</th></tr>",
         );
         for t in &s.thresholds {
+            let actual = if t.actual_text.is_empty() {
+                t.actual.map_or("n/a".into(), |v| format!("{v:.4}"))
+            } else {
+                t.actual_text.clone()
+            };
             let _ = write!(
                 o,
-                "<tr><td><code>{}</code></td><td>{}</td><td class=\"{}\">{}</td></tr>",
+                "<tr><td><code>{}</code>{}</td><td>{}</td><td class=\"{}\">{}</td></tr>",
                 esc(&t.expr),
-                t.actual.map_or("n/a".into(), |v| format!("{v:.4}")),
+                if t.default { " (default)" } else { "" },
+                esc(&actual),
                 if t.passed { "pass" } else { "fail" },
                 if t.passed { "pass" } else { "FAIL" }
             );

@@ -896,3 +896,88 @@ fn a_shared_template_writes_the_same_requests() {
         json!({"elicitation":{"form":{}}})
     );
 }
+
+fn strict(policy: AnswerPolicy) -> ModernFlow {
+    let mut cfg = FlowConfig::with_policy(policy);
+    cfg.expect = crate::client::Expectations::STRICT;
+    ModernFlow::new(ToolCall::new("deploy", json!({"service":"api"})), cfg)
+}
+
+#[test]
+fn strict_expectations_name_the_wrong_path() {
+    // Completing without eliciting.
+    let mut f = strict(AnswerPolicy::AcceptValid);
+    let _ = f.start();
+    let rt = done(f.on_reply(json_reply(200, complete(1, false))));
+    assert_eq!(rt.outcome.error_class(), Some(ErrorClass::DidNotElicit));
+    // The same reply is a success for the lenient checker flows.
+    let mut f = flow(AnswerPolicy::AcceptValid);
+    let _ = f.start();
+    assert_eq!(
+        done(f.on_reply(json_reply(200, complete(1, false)))).outcome,
+        Outcome::Success
+    );
+    // An isError result after an accepted round.
+    let mut f = strict(AnswerPolicy::AcceptValid);
+    let _ = one_round(&mut f, Some("s1"));
+    let reply = json!({"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","isError":true,
+        "content":[{"type":"text","text":"bad size"}]}});
+    let rt = done(f.on_reply(json_reply(200, reply)));
+    assert_eq!(rt.outcome.error_class(), Some(ErrorClass::ToolError));
+    assert!(format!("{:?}", rt.outcome).contains("bad size"));
+    // Decline may end in isError.
+    let mut f = strict(AnswerPolicy::Decline);
+    let _ = one_round(&mut f, Some("s1"));
+    assert_eq!(
+        done(f.on_reply(json_reply(200, complete(2, true)))).outcome,
+        Outcome::Success
+    );
+}
+
+#[test]
+fn a_tampered_state_must_be_refused_for_that_reason() {
+    let m = Mutation::FlipChar { index: 0 };
+    for (reply, class) in [
+        (
+            json_reply(404, rpc_error(2, -32601, None)),
+            Some(ErrorClass::WrongRejection),
+        ),
+        (
+            json_reply(400, rpc_error(2, -32021, None)),
+            Some(ErrorClass::WrongRejection),
+        ),
+        (
+            json_reply(200, rpc_error(2, -32602, Some("wrong_principal"))),
+            Some(ErrorClass::WrongRejection),
+        ),
+        (
+            HttpReply {
+                status: 400,
+                content_type: Some("text/plain".into()),
+                body: Bytes::from_static(b"bad"),
+                ..HttpReply::default()
+            },
+            Some(ErrorClass::WrongRejection),
+        ),
+        (json_reply(200, rpc_error(2, -32602, Some("bad_tag"))), None),
+        (json_reply(200, rpc_error(2, -32602, None)), None),
+    ] {
+        let mut f = strict(AnswerPolicy::TamperState(m.clone()));
+        let _ = one_round(&mut f, Some("state-1"));
+        let rt = done(f.on_reply(reply));
+        assert_eq!(rt.outcome.error_class(), class, "{:?}", rt.outcome);
+    }
+}
+
+#[test]
+fn tamper_waits_for_the_first_round_that_carries_a_state() {
+    let mut f = strict(AnswerPolicy::TamperState(Mutation::FlipChar { index: 0 }));
+    let r1 = one_round(&mut f, None);
+    assert!(body_of(&r1)["params"].get("requestState").is_none());
+    let r2 = send(f.on_reply(json_reply(
+        200,
+        input_required(2, json!({"more": form_request()}), Some("abc")),
+    )));
+    let sent = body_of(&r2)["params"]["requestState"].clone();
+    assert!(sent.is_string() && sent != "abc", "{sent}");
+}
