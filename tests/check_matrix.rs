@@ -6,6 +6,7 @@
 use elicitkit::check::{self, Report, Settings, Status};
 use elicitkit::protocol::Generation;
 use elicitkit::server::{Flaw, FlawSet, ServerConfig, start};
+use elicitkit::state::CodecName;
 use std::time::Duration;
 
 /// State TTL of the servers under test. The reference sealer allows 5 s of
@@ -20,6 +21,14 @@ async fn check_server(flaws: &[Flaw], generation: Generation) -> Report {
         state_ttl: TTL,
         hang_limit: Duration::from_secs(30),
         elicitation_timeout: Duration::from_secs(6),
+        // A key sealed into a state is only readable with an integrity-only
+        // codec: the leak check must find it there (and does not guess
+        // through encryption).
+        codec: if flaws.contains(&Flaw::SecretInState) {
+            CodecName::HmacSha256
+        } else {
+            ServerConfig::default().codec
+        },
         ..ServerConfig::default()
     };
     let server = start(config).await.expect("server starts");
@@ -114,7 +123,7 @@ async fn run_cases(cases: Vec<Case>, generation: Generation) -> Vec<String> {
 /// Each flaw, the checks it must break (with the status their severity
 /// gives), and unrelated checks that must still pass.
 fn expectations() -> Vec<Case> {
-    use Status::{Fail, Timeout, Warn};
+    use Status::{Fail, Warn};
     vec![
         (
             Flaw::AcceptTamperedState,
@@ -122,16 +131,14 @@ fn expectations() -> Vec<Case> {
                 ("mrtr-tamper-bit-flip", Fail),
                 ("mrtr-tamper-truncate", Fail),
                 ("mrtr-tamper-extend", Fail),
-                ("mrtr-tamper-reencode", Fail),
+                // Accepted, but a re-encoding keeps the bytes: INFO (the
+                // flips, truncation and extension above are the failures).
+                ("mrtr-tamper-reencode", Status::Info),
                 // The same flaw trusts a state nobody issued, of any size.
                 ("mrtr-unsolicited-state", Fail),
                 ("mrtr-oversized-state", Warn),
             ],
-            vec![
-                "mrtr-cross-principal",
-                "mrtr-replay-single-use",
-                "mrtr-happy-path",
-            ],
+            vec!["mrtr-cross-principal", "mrtr-happy-path", "mrtr-decline"],
         ),
         (
             Flaw::IgnorePrincipal,
@@ -162,13 +169,15 @@ fn expectations() -> Vec<Case> {
             vec![("mrtr-state-expiry", Warn)],
             vec![
                 "mrtr-tamper-bit-flip",
-                "mrtr-replay-single-use",
+                "mrtr-replay-final-retry",
                 "mrtr-happy-path",
             ],
         ),
         (
+            // Every tool completes again; delete_file is single-use (its
+            // description says "exactly once"): FAIL.
             Flaw::ReplayableSideEffect,
-            vec![("mrtr-replay-single-use", Fail)],
+            vec![("mrtr-replay-final-retry", Fail)],
             vec![
                 "mrtr-tamper-bit-flip",
                 "mrtr-cross-principal",
@@ -193,8 +202,9 @@ fn expectations() -> Vec<Case> {
             ],
         ),
         (
+            // A word match is a heuristic: WARN for review (§6.A 7).
             Flaw::SecretInForm,
-            vec![("mrtr-schema-findings", Fail)],
+            vec![("mrtr-schema-findings", Warn)],
             vec![
                 "mrtr-cap-none",
                 "mrtr-tamper-bit-flip",
@@ -207,8 +217,9 @@ fn expectations() -> Vec<Case> {
             vec!["mrtr-cancel", "mrtr-happy-path", "mrtr-tamper-bit-flip"],
         ),
         (
+            // A hang after a cancel fails on its own deadline, not as a timeout.
             Flaw::HangOnCancel,
-            vec![("mrtr-cancel", Timeout)],
+            vec![("mrtr-cancel", Fail)],
             vec!["mrtr-decline", "mrtr-happy-path", "mrtr-tamper-bit-flip"],
         ),
         (
@@ -228,6 +239,57 @@ fn expectations() -> Vec<Case> {
                 "mrtr-meta-missing",
                 "mrtr-header-name-missing",
                 "mrtr-version-unsupported",
+            ],
+        ),
+        (
+            Flaw::NoOriginCheck,
+            vec![("mrtr-origin-validated", Fail)],
+            vec!["mrtr-meta-missing", "mrtr-happy-path", "mrtr-cache-hints"],
+        ),
+        (
+            Flaw::NoCacheHints,
+            vec![("mrtr-cache-hints", Fail)],
+            vec![
+                "mrtr-result-type",
+                "mrtr-origin-validated",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::BadShapeNotFound,
+            vec![
+                ("mrtr-input-responses-shape", Fail),
+                ("mrtr-request-state-shape", Fail),
+            ],
+            vec![
+                "mrtr-input-responses-malformed",
+                "mrtr-tamper-bit-flip",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::NoNodelay,
+            vec![("mrtr-tail-stall", Warn)],
+            vec!["mrtr-happy-path", "mrtr-decline", "mrtr-tamper-bit-flip"],
+        ),
+        (
+            // deploy answers a decline as it answers an accept.
+            Flaw::ActOnDecline,
+            vec![("mrtr-decline-no-action", Fail)],
+            vec!["mrtr-happy-path", "mrtr-tamper-bit-flip", "mrtr-cap-none"],
+        ),
+        (
+            Flaw::LeakSecret,
+            vec![("mrtr-url-secret-not-returned", Fail)],
+            vec!["mrtr-happy-path", "mrtr-url-cross-user", "mrtr-decline"],
+        ),
+        (
+            Flaw::SecretInState,
+            vec![("mrtr-url-secret-not-returned", Fail)],
+            vec![
+                "mrtr-url-cross-user",
+                "mrtr-decline",
+                "mrtr-tamper-bit-flip",
             ],
         ),
     ]
@@ -259,7 +321,7 @@ async fn clean_reference_server_passes_every_legacy_check() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn legacy_flaws_fail_their_checks() {
-    use Status::{Fail, Timeout};
+    use Status::{Fail, Warn};
     let cases: Vec<Case> = vec![
         (
             Flaw::LegacyUrlWithoutId,
@@ -286,7 +348,7 @@ async fn legacy_flaws_fail_their_checks() {
         ),
         (
             Flaw::SecretInForm,
-            vec![("legacy-schema-findings", Fail)],
+            vec![("legacy-schema-findings", Warn)],
             vec![
                 "legacy-cap-none",
                 "legacy-request-shape",
@@ -295,7 +357,11 @@ async fn legacy_flaws_fail_their_checks() {
         ),
         (
             Flaw::IgnorePrincipal,
-            vec![("legacy-url-cross-user", Fail)],
+            vec![
+                ("legacy-url-cross-user", Fail),
+                ("legacy-cross-principal-session", Fail),
+                ("legacy-cross-principal-answer", Fail),
+            ],
             vec![
                 "legacy-url-page-requires-auth",
                 "legacy-happy-path",
@@ -309,8 +375,37 @@ async fn legacy_flaws_fail_their_checks() {
         ),
         (
             Flaw::HangOnCancel,
-            vec![("legacy-cancel", Timeout)],
+            vec![("legacy-cancel", Fail)],
             vec!["legacy-decline", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            Flaw::NoOriginCheck,
+            vec![("legacy-origin-validated", Fail)],
+            vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            Flaw::ElicitOnGetStream,
+            vec![("legacy-get-stream", Warn)],
+            vec!["legacy-happy-path", "legacy-stream-rules", "legacy-decline"],
+        ),
+        (
+            Flaw::NoNodelay,
+            vec![("legacy-tail-stall", Warn)],
+            vec!["legacy-happy-path", "legacy-decline", "legacy-handshake"],
+        ),
+        (
+            Flaw::ActOnDecline,
+            vec![("legacy-decline-no-action", Fail)],
+            vec!["legacy-happy-path", "legacy-decline", "legacy-cap-none"],
+        ),
+        (
+            Flaw::LeakSecret,
+            vec![("legacy-url-secret-not-returned", Fail)],
+            vec![
+                "legacy-happy-path",
+                "legacy-url-cross-user",
+                "legacy-decline",
+            ],
         ),
     ];
     let problems = run_cases(cases, Generation::Legacy).await;

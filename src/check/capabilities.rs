@@ -219,8 +219,8 @@ async fn cap_sampling(p: Probe) -> Verdict {
 }
 
 async fn no_carry_over(p: Probe) -> Verdict {
-    let Some(t) = p.target().stateful_form_tool().cloned() else {
-        return Verdict::skip("no form tool answers input_required with a requestState");
+    let Some(t) = p.target().form_tools().next().cloned() else {
+        return p.target().no_subject("no tool elicits in form mode");
     };
     let first = p.call_request(
         format!("tools/call {} #1 (all capabilities)", t.name),

@@ -56,8 +56,9 @@ fn describe(rt: &RoundTrip) -> String {
 }
 
 async fn happy_path(p: Probe) -> Verdict {
-    let tools = p.target().eliciting_tools();
-    if tools.is_empty() {
+    let tools = p.target().page_safe_tools();
+    let off = p.target().off_origin_notes();
+    if tools.is_empty() && off.is_empty() {
         return p.target().no_subject("no tool elicits");
     }
     let mut ok = Vec::new();
@@ -71,15 +72,18 @@ async fn happy_path(p: Probe) -> Verdict {
             bad.push(line);
         }
     }
-    if bad.is_empty() {
-        Verdict::pass(ok.join("; "))
-    } else {
-        Verdict::fail(bad.join("; "))
+    if !bad.is_empty() {
+        return Verdict::fail(bad.join("; "));
     }
+    if !off.is_empty() {
+        ok.extend(off);
+        return Verdict::violation(crate::findings::Severity::Info, ok.join("; "));
+    }
+    Verdict::pass(ok.join("; "))
 }
 
 async fn multi_round(p: Probe) -> Verdict {
-    let tools = p.target().eliciting_tools();
+    let tools = p.target().page_safe_tools();
     let mut seen_multi = Vec::new();
     for t in &tools {
         let rt = run_flow(&p, t, AnswerPolicy::AcceptValid).await;

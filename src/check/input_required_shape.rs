@@ -37,21 +37,52 @@ pub fn is_shape_rule(rule: &str) -> bool {
         )
 }
 
-/// Validates raw reply bodies of 2026-07-28 results; returns the findings
-/// `keep` selects, each prefixed with `label`.
+/// The JSON documents of a reply body: the body itself, or (an SSE
+/// stream) the data of each event.
+pub fn documents(raw: &str) -> Vec<String> {
+    if serde_json::from_str::<serde_json::Value>(raw).is_ok() {
+        return vec![raw.to_owned()];
+    }
+    let mut events = Vec::new();
+    let mut parser = crate::protocol::sse::SseParser::new();
+    if parser.push(raw.as_bytes(), &mut events).is_err() {
+        return Vec::new();
+    }
+    let _ = parser.push(b"\n\n", &mut events);
+    events
+        .into_iter()
+        .map(|e| e.data)
+        .filter(|d| !d.trim().is_empty())
+        .collect()
+}
+
+/// Validates raw reply bodies (JSON, or SSE streams) of 2026-07-28
+/// results; returns the findings `keep` selects.
 pub fn findings_of(raw: &str, keep: fn(&str) -> bool) -> Vec<Finding> {
     let opts = Options {
         generation: Some(Generation::Modern),
         schema: None,
     };
-    match validate_document(raw.as_bytes(), &opts) {
-        Ok(r) => r.findings.into_iter().filter(|f| keep(&f.rule)).collect(),
-        Err(_) => Vec::new(),
-    }
+    documents(raw)
+        .iter()
+        .filter_map(|d| validate_document(d.as_bytes(), &opts).ok())
+        .flat_map(|r| r.findings)
+        .filter(|f| keep(&f.rule))
+        .collect()
 }
 
 /// Turns findings into a verdict: the worst severity decides.
-pub fn verdict_of(findings: Vec<(String, Finding)>, what: &str) -> Verdict {
+pub fn verdict_of(mut findings: Vec<(String, Finding)>, what: &str) -> Verdict {
+    // Each finding once, however often the same request was seen.
+    let mut seen = std::collections::HashSet::new();
+    findings.retain(|(tool, f)| {
+        seen.insert((
+            tool.clone(),
+            f.rule.clone(),
+            f.pointer.clone(),
+            f.message.clone(),
+        ))
+    });
     let Some(worst) = findings.iter().map(|(_, f)| f.severity).max() else {
         return Verdict::pass(format!("no findings in {what}"));
     };
@@ -94,4 +125,19 @@ async fn shape(p: Probe) -> Verdict {
         return Verdict::skip("no tool answered input_required");
     }
     verdict_of(all, &format!("{seen} input_required results"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_bodies_are_validated_event_by_event() {
+        let json = r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required"}}"#;
+        assert_eq!(documents(json), vec![json.to_owned()]);
+        let sse = format!("data: \nid: 0\nretry: 3000\n\ndata: {json}\n\n");
+        assert_eq!(documents(&sse), vec![json.to_owned()]);
+        // An InputRequiredResult with neither field is a finding, over SSE too.
+        assert!(!findings_of(&sse, is_shape_rule).is_empty());
+    }
 }

@@ -1,16 +1,22 @@
-//! `inputResponses` validation (S9, §6.B 17–19): unknown extra keys are
-//! ignored; missing or wrong-key answers get a new `input_required`, not an
-//! error; malformed answers (a number, `null`, an array, content of the
-//! wrong type, an unknown action) get an error or a re-prompt, never a
-//! silently accepted result and never a crash.
+//! `inputResponses` and `requestState` validation (S9, §6.B 17–19): unknown
+//! extra keys are ignored; missing or wrong-key answers get a new
+//! `input_required`, not an error; malformed answers (a number, `null`, an
+//! array, content of the wrong type, an unknown action) and malformed
+//! fields (`inputResponses` that is not an object, `requestState` that is
+//! not a string) get a JSON-RPC error (`-32602`) or a re-prompt. HTTP 404 /
+//! `-32601` (the call taken for an unknown method) and any 5xx are
+//! failures. A complete result is compared with a control (the same round
+//! answered validly): only a result of the same shape shows the bad input
+//! was accepted; anything else is "could not tell" (INFO), never a FAIL.
 
-use super::judge::is_input_required;
+use super::judge::{answer_values, is_input_required, same_outcome};
 use super::model::{Check, Verdict};
-use super::probe::{Probe, ToolProfile};
+use super::probe::Probe;
 use super::raw::Rpc;
-use super::state_tamper::{Round, first_round, retry};
+use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::content::{InvalidKind, invalid_content};
 use crate::findings::Severity;
+use crate::protocol::codes;
 use serde_json::{Map, Value, json};
 
 /// The checks of this family.
@@ -35,28 +41,32 @@ pub fn checks() -> Vec<Check> {
         check!(
             "mrtr-input-responses-malformed",
             "§4.7 S9, §4.10 / §6.B 19",
-            Should,
+            Must,
             Modern,
-            "malformed inputResponses get an error or a re-prompt: never a result (WARN), never a crash (FAIL)",
+            "a malformed answer (number, null, array, unknown action, content of the wrong type) gets an error or a re-prompt: never 404/-32601 or a 5xx (FAIL), never accepted as valid (WARN)",
             malformed
+        ),
+        check!(
+            "mrtr-input-responses-shape",
+            "§4.7 S9 / §6.B 19",
+            Must,
+            Modern,
+            "inputResponses as an array, a number, a string or null gets -32602 or a re-prompt, never 404/-32601 or a 5xx",
+            responses_shape
+        ),
+        check!(
+            "mrtr-request-state-shape",
+            "§4.7 S7, S9 / §6.B 19",
+            Must,
+            Modern,
+            "requestState as a number or an object gets -32602 or a re-prompt, never 404/-32601 or a 5xx",
+            state_shape
         ),
     ]
 }
 
-async fn subject(p: &Probe) -> Result<(ToolProfile, Round), Verdict> {
-    let Some(t) = p.target().stateful_form_tool().cloned() else {
-        return Err(Verdict::skip(
-            "no form tool answers input_required with a requestState",
-        ));
-    };
-    match first_round(p, &t, &format!("tools/call {} #1", t.name)).await {
-        Ok(r) => Ok((t, r)),
-        Err(e) => Err(Verdict::skip(e)),
-    }
-}
-
 async fn unknown_keys(p: Probe) -> Verdict {
-    let (t, r) = match subject(&p).await {
+    let r = match first_at_state(&p, true).await {
         Ok(x) => x,
         Err(v) => return v,
     };
@@ -67,24 +77,29 @@ async fn unknown_keys(p: Probe) -> Verdict {
     );
     match retry(
         &p,
-        &t,
-        &format!("tools/call {} #2 retry with an extra key", t.name),
+        &r.tool,
+        &format!("tools/call {} retry with an extra key", r.tool.name),
         &answers,
         &r.state,
     )
     .await
     {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
-        Ok((Rpc::Result(_), _)) => Verdict::pass("the extra key was ignored and the call went on"),
-        Ok((other, _)) => Verdict::fail(format!(
-            "an extra inputResponses key got {}",
-            other.describe()
+        Ok((Rpc::Result(_), _)) => Verdict::pass(format!(
+            "{}: the extra key was ignored and the call went on",
+            r.tool.name
+        )),
+        Ok((other, status)) => Verdict::fail(format!(
+            "{}: an extra inputResponses key got {}",
+            r.tool.name,
+            reading(&other, status)
         )),
     }
 }
 
 async fn missing(p: Probe) -> Verdict {
     let mut problems = Vec::new();
+    let mut tool = String::new();
     for (what, answers) in [
         ("no answers", Map::new()),
         (
@@ -95,14 +110,15 @@ async fn missing(p: Probe) -> Verdict {
             )]),
         ),
     ] {
-        let (t, r) = match subject(&p).await {
+        let r = match first_at_state(&p, true).await {
             Ok(x) => x,
             Err(v) => return v,
         };
+        tool.clone_from(&r.tool.name);
         match retry(
             &p,
-            &t,
-            &format!("tools/call {} #2 retry with {what}", t.name),
+            &r.tool,
+            &format!("tools/call {} retry with {what}", r.tool.name),
             &answers,
             &r.state,
         )
@@ -110,21 +126,124 @@ async fn missing(p: Probe) -> Verdict {
         {
             Err(e) => problems.push(format!("{what}: no reply: {e}")),
             Ok((Rpc::Result(v), _)) if is_input_required(&v) => {}
-            Ok((other, _)) => problems.push(format!("{what}: {}", other.describe())),
+            Ok((other, status)) => problems.push(format!("{what}: {}", reading(&other, status))),
         }
     }
     if problems.is_empty() {
-        Verdict::pass("missing and wrong-key answers were asked for again")
-    } else {
-        Verdict::fail(format!(
-            "expected a new input_required: {}",
-            problems.join("; ")
+        Verdict::pass(format!(
+            "{tool}: missing and wrong-key answers were asked for again"
         ))
+    } else {
+        Verdict::fail(format!("{tool}: {}", problems.join("; ")))
+            .expecting("a new input_required asking again (S9: missing answers are re-requested, not an error)")
+    }
+}
+
+/// How the replies to a set of malformed inputs read.
+#[derive(Default)]
+struct Tally {
+    crashed: Vec<String>,
+    not_found: Vec<String>,
+    accepted: Vec<String>,
+    unclear: Vec<String>,
+    fine: Vec<String>,
+}
+
+impl Tally {
+    /// Files one reply; `control` is the result of the same round answered
+    /// validly, `values` the answer values of both calls.
+    fn file(
+        &mut self,
+        what: &str,
+        reply: Result<(Rpc, u16), String>,
+        control: Option<&Value>,
+        values: &[String],
+    ) {
+        match reply {
+            Err(e) => self.crashed.push(format!("{what}: {e}")),
+            Ok((_, status)) if status >= 500 => self.crashed.push(format!("{what}: HTTP {status}")),
+            Ok((rpc, status))
+                if status == 404 || rpc.code() == Some(codes::METHOD_NOT_FOUND) =>
+            {
+                self.not_found
+                    .push(format!("{what}: {}", reading(&rpc, status)))
+            }
+            Ok((Rpc::Result(v), status))
+                if !is_input_required(&v) && v.get("isError") != Some(&json!(true)) =>
+            {
+                match control {
+                    Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(
+                        "{what} (HTTP {status}: the same result as a valid answer)"
+                    )),
+                    _ => self.unclear.push(format!(
+                        "{what} (HTTP {status}: a complete result without isError, unlike a valid answer's)"
+                    )),
+                }
+            }
+            Ok((rpc, status)) => self.fine.push(format!("{what}: {}", reading(&rpc, status))),
+        }
+    }
+
+    fn verdict(self, tool: &str, field: &str) -> Verdict {
+        if !self.crashed.is_empty() || !self.not_found.is_empty() {
+            let mut parts = Vec::new();
+            if !self.not_found.is_empty() {
+                parts.push(format!(
+                    "taken for an unknown method (404 / -32601) instead of invalid params: {}",
+                    self.not_found.join("; ")
+                ));
+            }
+            if !self.crashed.is_empty() {
+                parts.push(format!("the server failed: {}", self.crashed.join("; ")));
+            }
+            return Verdict::violation(Severity::Must, format!("{tool}: {}", parts.join("; ")))
+                .expecting(format!(
+                    "a JSON-RPC error -32602 (invalid params) or a re-prompt for a malformed {field}"
+                ));
+        }
+        if !self.accepted.is_empty() {
+            return Verdict::violation(
+                Severity::Should,
+                format!(
+                    "{tool}: malformed {field} accepted as if valid: {}",
+                    self.accepted.join(", ")
+                ),
+            )
+            .expecting(format!(
+                "a JSON-RPC error or a re-prompt for a malformed {field}"
+            ));
+        }
+        if !self.unclear.is_empty() {
+            return Verdict::violation(
+                Severity::Info,
+                format!(
+                    "{tool}: could not tell whether a malformed {field} was accepted: {}; the \
+                     others got {}",
+                    self.unclear.join(", "),
+                    if self.fine.is_empty() {
+                        "nothing else".to_owned()
+                    } else {
+                        self.fine.join("; ")
+                    }
+                ),
+            );
+        }
+        Verdict::pass(format!("{tool}: {}", self.fine.join("; ")))
+    }
+}
+
+/// The result of `r`'s round answered validly (the control), on a fresh walk.
+async fn control_result(p: &Probe, r: &Round) -> Option<Value> {
+    let fresh = at_state(p, &r.tool).await.ok()?;
+    let label = format!("control: tools/call {} valid retry", r.tool.name);
+    match retry(p, &r.tool, &label, &fresh.answers, &fresh.state).await {
+        Ok((Rpc::Result(v), _)) if !is_input_required(&v) => Some(v),
+        _ => None,
     }
 }
 
 async fn malformed(p: Probe) -> Verdict {
-    let (_, r0) = match subject(&p).await {
+    let r0 = match first_at_state(&p, true).await {
         Ok(x) => x,
         Err(v) => return v,
     };
@@ -153,51 +272,86 @@ async fn malformed(p: Probe) -> Verdict {
             json!({"action": "accept", "content": c}),
         ));
     }
-    let mut accepted = Vec::new();
-    let mut crashed = Vec::new();
+    let control = control_result(&p, &r0).await;
+    let mut values = answer_values(&Value::Object(r0.answers.clone()));
+    let mut tally = Tally::default();
     for (what, value) in variants {
-        let (t, r) = match subject(&p).await {
+        let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
-            Err(v) => return v,
+            Err(e) => return Verdict::skip(e),
         };
+        values.extend(answer_values(&value));
         let mut answers = r.answers.clone();
         answers.insert(key.clone(), value);
-        match retry(
+        let reply = retry(
             &p,
-            &t,
-            &format!("tools/call {} #2 retry, {key} is {what}", t.name),
+            &r.tool,
+            &format!("tools/call {} retry, {key} is {what}", r.tool.name),
             &answers,
             &r.state,
         )
-        .await
-        {
-            Err(e) => crashed.push(format!("{what}: {e}")),
-            Ok((_, status)) if status >= 500 => crashed.push(format!("{what}: HTTP {status}")),
-            Ok((Rpc::Result(v), _))
-                if !is_input_required(&v) && v.get("isError") != Some(&json!(true)) =>
-            {
-                accepted.push(what)
-            }
-            Ok(_) => {}
-        }
+        .await;
+        tally.file(what, reply, control.as_ref(), &values);
     }
-    if !crashed.is_empty() {
-        return Verdict::violation(
-            Severity::Must,
-            format!(
-                "the server failed on malformed answers: {}",
-                crashed.join("; ")
-            ),
-        );
+    tally.verdict(&r0.tool.name, "answer")
+}
+
+async fn responses_shape(p: Probe) -> Verdict {
+    let r0 = match first_at_state(&p, false).await {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let control = control_result(&p, &r0).await;
+    let values = answer_values(&Value::Object(r0.answers.clone()));
+    let mut tally = Tally::default();
+    for (what, value) in [
+        ("an array", json!([Value::Object(r0.answers.clone())])),
+        ("a number", json!(42)),
+        ("a string", json!("elicitkit")),
+        ("null", Value::Null),
+    ] {
+        let r = match at_state(&p, &r0.tool).await {
+            Ok(x) => x,
+            Err(e) => return Verdict::skip(e),
+        };
+        let reply = retry_raw(
+            &p,
+            &r.tool,
+            &format!("tools/call {} retry, inputResponses is {what}", r.tool.name),
+            Some(value),
+            Some(Value::String(r.state.clone())),
+        )
+        .await;
+        tally.file(what, reply, control.as_ref(), &values);
     }
-    if !accepted.is_empty() {
-        return Verdict::violation(
-            Severity::Should,
-            format!(
-                "malformed answers were accepted with a successful result: {}",
-                accepted.join(", ")
-            ),
-        );
+    tally.verdict(&r0.tool.name, "inputResponses")
+}
+
+async fn state_shape(p: Probe) -> Verdict {
+    let r0 = match first_at_state(&p, false).await {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let control = control_result(&p, &r0).await;
+    let values = answer_values(&Value::Object(r0.answers.clone()));
+    let mut tally = Tally::default();
+    for (what, value) in [
+        ("a number", json!(42)),
+        ("an object", json!({"state": r0.state})),
+    ] {
+        let r = match at_state(&p, &r0.tool).await {
+            Ok(x) => x,
+            Err(e) => return Verdict::skip(e),
+        };
+        let reply = retry_raw(
+            &p,
+            &r.tool,
+            &format!("tools/call {} retry, requestState is {what}", r.tool.name),
+            Some(Value::Object(r.answers.clone())),
+            Some(value),
+        )
+        .await;
+        tally.file(what, reply, control.as_ref(), &values);
     }
-    Verdict::pass("every malformed answer got an error, a tool error or a re-prompt")
+    tally.verdict(&r0.tool.name, "requestState")
 }

@@ -93,6 +93,87 @@ pub fn elicitations(result: &Value) -> Vec<(String, &'static str)> {
         .unwrap_or_default()
 }
 
+/// Words of `text` with numbers and the given answer values replaced by
+/// one placeholder.
+fn words_of(text: &str, values: &[String]) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            if w.chars().all(|c| c.is_ascii_digit()) || values.iter().any(|v| v == w) {
+                "<v>".to_owned()
+            } else {
+                w.to_lowercase()
+            }
+        })
+        .collect()
+}
+
+/// Every leaf of `v` as (pointer, words of its value).
+fn leaves(v: &Value, at: String, values: &[String], out: &mut Vec<(String, Vec<String>)>) {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, x)| leaves(x, format!("{at}/{k}"), values, out)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, x)| leaves(x, format!("{at}/{i}"), values, out)),
+        Value::String(s) => out.push((at, words_of(s, values))),
+        other => out.push((at, words_of(&other.to_string(), values))),
+    }
+}
+
+/// The text words and `structuredContent` leaves of a tool result, with
+/// numbers and answer values set aside: two results of the same shape
+/// ("Order #3 placed: 2 × mug (size M)" and "Order #4 placed: 2 × mug
+/// (size XL)") read alike.
+fn shape_of(result: &Value, values: &[String]) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+    let text: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|x| x.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut structured = Vec::new();
+    if let Some(sc) = result.get("structuredContent") {
+        leaves(sc, String::new(), values, &mut structured);
+    }
+    (words_of(&text.join(" "), values), structured)
+}
+
+/// The scalar values inside answers (`content` fields), as words.
+pub fn answer_values(answers: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![answers];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => out.extend(
+                s.split(|c: char| !c.is_alphanumeric())
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned),
+            ),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Bool(b) => out.push(b.to_string()),
+            Value::Array(a) => stack.extend(a),
+            Value::Object(m) => stack.extend(m.values()),
+            Value::Null => {}
+        }
+    }
+    out
+}
+
+/// True when two complete tool results read as the same outcome: the same
+/// text, or the same `structuredContent`, once numbers and answer values
+/// are set aside (`values` lists both calls' answer values).
+pub fn same_outcome(a: &Value, b: &Value, values: &[String]) -> bool {
+    let (wa, sa) = shape_of(a, values);
+    let (wb, sb) = shape_of(b, values);
+    (!wa.is_empty() && wa == wb) || (!sa.is_empty() && sa == sb)
+}
+
 /// True when a result is `resultType: "input_required"`.
 pub fn is_input_required(result: &Value) -> bool {
     result.get("resultType").and_then(Value::as_str) == Some("input_required")
@@ -103,6 +184,35 @@ mod tests {
     use super::*;
     use crate::protocol::mrtr::InputRequiredResult;
     use serde_json::json;
+
+    #[test]
+    fn outcomes_compare_by_shape() {
+        let r = |t: &str| json!({"content":[{"type":"text","text":t}]});
+        let values = answer_values(
+            &json!({"a":{"content":{"size":"M"}},"b":{"content":{"size":"XL","n":42}}}),
+        );
+        assert!(same_outcome(
+            &r("Order #3 placed: 2 × mug (size M)"),
+            &r("Order #4 placed: 2 × mug (size XL)"),
+            &values
+        ));
+        assert!(!same_outcome(
+            &r("Order #3 placed: 2 × mug (size M)"),
+            &r("Order not placed (declined)"),
+            &values
+        ));
+        let s = |t: &str, v: &str| json!({"content":[{"type":"text","text":t}],"structuredContent":{"result":v}});
+        assert!(same_outcome(&s("a", "Order 1"), &s("b", "Order 2"), &[]));
+        assert!(!same_outcome(
+            &s("a", "Trip to Oslo, window seat"),
+            &s("b", "Trip planning stopped"),
+            &[]
+        ));
+        assert!(
+            !same_outcome(&json!({}), &json!({}), &[]),
+            "nothing to compare"
+        );
+    }
 
     #[test]
     fn answers_cover_every_request() {

@@ -6,7 +6,10 @@
 //! only for issued ids; the `-32042` shape.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
-use super::legacy_session::{Answer, CallOptions, Streamed, call, call_with, modes_seen, open};
+use super::judge::{answer_values, same_outcome};
+use super::legacy_session::{
+    Answer, CallOptions, Streamed, call, call_with, initialize_request, modes_seen, open,
+};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::Rpc;
@@ -143,11 +146,17 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
-fn eliciting(p: &Probe) -> Vec<ToolProfile> {
+fn eliciting(p: &Probe, answer: &Answer) -> Vec<ToolProfile> {
+    let completes_pages = matches!(
+        answer,
+        Answer::Accept {
+            complete_pages: true
+        }
+    );
     p.target()
         .tools
         .iter()
-        .filter(|t| t.elicits())
+        .filter(|t| t.elicits() && !(completes_pages && p.target().off_origin(t).is_some()))
         .cloned()
         .collect()
 }
@@ -159,7 +168,7 @@ async fn run_all(
     initialized: bool,
     answer: Answer,
 ) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
-    let tools = eliciting(p);
+    let tools = eliciting(p, &answer);
     if tools.is_empty() {
         return Err(p.target().no_subject("no tool elicits"));
     }
@@ -172,24 +181,88 @@ async fn run_all(
     Ok(out)
 }
 
+/// The `elicitation/create` requests among server messages seen before
+/// `notifications/initialized`, as where they came from.
+pub fn early_elicitations(seen: &[(&str, String)]) -> Vec<String> {
+    seen.iter()
+        .filter(|(_, m)| m == "elicitation/create")
+        .map(|(w, _)| (*w).to_owned())
+        .collect()
+}
+
+/// Sends only what a correct client sends before `initialized`
+/// (`initialize`, then it may open the GET stream; it calls no tool) and
+/// watches the initialize reply and the GET stream for a bounded window.
 async fn before_initialized(p: Probe) -> Verdict {
-    let runs = match run_all(&p, &all_modes(), false, Answer::Observe).await {
+    let caps = all_modes();
+    let init = initialize_request(
+        &p.settings().mcp_url,
+        Some(&p.settings().principal),
+        p.target().next_id(),
+        &caps.to_value(),
+    );
+    let reply = match p.send(init).await {
         Ok(r) => r,
-        Err(v) => return v,
+        Err(e) => return Verdict::skip(format!("initialize: {e}")),
     };
-    let early: Vec<&str> = runs
-        .iter()
-        .filter(|(_, s)| !s.elicitations.is_empty())
-        .map(|(t, _)| t.name.as_str())
-        .collect();
+    let mut seen: Vec<(&str, String)> = reply
+        .decoded()
+        .map(|d| {
+            d.messages
+                .into_iter()
+                .filter_map(|m| match m {
+                    crate::protocol::jsonrpc::Message::Request(r) => {
+                        Some(("the initialize reply", r.method))
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let Rpc::Result(result) = reply.rpc() else {
+        return Verdict::skip(format!("initialize answered {}", reply.rpc().describe()));
+    };
+    let s = super::legacy_session::Session {
+        sid: reply
+            .header(crate::protocol::headers::SESSION_ID)
+            .map(str::to_owned),
+        init: result,
+        initialized_status: None,
+    };
+    let window = (p.settings().timeout / 4).min(std::time::Duration::from_secs(2));
+    let (status, requests) = super::legacy_session::watch_get(&p, &s, window).await;
+    seen.extend(requests.into_iter().map(|(m, _)| ("the GET stream", m)));
+    let mut notice = super::legacy_session::request(
+        &p,
+        &s,
+        "notifications/initialized",
+        crate::protocol::legacy::METHOD_INITIALIZED,
+        Value::Null,
+    );
+    notice.body =
+        serde_json::json!({"jsonrpc":"2.0","method":crate::protocol::legacy::METHOD_INITIALIZED})
+            .to_string()
+            .into_bytes();
+    let _ = p.send(notice).await;
+    super::legacy_session::close(&p, &s).await;
+    let early = early_elicitations(&seen);
+    let get = match status {
+        Some(200) => format!("the GET stream was open for {window:?}"),
+        Some(s) => format!("the GET stream got HTTP {s}"),
+        None => "the GET stream did not open".to_owned(),
+    };
     if early.is_empty() {
-        Verdict::pass("no elicitation/create before notifications/initialized")
-    } else {
-        Verdict::fail(format!(
-            "elicitation/create sent before notifications/initialized by {}",
-            early.join(", ")
-        ))
+        return Verdict::pass(format!(
+            "no elicitation/create before notifications/initialized ({get}; a correct client \
+             calls no tool before initialized, so a server that elicits only inside tool calls \
+             cannot break this rule)"
+        ));
     }
+    Verdict::fail(format!(
+        "elicitation/create before notifications/initialized, on {}",
+        early.join(" and ")
+    ))
+    .expecting("no server request other than ping or logging before notifications/initialized")
 }
 
 async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
@@ -401,23 +474,45 @@ async fn happy_path(p: Probe) -> Verdict {
             (_, Ok(line)) | (_, Err(line)) => return Verdict::fail(line),
         }
     }
+    let off = p.target().off_origin_notes();
+    if !off.is_empty() {
+        ok.extend(off);
+        return Verdict::violation(Severity::Info, ok.join("; "));
+    }
     Verdict::pass(ok.join("; "))
 }
 
 async fn refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
-    let runs = match run_all(&p, &all_modes(), true, answer).await {
-        Ok(r) => r,
-        Err(v) => return v,
+    // The refusal has its own deadline: a hang is this check's finding, and
+    // the first one ends the check (the others would hang as long).
+    let deadline = super::decline_cancel::refusal_deadline(&p);
+    let bounded = p.bounded(deadline);
+    let tools = eliciting(&p, &answer);
+    if tools.is_empty() {
+        return p.target().no_subject("no tool elicits");
+    }
+    let s = match open(&bounded, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::fail(e),
     };
     let mut lines = Vec::new();
     let mut protocol_errors = Vec::new();
-    for (t, s) in &runs {
-        match ended(&t.name, s) {
+    for t in &tools {
+        let st = call(&bounded, &s, &t.name, &t.arguments, answer.clone()).await;
+        match ended(&t.name, &st) {
             Ok(line) => {
-                if matches!(s.response, Some(Rpc::Error(_))) {
+                if matches!(st.response, Some(Rpc::Error(_))) {
                     protocol_errors.push(line.clone());
                 }
                 lines.push(line);
+            }
+            Err(why) if why.contains("timeout") => {
+                return Verdict::fail(format!(
+                    "no answer within {deadline:?} after {what}: the call hangs ({why})"
+                ))
+                .expecting(format!(
+                    "the call ends promptly after a {what} (a result, a tool error or an error)"
+                ));
             }
             Err(why) => return Verdict::fail(format!("after {what}: {why}")),
         }
@@ -472,7 +567,10 @@ async fn invalid_answers(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(e),
     };
     let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid).await;
-    let reprompted = st.elicitations.len() > 1;
+    // Asked again: the same form pushed once more (a next round has another).
+    let schema_of = |e: &Value| e.get("requestedSchema").cloned();
+    let reprompted = st.elicitations.len() > 1
+        && schema_of(&st.elicitations[1]) == st.elicitations.first().and_then(schema_of);
     match (&st.response, reprompted) {
         (_, true) => Verdict::pass(format!(
             "{}: the server asked again after invalid content",
@@ -481,10 +579,62 @@ async fn invalid_answers(p: Probe) -> Verdict {
         (Some(Rpc::Result(v)), false)
             if v.get("isError").and_then(Value::as_bool) != Some(true) =>
         {
-            Verdict::fail(format!(
-                "{}: content that fails the schema was accepted silently",
-                t.name
-            ))
+            // "Completed without isError" is not yet "accepted": compare
+            // with the result of valid content (the control).
+            let schema = st
+                .elicitations
+                .first()
+                .and_then(schema_of)
+                .unwrap_or(Value::Null);
+            let seed = p.settings().seed;
+            let mut values = answer_values(&Value::Object(crate::client::content::valid_content(
+                &schema, seed,
+            )));
+            values.extend(answer_values(&Value::Object(
+                crate::client::content::invalid_content(
+                    &schema,
+                    crate::client::content::InvalidKind::WrongType,
+                    seed,
+                )
+                .unwrap_or_default(),
+            )));
+            let control = match open(&p, &all_modes(), true).await {
+                Ok(s2) => {
+                    call(
+                        &p,
+                        &s2,
+                        &t.name,
+                        &t.arguments,
+                        Answer::Accept {
+                            complete_pages: true,
+                        },
+                    )
+                    .await
+                    .response
+                }
+                Err(_) => None,
+            };
+            match control {
+                Some(Rpc::Result(c)) if same_outcome(&c, v, &values) => Verdict::fail(format!(
+                    "{}: content that fails the schema was accepted like valid content: \
+                     \"{}\" (valid content: \"{}\")",
+                    t.name,
+                    super::subject::result_text(v),
+                    super::subject::result_text(&c)
+                ))
+                .expecting(
+                    "invalid content is refused (an error, a tool error) or asked for again",
+                ),
+                _ => Verdict::violation(
+                    Severity::Info,
+                    format!(
+                        "{}: could not tell: the call completed without isError (\"{}\"), but not \
+                         with the result valid content gets; the server may refuse in plain text",
+                        t.name,
+                        super::subject::result_text(v)
+                    ),
+                ),
+            }
         }
         (Some(_), false) => Verdict::pass(format!("{}: invalid content was refused", t.name)),
         (None, false) => Verdict::violation(

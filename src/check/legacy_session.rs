@@ -10,7 +10,8 @@ use crate::protocol::version::LEGACY;
 use serde_json::{Value, json};
 
 pub use crate::discover::legacy::{
-    Answer, CallOptions, Session, Streamed, call, call_with, modes_seen, open, request,
+    Answer, CallOptions, Session, Streamed, call, call_with, close, initialize_request, modes_seen,
+    open, request, watch_get,
 };
 
 /// The checks of this family.

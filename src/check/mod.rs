@@ -1,24 +1,32 @@
 //! `elicitkit check`: conformance and security probes against an MCP server
 //! that elicits, in the style of h2spec: every check names the spec rule it
-//! checks (spec-digest §6), its severity (MUST → FAIL, SHOULD → WARN, INFO)
-//! and the exchanges behind its verdict.
+//! checks (spec-digest §6) and its public spec page ([`links`]), its
+//! severity (MUST → FAIL, SHOULD → WARN, INFO), and every finding carries
+//! what a correct server does (Expected), what this one did (Actual) and
+//! the exchanges behind the verdict.
 //!
 //! - [`model`]: [`Check`] descriptors, [`Verdict`], [`CheckResult`] rows.
 //! - [`probe`]: the [`Target`] discovery found and the [`Probe`] a check
 //!   sends requests with (evidence is recorded as it goes).
+//! - [`subject`]: the tools that issue a `requestState` in any round,
+//!   walked to that round or to their end (discovery's walk).
 //! - [`raw`] and [`mask`] (from [`crate::client`]): hand-built requests, and
-//!   secrets kept out of evidence; [`judge`]: shared verdict logic ("rejected for the probed
-//!   reason", valid answers for raw retries).
-//! - Discovery (generations, authentication, tools, first replies) is
+//!   secrets kept out of evidence; [`judge`]: shared verdict logic ("rejected
+//!   for the probed reason", "the same outcome as a valid answer");
+//!   [`state_decode`]: reading an opaque state (re-encodings, leaks).
+//! - Discovery (generations, authentication, tools, their rounds) is
 //!   [`crate::discover`], shared with `load`.
-//! - [`runner`]: bounded concurrent execution with per-check timeouts.
+//! - [`runner`]: bounded concurrent execution with per-check timeouts;
+//!   checks that read server state or time replies run alone.
 //! - [`render`]: text, JSON, JUnit XML and Markdown output.
-//! - One file per family of checks: [`meta_headers`], [`capabilities`],
-//!   [`result_type`], [`input_required_shape`], [`schema_findings`],
-//!   [`flows`], [`state_tamper`], [`replay`], [`input_responses`],
-//!   [`decline_cancel`], [`url_flow`], [`retired`], [`sse`],
-//!   [`robustness`], and the 2025-11-25 families [`legacy_session`],
-//!   [`legacy_elicitation`].
+//! - One file per family of checks: [`meta_headers`], [`origin`],
+//!   [`cache_hints`], [`capabilities`], [`result_type`],
+//!   [`input_required_shape`], [`schema_findings`], [`flows`],
+//!   [`state_tamper`], [`replay`], [`input_responses`], [`decline_cancel`],
+//!   [`no_action`], [`url_flow`], [`secret_echo`], [`retired`], [`sse`],
+//!   [`robustness`], [`tail_stall`], and the 2025-11-25 families
+//!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
+//!   [`legacy_principal`].
 
 /// Builds a [`Check`] from its descriptor fields and an `async fn(Probe) -> Verdict`.
 macro_rules! check {
@@ -34,6 +42,7 @@ macro_rules! check {
     };
 }
 
+pub mod cache_hints;
 pub mod capabilities;
 pub mod decline_cancel;
 pub mod flows;
@@ -42,9 +51,14 @@ pub mod input_responses;
 pub mod judge;
 pub use crate::client::{mask, raw};
 pub mod legacy_elicitation;
+pub mod legacy_get_stream;
+pub mod legacy_principal;
 pub mod legacy_session;
+pub mod links;
 pub mod meta_headers;
 pub mod model;
+pub mod no_action;
+pub mod origin;
 pub mod probe;
 pub mod render;
 pub mod replay;
@@ -53,8 +67,12 @@ pub mod retired;
 pub mod robustness;
 pub mod runner;
 pub mod schema_findings;
+pub mod secret_echo;
 pub mod sse;
+pub mod state_decode;
 pub mod state_tamper;
+pub mod subject;
+pub mod tail_stall;
 pub mod url_flow;
 
 pub use crate::discover::DiscoverError as CheckError;
@@ -67,6 +85,8 @@ use crate::protocol::Generation;
 pub fn all_checks() -> Vec<Check> {
     let mut v = Vec::new();
     v.extend(meta_headers::checks());
+    v.extend(origin::checks());
+    v.extend(cache_hints::checks());
     v.extend(result_type::checks());
     v.extend(input_required_shape::checks());
     v.extend(capabilities::checks());
@@ -76,12 +96,17 @@ pub fn all_checks() -> Vec<Check> {
     v.extend(replay::checks());
     v.extend(input_responses::checks());
     v.extend(decline_cancel::checks());
+    v.extend(no_action::checks());
     v.extend(url_flow::checks());
+    v.extend(secret_echo::checks());
     v.extend(retired::checks());
     v.extend(sse::checks());
     v.extend(robustness::checks());
+    v.extend(tail_stall::checks());
     v.extend(legacy_session::checks());
     v.extend(legacy_elicitation::checks());
+    v.extend(legacy_get_stream::checks());
+    v.extend(legacy_principal::checks());
     v
 }
 
@@ -221,6 +246,49 @@ mod tests {
                 "{} has the wrong prefix for its generation",
                 c.id
             );
+            let link = links::spec_link(c.generation, c.rule);
+            assert!(
+                link.starts_with(&format!("{}/{}/", links::SPEC_BASE, c.generation.version())),
+                "{}: {link}",
+                c.id
+            );
         }
+    }
+
+    #[test]
+    fn flow_pages_on_another_origin_are_recognised() {
+        let settings = Settings::new("http://127.0.0.1:9/mcp");
+        let http = reqwest::Client::new();
+        let t = Target::new(settings, http, Generation::Modern);
+        let mut tool = crate::discover::ToolProfile {
+            name: "connect".into(),
+            descriptor: serde_json::json!({"name":"connect"}),
+            arguments: Default::default(),
+            other_arguments: None,
+            single_use: false,
+            read_only: false,
+            first: probe::FirstReply::Other("-".into()),
+            rounds: vec![crate::discover::RoundSeen {
+                result: serde_json::Value::Null,
+                raw: String::new(),
+                modes: Default::default(),
+                methods: Vec::new(),
+                state: None,
+                answers: Default::default(),
+                urls: vec!["/connect/1".into()],
+            }],
+            state_round: None,
+            off_origin: None,
+        };
+        assert_eq!(
+            t.off_origin(&tool),
+            None,
+            "a relative page is on the origin"
+        );
+        tool.rounds[0].urls = vec!["https://auth.example.com/connect/1".into()];
+        assert_eq!(
+            t.off_origin(&tool).as_deref(),
+            Some("https://auth.example.com")
+        );
     }
 }

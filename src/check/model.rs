@@ -53,8 +53,11 @@ pub enum Verdict {
     Violation {
         /// Severity override, if any.
         severity: Option<Severity>,
-        /// What was observed, in one or two sentences.
+        /// What was observed (the "Actual" of the report), in full.
         detail: String,
+        /// What a correct server does, when more precise than the check's
+        /// title (the "Expected" of the report).
+        expected: Option<String>,
     },
     /// The check could not apply; says why.
     Skip(String),
@@ -70,6 +73,7 @@ impl Verdict {
         Verdict::Violation {
             severity: None,
             detail: detail.into(),
+            expected: None,
         }
     }
     /// A violation at an explicit severity.
@@ -77,6 +81,26 @@ impl Verdict {
         Verdict::Violation {
             severity: Some(severity),
             detail: detail.into(),
+            expected: None,
+        }
+    }
+    /// Something worth knowing that breaks no rule, or a check that could
+    /// not tell (INFO, with the reason).
+    pub fn info(detail: impl Into<String>) -> Self {
+        Verdict::violation(Severity::Info, detail)
+    }
+    /// Names what a correct server does (the report's "Expected"), for a
+    /// violation; other verdicts are returned unchanged.
+    pub fn expecting(self, text: impl Into<String>) -> Self {
+        match self {
+            Verdict::Violation {
+                severity, detail, ..
+            } => Verdict::Violation {
+                severity,
+                detail,
+                expected: Some(text.into()),
+            },
+            other => other,
         }
     }
     /// Not applicable, with the reason.
@@ -150,8 +174,17 @@ pub struct CheckResult {
     /// The outcome.
     #[serde(flatten)]
     pub status: Status,
-    /// What was observed.
+    /// What was observed (for a finding: the "Actual", in full).
     pub detail: String,
+    /// What a correct server does (the "Expected" of a finding: the
+    /// check's own expectation, or its title).
+    pub expected: String,
+    /// For a finding (FAIL, WARN, INFO, TIMEOUT): what was observed, in
+    /// full (the same text as `detail`; named for h2spec-style reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+    /// The public spec page of the rule, for the generation checked.
+    pub link: String,
     /// Wall time the check took.
     #[serde(serialize_with = "ser_ms")]
     pub elapsed: Duration,
@@ -168,6 +201,14 @@ impl CheckResult {
     /// or any check that timed out (a hung server fails whatever it hangs on).
     pub fn is_failure(&self) -> bool {
         matches!(self.status, Status::Fail | Status::Timeout)
+    }
+
+    /// True for a row a server author should read: FAIL, WARN, INFO, TIMEOUT.
+    pub fn is_finding(&self) -> bool {
+        matches!(
+            self.status,
+            Status::Fail | Status::Warn | Status::Info | Status::Timeout
+        )
     }
 }
 

@@ -193,19 +193,6 @@ impl Target {
         })
     }
 
-    /// The first form-mode tool whose first round carried a `requestState`.
-    pub fn stateful_form_tool(&self) -> Option<&ToolProfile> {
-        self.form_tools().find(|t| {
-            matches!(
-                t.first,
-                FirstReply::InputRequired {
-                    has_state: true,
-                    ..
-                }
-            )
-        })
-    }
-
     /// Every tool that issues a `requestState` in some round (form,
     /// multi-round and URL tools alike): the subjects of state probes.
     pub fn state_tools(&self) -> Vec<ToolProfile> {
@@ -226,6 +213,31 @@ impl Target {
             .collect()
     }
 
+    /// Eliciting tools whose flow pages (if any) are on the target's own
+    /// origin: the ones a check may complete as a browser would.
+    pub fn page_safe_tools(&self) -> Vec<ToolProfile> {
+        self.eliciting_tools()
+            .into_iter()
+            .filter(|t| self.off_origin(t).is_none())
+            .collect()
+    }
+
+    /// One line per eliciting tool whose flow page is on another origin
+    /// (never fetched): `"name (flow page on another origin: not followed: ORIGIN)"`.
+    pub fn off_origin_notes(&self) -> Vec<String> {
+        self.eliciting_tools()
+            .iter()
+            .filter_map(|t| {
+                self.off_origin(t).map(|o| {
+                    format!(
+                        "{}: flow page on another origin: not followed ({o})",
+                        t.name
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// A skip that says why there is nothing to probe, pointing to the
     /// root-cause findings that took tools out.
     pub fn no_subject(&self, why: &str) -> super::model::Verdict {
@@ -243,6 +255,23 @@ impl Target {
         ))
     }
 
+    /// The flow page of `t` on another origin than the MCP endpoint, if
+    /// any of its rounds named one: such pages are never fetched.
+    pub fn off_origin(&self, t: &ToolProfile) -> Option<String> {
+        if let Some(o) = &t.off_origin {
+            return Some(o.clone());
+        }
+        t.rounds
+            .iter()
+            .flat_map(|r| r.urls.iter())
+            .find_map(
+                |u| match discover::page::same_origin(&self.settings.mcp_url, u) {
+                    Err(discover::page::PageError::OtherOrigin(o)) => Some(o),
+                    _ => None,
+                },
+            )
+    }
+
     /// Eliciting tools whose first round uses URL mode.
     pub fn url_tools(&self) -> impl Iterator<Item = &ToolProfile> {
         self.tools.iter().filter(|t| t.elicits() && t.modes().url)
@@ -255,6 +284,8 @@ impl Target {
 pub struct Probe {
     target: Arc<Target>,
     evidence: Arc<Mutex<Vec<Exchange>>>,
+    /// A bound tighter than the check timeout (see [`Probe::bounded`]).
+    limit: Option<Duration>,
 }
 
 pub use crate::discover::all_modes;
@@ -265,7 +296,23 @@ impl Probe {
         Probe {
             target,
             evidence: Arc::new(Mutex::new(Vec::new())),
+            limit: None,
         }
+    }
+
+    /// The same probe (same evidence) with every request bounded by
+    /// `limit` instead of the check timeout: a check that gives a step its
+    /// own deadline (a hang after a decline is a finding, not a timeout).
+    pub fn bounded(&self, limit: Duration) -> Probe {
+        Probe {
+            limit: Some(limit.min(self.target.settings.timeout)),
+            ..self.clone()
+        }
+    }
+
+    /// The bound on each request: the check timeout, or a tighter one.
+    pub fn request_timeout(&self) -> Duration {
+        self.limit.unwrap_or(self.target.settings.timeout)
     }
 
     /// The target.
@@ -316,7 +363,7 @@ impl Probe {
     /// Sends a raw request (bounded by the check timeout) and records it.
     pub async fn send(&self, req: RawRequest) -> Result<RawReply, RawError> {
         let slot = self.pending(&req.label, req.evidence());
-        let (ex, out) = raw::send(&self.target.http, &req, self.settings().timeout).await;
+        let (ex, out) = raw::send(&self.target.http, &req, self.request_timeout()).await;
         self.fill(slot, ex);
         out
     }
@@ -393,7 +440,7 @@ impl Probe {
             let pending = flow_exchange(&endpoint, &out, Err(""));
             let slot = self.pending(&pending.label, pending.request);
             let step =
-                match exchange(&self.target.http, &endpoint, &out, self.settings().timeout).await {
+                match exchange(&self.target.http, &endpoint, &out, self.request_timeout()).await {
                     Ok(reply) => {
                         self.fill(slot, flow_exchange(&endpoint, &out, Ok(&reply)));
                         if out.target == crate::client::modern::Target::Mcp {
@@ -429,7 +476,7 @@ impl Wire for Probe {
         &self.target.settings.principal
     }
     fn timeout(&self) -> Duration {
-        self.target.settings.timeout
+        self.request_timeout()
     }
     fn seed(&self) -> u64 {
         self.target.settings.seed

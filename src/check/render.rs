@@ -1,6 +1,12 @@
 //! Renders a check [`Report`]: a plain-text table for terminals, JSON,
 //! JUnit XML (one `<testcase>` per check; FAIL and TIMEOUT are failures,
 //! SKIP is skipped, WARN and INFO pass with a note) and Markdown.
+//!
+//! The table keeps one short line per check; every finding (FAIL, WARN,
+//! INFO, TIMEOUT) is then printed once in full below it, h2spec style: its
+//! id, status and rule, the public spec page of the rule, `Expected:` (what
+//! a correct server does), `Actual:` (what this one did, never cut) and
+//! the exchanges behind the verdict.
 
 use super::model::{CheckResult, Status};
 use super::{Report, mask};
@@ -54,11 +60,21 @@ fn result_cell(r: &CheckResult) -> String {
 }
 
 fn wants_evidence(r: &CheckResult, verbose: bool) -> bool {
-    verbose
-        || matches!(
-            r.status,
-            Status::Fail | Status::Warn | Status::Timeout | Status::Info
-        )
+    verbose || r.is_finding()
+}
+
+/// Longest table cell for a finding's detail (the full text follows below).
+const CELL: usize = 100;
+
+/// The table cell of a row: a finding's detail cut to one line that points
+/// below; other rows as before.
+fn cell(r: &CheckResult, max: usize) -> String {
+    let one_line = r.detail.replace('\n', " ");
+    if r.is_finding() && one_line.chars().count() > CELL {
+        format!("{} (see below)", mask::shorten(&one_line, CELL))
+    } else {
+        mask::shorten(&one_line, max)
+    }
 }
 
 fn generations(report: &Report) -> String {
@@ -131,19 +147,26 @@ pub fn text(report: &Report, verbose: bool) -> String {
             r.rule,
             r.severity.to_string(),
             res,
-            mask::shorten(&r.detail, 160)
+            cell(r, 160)
         );
     }
     let _ = writeln!(out, "\n{}", summary_line(report));
     for r in report.results.iter().filter(|r| wants_evidence(r, verbose)) {
         let _ = writeln!(
             out,
-            "\n== {} [{}] {}\n   {}",
+            "\n== {} [{}] {} ({})\n   {}",
             r.id,
             result_cell(r),
             r.rule,
-            r.detail
+            r.generation,
+            r.link
         );
+        if r.is_finding() {
+            let _ = writeln!(out, "   Expected: {}", r.expected);
+            let _ = writeln!(out, "   Actual:   {}", r.detail);
+        } else {
+            let _ = writeln!(out, "   {}", r.detail);
+        }
         for e in &r.evidence {
             let _ = writeln!(out, "   -- {}", e.label);
             for line in e.request.lines() {
@@ -214,9 +237,13 @@ pub fn junit(report: &Report) -> String {
             Status::Fail | Status::Timeout => {
                 let _ = write!(
                     out,
-                    "<failure message=\"{}\" type=\"{}\">{}</failure>",
+                    "<failure message=\"{}\" type=\"{}\">Expected: {}\nActual: {}\nRule: {} {}\n\n{}</failure>",
                     xml_escape(&r.detail),
                     r.status.as_str(),
+                    xml_escape(&r.expected),
+                    xml_escape(&r.detail),
+                    xml_escape(r.rule),
+                    xml_escape(&r.link),
                     xml_escape(&evidence_text(r))
                 );
             }
@@ -226,9 +253,13 @@ pub fn junit(report: &Report) -> String {
             Status::Warn | Status::Info => {
                 let _ = write!(
                     out,
-                    "<system-out>{}: {}\n{}</system-out>",
+                    "<system-out>{}: {}\nExpected: {}\nActual: {}\nRule: {} {}\n{}</system-out>",
                     r.status.as_str().to_ascii_uppercase(),
                     xml_escape(&r.detail),
+                    xml_escape(&r.expected),
+                    xml_escape(&r.detail),
+                    xml_escape(r.rule),
+                    xml_escape(&r.link),
                     xml_escape(&evidence_text(r))
                 );
             }
@@ -264,18 +295,30 @@ pub fn markdown(report: &Report, verbose: bool) -> String {
             md_cell(r.rule),
             r.severity,
             md_cell(&result_cell(r)),
-            md_cell(&mask::shorten(&r.detail, 200))
+            md_cell(&cell(r, 200))
         );
     }
     for r in report.results.iter().filter(|r| wants_evidence(r, verbose)) {
         let _ = writeln!(
             out,
-            "\n## `{}`: {}\n\n{} ({})\n",
+            "\n## `{}`: {}\n\nRule {} ({}), [{}]({})\n",
             r.id,
             result_cell(r),
-            r.detail,
-            r.rule
+            r.rule,
+            r.generation,
+            r.link,
+            r.link
         );
+        if r.is_finding() {
+            let _ = writeln!(
+                out,
+                "- **Expected:** {}\n- **Actual:** {}\n",
+                md_cell(&r.expected),
+                md_cell(&r.detail)
+            );
+        } else {
+            let _ = writeln!(out, "{}\n", r.detail);
+        }
         for e in &r.evidence {
             // Fences longer than any backtick run inside keep the block closed.
             let _ = writeln!(
@@ -307,6 +350,10 @@ mod tests {
             title: "t",
             status,
             detail: "tampered <state> & accepted".into(),
+            expected: "a tampered state is rejected".into(),
+            actual: None,
+            link: "https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr"
+                .into(),
             elapsed: Duration::from_millis(5),
             evidence: vec![Exchange {
                 label: "tools/call #2".into(),
@@ -331,6 +378,21 @@ mod tests {
     }
 
     #[test]
+    fn a_long_finding_is_cut_in_the_table_and_printed_once_in_full() {
+        let mut r = report();
+        let long = format!("the deciding fact is at the end: {} END", "x".repeat(400));
+        r.results[1].detail.clone_from(&long);
+        let t = text(&r, false);
+        assert!(t.contains("(see below)"), "{t}");
+        assert_eq!(t.matches(&long).count(), 1, "{t}");
+        let m = markdown(&r, false);
+        assert_eq!(m.matches(&long).count(), 1);
+        assert!(m.contains("**Expected:**"));
+        let x = junit(&r);
+        assert!(x.contains("Expected: a tampered state is rejected"));
+    }
+
+    #[test]
     fn junit_marks_failures_and_skips_and_escapes() {
         let x = junit(&report());
         assert!(
@@ -348,6 +410,9 @@ mod tests {
         let r = report();
         let t = text(&r, false);
         assert!(t.contains("mrtr-b") && t.contains("FAIL") && t.contains("> POST /mcp"));
+        assert!(t.contains("Expected: a tampered state is rejected"), "{t}");
+        assert!(t.contains("Actual:   tampered <state> & accepted"), "{t}");
+        assert!(t.contains("/2026-07-28/basic/patterns/mrtr"), "{t}");
         assert!(t.contains("4 checks: 1 pass, 1 fail, 0 warn, 0 info, 1 skip, 1 timeout"));
         assert!(
             !t.contains("== mrtr-a"),

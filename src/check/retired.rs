@@ -55,7 +55,7 @@ fn scan(body: &[u8], what: &str, problems: &mut Vec<String>) {
 }
 
 async fn retired(p: Probe) -> Verdict {
-    let tools = p.target().eliciting_tools();
+    let tools = p.target().page_safe_tools();
     if tools.is_empty() {
         return p.target().no_subject("no tool elicits");
     }

@@ -3,11 +3,11 @@
 //! connections mid-call leaves it healthy; a retry that reuses the first
 //! call's id is recorded (the client rule is broken on purpose: INFO).
 
-use super::judge::answers_for;
+use super::judge::{answers_for, is_input_required};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::{self, Rpc};
-use super::state_tamper::{Round, first_round, retry};
+use super::subject::{Round, first_at_state, retry, state_subjects};
 use crate::findings::Severity;
 use crate::protocol::mrtr::InputRequiredResult;
 use serde_json::{Map, Value, json};
@@ -52,15 +52,7 @@ pub fn checks() -> Vec<Check> {
 }
 
 async fn subject(p: &Probe) -> Result<(ToolProfile, Round), Verdict> {
-    let Some(t) = p.target().stateful_form_tool().cloned() else {
-        return Err(Verdict::skip(
-            "no form tool answers input_required with a requestState",
-        ));
-    };
-    first_round(p, &t, &format!("tools/call {} #1", t.name))
-        .await
-        .map(|r| (t, r))
-        .map_err(Verdict::skip)
+    first_at_state(p, false).await.map(|r| (r.tool.clone(), r))
 }
 
 /// True when `tools/list` still answers.
@@ -181,9 +173,13 @@ async fn disconnect(p: Probe) -> Verdict {
 }
 
 async fn same_id(p: Probe) -> Verdict {
-    let Some(t) = p.target().stateful_form_tool().cloned() else {
-        return Verdict::skip("no form tool answers input_required with a requestState");
+    let Some(t) = state_subjects(&p).into_iter().next() else {
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     };
+    // Every leg of the flow reuses one id, up to the round with the state
+    // and its retry.
     let id = p.target().next_id();
     let post = |label: String, params: Value| {
         raw::modern_post(
@@ -195,33 +191,54 @@ async fn same_id(p: Probe) -> Verdict {
         )
         .token(Some(&p.settings().principal))
     };
-    let first = post(
-        format!("tools/call {} #1 with id {id}", t.name),
-        json!({"name": t.name, "arguments": t.arguments}),
-    );
-    let ir = match p.send(first).await {
-        Ok(r) => r.rpc().result().and_then(InputRequiredResult::from_value),
-        Err(e) => return Verdict::skip(format!("no reply to the first call: {e}")),
-    };
-    let Some(ir) = ir else {
-        return Verdict::skip("the first call did not answer input_required");
-    };
-    let params = json!({
-        "name": t.name, "arguments": t.arguments,
-        "inputResponses": answers_for(&ir, p.settings().seed), "requestState": ir.request_state,
-    });
-    match p
-        .send(post(
-            format!("tools/call {} #2 retry reusing id {id}", t.name),
-            params,
-        ))
-        .await
-    {
-        Ok(reply) if reply.status < 500 => Verdict::pass(format!(
-            "answered {} (behaviour is undefined; recorded)",
-            reply.rpc().describe()
-        )),
-        Ok(reply) => Verdict::violation(Severity::Info, format!("HTTP {}", reply.status)),
-        Err(e) => Verdict::violation(Severity::Info, format!("no reply: {e}")),
+    let mut params = json!({"name": t.name, "arguments": t.arguments});
+    for round in 0..4 {
+        let label = if params.get("requestState").is_some() {
+            format!(
+                "tools/call {} retry with the state, reusing id {id}",
+                t.name
+            )
+        } else {
+            format!("tools/call {} leg {} with id {id}", t.name, round + 1)
+        };
+        let with_state = params.get("requestState").is_some();
+        let reply = match p.send(post(label, params.clone())).await {
+            Ok(r) => r,
+            Err(e) => return Verdict::violation(Severity::Info, format!("no reply: {e}")),
+        };
+        if reply.status >= 500 {
+            return Verdict::violation(Severity::Info, format!("HTTP {}", reply.status));
+        }
+        let rpc = reply.rpc();
+        let ir = rpc
+            .result()
+            .filter(|v| is_input_required(v))
+            .and_then(InputRequiredResult::from_value);
+        match ir {
+            Some(ir) if !with_state => {
+                params = json!({
+                    "name": t.name, "arguments": t.arguments,
+                    "inputResponses": answers_for(&ir, p.settings().seed),
+                });
+                if let Some(s) = ir.request_state {
+                    params["requestState"] = Value::String(s);
+                }
+            }
+            _ if with_state => {
+                return Verdict::pass(format!(
+                    "{}: the retry reusing id {id} got {} (behaviour is undefined; recorded)",
+                    t.name,
+                    rpc.describe()
+                ));
+            }
+            _ => {
+                return Verdict::skip(format!(
+                    "{} answered {} before a round carried a state",
+                    t.name,
+                    rpc.describe()
+                ));
+            }
+        }
     }
+    Verdict::skip(format!("{} issued no state within 4 rounds", t.name))
 }

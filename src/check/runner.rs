@@ -1,7 +1,9 @@
 //! Runs checks: at most `concurrency` at a time, each under the per-check
 //! timeout and all under the overall deadline, so the run always ends. A
 //! check that does not finish in time is reported as `timeout` with the
-//! evidence it gathered so far.
+//! evidence it gathered so far. Checks that read the server's state before
+//! and after an action, or time its replies, run alone ([`EXCLUSIVE_CHECKS`]):
+//! another check's calls would change what they read.
 
 use super::model::{Check, CheckResult, Status, Verdict};
 use super::probe::{Probe, Target};
@@ -11,6 +13,14 @@ use tokio::sync::Semaphore;
 
 /// Checks that wait for `--wait-expiry` on top of their timeout.
 pub const EXPIRY_CHECKS: [&str; 1] = ["mrtr-state-expiry"];
+
+/// Checks that run with no other check in flight.
+pub const EXCLUSIVE_CHECKS: [&str; 4] = [
+    "mrtr-decline-no-action",
+    "legacy-decline-no-action",
+    "mrtr-tail-stall",
+    "legacy-tail-stall",
+];
 
 /// Runs `checks` that apply to the target's generation against it and
 /// returns one row per check, in the order given.
@@ -29,6 +39,7 @@ pub async fn run_checks_until(
     let settings = &target.settings;
     let per_check = settings.timeout;
     let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let alone = Arc::new(tokio::sync::RwLock::new(()));
     let mut handles = Vec::new();
     for check in checks
         .iter()
@@ -37,11 +48,18 @@ pub async fn run_checks_until(
     {
         let target = target.clone();
         let permits = permits.clone();
+        let alone = alone.clone();
         handles.push((
             check,
             tokio::spawn(async move {
                 let _permit = permits.acquire_owned().await.ok();
-                run_one(check, target, per_check, deadline).await
+                if EXCLUSIVE_CHECKS.contains(&check.id) {
+                    let _only = alone.write().await;
+                    run_one(check, target, per_check, deadline).await
+                } else {
+                    let _shared = alone.read().await;
+                    run_one(check, target, per_check, deadline).await
+                }
             }),
         ));
     }
@@ -91,6 +109,7 @@ pub async fn run_one(
     let started = Instant::now();
     let verdict = tokio::time::timeout(budget, (check.run)(probe.clone())).await;
     let elapsed = started.elapsed();
+    let mut expected = None;
     let (status, detail) = match verdict {
         Err(_) => (
             Status::Timeout,
@@ -104,12 +123,26 @@ pub async fn run_one(
         ),
         Ok(Verdict::Pass(d)) => (Status::Pass, d),
         Ok(Verdict::Skip(r)) => (Status::Skip(r.clone()), r),
-        Ok(Verdict::Violation { severity, detail }) => (
-            Status::for_violation(severity.unwrap_or(check.severity)),
+        Ok(Verdict::Violation {
+            severity,
             detail,
-        ),
+            expected: e,
+        }) => {
+            expected = e;
+            (
+                Status::for_violation(severity.unwrap_or(check.severity)),
+                detail,
+            )
+        }
     };
-    row(check, status, detail, elapsed, probe.evidence())
+    let mut r = row(check, status, detail, elapsed, probe.evidence());
+    if let Some(e) = expected {
+        r.expected = e;
+    }
+    if r.is_finding() {
+        r.actual = Some(r.detail.clone());
+    }
+    r
 }
 
 fn row(
@@ -127,6 +160,9 @@ fn row(
         title: check.title,
         status,
         detail,
+        expected: check.title.to_owned(),
+        actual: None,
+        link: super::links::spec_link(check.generation, check.rule),
         elapsed,
         evidence,
     }

@@ -1,19 +1,25 @@
-//! Tampered `requestState` (S7, §6.B 11, 14, 16): a bit flip, truncation,
-//! extension or re-encoding must be rejected with a JSON-RPC error, not a
-//! result or a re-prompt; a state from another tool or other arguments must
-//! be rejected (S8c); an unsolicited state on a first call grants nothing.
-//! Each probe first runs a faithful control retry, and a rejection counts
-//! only if it is about the state (not headers or capabilities).
+//! Tampered `requestState` (S7, §6.B 11, 14, 16): a bit flip, truncation or
+//! extension must be rejected with a JSON-RPC error, not a result or a
+//! re-prompt; a state from another tool or other arguments must be refused
+//! (S8c); an unsolicited state on a first call grants nothing. Subjects are
+//! the tools that issue a state in any round, walked to that round. Each
+//! probe first runs a faithful control retry, and a rejection counts only
+//! if it is about the state (not headers or capabilities). A re-encoding of
+//! the same bytes (`+/` for `-_`, padding, a non-canonical last character)
+//! leaves the state's integrity intact: accepting it breaks no rule of S7,
+//! so it is reported as INFO (it matters to replay guards keyed on the wire
+//! string, which `mrtr-replay-final-retry` probes).
 
-use super::judge::{INTEGRITY, answers_for, is_input_required, rpc_state_rejection};
+use super::judge::{INTEGRITY, is_input_required, rpc_state_rejection};
 use super::model::{Check, Verdict};
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::Rpc;
+use super::state_decode::{reencodings, same_bytes};
+use super::subject::{Round, at_state, first_at_state, reading, retry, state_subjects};
 use crate::client::policy::Mutation;
 use crate::findings::Severity;
-use crate::protocol::mrtr::InputRequiredResult;
 use crate::state::tamper;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
@@ -45,9 +51,9 @@ pub fn checks() -> Vec<Check> {
         check!(
             "mrtr-tamper-reencode",
             "§4.7 S7 / §6.B 11",
-            Must,
+            Info,
             Modern,
-            "a requestState re-encoded (standard base64 / padding) is rejected with an error",
+            "a requestState re-encoded to the same bytes (standard base64, padding, non-canonical last character): rejected, or accepted with integrity intact (recorded)",
             reencode
         ),
         check!(
@@ -77,65 +83,14 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
-/// A first call that answered `input_required` with a state.
-pub struct Round {
-    /// The parsed result.
-    pub ir: InputRequiredResult,
-    /// Its state.
-    pub state: String,
-    /// Valid answers for it.
-    pub answers: Map<String, Value>,
-}
-
-/// First call of `tool` (with `arguments` overriding its usual ones).
-pub async fn first_round(p: &Probe, tool: &ToolProfile, label: &str) -> Result<Round, String> {
-    let req = p.call_request(label, tool, &all_modes(), None, None);
-    let reply = p.send(req).await.map_err(|e| e.to_string())?;
-    let rpc = reply.rpc();
-    let ir = rpc
-        .result()
-        .filter(|v| is_input_required(v))
-        .and_then(InputRequiredResult::from_value)
-        .ok_or_else(|| format!("first call of {} answered {}", tool.name, rpc.describe()))?;
-    let state = ir
-        .request_state
-        .clone()
-        .ok_or_else(|| format!("{} gave no requestState", tool.name))?;
-    let answers = answers_for(&ir, p.settings().seed);
-    Ok(Round { ir, state, answers })
-}
-
-/// Sends the retry of `tool` with `answers` and `state`.
-pub async fn retry(
-    p: &Probe,
-    tool: &ToolProfile,
-    label: &str,
-    answers: &Map<String, Value>,
-    state: &str,
-) -> Result<(Rpc, u16), String> {
-    let req = p.call_request(
-        label,
-        tool,
-        &all_modes(),
-        Some(Value::Object(answers.clone())),
-        Some(state),
-    );
-    let r = p.send(req).await.map_err(|e| e.to_string())?;
-    Ok((r.rpc(), r.status))
-}
-
-/// The tool tamper probes use: a form tool whose first round carries a state.
-fn subject(p: &Probe) -> Option<ToolProfile> {
-    p.target().stateful_form_tool().cloned()
-}
-
-/// Runs the faithful control retry; `Err` is the skip reason.
+/// Runs the faithful control retry on a fresh walk of `tool`; `Err` is the
+/// skip reason.
 async fn control(p: &Probe, tool: &ToolProfile) -> Result<(), String> {
-    let r = first_round(p, tool, &format!("control: tools/call {} #1", tool.name)).await?;
+    let r = at_state(p, tool).await?;
     match retry(
         p,
         tool,
-        &format!("control: tools/call {} #2 faithful retry", tool.name),
+        &format!("control: tools/call {} faithful retry", tool.name),
         &r.answers,
         &r.state,
     )
@@ -143,67 +98,99 @@ async fn control(p: &Probe, tool: &ToolProfile) -> Result<(), String> {
     {
         (Rpc::Result(_), _) => Ok(()),
         (other, _) => Err(format!(
-            "the faithful control retry already fails ({}), so a rejection of a tampered state proves nothing",
+            "the faithful control retry of {} already fails ({}), so a rejection of a tampered state proves nothing",
+            tool.name,
             other.describe()
         )),
     }
 }
 
-/// Tampers the state of a fresh first round with `mutate` and judges the retry.
-async fn tamper_with(
-    p: Probe,
-    what: &str,
-    mutate: impl Fn(&str) -> Option<String>,
-    expected: &[&str],
-) -> Verdict {
-    let Some(tool) = subject(&p) else {
-        return Verdict::skip("no form tool answers input_required with a requestState");
-    };
-    if let Err(why) = control(&p, &tool).await {
-        return Verdict::skip(why);
-    }
-    let r = match first_round(&p, &tool, &format!("tools/call {} #1", tool.name)).await {
-        Ok(r) => r,
-        Err(e) => return Verdict::skip(e),
-    };
-    let Some(bad) = mutate(&r.state).filter(|b| *b != r.state) else {
-        return Verdict::skip(format!(
-            "the state cannot be {what} in a way that changes it"
-        ));
-    };
-    let label = format!("tools/call {} #2 retry, state {what}", tool.name);
-    judge_retry(&p, &tool, &label, &r.answers, &bad, expected, what).await
+/// The subject for integrity probes: the first state tool that reaches its
+/// state round and passes the control.
+async fn subject(p: &Probe) -> Result<Round, Verdict> {
+    let r = first_at_state(p, false).await?;
+    control(p, &r.tool).await.map_err(Verdict::skip)?;
+    Ok(r)
 }
 
+/// Tampers the state of `tool`'s state round with `mutate` and judges the retry.
+async fn tamper_with(p: Probe, what: &str, mutate: impl Fn(&str) -> Option<String>) -> Verdict {
+    let r = match subject(&p).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let Some(bad) = mutate(&r.state).filter(|b| *b != r.state && !same_bytes(b, &r.state)) else {
+        return Verdict::skip(format!(
+            "the state of {} cannot be {what} in a way that changes its bytes",
+            r.tool.name
+        ));
+    };
+    let label = format!(
+        "tools/call {} round {} retry, state {what}",
+        r.tool.name,
+        r.index + 1
+    );
+    judge_retry(&p, &r, &label, &bad, &INTEGRITY, what, false).await
+}
+
+/// Sends the retry of `r` with `state` and judges it: a JSON-RPC error for
+/// one of the `expected` reasons passes; a complete result or a re-prompt
+/// is a violation (§6.B 11: the state was taken, not rejected). For a
+/// binding probe (`binding`) a tool error result passes too: the server
+/// saw the foreign state for what it is and granted nothing.
 async fn judge_retry(
     p: &Probe,
-    tool: &ToolProfile,
+    r: &Round,
     label: &str,
-    answers: &Map<String, Value>,
     state: &str,
     expected: &[&str],
     what: &str,
+    binding: bool,
 ) -> Verdict {
-    match retry(p, tool, label, answers, state).await {
-        Err(e) => Verdict::fail(format!("no reply to the retry with a state {what}: {e}")),
-        Ok((rpc, status)) => match rpc_state_rejection(&rpc, expected) {
-            Ok(seen) => Verdict::pass(format!("state {what}: {seen}")),
-            Err(why) => {
-                let accepted = match &rpc {
-                    Rpc::Result(v) if is_input_required(v) => {
-                        " (the server re-prompted instead of rejecting)"
-                    }
-                    Rpc::Result(_) => " (the server completed the call)",
-                    _ => "",
-                };
-                if status >= 500 {
-                    return Verdict::fail(format!(
-                        "state {what}: HTTP {status}; a bad state must get a JSON-RPC error, not a crash"
-                    ));
-                }
-                Verdict::fail(format!("state {what}: {why}{accepted}"))
-            }
-        },
+    let (rpc, status) = match retry(p, &r.tool, label, &r.answers, state).await {
+        Err(e) => {
+            return Verdict::fail(format!(
+                "{}: no reply to the retry with a state {what}: {e}",
+                r.tool.name
+            ));
+        }
+        Ok(x) => x,
+    };
+    if let Ok(seen) = rpc_state_rejection(&rpc, expected) {
+        return Verdict::pass(format!("{}: state {what}: {seen}", r.tool.name));
+    }
+    if status >= 500 {
+        return Verdict::fail(format!(
+            "{}: state {what}: HTTP {status}; a bad state must get a JSON-RPC error, not a crash",
+            r.tool.name
+        ))
+        .expecting("a JSON-RPC error (e.g. -32602) naming the bad state");
+    }
+    match &rpc {
+        Rpc::Result(v)
+            if binding
+                && !is_input_required(v)
+                && v.get("isError").and_then(Value::as_bool) == Some(true) =>
+        {
+            Verdict::pass(format!(
+                "{}: state {what}: refused with a tool error result",
+                r.tool.name
+            ))
+        }
+        _ => {
+            let why = match &rpc {
+                Rpc::Error(_) => format!(" ({})", rpc_state_rejection(&rpc, expected).unwrap_err()),
+                _ => String::new(),
+            };
+            Verdict::fail(format!(
+                "{}: state {what}: {}{why}",
+                r.tool.name,
+                reading(&rpc, status)
+            ))
+            .expecting(format!(
+                "a JSON-RPC error for the state {what}, not a result or a re-prompt"
+            ))
+        }
     }
 }
 
@@ -226,160 +213,180 @@ fn on_segments(s: &str, f: impl Fn(&str) -> Option<String>) -> Option<String> {
 }
 
 async fn bit_flip(p: Probe) -> Verdict {
-    tamper_with(
-        p,
-        "with one bit flipped",
-        |s| {
-            // A bit inside the decoded bytes keeps the encoding valid.
-            on_segments(s, |seg| tamper::flip_decoded_bit(seg, seg.len() * 3))
-                .or_else(|| Some(Mutation::FlipChar { index: s.len() / 2 }.apply(s)))
-        },
-        &INTEGRITY,
-    )
+    tamper_with(p, "with one bit flipped", |s| {
+        // A bit inside the decoded bytes keeps the encoding valid.
+        on_segments(s, |seg| tamper::flip_decoded_bit(seg, seg.len() * 3))
+            .or_else(|| Some(Mutation::FlipChar { index: s.len() / 2 }.apply(s)))
+    })
     .await
 }
 
 async fn truncate(p: Probe) -> Verdict {
-    tamper_with(
-        p,
-        "truncated",
-        |s| Some(tamper::truncate(s, s.len().saturating_sub(4).max(1))),
-        &INTEGRITY,
-    )
+    tamper_with(p, "truncated", |s| {
+        Some(tamper::truncate(s, s.len().saturating_sub(4).max(1)))
+    })
     .await
 }
 
 async fn extend(p: Probe) -> Verdict {
-    tamper_with(
-        p,
-        "extended",
-        |s| String::from_utf8(tamper::extend(s, b"AAAA")).ok(),
-        &INTEGRITY,
-    )
+    tamper_with(p, "extended", |s| {
+        String::from_utf8(tamper::extend(s, b"AAAA")).ok()
+    })
     .await
 }
 
 async fn reencode(p: Probe) -> Verdict {
-    tamper_with(
-        p,
-        "re-encoded",
-        |s| {
-            on_segments(s, |seg| {
-                tamper::to_standard_base64(seg)
-                    .filter(|x| x != seg)
-                    .or_else(|| tamper::with_padding(seg).filter(|x| x != seg))
-            })
-        },
-        &INTEGRITY,
+    let r = match subject(&p).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let variants = reencodings(&r.state);
+    if variants.is_empty() {
+        return Verdict::skip(format!(
+            "the state of {} has no base64url part to re-encode",
+            r.tool.name
+        ));
+    }
+    let mut accepted = Vec::new();
+    let mut refused = Vec::new();
+    for (what, state) in variants {
+        // Each on a fresh round: a server may retire a state it has seen.
+        let fresh = match at_state(&p, &r.tool).await {
+            Ok(f) => f,
+            Err(e) => return Verdict::skip(e),
+        };
+        let Some((_, state)) = reencodings(&fresh.state)
+            .into_iter()
+            .find(|(w, _)| *w == what)
+        else {
+            let _ = state;
+            continue;
+        };
+        let what = what.as_str();
+        let label = format!(
+            "tools/call {} round {} retry, state re-encoded as {what}",
+            r.tool.name,
+            fresh.index + 1
+        );
+        match retry(&p, &r.tool, &label, &fresh.answers, &state).await {
+            Ok((Rpc::Error(e), _)) => refused.push(format!("{what}: error {}", e.code)),
+            Ok((rpc, status)) if status < 500 && matches!(rpc, Rpc::Result(_)) => {
+                accepted.push(format!("{what} ({})", reading(&rpc, status)))
+            }
+            Ok((rpc, status)) => refused.push(format!("{what}: {}", reading(&rpc, status))),
+            Err(e) => refused.push(format!("{what}: {e}")),
+        }
+    }
+    if accepted.is_empty() {
+        return Verdict::pass(format!(
+            "{}: every re-encoding was rejected: {}",
+            r.tool.name,
+            refused.join("; ")
+        ));
+    }
+    Verdict::violation(
+        Severity::Info,
+        format!(
+            "{}: accepted re-encodings that decode to the same bytes: {}. The payload and its \
+             tag are unchanged, so integrity holds (no S7 violation); but the wire string is \
+             malleable, so a replay guard keyed on the string (not the decoded bytes) can be \
+             bypassed",
+            r.tool.name,
+            accepted.join(", ")
+        ),
     )
-    .await
 }
 
 async fn other_tool(p: Probe) -> Verdict {
-    let Some(tool) = subject(&p) else {
-        return Verdict::skip("no form tool answers input_required with a requestState");
+    let subjects = state_subjects(&p);
+    let Some(tool) = subjects.first().cloned() else {
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     };
-    let other = p.target().tools.iter().find(|t| {
-        t.name != tool.name
-            && matches!(
-                t.first,
-                super::probe::FirstReply::InputRequired {
-                    has_state: true,
-                    ..
-                }
-            )
-    });
-    let Some(other) = other.cloned() else {
+    let Some(other) = subjects.iter().find(|t| t.name != tool.name).cloned() else {
         return Verdict::skip("only one tool issues a requestState");
     };
     if let Err(why) = control(&p, &tool).await {
         return Verdict::skip(why);
     }
-    let foreign = match first_round(
-        &p,
-        &other,
-        &format!("tools/call {} #1 (source of the foreign state)", other.name),
-    )
-    .await
-    {
+    let foreign = match at_state(&p, &other).await {
         Ok(r) => r.state,
         Err(e) => return Verdict::skip(e),
     };
-    let mine = match first_round(&p, &tool, &format!("tools/call {} #1", tool.name)).await {
+    let mine = match at_state(&p, &tool).await {
         Ok(r) => r,
         Err(e) => return Verdict::skip(e),
     };
     let label = format!(
-        "tools/call {} #2 retry with the state of {}",
-        tool.name, other.name
+        "tools/call {} round {} retry with the state of {}",
+        tool.name,
+        mine.index + 1,
+        other.name
     );
     let what = format!("issued for tool {}", other.name);
-    judge_retry(
-        &p,
-        &tool,
-        &label,
-        &mine.answers,
-        &foreign,
-        &["wrong_request"],
-        &what,
-    )
-    .await
+    judge_retry(&p, &mine, &label, &foreign, &["wrong_request"], &what, true).await
 }
 
 async fn other_arguments(p: Probe) -> Verdict {
-    let Some(tool) = subject(&p) else {
-        return Verdict::skip("no form tool answers input_required with a requestState");
-    };
-    let Some(other_args) = tool.other_arguments.clone() else {
-        return Verdict::skip(format!("{} takes no arguments that can vary", tool.name));
+    let subjects = state_subjects(&p);
+    let Some(tool) = subjects
+        .iter()
+        .find(|t| t.other_arguments.is_some())
+        .cloned()
+    else {
+        return match subjects.first() {
+            Some(t) => Verdict::skip(format!("{} takes no arguments that can vary", t.name)),
+            None => p
+                .target()
+                .no_subject("no tool issues a requestState in any round"),
+        };
     };
     if let Err(why) = control(&p, &tool).await {
         return Verdict::skip(why);
     }
     let mut varied = tool.clone();
-    varied.arguments = other_args;
-    let foreign = match first_round(
-        &p,
-        &varied,
-        &format!("tools/call {} #1 with other arguments", tool.name),
-    )
-    .await
-    {
+    varied.arguments = tool.other_arguments.clone().unwrap_or_default();
+    let foreign = match at_state(&p, &varied).await {
         Ok(r) => r.state,
         Err(e) => return Verdict::skip(e),
     };
-    let mine = match first_round(&p, &tool, &format!("tools/call {} #1", tool.name)).await {
+    let mine = match at_state(&p, &tool).await {
         Ok(r) => r,
         Err(e) => return Verdict::skip(e),
     };
     let label = format!(
-        "tools/call {} #2 retry with the state issued for other arguments",
-        tool.name
+        "tools/call {} round {} retry with the state issued for other arguments",
+        tool.name,
+        mine.index + 1
     );
     judge_retry(
         &p,
-        &tool,
+        &mine,
         &label,
-        &mine.answers,
         &foreign,
         &["wrong_request"],
         "issued for other arguments",
+        true,
     )
     .await
 }
 
+/// The answers a tool's state round takes (from discovery's walk).
+fn state_round_answers(t: &ToolProfile) -> serde_json::Map<String, Value> {
+    t.state_round
+        .and_then(|i| t.rounds.get(i))
+        .map(|r| r.answers.clone())
+        .unwrap_or_default()
+}
+
 async fn unsolicited(p: Probe) -> Verdict {
-    let Some(tool) = p.target().form_tools().next().cloned() else {
-        return Verdict::skip("no form tool elicits");
+    let Some(tool) = state_subjects(&p).into_iter().next() else {
+        return p
+            .target()
+            .no_subject("no tool issues a requestState in any round");
     };
-    let answers = match &tool.first {
-        super::probe::FirstReply::InputRequired { result, .. } => {
-            InputRequiredResult::from_value(result)
-                .map(|ir| answers_for(&ir, p.settings().seed))
-                .unwrap_or_default()
-        }
-        _ => Map::new(),
-    };
+    let answers = Value::Object(state_round_answers(&tool));
     let forged = "ZWxpY2l0a2l0LXVuc29saWNpdGVkLXN0YXRl";
     let req = p.call_request(
         format!(
@@ -388,24 +395,61 @@ async fn unsolicited(p: Probe) -> Verdict {
         ),
         &tool,
         &all_modes(),
-        Some(Value::Object(answers)),
+        Some(answers.clone()),
         Some(forged),
     );
     let reply = match p.send(req).await {
         Ok(r) => r,
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
-    match reply.rpc() {
-        Rpc::Error(e) => Verdict::pass(format!("rejected with error {}", e.code)),
-        Rpc::Result(v) if is_input_required(&v) => {
-            Verdict::pass("ignored: the server asked for input as on a first call")
-        }
+    let rpc = reply.rpc();
+    match &rpc {
+        Rpc::Error(e) => Verdict::pass(format!("{}: rejected with error {}", tool.name, e.code)),
+        Rpc::Result(v) if is_input_required(v) => Verdict::pass(format!(
+            "{}: ignored: the server asked for input as on a first call",
+            tool.name
+        )),
         Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
-            Verdict::pass("answered with a tool error; nothing was granted")
+            Verdict::pass(format!(
+                "{}: answered with a tool error; nothing was granted",
+                tool.name
+            ))
         }
-        Rpc::Result(_) => Verdict::fail(
-            "the server completed a first call on the strength of a requestState it never issued",
-        ),
+        Rpc::Result(_) => {
+            // Control: the same first call with the answers and no state. A
+            // tool that completes on answers alone ignored the state.
+            let control = p.call_request(
+                format!(
+                    "control: tools/call {} #1 with the same answers and no requestState",
+                    tool.name
+                ),
+                &tool,
+                &all_modes(),
+                Some(answers),
+                None,
+            );
+            match p.send(control).await.map(|r| r.rpc()) {
+                Ok(Rpc::Result(v))
+                    if !is_input_required(&v)
+                        && v.get("isError").and_then(Value::as_bool) != Some(true) =>
+                {
+                    Verdict::violation(
+                        Severity::Info,
+                        format!(
+                            "{}: completed, but it completes on the same answers without any \
+                             state too: the forged state was ignored, not honoured",
+                            tool.name
+                        ),
+                    )
+                }
+                _ => Verdict::fail(format!(
+                    "{}: the server completed a first call on the strength of a requestState it \
+                     never issued (without the state, the same call does not complete)",
+                    tool.name
+                ))
+                .expecting("a JSON-RPC error, or the first round's input_required"),
+            }
+        }
         Rpc::Missing(why) if reply.status >= 500 => Verdict::fail(format!("server error: {why}")),
         Rpc::Missing(why) => {
             Verdict::violation(Severity::Should, format!("no JSON-RPC error: {why}"))

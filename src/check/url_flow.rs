@@ -91,16 +91,9 @@ async fn fresh_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
         Generation::Modern => modern_url(p, tool).await?,
         Generation::Legacy => legacy_url(p, tool).await?,
     };
-    let base = url::Url::parse(&p.settings().mcp_url).map_err(|e| e.to_string())?;
-    let resolved = base
-        .join(&url)
-        .map_err(|e| format!("bad url {url:?}: {e}"))?;
-    if resolved.host() != base.host() {
-        return Err(format!(
-            "the URL points to another host ({resolved}); elicitkit fetches only the target's host"
-        ));
-    }
-    Ok(resolved.to_string())
+    crate::discover::page::same_origin(&p.settings().mcp_url, &url)
+        .map(|u| u.to_string())
+        .map_err(|e| e.to_string())
 }
 
 fn url_of(params: &Value) -> Option<String> {
@@ -167,7 +160,22 @@ async fn page(
     Ok((r.status, r.body))
 }
 
+/// Why page checks mean nothing on this target, if they do not: a page
+/// that opens for anyone is only a defect where the server knows its users.
+fn no_identity(p: &Probe) -> Option<Verdict> {
+    (!p.target().principals_matter()).then(|| {
+        Verdict::skip(
+            "no user identity to check the page's visitor against: the server authenticates \
+             nobody (anonymous requests and unknown tokens are served alike); name two \
+             principals with --principal and --other-principal if it does",
+        )
+    })
+}
+
 async fn page_requires_auth(p: Probe) -> Verdict {
+    if let Some(v) = no_identity(&p) {
+        return v;
+    }
     let Some(t) = url_tool(&p) else {
         return Verdict::skip("no tool elicits in URL mode");
     };
@@ -184,8 +192,13 @@ async fn page_requires_auth(p: Probe) -> Verdict {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
         Ok((status, body)) if shows_flow_form(status, &body, flow_form.as_ref()) => {
             Verdict::fail(format!(
-                "HTTP {status}: the page opened without any credentials (a pre-authenticated URL)"
+                "{}: HTTP {status}: the page opened without any credentials (a pre-authenticated \
+                 URL), although the server authenticates its MCP requests",
+                t.name
             ))
+            .expecting(
+                "the page asks the visitor who they are (login, 401/403) before showing the flow",
+            )
         }
         Ok((status, _)) => Verdict::pass(format!(
             "without credentials the page answered HTTP {status} without the flow form"
@@ -194,10 +207,8 @@ async fn page_requires_auth(p: Probe) -> Verdict {
 }
 
 async fn cross_user(p: Probe) -> Verdict {
-    if !p.target().principals_matter() {
-        return Verdict::skip(
-            "the server accepts requests without credentials: there is no principal to bind",
-        );
+    if let Some(v) = no_identity(&p) {
+        return v;
     }
     let Some(t) = url_tool(&p) else {
         return Verdict::skip("no tool elicits in URL mode");
@@ -215,13 +226,45 @@ async fn cross_user(p: Probe) -> Verdict {
     match page(&p, "flow page GET as another principal", &url, Some(&other)).await {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
         Ok((status, body)) if shows_flow_form(status, &body, flow_form.as_ref()) => {
+            let submitted = submit_as(&p, &url, &body, &other).await;
             Verdict::fail(format!(
-                "HTTP {status}: another principal opened the flow page (phishing: the server must check who opens it)"
+                "{}: HTTP {status}: another principal opened the flow page{submitted} (phishing: \
+                 the server must check who opens it)",
+                t.name
             ))
+            .expecting("the page refuses a visitor who is not the user the elicitation was for")
         }
         Ok((status, _)) => Verdict::pass(format!(
             "another principal got HTTP {status} without the flow form"
         )),
+    }
+}
+
+/// Submits the page's form as `token`; says how the submission went.
+async fn submit_as(p: &Probe, url: &str, html: &[u8], token: &str) -> String {
+    let Some(form) = find_form(&String::from_utf8_lossy(html)) else {
+        return String::new();
+    };
+    let origin = url::Url::parse(url)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    let post = RawRequest::new(
+        "flow page POST as another principal",
+        reqwest::Method::POST,
+        form.target(url),
+    )
+    .header("Content-Type", "application/x-www-form-urlencoded")
+    .header("Origin", origin)
+    .token(Some(token))
+    .body(form.encoded_body(p.settings().seed));
+    match p.send(post).await {
+        Ok(r) if (200..400).contains(&r.status) => format!(
+            " and completed it (its form POST got HTTP {}): the other principal finished \
+             someone else's flow",
+            r.status
+        ),
+        Ok(r) => format!(" (submitting its form got HTTP {})", r.status),
+        Err(_) => String::new(),
     }
 }
 

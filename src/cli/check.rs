@@ -78,16 +78,17 @@ pub struct Args {
 pub fn list_table() -> String {
     let mut out = format!(
         "{:<44} {:<10} {:<6} {:<26} {}\n",
-        "ID", "GEN", "SEV", "RULE", "CHECKS"
+        "ID", "GEN", "SEV", "RULE", "CHECKS (spec page)"
     );
     for c in all_checks() {
         out.push_str(&format!(
-            "{:<44} {:<10} {:<6} {:<26} {}\n",
+            "{:<44} {:<10} {:<6} {:<26} {} ({})\n",
             c.id,
             c.generation.to_string(),
             c.severity.to_string(),
             c.rule,
-            c.title
+            c.title,
+            crate::check::links::spec_link(c.generation, c.rule)
         ));
     }
     out

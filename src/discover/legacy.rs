@@ -285,6 +285,49 @@ async fn open_get<W: Wire + ?Sized>(
     (Some(status), body)
 }
 
+/// Opens the session's standalone GET stream and reads it for `window`
+/// (no more), answering nothing: its status (`None`: no headers in time)
+/// and every server request that arrived, as `(method, params)`.
+pub async fn watch_get<W: Wire + ?Sized>(
+    p: &W,
+    s: &Session,
+    window: Duration,
+) -> (Option<u16>, Vec<(String, Value)>) {
+    let mut transcript = String::new();
+    let (status, mut body) = open_get(p, s, window, &mut transcript).await;
+    let until = Instant::now() + window;
+    let mut parser = SseParser::new();
+    let mut requests = Vec::new();
+    while let Ok(Some((_, Ok(chunk)))) = tokio::time::timeout_at(until, body.next()).await {
+        let mut events = Vec::new();
+        if parser.push(&chunk, &mut events).is_err() {
+            break;
+        }
+        for ev in events.iter().filter(|e| !e.data.trim().is_empty()) {
+            let _ = writeln!(transcript, "GET data: {}", mask::body(ev.data.as_bytes()));
+            if let Ok(Message::Request(r)) =
+                parse_json(ev.data.as_bytes()).and_then(message_from_value)
+            {
+                requests.push((r.method, r.params.unwrap_or(Value::Null)));
+            }
+        }
+    }
+    let _ = writeln!(transcript, "(read for {window:?})");
+    let mut req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
+        .header("Accept", "text/event-stream")
+        .header(PROTOCOL_VERSION, LEGACY)
+        .token(Some(p.token()));
+    if let Some(sid) = &s.sid {
+        req = req.header(SESSION_ID, sid.clone());
+    }
+    p.record(Exchange {
+        label: "GET stream (watched)".into(),
+        request: req.evidence(),
+        response: transcript,
+    });
+    (status, requests)
+}
+
 /// Calls `tool` on `s`, reads the stream to the call's response (bounded by
 /// the wire's timeout), answering every `elicitation/create` with `answer`.
 pub async fn call<W: Wire + ?Sized>(

@@ -3,8 +3,12 @@
 //! **Forms.** A free-input field (string or number) whose name, title or
 //! description asks for a password, passphrase, API key, access/refresh/
 //! bearer token, secret, private key, card number, CVV/CVC, PIN, SSN,
-//! OTP/2FA code and the like is a MUST finding `form-asks-for-secret`:
-//! secrets belong in URL mode. Text is split into words (on punctuation,
+//! OTP/2FA code and the like is a SHOULD finding `form-asks-for-secret`
+//! for manual review (spec digest §6.A 7: the rule is a MUST, but a word
+//! match is only a heuristic): secrets belong in URL mode. Words under a
+//! negation in the same sentence (`do not give us your PIN`, `we never ask
+//! for your password`, `without a password`) do not count: a warning
+//! against secrets is not a request for one. Text is split into words (on punctuation,
 //! `snake_case`, `kebab-case` and `camelCase`/`APIKey` boundaries) and
 //! matched word by word, so `secretary`, `passport`, `tokenizer` or
 //! `keyboard` never match. A word followed by a meta word (`password
@@ -173,13 +177,29 @@ pub fn split_words(text: &str) -> Vec<String> {
     words
 }
 
+/// Words that, earlier in the same sentence, turn a secret word into a
+/// warning against it (`n't` is read as `not`).
+const NEGATIONS: &[&str] = &[
+    "not", "never", "no", "without", "avoid", "nor", "neither", "nobody", "none",
+];
+
 /// True when `text` (a field name, title or description) asks for a secret.
 pub fn asks_for_secret(text: &str) -> bool {
+    let normalised = text.replace("n't", " not").replace("n’t", " not");
+    normalised
+        .split(['.', '!', '?', ';', '\n'])
+        .any(sentence_asks_for_secret)
+}
+
+fn sentence_asks_for_secret(text: &str) -> bool {
     let words = split_words(text);
     let has = |set: &[&str], w: &str| set.contains(&w);
     for (i, w) in words.iter().enumerate() {
         if words.get(i + 1).is_some_and(|n| has(META_AFTER, n)) {
             continue;
+        }
+        if words[..i].iter().any(|x| has(NEGATIONS, x)) {
+            return false;
         }
         if w == "token" {
             let near_quantity = words.iter().any(|x| has(TOKEN_QUANTITY, x));
@@ -242,11 +262,12 @@ pub fn form_secret_findings(schema: &RequestedSchema) -> Vec<Finding> {
                 || field.description().is_some_and(asks_for_secret))
         {
             out.push(Finding::new(
-                Severity::Must,
+                Severity::Should,
                 ptr.as_str(),
                 "form-asks-for-secret",
                 format!(
-                    "field \"{name}\" appears to ask for a secret; secrets belong in URL mode, not in a form"
+                    "field \"{name}\" appears to ask for a secret (a word match: review it); \
+                     secrets belong in URL mode, never in a form"
                 ),
             ));
         }
@@ -665,6 +686,8 @@ mod tests {
             "IBAN",
             "Seed phrase",
             "Enter your password (min 8 characters)",
+            "Your PIN. Do not share it with anyone",
+            "API key (not your password)",
         ] {
             assert!(asks_for_secret(t), "{t}");
         }
@@ -697,6 +720,10 @@ mod tests {
             "Gift",
             "Department",
             "",
+            "Notes. Do not give us your phone number, PIN, password or card number.",
+            "We will never ask for your password",
+            "Don't paste your API key here",
+            "A nickname, without any secret",
         ] {
             assert!(!asks_for_secret(t), "{t}");
         }
@@ -735,7 +762,7 @@ mod tests {
                 ("/properties/pick", "form-contains-url"),
             ]
         );
-        assert_eq!(f[1].severity, Severity::Must);
+        assert_eq!(f[1].severity, Severity::Should);
         assert_eq!(f[0].severity, Severity::Should);
     }
 

@@ -1,0 +1,116 @@
+//! The 2025-11-25 standalone GET stream (§3.2, §6.A 16): with the session's
+//! GET stream open, as a client may keep it, each eliciting tool is called
+//! and every `elicitation/create` is answered wherever it arrives, so an
+//! elicitation sent on the GET stream is judged like one on the POST
+//! stream (the call must still finish). An elicitation that belongs to a
+//! tool call but arrives only on the GET stream is a WARN: it SHOULD travel
+//! on that call's own POST stream. A server without a GET stream (405) is
+//! within the rules.
+
+use super::legacy_session::{Answer, CallOptions, call_with, close, open};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::Rpc;
+use crate::findings::Severity;
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![check!(
+        "legacy-get-stream",
+        "§3.2 / §6.A 16",
+        Should,
+        Legacy,
+        "with the GET stream open, tool-call elicitations still travel on the call's POST stream and the call finishes",
+        get_stream
+    )]
+}
+
+async fn get_stream(p: Probe) -> Verdict {
+    let tools: Vec<_> = p
+        .target()
+        .eliciting_tools()
+        .into_iter()
+        .filter(|t| p.target().off_origin(t).is_none())
+        .collect();
+    if tools.is_empty() {
+        return p.target().no_subject("no tool elicits");
+    }
+    let opts = CallOptions {
+        get_stream: true,
+        ..Default::default()
+    };
+    let mut only_get = Vec::new();
+    let mut broken = Vec::new();
+    let mut fine = Vec::new();
+    let mut get_statuses = Vec::new();
+    for t in &tools {
+        let s = match open(&p, &all_modes(), true).await {
+            Ok(s) => s,
+            Err(e) => return Verdict::skip(e),
+        };
+        let st = call_with(
+            &p,
+            &s,
+            &t.name,
+            &t.arguments,
+            Answer::Accept {
+                complete_pages: true,
+            },
+            &opts,
+        )
+        .await;
+        close(&p, &s).await;
+        get_statuses.push(match st.get_status {
+            Some(c) => format!("{}: GET stream HTTP {c}", t.name),
+            None => format!("{}: GET stream did not open", t.name),
+        });
+        let n = st.elicitations.len();
+        if st.via_get > 0 && st.via_get == n {
+            only_get.push(format!(
+                "{}: all {n} elicitation(s) arrived on the GET stream, none on the call's POST stream",
+                t.name
+            ));
+        } else if st.via_get > 0 {
+            only_get.push(format!(
+                "{}: {} of {n} elicitation(s) arrived on the GET stream",
+                t.name, st.via_get
+            ));
+        }
+        match (&st.response, &st.failure) {
+            (Some(Rpc::Result(_) | Rpc::Error(_)), _) => fine.push(format!(
+                "{}: {n} elicitation(s), {} via GET; the call finished",
+                t.name, st.via_get
+            )),
+            (Some(Rpc::Missing(why)), _) | (None, Some(why)) => {
+                broken.push(format!("{}: {why}", t.name))
+            }
+            (None, None) => broken.push(format!("{}: no response", t.name)),
+        }
+    }
+    if !broken.is_empty() {
+        return Verdict::violation(
+            Severity::Must,
+            format!(
+                "with the GET stream open, calls did not finish although every elicitation \
+                 was answered: {} ({})",
+                broken.join("; "),
+                get_statuses.join(", ")
+            ),
+        )
+        .expecting(
+            "the call's response once its elicitations are answered, whichever stream carried them",
+        );
+    }
+    if !only_get.is_empty() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "tool-call elicitations on the standalone GET stream: {} (they SHOULD travel \
+                 on the call's POST stream, where they relate to the request)",
+                only_get.join("; ")
+            ),
+        )
+        .expecting("elicitations of a tool call on that call's POST stream");
+    }
+    Verdict::pass(format!("{} ({})", fine.join("; "), get_statuses.join(", ")))
+}

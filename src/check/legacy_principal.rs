@@ -1,0 +1,153 @@
+//! Another principal on a 2025-11-25 session (§3.6 rule 3: elicitations
+//! are bound to the user, and state MUST NOT be tied to session ids alone;
+//! §6.A 21): a request carrying the session id with another principal's
+//! credentials is refused, and so is that principal's answer to the
+//! session's pending elicitation. Runs where principals mean something to
+//! the server (it authenticates, or the user named two principals).
+
+use super::decline_cancel::refusal_deadline;
+use super::legacy_session::{Answer, CallOptions, call_with, close, open, request};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::Rpc;
+use serde_json::{Value, json};
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![
+        check!(
+            "legacy-cross-principal-session",
+            "§3.6 rule 3 / §6.A 21",
+            Must,
+            Legacy,
+            "a request on a session with another principal's credentials is refused",
+            session
+        ),
+        check!(
+            "legacy-cross-principal-answer",
+            "§3.6 rule 3 / §6.A 21",
+            Must,
+            Legacy,
+            "another principal cannot answer a session's pending elicitation",
+            answer
+        ),
+    ]
+}
+
+fn no_principals(p: &Probe) -> Option<Verdict> {
+    (!p.target().principals_matter()).then(|| {
+        Verdict::skip(
+            "the server authenticates nobody (anonymous requests and unknown tokens are served \
+             alike): there is no principal to bind; name two with --principal and --other-principal",
+        )
+    })
+}
+
+async fn session(p: Probe) -> Verdict {
+    if let Some(v) = no_principals(&p) {
+        return v;
+    }
+    let s = match open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::skip(e),
+    };
+    if s.sid.is_none() {
+        close(&p, &s).await;
+        return Verdict::skip("the server issues no session id");
+    }
+    let other = p.settings().other_principal.clone();
+    let req = request(
+        &p,
+        &s,
+        "tools/list on the session as another principal",
+        "tools/list",
+        json!({}),
+    )
+    .token(Some(&other));
+    let out = p.send(req).await;
+    close(&p, &s).await;
+    match out {
+        Err(e) => Verdict::fail(format!("no reply: {e}")),
+        Ok(r) if (400..500).contains(&r.status) => Verdict::pass(format!(
+            "another principal's request on the session got HTTP {}",
+            r.status
+        )),
+        Ok(r) => match r.rpc() {
+            Rpc::Result(_) => Verdict::fail(format!(
+                "another principal's request on the session was served (HTTP {}): the session \
+                 is bound to its id alone, not to the user who opened it",
+                r.status
+            ))
+            .expecting("HTTP 4xx (e.g. 404 or 403) for a session request by another principal"),
+            other => Verdict::pass(format!(
+                "another principal's request on the session got HTTP {} and {}",
+                r.status,
+                other.describe()
+            )),
+        },
+    }
+}
+
+async fn answer(p: Probe) -> Verdict {
+    if let Some(v) = no_principals(&p) {
+        return v;
+    }
+    let Some(t) = p.target().form_tools().next().cloned() else {
+        return p.target().no_subject("no tool elicits in form mode");
+    };
+    let s = match open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::skip(e),
+    };
+    let opts = CallOptions {
+        answer_token: Some(p.settings().other_principal.clone()),
+        ..Default::default()
+    };
+    let deadline = refusal_deadline(&p);
+    let bounded = p.bounded(deadline);
+    let st = call_with(
+        &bounded,
+        &s,
+        &t.name,
+        &t.arguments,
+        Answer::Accept {
+            complete_pages: false,
+        },
+        &opts,
+    )
+    .await;
+    close(&p, &s).await;
+    let Some((status, _)) = st.answer_replies.first().copied() else {
+        return Verdict::skip(format!(
+            "{}: no elicitation arrived to answer ({})",
+            t.name,
+            st.failure
+                .unwrap_or_else(|| "the call ended without one".into())
+        ));
+    };
+    let completed = matches!(&st.response, Some(Rpc::Result(v))
+        if v.get("isError").and_then(Value::as_bool) != Some(true));
+    if (200..300).contains(&status) && completed {
+        return Verdict::fail(format!(
+            "{}: another principal POSTed the answer to this session's elicitation (HTTP \
+             {status}) and the call completed with it",
+            t.name
+        ))
+        .expecting("the answer POST of another principal is refused (4xx) and not applied");
+    }
+    if (200..300).contains(&status) {
+        return Verdict::pass(format!(
+            "{}: another principal's answer got HTTP {status}, but the call did not complete \
+             with it ({})",
+            t.name,
+            match &st.response {
+                Some(r) => r.describe(),
+                None => format!("no response within {deadline:?}"),
+            }
+        ));
+    }
+    Verdict::pass(format!(
+        "{}: another principal's answer was refused with HTTP {status}",
+        t.name
+    ))
+}

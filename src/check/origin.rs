@@ -1,0 +1,129 @@
+//! Origin and Host validation against DNS rebinding (§3.2 for 2025-11-25,
+//! §4.3 for 2026-07-28): a request carrying a foreign `Origin` must get
+//! HTTP 403 (a MUST); a foreign `Host` should be refused too. Each probe is a
+//! correct request that succeeds without the foreign header (the control),
+//! so a refusal is about the header and nothing else.
+
+use super::legacy_session::initialize_request;
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::RawRequest;
+use crate::findings::Severity;
+use crate::protocol::Generation;
+use serde_json::json;
+
+/// The origin no server under test is on.
+pub const FOREIGN_ORIGIN: &str = "http://evil.example";
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![
+        check!(
+            "mrtr-origin-validated",
+            "§4.3 / §6.B 4",
+            Must,
+            Modern,
+            "a request with a foreign Origin gets HTTP 403 (a foreign Host is refused too)",
+            modern
+        ),
+        check!(
+            "legacy-origin-validated",
+            "§3.2 / §6.A 19",
+            Must,
+            Legacy,
+            "a request with a foreign Origin gets HTTP 403 (a foreign Host is refused too)",
+            legacy
+        ),
+    ]
+}
+
+fn request(p: &Probe, g: Generation, label: &str) -> RawRequest {
+    match g {
+        Generation::Modern => p.modern_request(label, "tools/list", json!({}), &all_modes()),
+        Generation::Legacy => {
+            let mut r = initialize_request(
+                &p.settings().mcp_url,
+                Some(&p.settings().principal),
+                p.target().next_id(),
+                &all_modes().to_value(),
+            );
+            r.label = label.to_owned();
+            r
+        }
+    }
+}
+
+fn foreign_host(mcp_url: &str) -> String {
+    let port = url::Url::parse(mcp_url)
+        .ok()
+        .and_then(|u| u.port_or_known_default())
+        .unwrap_or(80);
+    format!("evil.example:{port}")
+}
+
+async fn judge(p: Probe, g: Generation) -> Verdict {
+    let what = match g {
+        Generation::Modern => "tools/list",
+        Generation::Legacy => "initialize",
+    };
+    match p.send(request(&p, g, &format!("control: {what}"))).await {
+        Ok(r) if (200..300).contains(&r.status) => {}
+        Ok(r) => {
+            return Verdict::skip(format!(
+                "a correct {what} already gets HTTP {}, so a refusal would prove nothing",
+                r.status
+            ));
+        }
+        Err(e) => return Verdict::skip(format!("a correct {what} got no reply: {e}")),
+    }
+    let origin = request(&p, g, &format!("{what} with Origin: {FOREIGN_ORIGIN}"))
+        .header("Origin", FOREIGN_ORIGIN);
+    let origin_status = match p.send(origin).await {
+        Ok(r) => r.status,
+        Err(e) => return Verdict::fail(format!("no reply with a foreign Origin: {e}")),
+    };
+    let host = foreign_host(&p.settings().mcp_url);
+    let host_req =
+        request(&p, g, &format!("{what} with Host: {host}")).header("Host", host.clone());
+    let host_status = p.send(host_req).await.map(|r| r.status).ok();
+    let host_note = match host_status {
+        Some(s) if (400..500).contains(&s) => format!("a foreign Host got HTTP {s}"),
+        Some(s) => format!("a foreign Host ({host}) was served: HTTP {s}"),
+        None => "a foreign Host got no reply".to_owned(),
+    };
+    match origin_status {
+        403 => {
+            if matches!(host_status, Some(s) if (200..300).contains(&s)) {
+                return Verdict::violation(
+                    Severity::Should,
+                    format!("Origin: HTTP 403 as required; but {host_note} (DNS rebinding through the Host header)"),
+                )
+                .expecting("a foreign Host is refused (4xx), like a foreign Origin");
+            }
+            Verdict::pass(format!("a foreign Origin got HTTP 403; {host_note}"))
+        }
+        s if (200..300).contains(&s) => Verdict::fail(format!(
+            "Origin: {FOREIGN_ORIGIN} was served (HTTP {s}): the server does not validate Origin, \
+             so a web page on any site can reach it through the user's browser (DNS rebinding); \
+             {host_note}"
+        ))
+        .expecting(format!(
+            "HTTP 403 for a request with Origin: {FOREIGN_ORIGIN}"
+        )),
+        s => Verdict::violation(
+            Severity::Should,
+            format!("a foreign Origin was refused with HTTP {s}, not 403; {host_note}"),
+        )
+        .expecting(format!(
+            "HTTP 403 for a request with Origin: {FOREIGN_ORIGIN}"
+        )),
+    }
+}
+
+async fn modern(p: Probe) -> Verdict {
+    judge(p, Generation::Modern).await
+}
+
+async fn legacy(p: Probe) -> Verdict {
+    judge(p, Generation::Legacy).await
+}

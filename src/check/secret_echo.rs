@@ -1,0 +1,162 @@
+//! A secret typed on a URL-mode page never comes back to the client (§3.6
+//! rule 6: URL mode keeps credentials out of the client; the client MUST
+//! NOT see them). Each URL flow on the target's origin is completed as a
+//! browser would, typing a marked test value ([`SECRET_MARKER`]) into the
+//! page's secret fields; then every reply of the flow, every `requestState`
+//! issued after the page, and the final result are searched for the
+//! marker, decoded where they are encoded (dot-separated parts, base64 /
+//! base64url, JSON and JWT-style payloads inside).
+
+use super::legacy_session::{Answer, call, close, open};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::raw::Rpc;
+use super::state_decode::find_in;
+use super::subject::complete;
+use crate::client::browser::SECRET_MARKER;
+use crate::protocol::Generation;
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![
+        check!(
+            "mrtr-url-secret-not-returned",
+            "§3.6 rule 6, §4.8 / §6.B 21",
+            Must,
+            Modern,
+            "a value typed on a URL-mode page never comes back: not in a reply, a later requestState (decoded) or the result",
+            modern
+        ),
+        check!(
+            "legacy-url-secret-not-returned",
+            "§3.6 rule 6 / §6.A 9-11",
+            Must,
+            Legacy,
+            "a value typed on a URL-mode page never comes back: not in a later elicitation, notification or the result",
+            legacy
+        ),
+    ]
+}
+
+fn url_tools(p: &Probe) -> Vec<ToolProfile> {
+    p.target()
+        .eliciting_tools()
+        .into_iter()
+        .filter(|t| t.modes().url && p.target().off_origin(t).is_none())
+        .collect()
+}
+
+/// Where the marker shows in any of `(what, text)`, as sentences.
+fn leaks(texts: &[(String, String)]) -> Vec<String> {
+    texts
+        .iter()
+        .filter_map(|(what, text)| {
+            find_in(text, SECRET_MARKER).map(|how| format!("in {what} ({how})"))
+        })
+        .collect()
+}
+
+async fn judge(p: Probe, g: Generation) -> Verdict {
+    let tools = url_tools(&p);
+    if tools.is_empty() {
+        return Verdict::skip("no tool elicits in URL mode with a page on the target's origin");
+    }
+    let mut found = Vec::new();
+    let mut clean = Vec::new();
+    let mut unreached = Vec::new();
+    for t in &tools {
+        let texts = match g {
+            Generation::Modern => match complete(&p, t).await {
+                Ok(done) => {
+                    let mut v: Vec<(String, String)> = done
+                        .states
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| (format!("requestState #{}", i + 1), s.clone()))
+                        .collect();
+                    v.extend(
+                        done.bodies
+                            .iter()
+                            .enumerate()
+                            .map(|(i, b)| (format!("the reply of round {}", i + 1), b.clone())),
+                    );
+                    v.push(("the final result".into(), done.result.to_string()));
+                    v
+                }
+                Err(e) => {
+                    unreached.push(e);
+                    continue;
+                }
+            },
+            Generation::Legacy => {
+                let s = match open(&p, &all_modes(), true).await {
+                    Ok(s) => s,
+                    Err(e) => return Verdict::skip(e),
+                };
+                let st = call(
+                    &p,
+                    &s,
+                    &t.name,
+                    &t.arguments,
+                    Answer::Accept {
+                        complete_pages: true,
+                    },
+                )
+                .await;
+                close(&p, &s).await;
+                let Some(Rpc::Result(result)) = &st.response else {
+                    unreached.push(format!(
+                        "{}: the flow did not complete ({})",
+                        t.name,
+                        st.failure.clone().unwrap_or_else(|| "no result".into())
+                    ));
+                    continue;
+                };
+                let mut v: Vec<(String, String)> = st
+                    .elicitations
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (format!("elicitation/create #{}", i + 1), e.to_string()))
+                    .collect();
+                v.extend(
+                    st.notifications
+                        .iter()
+                        .map(|(m, params)| (m.clone(), params.to_string())),
+                );
+                v.push(("the final result".into(), result.to_string()));
+                v
+            }
+        };
+        let l = leaks(&texts);
+        if l.is_empty() {
+            clean.push(format!("{} ({} messages searched)", t.name, texts.len()));
+        } else {
+            found.push(format!("{}: {}", t.name, l.join("; ")));
+        }
+    }
+    if !found.is_empty() {
+        return Verdict::fail(format!(
+            "the value typed on the flow page (a test key starting {SECRET_MARKER}) came back to \
+             the client: {}",
+            found.join("; ")
+        ))
+        .expecting(
+            "the page's secret stays on the server: the client sees at most a masked form of it",
+        );
+    }
+    if clean.is_empty() {
+        return Verdict::skip(format!("no URL flow completed: {}", unreached.join("; ")));
+    }
+    Verdict::pass(format!(
+        "the typed value appears nowhere: {}",
+        clean.join(", ")
+    ))
+}
+
+async fn modern(p: Probe) -> Verdict {
+    judge(p, Generation::Modern).await
+}
+
+async fn legacy(p: Probe) -> Verdict {
+    judge(p, Generation::Legacy).await
+}

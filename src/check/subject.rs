@@ -1,0 +1,238 @@
+//! The subjects of state probes: any tool that issues a `requestState` in
+//! any round (form, multi-round and URL tools alike), walked with valid
+//! answers to the round that carries its state ([`at_state`]) or to its
+//! end ([`complete`]), through discovery's own walk. Tamper, replay,
+//! binding, shape and `inputResponses` probes all start from here.
+
+use super::judge::is_input_required;
+use super::model::Verdict;
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::raw::Rpc;
+use crate::discover::modern::{WalkEnd, walk};
+use crate::protocol::mrtr::InputRequiredResult;
+use serde_json::{Map, Value};
+
+/// Most rounds walked to reach a state or a completion.
+pub const MAX_ROUNDS: usize = 8;
+
+/// A tool walked to the round that carries its `requestState`.
+#[derive(Debug, Clone)]
+pub struct Round {
+    /// The tool.
+    pub tool: ToolProfile,
+    /// Which round (0-based) carried the state.
+    pub index: usize,
+    /// That round's result.
+    pub ir: InputRequiredResult,
+    /// Its state.
+    pub state: String,
+    /// Valid answers to it.
+    pub answers: Map<String, Value>,
+}
+
+/// A tool walked to its end with valid answers.
+#[derive(Debug, Clone)]
+pub struct Completed {
+    /// The answers of the final retry.
+    pub answers: Map<String, Value>,
+    /// The state of the final retry.
+    pub state: Option<String>,
+    /// The complete result.
+    pub result: Value,
+    /// Every state issued on the way, in order.
+    pub states: Vec<String>,
+    /// Every reply body of an `input_required` round.
+    pub bodies: Vec<String>,
+}
+
+/// Walks `tool` (with `arguments`) to the first round carrying a state.
+pub async fn at_state_with(
+    p: &Probe,
+    tool: &ToolProfile,
+    arguments: &Map<String, Value>,
+) -> Result<Round, String> {
+    let w = walk(p, &tool.name, arguments, &all_modes(), MAX_ROUNDS, true).await;
+    if w.end != WalkEnd::AtState {
+        return Err(format!(
+            "{} did not reach a round with a requestState: {}",
+            tool.name,
+            describe_end(&w.end)
+        ));
+    }
+    let (index, round) = w
+        .state_round()
+        .ok_or_else(|| format!("{} gave no requestState", tool.name))?;
+    Ok(Round {
+        tool: tool.clone(),
+        index,
+        ir: InputRequiredResult::from_value(&round.result).unwrap_or_default(),
+        state: round.state.clone().unwrap_or_default(),
+        answers: round.answers.clone(),
+    })
+}
+
+/// [`at_state_with`] with the tool's usual arguments.
+pub async fn at_state(p: &Probe, tool: &ToolProfile) -> Result<Round, String> {
+    at_state_with(p, tool, &tool.arguments).await
+}
+
+/// Walks `tool` to its end with valid answers (URL pages completed on the
+/// target's origin).
+pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String> {
+    let w = walk(
+        p,
+        &tool.name,
+        &tool.arguments,
+        &all_modes(),
+        MAX_ROUNDS,
+        false,
+    )
+    .await;
+    let WalkEnd::Complete { result, is_error } = &w.end else {
+        return Err(format!(
+            "{} did not complete: {}",
+            tool.name,
+            describe_end(&w.end)
+        ));
+    };
+    if *is_error {
+        return Err(format!(
+            "{} ended with a tool error when answered validly",
+            tool.name
+        ));
+    }
+    let last = w.rounds.last();
+    Ok(Completed {
+        answers: last.map(|r| r.answers.clone()).unwrap_or_default(),
+        state: last.and_then(|r| r.state.clone()),
+        result: result.clone(),
+        states: w.rounds.iter().filter_map(|r| r.state.clone()).collect(),
+        bodies: w.rounds.iter().map(|r| r.raw.clone()).collect(),
+    })
+}
+
+/// One line for how a walk ended.
+pub fn describe_end(end: &WalkEnd) -> String {
+    match end {
+        WalkEnd::AtState => "stopped at a round with a requestState".into(),
+        WalkEnd::Complete { is_error, .. } => format!(
+            "completed{} before any round carried a requestState",
+            if *is_error { " with a tool error" } else { "" }
+        ),
+        WalkEnd::Error {
+            code,
+            message,
+            status,
+        } => format!("HTTP {status}, error {code} ({message})"),
+        WalkEnd::Limit => format!("still asking after {MAX_ROUNDS} rounds"),
+        WalkEnd::Other(why) => why.clone(),
+    }
+}
+
+/// Sends the retry of `tool` with `answers` and `state` (any JSON: probes
+/// send malformed ones), its usual arguments and every capability.
+pub async fn retry_raw(
+    p: &Probe,
+    tool: &ToolProfile,
+    label: &str,
+    responses: Option<Value>,
+    state: Option<Value>,
+) -> Result<(Rpc, u16), String> {
+    let mut req = p.call_request(label, tool, &all_modes(), responses, None);
+    if let Some(s) = state {
+        let mut body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        body["params"]["requestState"] = s;
+        req = req.body(body.to_string());
+    }
+    let r = p.send(req).await.map_err(|e| e.to_string())?;
+    Ok((r.rpc(), r.status))
+}
+
+/// Sends the retry of `tool` with `answers` and `state`.
+pub async fn retry(
+    p: &Probe,
+    tool: &ToolProfile,
+    label: &str,
+    answers: &Map<String, Value>,
+    state: &str,
+) -> Result<(Rpc, u16), String> {
+    let req = p.call_request(
+        label,
+        tool,
+        &all_modes(),
+        Some(Value::Object(answers.clone())),
+        Some(state),
+    );
+    let r = p.send(req).await.map_err(|e| e.to_string())?;
+    Ok((r.rpc(), r.status))
+}
+
+/// The state tools in the order probes try them: tools whose state round
+/// is a form first (they can be answered without a browser), then the rest;
+/// tools whose flow pages are on another origin are left out.
+pub fn state_subjects(p: &Probe) -> Vec<ToolProfile> {
+    let mut tools: Vec<ToolProfile> = p
+        .target()
+        .state_tools()
+        .into_iter()
+        .filter(|t| p.target().off_origin(t).is_none())
+        .collect();
+    tools.sort_by_key(|t| !state_round_is_form(t));
+    tools
+}
+
+/// Whether the round that carries `t`'s state is form mode only.
+pub fn state_round_is_form(t: &ToolProfile) -> bool {
+    t.state_round
+        .and_then(|i| t.rounds.get(i))
+        .is_some_and(|r| r.modes.form && !r.modes.url)
+}
+
+/// The first subject that reaches its state round this time, or a skip
+/// saying why none did. `form_only` keeps to subjects whose state round is
+/// a form (probes that send form content).
+pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict> {
+    let tools: Vec<ToolProfile> = state_subjects(p)
+        .into_iter()
+        .filter(|t| !form_only || state_round_is_form(t))
+        .collect();
+    if tools.is_empty() {
+        return Err(p.target().no_subject(if form_only {
+            "no tool issues a requestState in a form round"
+        } else {
+            "no tool issues a requestState in any round"
+        }));
+    }
+    let mut why = Vec::new();
+    for t in &tools {
+        match at_state(p, t).await {
+            Ok(r) => return Ok(r),
+            Err(e) => why.push(e),
+        }
+    }
+    Err(Verdict::skip(why.join("; ")))
+}
+
+/// How a reply to a probe that should be refused reads, in a few words.
+pub fn reading(rpc: &Rpc, status: u16) -> String {
+    match rpc {
+        Rpc::Result(v) if is_input_required(v) => {
+            format!("HTTP {status}, input_required (a re-prompt)")
+        }
+        Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
+            format!("HTTP {status}, a tool error result")
+        }
+        Rpc::Result(_) => format!("HTTP {status}, a complete result"),
+        other => format!("HTTP {status}, {}", other.describe()),
+    }
+}
+
+/// The first text content of a tool result, for evidence lines.
+pub fn result_text(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find_map(|x| x.get("text").and_then(Value::as_str)))
+        .map(|t| super::mask::shorten(t, 120))
+        .unwrap_or_else(|| "(no text content)".into())
+}

@@ -1,0 +1,341 @@
+//! Tail stalls on a reused connection (latency; no spec keyword, judged
+//! against the transport pages §3.2 / §4.3): a server that writes a reply in
+//! two pieces with TCP_NODELAY off holds the second piece (the body, or the
+//! chunked terminator) in Nagle's algorithm until the client ACKs the first,
+//! and clients delay that ACK by ~40 ms. A one-shot request cannot show it
+//! (fresh connections are ACKed at once), so this check sends a series of
+//! cheap requests (a read-only tool call, a form tool's first round or
+//! `tools/list`; on 2025-11-25 `tools/list` within a session) over one
+//! keep-alive HTTP/1.1 connection and times, per reply, the gap between its
+//! response head and the end of its body. When a meaningful share of the
+//! replies stall 30–220 ms in their tail (the window load uses) it WARNs.
+//! These checks run alone.
+
+use super::legacy_session::{close, open, request};
+use super::model::{Check, Verdict};
+use super::probe::{Probe, all_modes};
+use super::raw::RawRequest;
+use crate::findings::Severity;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// Requests sent on the connection (the first, on a fresh connection, is
+/// not counted).
+pub const REQUESTS: usize = 80;
+/// A tail at least this long counts as a stall.
+pub const STALL_MIN: Duration = Duration::from_millis(30);
+/// A tail longer than this is slowness of another kind, not a stall.
+pub const STALL_MAX: Duration = Duration::from_millis(220);
+/// Stalls needed for a finding (and at least [`MIN_SHARE`] of the replies).
+pub const MIN_STALLS: usize = 3;
+/// Share of replies that must stall for a finding.
+pub const MIN_SHARE: f64 = 0.05;
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![
+        check!(
+            "mrtr-tail-stall",
+            "§4.3 (transport latency; no spec keyword)",
+            Should,
+            Modern,
+            "replies on a reused connection do not stall ~40 ms in their tail (TCP_NODELAY off: Nagle + delayed ACK)",
+            modern
+        ),
+        check!(
+            "legacy-tail-stall",
+            "§3.2 (transport latency; no spec keyword)",
+            Should,
+            Legacy,
+            "session replies on a reused connection do not stall ~40 ms in their tail (TCP_NODELAY off: Nagle + delayed ACK)",
+            legacy
+        ),
+    ]
+}
+
+/// One reply's timing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// Request sent → response head.
+    pub head: Duration,
+    /// Response head → end of body.
+    pub tail: Duration,
+}
+
+impl Timing {
+    /// Whether the tail is a stall.
+    pub fn stalled(&self) -> bool {
+        (STALL_MIN..=STALL_MAX).contains(&self.tail)
+    }
+}
+
+/// The verdict over the timings of the counted replies.
+pub fn judge(timings: &[Timing], what: &str) -> Verdict {
+    if timings.is_empty() {
+        return Verdict::skip("no reply was timed");
+    }
+    let stalled: Vec<&Timing> = timings.iter().filter(|t| t.stalled()).collect();
+    let share = stalled.len() as f64 / timings.len() as f64;
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let worst = timings.iter().map(|t| t.tail).max().unwrap_or_default();
+    if stalled.len() >= MIN_STALLS && share >= MIN_SHARE {
+        let mut tails: Vec<f64> = stalled.iter().map(|t| ms(t.tail)).collect();
+        tails.sort_by(f64::total_cmp);
+        let median = tails[tails.len() / 2];
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "responses stall in their tail: TCP_NODELAY is probably off (Nagle + delayed \
+                 ACK). {} of {} {what} replies on one keep-alive connection took {:.0}–{:.0} ms \
+                 (median {median:.0} ms) from their head to the end of their body; set \
+                 TCP_NODELAY on accepted sockets, or write each reply in one piece",
+                stalled.len(),
+                timings.len(),
+                tails[0],
+                tails[tails.len() - 1],
+            ),
+        )
+        .expecting("each reply's body follows its head without a delayed-ACK wait (< 30 ms)");
+    }
+    Verdict::pass(format!(
+        "{} of {} {what} replies stalled in their tail (slowest tail {:.1} ms)",
+        stalled.len(),
+        timings.len(),
+        ms(worst)
+    ))
+}
+
+/// A request to send on the connection.
+fn to_hyper(req: &RawRequest, host: &str) -> Option<hyper::Request<Full<Bytes>>> {
+    let url = url::Url::parse(&req.url).ok()?;
+    let path = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let mut b = hyper::Request::builder()
+        .method(req.method.as_str())
+        .uri(path)
+        .header("host", host);
+    if let Some(t) = &req.token {
+        b = b.header("authorization", format!("Bearer {t}"));
+    }
+    for (k, v) in &req.headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    b.body(Full::new(Bytes::from(req.body.clone()))).ok()
+}
+
+/// Sends `make(i)` for each `i` on one keep-alive connection and times each
+/// reply; the first reply (a fresh connection) is not returned. Ends early
+/// once the outcome is plain (many stalls already).
+async fn time_replies(
+    p: &Probe,
+    make: impl Fn(usize) -> RawRequest,
+) -> Result<Vec<Timing>, String> {
+    let url = url::Url::parse(&p.settings().mcp_url).map_err(|e| e.to_string())?;
+    if url.scheme() != "http" {
+        return Err("tail timing needs a plain http target (TLS hides the segments)".into());
+    }
+    let host = url
+        .host_str()
+        .ok_or("the target URL has no host")?
+        .to_owned();
+    let port = url.port_or_known_default().unwrap_or(80);
+    let authority = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.clone(),
+    };
+    let limit = p.settings().timeout;
+    let stream = tokio::time::timeout(limit, tokio::net::TcpStream::connect((host.as_str(), port)))
+        .await
+        .map_err(|_| "connect timed out".to_owned())?
+        .map_err(|e| format!("connect: {e}"))?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    let driver = tokio::spawn(conn);
+    let started = Instant::now();
+    let mut out = Vec::new();
+    let mut failure = None;
+    for i in 0..REQUESTS + 1 {
+        if started.elapsed() > limit / 2 {
+            break;
+        }
+        let raw = make(i);
+        let Some(req) = to_hyper(&raw, &authority) else {
+            failure = Some("the request does not build".to_owned());
+            break;
+        };
+        if sender.ready().await.is_err() {
+            failure = Some(format!(
+                "the server closed the connection after {i} replies: it does not keep connections alive"
+            ));
+            break;
+        }
+        let t0 = Instant::now();
+        let resp = match tokio::time::timeout(limit, sender.send_request(req)).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                failure = Some(format!("request {}: {e}", i + 1));
+                break;
+            }
+            Err(_) => {
+                failure = Some(format!("request {}: no reply within {limit:?}", i + 1));
+                break;
+            }
+        };
+        let head = t0.elapsed();
+        let t_head = Instant::now();
+        let mut body = resp.into_body();
+        let mut broken = false;
+        loop {
+            match tokio::time::timeout(limit, body.frame()).await {
+                Ok(Some(Ok(_))) => {}
+                Ok(None) => break,
+                Ok(Some(Err(_))) | Err(_) => {
+                    broken = true;
+                    break;
+                }
+            }
+        }
+        if broken {
+            failure = Some(format!("reply {}: the body did not end", i + 1));
+            break;
+        }
+        if i > 0 {
+            out.push(Timing {
+                head,
+                tail: t_head.elapsed(),
+            });
+        }
+        let stalls = out.iter().filter(|t| t.stalled()).count();
+        if out.len() >= 10 && stalls * 2 >= out.len() {
+            break;
+        }
+    }
+    driver.abort();
+    p.record(super::model::Exchange {
+        label: format!("{} requests on one keep-alive connection", out.len() + 1),
+        request: make(0).evidence(),
+        response: out
+            .iter()
+            .map(|t| {
+                format!(
+                    "head {:.1} ms, tail {:.1} ms",
+                    t.head.as_secs_f64() * 1000.0,
+                    t.tail.as_secs_f64() * 1000.0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    });
+    match failure {
+        Some(f) if out.len() < 5 => Err(f),
+        _ => Ok(out),
+    }
+}
+
+/// The cheap request timed on 2026-07-28: a call of a read-only tool that
+/// does not elicit (it changes nothing), else the first round of a form
+/// tool (its `input_required` reply; nothing runs before an answer), else
+/// `tools/list`. Calls take the path real replies take (a server may frame
+/// them differently from lists).
+fn cheap_request(p: &Probe) -> (String, Box<dyn Fn(usize) -> RawRequest + Send + Sync + '_>) {
+    let t = p.target();
+    let read_only = t.tools.iter().find(|x| x.read_only && !x.elicits());
+    let form = t.form_tools().find(|x| p.target().off_origin(x).is_none());
+    match read_only.or(form) {
+        Some(tool) => {
+            let tool = tool.clone();
+            let what = format!("tools/call {}", tool.name);
+            let label = what.clone();
+            (
+                what,
+                Box::new(move |i| {
+                    p.call_request(
+                        format!("{label} #{}", i + 1),
+                        &tool,
+                        &all_modes(),
+                        None,
+                        None,
+                    )
+                }),
+            )
+        }
+        None => (
+            "tools/list".into(),
+            Box::new(|i| {
+                p.modern_request(
+                    format!("tools/list #{}", i + 1),
+                    "tools/list",
+                    json!({}),
+                    &all_modes(),
+                )
+            }),
+        ),
+    }
+}
+
+async fn modern(p: Probe) -> Verdict {
+    let (what, make) = cheap_request(&p);
+    match time_replies(&p, make).await {
+        Ok(t) => judge(&t, &what),
+        Err(e) => Verdict::skip(e),
+    }
+}
+
+async fn legacy(p: Probe) -> Verdict {
+    let s = match open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::skip(e),
+    };
+    let make = |i: usize| {
+        request(
+            &p,
+            &s,
+            &format!("tools/list #{} on the session", i + 1),
+            "tools/list",
+            json!({}),
+        )
+    };
+    let out = time_replies(&p, make).await;
+    close(&p, &s).await;
+    match out {
+        Ok(t) => judge(&t, "session tools/list"),
+        Err(e) => Verdict::skip(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(ms: u64) -> Timing {
+        Timing {
+            head: Duration::from_millis(1),
+            tail: Duration::from_millis(ms),
+        }
+    }
+
+    #[test]
+    fn a_share_of_delayed_ack_tails_is_a_finding() {
+        let mut quick: Vec<Timing> = (0..60).map(|_| t(1)).collect();
+        assert!(matches!(judge(&quick, "x"), Verdict::Pass(_)));
+        // Two stalls are noise; nine of sixty are a pattern.
+        quick[3] = t(41);
+        quick[9] = t(44);
+        assert!(matches!(judge(&quick, "x"), Verdict::Pass(_)));
+        for (i, x) in quick.iter_mut().enumerate().skip(20).take(7) {
+            *x = t(40 + i as u64 % 5);
+        }
+        assert!(matches!(judge(&quick, "x"), Verdict::Violation { .. }));
+        // A slow server is not a stall.
+        let slow: Vec<Timing> = (0..20).map(|_| t(900)).collect();
+        assert!(matches!(judge(&slow, "x"), Verdict::Pass(_)));
+        assert!(matches!(judge(&[], "x"), Verdict::Skip(_)));
+    }
+}
