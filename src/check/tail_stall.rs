@@ -25,14 +25,7 @@ use std::time::{Duration, Instant};
 /// Requests sent on the connection (the first, on a fresh connection, is
 /// not counted).
 pub const REQUESTS: usize = 80;
-/// A tail at least this long counts as a stall.
-pub const STALL_MIN: Duration = Duration::from_millis(30);
-/// A tail longer than this is slowness of another kind, not a stall.
-pub const STALL_MAX: Duration = Duration::from_millis(220);
-/// Stalls needed for a finding (and at least [`MIN_SHARE`] of the replies).
-pub const MIN_STALLS: usize = 3;
-/// Share of replies that must stall for a finding.
-pub const MIN_SHARE: f64 = 0.05;
+pub use crate::client::stall::{STALL_MAX, STALL_MIN};
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
@@ -68,7 +61,7 @@ pub struct Timing {
 impl Timing {
     /// Whether the tail is a stall.
     pub fn stalled(&self) -> bool {
-        (STALL_MIN..=STALL_MAX).contains(&self.tail)
+        crate::client::stall::is_stall(self.tail)
     }
 }
 
@@ -78,20 +71,18 @@ pub fn judge(timings: &[Timing], what: &str) -> Verdict {
         return Verdict::skip("no reply was timed");
     }
     let stalled: Vec<&Timing> = timings.iter().filter(|t| t.stalled()).collect();
-    let share = stalled.len() as f64 / timings.len() as f64;
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     let worst = timings.iter().map(|t| t.tail).max().unwrap_or_default();
-    if stalled.len() >= MIN_STALLS && share >= MIN_SHARE {
+    if crate::client::stall::is_pattern(stalled.len() as u64, timings.len() as u64) {
         let mut tails: Vec<f64> = stalled.iter().map(|t| ms(t.tail)).collect();
         tails.sort_by(f64::total_cmp);
         let median = tails[tails.len() / 2];
         return Verdict::violation(
             Severity::Should,
             format!(
-                "responses stall in their tail: TCP_NODELAY is probably off (Nagle + delayed \
-                 ACK). {} of {} {what} replies on one keep-alive connection took {:.0}–{:.0} ms \
-                 (median {median:.0} ms) from their head to the end of their body; set \
-                 TCP_NODELAY on accepted sockets, or write each reply in one piece",
+                "{}. {} of {} {what} replies on one keep-alive connection took {:.0}–{:.0} ms \
+                 (median {median:.0} ms) from their head to the end of their body",
+                crate::client::stall::ADVICE,
                 stalled.len(),
                 timings.len(),
                 tails[0],

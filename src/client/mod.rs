@@ -13,6 +13,7 @@
 //! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
+//! - [`stall`]: what a Nagle + delayed-ACK tail stall is (load and check).
 //! - `content`: valid and invalid form content for answers.
 
 pub mod browser;
@@ -26,6 +27,7 @@ pub mod outcome;
 pub mod policy;
 pub mod raw;
 pub mod rejection;
+pub mod stall;
 
 pub use content::InvalidKind;
 pub use h1::H1Lane;

@@ -126,40 +126,33 @@ pub fn evaluate_plain(thresholds: &[Threshold], set: &MetricSet) -> Vec<Threshol
     evaluate(&flagged, set)
 }
 
-/// Nagle + delayed-ACK stalls last about 40 ms on Linux (up to 200 ms
-/// elsewhere): gaps in this window are counted as stalls.
-const STALL_MS: (f64, f64) = (30.0, 220.0);
-
-/// The share of legs (MRTR calls and flow pages) whose transfer gap sits
-/// in the stall window, when it is large enough to name: "responses stall
-/// in their tail".
+/// The share of legs (MRTR calls and flow pages) whose transfer gap is a
+/// stall ([`crate::client::stall`]), when it makes a pattern: "responses
+/// stall in their tail".
 pub fn tail_stall(set: &MetricSet) -> Option<String> {
+    use crate::client::stall::{ADVICE, STALL_MAX, STALL_MIN, is_pattern};
     let wanted = |n: &str| {
         n == "tools/call #1"
             || is_retry_leg(n)
             || n == "tools/call replay"
             || n.starts_with("flow page")
     };
+    let (lo, hi) = (STALL_MIN.as_micros() as u64, STALL_MAX.as_micros() as u64);
     let mut legs = 0u64;
     let mut stalled = 0u64;
     for (name, h) in set.with_prefix(GAP) {
-        if !wanted(name) {
-            continue;
+        if wanted(name) {
+            legs += h.len();
+            stalled += h.count_between(lo, hi);
         }
-        legs += h.len();
-        let lo = (STALL_MS.0 * 1000.0) as u64;
-        let hi = (STALL_MS.1 * 1000.0) as u64;
-        stalled += h.count_between(lo, hi);
     }
-    let share = stalled as f64 / legs.max(1) as f64;
-    (legs >= 20 && stalled >= 5 && share >= 0.05).then(|| {
+    (legs >= 20 && is_pattern(stalled, legs)).then(|| {
         format!(
-            "responses stall in their tail: {stalled} of {legs} replies ({:.0}%) waited {:.0}–{:.0} ms \
-             between their headers, first body byte and end — TCP_NODELAY is probably off on the \
-             server (Nagle + delayed ACK)",
-            share * 100.0,
-            STALL_MS.0,
-            STALL_MS.1
+            "{ADVICE} ({stalled} of {legs} replies, {:.0}%, waited {}–{} ms between their \
+             headers, first body byte and end)",
+            stalled as f64 * 100.0 / legs as f64,
+            STALL_MIN.as_millis(),
+            STALL_MAX.as_millis()
         )
     })
 }
