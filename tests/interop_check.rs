@@ -103,8 +103,7 @@ fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
 
 const REPLAY: &str =
     "the same state and answers completed twice; if this action must not repeat, this is a MUST";
-const STALL: &str =
-    "responses stall in their tail: TCP_NODELAY is probably off (Nagle + delayed ACK)";
+const STALL: &str = elicitkit::client::stall::ADVICE;
 const NO_IDENTITY: &str = "no user identity to check the page's visitor against";
 const NOBODY: &str = "the server authenticates nobody";
 
