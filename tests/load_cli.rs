@@ -366,6 +366,33 @@ fn hlogs_merge_exactly() {
         .max(sb["e2e"]["max_ms"].as_f64().unwrap());
     assert_eq!(m["e2e"]["max_ms"].as_f64(), Some(max));
     assert!(merged.join("merged.hlog").exists());
+    // The runs ran one after the other: the merge says their rate spreads
+    // over the gap.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("overlaps no other run"), "{stderr}");
+
+    // The same log twice, by path or as a copy, is refused before anything
+    // is written.
+    let copy = b.path().join("copy.hlog");
+    std::fs::copy(a.path().join("run/run.hlog"), &copy).unwrap();
+    for (second, says) in [
+        (a.path().join("run/../run/run.hlog"), "given twice"),
+        (copy, "same content"),
+    ] {
+        let dup = a.path().join("dup");
+        let out = Command::new(BIN)
+            .args(["report", "merge"])
+            .arg(a.path().join("run/run.hlog"))
+            .arg(&second)
+            .arg("--out")
+            .arg(&dup)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!dup.exists(), "nothing written");
+    }
 }
 
 #[test]

@@ -3,7 +3,10 @@
 //! - `report merge A.hlog B.hlog … --out DIR`: merges HDR interval logs from
 //!   several runs (processes or machines) exactly, aligned on their
 //!   `StartTime`, and writes `summary.json`, `summary.md`, `report.html` and
-//!   `merged.hlog`; exit 1 when a `--threshold` fails.
+//!   `merged.hlog`; exit 1 when a `--threshold` fails. A log given twice
+//!   (same file, or the same bytes) is refused; logs whose runs do not
+//!   overlap in time get a warning, since their rate then spreads over the
+//!   gap.
 //! - `report render DIR`: re-renders `summary.md` and `report.html` from a
 //!   run folder's `summary.json`.
 
@@ -73,15 +76,28 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
             Err(e) => return usage_error(format!("--threshold: {e}")),
         }
     }
+    if let Err(e) = refuse_duplicates(logs) {
+        return usage_error(e);
+    }
     let mut intervals = Vec::new();
+    let mut spans = Vec::new();
     for path in logs {
         match hlog::read_file(path) {
-            Ok(mut ivs) => intervals.append(&mut ivs),
+            Ok(mut ivs) => {
+                if let Some(span) = span_of(&ivs) {
+                    spans.push((path.display().to_string(), span));
+                }
+                intervals.append(&mut ivs);
+            }
             Err(e) => return usage_error(e),
         }
     }
     if interval.is_zero() {
         return usage_error("--interval must be greater than zero");
+    }
+    let apart = disjoint_runs(&spans);
+    for w in &apart {
+        eprintln!("elicitkit: warning: {w}");
     }
     let set = MetricSet::from_intervals(&intervals, interval);
     let origin = hlog::earliest(&intervals).unwrap_or(0.0);
@@ -101,7 +117,15 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
         model: "merged".into(),
         started_unix: origin,
         ended_by: "duration".into(),
-        end_note: Some(format!("merged from {} logs", logs.len())),
+        end_note: Some(if apart.is_empty() {
+            format!("merged from {} logs", logs.len())
+        } else {
+            format!(
+                "merged from {} logs; warning: {}",
+                logs.len(),
+                apart.join("; ")
+            )
+        }),
     };
     let flagged: Vec<_> = thresholds.iter().map(|t| (t.clone(), false)).collect();
     let mut summary = summarize::build(&set, &info, &[], &flagged);
@@ -150,7 +174,11 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
         println!(
             "  threshold {:<28} actual {:<12} {}",
             t.expr,
-            t.actual.map_or("n/a".into(), |v| format!("{v:.4}")),
+            if t.actual_text.is_empty() {
+                "n/a"
+            } else {
+                &t.actual_text
+            },
             if t.passed { "pass" } else { "FAIL" }
         );
     }
@@ -160,6 +188,73 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
     } else {
         exit::failed()
     }
+}
+
+/// Refuses a log named twice, by path or by content: merging it twice would
+/// double its counts.
+fn refuse_duplicates(logs: &[PathBuf]) -> Result<(), String> {
+    let mut seen: Vec<(PathBuf, PathBuf, Vec<u8>)> = Vec::new();
+    for path in logs {
+        let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (first, first_real, first_bytes) in &seen {
+            if *first_real == real {
+                return Err(format!(
+                    "{} is given twice (also as {}): its counts would be merged twice",
+                    path.display(),
+                    first.display()
+                ));
+            }
+            if *first_bytes == bytes {
+                return Err(format!(
+                    "{} has the same content as {}: the same run given twice would double its counts",
+                    path.display(),
+                    first.display()
+                ));
+            }
+        }
+        seen.push((path.clone(), real, bytes));
+    }
+    Ok(())
+}
+
+/// The time a log covers: (first interval's start, last interval's end),
+/// in Unix seconds.
+fn span_of(intervals: &[hlog::LoggedInterval]) -> Option<(f64, f64)> {
+    let start = intervals.iter().map(|i| i.start_unix).reduce(f64::min)?;
+    let end = intervals
+        .iter()
+        .map(|i| i.start_unix + i.len.as_secs_f64())
+        .reduce(f64::max)?;
+    Some((start, end))
+}
+
+/// One warning per log whose run overlaps no other log's run.
+fn disjoint_runs(spans: &[(String, (f64, f64))]) -> Vec<String> {
+    if spans.len() < 2 {
+        return Vec::new();
+    }
+    let mut warnings = Vec::new();
+    for (i, (name, (start, end))) in spans.iter().enumerate() {
+        let overlaps = spans
+            .iter()
+            .enumerate()
+            .any(|(j, (_, (s, e)))| j != i && *s < *end && *start < *e);
+        if overlaps {
+            continue;
+        }
+        let gap = spans
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, (_, (s, e)))| if *s >= *end { s - end } else { start - e })
+            .fold(f64::INFINITY, f64::min);
+        warnings.push(format!(
+            "{name} overlaps no other run in time ({gap:.0} s from the nearest): the merged \
+             duration includes the gap, so rates are lower than any run's"
+        ));
+    }
+    warnings
 }
 
 fn render(dir: PathBuf) -> ExitCode {
@@ -192,4 +287,27 @@ fn render(dir: PathBuf) -> ExitCode {
     }
     println!("rendered {}", dir.join("report.html").display());
     exit::ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::disjoint_runs;
+
+    #[test]
+    fn only_runs_that_overlap_nothing_are_warned_about() {
+        let span = |n: &str, s: f64, e: f64| (n.to_string(), (s, e));
+        assert!(disjoint_runs(&[span("a", 0.0, 10.0), span("b", 5.0, 15.0)]).is_empty());
+        let w = disjoint_runs(&[span("a", 0.0, 10.0), span("b", 310.0, 320.0)]);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("a overlaps no other run") && w[0].contains("300 s"));
+        // c overlaps a; b is alone.
+        let w = disjoint_runs(&[
+            span("a", 0.0, 10.0),
+            span("b", 100.0, 110.0),
+            span("c", 9.0, 12.0),
+        ]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("b ") && w[0].contains("88 s"), "{w:?}");
+        assert!(disjoint_runs(&[span("a", 0.0, 1.0)]).is_empty());
+    }
 }
