@@ -514,8 +514,8 @@ fn backends(c: &mut Criterion) {
     g.finish();
 }
 
-/// Token text decoding: base64-simd (used before) against the strict
-/// decoder in `state::base64url`, on the HMAC token of a 256-byte payload.
+/// Token text: base64-simd (used before) against `state::base64url`'s
+/// strict decoder and its encoder, on the HMAC token of a 256-byte payload.
 fn base64_decode(c: &mut Criterion) {
     let token = sealer(CodecName::HmacSha256)
         .seal(&claims(256))
@@ -539,6 +539,16 @@ fn base64_decode(c: &mut Criterion) {
             elicitkit::state::base64url::decode_into(black_box(token.as_bytes()), &mut buf)
                 .expect("decode")
         })
+    });
+    // Sealing's side: the same token's bytes back to text.
+    let raw = URL_SAFE_NO_PAD
+        .decode(token.as_bytes())
+        .expect("token bytes");
+    g.bench_function("encode/base64-simd", |b| {
+        b.iter(|| base64_simd::URL_SAFE_NO_PAD.encode_to_string(black_box(&raw)))
+    });
+    g.bench_function("encode/elicitkit", |b| {
+        b.iter(|| elicitkit::state::base64url::encode(black_box(&raw)))
     });
     g.finish();
 }

@@ -1,5 +1,12 @@
-//! Strict decoding of canonical unpadded base64url (RFC 4648 §5), the text
-//! form of every token.
+//! Canonical unpadded base64url (RFC 4648 §5), the text form of every
+//! token: the one encoder (seal) and the strict decoder (open).
+//!
+//! The encoder takes 24 bytes per AVX2 step (shuffle, two multiplies, one
+//! offset lookup) and the rest with a scalar loop that writes two
+//! characters per lookup in a 4,096-entry table of pairs. On the token of a
+//! 256-byte HMAC state it ran in 115 ns against base64-simd's 164 ns (one
+//! run of bench `base64/encode/`, machine under load 7), so seal and open
+//! share this one module and base64-simd is only a bench comparison.
 //!
 //! Strict means: only `A–Z a–z 0–9 - _`, no padding, no whitespace, a length
 //! that is not 1 mod 4, and zero trailing bits in the last character, so
@@ -27,6 +34,78 @@ use std::mem::MaybeUninit;
 /// The input is not canonical unpadded base64url.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotBase64Url;
+
+/// The 64 characters, in sextet order.
+const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// The two characters of every 12-bit value.
+static PAIRS: [[u8; 2]; 4096] = {
+    let mut t = [[0u8; 2]; 4096];
+    let mut i = 0;
+    while i < 4096 {
+        t[i] = [ALPHABET[i >> 6], ALPHABET[i & 63]];
+        i += 1;
+    }
+    t
+};
+
+/// Number of characters `len` bytes encode to.
+pub fn encoded_len(len: usize) -> usize {
+    len / 3 * 4 + [0, 2, 3][len % 3]
+}
+
+/// Encodes `bytes` as unpadded base64url.
+#[inline]
+pub fn encode(bytes: &[u8]) -> String {
+    encode_with(bytes, Level::Best)
+}
+
+/// Writes straight into the spare capacity: the AVX2 encoder takes whole
+/// 24-byte blocks (where the CPU has it), the scalar one the rest.
+fn encode_with(bytes: &[u8], level: Level) -> String {
+    let n = encoded_len(bytes.len());
+    let mut out = Vec::with_capacity(n);
+    let dst = &mut out.spare_capacity_mut()[..n];
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if level != Level::Scalar && std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available on this CPU (checked just above).
+        done = unsafe { avx2::encode_blocks(bytes, dst) };
+    }
+    encode_scalar(&bytes[done..], &mut dst[done / 3 * 4..]);
+    // SAFETY: the two encoders wrote all `n` reserved bytes: the blocks
+    // wrote `done / 3 * 4` (whole 3-byte groups), the scalar loop the rest.
+    unsafe { out.set_len(n) };
+    // SAFETY: every byte written is from ALPHABET, which is ASCII.
+    unsafe { String::from_utf8_unchecked(out) }
+}
+
+/// Portable encoder; `dst.len()` is `encoded_len(bytes.len())`, and every
+/// byte of it is written.
+fn encode_scalar(bytes: &[u8], dst: &mut [MaybeUninit<u8>]) {
+    let whole = bytes.len() / 6;
+    let (head, tail) = bytes.split_at(whole * 6);
+    let (dst_head, dst_tail) = dst.split_at_mut(whole * 8);
+    // Six bytes (eight characters, four pairs) per step.
+    for (src, d) in head.chunks_exact(6).zip(dst_head.chunks_exact_mut(8)) {
+        let w = src.iter().fold(0u64, |w, &b| (w << 8) | u64::from(b));
+        let [a, b, c, e] = [36, 24, 12, 0].map(|shift| PAIRS[(w >> shift) as usize & 0xfff]);
+        put(d, &[a[0], a[1], b[0], b[1], c[0], c[1], e[0], e[1]]);
+    }
+    let mut at = 0;
+    for chunk in tail.chunks(3) {
+        let mut w = [0u8; 4];
+        w[1..1 + chunk.len()].copy_from_slice(chunk);
+        let w = u32::from_be_bytes(w);
+        let [a, b] = [12, 0].map(|shift| PAIRS[(w >> shift) as usize & 0xfff]);
+        let keep = chunk.len() + 1;
+        put(
+            &mut dst_tail[at..at + keep],
+            &[a[0], a[1], b[0], b[1]][..keep],
+        );
+        at += keep;
+    }
+}
 
 /// Number of bytes `len` characters decode to, or `None` when no canonical
 /// token has that length (`len % 4 == 1`).
@@ -175,6 +254,62 @@ fn decode_scalar(text: &[u8], out: &mut [MaybeUninit<u8>]) -> Result<(), NotBase
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
+
+    /// Encodes whole 24-byte blocks of `bytes` (while 28 bytes are readable:
+    /// each block loads two overlapping 16-byte halves) into `dst`, 32
+    /// characters each; returns how many bytes it consumed (a multiple of 24).
+    ///
+    /// Per block: a byte shuffle puts each 3-byte group into a 32-bit lane
+    /// as `b1 b0 b2 b1`; two masked multiplies move the four sextets into
+    /// the lane's four bytes; a saturating subtract and a compare pick one
+    /// of 14 offsets per sextet, looked up with a second shuffle and added.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2; `dst` must hold `bytes.len() / 3 * 4`
+    /// characters at least.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn encode_blocks(
+        bytes: &[u8],
+        dst: &mut [std::mem::MaybeUninit<u8>],
+    ) -> usize {
+        let spread = _mm256_setr_epi8(
+            1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10, //
+            1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10,
+        );
+        // Offsets by class: 0 = 26–51 ('a'), 1–10 = 52–61 ('0'),
+        // 11 = 62 ('-'), 12 = 63 ('_'), 13 = 0–25 ('A').
+        let offsets = _mm256_setr_epi8(
+            71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -17, 32, 65, 0, 0, //
+            71, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -17, 32, 65, 0, 0,
+        );
+        let mut i = 0;
+        while i + 28 <= bytes.len() && (i / 3 + 8) * 4 <= dst.len() {
+            // SAFETY: bytes[i..i + 28] is in bounds (loop condition); the
+            // loads are unaligned.
+            let (lo, hi) = unsafe {
+                let p = bytes.as_ptr().add(i);
+                (_mm_loadu_si128(p.cast()), _mm_loadu_si128(p.add(12).cast()))
+            };
+            let v = _mm256_shuffle_epi8(_mm256_set_m128i(hi, lo), spread);
+            let t0 = _mm256_and_si256(v, _mm256_set1_epi32(0x0fc0_fc00));
+            let t1 = _mm256_mulhi_epu16(t0, _mm256_set1_epi32(0x0400_0040));
+            let t2 = _mm256_and_si256(v, _mm256_set1_epi32(0x003f_03f0));
+            let t3 = _mm256_mullo_epi16(t2, _mm256_set1_epi32(0x0100_0010));
+            let sextets = _mm256_or_si256(t1, t3);
+            let class = _mm256_or_si256(
+                _mm256_subs_epu8(sextets, _mm256_set1_epi8(51)),
+                _mm256_and_si256(
+                    _mm256_cmpgt_epi8(_mm256_set1_epi8(26), sextets),
+                    _mm256_set1_epi8(13),
+                ),
+            );
+            let text = _mm256_add_epi8(sextets, _mm256_shuffle_epi8(offsets, class));
+            // SAFETY: dst[i / 3 * 4..][..32] is in bounds (loop condition).
+            unsafe { _mm256_storeu_si256(dst.as_mut_ptr().add(i / 3 * 4).cast(), text) };
+            i += 24;
+        }
+        i
+    }
 
     use super::NotBase64Url;
 
@@ -500,6 +635,43 @@ mod tests {
         let (best, avx2) = (run(Level::Best), run(Level::Avx2));
         assert_eq!(best, avx2, "best and AVX2 decoders disagree on {text:?}");
         [best, run(Level::Scalar)]
+    }
+
+    #[test]
+    fn encoder_matches_the_base64_crate_at_every_length_and_byte() {
+        for len in 0..=200usize {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 167 + len * 13) as u8).collect();
+            let text = encode(&bytes);
+            assert_eq!(text, URL_SAFE_NO_PAD.encode(&bytes), "length {len}");
+            assert_eq!(
+                encode_with(&bytes, Level::Scalar),
+                text,
+                "scalar, length {len}"
+            );
+            assert_eq!(text.len(), encoded_len(len));
+            let mut back = Vec::new();
+            decode_into(text.as_bytes(), &mut back).expect("decodes");
+            assert_eq!(back, bytes);
+        }
+        // 60 bytes: two AVX2 blocks, then the scalar tail.
+        for pos in 0..60 {
+            for byte in 0..=255u8 {
+                let mut bytes = vec![0x5a; 60];
+                bytes[pos] = byte;
+                let want = URL_SAFE_NO_PAD.encode(&bytes);
+                assert_eq!(encode(&bytes), want, "byte {byte} at {pos}");
+                assert_eq!(encode_with(&bytes, Level::Scalar), want);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn encoder_round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let want = URL_SAFE_NO_PAD.encode(&bytes);
+            prop_assert_eq!(encode(&bytes), want.clone());
+            prop_assert_eq!(encode_with(&bytes, Level::Scalar), want);
+        }
     }
 
     #[test]

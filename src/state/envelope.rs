@@ -73,7 +73,7 @@ pub fn decode_into(token: &[u8], max_len: usize, buf: &mut Vec<u8>) -> Result<()
 
 /// Encodes a binary envelope as unpadded base64url.
 pub fn encode(env: &[u8]) -> String {
-    base64_simd::URL_SAFE_NO_PAD.encode_to_string(env)
+    super::base64url::encode(env)
 }
 
 #[cfg(test)]
