@@ -545,3 +545,93 @@ fn elicitations_pushed_on_the_get_stream_are_answered_from_there() {
         "{s:#}"
     );
 }
+
+#[test]
+fn the_run_streams_ndjson_and_exports_its_summary_and_prometheus_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let stream = dir.path().join("run.ndjson");
+    let export = dir.path().join("export.json");
+    let (out, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--duration",
+            "3s",
+            "--out",
+            &format!("ndjson={}", stream.display()),
+            "--summary-export",
+            &export.display().to_string(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The export is the report folder's summary.
+    let exported: Value = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    assert_eq!(exported, s);
+    // The stream: one interval line per interval, and their round trips
+    // add up to the summary's.
+    let lines: Vec<Value> = std::fs::read_to_string(&stream)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let intervals: Vec<&Value> = lines.iter().filter(|l| l["type"] == "interval").collect();
+    assert!(intervals.len() >= 2, "{lines:?}");
+    let streamed: u64 = intervals.iter().map(|l| n(&l["round_trips"])).sum();
+    assert_eq!(streamed, n(&s["round_trips"]["total"]));
+    assert!(
+        lines.iter().any(|l| l["type"] == "metric"
+            && l["metric"] == "leg:tools/call #1"
+            && n(&l["count"]) > 0),
+        "per-leg lines: {lines:?}"
+    );
+    assert!(lines.iter().all(|l| l["phase"] == "basic"));
+    // Prometheus text beside the report, with the same round-trip count.
+    let prom = std::fs::read_to_string(dir.path().join("run/metrics.prom")).unwrap();
+    let success = prom
+        .lines()
+        .find(|l| l.starts_with("elicitkit_round_trips{") && l.contains("outcome=\"success\""))
+        .expect("round trips by outcome");
+    assert!(
+        success.ends_with(&format!(" {}", s["round_trips"]["success"])),
+        "{success}"
+    );
+    assert_eq!(s["files"]["prometheus"], "metrics.prom");
+}
+
+#[test]
+fn an_unknown_output_kind_or_unwritable_stream_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (arg, says) in [
+        ("csv=x.csv".to_string(), "unknown output"),
+        (
+            format!(
+                "ndjson={}",
+                dir.path().join("no/such/dir/x.ndjson").display()
+            ),
+            "ndjson=",
+        ),
+    ] {
+        let out = Command::new(BIN)
+            .args(["load", "--duration", "1s", "--quiet", "--out"])
+            .arg(&arg)
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{arg}: {stderr}");
+        assert!(stderr.contains(says), "{arg}: {stderr}");
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}

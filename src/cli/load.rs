@@ -104,9 +104,16 @@ pub struct Args {
     /// With --capacity: the rate to size for (instances = ceil(rate / knee)).
     #[arg(long, value_name = "N")]
     pub target_rate: Option<f64>,
-    /// Folder for report folders.
-    #[arg(long, value_name = "DIR", default_value = "reports")]
-    pub out: PathBuf,
+    /// Where results go (repeatable): a folder for report folders (default
+    /// `reports`), or `ndjson=FILE` to stream one JSON line per interval
+    /// per metric while the run goes (k6's `--out json=…` in spirit), e.g.
+    /// --out ndjson=run.ndjson. `tail -f` it, or feed it to a dashboard.
+    #[arg(long = "out", value_name = "DIR | ndjson=FILE", value_parser = parse_out)]
+    pub out: Vec<OutTarget>,
+    /// Also write the summary JSON (the report folder's summary.json) to
+    /// FILE, k6's flag, e.g. --summary-export ci/summary.json.
+    #[arg(long, value_name = "FILE")]
+    pub summary_export: Option<PathBuf>,
     /// Name of the report folder (default: <UTC time>-<plan>).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -117,6 +124,45 @@ pub struct Args {
     /// No live progress line.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// One `--out` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutTarget {
+    /// A folder that receives `<run-id>/`.
+    Dir(PathBuf),
+    /// A file that receives the interval stream, one JSON object a line.
+    Ndjson(PathBuf),
+}
+
+fn parse_out(v: &str) -> Result<OutTarget, String> {
+    match v.split_once('=') {
+        Some(("ndjson", "")) => Err("ndjson= needs a file, e.g. --out ndjson=run.ndjson".into()),
+        Some(("ndjson", f)) => Ok(OutTarget::Ndjson(f.into())),
+        Some((kind, _)) if !kind.contains(['/', '.']) && !Path::new(v).exists() => Err(format!(
+            "unknown output `{kind}=`: give a folder, or ndjson=FILE"
+        )),
+        _ => Ok(OutTarget::Dir(v.into())),
+    }
+}
+
+/// The report folder root: the last `--out DIR`, else `reports`.
+fn out_dir(outs: &[OutTarget]) -> PathBuf {
+    outs.iter()
+        .rev()
+        .find_map(|o| match o {
+            OutTarget::Dir(d) => Some(d.clone()),
+            OutTarget::Ndjson(_) => None,
+        })
+        .unwrap_or_else(|| "reports".into())
+}
+
+/// The interval stream file, if one was asked for (the last wins).
+fn ndjson_file(outs: &[OutTarget]) -> Option<PathBuf> {
+    outs.iter().rev().find_map(|o| match o {
+        OutTarget::Ndjson(f) => Some(f.clone()),
+        OutTarget::Dir(_) => None,
+    })
 }
 
 /// Reads the plan (the discovered one, a file, or the built-in smoke
@@ -369,7 +415,9 @@ pub fn run(args: Args) -> ExitCode {
     };
     let opts = Options {
         plan,
-        out_root: args.out.clone(),
+        out_root: out_dir(&args.out),
+        ndjson: ndjson_file(&args.out),
+        summary_export: args.summary_export.clone(),
         run_id: args.run_id.clone(),
         serve_args: args.serve_args.clone(),
         exe: None,
@@ -419,6 +467,7 @@ fn args_view(args: &Args) -> Args {
         capacity: args.capacity,
         target_rate: args.target_rate,
         out: args.out.clone(),
+        summary_export: args.summary_export.clone(),
         run_id: args.run_id.clone(),
         serve_args: args.serve_args.clone(),
         quiet: args.quiet,

@@ -155,6 +155,7 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
         ("summary_json", "summary.json"),
         ("summary_md", "summary.md"),
         ("report_html", "report.html"),
+        ("prometheus", "metrics.prom"),
     ] {
         summary.files.insert(role.into(), f.into());
     }

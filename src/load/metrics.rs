@@ -8,6 +8,7 @@
 //! is a [`MetricSet`]; merged `.hlog` files give the same [`MetricSet`].
 
 use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
+use super::stream::IntervalStream;
 use crate::client::{ErrorClass, LegResult, Outcome, RoundTrip};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -233,11 +234,14 @@ struct Inner {
     samples: Vec<String>,
     skip_reasons: BTreeMap<String, String>,
     key: String,
+    /// `--out ndjson=FILE` and the phase name its lines carry.
+    stream: Option<(IntervalStream, String)>,
 }
 
 /// Shared, thread-safe collector for one run.
 pub struct Recorder {
     started: Instant,
+    started_unix: f64,
     interval: Duration,
     inner: Mutex<Inner>,
     requests: AtomicU64,
@@ -263,6 +267,7 @@ impl Recorder {
         let interval = interval.max(Duration::from_millis(10));
         Ok(Recorder {
             started: Instant::now(),
+            started_unix: hlog::unix_seconds(SystemTime::now()),
             interval,
             inner: Mutex::new(Inner {
                 current: Bucket::default(),
@@ -274,6 +279,7 @@ impl Recorder {
                 samples: Vec::new(),
                 skip_reasons: BTreeMap::new(),
                 key: String::new(),
+                stream: None,
             }),
             requests: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
@@ -283,6 +289,13 @@ impl Recorder {
             skipped: AtomicU64::new(0),
             last_answer_ns: AtomicU64::new(0),
         })
+    }
+
+    /// Streams every closed interval to `stream`, its lines tagged `phase`.
+    pub fn stream_to(&self, stream: IntervalStream, phase: &str) {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.stream = Some((stream, phase.to_owned()));
+        }
     }
 
     /// When the run started.
@@ -427,9 +440,11 @@ impl Recorder {
                     .clamp(Duration::from_millis(1), self.interval)
             })
             .unwrap_or(self.interval);
-        inner
-            .timeline
-            .push(bucket.stats(start.as_secs_f64(), len.as_secs_f64()));
+        let stats = bucket.stats(start.as_secs_f64(), len.as_secs_f64());
+        if let Some((stream, phase)) = &inner.stream {
+            stream.write_interval(phase, self.started_unix, &stats, bucket.hists.iter());
+        }
+        inner.timeline.push(stats);
         for (name, h) in &bucket.hists {
             if let Err(e) = inner.hlog.push(name, h, start, len)
                 && inner.hlog_error.is_none()

@@ -29,6 +29,7 @@ pub mod open;
 pub mod plan;
 pub mod run;
 pub mod scenarios;
+pub mod stream;
 pub mod summarize;
 pub mod target;
 pub mod threshold;

@@ -25,6 +25,7 @@ use super::metrics::{MetricSet, Recorder};
 use super::open;
 use super::plan::{LoadShape, Plan, RateStep};
 use super::scenarios::LoadContext;
+use super::stream::IntervalStream;
 use super::summarize::{self, RunInfo};
 use super::target::{self, EmbeddedServer, TargetError};
 use crate::report::{self, CapacityStep, CapacitySummary, CpuUsage, Summary};
@@ -44,6 +45,10 @@ pub struct Options {
     pub plan: Plan,
     /// Folder that receives `<run-id>/`.
     pub out_root: PathBuf,
+    /// File that receives the interval stream (`--out ndjson=FILE`).
+    pub ndjson: Option<PathBuf>,
+    /// Extra copy of `summary.json` (`--summary-export FILE`).
+    pub summary_export: Option<PathBuf>,
     /// Run id (default `<UTC time>-<plan>`).
     pub run_id: Option<String>,
     /// Extra `serve` arguments for the embedded server (e.g. `--flaw X`).
@@ -403,10 +408,14 @@ async fn phase(
     progress: bool,
     label: &str,
     comments: &[String],
+    stream: Option<&IntervalStream>,
 ) -> Result<Measured, RunError> {
     let recorder = Arc::new(
         Recorder::new(plan.interval, comments).map_err(|e| RunError::Setup(e.to_string()))?,
     );
+    if let Some(s) = stream {
+        recorder.stream_to(s.clone(), label);
+    }
     let ctx = Arc::new(LoadContext::new(
         plan.clone(),
         mcp_url.to_owned(),
@@ -537,6 +546,13 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     preflight(&plan, &mcp_url)
         .await
         .map_err(RunError::Preflight)?;
+    let stream = match &opts.ndjson {
+        Some(path) => Some(
+            IntervalStream::create(path)
+                .map_err(|e| RunError::Setup(format!("--out ndjson={}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
     let (dir, run_id) = fresh_dir(&opts.out_root, &id)?;
     let target_pid = server.as_ref().map(EmbeddedServer::pid);
     let http = http_client(&plan)?;
@@ -567,8 +583,17 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
     let (measured, capacity) = if opts.capacity {
-        let (m, c, totals) =
-            capacity_search(&plan, &mcp_url, &http, &dir, &server, &opts, &comments).await?;
+        let (m, c, totals) = capacity_search(
+            &plan,
+            &mcp_url,
+            &http,
+            &dir,
+            &server,
+            &opts,
+            &comments,
+            stream.as_ref(),
+        )
+        .await?;
         (m, Some((c, totals)))
     } else {
         let m = phase(
@@ -580,6 +605,7 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
             opts.progress,
             &plan.name,
             &comments,
+            stream.as_ref(),
         )
         .await?;
         (m, None)
@@ -619,6 +645,11 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         summary.error_samples.push(format!("hlog: {e}"));
     }
     write_report(&dir, &mut summary, Some("run.hlog"))?;
+    if let Some(path) = &opts.summary_export {
+        let json =
+            serde_json::to_string_pretty(&summary).map_err(|e| RunError::Setup(e.to_string()))?;
+        std::fs::write(path, json + "\n").map_err(io_err(path))?;
+    }
     let verdict = if summary.ended_by == "interrupted" {
         Verdict::Interrupted
     } else if summary.passed {
@@ -642,6 +673,7 @@ fn write_report(dir: &Path, summary: &mut Summary, hlog: Option<&str>) -> Result
     files.insert("summary_json".to_owned(), "summary.json".to_owned());
     files.insert("summary_md".to_owned(), "summary.md".to_owned());
     files.insert("report_html".to_owned(), "report.html".to_owned());
+    files.insert("prometheus".to_owned(), "metrics.prom".to_owned());
     if let Some(h) = hlog {
         files.insert("hlog".to_owned(), h.to_owned());
     }
@@ -675,6 +707,7 @@ async fn capacity_search(
     server: &Option<EmbeddedServer>,
     opts: &Options,
     comments: &[String],
+    stream: Option<&IntervalStream>,
 ) -> Result<(Measured, CapacitySummary, (u64, u64)), RunError> {
     let spec = plan
         .capacity
@@ -714,6 +747,7 @@ async fn capacity_search(
             opts.progress,
             &label,
             comments,
+            stream,
         )
         .await?;
         let cpu1 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);

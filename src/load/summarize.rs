@@ -318,6 +318,11 @@ pub fn build(
         failures.push(why);
     }
     let diagnoses: Vec<String> = tail_stall(set).into_iter().collect();
+    let error_fraction = if round_trips.total > 0 {
+        round_trips.unexpected as f64 / round_trips.total as f64
+    } else {
+        0.0
+    };
     Summary {
         schema: SCHEMA_VERSION,
         run_id: info.run_id.clone(),
@@ -330,11 +335,8 @@ pub fn build(
         duration_s: secs,
         ended_by: info.ended_by.clone(),
         end_note: info.end_note.clone(),
-        error_rate: if round_trips.total > 0 {
-            round_trips.unexpected as f64 / round_trips.total as f64
-        } else {
-            0.0
-        },
+        error_rate: error_fraction,
+        error_rate_pct: error_fraction * 100.0,
         rps: per_s(round_trips.total),
         round_trips,
         requests: set.requests(),

@@ -19,7 +19,7 @@
 //! | `ended_by`, `end_note` | string, string? | `duration`, `max_requests`, `target_unreachable`, `target_died`, `interrupted`, `error`; why |
 //! | `round_trips` | object | `total`, `success`, `expected_rejection`, `unexpected`, `skipped` |
 //! | `requests`, `rps`, `requests_per_s` | number | HTTP requests; round trips/s; requests/s |
-//! | `error_rate` | number | `unexpected / total` (fraction) |
+//! | `error_rate`, `error_rate_pct` | number | `unexpected / total`, as a fraction and in percent |
 //! | `errors` | object | unexpected outcomes by class: `state_rejected`, `state_accepted`, `content_accepted`, `capability_error`, `protocol_violation`, `server_error`, `http_error`, `timeout`, `transport` |
 //! | `error_samples` | string[] | first messages |
 //! | `legs` | object | per leg name (`tools/call #1`, `tools/call #2 retry`, `flow page GET`, …): latency stats (full body time) |
@@ -39,6 +39,7 @@
 
 pub mod html;
 pub mod markdown;
+pub mod prometheus;
 pub mod summary;
 pub mod svg;
 
@@ -49,13 +50,15 @@ pub use summary::{
 
 use std::path::Path;
 
-/// Writes `summary.json`, `summary.md` and `report.html` into `dir`.
+/// Writes `summary.json`, `summary.md`, `report.html` and `metrics.prom`
+/// into `dir`.
 pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_string_pretty(summary).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("summary.json"), json + "\n")?;
     std::fs::write(dir.join("summary.md"), markdown::render(summary))?;
     std::fs::write(dir.join("report.html"), html::render(summary))?;
+    std::fs::write(dir.join("metrics.prom"), prometheus::render(summary))?;
     Ok(())
 }
 
@@ -79,5 +82,6 @@ mod tests {
         assert_eq!(back, s);
         assert!(dir.path().join("report.html").exists());
         assert!(dir.path().join("summary.md").exists());
+        assert!(dir.path().join("metrics.prom").exists());
     }
 }

@@ -183,6 +183,9 @@ pub struct Summary {
     pub requests_per_s: f64,
     /// Unexpected round trips / all round trips (0 when none ran).
     pub error_rate: f64,
+    /// The same in percent.
+    #[serde(default)]
+    pub error_rate_pct: f64,
     /// Unexpected outcomes by class (`state_rejected`, `capability_error`,
     /// `protocol_violation`, `http_error`, `timeout`, `transport`, …).
     pub errors: BTreeMap<String, u64>,

@@ -1,0 +1,322 @@
+//! `metrics.prom`: a run's summary in the Prometheus text exposition format
+//! (version 0.0.4), for node_exporter's textfile collector, a Pushgateway
+//! (`curl --data-binary @metrics.prom …`) or any CI dashboard that reads it.
+//!
+//! Latencies are seconds (Prometheus' base unit) as `summary` metrics with
+//! `quantile` labels; the error rate is in percent, as everywhere else in
+//! elicitkit. Every series carries `run_id` and `plan`.
+
+use super::{LatencyStats, Summary};
+use std::fmt::Write as _;
+
+/// Renders `summary` as Prometheus text.
+pub fn render(summary: &Summary) -> String {
+    let mut out = String::new();
+    let base = format!(
+        "run_id=\"{}\",plan=\"{}\"",
+        escape(&summary.run_id),
+        escape(&summary.plan)
+    );
+    let mut family = |name: &str, kind: &str, help: &str, lines: Vec<Line>| {
+        let _ = writeln!(out, "# HELP elicitkit_{name} {help}");
+        let _ = writeln!(out, "# TYPE elicitkit_{name} {kind}");
+        for (suffix, labels, value) in lines {
+            let labels = if labels.is_empty() {
+                base.clone()
+            } else {
+                format!("{base},{labels}")
+            };
+            let _ = writeln!(
+                out,
+                "elicitkit_{name}{suffix}{{{labels}}} {}",
+                number(value)
+            );
+        }
+    };
+    let one = |v: f64| vec![("", String::new(), v)];
+    let rt = &summary.round_trips;
+    family(
+        "round_trips",
+        "gauge",
+        "Round trips of the run, by outcome (skipped attempts are not round trips).",
+        [
+            ("success", rt.success),
+            ("expected_rejection", rt.expected_rejection),
+            ("unexpected", rt.unexpected),
+            ("skipped", rt.skipped),
+        ]
+        .iter()
+        .map(|(o, n)| ("", format!("outcome=\"{o}\""), *n as f64))
+        .collect(),
+    );
+    family(
+        "requests",
+        "gauge",
+        "HTTP requests sent.",
+        one(summary.requests as f64),
+    );
+    family(
+        "round_trips_per_second",
+        "gauge",
+        "Round trips per second over the measured window.",
+        one(summary.rps),
+    );
+    family(
+        "requests_per_second",
+        "gauge",
+        "HTTP requests per second over the measured window.",
+        one(summary.requests_per_s),
+    );
+    family(
+        "error_rate_percent",
+        "gauge",
+        "Unexpected outcomes per 100 round trips.",
+        one(summary.error_rate * 100.0),
+    );
+    family(
+        "errors",
+        "gauge",
+        "Unexpected outcomes by class.",
+        summary
+            .errors
+            .iter()
+            .map(|(class, n)| ("", format!("class=\"{}\"", escape(class)), *n as f64))
+            .collect(),
+    );
+    family(
+        "duration_seconds",
+        "gauge",
+        "Length of the measured window.",
+        one(summary.duration_s),
+    );
+    family(
+        "leg_latency_seconds",
+        "summary",
+        "Latency of each HTTP exchange, by leg (full body time).",
+        summary
+            .legs
+            .iter()
+            .flat_map(|(leg, s)| quantiles(&format!("leg=\"{}\"", escape(leg)), s))
+            .collect(),
+    );
+    family(
+        "round_trip_latency_seconds",
+        "summary",
+        "End-to-end latency of whole round trips (open model: from the intended start).",
+        quantiles("", &summary.e2e),
+    );
+    family(
+        "scenario_latency_seconds",
+        "summary",
+        "End-to-end latency by scenario.",
+        summary
+            .scenarios
+            .iter()
+            .flat_map(|(name, s)| quantiles(&format!("scenario=\"{}\"", escape(name)), &s.e2e))
+            .collect(),
+    );
+    family(
+        "threshold_passed",
+        "gauge",
+        "1 when the threshold held, 0 when it failed.",
+        summary
+            .thresholds
+            .iter()
+            .map(|t| {
+                (
+                    "",
+                    format!("threshold=\"{}\"", escape(&t.expr)),
+                    if t.passed { 1.0 } else { 0.0 },
+                )
+            })
+            .collect(),
+    );
+    if let Some(cpu) = &summary.generator_cpu {
+        family(
+            "generator_cpu_seconds",
+            "gauge",
+            "CPU time (user + system) the load generator spent.",
+            one(cpu.cpu_s),
+        );
+    }
+    family(
+        "passed",
+        "gauge",
+        "1 when the run passed (every threshold held and it ended by duration or cap).",
+        one(if summary.passed { 1.0 } else { 0.0 }),
+    );
+    out
+}
+
+/// One sample: name suffix (`_sum`, `_count` or none), labels, value.
+type Line = (&'static str, String, f64);
+
+/// The lines of one latency series of a `summary` family: quantiles (the
+/// maximum as quantile 1), `_sum` and `_count`.
+fn quantiles(labels: &str, s: &LatencyStats) -> Vec<Line> {
+    let sep = if labels.is_empty() { "" } else { "," };
+    let mut v: Vec<Line> = [
+        ("0.5", s.p50_ms),
+        ("0.9", s.p90_ms),
+        ("0.99", s.p99_ms),
+        ("0.999", s.p999_ms),
+        ("1", s.max_ms),
+    ]
+    .iter()
+    .map(|(q, ms)| ("", format!("{labels}{sep}quantile=\"{q}\""), ms / 1000.0))
+    .collect();
+    v.push((
+        "_sum",
+        labels.to_owned(),
+        s.mean_ms * s.count as f64 / 1000.0,
+    ));
+    v.push(("_count", labels.to_owned(), s.count as f64));
+    v
+}
+
+/// Escapes a label value (backslash, double quote, newline).
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A sample value: integers without a fraction, NaN/inf spelled the
+/// Prometheus way.
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{OutcomeCounts, ThresholdResult};
+
+    /// Checks the exposition format line by line: every sample belongs to
+    /// a family announced by `# TYPE`, names and labels are well formed and
+    /// values parse.
+    fn check_format(text: &str) -> Vec<(String, String, f64)> {
+        let name_ok = |n: &str| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                && !n.starts_with(|c: char| c.is_ascii_digit())
+        };
+        let mut families = Vec::new();
+        let mut samples = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').expect("TYPE name kind");
+                assert!(
+                    name_ok(name) && ["gauge", "summary"].contains(&kind),
+                    "{line}"
+                );
+                families.push(name.to_owned());
+                continue;
+            }
+            if line.starts_with("# HELP ") {
+                continue;
+            }
+            let (series, value) = line.rsplit_once(' ').expect("series value");
+            let (name, labels) = series.split_once('{').expect("labels");
+            assert!(name_ok(name), "{line}");
+            let family = families.last().expect("a TYPE before samples");
+            assert!(
+                name == family
+                    || name == format!("{family}_sum")
+                    || name == format!("{family}_count"),
+                "{name} outside {family}"
+            );
+            let labels = labels.strip_suffix('}').expect("closing brace");
+            // Label values: quoted, escapes only \\ \" \n.
+            let mut chars = labels.chars().peekable();
+            let mut in_value = false;
+            while let Some(c) = chars.next() {
+                match (in_value, c) {
+                    (false, '"') => in_value = true,
+                    (true, '\\') => {
+                        assert!(matches!(chars.next(), Some('\\' | '"' | 'n')), "{line}")
+                    }
+                    (true, '"') => in_value = false,
+                    (true, '\n') => panic!("raw newline in {line}"),
+                    _ => {}
+                }
+            }
+            assert!(!in_value, "unterminated label value: {line}");
+            let v: f64 = match value {
+                "NaN" => f64::NAN,
+                "+Inf" => f64::INFINITY,
+                v => v.parse().unwrap_or_else(|_| panic!("value in {line}")),
+            };
+            samples.push((name.to_owned(), labels.to_owned(), v));
+        }
+        samples
+    }
+
+    #[test]
+    fn summary_renders_as_valid_exposition_text_with_its_numbers() {
+        let mut s = Summary {
+            run_id: "r\"1".into(),
+            plan: "p\\lan\nx".into(),
+            requests: 40,
+            rps: 12.5,
+            error_rate: 0.025,
+            passed: false,
+            round_trips: OutcomeCounts {
+                total: 40,
+                success: 39,
+                unexpected: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        s.legs.insert(
+            "tools/call #2 retry".into(),
+            LatencyStats {
+                count: 39,
+                mean_ms: 2.0,
+                p50_ms: 1.5,
+                p99_ms: 9.0,
+                max_ms: 12.0,
+                ..Default::default()
+            },
+        );
+        s.thresholds.push(ThresholdResult {
+            expr: "p99(tools/call #2 retry) < 5ms".into(),
+            passed: false,
+            ..Default::default()
+        });
+        let text = render(&s);
+        let samples = check_format(&text);
+        let get = |name: &str, has: &str| {
+            samples
+                .iter()
+                .find(|(n, l, _)| n == name && l.contains(has))
+                .unwrap_or_else(|| panic!("{name} {has} in\n{text}"))
+                .2
+        };
+        assert_eq!(get("elicitkit_error_rate_percent", ""), 2.5);
+        assert_eq!(get("elicitkit_round_trips", "outcome=\"unexpected\""), 1.0);
+        assert_eq!(
+            get("elicitkit_leg_latency_seconds", "quantile=\"0.99\""),
+            0.009
+        );
+        assert_eq!(get("elicitkit_leg_latency_seconds_count", "retry"), 39.0);
+        assert!((get("elicitkit_leg_latency_seconds_sum", "retry") - 0.078).abs() < 1e-12);
+        assert_eq!(get("elicitkit_threshold_passed", "< 5ms"), 0.0);
+        assert_eq!(get("elicitkit_passed", ""), 0.0);
+        assert!(text.contains(r#"run_id="r\"1",plan="p\\lan\nx""#), "{text}");
+    }
+}
