@@ -25,9 +25,11 @@
 //!   answer policies, used by `load` and `check`.
 //! - [`discover`]: what a target speaks, its authentication, its tools and
 //!   what their calls do; one implementation for `check`, `load` and `plan`.
-//! - [`load`]: Goose scenarios, the open-model driver and HDR metrics.
+//! - [`load`]: Goose scenarios, the open-model driver, HDR metrics and the
+//!   live interval stream (`--out ndjson=FILE`).
 //! - [`check`]: conformance and security probes, one file per family.
-//! - [`report`]: renders run results as JSON, Markdown, HTML and JUnit.
+//! - [`report`]: renders run results as JSON, Markdown, HTML, Prometheus
+//!   text and JUnit.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz_support`]: the properties the fuzz targets check, callable from
 //!   `cargo test` on stable so committed corpora replay everywhere.
