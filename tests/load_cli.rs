@@ -635,3 +635,76 @@ fn an_unknown_output_kind_or_unwritable_stream_is_a_usage_error() {
         "nothing written"
     );
 }
+
+#[test]
+fn a_baseline_fails_the_run_when_a_leg_regresses_and_passes_when_none_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let (out, first) = load(&["--plan", &plan, "--duration", "2s"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    // A baseline far faster than any real run, and one far slower.
+    let edited = |ms: f64, rps: f64, name: &str| {
+        let mut b = first.clone();
+        for leg in b["legs"].as_object_mut().unwrap().values_mut() {
+            leg["p50_ms"] = ms.into();
+            leg["p99_ms"] = ms.into();
+        }
+        b["rps"] = rps.into();
+        b["run_id"] = name.into();
+        let p = dir.path().join(format!("{name}.json"));
+        std::fs::write(&p, b.to_string()).unwrap();
+        p.display().to_string()
+    };
+    let fast = edited(0.001, 1e9, "fast");
+    let slow = edited(10_000.0, 0.0, "slow");
+
+    let run = |baseline: &str, id: &str| {
+        let o = Command::new(BIN)
+            .args(["load", "--plan", &plan, "--duration", "2s", "--quiet"])
+            .args(["--baseline", baseline, "--run-id", id, "--out"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let s: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(id).join("summary.json")).unwrap_or_default(),
+        )
+        .unwrap_or(Value::Null);
+        (o, s)
+    };
+    let (o, s) = run(&fast, "vs-fast");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert_eq!(s["baseline"]["passed"], false);
+    assert_eq!(s["baseline"]["rps_regressed"], true);
+    assert!(
+        s["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f.as_str().unwrap().contains("`tools/call #1` regressed")),
+        "{}",
+        s["failures"]
+    );
+    assert!(
+        stdout.contains("baseline") && stdout.contains("REGRESSED"),
+        "{stdout}"
+    );
+
+    let (o, s) = run(&slow, "vs-slow");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(s["baseline"]["passed"], true);
+    assert!(s["baseline"]["legs"].as_array().unwrap().len() >= 2);
+
+    let o = Command::new(BIN)
+        .args(["load", "--quiet", "--baseline"])
+        .arg(dir.path().join("missing.json"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--baseline"));
+}

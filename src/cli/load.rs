@@ -114,6 +114,16 @@ pub struct Args {
     /// FILE, k6's flag, e.g. --summary-export ci/summary.json.
     #[arg(long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
+    /// Compare with an earlier run (its summary.json or folder): per-leg
+    /// p50/p99 and round trips/s deltas; the run fails when one regresses
+    /// beyond --baseline-tolerance, e.g. --baseline reports/last-week/.
+    #[arg(long, value_name = "SUMMARY")]
+    pub baseline: Option<PathBuf>,
+    /// How much worse than the baseline a leg's p50/p99 may get (and how
+    /// much round trips/s may fall), in percent. Growth under 0.1 ms never
+    /// counts.
+    #[arg(long, value_name = "PCT", default_value_t = crate::load::baseline::DEFAULT_TOLERANCE_PCT)]
+    pub baseline_tolerance: f64,
     /// Name of the report folder (default: <UTC time>-<plan>).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -365,6 +375,16 @@ pub fn run(args: Args) -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
+    let baseline = match &args.baseline {
+        Some(path) if args.baseline_tolerance.is_finite() && args.baseline_tolerance >= 0.0 => {
+            match crate::load::baseline::read(path) {
+                Ok(s) => Some((s, path.display().to_string(), args.baseline_tolerance)),
+                Err(e) => return usage_error(e),
+            }
+        }
+        Some(_) => return usage_error("--baseline-tolerance must be a percentage ≥ 0"),
+        None => None,
+    };
     let mut discovery_lines = Vec::new();
     let discovered = match (&args.plan, &args.target) {
         (None, Some(target)) => {
@@ -418,6 +438,7 @@ pub fn run(args: Args) -> ExitCode {
         out_root: out_dir(&args.out),
         ndjson: ndjson_file(&args.out),
         summary_export: args.summary_export.clone(),
+        baseline,
         run_id: args.run_id.clone(),
         serve_args: args.serve_args.clone(),
         exe: None,
@@ -468,6 +489,8 @@ fn args_view(args: &Args) -> Args {
         target_rate: args.target_rate,
         out: args.out.clone(),
         summary_export: args.summary_export.clone(),
+        baseline: args.baseline.clone(),
+        baseline_tolerance: args.baseline_tolerance,
         run_id: args.run_id.clone(),
         serve_args: args.serve_args.clone(),
         quiet: args.quiet,
@@ -597,6 +620,13 @@ fn print_report(r: &run::RunReport) {
         "  {:<24} n={:<8} p50 {:>8.3} ms  p99 {:>8.3} ms",
         "end to end", s.e2e.count, s.e2e.p50_ms, s.e2e.p99_ms
     );
+    if let Some(c) = &s.baseline {
+        let (head, rows) = crate::report::baseline_rows(c);
+        println!("  {head}");
+        for r in rows {
+            println!("    {:<24} {:<34} {:<34} {}", r[0], r[1], r[2], r[3]);
+        }
+    }
     if !s.errors.is_empty() {
         let errs: Vec<String> = s.errors.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!("  errors: {}", errs.join(", "));

@@ -21,6 +21,7 @@
 //!   capacity search (`--capacity`: step the rate until the SLO breaks, report
 //!   the knee, CPU per round trip and instances needed).
 
+pub mod baseline;
 pub mod closed;
 pub mod generate;
 pub mod hlog;

@@ -49,6 +49,9 @@ pub struct Options {
     pub ndjson: Option<PathBuf>,
     /// Extra copy of `summary.json` (`--summary-export FILE`).
     pub summary_export: Option<PathBuf>,
+    /// A baseline run to compare with (`--baseline`): its summary, its
+    /// file, and the tolerance in percent.
+    pub baseline: Option<(Summary, String, f64)>,
     /// Run id (default `<UTC time>-<plan>`).
     pub run_id: Option<String>,
     /// Extra `serve` arguments for the embedded server (e.g. `--flaw X`).
@@ -638,6 +641,13 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     if let Some((c, _)) = capacity {
         summary.passed = summary.passed && c.knee_rps.is_some();
         summary.capacity = Some(c);
+    }
+    if let Some((before, file, tolerance)) = &opts.baseline {
+        let c = super::baseline::compare(&summary, before, file, *tolerance);
+        let failed = super::baseline::failures(&c);
+        summary.passed = summary.passed && c.passed;
+        summary.failures.extend(failed);
+        summary.baseline = Some(c);
     }
     let hlog_path = dir.join("run.hlog");
     std::fs::write(&hlog_path, &measured.hlog).map_err(io_err(&hlog_path))?;

@@ -359,6 +359,7 @@ pub fn build(
         target_cpu: None,
         files: Default::default(),
         failures,
+        baseline: None,
         diagnoses,
         gaps: set
             .with_prefix(GAP)

@@ -181,6 +181,26 @@ pub fn render(s: &Summary) -> String {
         }
         o.push_str("</ul>");
     }
+    if let Some(c) = &s.baseline {
+        let (head, rows) = super::baseline_rows(c);
+        let _ = write!(
+            o,
+            "<h2>Baseline</h2><p>{}</p><table><tr><th>leg</th><th>p50</th><th>p99</th><th>result</th></tr>",
+            esc(&head)
+        );
+        for r in rows {
+            let class = if r[3] == "REGRESSED" { "fail" } else { "pass" };
+            let _ = write!(
+                o,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
+                esc(&r[0]),
+                esc(&r[1]),
+                esc(&r[2]),
+                esc(&r[3])
+            );
+        }
+        o.push_str("</table>");
+    }
     if !s.thresholds.is_empty() {
         o.push_str(
             "<h2>Thresholds</h2><table><tr><th>threshold</th><th>actual</th><th>result</th></tr>",

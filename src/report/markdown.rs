@@ -91,6 +91,16 @@ pub fn render(s: &Summary) -> String {
             let _ = writeln!(o, "- {f}");
         }
     }
+    if let Some(c) = &s.baseline {
+        let (head, rows) = super::baseline_rows(c);
+        let _ = write!(
+            o,
+            "\n## Baseline\n\n{head}\n\n| leg | p50 | p99 | result |\n|---|---|---|---|\n"
+        );
+        for r in rows {
+            let _ = writeln!(o, "| `{}` | {} | {} | {} |", r[0], r[1], r[2], r[3]);
+        }
+    }
     if !s.diagnoses.is_empty() {
         o.push_str("\n## Diagnoses\n\n");
         for d in &s.diagnoses {

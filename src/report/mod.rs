@@ -33,6 +33,7 @@
 //! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate`, `within_slo`, `target_cpu_us_per_rt`), `knee_rps`, `target_cpu_us_per_rt`, `target_rate`, `instances_needed` |
 //! | `generator_cpu`, `target_cpu` | object? | `cpu_s`, `us_per_request`, `us_per_round_trip` |
 //! | `files` | object | report files by role |
+//! | `baseline` | object? | with `--baseline`: `file`, `run_id`, `tolerance_pct`, `rps_before`, `rps_now`, `rps_delta_pct`, `rps_regressed`, `legs[]` (`leg`, `p50_ms_before`, `p50_ms_now`, `p99_ms_before`, `p99_ms_now`, `p50_delta_pct`, `p99_delta_pct`, `regressed`), `passed` |
 //!
 //! Latency stats objects hold `count`, `min_ms`, `mean_ms`, `p50_ms`,
 //! `p90_ms`, `p99_ms`, `p999_ms`, `p9999_ms`, `max_ms`.
@@ -44,11 +45,57 @@ pub mod summary;
 pub mod svg;
 
 pub use summary::{
-    CapacityStep, CapacitySummary, CpuUsage, LatencyStats, OutcomeCounts, SCHEMA_VERSION,
-    ScenarioSummary, Summary, ThresholdResult, TimelinePoint,
+    BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, LatencyStats,
+    OutcomeCounts, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdResult, TimelinePoint,
 };
 
 use std::path::Path;
+
+/// The baseline comparison as text rows, shared by the terminal, Markdown
+/// and HTML: a heading line, then `[leg, p50 change, p99 change, verdict]`
+/// per leg (the first row is round trips/s).
+pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
+    let head = format!(
+        "baseline {} (run {}), tolerance {} %",
+        c.file, c.run_id, c.tolerance_pct
+    );
+    let change = |b: Option<f64>, n: Option<f64>, d: Option<f64>, unit: &str| match (b, n) {
+        (Some(b), Some(n)) => format!("{b:.3} → {n:.3}{unit} ({:+.1} %)", d.unwrap_or(0.0)),
+        (None, Some(n)) => format!("new: {n:.3}{unit}"),
+        (Some(b), None) => format!("gone (was {b:.3}{unit})"),
+        (None, None) => "-".into(),
+    };
+    let mut rows = vec![[
+        "round trips/s".to_owned(),
+        format!(
+            "{:.1} → {:.1} ({:+.1} %)",
+            c.rps_before, c.rps_now, c.rps_delta_pct
+        ),
+        String::new(),
+        if c.rps_regressed { "REGRESSED" } else { "ok" }.to_owned(),
+    ]];
+    for l in &c.legs {
+        let judged = l.p50_delta_pct.is_some();
+        rows.push([
+            l.leg.clone(),
+            format!(
+                "p50 {}",
+                change(l.p50_ms_before, l.p50_ms_now, l.p50_delta_pct, " ms")
+            ),
+            format!(
+                "p99 {}",
+                change(l.p99_ms_before, l.p99_ms_now, l.p99_delta_pct, " ms")
+            ),
+            match (judged, l.regressed) {
+                (_, true) => "REGRESSED",
+                (true, false) => "ok",
+                (false, false) => "not compared",
+            }
+            .to_owned(),
+        ]);
+    }
+    (head, rows)
+}
 
 /// Writes `summary.json`, `summary.md`, `report.html` and `metrics.prom`
 /// into `dir`.

@@ -231,4 +231,43 @@ pub struct Summary {
     /// What discovery called before the run, when the plan came from it.
     #[serde(default)]
     pub discovery: Vec<String>,
+    /// The comparison with `--baseline`, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineComparison>,
+}
+
+/// This run against a baseline run (`load --baseline`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BaselineComparison {
+    /// The baseline's file.
+    pub file: String,
+    /// The baseline's run id.
+    pub run_id: String,
+    /// How much worse a leg may get, in percent.
+    pub tolerance_pct: f64,
+    /// Round trips/s: baseline, now, change in percent.
+    pub rps_before: f64,
+    pub rps_now: f64,
+    pub rps_delta_pct: f64,
+    /// Round trips/s fell beyond the tolerance.
+    pub rps_regressed: bool,
+    /// Every leg either run has.
+    pub legs: Vec<BaselineDelta>,
+    /// No leg and not the rate regressed.
+    pub passed: bool,
+}
+
+/// One leg in both runs (`None` where a run lacks it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BaselineDelta {
+    pub leg: String,
+    pub p50_ms_before: Option<f64>,
+    pub p50_ms_now: Option<f64>,
+    pub p99_ms_before: Option<f64>,
+    pub p99_ms_now: Option<f64>,
+    /// Change in percent (positive = slower).
+    pub p50_delta_pct: Option<f64>,
+    pub p99_delta_pct: Option<f64>,
+    /// Grew beyond the tolerance and the noise floor.
+    pub regressed: bool,
 }
