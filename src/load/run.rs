@@ -709,6 +709,7 @@ fn write_report(dir: &Path, summary: &mut Summary, hlog: Option<&str>) -> Result
 }
 
 /// Steps the open-model rate up until the SLO breaks.
+#[allow(clippy::too_many_arguments)]
 async fn capacity_search(
     plan: &Plan,
     mcp_url: &str,
