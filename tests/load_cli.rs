@@ -708,3 +708,43 @@ fn a_baseline_fails_the_run_when_a_leg_regresses_and_passes_when_none_does() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--baseline"));
 }
+
+#[test]
+fn goose_lines_stay_off_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = basic(dir.path());
+    let (out, _) = load(&["--plan", &plan, "--duration", "1s"], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("PASSED"),
+        "the result is on stdout: {stdout}"
+    );
+    assert!(!stdout.contains("users launched"), "--quiet: {stdout}");
+    let out = Command::new(BIN)
+        .args([
+            "load",
+            "--plan",
+            &plan,
+            "--duration",
+            "1s",
+            "--run-id",
+            "loud",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.contains("PASSED") && !stdout.contains("users launched"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("users launched"),
+        "Goose's line moved to stderr: {stderr}"
+    );
+}

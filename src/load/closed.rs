@@ -56,11 +56,82 @@ pub fn goose_config(
     c
 }
 
+/// Where Goose's own `println!` lines ("All 4 users launched.") go while
+/// it runs: never stdout, which holds elicitkit's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GooseChatter {
+    /// To stderr, beside the progress line.
+    Stderr,
+    /// Nowhere (`--quiet`).
+    Discard,
+}
+
+/// Points file descriptor 1 elsewhere until dropped. Goose prints with
+/// `println!` unconditionally; nothing else in this process writes to
+/// stdout while a closed-model phase runs (progress goes to stderr).
+struct StdoutDiverted {
+    #[cfg(unix)]
+    saved: libc::c_int,
+}
+
+impl StdoutDiverted {
+    fn new(to: GooseChatter) -> Option<StdoutDiverted> {
+        #[cfg(unix)]
+        {
+            use std::io::Write as _;
+            use std::os::fd::AsRawFd as _;
+            let _ = std::io::stdout().flush();
+            let sink = match to {
+                GooseChatter::Stderr => None,
+                GooseChatter::Discard => std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/null")
+                    .ok(),
+            };
+            let target = sink.as_ref().map_or(2, |f| f.as_raw_fd());
+            // SAFETY: dup/dup2 on descriptors this process owns; `saved`
+            // keeps the original stdout open until `drop` puts it back.
+            unsafe {
+                let saved = libc::dup(1);
+                if saved < 0 {
+                    return None;
+                }
+                if libc::dup2(target, 1) < 0 {
+                    libc::close(saved);
+                    return None;
+                }
+                Some(StdoutDiverted { saved })
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = to;
+            None
+        }
+    }
+}
+
+impl Drop for StdoutDiverted {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        {
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+            // SAFETY: `saved` is the descriptor `new` duplicated.
+            unsafe {
+                libc::dup2(self.saved, 1);
+                libc::close(self.saved);
+            }
+        }
+    }
+}
+
 /// Runs the plan's scenarios on Goose until the duration or the killswitch
-/// ends it.
+/// ends it; Goose's own lines go where `chatter` says.
 pub async fn run(
     ctx: Arc<LoadContext>,
     config: GooseConfiguration,
+    chatter: GooseChatter,
 ) -> Result<goose::metrics::GooseMetrics, GooseError> {
     let mut scenario = Scenario::new("elicitation");
     for (idx, spec) in ctx.plan.scenarios.iter().enumerate() {
@@ -74,6 +145,7 @@ pub async fn run(
             .set_weight(spec.weight as usize)?;
         scenario = scenario.register_transaction(t);
     }
+    let _diverted = StdoutDiverted::new(chatter);
     GooseAttack::initialize_with_config(config)?
         .register_scenario(scenario)
         .execute()

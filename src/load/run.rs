@@ -456,7 +456,12 @@ async fn phase(
                 .unwrap_or_else(|_| mcp_url.to_owned());
             let cfg =
                 closed::goose_config(&base, *users, *hatch_rate, plan.duration, plan.timeout, dir);
-            let run = closed::run(ctx.clone(), cfg);
+            let chatter = if progress {
+                closed::GooseChatter::Stderr
+            } else {
+                closed::GooseChatter::Discard
+            };
+            let run = closed::run(ctx.clone(), cfg, chatter);
             let result = tokio::time::timeout(backstop, run).await;
             // Goose's own Ctrl-C handler ends its run; the first reason set
             // wins, so a stop we triggered ourselves keeps its reason.
