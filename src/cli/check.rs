@@ -10,8 +10,21 @@ use clap::Parser;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Examples and exit codes under `check --help`.
+const CHECK_HELP: &str = "Examples:
+  elicitkit serve &                                   # the reference server, then:
+  elicitkit check --target http://127.0.0.1:8080/mcp
+  elicitkit check --target URL --generation 2026-07-28 --only mrtr-replay
+  elicitkit check --target URL --single-use place_order --format junit --output check.xml
+  elicitkit check --target URL --principal \"$TOKEN_A\" --other-principal \"$TOKEN_B\"
+  elicitkit check --list                              # every check, its level and spec page
+
+Exit codes: 0 no MUST check failed; 1 a MUST check failed or timed out; 2 usage error or
+unreachable target.";
+
 /// Arguments of `elicitkit check`.
 #[derive(Debug, Parser)]
+#[command(after_help = CHECK_HELP)]
 pub struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long, required_unless_present = "list")]

@@ -23,6 +23,13 @@ use std::time::{Duration, UNIX_EPOCH};
 
 /// Arguments of `elicitkit report`.
 #[derive(Debug, ClapArgs)]
+#[command(after_help = "Examples:
+  elicitkit report merge a/run.hlog b/run.hlog --out reports/merged
+  elicitkit report merge reports/*/run.hlog --threshold 'p99(e2e) < 50ms' --threshold 'error_rate < 1%'
+  elicitkit report render reports/2026-12-01T10-00-00-smoke
+
+Exit codes: 0 done (merge: every --threshold held); 1 a threshold failed; 2 usage error
+(unreadable log, a log given twice).")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]

@@ -21,7 +21,17 @@ use crate::state::{Binding, CodecName, KeyRing, Sealer, SealerConfig, StateError
 
 /// Arguments of `elicitkit state`.
 #[derive(Debug, ClapArgs)]
-#[command(about = "Choose and debug requestState sealing (benchmark codecs, inspect tokens)")]
+#[command(
+    about = "Choose and debug requestState sealing (benchmark codecs, inspect tokens)",
+    after_help = "Examples:
+  elicitkit state bench --quick                      # which codec is fastest here
+  elicitkit state bench --payload 1024
+  elicitkit state inspect eyJ...                     # decode a token's envelope
+  elicitkit state inspect TOKEN --key-file keys.txt --principal alice
+
+Exit codes: 0 done (inspect: the token decodes, and opens with a key); 1 it does not;
+2 usage error."
+)]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]

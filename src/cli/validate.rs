@@ -20,7 +20,14 @@ const MAX_INPUT: usize = crate::protocol::jsonrpc::MAX_MESSAGE_BYTES;
     long_about = "Reads one JSON message: an elicitation/create request (either generation), an \
 InputRequiredResult, a JSON-RPC response holding one, an error response, or an ElicitResult \
 (give --schema to check its content). Detects which it is and prints every finding.\n\n\
-Exit status: 0 when there is no MUST finding, 1 when there is one, 2 when the input cannot be read."
+Exit status: 0 when there is no MUST finding, 1 when there is one, 2 when the input cannot be read.",
+    after_help = "Examples:
+  elicitkit validate message.json
+  curl -s ... | elicitkit validate -                 # from standard input
+  elicitkit validate answer.json --schema requested-schema.json
+  elicitkit validate result.json --generation 2026-07-28 --format json
+
+Exit codes: 0 no MUST finding; 1 a MUST finding; 2 the input cannot be read."
 )]
 pub struct Args {
     /// The message file, or `-` for standard input.
