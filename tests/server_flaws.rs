@@ -106,7 +106,7 @@ async fn no_expiry() {
     };
     let s = start(cfg).await;
     let first = call(&s, "a", 1, "deploy", json!({"service":"x"}), &caps_form()).await;
-    tokio::time::sleep(Duration::from_millis(5300)).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let r = retry(
         &s,
         "a",

@@ -703,22 +703,37 @@ async fn sse_response_mode_frames_results_as_events() {
 
 #[tokio::test]
 async fn expired_state_is_rejected() {
+    // No hidden grace: a state is refused once its TTL has passed.
     let cfg = ServerConfig {
-        state_ttl: std::time::Duration::from_millis(50),
+        state_ttl: std::time::Duration::from_millis(700),
         ..ServerConfig::default()
     };
     let s = start(cfg).await;
     let caps = caps_form();
-    let r1 = call(&s, "alice", 1, "deploy", json!({"service":"x"}), &caps).await;
-    // the sealer tolerates 5 s of clock skew past the TTL
-    tokio::time::sleep(std::time::Duration::from_millis(5300)).await;
+    let yes =
+        json!({"confirm":{"action":"accept","content":{"environment":"staging","confirm":true}}});
+    let fresh = call(&s, "alice", 1, "deploy", json!({"service":"x"}), &caps).await;
     let r = retry(
         &s,
         "alice",
         2,
         "deploy",
         json!({"service":"x"}),
-        json!({"confirm":{"action":"accept","content":{"environment":"staging","confirm":true}}}),
+        yes.clone(),
+        &fresh.state(),
+        &caps,
+    )
+    .await;
+    assert_eq!(r.result_type(), "complete", "within its TTL: {}", r.text);
+    let r1 = call(&s, "alice", 3, "deploy", json!({"service":"y"}), &caps).await;
+    tokio::time::sleep(std::time::Duration::from_millis(750)).await;
+    let r = retry(
+        &s,
+        "alice",
+        4,
+        "deploy",
+        json!({"service":"y"}),
+        yes,
         &r1.state(),
         &caps,
     )

@@ -362,7 +362,8 @@ pub fn inspect_report(
         }
         Err(e) => {
             let why = match e {
-                StateError::Expired | StateError::NotYetValid => " (tag is valid; clock skew 5 s)",
+                StateError::Expired => " (tag is valid; expiry is exact, no skew)",
+                StateError::NotYetValid => " (tag is valid; issued over 5 s in the future)",
                 _ => " (tag is valid)",
             };
             out.push_str(&format!("opens: NO: {e} ({}){why}\n", e.kind()));

@@ -22,7 +22,7 @@ pub enum StateError {
     /// The tag did not verify: the token was forged or altered.
     #[error("requestState failed verification (bad tag)")]
     BadTag,
-    /// `now` is past `expires_at` plus the allowed clock skew.
+    /// `now` has reached `expires_at` (no clock skew is added).
     #[error("requestState expired")]
     Expired,
     /// `issued_at` is further in the future than the allowed clock skew.

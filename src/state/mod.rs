@@ -63,7 +63,8 @@
 //! byte equals the configured codec (`Malformed`) → key id in the ring
 //! (`UnknownKey`) → tag, compared in constant time (`BadTag`) → claims layout
 //! (`Malformed`) → `issued_at ≤ now + skew` (`NotYetValid`) →
-//! `now ≤ expires_at + skew` (`Expired`) → principal (`WrongPrincipal`) →
+//! `now < expires_at` (`Expired`; the skew never extends a lifetime) →
+//! principal (`WrongPrincipal`) →
 //! request digest (`WrongRequest`). `Replayed` comes from a [`ReplayGuard`],
 //! see [`Sealer::open_once`].
 //!

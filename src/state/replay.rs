@@ -4,7 +4,7 @@
 //! [`MemoryReplayGuard`] keeps entries in 16 mutex-protected shards, each a
 //! map plus a min-heap ordered by expiry; every call first evicts expired
 //! entries of its shard, so memory is bounded by (states consumed per
-//! second) × (TTL + skew). A shared store (SQL, Redis) can implement the
+//! second) × TTL. A shared store (SQL, Redis) can implement the
 //! same trait later.
 
 use std::cmp::Reverse;
@@ -17,8 +17,8 @@ use super::error::StateError;
 /// Records nonces of consumed states.
 pub trait ReplayGuard: Send + Sync {
     /// `Ok` the first time `nonce` is seen, `Err(Replayed)` afterwards, as
-    /// long as `now_ms <= keep_until_ms` (pass `expires_at` plus the clock
-    /// skew). Entries may be forgotten after `keep_until_ms`.
+    /// long as `now_ms <= keep_until_ms` (pass `expires_at`: the state
+    /// cannot open from then on). Entries may be forgotten after it.
     fn consume(&self, nonce: &[u8; 16], keep_until_ms: u64, now_ms: u64) -> Result<(), StateError>;
 }
 

@@ -29,7 +29,10 @@ pub struct SealerConfig {
     /// Longest token accepted or produced, in characters (checked before
     /// any decoding). Default 8 KiB.
     pub max_token_len: usize,
-    /// Tolerated clock difference for `issued_at` / `expires_at`. Default 5 s.
+    /// How far in the future an `issued_at` may lie (another instance's
+    /// clock running ahead) before the state is `NotYetValid`. Default 5 s.
+    /// It never extends a lifetime: a state is `Expired` from `expires_at`
+    /// on, exactly.
     pub clock_skew: Duration,
     /// Lifetime given to new claims by [`Sealer::claims`]. Default 10 min.
     pub ttl: Duration,
@@ -188,13 +191,14 @@ impl Sealer {
         Ok(start..start + body.len())
     }
 
-    /// Time window: `issued_at ≤ now + skew`, then `now ≤ expires_at + skew`.
+    /// Time window: `issued_at ≤ now + skew`, then `now < expires_at` (no
+    /// skew: a state is refused once its lifetime has passed).
     #[inline]
     fn check_time(&self, c: &ClaimsRef<'_>, now_ms: u64) -> Result<(), StateError> {
         if c.issued_at > now_ms.saturating_add(self.skew_ms) {
             return Err(StateError::NotYetValid);
         }
-        if now_ms > c.expires_at.saturating_add(self.skew_ms) {
+        if now_ms >= c.expires_at {
             return Err(StateError::Expired);
         }
         Ok(())
@@ -310,11 +314,7 @@ impl Sealer {
         guard: &dyn ReplayGuard,
     ) -> Result<OpenedClaims, StateError> {
         let c = self.open(token, binding, now_ms)?;
-        guard.consume(
-            &c.nonce(),
-            c.expires_at().saturating_add(self.skew_ms),
-            now_ms,
-        )?;
+        guard.consume(&c.nonce(), c.expires_at(), now_ms)?;
         Ok(c)
     }
 }
