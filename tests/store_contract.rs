@@ -3,8 +3,8 @@
 use std::sync::{Arc, Barrier};
 
 use elicitkit::store::{
-    Completion, MemoryStore, Mode, NewRecord, Outcome, SqliteStore, Status, Store, StoreError,
-    mask_secret,
+    Claim, Completion, MemoryStore, Mode, NewRecord, Outcome, SqliteStore, Status, Store,
+    StoreError, Taken, mask_secret,
 };
 use serde_json::json;
 
@@ -260,4 +260,207 @@ fn audit_and_records_hold_no_raw_secret() {
         );
         assert_eq!(done.record().result, Some(json!({ "key": "sk-…9f2c" })));
     }
+}
+
+/// Both backends, with a way to reopen the SQLite one (memory: `None`).
+fn reopenable() -> Vec<(
+    Arc<dyn Store>,
+    Option<(tempfile::TempDir, std::path::PathBuf)>,
+)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    let sqlite = SqliteStore::open(&path).expect("open sqlite");
+    vec![
+        (Arc::new(MemoryStore::new()), None),
+        (Arc::new(sqlite), Some((dir, path))),
+    ]
+}
+
+#[test]
+fn hundred_concurrent_claims_one_winner_whose_outcome_every_loser_gets() {
+    for (store, file) in reopenable() {
+        let name = store.backend_name();
+        let n = 100;
+        let barrier = Arc::new(Barrier::new(n));
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (store, barrier) = (store.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    // Each caller offers its own outcome; only the winner's is kept.
+                    let mine = json!({"content": [{"type": "text", "text": format!("run {i}")}]});
+                    let got = store.claim("once:deploy:abc", Some(&mine), 10_000);
+                    (mine, got.expect("claim"))
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners: Vec<_> = results.iter().filter(|(_, c)| c.is_won()).collect();
+        assert_eq!(winners.len(), 1, "{name}");
+        let recorded = winners[0].0.clone();
+        for (_, c) in &results {
+            if let Claim::Taken(t) = c {
+                assert_eq!(t.outcome.as_ref(), Some(&recorded), "{name}");
+            }
+        }
+        let c = store.counters();
+        assert_eq!((c.claims_won, c.claims_lost), (1, 99), "{name}");
+        assert_eq!(
+            store.claimed("once:deploy:abc").expect("lookup"),
+            Some(Taken {
+                outcome: Some(recorded.clone())
+            }),
+            "{name}"
+        );
+        assert_eq!(store.claimed("once:other").expect("lookup"), None);
+        // A bare claim records no outcome.
+        assert!(store.claim("bare", None, 10_000).expect("claim").is_won());
+        assert_eq!(
+            store.claim("bare", Some(&json!(1)), 10_000).expect("claim"),
+            Claim::Taken(Taken { outcome: None })
+        );
+        // The outcome is on disk the moment claim() returned.
+        if let Some((_dir, path)) = file {
+            drop(store);
+            let again = SqliteStore::open(&path).expect("reopen");
+            let c = again
+                .claim("once:deploy:abc", Some(&json!("late")), 10_000)
+                .expect("claim");
+            assert_eq!(
+                c,
+                Claim::Taken(Taken {
+                    outcome: Some(recorded)
+                })
+            );
+        }
+    }
+}
+
+#[test]
+fn purge_forgets_records_audit_and_claims_past_retention() {
+    for (store, _file) in reopenable() {
+        let name = store.backend_name();
+        // t=1000: a record living 500 ms (expires 1500), settled at 1200.
+        let settled = store.create(&new_record("alice", 1_000, 500)).unwrap();
+        store
+            .complete(
+                &settled.id,
+                "alice",
+                Outcome::Completed(json!({"ok": 1})),
+                1_200,
+            )
+            .unwrap();
+        // Never answered; expires at 1500 too.
+        let abandoned = store.create(&new_record("bob", 1_000, 500)).unwrap();
+        // Still live at 5000.
+        let live = store.create(&new_record("carol", 4_000, 10_000)).unwrap();
+        assert!(store.claim("short", None, 2_000).unwrap().is_won());
+        assert!(
+            store
+                .claim("long", Some(&json!("o")), 9_000)
+                .unwrap()
+                .is_won()
+        );
+
+        // Retention 1000: at 2499 no record expired 1000 ms ago yet, but
+        // every audit entry so far (1000, 1200, 1000) was written that long ago.
+        let p = store.purge(2_499, 1_000).unwrap();
+        assert_eq!((p.records, p.audit, p.claims), (0, 3, 1), "{name}: {p:?}");
+        assert!(store.audit(&settled.id).unwrap().is_empty(), "{name}");
+        assert!(store.get(&settled.id, 2_499).unwrap().is_some());
+        assert_eq!(store.claimed("short").unwrap(), None, "{name}");
+        assert!(store.claimed("long").unwrap().is_some());
+
+        // At 2500 both short-lived records go.
+        let p = store.purge(2_500, 1_000).unwrap();
+        assert_eq!((p.records, p.audit), (2, 0), "{name}: {p:?}");
+        for id in [&settled.id, &abandoned.id] {
+            assert!(store.get(id, 2_500).unwrap().is_none(), "{name}");
+            assert!(store.audit(id).unwrap().is_empty(), "{name}");
+        }
+        assert_eq!(
+            store.get(&live.id, 2_500).unwrap().unwrap().status,
+            Status::Pending
+        );
+        // A live record keeps its state; only its audit past retention goes.
+        store.cancel(&live.id, "carol", 5_000).unwrap();
+        let p = store.purge(5_500, 1_000).unwrap();
+        assert_eq!((p.records, p.audit), (0, 1), "{name}: {p:?}");
+        let audit = store.audit(&live.id).unwrap();
+        assert_eq!(audit.len(), 1, "{name}: {audit:?}");
+        assert_eq!(audit[0].to, Status::Cancelled);
+        // Kept through the instant it names, gone right after.
+        assert_eq!(store.purge(9_000, 1_000).unwrap().claims, 0, "{name}");
+        assert_eq!(store.purge(9_001, 1_000).unwrap().claims, 1, "{name}");
+        // The claim is forgotten: the key can be taken again.
+        assert!(store.claim("long", None, 20_000).unwrap().is_won());
+        let c = store.counters();
+        assert_eq!(
+            (c.purged_records, c.purged_audit, c.purged_claims),
+            (2, 5, 2),
+            "{name}"
+        );
+        assert!(store.purge(0, 1_000).unwrap().is_empty());
+    }
+}
+
+/// One window of steady load: `n` flows created, completed and claimed at
+/// `t`, then a purge with retention `ret`.
+fn steady_window(store: &dyn Store, t: u64, n: usize, ttl: u64, ret: u64) {
+    for i in 0..n {
+        let now = t + i as u64;
+        let rec = store.create(&new_record("alice", now, ttl)).unwrap();
+        let outcome =
+            json!({"content": [{"type": "text", "text": format!("Deployed {}", rec.id)}]});
+        store
+            .complete(
+                &rec.id,
+                "alice",
+                Outcome::Completed(json!({"masked": "sk-…9f2c"})),
+                now,
+            )
+            .unwrap();
+        store
+            .claim(&format!("once:{}", rec.id), Some(&outcome), now + ttl)
+            .unwrap();
+    }
+    store.purge(t + n as u64, ret).unwrap();
+}
+
+#[test]
+fn sqlite_file_and_memory_stop_growing_after_the_first_retention_window() {
+    // Windows of 400 flows, 1 ms apart; TTL 200 ms and retention 400 ms, so
+    // about three windows are alive at a time. Sizes taken after each
+    // purge from the fourth window on must stay within 10 %.
+    // Sizes, not speed, are under test: on tmpfs when there is one, so
+    // synchronous=FULL does not cost a disk flush per write.
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let path = dir.path().join("flat.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let mut sizes = Vec::new();
+    for w in 0..12u64 {
+        steady_window(&store, 1_000 + w * 400, 400, 200, 400);
+        if w >= 3 {
+            sizes.push(SqliteStore::file_bytes(&path));
+        }
+    }
+    let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
+    assert!(
+        max as f64 <= min as f64 * 1.10,
+        "SQLite file grew: {sizes:?}"
+    );
+    // The live set is what a memory store keeps: bounded by the windows.
+    let mem = MemoryStore::new();
+    for w in 0..12u64 {
+        steady_window(&mem, 1_000 + w * 400, 400, 200, 400);
+    }
+    let c = mem.counters();
+    let kept_records = c.created - c.purged_records;
+    assert!(kept_records <= 3 * 400, "{c:?}");
+    assert!(c.claims_won - c.purged_claims <= 2 * 400, "{c:?}");
 }

@@ -163,3 +163,61 @@ fn open_url_sqlite_is_durable() {
         Err(StoreError::BadSpec { .. })
     ));
 }
+
+#[test]
+fn a_version_1_file_is_upgraded_in_place_and_keeps_its_claims() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v1.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("raw open");
+        conn.execute_batch(
+            "CREATE TABLE claims (key TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
+             INSERT INTO claims (key) VALUES ('done:old-nonce');
+             PRAGMA user_version = 1;",
+        )
+        .expect("v1 schema");
+    }
+    let s = SqliteStore::open(&path).expect("upgrade");
+    assert!(!s.side_effect_once("done:old-nonce").expect("claim"));
+    // Old claims are kept forever: no purge forgets them.
+    assert_eq!(s.purge(u64::MAX / 2, 0).expect("purge").claims, 0);
+    assert!(s.claimed("done:old-nonce").expect("lookup").is_some());
+    let id = s.create(&new_record()).expect("create").id;
+    assert!(s.get(&id, 2_000).expect("get").is_some());
+    drop(s);
+    let conn = rusqlite::Connection::open(&path).expect("raw open");
+    let v: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .expect("version");
+    assert_eq!(v, 2);
+}
+
+#[test]
+fn a_new_file_hands_free_pages_back_after_a_burst() {
+    let dir = tempfile::tempdir_in(if std::path::Path::new("/dev/shm").is_dir() {
+        "/dev/shm"
+    } else {
+        "/tmp"
+    })
+    .expect("tempdir");
+    let path = dir.path().join("burst.db");
+    let s = SqliteStore::open(&path).expect("open");
+    let pages = |_: &SqliteStore| {
+        let conn = rusqlite::Connection::open(&path).expect("raw open");
+        let n: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .expect("pages");
+        n
+    };
+    for i in 0..3_000u64 {
+        let mut r = new_record();
+        r.created_at_ms = i;
+        r.expires_at_ms = i + 10;
+        s.create(&r).expect("create");
+    }
+    let full = pages(&s);
+    let p = s.purge(1_000_000, 1_000).expect("purge");
+    assert_eq!(p.records, 3_000);
+    let after = pages(&s);
+    assert!(after * 3 < full, "pages {full} -> {after}");
+}

@@ -14,6 +14,9 @@ pub(crate) struct CounterCells {
     pub expired: AtomicU64,
     pub claims_won: AtomicU64,
     pub claims_lost: AtomicU64,
+    pub purged_records: AtomicU64,
+    pub purged_audit: AtomicU64,
+    pub purged_claims: AtomicU64,
 }
 
 impl CounterCells {
@@ -33,7 +36,27 @@ impl CounterCells {
             expired: g(&self.expired),
             claims_won: g(&self.claims_won),
             claims_lost: g(&self.claims_lost),
+            purged_records: g(&self.purged_records),
+            purged_audit: g(&self.purged_audit),
+            purged_claims: g(&self.purged_claims),
         }
+    }
+
+    /// Counts the answer of one `claim` call.
+    pub fn count_claim(&self, won: bool) {
+        let cell = if won {
+            &self.claims_won
+        } else {
+            &self.claims_lost
+        };
+        Self::add(cell, 1);
+    }
+
+    /// Counts what one `purge` call deleted.
+    pub fn count_purge(&self, p: &super::Purged) {
+        Self::add(&self.purged_records, p.records);
+        Self::add(&self.purged_audit, p.audit);
+        Self::add(&self.purged_claims, p.claims);
     }
 
     /// Counts the answer of one `complete` call.

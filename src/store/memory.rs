@@ -1,13 +1,17 @@
 //! In-process backend: one mutex over a map. Fast, not durable.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
+use serde_json::Value;
+
+use super::claim::check_key;
 use super::counters::CounterCells;
 use super::record::settle_against;
+use super::retention::cutoff;
 use super::{
-    AuditEntry, Completion, Counters, NewRecord, Outcome, Record, Status, Store, StoreError,
-    check_claim_key, new_id,
+    AuditEntry, Claim, Completion, Counters, NewRecord, Outcome, Purged, Record, Status, Store,
+    StoreError, Taken, new_id,
 };
 
 /// A record and its audit log.
@@ -34,10 +38,17 @@ impl Entry {
     }
 }
 
+/// A taken claim: what its first taker recorded, and until when.
+#[derive(Debug)]
+struct ClaimEntry {
+    outcome: Option<Value>,
+    keep_until_ms: u64,
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     entries: HashMap<String, Entry>,
-    claims: HashSet<String>,
+    claims: HashMap<String, ClaimEntry>,
 }
 
 /// Memory backend. The compare-and-set is the check-then-write under one
@@ -156,16 +167,71 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
-    fn side_effect_once(&self, key: &str) -> Result<bool, StoreError> {
-        check_claim_key(key)?;
-        let won = self.lock()?.claims.insert(key.to_owned());
-        let cell = if won {
-            &self.counters.claims_won
-        } else {
-            &self.counters.claims_lost
+    fn claim(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        check_key(key)?;
+        let mut inner = self.lock()?;
+        let claim = match inner.claims.get(key) {
+            Some(c) => Claim::Taken(Taken {
+                outcome: c.outcome.clone(),
+            }),
+            None => {
+                let entry = ClaimEntry {
+                    outcome: outcome.cloned(),
+                    keep_until_ms,
+                };
+                inner.claims.insert(key.to_owned(), entry);
+                Claim::Won
+            }
         };
-        CounterCells::add(cell, 1);
-        Ok(won)
+        drop(inner);
+        self.counters.count_claim(claim.is_won());
+        Ok(claim)
+    }
+
+    fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {
+        check_key(key)?;
+        Ok(self.lock()?.claims.get(key).map(|c| Taken {
+            outcome: c.outcome.clone(),
+        }))
+    }
+
+    fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError> {
+        let mut inner = self.lock()?;
+        let mut purged = Purged::default();
+        if let Some(cut) = cutoff(now_ms, retention_ms) {
+            let before = inner.entries.len();
+            let mut audit = 0;
+            inner.entries.retain(|_, e| {
+                if e.record.expires_at_ms <= cut {
+                    audit += e.audit.len() as u64;
+                    return false;
+                }
+                let n = e.audit.len();
+                e.audit.retain(|a| a.at_ms > cut);
+                audit += (n - e.audit.len()) as u64;
+                true
+            });
+            purged.records = (before - inner.entries.len()) as u64;
+            purged.audit = audit;
+        }
+        let before = inner.claims.len();
+        inner.claims.retain(|_, c| c.keep_until_ms >= now_ms);
+        purged.claims = (before - inner.claims.len()) as u64;
+        // Give memory back once most of a table went (a burst is over).
+        if inner.entries.capacity() > 4 * inner.entries.len().max(1024) {
+            inner.entries.shrink_to_fit();
+        }
+        if inner.claims.capacity() > 4 * inner.claims.len().max(1024) {
+            inner.claims.shrink_to_fit();
+        }
+        drop(inner);
+        self.counters.count_purge(&purged);
+        Ok(purged)
     }
 
     fn counters(&self) -> Counters {

@@ -8,6 +8,10 @@
 //! [`Completion::AlreadyDone`]. Every transition is written to an audit log
 //! that holds states, never payloads.
 //!
+//! One-time claims ([`Store::claim`]) guard actions that must run at most
+//! once and keep the outcome of the first run, so a repeat learns what
+//! happened. [`Store::purge`] forgets on schedule (see [`retention`]).
+//!
 //! Backends: [`MemoryStore`] and [`SqliteStore`]; [`open_url`] picks one from
 //! a spec string. [`model`] checks any backend against a reference model.
 //!
@@ -15,6 +19,7 @@
 //! caller, so tests and the model checker drive an explicit clock; servers
 //! pass [`now_ms`].
 
+mod claim;
 mod counters;
 mod error;
 mod id;
@@ -22,8 +27,10 @@ mod mask;
 mod memory;
 pub mod model;
 mod record;
+pub mod retention;
 mod sqlite;
 
+pub use claim::{Claim, KEEP_FOREVER, Taken};
 pub use error::StoreError;
 pub use id::{ID_LEN, is_plausible_id, new_id};
 pub use mask::mask_secret;
@@ -31,10 +38,13 @@ pub use memory::MemoryStore;
 pub use record::{
     AuditEntry, Completion, Counters, MAX_FIELD_LEN, Mode, NewRecord, Outcome, Record, Status,
 };
+pub use retention::Purged;
 pub use sqlite::SqliteStore;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
 
 /// Storage of pending elicitations. Synchronous; object-safe; shareable
 /// across threads. Call from async code via `spawn_blocking` for SQLite.
@@ -76,9 +86,33 @@ pub trait Store: Send + Sync {
     /// an unknown id.
     fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
 
-    /// Claims `key` for a one-time action: true the first time, false ever
-    /// after (durably for SQLite). Keys are 1 to 1024 bytes.
-    fn side_effect_once(&self, key: &str) -> Result<bool, StoreError>;
+    /// Claims `key` for a one-time action and records `outcome` with it,
+    /// in one atomic step: among any number of concurrent callers exactly
+    /// one gets [`Claim::Won`]; every other caller, then and later, gets
+    /// [`Claim::Taken`] with the winner's outcome (durably for SQLite: it
+    /// is on disk when this returns). The claim is kept at least until
+    /// `keep_until_ms`, then [`Store::purge`] forgets it. Keys are 1 to
+    /// 1024 bytes; outcomes are plain data and must hold no secret.
+    fn claim(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+    ) -> Result<Claim, StoreError>;
+
+    /// The claim on `key`, if it was taken (and not yet purged).
+    fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError>;
+
+    /// A bare claim kept forever: true the first time, false ever after.
+    fn side_effect_once(&self, key: &str) -> Result<bool, StoreError> {
+        Ok(self.claim(key, None, KEEP_FOREVER)?.is_won())
+    }
+
+    /// Forgets what is past retention at `now_ms` (see [`retention`]):
+    /// records whose expiry is `retention_ms` or more ago, audit entries
+    /// written `retention_ms` or more ago, claims whose `keep_until_ms` is
+    /// before `now_ms`.
+    fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError>;
 
     /// Operation counters since this value was opened.
     fn counters(&self) -> Counters;
@@ -114,17 +148,6 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-/// Validates a `side_effect_once` key.
-pub(crate) fn check_claim_key(key: &str) -> Result<(), StoreError> {
-    if key.is_empty() || key.len() > MAX_FIELD_LEN {
-        return Err(StoreError::InvalidInput {
-            field: "claim key",
-            reason: "must be 1 to 1024 bytes".into(),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

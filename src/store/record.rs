@@ -381,10 +381,16 @@ pub struct Counters {
     pub rejected: u64,
     /// Pending records moved to `Expired` (sweeps and late completions).
     pub expired: u64,
-    /// `side_effect_once` calls that claimed their key.
+    /// `claim` calls that took their key.
     pub claims_won: u64,
-    /// `side_effect_once` calls whose key was already claimed.
+    /// `claim` calls whose key was already taken.
     pub claims_lost: u64,
+    /// Records forgotten by `purge`.
+    pub purged_records: u64,
+    /// Audit entries forgotten by `purge`.
+    pub purged_audit: u64,
+    /// Claims forgotten by `purge`.
+    pub purged_claims: u64,
 }
 
 /// Decides a completion against a record that is not pending-and-live:

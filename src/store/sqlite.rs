@@ -6,6 +6,19 @@
 //! `BEGIN IMMEDIATE` transaction around the compare-and-set
 //! `UPDATE … WHERE id=? AND status='pending' AND principal=? AND
 //! expires_at_ms > ?`, so exactly-once holds across processes too.
+//!
+//! Staying flat: [`Store::purge`] deletes in batches of [`PURGE_BATCH`]
+//! rows (the lock is released between batches), and SQLite reuses the
+//! freed pages for new rows, so under a steady load the file stops
+//! growing once the first retention window has passed. A file created by
+//! this version uses `auto_vacuum=INCREMENTAL`: when more than half of it
+//! is free after a purge (a burst is over), the free pages go back to the
+//! file system. The WAL is checkpointed every 1000 pages and truncated to
+//! [`WAL_SIZE_LIMIT`] after a checkpoint.
+//!
+//! Schema versions: 1 had bare claims; 2 adds `keep_until_ms` and
+//! `outcome` to claims and the indexes purging needs (a version-1 file is
+//! upgraded in place when opened; its old claims are kept forever).
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -13,15 +26,25 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
+use serde_json::Value;
+
+use super::claim::check_key;
 use super::counters::CounterCells;
 use super::record::settle_against;
+use super::retention::cutoff;
 use super::{
-    AuditEntry, Completion, Counters, Mode, NewRecord, Outcome, Record, Status, Store, StoreError,
-    check_claim_key, is_plausible_id, new_id,
+    AuditEntry, Claim, Completion, Counters, Mode, NewRecord, Outcome, Purged, Record, Status,
+    Store, StoreError, Taken, is_plausible_id, new_id,
 };
 
 /// Schema version written to `PRAGMA user_version`.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
+
+/// Rows one purge statement deletes before the lock is released.
+pub const PURGE_BATCH: usize = 2_000;
+
+/// Bytes the WAL file is truncated to after a checkpoint.
+pub const WAL_SIZE_LIMIT: i64 = 16 * 1024 * 1024;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS elicitations (
@@ -51,8 +74,23 @@ CREATE TABLE IF NOT EXISTS audit (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS audit_by_record ON audit (record_id, seq);
 CREATE TABLE IF NOT EXISTS claims (
-    key TEXT PRIMARY KEY
+    key           TEXT PRIMARY KEY,
+    keep_until_ms INTEGER NOT NULL,
+    outcome       TEXT
 ) STRICT, WITHOUT ROWID;
+";
+
+/// Indexes of schema version 2 (purging by time).
+const INDEXES_V2: &str = "
+CREATE INDEX IF NOT EXISTS elicitations_by_expiry ON elicitations (expires_at_ms);
+CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at_ms);
+CREATE INDEX IF NOT EXISTS claims_by_expiry ON claims (keep_until_ms);
+";
+
+/// Upgrades a version-1 file (bare claims) to version 2.
+const UPGRADE_V1: &str = "
+ALTER TABLE claims ADD COLUMN keep_until_ms INTEGER NOT NULL DEFAULT 9223372036854775807;
+ALTER TABLE claims ADD COLUMN outcome TEXT;
 ";
 
 const SELECT_RECORD: &str = "SELECT id, principal, client_id, request_digest, mode, status, \
@@ -157,6 +195,32 @@ fn load(conn: &Connection, id: &str) -> Result<Option<Record>, StoreError> {
     raw.map(RawRecord::into_record).transpose()
 }
 
+fn outcome_text(v: &Value) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::InvalidInput {
+        field: "outcome",
+        reason: e.to_string(),
+    })
+}
+
+fn load_claim(conn: &Connection, key: &str) -> Result<Option<Taken>, StoreError> {
+    let row: Option<Option<String>> = conn
+        .query_row("SELECT outcome FROM claims WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    let Some(text) = row else {
+        return Ok(None);
+    };
+    let outcome = match text {
+        Some(t) => Some(
+            serde_json::from_str(&t)
+                .map_err(|e| corrupt(key, format!("claim outcome is not JSON: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(Some(Taken { outcome }))
+}
+
 fn insert_audit(tx: &Transaction<'_>, id: &str, entry: &AuditEntry) -> Result<(), StoreError> {
     tx.execute(
         "INSERT INTO audit (record_id, at_ms, from_status, to_status, actor, version) \
@@ -175,13 +239,19 @@ fn insert_audit(tx: &Transaction<'_>, id: &str, entry: &AuditEntry) -> Result<()
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `path`, sets WAL mode,
-    /// `synchronous=FULL` and a 5 s busy timeout, and creates the schema.
-    /// Refuses files written by a newer schema version.
+    /// `synchronous=FULL` and a 5 s busy timeout, and creates (or upgrades)
+    /// the schema. Refuses files written by a newer schema version.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(5))?;
+        let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        if tables == 0 {
+            // Only an empty file can still choose its vacuum mode.
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+        }
         let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
         conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let found: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if found > SCHEMA_VERSION {
@@ -190,7 +260,11 @@ impl SqliteStore {
                 supported: SCHEMA_VERSION,
             });
         }
+        if found == 1 {
+            tx.execute_batch(UPGRADE_V1)?;
+        }
         tx.execute_batch(SCHEMA)?;
+        tx.execute_batch(INDEXES_V2)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         tx.commit()?;
         Ok(SqliteStore {
@@ -201,6 +275,52 @@ impl SqliteStore {
 
     fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         self.conn.lock().map_err(|_| StoreError::Poisoned)
+    }
+
+    /// Runs a `DELETE … LIMIT ?2` statement until it deletes fewer than a
+    /// batch, releasing the lock between batches; returns the rows deleted.
+    fn delete_batched(&self, sql: &str, bound: i64) -> Result<u64, StoreError> {
+        let mut total = 0u64;
+        loop {
+            let n = {
+                let conn = self.lock()?;
+                let mut stmt = conn.prepare_cached(sql)?;
+                stmt.execute(params![bound, PURGE_BATCH as i64])?
+            };
+            total += n as u64;
+            if n < PURGE_BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// With `auto_vacuum=INCREMENTAL`, returns the free pages to the file
+    /// system once they are more than half the file; otherwise they stay
+    /// for reuse.
+    fn hand_back_free_pages(&self) -> Result<(), StoreError> {
+        let conn = self.lock()?;
+        let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+        if mode != 2 {
+            return Ok(());
+        }
+        let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+        let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        if free * 2 > pages {
+            // The pragma frees pages one step at a time: step it to the end.
+            let mut stmt = conn.prepare("PRAGMA incremental_vacuum")?;
+            let mut rows = stmt.query([])?;
+            while rows.next()?.is_some() {}
+        }
+        Ok(())
+    }
+
+    /// Bytes the database file and its WAL take on disk now.
+    pub fn file_bytes(path: impl AsRef<Path>) -> u64 {
+        let p = path.as_ref();
+        let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let mut wal = p.as_os_str().to_owned();
+        wal.push("-wal");
+        len(p) + len(Path::new(&wal))
     }
 
     /// Moves one due record to `Expired` inside `tx`; true if it moved.
@@ -406,19 +526,65 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
-    fn side_effect_once(&self, key: &str) -> Result<bool, StoreError> {
-        check_claim_key(key)?;
-        let won = {
-            let conn = self.lock()?;
-            conn.execute("INSERT OR IGNORE INTO claims (key) VALUES (?1)", [key])? == 1
+    fn claim(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        check_key(key)?;
+        let text = outcome.map(outcome_text).transpose()?;
+        let claim = {
+            let mut conn = self.lock()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let inserted = tx.execute(
+                "INSERT OR IGNORE INTO claims (key, keep_until_ms, outcome) VALUES (?1, ?2, ?3)",
+                params![key, sql_time(keep_until_ms), text],
+            )?;
+            let claim = if inserted == 1 {
+                Claim::Won
+            } else {
+                Claim::Taken(load_claim(&tx, key)?.ok_or_else(|| corrupt(key, "claim vanished"))?)
+            };
+            tx.commit()?;
+            claim
         };
-        let cell = if won {
-            &self.counters.claims_won
-        } else {
-            &self.counters.claims_lost
-        };
-        CounterCells::add(cell, 1);
-        Ok(won)
+        self.counters.count_claim(claim.is_won());
+        Ok(claim)
+    }
+
+    fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {
+        check_key(key)?;
+        let conn = self.lock()?;
+        load_claim(&conn, key)
+    }
+
+    fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError> {
+        let mut purged = Purged::default();
+        if let Some(cut) = cutoff(now_ms, retention_ms) {
+            let cut = sql_time(cut);
+            purged.records = self.delete_batched(
+                "DELETE FROM elicitations WHERE rowid IN \
+                 (SELECT rowid FROM elicitations WHERE expires_at_ms <= ?1 LIMIT ?2)",
+                cut,
+            )?;
+            purged.audit = self.delete_batched(
+                "DELETE FROM audit WHERE seq IN \
+                 (SELECT seq FROM audit WHERE at_ms <= ?1 LIMIT ?2)",
+                cut,
+            )?;
+        }
+        // `keep_until_ms < now`: kept through the instant it names.
+        purged.claims = self.delete_batched(
+            "DELETE FROM claims WHERE key IN \
+             (SELECT key FROM claims WHERE keep_until_ms < ?1 LIMIT ?2)",
+            sql_time(now_ms),
+        )?;
+        if !purged.is_empty() {
+            self.hand_back_free_pages()?;
+        }
+        self.counters.count_purge(&purged);
+        Ok(purged)
     }
 
     fn counters(&self) -> Counters {
