@@ -19,32 +19,6 @@ fn with(flaw: Flaw) -> ServerConfig {
     }
 }
 
-fn csrf_of(page: &str) -> String {
-    page.split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap_or("")
-        .to_owned()
-}
-
-/// Opens the flow page at `url` as `user` and submits `key` the way a
-/// browser does: a form POST carrying the page's own `Origin`.
-async fn submit_page(s: &Srv, url: &str, user: &str, key: &str) {
-    let page = s.http.get(url).bearer_auth(user).send().await.unwrap();
-    assert_eq!(page.status().as_u16(), 200);
-    let csrf = csrf_of(&page.text().await.unwrap());
-    let r = s
-        .http
-        .post(url)
-        .bearer_auth(user)
-        .header("origin", s.server.base_url())
-        .form(&[("csrf", csrf.as_str()), ("api_key", key)])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200, "the page's own Origin is allowed");
-}
-
 // ---- no-origin-check ----
 
 /// Status of a modern `tools/list` with extra headers.
@@ -190,14 +164,14 @@ async fn list_results_carry_cache_hints_unless_the_flaw_drops_them() {
 // ---- replayable-side-effect ----
 
 /// Runs `tool` to its final retry once, then replays that retry; returns
-/// the replay's reply and the counter `effect` after both.
+/// the first reply, the replay's reply and the counter `effect` after both.
 async fn complete_twice(
     s: &Srv,
     tool: &str,
     args: Value,
     rounds: &[Value],
     effect: &str,
-) -> (Reply, u64) {
+) -> (Reply, Reply, u64) {
     let caps = caps_both();
     let mut state = call(s, "alice", 1, tool, args.clone(), &caps).await.state();
     let (last, before) = rounds.split_last().unwrap();
@@ -231,7 +205,7 @@ async fn complete_twice(
     assert_eq!(first.result()["isError"], false, "{tool}: {}", first.text);
     let again = retry(s, "alice", 11, tool, args, last.clone(), &state, &caps).await;
     let n = stats(s).await["side_effects"][effect].as_u64().unwrap();
-    (again, n)
+    (first, again, n)
 }
 
 fn trip_rounds() -> Vec<Value> {
@@ -279,7 +253,7 @@ fn single_use_cases() -> Vec<(&'static str, Value, Vec<Value>, &'static str)> {
 async fn a_final_retry_completes_once_unless_replayable() {
     let s = start(ServerConfig::default()).await;
     for (tool, args, rounds, effect) in single_use_cases() {
-        let (again, n) = complete_twice(&s, tool, args, &rounds, effect).await;
+        let (first, again, n) = complete_twice(&s, tool, args, &rounds, effect).await;
         assert_eq!(
             (again.status, again.error_code()),
             (400, -32602),
@@ -287,6 +261,11 @@ async fn a_final_retry_completes_once_unless_replayable() {
             again.text
         );
         assert_eq!(again.reason(), "replayed", "{tool}");
+        assert_eq!(
+            again.body["error"]["data"]["outcome"],
+            *first.result(),
+            "{tool}: the repeat carries the recorded outcome"
+        );
         assert_eq!(n, 1, "{tool}: the side effect happened once");
     }
     // a decline completes once too
@@ -325,7 +304,7 @@ async fn a_final_retry_completes_once_unless_replayable() {
         .as_str()
         .unwrap()
         .to_owned();
-    submit_page(&s, &url, "alice", "sk-test-0123456789abcd").await;
+    submit_flow_page(&s, &url, "alice", "sk-test-0123456789abcd").await;
     let yes = json!({"billing":{"action":"accept"}});
     let first = retry(
         &s,
@@ -357,7 +336,7 @@ async fn a_final_retry_completes_once_unless_replayable() {
 
     let s = start(with(Flaw::ReplayableSideEffect)).await;
     for (tool, args, rounds, effect) in single_use_cases() {
-        let (again, n) = complete_twice(&s, tool, args, &rounds, effect).await;
+        let (_, again, n) = complete_twice(&s, tool, args, &rounds, effect).await;
         assert_eq!(again.result_type(), "complete", "{tool}: {}", again.text);
         assert_eq!(again.result()["isError"], false, "{tool}");
         assert_eq!(n, 2, "{tool}: the side effect happened again");
@@ -629,7 +608,7 @@ async fn billing_run(s: &Srv) -> (Vec<String>, Reply) {
         .unwrap()
         .to_owned();
     let mut states = vec![first.state()];
-    submit_page(s, &url, "alice", API_KEY).await;
+    submit_flow_page(s, &url, "alice", API_KEY).await;
     let mut r = retry(
         s,
         "alice",

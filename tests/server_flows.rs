@@ -10,14 +10,6 @@ use elicitkit::state::KeyRing;
 use serde_json::json;
 use server_support::*;
 
-fn csrf_of(page: &str) -> String {
-    page.split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|r| r.split('"').next())
-        .unwrap_or("")
-        .to_owned()
-}
-
 async fn start_flow(s: &Srv, user: &str) -> (String, String) {
     let r = call(s, user, 1, "connect_billing", json!({}), &caps_both()).await;
     assert_eq!(r.result_type(), "input_required", "{}", r.text);

@@ -590,20 +590,54 @@ async fn book_trip_three_rounds_with_new_states_and_s9_rules() {
     assert_eq!((replay.status, replay.error_code()), (400, -32602));
     assert_eq!(replay.reason(), "replayed", "{}", replay.text);
     assert_eq!(stats(&s).await["side_effects"]["trips_booked"], 1);
-    // decline and cancel (in earlier rounds, whose states did not complete
-    // yet) → complete with isError
-    for (key, a, word, st) in [
-        ("passenger", "decline", "declined", &s2),
-        ("itinerary", "cancel", "cancelled", &s1),
-    ] {
+    // the earlier rounds' states belong to the same, completed request:
+    // they get its outcome too, and cannot undo or redo the booking
+    for st in [&s2, &s1] {
         let r = retry(
             &s,
             "carol",
             9,
             "book_trip",
             args.clone(),
-            json!({key:{"action":a}}),
+            json!({"passenger":{"action":"decline"}}),
             st,
+            &caps,
+        )
+        .await;
+        assert_eq!(r.reason(), "replayed", "{}", r.text);
+        assert_eq!(r.body["error"]["data"]["outcome"], *done.result());
+    }
+    // decline and cancel in earlier rounds of a new request → complete
+    // with isError
+    for (key, a, word, round) in [
+        ("passenger", "decline", "declined", 2),
+        ("itinerary", "cancel", "cancelled", 1),
+    ] {
+        let mut st = call(&s, "carol", 10, "book_trip", args.clone(), &caps)
+            .await
+            .state();
+        if round == 2 {
+            st = retry(
+                &s,
+                "carol",
+                11,
+                "book_trip",
+                args.clone(),
+                json!({"itinerary":{"action":"accept","content":{"choice":"it-2"}}}),
+                &st,
+                &caps,
+            )
+            .await
+            .state();
+        }
+        let r = retry(
+            &s,
+            "carol",
+            12,
+            "book_trip",
+            args.clone(),
+            json!({key:{"action":a}}),
+            &st,
             &caps,
         )
         .await;
@@ -611,6 +645,7 @@ async fn book_trip_three_rounds_with_new_states_and_s9_rules() {
         assert_eq!(r.result()["isError"], true);
         assert!(r.text_content().contains(word), "{}", r.text);
     }
+    assert_eq!(stats(&s).await["side_effects"]["trips_booked"], 1);
     s.server.shutdown().await;
 }
 

@@ -170,14 +170,6 @@ impl App {
         }
     }
 
-    /// Claims a one-time key (always granted under `replayable-side-effect`).
-    pub async fn claim_once(&self, key: String) -> Result<bool, StoreError> {
-        if self.flaw(Flaw::ReplayableSideEffect) {
-            return Ok(true);
-        }
-        self.store_call(move |s| s.side_effect_once(&key)).await
-    }
-
     /// The notifier a legacy call waits on for flow `id`.
     pub fn flow_notify(&self, id: &str) -> Arc<Notify> {
         let mut m = self.flows.lock().unwrap_or_else(|p| p.into_inner());

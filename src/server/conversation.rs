@@ -1,5 +1,6 @@
 //! What a tool call has gathered so far, across MRTR rounds or legacy
-//! elicitations: answers by input key, tool-private memo values and the
+//! elicitations: the origin id of its originating request (see
+//! [`super::once`]), answers by input key, tool-private memo values and the
 //! keys the last round asked. In MRTR it travels sealed inside the
 //! `requestState` payload; in 2025-11-25 it lives in the call's task.
 //!
@@ -17,6 +18,9 @@ use crate::schema::{RequestedSchema, validate_content_map};
 /// Answers and memo of one tool call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Conversation {
+    /// Origin id of the originating request; empty in a payload sealed
+    /// before origins existed.
+    pub origin: String,
     /// Accepted or refused answers by input key, as `ElicitResult` JSON.
     pub answers: Map<String, Value>,
     /// Tool-private values (e.g. the URL flow id).
@@ -31,13 +35,27 @@ pub struct Conversation {
 pub struct PayloadError;
 
 impl Conversation {
+    /// A conversation just begun by the originating request `origin`.
+    pub fn begin(origin: String) -> Self {
+        Conversation {
+            origin,
+            ..Conversation::default()
+        }
+    }
+
     /// Compact bytes for the state payload (empty when there is nothing).
     pub fn encode(&self) -> Vec<u8> {
-        if self.answers.is_empty() && self.memo.is_empty() && self.asked.is_empty() {
+        if self.origin.is_empty()
+            && self.answers.is_empty()
+            && self.memo.is_empty()
+            && self.asked.is_empty()
+        {
             return Vec::new();
         }
-        serde_json::to_vec(&json!({"a": self.answers, "m": self.memo, "q": self.asked}))
-            .unwrap_or_default()
+        serde_json::to_vec(
+            &json!({"o": self.origin, "a": self.answers, "m": self.memo, "q": self.asked}),
+        )
+        .unwrap_or_default()
     }
 
     /// Reads [`Conversation::encode`] output.
@@ -60,7 +78,13 @@ impl Conversation {
             None => Vec::new(),
             Some(_) => return Err(PayloadError),
         };
+        let origin = match obj.get("o") {
+            Some(Value::String(o)) => o.clone(),
+            None => String::new(),
+            Some(_) => return Err(PayloadError),
+        };
         Ok(Conversation {
+            origin,
             answers: map("a")?,
             memo: map("m")?,
             asked,
@@ -175,6 +199,7 @@ mod tests {
     fn payload_round_trips() {
         let mut c = Conversation::default();
         assert!(c.encode().is_empty());
+        c.origin = "0f".into();
         c.answers
             .insert("k".into(), json!({"action":"accept","content":{"x":1}}));
         c.memo.insert("flow".into(), json!("abc"));
@@ -183,6 +208,8 @@ mod tests {
         assert_eq!(c.action("k"), Some(ElicitAction::Accept));
         assert!(Conversation::decode(b"[1]").is_err());
         assert!(Conversation::decode(b"{\"q\":[1]}").is_err());
+        assert!(Conversation::decode(b"{\"o\":1}").is_err());
+        assert_eq!(Conversation::decode(b"{}").unwrap().origin, "");
     }
 
     #[test]

@@ -39,11 +39,12 @@ use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 use super::app::App;
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
+use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::sessions::{Answer, Session, lock, new_session_id};
 use super::stats::{bump, drop_one};
 use super::timing::Timing;
-use super::tools::{self, Ask, Ctx, Step, Tool, ToolError, ToolResult};
+use super::tools::{self, Ask, Ctx, Step, Tool, ToolResult};
 
 /// Most elicitation rounds one legacy call may run.
 const MAX_ROUNDS: usize = 10;
@@ -434,8 +435,36 @@ struct Call<'a> {
 
 impl Call<'_> {
     async fn finish(&self, stream: &mut Stream, id: &RequestId, r: ToolResult) {
-        let json = reply::response_json(Some(id), Some(&r.to_value()), None);
+        self.send_result(stream, id, &r.to_value()).await;
+    }
+
+    async fn send_result(&self, stream: &mut Stream, id: &RequestId, v: &Value) {
+        let json = reply::response_json(Some(id), Some(v), None);
         stream.send(&json).await;
+    }
+
+    /// Completes the call through [`once`]: this call's origin is its own,
+    /// so a repeat cannot happen here, but the path is the one every
+    /// completion takes.
+    async fn complete(
+        &self,
+        stream: &mut Stream,
+        id: &RequestId,
+        origin: &Origin,
+        r: ToolResult,
+        effect: Option<tools::Effect>,
+    ) {
+        match once::finish(self.app, origin, r, effect).await {
+            Ok(Finished::First(v)) => self.send_result(stream, id, &v).await,
+            Ok(Finished::Repeat(v)) => {
+                self.send_result(stream, id, &once::marked_repeat(v)).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "store failure completing a legacy call");
+                let r = ToolResult::error("The server could not finish this call.");
+                self.finish(stream, id, r).await;
+            }
+        }
     }
 
     async fn run(
@@ -477,29 +506,22 @@ impl Call<'_> {
                 return self.finish(stream, id, r).await;
             }
         }
-        let once: [u8; 16] = rand::random();
-        let once_key = once.iter().map(|b| format!("{b:02x}")).collect();
-        let ctx = Ctx::new(app, self.principal, args, digest, Some(once_key));
-        let mut conv = Conversation::default();
+        let mut conv = Conversation::begin(once::new_origin_id());
+        let origin = Origin::new(self.principal, &digest, &conv.origin);
+        let ctx = Ctx::new(app, self.principal, args, digest);
         let mut invalid = 0;
         for _ in 0..MAX_ROUNDS {
             let step = match tools::step(tool, &ctx, &mut conv).await {
                 Ok(s) => s,
                 Err(e) => {
-                    let r = match e {
-                        ToolError::Replayed => {
-                            ToolResult::error("This confirmation was already used.")
-                        }
-                        other => {
-                            tracing::error!(error = %other, "legacy tool step failed");
-                            ToolResult::error("The server could not finish this call.")
-                        }
-                    };
+                    tracing::error!(error = %e, "legacy tool step failed");
+                    let r = ToolResult::error("The server could not finish this call.");
                     return self.finish(stream, id, r).await;
                 }
             };
             let asks = match step {
-                Step::Done(r) => return self.finish(stream, id, r).await,
+                Step::Done(r) => return self.complete(stream, id, &origin, r, None).await,
+                Step::Act(e, r) => return self.complete(stream, id, &origin, r, Some(e)).await,
                 Step::Ask(asks) => asks,
             };
             for ask in asks {

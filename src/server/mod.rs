@@ -12,7 +12,8 @@
 //! - `http`: routes, the origin guard, body cap, generation choice;
 //!   `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
-//!   tools; `conversation`: answers across rounds.
+//!   tools; `conversation`: answers across rounds; `once`: one side effect
+//!   per originating request, its outcome kept for repeats.
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`.
 //!
 //! Embed it with [`start`]; the returned [`RunningServer`] knows its address
@@ -27,6 +28,7 @@ mod flow;
 mod http;
 mod legacy;
 mod modern;
+mod once;
 pub mod origin;
 mod reply;
 mod sessions;

@@ -32,6 +32,7 @@ use crate::state::request_digest;
 use super::app::App;
 use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
+use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::timing::Timing;
 use super::tools::{self, Ctx, Step, Tool, ToolError, ToolResult};
@@ -110,22 +111,39 @@ pub fn state_rejected(e: &crate::state::StateError) -> RpcError {
         .with_data(json!({"reason": e.kind()}))
 }
 
-fn tool_error(app: &App, e: ToolError) -> RpcError {
+/// The answer to a retry of a request that already completed: the
+/// `replayed` state error, with the recorded result as `data.outcome`.
+fn repeat(app: &App, outcome: Value) -> RpcError {
+    let e = crate::state::StateError::Replayed;
+    app.stats.rejected(&e);
+    tracing::info!(
+        reason = e.kind(),
+        "retry of a completed request refused with its outcome"
+    );
+    RpcError::invalid_params(format!(
+        "requestState rejected: {e}; the request it belongs to already completed, \
+         and error.data.outcome is the result it completed with"
+    ))
+    .with_data(json!({
+        "reason": e.kind(),
+        "repeat": true,
+        "outcome": finish(app, outcome, "complete"),
+    }))
+}
+
+fn store_failed(e: crate::store::StoreError) -> RpcError {
+    tracing::error!(error = %e, "store failure");
+    RpcError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        codes::INTERNAL_ERROR,
+        "the pending-elicitation store failed",
+    )
+}
+
+fn tool_error(e: ToolError) -> RpcError {
     match e {
         ToolError::BadArguments(m) => RpcError::invalid_params(m),
-        ToolError::Replayed => {
-            let e = crate::state::StateError::Replayed;
-            app.stats.rejected(&e);
-            state_rejected(&e)
-        }
-        ToolError::Store(e) => {
-            tracing::error!(error = %e, "store failure");
-            RpcError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                codes::INTERNAL_ERROR,
-                "the pending-elicitation store failed",
-            )
-        }
+        ToolError::Store(e) => store_failed(e),
     }
 }
 
@@ -332,21 +350,22 @@ async fn tools_call(
     let digest = request_digest(METHOD_TOOLS_CALL, name, args_value)
         .map_err(|e| RpcError::invalid_params(format!("params.arguments: {e}")))?;
 
-    let mut ctx = Ctx::new(app, principal, args, digest, None);
+    let ctx = Ctx::new(app, principal, args, digest);
     let (mut conv, round) = match state {
-        None => (Conversation::default(), 0),
+        None => (Conversation::begin(once::new_origin_id()), 0),
         Some(token) => match app.open_state(token, principal, &digest, timing) {
             Ok(Some(claims)) => {
-                ctx.once_key = Some(hex(&claims.nonce));
-                let conv = Conversation::decode(&claims.payload)
+                let mut conv = Conversation::decode(&claims.payload)
                     .map_err(|_| state_rejected(&crate::state::StateError::Malformed("payload")))?;
+                if conv.origin.is_empty() {
+                    // Sealed before origins existed: single use per state.
+                    conv.origin = hex(&claims.nonce);
+                }
                 (conv, claims.round)
             }
             Ok(None) => {
                 // accept-tampered-state: the request stands in for the claims.
-                let nonce: [u8; 16] = rand::random();
-                ctx.once_key = Some(hex(&nonce));
-                let mut conv = Conversation::default();
+                let mut conv = Conversation::begin(once::new_origin_id());
                 if let Some(r) = responses {
                     conv.asked = r.keys().cloned().collect();
                 }
@@ -358,6 +377,12 @@ async fn tools_call(
             }
         },
     };
+    let origin = Origin::new(principal, &digest, &conv.origin);
+    if state.is_some()
+        && let Some(outcome) = once::recorded(app, &origin).await.map_err(store_failed)?
+    {
+        return Err(repeat(app, outcome));
+    }
     if let (Some(responses), Some(_)) = (responses, state) {
         for key in std::mem::take(&mut conv.asked) {
             let Some(raw) = responses.get(&key) else {
@@ -398,42 +423,60 @@ async fn tools_call(
     }
     let step = tools::step(tool, &ctx, &mut conv)
         .await
-        .map_err(|e| tool_error(app, e))?;
-    match step {
-        Step::Done(r) => {
-            // A completion from a state happens once, side effect or not.
-            if state.is_some() {
-                ctx.commit(None).await.map_err(|e| tool_error(app, e))?;
-            }
-            Ok(finish(app, r.to_value(), "complete"))
-        }
-        Step::Ask(asks) => {
-            let mut requests = Map::new();
-            conv.asked = asks.iter().map(|a| a.key.clone()).collect();
-            for a in &asks {
-                requests.insert(
-                    a.key.clone(),
-                    json!({"method": "elicitation/create", "params": a.params.to_value(Generation::Modern)}),
-                );
-            }
-            let token = app
-                .seal_state(
-                    principal,
-                    digest,
-                    round.saturating_add(1),
-                    conv.encode(),
-                    timing,
-                )
-                .map_err(|e| {
-                    tracing::error!(error = %e, "sealing failed");
-                    RpcError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        codes::INTERNAL_ERROR,
-                        "could not seal requestState",
-                    )
-                })?;
-            let v = json!({"inputRequests": requests, "requestState": token});
-            Ok(finish(app, v, "input_required"))
-        }
+        .map_err(tool_error)?;
+    let (result, effect) = match step {
+        Step::Done(r) => (r, None),
+        Step::Act(e, r) => (r, Some(e)),
+        Step::Ask(asks) => return ask(app, principal, digest, round, conv, asks, timing),
+    };
+    // A first call that finishes without asking has no state to replay
+    // and, without an effect, nothing to guard.
+    if state.is_none() && effect.is_none() {
+        return Ok(finish(app, result.to_value(), "complete"));
     }
+    match once::finish(app, &origin, result, effect)
+        .await
+        .map_err(store_failed)?
+    {
+        Finished::First(v) => Ok(finish(app, v, "complete")),
+        Finished::Repeat(outcome) => Err(repeat(app, outcome)),
+    }
+}
+
+/// Seals the conversation so far and asks for `asks` (`input_required`).
+fn ask(
+    app: &App,
+    principal: &str,
+    digest: [u8; 32],
+    round: u32,
+    mut conv: Conversation,
+    asks: Vec<tools::Ask>,
+    timing: &mut Timing,
+) -> Result<Value, RpcError> {
+    let mut requests = Map::new();
+    conv.asked = asks.iter().map(|a| a.key.clone()).collect();
+    for a in &asks {
+        requests.insert(
+            a.key.clone(),
+            json!({"method": "elicitation/create", "params": a.params.to_value(Generation::Modern)}),
+        );
+    }
+    let token = app
+        .seal_state(
+            principal,
+            digest,
+            round.saturating_add(1),
+            conv.encode(),
+            timing,
+        )
+        .map_err(|e| {
+            tracing::error!(error = %e, "sealing failed");
+            RpcError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                codes::INTERNAL_ERROR,
+                "could not seal requestState",
+            )
+        })?;
+    let v = json!({"inputRequests": requests, "requestState": token});
+    Ok(finish(app, v, "input_required"))
 }

@@ -11,19 +11,67 @@ pub const MODERN: &str = "2026-07-28";
 pub const LEGACY: &str = "2025-11-25";
 
 pub struct Srv {
-    pub server: RunningServer,
+    pub server: Handle,
     pub http: reqwest::Client,
     pub url: String,
+}
+
+/// The server under test: in this process, or a child process by URL.
+pub enum Handle {
+    Local(RunningServer),
+    Remote(String),
+}
+
+impl Handle {
+    pub fn base_url(&self) -> String {
+        match self {
+            Handle::Local(s) => s.base_url(),
+            Handle::Remote(base) => base.clone(),
+        }
+    }
+
+    pub fn addr(&self) -> std::net::SocketAddr {
+        match self {
+            Handle::Local(s) => s.addr(),
+            Handle::Remote(base) => base
+                .trim_start_matches("http://")
+                .parse()
+                .expect("http://IP:PORT"),
+        }
+    }
+
+    /// Stops an in-process server (a child process is the caller's).
+    pub async fn shutdown(self) {
+        if let Handle::Local(s) = self {
+            s.shutdown().await;
+        }
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
 }
 
 pub async fn start(cfg: ServerConfig) -> Srv {
     let server = elicitkit::server::start(cfg).await.expect("server starts");
     let url = server.mcp_url();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client");
-    Srv { server, http, url }
+    Srv {
+        server: Handle::Local(server),
+        http: client(),
+        url,
+    }
+}
+
+/// A server already running at `base` (`http://IP:PORT`).
+pub fn remote(base: &str) -> Srv {
+    Srv {
+        server: Handle::Remote(base.to_owned()),
+        http: client(),
+        url: format!("{base}/mcp"),
+    }
 }
 
 pub fn caps_form() -> Value {
@@ -174,14 +222,155 @@ pub async fn retry(
     .await
 }
 
+/// `GET /stats` (it needs credentials: any principal will do).
 pub async fn stats(s: &Srv) -> Value {
     let r = s
         .http
         .get(format!("{}/stats", s.server.base_url()))
+        .bearer_auth("stats-reader")
         .send()
         .await
         .expect("stats");
     r.json().await.expect("stats json")
+}
+
+/// A side effect counter in `/stats`.
+pub async fn effect_count(s: &Srv, effect: &str) -> u64 {
+    stats(s).await["side_effects"][effect]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no side effect counter {effect}"))
+}
+
+/// The CSRF token in a flow page.
+pub fn csrf_of(page: &str) -> String {
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Opens the flow page at `url` as `user` and submits `key` the way a
+/// browser does: a form POST carrying the page's own `Origin`.
+pub async fn submit_flow_page(s: &Srv, url: &str, user: &str, key: &str) {
+    let page = s.http.get(url).bearer_auth(user).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 200);
+    let csrf = csrf_of(&page.text().await.unwrap());
+    let r = s
+        .http
+        .post(url)
+        .bearer_auth(user)
+        .header("origin", s.server.base_url())
+        .form(&[("csrf", csrf.as_str()), ("api_key", key)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "the page's own Origin is allowed");
+}
+
+/// The tools with a side effect, and the `/stats` counter of each.
+pub const SIDE_EFFECTS: [(&str, &str); 5] = [
+    ("deploy", "deployments"),
+    ("delete_file", "files_deleted"),
+    ("book_trip", "trips_booked"),
+    ("profile", "profiles_saved"),
+    ("connect_billing", "billing_connected"),
+];
+
+/// A tool call brought up to its final retry: sending `answers` with
+/// `state` completes it (and performs its side effect).
+pub struct Final {
+    pub tool: String,
+    pub args: Value,
+    pub answers: Value,
+    pub state: String,
+}
+
+impl Final {
+    /// Sends the final retry (JSON-RPC id `id`).
+    pub async fn send(&self, s: &Srv, user: &str, id: i64) -> Reply {
+        retry(
+            s,
+            user,
+            id,
+            &self.tool,
+            self.args.clone(),
+            self.answers.clone(),
+            &self.state,
+            &caps_both(),
+        )
+        .await
+    }
+}
+
+/// Runs `tool` as `user` up to its final retry.
+pub async fn to_final(s: &Srv, user: &str, tool: &str) -> Final {
+    let caps = caps_both();
+    let (args, rounds): (Value, Vec<Value>) = match tool {
+        "deploy" => (
+            json!({"service": "api"}),
+            vec![
+                json!({"confirm":{"action":"accept","content":{"environment":"staging","confirm":true}}}),
+            ],
+        ),
+        "delete_file" => (
+            json!({"path": "/tmp/x"}),
+            vec![json!({"confirm":{"action":"accept","content":{"confirm":true}}})],
+        ),
+        "book_trip" => (
+            json!({"from": "Berlin", "to": "Rome"}),
+            vec![
+                json!({"itinerary":{"action":"accept","content":{"choice":"it-1"}}}),
+                json!({"passenger":{"action":"accept","content":{"name":"A","email":"a@example.com","date":"2027-01-31","bags":1}}}),
+                json!({"confirm":{"action":"accept","content":{"confirm":true}}}),
+            ],
+        ),
+        "profile" => (
+            json!({}),
+            vec![
+                json!({"profile":{"action":"accept","content":{"name":"Ada","email":"ada@example.com","age":30,"plan":"free"}}}),
+            ],
+        ),
+        "connect_billing" => (json!({}), vec![json!({"billing":{"action":"accept"}})]),
+        other => panic!("no final retry known for {other}"),
+    };
+    let first = call(s, user, 1, tool, args.clone(), &caps).await;
+    assert_eq!(
+        first.result_type(),
+        "input_required",
+        "{tool}: {}",
+        first.text
+    );
+    if tool == "connect_billing" {
+        let url = first.result()["inputRequests"]["billing"]["params"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        submit_flow_page(s, &url, user, "sk-test-0123456789abcd").await;
+    }
+    let mut state = first.state();
+    let (last, before) = rounds.split_last().unwrap();
+    for (i, answer) in before.iter().enumerate() {
+        let r = retry(
+            s,
+            user,
+            2 + i as i64,
+            tool,
+            args.clone(),
+            answer.clone(),
+            &state,
+            &caps,
+        )
+        .await;
+        assert_eq!(r.result_type(), "input_required", "{tool}: {}", r.text);
+        state = r.state();
+    }
+    Final {
+        tool: tool.to_owned(),
+        args,
+        answers: last.clone(),
+        state,
+    }
 }
 
 // ---- 2025-11-25 helpers ----

@@ -1,7 +1,7 @@
 //! `connect_billing {}`: URL mode. The user types an API key on the
 //! server's own page (`/flow/<id>`); the tool result shows only the masked
-//! key. Accept before the page was submitted asks again. Completion is
-//! single-use per flow and per state. With the `secret-in-form` flaw it asks
+//! key. Accept before the page was submitted asks again. The connection
+//! happens once per originating request (its flow). With the `secret-in-form` flaw it asks
 //! for the key in a form field instead (a spec violation); `leak-secret`
 //! echoes the typed key in the result; `secret-in-state` asks one more
 //! (confirmation) round whose sealed state carries the typed key in clear.
@@ -68,18 +68,12 @@ fn url_ask(ctx: &Ctx<'_>, flow: &str) -> Step {
     )])
 }
 
-/// Completes the call: once per state, once per `flow_once` key (the flow
-/// or, for the form variant, the call), then counts the connection. The
-/// result shows `shown`: the masked key (or, under `leak-secret`, the key).
-async fn connected(ctx: &Ctx<'_>, flow_once: String, shown: &str) -> Result<Step, ToolError> {
-    ctx.commit(None).await?;
-    if !ctx.app.claim_once(flow_once).await? {
-        return Err(ToolError::Replayed);
-    }
-    ctx.commit(Some(Effect::BillingConnection)).await?;
+/// Completes the call by connecting billing. The result shows `shown`: the
+/// masked key (or, under `leak-secret`, the key).
+fn connected(shown: &str) -> Step {
     let mut r = ToolResult::ok(format!("Billing connected with key {shown}."));
     r.structured = Some(json!({"connected": true, "key": shown}));
-    Ok(Step::Done(r))
+    Step::Act(Effect::BillingConnection, r)
 }
 
 /// One step.
@@ -98,8 +92,7 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
                 } else {
                     mask_secret(typed)
                 };
-                let once = format!("billing:{}", ctx.once_key.as_deref().unwrap_or(""));
-                connected(ctx, once, &shown).await
+                Ok(connected(&shown))
             }
             Some(other) => Ok(Step::Done(refused("Connecting billing", other))),
         };
@@ -161,7 +154,7 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
                         Some(k) if ctx.app.flaw(Flaw::LeakSecret) => k,
                         _ => field("masked").unwrap_or_else(|| "…".into()),
                     };
-                    connected(ctx, format!("billing:{flow}"), &shown).await
+                    Ok(connected(&shown))
                 }
                 Status::Pending => {
                     conv.answers.remove(KEY);

@@ -1,7 +1,7 @@
 //! `book_trip {from, to}`: three form rounds, each sealed into a new
 //! `requestState`: choose an itinerary the tool computed, give passenger
-//! details (email, date, integer), confirm. A confirmed booking counts once
-//! per state.
+//! details (email, date, integer), confirm. A confirmed booking happens
+//! once per originating request.
 
 use std::sync::LazyLock;
 
@@ -136,7 +136,6 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
             "Booking not confirmed; nothing was booked.",
         )));
     }
-    ctx.commit(Some(Effect::TripBooking)).await?;
     let name = conv.field_str(PASSENGER, "name").unwrap_or("");
     let date = conv.field_str(PASSENGER, "date").unwrap_or("");
     let mut r = ToolResult::ok(format!("Booked {title} for {name} on {date}."));
@@ -144,7 +143,7 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
         "itinerary": choice,
         "passenger": conv.content(PASSENGER),
     }));
-    Ok(Step::Done(r))
+    Ok(Step::Act(Effect::TripBooking, r))
 }
 
 #[cfg(test)]

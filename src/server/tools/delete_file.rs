@@ -1,6 +1,6 @@
-//! `delete_file {path}`: confirm, then a side effect that happens exactly
-//! once per confirmed request (keyed by the state's nonce, see
-//! [`Ctx::commit`]).
+//! `delete_file {path}`: confirm, then a side effect that happens at most
+//! once per confirmed request, however many states were issued for it (see
+//! [`crate::server::once`]).
 
 use std::sync::LazyLock;
 
@@ -46,8 +46,10 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
                     "{path} was not deleted (not confirmed)."
                 ))));
             }
-            ctx.commit(Some(Effect::FileDeletion)).await?;
-            Ok(Step::Done(ToolResult::ok(format!("Deleted {path}."))))
+            Ok(Step::Act(
+                Effect::FileDeletion,
+                ToolResult::ok(format!("Deleted {path}.")),
+            ))
         }
         Some(other) => Ok(Step::Done(refused(&format!("Deleting {path}"), other))),
     }

@@ -1,6 +1,7 @@
 //! `deploy {service}`: one form round (environment enum + confirm boolean).
-//! A confirmed accept deploys (once per state); decline and cancel do
-//! nothing, except under the `act-on-decline` flaw.
+//! A confirmed accept deploys (once per originating request, see
+//! [`crate::server::once`]); decline and cancel do nothing, except under
+//! the `act-on-decline` flaw.
 
 use std::sync::LazyLock;
 
@@ -35,11 +36,11 @@ pub fn expect(_ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
 /// One step.
 pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError> {
     let service = arg(ctx.args, "service");
-    let deployed = async |env: &str| -> Result<Step, ToolError> {
-        ctx.commit(Some(Effect::Deployment)).await?;
-        Ok(Step::Done(ToolResult::ok(format!(
-            "Deployed {service} to {env}."
-        ))))
+    let deployed = |env: &str| -> Result<Step, ToolError> {
+        Ok(Step::Act(
+            Effect::Deployment,
+            ToolResult::ok(format!("Deployed {service} to {env}.")),
+        ))
     };
     match conv.action(KEY) {
         None => Ok(Step::Ask(vec![Ask::form(
@@ -55,7 +56,7 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false);
             if confirmed {
-                deployed(env).await
+                deployed(env)
             } else {
                 Ok(Step::Done(ToolResult::ok(format!(
                     "Deployment of {service} not confirmed; nothing was deployed."
@@ -63,7 +64,7 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
             }
         }
         // The flaw: a "no" deploys to the default environment anyway.
-        Some(_) if ctx.app.flaw(Flaw::ActOnDecline) => deployed("staging").await,
+        Some(_) if ctx.app.flaw(Flaw::ActOnDecline) => deployed("staging"),
         Some(other) => Ok(Step::Done(refused(
             &format!("Deployment of {service}"),
             other,

@@ -1,8 +1,11 @@
 //! The demo tools and the machinery they share. A tool is a step function:
 //! given its arguments and the [`Conversation`] so far it either asks for
-//! more input ([`Step::Ask`]) or finishes ([`Step::Done`]). The modern
-//! handler turns asks into `input_required`; the legacy driver turns them
-//! into `elicitation/create` on the SSE stream.
+//! more input ([`Step::Ask`]), finishes ([`Step::Done`]) or finishes by
+//! performing a side effect ([`Step::Act`]). The modern handler turns asks
+//! into `input_required`; the legacy driver turns them into
+//! `elicitation/create` on the SSE stream. Both complete through
+//! [`super::once`], which runs a side effect at most once per originating
+//! request: a tool only names its effect, it never performs or guards it.
 
 mod billing;
 mod book_trip;
@@ -11,7 +14,6 @@ mod deploy;
 mod profile;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value, json};
 
@@ -24,7 +26,7 @@ use crate::store::StoreError;
 use super::app::App;
 use super::conversation::{Conversation, Expect};
 use super::flaw::Flaw;
-use super::stats::bump;
+use super::stats::{Stats, bump};
 
 /// The demo tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,9 +158,6 @@ pub struct Ctx<'a> {
     pub args: &'a Map<String, Value>,
     /// Digest of the originating request.
     pub digest: [u8; 32],
-    /// Key for single-use completions: the state nonce (MRTR) or a per-call id (legacy).
-    pub once_key: Option<String>,
-    committed: AtomicBool,
 }
 
 /// A side effect a tool performs when it completes, counted in the stats.
@@ -176,6 +175,19 @@ pub enum Effect {
     ProfileSave,
 }
 
+impl Effect {
+    /// Counts this effect having happened.
+    pub fn count(self, stats: &Stats) {
+        bump(match self {
+            Effect::Deployment => &stats.deployments,
+            Effect::FileDeletion => &stats.files_deleted,
+            Effect::BillingConnection => &stats.billing_connected,
+            Effect::TripBooking => &stats.trips_booked,
+            Effect::ProfileSave => &stats.profiles_saved,
+        });
+    }
+}
+
 impl<'a> Ctx<'a> {
     /// The context of one call.
     pub fn new(
@@ -183,42 +195,13 @@ impl<'a> Ctx<'a> {
         principal: &'a str,
         args: &'a Map<String, Value>,
         digest: [u8; 32],
-        once_key: Option<String>,
     ) -> Self {
         Ctx {
             app,
             principal,
             args,
             digest,
-            once_key,
-            committed: AtomicBool::new(false),
         }
-    }
-
-    /// Completes the call: the first time a state (its `once_key`) completes
-    /// it claims that key, so a replay of the same final retry is refused
-    /// with [`ToolError::Replayed`] (unless `replayable-side-effect`); then
-    /// performs `effect`. A tool calls it before its side effect; the
-    /// handler calls it (with `None`) for completions without one.
-    pub async fn commit(&self, effect: Option<Effect>) -> Result<(), ToolError> {
-        if !self.committed.load(Ordering::Acquire) {
-            if let Some(key) = &self.once_key
-                && !self.app.claim_once(format!("done:{key}")).await?
-            {
-                return Err(ToolError::Replayed);
-            }
-            self.committed.store(true, Ordering::Release);
-        }
-        let stats = &self.app.stats;
-        match effect {
-            None => {}
-            Some(Effect::Deployment) => bump(&stats.deployments),
-            Some(Effect::FileDeletion) => bump(&stats.files_deleted),
-            Some(Effect::BillingConnection) => bump(&stats.billing_connected),
-            Some(Effect::TripBooking) => bump(&stats.trips_booked),
-            Some(Effect::ProfileSave) => bump(&stats.profiles_saved),
-        }
-        Ok(())
     }
 }
 
@@ -309,6 +292,10 @@ pub enum Step {
     Ask(Vec<Ask>),
     /// The call is finished.
     Done(ToolResult),
+    /// The call is finished by performing this side effect (which the
+    /// framework runs at most once per originating request); the result
+    /// says it happened.
+    Act(Effect, ToolResult),
 }
 
 /// Why a tool step cannot go on (mapped to JSON-RPC errors).
@@ -317,9 +304,6 @@ pub enum ToolError {
     /// The arguments are unusable (`-32602`).
     #[error("invalid arguments: {0}")]
     BadArguments(String),
-    /// A single-use completion was presented again (`-32602`, reason `replayed`).
-    #[error("this confirmation was already used")]
-    Replayed,
     /// The store failed.
     #[error("store: {0}")]
     Store(#[from] StoreError),

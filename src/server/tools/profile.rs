@@ -51,7 +51,7 @@ pub fn expect(_ctx: &Ctx<'_>, key: &str) -> Option<Expect> {
 }
 
 /// One step.
-pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError> {
+pub async fn step(_ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError> {
     match conv.action(KEY) {
         None => Ok(Step::Ask(vec![Ask::form(
             KEY,
@@ -59,11 +59,10 @@ pub async fn step(ctx: &Ctx<'_>, conv: &Conversation) -> Result<Step, ToolError>
             &FORM,
         )])),
         Some(crate::protocol::ElicitAction::Accept) => {
-            ctx.commit(Some(Effect::ProfileSave)).await?;
             let content = conv.content(KEY).cloned().unwrap_or_default();
             let mut r = ToolResult::ok(format!("Profile saved ({} fields).", content.len()));
             r.structured = Some(serde_json::Value::Object(content));
-            Ok(Step::Done(r))
+            Ok(Step::Act(Effect::ProfileSave, r))
         }
         Some(other) => Ok(Step::Done(refused("Editing the profile", other))),
     }
