@@ -29,8 +29,8 @@ pub struct App {
     pub sealer: Sealer,
     /// Pending URL flows and legacy elicitations.
     pub store: Arc<dyn Store>,
-    /// Counters.
-    pub stats: Stats,
+    /// Counters (shared with the accept loop).
+    pub stats: Arc<Stats>,
     /// `http://127.0.0.1:PORT`.
     pub base_url: String,
     /// Legacy (2025-11-25) sessions.
@@ -59,7 +59,7 @@ impl App {
             cfg,
             sealer,
             store,
-            stats: Stats::default(),
+            stats: Arc::new(Stats::default()),
             base_url,
             sessions: Sessions::default(),
             origins,

@@ -63,6 +63,16 @@ pub struct ServerConfig {
     pub elicitation_timeout: Duration,
     /// Largest request body accepted, in bytes (bigger → 413).
     pub max_body: usize,
+    /// Most time from a connection's accept (or the first byte after an
+    /// idle spell) to a complete request head; then the connection closes.
+    pub header_read_timeout: Duration,
+    /// Most time to receive a request body once its head arrived (→ 408).
+    pub body_read_timeout: Duration,
+    /// Most time a kept-alive connection may sit idle between requests.
+    pub keep_alive_timeout: Duration,
+    /// Most HTTP connections open at once (lowered to what the descriptor
+    /// limit allows); at the cap the longest-idle connection is shed.
+    pub max_connections: usize,
     /// Deliberate defects (empty = correct).
     pub flaws: FlawSet,
     /// How long `hang-on-cancel` hangs before answering anyway.
@@ -85,6 +95,10 @@ impl Default for ServerConfig {
             response: ResponseMode::Json,
             elicitation_timeout: Duration::from_secs(30),
             max_body: 1024 * 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(30),
+            max_connections: 8192,
             flaws: FlawSet::none(),
             hang_limit: Duration::from_secs(60),
         }

@@ -176,8 +176,18 @@ fn form_fields(body: &[u8], names: &[&str]) -> Vec<Option<String>> {
     out
 }
 
-async fn read_form(body: Body) -> Option<axum::body::Bytes> {
-    axum::body::to_bytes(body, MAX_FORM_BYTES).await.ok()
+/// The form body, or the response that says why there is none.
+async fn read_form(app: &App, body: Body, timing: &Timing) -> Result<axum::body::Bytes, Response> {
+    match super::http::read_body(app, body, MAX_FORM_BYTES).await {
+        Ok(b) => Ok(b),
+        Err(super::http::BodyError::TimedOut) => Err(super::http::body_timed_out()),
+        Err(super::http::BodyError::TooLarge) => Err(html(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too large",
+            "<p>The form is too large.</p>",
+            timing,
+        )),
+    }
 }
 
 /// `POST /flow/{id}`.
@@ -191,13 +201,9 @@ pub async fn submit(
     let Some(principal) = browser_principal(&app, &headers) else {
         return login_page(&format!("/flow/{id}"), "Sign in to continue.", &timing);
     };
-    let Some(bytes) = read_form(body).await else {
-        return html(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Too large",
-            "<p>The form is too large.</p>",
-            &timing,
-        );
+    let bytes = match read_form(&app, body, &timing).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
     };
     let rec = match load(&app, &id, &principal, &timing).await {
         Ok(r) => r,
@@ -289,13 +295,9 @@ fn cookie_safe(token: &str) -> bool {
 /// `POST /login`: `token` and `next` form fields.
 pub async fn login(State(app): State<Arc<App>>, body: Body) -> Response {
     let timing = Timing::start();
-    let Some(bytes) = read_form(body).await else {
-        return html(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Too large",
-            "<p>The form is too large.</p>",
-            &timing,
-        );
+    let bytes = match read_form(&app, body, &timing).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
     };
     let mut fields = form_fields(&bytes, &["token", "next"]).into_iter();
     let (token, next) = (

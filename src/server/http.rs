@@ -123,6 +123,42 @@ fn too_large(max: usize) -> Response {
     )
 }
 
+/// Why a request body could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyError {
+    /// Longer than the limit (413).
+    TooLarge,
+    /// Not all there within `--body-read-timeout` (408; the connection closes).
+    TimedOut,
+}
+
+/// Reads a request body of at most `max` bytes within the body-read timeout.
+pub async fn read_body(app: &App, body: Body, max: usize) -> Result<axum::body::Bytes, BodyError> {
+    match tokio::time::timeout(app.cfg.body_read_timeout, axum::body::to_bytes(body, max)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(_)) => Err(BodyError::TooLarge),
+        Err(_) => {
+            tracing::info!("request body not received within --body-read-timeout");
+            Err(BodyError::TimedOut)
+        }
+    }
+}
+
+/// 408 for a body that did not arrive in time; the connection is closed.
+pub fn body_timed_out() -> Response {
+    let mut r = reply::error(
+        None,
+        &RpcError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            codes::INVALID_REQUEST,
+            "the request body did not arrive in time",
+        ),
+    );
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
 async fn post_inner(
     app: &Arc<App>,
     headers: &HeaderMap,
@@ -137,8 +173,10 @@ async fn post_inner(
     if declared.is_some_and(|n| n > max) {
         return too_large(max);
     }
-    let Ok(bytes) = axum::body::to_bytes(body, max).await else {
-        return too_large(max);
+    let bytes = match read_body(app, body, max).await {
+        Ok(b) => b,
+        Err(BodyError::TooLarge) => return too_large(max),
+        Err(BodyError::TimedOut) => return body_timed_out(),
     };
     let value = match parse_json_capped(&bytes, max) {
         Ok(v) => v,

@@ -15,13 +15,17 @@
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
 //!   per originating request, its outcome kept for repeats.
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`.
+//! - `accept`: the accept loop (connection cap, shedding, graceful end);
+//!   `conn_phase`: per-connection header-read and keep-alive timeouts.
 //!
 //! Embed it with [`start`]; the returned [`RunningServer`] knows its address
 //! and shuts down gracefully.
 
+mod accept;
 mod app;
 pub mod auth;
 pub mod config;
+mod conn_phase;
 mod conversation;
 pub mod flaw;
 mod flow;
@@ -45,7 +49,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use axum::serve::ListenerExt as _;
 use tokio::sync::watch;
 
 use crate::state::{KeyRing, Sealer, SealerConfig};
@@ -172,21 +175,27 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         closing_rx.clone(),
     ));
     spawn_sweeper(app.clone());
-    // `no-nodelay` leaves Nagle on; with the body written after the head
-    // (see `http::split_writes`) a reply waits for the client's delayed ACK.
-    let nodelay = !app.flaw(Flaw::NoNodelay);
+    let cap = accept::effective_cap(app.cfg.max_connections);
+    if cap < app.cfg.max_connections {
+        tracing::info!(
+            wanted = app.cfg.max_connections,
+            cap,
+            "--max-connections lowered to what the file descriptor limit allows"
+        );
+    }
+    let limits = accept::ConnLimits {
+        phases: conn_phase::PhaseLimits {
+            header_read: app.cfg.header_read_timeout,
+            keep_alive: app.cfg.keep_alive_timeout,
+        },
+        max_connections: cap,
+        // `no-nodelay` leaves Nagle on; with the body written after the head
+        // (see `http::split_writes`) a reply waits for the client's delayed ACK.
+        nodelay: !app.flaw(Flaw::NoNodelay),
+    };
+    let stats = app.stats.clone();
     let router = http::router(app);
-    let listener = listener.tap_io(move |s| {
-        let _ = s.set_nodelay(nodelay);
-    });
-    let mut shutdown_rx = closing_rx;
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = shutdown_rx.wait_for(|c| *c).await;
-            })
-            .await
-    });
+    let task = tokio::spawn(accept::serve(listener, router, limits, stats, closing_rx));
     Ok(RunningServer {
         addr,
         closing: closing_tx,

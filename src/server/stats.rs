@@ -30,6 +30,14 @@ pub struct Stats {
     pub pending_elicitations: AtomicU64,
     /// Legacy sessions alive.
     pub active_sessions: AtomicU64,
+    /// HTTP connections open now.
+    pub connections_open: AtomicU64,
+    /// Connections closed for outstaying their header-read or keep-alive timeout.
+    pub connections_timed_out: AtomicU64,
+    /// Idle or half-sent connections shed at the connection cap.
+    pub connections_shed: AtomicU64,
+    /// Connections closed at accept: at the cap, with every open one busy.
+    pub connections_refused: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -82,6 +90,12 @@ impl Stats {
             },
             "active_sessions": g(&self.active_sessions),
             "pending_elicitations": g(&self.pending_elicitations),
+            "connections": {
+                "open": g(&self.connections_open),
+                "timed_out": g(&self.connections_timed_out),
+                "shed": g(&self.connections_shed),
+                "refused": g(&self.connections_refused),
+            },
         })
     }
 }

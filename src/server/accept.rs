@@ -1,0 +1,400 @@
+//! The accept loop: one task per HTTP/1.1 connection, each held to the
+//! timeouts of its phase ([`super::conn_phase`]), and a cap on how many are
+//! open at once.
+//!
+//! At the cap (`--max-connections`, lowered to what the descriptor limit
+//! allows), a new connection sheds the one that has been idle or
+//! half-sent the longest; only when every open connection is busy with a
+//! request is the new one closed instead. A failed `accept` (descriptors
+//! exhausted despite the cap) also sheds one and retries within
+//! milliseconds, where a plain accept loop would sleep. So thousands of
+//! idle or slowloris connections cost their timeouts, never a legitimate
+//! request its answer.
+//!
+//! Every request runs in a `request` span naming the peer address (and,
+//! once known, the principal), carries the peer as
+//! `axum::extract::ConnectInfo`, and keeps its connection busy until its
+//! response body ends.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, Response};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, watch};
+use tracing::Instrument as _;
+
+use super::conn_phase::{Phase, PhaseLimits, Tracked, Watched};
+use super::stats::{Stats, bump, drop_one};
+
+/// Descriptors kept free for everything but client connections (store
+/// files, logs, the runtime).
+pub const RESERVED_FDS: u64 = 256;
+
+/// How long open connections get to finish after shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// The connection limits of one server.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// Phase timeouts.
+    pub phases: PhaseLimits,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// Set `TCP_NODELAY` on accepted sockets.
+    pub nodelay: bool,
+}
+
+/// The open connections by id.
+#[derive(Default)]
+struct Table {
+    conns: Mutex<HashMap<u64, Arc<Phase>>>,
+    drained: Notify,
+}
+
+impl Table {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Phase>>> {
+        self.conns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn remove(&self, id: u64) {
+        let mut m = self.lock();
+        m.remove(&id);
+        if m.is_empty() {
+            self.drained.notify_waiters();
+        }
+    }
+
+    /// Asks the connection idle (or half-sent) the longest to go; false
+    /// when every connection is busy.
+    fn shed_one(&self) -> bool {
+        let m = self.lock();
+        let mut idle: Vec<&Arc<Phase>> = m
+            .values()
+            .filter(|p| !p.is_busy() && !p.is_shedding())
+            .collect();
+        idle.sort_unstable_by_key(|p| p.since_ms());
+        idle.into_iter().any(|p| p.mark_shed())
+    }
+
+    /// Connections that count against the cap (not already on their way out).
+    fn staying(&self) -> usize {
+        self.lock().values().filter(|p| !p.is_shedding()).count()
+    }
+}
+
+/// The cap actually used: `wanted`, or what the descriptor limit allows
+/// (raising the soft limit towards the hard one first).
+pub fn effective_cap(wanted: usize) -> usize {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into the struct we own.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            return wanted;
+        }
+        let need = (wanted as u64).saturating_add(RESERVED_FDS);
+        if lim.rlim_cur < need && lim.rlim_max > lim.rlim_cur {
+            let raised = libc::rlimit {
+                rlim_cur: need.min(lim.rlim_max),
+                rlim_max: lim.rlim_max,
+            };
+            // SAFETY: setrlimit reads one rlimit we own; failure leaves it unchanged.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                lim.rlim_cur = raised.rlim_cur;
+            }
+        }
+        let allowed = lim.rlim_cur.saturating_sub(RESERVED_FDS).max(1);
+        usize::try_from(allowed).map_or(wanted, |a| wanted.min(a))
+    }
+    #[cfg(not(unix))]
+    {
+        wanted
+    }
+}
+
+fn fds_exhausted(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// Logs a summary of closed and shed connections at most every 10 s, so a
+/// flood of them shows without a line each.
+struct Throttle {
+    last_ms: AtomicU64,
+    epoch: Instant,
+}
+
+impl Throttle {
+    fn due(&self) -> bool {
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.last_ms.load(Ordering::Relaxed);
+        (last == 0 || now >= last + 10_000)
+            && self
+                .last_ms
+                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+/// Everything the connection tasks share.
+struct Shared {
+    router: Router,
+    limits: ConnLimits,
+    stats: Arc<Stats>,
+    table: Table,
+    epoch: Instant,
+    throttle: Throttle,
+    closing: watch::Receiver<bool>,
+}
+
+/// Serves `router` on `listener` until `closing` flips, then lets open
+/// connections finish (at most [`SHUTDOWN_GRACE`]).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnLimits,
+    stats: Arc<Stats>,
+    closing: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let epoch = Instant::now();
+    let shared = Arc::new(Shared {
+        router,
+        limits,
+        stats,
+        table: Table::default(),
+        epoch,
+        throttle: Throttle {
+            last_ms: AtomicU64::new(0),
+            epoch,
+        },
+        closing: closing.clone(),
+    });
+    let mut closing = closing;
+    let mut next_id = 0u64;
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = closing.wait_for(|c| *c) => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) if fds_exhausted(&e) => {
+                if shared.throttle.due() {
+                    tracing::warn!(error = %e, "out of file descriptors: shedding idle connections");
+                }
+                shared.table.shed_one();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        if shared.table.len() >= limits.max_connections
+            && shared.table.staying() >= limits.max_connections
+        {
+            if shared.table.shed_one() {
+                bump(&shared.stats.connections_shed);
+            } else {
+                bump(&shared.stats.connections_refused);
+                tracing::debug!(%peer, "connection refused: every open connection is busy");
+                continue;
+            }
+        }
+        let _ = stream.set_nodelay(limits.nodelay);
+        next_id += 1;
+        let id = next_id;
+        let phase = Arc::new(Phase::new(shared.epoch));
+        shared.table.lock().insert(id, phase.clone());
+        bump(&shared.stats.connections_open);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            connection(&shared, stream, peer, phase).await;
+            drop_one(&shared.stats.connections_open);
+            shared.table.remove(id);
+        });
+    }
+    drop(listener);
+    let drained = shared.table.drained.notified();
+    if shared.table.len() > 0 {
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_millis(500), drained).await;
+    }
+    Ok(())
+}
+
+/// Serves one connection until it ends, outstays its phase, is shed, or
+/// the server's shutdown grace runs out.
+async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase: Arc<Phase>) {
+    let svc = Svc {
+        router: TowerToHyperService::new(shared.router.clone()),
+        phase: phase.clone(),
+        peer,
+    };
+    let io = TokioIo::new(Watched::new(stream, phase.clone()));
+    let conn = http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(io, svc);
+    tokio::pin!(conn);
+    let limits = shared.limits.phases;
+    let mut closing = shared.closing.clone();
+    let mut stop_at: Option<tokio::time::Instant> = None;
+    loop {
+        let deadline = match stop_at {
+            Some(t) => Some(t),
+            None => phase.deadline(&limits).map(tokio::time::Instant::from_std),
+        };
+        let wait = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = wait => {
+                if stop_at.is_some() {
+                    return;
+                }
+                if phase.deadline(&limits).is_some_and(|d| Instant::now() >= d) {
+                    bump(&shared.stats.connections_timed_out);
+                    tracing::debug!(%peer, phase = phase.name(), "closing a connection that outstayed its timeout");
+                    if shared.throttle.due() {
+                        let s = &shared.stats;
+                        tracing::info!(
+                            timed_out = s.connections_timed_out.load(Ordering::Relaxed),
+                            shed = s.connections_shed.load(Ordering::Relaxed),
+                            refused = s.connections_refused.load(Ordering::Relaxed),
+                            "connections closed for idling or sending too slowly (totals so far)"
+                        );
+                    }
+                    return;
+                }
+            }
+            () = phase.changed.notified() => {}
+            () = phase.evict.notified() => {
+                if !phase.is_busy() {
+                    tracing::debug!(%peer, phase = phase.name(), "shed a connection: the server is at --max-connections");
+                    return;
+                }
+                phase.spared();
+            }
+            _ = closing.wait_for(|c| *c), if stop_at.is_none() => {
+                conn.as_mut().graceful_shutdown();
+                stop_at = Some(tokio::time::Instant::now() + SHUTDOWN_GRACE);
+            }
+        }
+    }
+}
+
+/// The per-connection service: marks the connection busy, names the peer,
+/// and runs the router inside the request's span.
+#[derive(Clone)]
+struct Svc {
+    router: TowerToHyperService<Router>,
+    phase: Arc<Phase>,
+    peer: SocketAddr,
+}
+
+type SvcFuture = Pin<Box<dyn Future<Output = Result<Response<Tracked>, Infallible>> + Send>>;
+
+impl hyper::service::Service<Request<Incoming>> for Svc {
+    type Response = Response<Tracked>;
+    type Error = Infallible;
+    type Future = SvcFuture;
+
+    fn call(&self, mut req: Request<Incoming>) -> SvcFuture {
+        let busy = self.phase.begin();
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        let span = tracing::info_span!(
+            "request",
+            peer = %self.peer,
+            principal = tracing::field::Empty
+        );
+        let fut = self.router.call(req);
+        Box::pin(
+            async move {
+                let resp = fut.await?;
+                Ok(resp.map(|b| Tracked::new(b, busy)))
+            }
+            .instrument(span),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_fits_the_descriptor_limit() {
+        let cap = effective_cap(usize::MAX / 2);
+        assert!(cap >= 1 && cap < usize::MAX / 2);
+        assert_eq!(effective_cap(10), 10);
+    }
+
+    #[test]
+    fn shedding_picks_the_longest_idle_and_spares_busy_ones() {
+        let epoch = Instant::now() - Duration::from_secs(100);
+        let t = Table::default();
+        let old = Arc::new(Phase::new(epoch));
+        let busy = Arc::new(Phase::new(epoch));
+        let _held = busy.begin();
+        t.lock().insert(1, busy.clone());
+        t.lock().insert(2, old.clone());
+        std::thread::sleep(Duration::from_millis(5));
+        let young = Arc::new(Phase::new(epoch));
+        t.lock().insert(3, young.clone());
+        assert!(t.shed_one());
+        // The oldest non-busy one was asked to go (its permit is stored).
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(50), old.evict.notified())
+                .await
+                .expect("the oldest idle connection is shed");
+            assert!(
+                tokio::time::timeout(Duration::from_millis(20), young.evict.notified())
+                    .await
+                    .is_err()
+            );
+        });
+        t.remove(2);
+        t.remove(3);
+        assert!(!t.shed_one(), "only a busy connection is left");
+    }
+}
