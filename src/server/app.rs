@@ -55,13 +55,14 @@ impl App {
         closing: watch::Receiver<bool>,
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
+        let sessions = Sessions::new(cfg.sessions);
         App {
             cfg,
             sealer,
             store,
             stats: Arc::new(Stats::default()),
             base_url,
-            sessions: Sessions::default(),
+            sessions,
             origins,
             flows: Mutex::new(HashMap::new()),
             blocking_store,
@@ -197,6 +198,16 @@ impl App {
     pub fn stats_json(&self) -> Value {
         let mut v = self.stats.to_json();
         if let Some(o) = v.as_object_mut() {
+            let s = &self.sessions;
+            o.insert("active_sessions".into(), s.len().into());
+            o.insert(
+                "sessions".into(),
+                serde_json::json!({
+                    "active": s.len(),
+                    "expired": s.expired.load(std::sync::atomic::Ordering::Relaxed),
+                    "replaced": s.replaced.load(std::sync::atomic::Ordering::Relaxed),
+                }),
+            );
             o.insert(
                 "store".into(),
                 serde_json::to_value(self.store.counters()).unwrap_or(Value::Null),

@@ -70,6 +70,8 @@ pub struct ServerConfig {
     pub body_read_timeout: Duration,
     /// Most time a kept-alive connection may sit idle between requests.
     pub keep_alive_timeout: Duration,
+    /// 2025-11-25 session limits: idle expiry, per-principal and total caps.
+    pub sessions: super::sessions::SessionLimits,
     /// Most HTTP connections open at once (lowered to what the descriptor
     /// limit allows); at the cap the longest-idle connection is shed.
     pub max_connections: usize,
@@ -99,6 +101,7 @@ impl Default for ServerConfig {
             body_read_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: 8192,
+            sessions: super::sessions::SessionLimits::default(),
             flaws: FlawSet::none(),
             hang_limit: Duration::from_secs(60),
         }

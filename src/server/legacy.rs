@@ -41,7 +41,7 @@ use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
-use super::sessions::{Answer, Session, lock, new_session_id};
+use super::sessions::{Answer, Refused, Session, lock, new_session_id};
 use super::stats::{bump, drop_one};
 use super::timing::Timing;
 use super::tools::{self, Ask, Ctx, Step, Tool, ToolResult};
@@ -168,15 +168,36 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
     };
     let sid = new_session_id();
     let session = Arc::new(Session::new(principal, params.capabilities.elicit_modes()));
-    if !app.sessions.insert(sid.clone(), session) {
-        let e = err(
-            StatusCode::SERVICE_UNAVAILABLE,
-            codes::INTERNAL_ERROR,
-            "too many sessions; delete unused ones",
-        );
-        return reply::error(Some(&req.id), &e);
+    match app.sessions.insert(sid.clone(), session) {
+        Ok(None) => {}
+        Ok(Some(_replaced)) => {
+            tracing::info!(
+                "session limit of the principal reached: its least recently used idle session was closed"
+            );
+        }
+        Err(Refused::PrincipalFull) => {
+            tracing::info!("session refused: the principal's sessions are all in use");
+            let max = app.sessions.limits().per_principal;
+            let e = err(
+                StatusCode::TOO_MANY_REQUESTS,
+                codes::INTERNAL_ERROR,
+                format!("this principal already holds {max} sessions, all in use; DELETE one"),
+            );
+            return reply::error(Some(&req.id), &e);
+        }
+        Err(Refused::Full) => {
+            tracing::warn!("session refused: the session table is full");
+            let e = err(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::INTERNAL_ERROR,
+                "too many sessions; try again later",
+            );
+            let mut r = reply::error(Some(&req.id), &e);
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+            return r;
+        }
     }
-    bump(&app.stats.active_sessions);
     tracing::info!(client = %params.client_info.name, "legacy session created");
     let result = json!({
         "protocolVersion": LEGACY,
@@ -211,9 +232,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
         }
         Some(_) => {
             if let Some(s) = app.sessions.remove(sid) {
-                let _ = s.closed.send(true);
-                s.close_get_stream();
-                drop_one(&app.stats.active_sessions);
+                s.close();
             }
             reply::status(StatusCode::NO_CONTENT)
         }

@@ -43,6 +43,7 @@ mod tools;
 pub use auth::{AuthFileError, Principals};
 pub use config::{ResponseMode, ServerConfig, parse_size};
 pub use flaw::{Flaw, FlawSet, UnknownFlaw};
+pub use sessions::SessionLimits;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -120,6 +121,26 @@ fn spawn_sweeper(app: Arc<app::App>) {
     });
 }
 
+/// Every quarter of the idle timeout (50 ms to 10 s), closes and removes
+/// legacy sessions that went unused for it, until the server closes.
+fn spawn_session_sweeper(app: Arc<app::App>) {
+    let every =
+        (app.sessions.limits().idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(10));
+    tokio::spawn(async move {
+        let mut closing = app.closing.clone();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = closing.wait_for(|c| *c) => return,
+            }
+            let n = app.sessions.expire(crate::store::now_ms());
+            if n > 0 {
+                tracing::debug!(expired = n, "closed idle legacy sessions");
+            }
+        }
+    });
+}
+
 /// Binds, builds the shared state and starts serving in a background task.
 pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     if !config.listen.ip().is_loopback() && !config.allow_remote {
@@ -175,6 +196,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         closing_rx.clone(),
     ));
     spawn_sweeper(app.clone());
+    spawn_session_sweeper(app.clone());
     let cap = accept::effective_cap(app.cfg.max_connections);
     if cap < app.cfg.max_connections {
         tracing::info!(

@@ -2,11 +2,20 @@
 //! and calls in flight on it, and its standalone GET stream (one per
 //! session) for server messages not tied to a request.
 //!
+//! The table forgets: a session nobody used for the idle timeout (no
+//! request, no call in flight, no GET stream open) expires, and each
+//! principal holds at most a fixed number of sessions; a new one beyond
+//! that replaces the principal's least recently used idle session (and is
+//! refused when all of them are in use). A session leaving the table,
+//! by `DELETE`, expiry or replacement, is [`Session::close`]d: its calls
+//! and streams end and their pending elicitations are cancelled.
+//!
 //! The legacy handler drives these; [`super::app::App`] only holds the map.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -15,8 +24,35 @@ use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::sse::encode_event;
 
-/// Most sessions alive at once; `initialize` beyond it gets 503.
-pub const MAX_SESSIONS: usize = 50_000;
+/// How many sessions may live, and for how long unused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// A session unused this long expires.
+    pub idle: Duration,
+    /// Most sessions one principal holds.
+    pub per_principal: usize,
+    /// Most sessions alive at once; `initialize` beyond it gets 503.
+    pub max: usize,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        SessionLimits {
+            idle: Duration::from_secs(600),
+            per_principal: 32,
+            max: 50_000,
+        }
+    }
+}
+
+/// Why `initialize` could not get a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The table holds [`SessionLimits::max`] sessions.
+    Full,
+    /// The principal holds its maximum and every one of them is in use.
+    PrincipalFull,
+}
 
 /// What a client answered to one `elicitation/create`: its result, or its
 /// JSON-RPC error object.
@@ -44,6 +80,8 @@ pub struct Session {
     pub(super) closed: watch::Sender<bool>,
     get_stream: Mutex<Option<mpsc::Sender<String>>>,
     get_next: AtomicU64,
+    /// When a request last named it (ms since the Unix epoch).
+    last_used_ms: AtomicU64,
 }
 
 impl Session {
@@ -60,7 +98,34 @@ impl Session {
             closed,
             get_stream: Mutex::new(None),
             get_next: AtomicU64::new(1),
+            last_used_ms: AtomicU64::new(crate::store::now_ms()),
         }
+    }
+
+    /// A request named this session now.
+    pub(super) fn touch(&self) {
+        self.last_used_ms
+            .store(crate::store::now_ms(), Ordering::Relaxed);
+    }
+
+    /// True while a call is in flight, an elicitation waits or the GET
+    /// stream is open: such a session is never idle.
+    pub(super) fn in_use(&self) -> bool {
+        !lock(&self.calls).is_empty() || !lock(&self.pending).is_empty() || self.has_get_stream()
+    }
+
+    fn idle_since(&self, now_ms: u64, idle: Duration) -> bool {
+        let last = self.last_used_ms.load(Ordering::Relaxed);
+        let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+        !self.in_use() && now_ms.saturating_sub(last) >= idle_ms
+    }
+
+    /// Ends the session: its calls see it closed (their elicitations are
+    /// cancelled), its GET stream ends, waiting answers are dropped.
+    pub(super) fn close(&self) {
+        self.closed.send_replace(true);
+        self.close_get_stream();
+        lock(&self.pending).clear();
     }
 
     /// Opens the session's GET stream: the receiving end of its events, or
@@ -101,31 +166,132 @@ impl Session {
     }
 }
 
-/// All live sessions by id.
 #[derive(Default)]
+struct Table {
+    by_id: HashMap<String, Arc<Session>>,
+    by_principal: HashMap<String, HashSet<String>>,
+}
+
+impl Table {
+    fn take(&mut self, id: &str) -> Option<Arc<Session>> {
+        let s = self.by_id.remove(id)?;
+        if let Some(ids) = self.by_principal.get_mut(&s.principal) {
+            ids.remove(id);
+            if ids.is_empty() {
+                self.by_principal.remove(&s.principal);
+            }
+        }
+        Some(s)
+    }
+}
+
+/// All live sessions by id.
 pub struct Sessions {
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    limits: SessionLimits,
+    table: Mutex<Table>,
+    /// Sessions that expired unused.
+    pub expired: AtomicU64,
+    /// Sessions replaced at their principal's limit.
+    pub replaced: AtomicU64,
 }
 
 impl Sessions {
-    /// The session with this id.
-    pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.map).get(id).cloned()
+    /// An empty table with these limits.
+    pub fn new(limits: SessionLimits) -> Self {
+        Sessions {
+            limits,
+            table: Mutex::new(Table::default()),
+            expired: AtomicU64::new(0),
+            replaced: AtomicU64::new(0),
+        }
     }
 
-    /// Adds a session; `false` when [`MAX_SESSIONS`] are alive.
-    pub(super) fn insert(&self, id: String, s: Arc<Session>) -> bool {
-        let mut m = lock(&self.map);
-        if m.len() >= MAX_SESSIONS {
-            return false;
+    /// The limits in force.
+    pub fn limits(&self) -> SessionLimits {
+        self.limits
+    }
+
+    /// The live session with this id (one past its idle timeout is gone:
+    /// it is closed and removed here, before the sweep gets to it).
+    pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let mut t = lock(&self.table);
+        let s = t.by_id.get(id)?.clone();
+        if s.idle_since(crate::store::now_ms(), self.limits.idle) {
+            t.take(id);
+            drop(t);
+            s.close();
+            self.expired.fetch_add(1, Ordering::Relaxed);
+            return None;
         }
-        m.insert(id, s);
-        true
+        s.touch();
+        Some(s)
+    }
+
+    /// Adds a session. At the principal's limit its least recently used
+    /// idle session makes room: it is closed and returned (for the log).
+    pub(super) fn insert(
+        &self,
+        id: String,
+        s: Arc<Session>,
+    ) -> Result<Option<Arc<Session>>, Refused> {
+        let mut t = lock(&self.table);
+        let mut replaced = None;
+        let held = t.by_principal.get(&s.principal).map_or(0, HashSet::len);
+        if held >= self.limits.per_principal {
+            let victim = t.by_principal[&s.principal]
+                .iter()
+                .filter_map(|sid| t.by_id.get(sid).map(|x| (sid, x)))
+                .filter(|(_, x)| !x.in_use())
+                .min_by_key(|(_, x)| x.last_used_ms.load(Ordering::Relaxed))
+                .map(|(sid, _)| sid.clone());
+            let Some(victim) = victim else {
+                return Err(Refused::PrincipalFull);
+            };
+            replaced = t.take(&victim);
+            if let Some(old) = &replaced {
+                old.close();
+                self.replaced.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if t.by_id.len() >= self.limits.max {
+            return Err(Refused::Full);
+        }
+        t.by_principal
+            .entry(s.principal.clone())
+            .or_default()
+            .insert(id.clone());
+        t.by_id.insert(id, s);
+        Ok(replaced)
     }
 
     /// Removes a session.
     pub(super) fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.map).remove(id)
+        lock(&self.table).take(id)
+    }
+
+    /// Closes and removes every session idle past the timeout at `now_ms`;
+    /// returns how many went.
+    pub(super) fn expire(&self, now_ms: u64) -> usize {
+        let gone: Vec<Arc<Session>> = {
+            let mut t = lock(&self.table);
+            let due: Vec<String> = t
+                .by_id
+                .iter()
+                .filter(|(_, s)| s.idle_since(now_ms, self.limits.idle))
+                .map(|(id, _)| id.clone())
+                .collect();
+            due.iter().filter_map(|id| t.take(id)).collect()
+        };
+        for s in &gone {
+            s.close();
+        }
+        self.expired.fetch_add(gone.len() as u64, Ordering::Relaxed);
+        gone.len()
+    }
+
+    /// Sessions alive.
+    pub(super) fn len(&self) -> usize {
+        lock(&self.table).by_id.len()
     }
 }
 
@@ -138,6 +304,61 @@ pub(super) fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limits(per_principal: usize, max: usize) -> SessionLimits {
+        SessionLimits {
+            idle: Duration::from_secs(600),
+            per_principal,
+            max,
+        }
+    }
+
+    fn session(p: &str) -> Arc<Session> {
+        Arc::new(Session::new(p.into(), ElicitModes::default()))
+    }
+
+    #[test]
+    fn a_principal_at_its_limit_replaces_its_least_recently_used_idle_session() {
+        let t = Sessions::new(limits(2, 10));
+        let a1 = session("alice");
+        a1.last_used_ms.store(1, Ordering::Relaxed);
+        assert!(t.insert("a1".into(), a1.clone()).unwrap().is_none());
+        assert!(t.insert("a2".into(), session("alice")).unwrap().is_none());
+        assert!(t.insert("b1".into(), session("bob")).unwrap().is_none());
+        let gone = t.insert("a3".into(), session("alice")).unwrap();
+        assert!(Arc::ptr_eq(&gone.unwrap(), &a1), "the oldest idle one goes");
+        assert!(*a1.closed.borrow(), "and is closed");
+        assert!(t.get("a1").is_none() && t.get("a2").is_some() && t.get("b1").is_some());
+        // All of alice's sessions busy: refused.
+        let _rx2 = t.get("a2").unwrap().open_get_stream().unwrap();
+        let _rx3 = t.get("a3").unwrap().open_get_stream().unwrap();
+        assert_eq!(
+            t.insert("a4".into(), session("alice")).err(),
+            Some(Refused::PrincipalFull)
+        );
+        assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn the_table_is_capped_and_idle_sessions_expire() {
+        let t = Sessions::new(SessionLimits {
+            idle: Duration::from_millis(100),
+            ..limits(5, 2)
+        });
+        t.insert("1".into(), session("a")).unwrap();
+        t.insert("2".into(), session("b")).unwrap();
+        assert_eq!(
+            t.insert("3".into(), session("c")).err(),
+            Some(Refused::Full)
+        );
+        let busy = t.get("2").unwrap();
+        let _rx = busy.open_get_stream().unwrap();
+        let now = crate::store::now_ms() + 1_000;
+        assert_eq!(t.expire(now), 1, "the one with a GET stream is in use");
+        assert_eq!(t.expired.load(Ordering::Relaxed), 1);
+        assert!(t.get("1").is_none() && t.get("2").is_some());
+        assert_eq!(t.len(), 1);
+    }
 
     #[tokio::test]
     async fn one_get_stream_per_session_and_it_can_be_reopened() {

@@ -1,6 +1,6 @@
 //! Counters behind `GET /stats` and the `stats` tool: side effects per kind,
-//! states sealed / opened / rejected by reason, sessions and pending
-//! elicitations.
+//! states sealed / opened / rejected by reason, pending elicitations and
+//! connections (the session counts come from the session table).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,8 +28,6 @@ pub struct Stats {
     rejected: [AtomicU64; StateError::KINDS.len()],
     /// Legacy elicitations waiting for an answer.
     pub pending_elicitations: AtomicU64,
-    /// Legacy sessions alive.
-    pub active_sessions: AtomicU64,
     /// HTTP connections open now.
     pub connections_open: AtomicU64,
     /// Connections closed for outstaying their header-read or keep-alive timeout.
@@ -88,7 +86,6 @@ impl Stats {
                 "opened": g(&self.states_opened),
                 "rejected": rejected,
             },
-            "active_sessions": g(&self.active_sessions),
             "pending_elicitations": g(&self.pending_elicitations),
             "connections": {
                 "open": g(&self.connections_open),
@@ -114,7 +111,7 @@ mod tests {
         let j = s.to_json();
         assert_eq!(j["states"]["rejected"]["expired"], 1);
         assert_eq!(j["side_effects"]["files_deleted"], 0);
-        drop_one(&s.active_sessions);
-        assert_eq!(j["active_sessions"], 0);
+        drop_one(&s.pending_elicitations);
+        assert_eq!(j["pending_elicitations"], 0);
     }
 }
