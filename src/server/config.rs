@@ -70,6 +70,11 @@ pub struct ServerConfig {
     pub body_read_timeout: Duration,
     /// Most time a kept-alive connection may sit idle between requests.
     pub keep_alive_timeout: Duration,
+    /// How long the store keeps a record after its expiry and an audit
+    /// entry after it was written (see [`crate::store::retention`]).
+    pub retention: Duration,
+    /// How often expired records are marked and the store is purged.
+    pub sweep_interval: Duration,
     /// 2025-11-25 session limits: idle expiry, per-principal and total caps.
     pub sessions: super::sessions::SessionLimits,
     /// Most HTTP connections open at once (lowered to what the descriptor
@@ -102,6 +107,8 @@ impl Default for ServerConfig {
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: 8192,
             sessions: super::sessions::SessionLimits::default(),
+            retention: Duration::from_secs(600),
+            sweep_interval: Duration::from_secs(30),
             flaws: FlawSet::none(),
             hang_limit: Duration::from_secs(60),
         }

@@ -101,21 +101,39 @@ impl RunningServer {
     }
 }
 
-/// Every 30 s, moves due pending records to `Expired` (so the audit log shows
-/// abandoned flows), until the server closes.
-fn spawn_sweeper(app: Arc<app::App>) {
+/// Every `--sweep-interval`, moves due pending records to `Expired` (so
+/// the audit log shows abandoned flows), then forgets what `--retention`
+/// allows (see [`crate::store::retention`]), until the server closes. Runs
+/// on the blocking pool whatever the backend, so a large purge never holds
+/// up a runtime worker.
+fn spawn_store_sweeper(app: Arc<app::App>) {
     tokio::spawn(async move {
         let mut closing = app.closing.clone();
+        let retention = u64::try_from(app.cfg.retention.as_millis()).unwrap_or(u64::MAX);
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(30)) => {}
+                _ = tokio::time::sleep(app.cfg.sweep_interval) => {}
                 _ = closing.wait_for(|c| *c) => return,
             }
-            let now = crate::store::now_ms();
-            match app.store_call(move |s| s.expire_due(now)).await {
-                Ok(0) => {}
-                Ok(n) => tracing::debug!(expired = n, "swept pending elicitations"),
-                Err(e) => tracing::warn!(error = %e, "expiry sweep failed"),
+            let store = app.store.clone();
+            let swept = tokio::task::spawn_blocking(move || {
+                let now = crate::store::now_ms();
+                let expired = store.expire_due(now)?;
+                let purged = store.purge(now, retention)?;
+                Ok::<_, crate::store::StoreError>((expired, purged))
+            })
+            .await;
+            match swept {
+                Ok(Ok((expired, purged))) if expired > 0 || !purged.is_empty() => tracing::debug!(
+                    expired,
+                    purged_records = purged.records,
+                    purged_audit = purged.audit,
+                    purged_claims = purged.claims,
+                    "store sweep"
+                ),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "store sweep failed"),
+                Err(e) => tracing::warn!(error = %e, "store sweep task failed"),
             }
         }
     });
@@ -195,7 +213,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         origins,
         closing_rx.clone(),
     ));
-    spawn_sweeper(app.clone());
+    spawn_store_sweeper(app.clone());
     spawn_session_sweeper(app.clone());
     let cap = accept::effective_cap(app.cfg.max_connections);
     if cap < app.cfg.max_connections {
