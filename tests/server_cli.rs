@@ -92,6 +92,21 @@ fn help_documents_the_guard_and_anonymous_flags_with_examples() {
         "--allowed-origin https://",
         "--allowed-host mcp.",
         "--flaw no-origin-check",
+        "--header-read-timeout 5s",
+        "--body-read-timeout 10s",
+        "--keep-alive-timeout 5s",
+        "--max-connections 2000",
+        "--session-idle-timeout 2m",
+        "--max-sessions-per-principal 8",
+        "--max-sessions 10000",
+        "--retention 1h",
+        "--sweep-interval 5s",
+        "--clock-skew 1s",
+        "--state-ttl 2m",
+        "[default: 10s]",
+        "[default: 8192]",
+        "no grace",
+        "never extends",
     ] {
         assert!(text.contains(example), "{example} missing from:\n{text}");
     }

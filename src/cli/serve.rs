@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::server::{Flaw, FlawSet, Principals, ResponseMode, ServerConfig, parse_size};
+use crate::server::{
+    Flaw, FlawSet, Principals, ResponseMode, ServerConfig, SessionLimits, parse_size,
+};
 use crate::state::{CodecName, KeyError, KeyRing};
 
 /// Environment variable holding the state key ring (same format as `--key-file`).
@@ -40,9 +42,16 @@ pub struct Args {
     /// random key per process.
     #[arg(long)]
     pub key_file: Option<PathBuf>,
-    /// Lifetime of a requestState and of a pending URL flow (e.g. 10m, 30s).
+    /// Lifetime of a requestState and of a pending URL flow. A state is
+    /// refused once its TTL has passed, exactly (no grace).
+    /// Example: --state-ttl 2m
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub state_ttl: Duration,
+    /// How far in the future a state's issue time may lie and still be
+    /// accepted (another instance's clock running ahead). It never extends
+    /// a state's lifetime. Example: --clock-skew 1s
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub clock_skew: Duration,
     /// File of `token principal` lines; default: demo mode (the bearer token
     /// is the principal's name).
     #[arg(long)]
@@ -77,6 +86,51 @@ pub struct Args {
     /// Largest request body (e.g. 1MiB, 64kB); bigger bodies get 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub max_body: usize,
+    /// Most time from a connection's accept, or from the first byte after
+    /// an idle spell, to a complete request head; then the connection is
+    /// closed (slowloris, silent sockets). Example: --header-read-timeout 5s
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Most time to receive a request body once its head arrived; a slower
+    /// body gets 408 and the connection is closed.
+    /// Example: --body-read-timeout 10s
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub body_read_timeout: Duration,
+    /// Most time a kept-alive connection may sit idle between requests.
+    /// Example: --keep-alive-timeout 5s
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub keep_alive_timeout: Duration,
+    /// Most HTTP connections open at once, lowered to what the file
+    /// descriptor limit allows (less 256 kept for files). At the cap a new
+    /// connection sheds the one idle (or half-sent) the longest; only when
+    /// all are busy with requests is it refused.
+    /// Example: --max-connections 2000
+    #[arg(long, default_value_t = 8192)]
+    pub max_connections: usize,
+    /// A 2025-11-25 session unused this long (no request, no call in
+    /// flight, no GET stream open) expires; its next request gets 404.
+    /// Example: --session-idle-timeout 2m
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub session_idle_timeout: Duration,
+    /// Most 2025-11-25 sessions one principal holds. One more replaces the
+    /// principal's least recently used idle session; when all are in use,
+    /// initialize gets 429. Example: --max-sessions-per-principal 8
+    #[arg(long, default_value_t = 32)]
+    pub max_sessions_per_principal: usize,
+    /// Most 2025-11-25 sessions alive in all; initialize beyond it gets 503
+    /// with Retry-After. Example: --max-sessions 10000
+    #[arg(long, default_value_t = 50_000)]
+    pub max_sessions: usize,
+    /// How long the store keeps a record after its expiry (settled or
+    /// abandoned) and an audit entry after it was written; one-time claims
+    /// go when no state could present them any more. The sweep enforces it
+    /// every --sweep-interval. Example: --retention 1h
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub retention: Duration,
+    /// How often due pending records are marked expired and the store is
+    /// purged. Example: --sweep-interval 5s
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub sweep_interval: Duration,
     /// Switch on a deliberate defect (repeatable); see --list-flaws.
     /// Example: --flaw no-origin-check
     #[arg(long = "flaw", value_name = "NAME")]
@@ -114,8 +168,29 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
             args.listen
         ));
     }
-    if args.state_ttl.is_zero() {
-        return Err("--state-ttl must be greater than zero".into());
+    for (flag, d) in [
+        ("--state-ttl", args.state_ttl),
+        ("--header-read-timeout", args.header_read_timeout),
+        ("--body-read-timeout", args.body_read_timeout),
+        ("--keep-alive-timeout", args.keep_alive_timeout),
+        ("--session-idle-timeout", args.session_idle_timeout),
+        ("--sweep-interval", args.sweep_interval),
+    ] {
+        if d.is_zero() {
+            return Err(format!("{flag} must be greater than zero"));
+        }
+    }
+    for (flag, n) in [
+        ("--max-connections", args.max_connections),
+        (
+            "--max-sessions-per-principal",
+            args.max_sessions_per_principal,
+        ),
+        ("--max-sessions", args.max_sessions),
+    ] {
+        if n == 0 {
+            return Err(format!("{flag} must be at least 1"));
+        }
     }
     if let Some(name) = &args.anonymous_principal
         && !crate::server::auth::valid_word(name)
@@ -144,6 +219,18 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         response: args.response,
         elicitation_timeout: args.elicitation_timeout,
         max_body: args.max_body,
+        clock_skew: args.clock_skew,
+        header_read_timeout: args.header_read_timeout,
+        body_read_timeout: args.body_read_timeout,
+        keep_alive_timeout: args.keep_alive_timeout,
+        max_connections: args.max_connections,
+        sessions: SessionLimits {
+            idle: args.session_idle_timeout,
+            per_principal: args.max_sessions_per_principal,
+            max: args.max_sessions,
+        },
+        retention: args.retention,
+        sweep_interval: args.sweep_interval,
         flaws: args.flaws.iter().copied().collect::<FlawSet>(),
         ..ServerConfig::default()
     })
@@ -240,6 +327,26 @@ mod tests {
             "mcp.example:8080",
             "--allowed-host",
             "gw.example",
+            "--header-read-timeout",
+            "3s",
+            "--body-read-timeout",
+            "4s",
+            "--keep-alive-timeout",
+            "5s",
+            "--max-connections",
+            "100",
+            "--session-idle-timeout",
+            "1m",
+            "--max-sessions-per-principal",
+            "4",
+            "--max-sessions",
+            "99",
+            "--retention",
+            "2h",
+            "--sweep-interval",
+            "7s",
+            "--clock-skew",
+            "1s",
         ])
         .unwrap();
         let c = config(&t.a).unwrap();
@@ -250,6 +357,30 @@ mod tests {
         assert_eq!(c.anonymous_principal.as_deref(), Some("demo"));
         assert_eq!(c.allowed_origins, ["https://app.example"]);
         assert_eq!(c.allowed_hosts, ["mcp.example:8080", "gw.example"]);
+        assert_eq!(
+            (
+                c.header_read_timeout,
+                c.body_read_timeout,
+                c.keep_alive_timeout
+            ),
+            (
+                Duration::from_secs(3),
+                Duration::from_secs(4),
+                Duration::from_secs(5)
+            )
+        );
+        assert_eq!(c.max_connections, 100);
+        assert_eq!(
+            c.sessions,
+            SessionLimits {
+                idle: Duration::from_secs(60),
+                per_principal: 4,
+                max: 99
+            }
+        );
+        assert_eq!(c.retention, Duration::from_secs(7200));
+        assert_eq!(c.sweep_interval, Duration::from_secs(7));
+        assert_eq!(c.clock_skew, Duration::from_secs(1));
         assert!(T::try_parse_from(["t", "--flaw", "nope"]).is_err());
     }
 
@@ -265,5 +396,13 @@ mod tests {
         assert!(config(&t.a).unwrap_err().contains("--allowed-origin"));
         let t = T::try_parse_from(["t", "--allowed-host", "http://x/"]).unwrap();
         assert!(config(&t.a).unwrap_err().contains("--allowed-host"));
+        let t = T::try_parse_from(["t", "--keep-alive-timeout", "0s"]).unwrap();
+        assert!(config(&t.a).unwrap_err().contains("--keep-alive-timeout"));
+        let t = T::try_parse_from(["t", "--max-sessions-per-principal", "0"]).unwrap();
+        assert!(
+            config(&t.a)
+                .unwrap_err()
+                .contains("--max-sessions-per-principal")
+        );
     }
 }

@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub keys: Option<KeyRing>,
     /// Lifetime of a `requestState` and of a pending URL flow.
     pub state_ttl: Duration,
+    /// How far in the future a state's issue time may lie (it never
+    /// extends a lifetime).
+    pub clock_skew: Duration,
     /// Token → principal mapping.
     pub principals: Principals,
     /// The principal a request without any credentials stands for; `None`
@@ -95,6 +98,7 @@ impl Default for ServerConfig {
             codec: CodecName::Aes256GcmSiv,
             keys: None,
             state_ttl: Duration::from_secs(600),
+            clock_skew: Duration::from_secs(5),
             principals: Principals::Demo,
             anonymous_principal: None,
             allowed_origins: Vec::new(),

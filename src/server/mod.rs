@@ -181,6 +181,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         config.codec,
         SealerConfig {
             ttl: config.state_ttl,
+            clock_skew: config.clock_skew,
             ..SealerConfig::default()
         },
     )
