@@ -2,7 +2,10 @@
 //!
 //! Prints exactly one line to stdout, `listening on http://IP:PORT`, once the
 //! socket is bound (so a parent process can read the port); logs go to
-//! stderr via `tracing` (`RUST_LOG`), and never contain secrets.
+//! stderr via `tracing` (`RUST_LOG`), coloured only on a terminal (and not
+//! with `NO_COLOR` set), and never contain secrets. Every event of a
+//! request names its peer address and principal; text a client chose is
+//! quoted and escaped.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -236,6 +239,13 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
     })
 }
 
+/// Colour codes in the log only on a terminal, and never with `NO_COLOR`
+/// (<https://no-color.org>): a log file or pipe gets plain text.
+fn colour_logs() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Runs `elicitkit serve` until Ctrl-C.
 pub fn run(args: Args) -> ExitCode {
     if args.list_flaws {
@@ -247,6 +257,7 @@ pub fn run(args: Args) -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .with_ansi(colour_logs())
         .with_writer(std::io::stderr)
         .try_init();
     let cfg = match config(&args) {

@@ -70,19 +70,16 @@ impl App {
         }
     }
 
-    /// The principal behind a request: its bearer token, else the `cookie`
-    /// (flow pages), else the anonymous principal if the server has one
-    /// (see [`super::auth::principal_of`]). `None` means 401.
-    pub fn principal_of(
-        &self,
-        headers: &axum::http::HeaderMap,
-        cookie: Option<&str>,
-    ) -> Option<String> {
+    /// The principal behind a request: its bearer token, else (for
+    /// `browser` routes: flow pages, `/stats`) the flow-page cookie, else
+    /// the anonymous principal if the server has one (see
+    /// [`super::auth::principal_of`]). `None` means 401.
+    pub fn principal_of(&self, headers: &axum::http::HeaderMap, browser: bool) -> Option<String> {
         super::auth::principal_of(
             &self.cfg.principals,
             self.cfg.anonymous_principal.as_deref(),
             headers,
-            cookie,
+            browser.then_some(super::flow::AUTH_COOKIE),
         )
     }
 

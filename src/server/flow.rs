@@ -82,7 +82,7 @@ fn login_page(next: &str, note: &str, timing: &Timing) -> Response {
 /// The principal of a browser request: bearer header, `ek_auth` cookie, or
 /// the anonymous principal when it carries neither.
 fn browser_principal(app: &App, headers: &HeaderMap) -> Option<String> {
-    app.principal_of(headers, Some(AUTH_COOKIE))
+    app.principal_of(headers, true)
 }
 
 /// Loads the flow and checks it may be shown to `principal`.

@@ -28,6 +28,8 @@ use crate::protocol::version::{LEGACY, MODERN};
 
 use super::app::App;
 use super::flaw::Flaw;
+use super::log_text::LogText;
+use super::origin::Refusal;
 use super::reply::{self, RpcError};
 use super::timing::Timing;
 use super::{flow, legacy, modern};
@@ -51,9 +53,29 @@ pub fn router(app: Arc<App>) -> Router {
     router.with_state(app)
 }
 
+/// Records who is calling in the request's span (see `accept`), so every
+/// event of the request names its principal next to its peer: the
+/// principal's name (escaped), `-` without credentials, `?` for
+/// credentials that name nobody. Browser routes count the flow cookie.
+fn identify(app: &App, req: &Request) {
+    let headers = req.headers();
+    let browser = !req.uri().path().starts_with("/mcp");
+    let who = match app.principal_of(headers, browser) {
+        Some(p) => LogText(&p).to_string(),
+        None if headers.contains_key(header::AUTHORIZATION)
+            || (browser && headers.contains_key(header::COOKIE)) =>
+        {
+            "?".to_owned()
+        }
+        None => "-".to_owned(),
+    };
+    tracing::Span::current().record("principal", tracing::field::display(who));
+}
+
 /// 403 for a foreign `Origin` or `Host` on every route (DNS rebinding),
 /// unless the `no-origin-check` flaw is on.
 async fn guard_origin(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    identify(&app, &req);
     if app.flaw(Flaw::NoOriginCheck) {
         return next.run(req).await;
     }
@@ -61,7 +83,20 @@ async fn guard_origin(State(app): State<Arc<App>>, req: Request, next: Next) -> 
         Ok(()) => next.run(req).await,
         Err(refusal) => {
             let timing = Timing::start();
-            tracing::info!(?refusal, "request refused by the Origin/Host check");
+            let name = match refusal {
+                Refusal::Origin => header::ORIGIN,
+                Refusal::Host => header::HOST,
+            };
+            let value = req
+                .headers()
+                .get(&name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .unwrap_or_default();
+            tracing::info!(
+                ?refusal,
+                value = %LogText(&value),
+                "request refused by the Origin/Host check"
+            );
             let e = RpcError::new(
                 StatusCode::FORBIDDEN,
                 codes::INVALID_REQUEST,
@@ -86,6 +121,7 @@ async fn split_writes(req: Request, next: Next) -> Response {
 }
 
 fn unauthorized(id: Option<&RequestId>) -> Response {
+    tracing::info!("request refused: no valid credentials");
     let e = RpcError::new(
         StatusCode::UNAUTHORIZED,
         codes::INVALID_REQUEST,
@@ -198,7 +234,7 @@ async fn post_inner(
         Message::Request(r) => Some(r.id.clone()),
         _ => None,
     };
-    let Some(principal) = app.principal_of(headers, None) else {
+    let Some(principal) = app.principal_of(headers, false) else {
         return unauthorized(id.as_ref());
     };
     if is_legacy(headers, &msg) {

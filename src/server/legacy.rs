@@ -39,6 +39,7 @@ use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 use super::app::App;
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
+use super::log_text::LogText;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::sessions::{Answer, Refused, Session, lock, new_session_id};
@@ -198,7 +199,11 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
             return r;
         }
     }
-    tracing::info!(client = %params.client_info.name, "legacy session created");
+    tracing::info!(
+        client = %LogText(&params.client_info.name),
+        version = %LogText(&params.client_info.version),
+        "legacy session created"
+    );
     let result = json!({
         "protocolVersion": LEGACY,
         "capabilities": super::modern::server_capabilities(Generation::Legacy),
@@ -218,7 +223,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let principal = app.principal_of(headers, None);
+    let principal = app.principal_of(headers, false);
     if principal.is_none() {
         return reply::status(StatusCode::UNAUTHORIZED);
     }
@@ -244,7 +249,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
 /// messages that belong to no request. The reference server sends none
 /// there (only a priming event) unless the `elicit-on-get-stream` flaw is on.
 pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
-    let Some(principal) = app.principal_of(headers, None) else {
+    let Some(principal) = app.principal_of(headers, false) else {
         return reply::status(StatusCode::UNAUTHORIZED);
     };
     if headers
@@ -411,19 +416,24 @@ fn stream_call(
     let cancel = Arc::new(Notify::new());
     lock(&session.calls).insert(id.clone(), cancel.clone());
     let app2 = app.clone();
-    tokio::spawn(async move {
-        let mut stream = Stream { tx, next: 0 };
-        if stream.send("").await {
-            let call = Call {
-                app: &app2,
-                session: &session,
-                principal: &principal,
-                cancel: &cancel,
-            };
-            call.run(&mut stream, &id, tool, &args).await;
-        }
-        lock(&session.calls).remove(&id);
-    });
+    // The call outlives the request's handler: keep its span (peer, principal).
+    let span = tracing::Span::current();
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            let mut stream = Stream { tx, next: 0 };
+            if stream.send("").await {
+                let call = Call {
+                    app: &app2,
+                    session: &session,
+                    principal: &principal,
+                    cancel: &cancel,
+                };
+                call.run(&mut stream, &id, tool, &args).await;
+            }
+            lock(&session.calls).remove(&id);
+        },
+        span,
+    ));
     let body =
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|o| o.map(Ok::<_, Infallible>)));
     sse_response(Body::from_stream(body))

@@ -14,7 +14,8 @@
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
 //!   per originating request, its outcome kept for repeats.
-//! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`.
+//! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`;
+//!   `log_text`: client strings made safe for log lines.
 //! - `accept`: the accept loop (connection cap, shedding, graceful end);
 //!   `conn_phase`: per-connection header-read and keep-alive timeouts.
 //!
@@ -31,6 +32,7 @@ pub mod flaw;
 mod flow;
 mod http;
 mod legacy;
+mod log_text;
 mod modern;
 mod once;
 pub mod origin;

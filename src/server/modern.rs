@@ -410,7 +410,10 @@ async fn tools_call(
                     conv.answers.insert(key, v);
                 }
                 Verdict::Invalid(why) => {
-                    tracing::debug!(key = %key, "answer failed the schema; asking again");
+                    tracing::debug!(
+                        key = %super::log_text::LogText(&key),
+                        "answer failed the schema; asking again"
+                    );
                     let _ = why;
                 }
                 Verdict::Malformed(m) => {
