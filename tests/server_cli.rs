@@ -43,16 +43,20 @@ fn serve_prints_its_port_and_answers() {
         .to_owned();
     assert!(base.starts_with("http://127.0.0.1:"));
     let rt = tokio::runtime::Runtime::new().expect("rt");
-    let status = rt.block_on(async {
-        reqwest::Client::new()
-            .get(format!("{base}/stats"))
-            .send()
-            .await
-            .map(|r| r.status().as_u16())
-    });
+    let status = |token: Option<&str>| {
+        rt.block_on(async {
+            let mut rb = reqwest::Client::new().get(format!("{base}/stats"));
+            if let Some(t) = token {
+                rb = rb.bearer_auth(t);
+            }
+            rb.send().await.map(|r| r.status().as_u16())
+        })
+    };
+    let (anonymous, authed) = (status(None), status(Some("alice")));
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(status.ok(), Some(200));
+    assert_eq!(anonymous.ok(), Some(401), "/stats needs credentials");
+    assert_eq!(authed.ok(), Some(200));
 }
 
 #[test]
@@ -170,4 +174,39 @@ fn anonymous_principal_serves_requests_without_a_token() {
         (Some(200), Some(401)),
         "no token → guest; a bad one → 401"
     );
+}
+
+#[test]
+fn allow_remote_warns_that_demo_auth_takes_any_token() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--allow-remote",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert!(line.starts_with("listening on http://127.0.0.1:"), "{line}");
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ANY bearer token is accepted"), "{err}");
+    assert!(err.contains("--auth-tokens"), "{err}");
+    // And an unspecified address without a public URL is refused outright.
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--allow-remote"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"));
 }

@@ -520,7 +520,7 @@ async fn raw_head(s: &Srv) -> String {
         .await
         .unwrap();
     let req = format!(
-        "GET /stats HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        "GET /stats HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer a\r\nConnection: close\r\n\r\n",
         s.server.addr()
     );
     c.write_all(req.as_bytes()).await.unwrap();

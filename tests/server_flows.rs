@@ -66,9 +66,9 @@ async fn billing_flow_page_contract_and_masked_result() {
     let state2 = early.state();
     assert_ne!(state2, state);
     // no auth → 401 login form; another user → 403 revealing nothing
-    let (code, page) = get_page(&s, &url, None).await;
+    let (code, login_page) = get_page(&s, &url, None).await;
     assert_eq!(code, 401);
-    assert!(page.contains("action=\"/login\"") && !page.contains("csrf"));
+    assert!(login_page.contains("action=\"/login\"") && !login_page.contains("api_key"));
     let (code, page) = get_page(&s, &url, Some("mallory")).await;
     assert_eq!(code, 403);
     assert!(!page.contains("csrf"));
@@ -82,6 +82,10 @@ async fn billing_flow_page_contract_and_masked_result() {
     assert!(!page.contains("<script"));
     let csrf = csrf_of(&page);
     assert!(csrf.len() >= 16);
+    assert!(
+        !login_page.contains(&csrf),
+        "the sign-in form reveals nothing of the flow"
+    );
     // bad CSRF → 403; another principal posting → 403
     assert_eq!(
         submit(&s, &url, "alice", "wrong", "sk-live-aaaaaaaaaaaa9f2c").await,
@@ -136,23 +140,7 @@ async fn login_cookie_opens_the_page_and_decline_cancels_the_flow() {
     let s = start(ServerConfig::default()).await;
     let (url, state) = start_flow(&s, "bob").await;
     let path = url.trim_start_matches(&s.server.base_url()).to_owned();
-    let r = s
-        .http
-        .post(format!("{}/login", s.server.base_url()))
-        .form(&[("token", "bob"), ("next", path.as_str())])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 303);
-    assert_eq!(r.headers()["location"].to_str().unwrap(), path);
-    let cookie = r.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    assert_eq!(cookie, "ek_auth=bob");
+    let cookie = sign_in(&s, "bob", &path).await;
     let page = s
         .http
         .get(&url)

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::server::{
-    Flaw, FlawSet, Principals, ResponseMode, ServerConfig, SessionLimits, parse_size,
+    Flaw, FlawSet, Principals, PublicUrl, ResponseMode, ServerConfig, SessionLimits, parse_size,
 };
 use crate::state::{CodecName, KeyError, KeyRing};
 
@@ -26,9 +26,19 @@ pub struct Args {
     /// Address to listen on. Non-loopback addresses need --allow-remote.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub listen: SocketAddr,
-    /// Allow listening on a non-loopback address.
+    /// Allow listening on a non-loopback address. With demo auth (no
+    /// --auth-tokens) the server then warns: ANY bearer token is accepted
+    /// as the user it names, so anyone who reaches the port can act as
+    /// anyone. Example: --allow-remote --listen 10.0.0.5:8080 --auth-tokens tokens.txt
     #[arg(long)]
     pub allow_remote: bool,
+    /// Base URL that flow links (/flow/<id>) name, as clients and browsers
+    /// reach this server (e.g. through a proxy). Its origin and host are
+    /// allowed by the Origin/Host check; https makes the flow cookies
+    /// Secure. Required with --listen 0.0.0.0 or [::]. Default: http://
+    /// plus the bound address. Example: --public-url https://mcp.example.com
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
     /// Tokio worker threads (1 = one core, a single-threaded runtime).
     /// Default: one per CPU.
     #[arg(long)]
@@ -171,6 +181,12 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
             args.listen
         ));
     }
+    let public_url = args
+        .public_url
+        .as_deref()
+        .map(PublicUrl::parse)
+        .transpose()?;
+    crate::server::remote_check_links(args.listen, public_url.as_ref())?;
     for (flag, d) in [
         ("--state-ttl", args.state_ttl),
         ("--header-read-timeout", args.header_read_timeout),
@@ -211,6 +227,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
     Ok(ServerConfig {
         listen: args.listen,
         allow_remote: args.allow_remote,
+        public_url,
         store: args.store.clone(),
         codec,
         keys,
@@ -407,6 +424,23 @@ mod tests {
         assert!(config(&t.a).unwrap_err().contains("--allowed-origin"));
         let t = T::try_parse_from(["t", "--allowed-host", "http://x/"]).unwrap();
         assert!(config(&t.a).unwrap_err().contains("--allowed-host"));
+        let t = T::try_parse_from(["t", "--listen", "0.0.0.0:8080", "--allow-remote"]).unwrap();
+        assert!(config(&t.a).unwrap_err().contains("--public-url"));
+        let t = T::try_parse_from([
+            "t",
+            "--listen",
+            "0.0.0.0:8080",
+            "--allow-remote",
+            "--public-url",
+            "https://mcp.example.com",
+        ])
+        .unwrap();
+        assert_eq!(
+            config(&t.a).unwrap().public_url.unwrap().base(),
+            "https://mcp.example.com"
+        );
+        let t = T::try_parse_from(["t", "--public-url", "mcp.example.com"]).unwrap();
+        assert!(config(&t.a).unwrap_err().contains("--public-url"));
         let t = T::try_parse_from(["t", "--keep-alive-timeout", "0s"]).unwrap();
         assert!(config(&t.a).unwrap_err().contains("--keep-alive-timeout"));
         let t = T::try_parse_from(["t", "--max-sessions-per-principal", "0"]).unwrap();

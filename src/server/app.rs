@@ -14,6 +14,7 @@ use tokio::sync::{Notify, watch};
 use crate::state::{Claims, Sealer, StateError};
 use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id, now_ms};
 
+use super::browser_session::{BrowserSessions, CookieNames};
 use super::config::ServerConfig;
 use super::flaw::Flaw;
 use super::origin::AllowedOrigins;
@@ -31,12 +32,17 @@ pub struct App {
     pub store: Arc<dyn Store>,
     /// Counters (shared with the accept loop).
     pub stats: Arc<Stats>,
-    /// `http://127.0.0.1:PORT`.
+    /// The public base URL links name: `--public-url`, else
+    /// `http://` + the bound address.
     pub base_url: String,
     /// Legacy (2025-11-25) sessions.
     pub sessions: Sessions,
     /// The `Origin` and `Host` values requests may carry.
     pub origins: AllowedOrigins,
+    /// Browsers signed in on the flow pages.
+    pub browser: BrowserSessions,
+    /// Names (and `Secure`) of the flow-page cookies.
+    pub cookies: CookieNames,
     /// Wakes legacy calls waiting for a URL flow page to be submitted.
     flows: Mutex<HashMap<String, Arc<Notify>>>,
     blocking_store: bool,
@@ -56,6 +62,7 @@ impl App {
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
         let sessions = Sessions::new(cfg.sessions);
+        let base_url_is_https = base_url.starts_with("https://");
         App {
             cfg,
             sealer,
@@ -64,6 +71,8 @@ impl App {
             base_url,
             sessions,
             origins,
+            browser: BrowserSessions::default(),
+            cookies: CookieNames::new(base_url_is_https),
             flows: Mutex::new(HashMap::new()),
             blocking_store,
             closing,
@@ -71,15 +80,15 @@ impl App {
     }
 
     /// The principal behind a request: its bearer token, else (for
-    /// `browser` routes: flow pages, `/stats`) the flow-page cookie, else
-    /// the anonymous principal if the server has one (see
+    /// `browser` routes: flow pages, `/stats`) its signed-in browser
+    /// session, else the anonymous principal if the server has one (see
     /// [`super::auth::principal_of`]). `None` means 401.
     pub fn principal_of(&self, headers: &axum::http::HeaderMap, browser: bool) -> Option<String> {
         super::auth::principal_of(
             &self.cfg.principals,
             self.cfg.anonymous_principal.as_deref(),
             headers,
-            browser.then_some(super::flow::AUTH_COOKIE),
+            browser.then_some((self.cookies.session, &self.browser)),
         )
     }
 

@@ -1,5 +1,6 @@
-//! Principals: who is calling, from `Authorization: Bearer <token>` (or the
-//! `ek_auth` cookie on flow pages).
+//! Principals: who is calling, from `Authorization: Bearer <token>` (or,
+//! on flow pages, the browser session cookie `POST /login` set; see
+//! [`super::browser_session`]).
 //!
 //! Demo mode (the default) takes the token as the principal's name.
 //! `--auth-tokens FILE` maps tokens to principals instead: one `token
@@ -12,6 +13,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use axum::http::{HeaderMap, header};
+
+use super::browser_session::BrowserSessions;
 
 /// Longest token or principal accepted, in bytes.
 pub const MAX_TOKEN_LEN: usize = 256;
@@ -113,27 +116,32 @@ impl Principals {
 }
 
 /// The principal behind a request: its `Authorization: Bearer` token, else
-/// (when `cookie` names one) that cookie's token, else `anonymous` when the
-/// request carries no credentials at all. `None` means "refuse with 401".
+/// (when `browser` names the session cookie and table) the signed-in
+/// browser session, else `anonymous` when the request carries no
+/// credentials at all. `None` means "refuse with 401".
 pub fn principal_of(
     principals: &Principals,
     anonymous: Option<&str>,
     headers: &HeaderMap,
-    cookie: Option<&str>,
+    browser: Option<(&str, &BrowserSessions)>,
 ) -> Option<String> {
     if let Some(v) = headers.get(header::AUTHORIZATION) {
         return principals.resolve(bearer_token(v.as_bytes())?);
     }
-    if let Some(name) = cookie {
-        let token = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .find_map(|v| cookie_value(v.as_bytes(), name));
-        if let Some(t) = token {
-            return principals.resolve(t);
-        }
+    if let Some((name, sessions)) = browser
+        && let Some(id) = cookie(headers, name)
+    {
+        return sessions.principal(id);
     }
     anonymous.map(str::to_owned)
+}
+
+/// The value of cookie `name` among a request's `Cookie` headers.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .find_map(|v| cookie_value(v.as_bytes(), name))
 }
 
 /// The token of an `Authorization: Bearer <token>` header value.
@@ -196,11 +204,17 @@ mod tests {
             principal_of(&p, Some("demo"), &h, None).as_deref(),
             Some("demo")
         );
-        h.insert(header::COOKIE, "ek_auth=carol".parse().unwrap());
+        let sessions = BrowserSessions::default();
+        let id = sessions.sign_in("carol");
+        let browser = Some(("ek_session", &sessions));
+        h.insert(header::COOKIE, format!("ek_session={id}").parse().unwrap());
         assert_eq!(
-            principal_of(&p, Some("demo"), &h, Some("ek_auth")).as_deref(),
+            principal_of(&p, Some("demo"), &h, browser).as_deref(),
             Some("carol")
         );
+        // A cookie holding a name (or a stale id) signs nobody in.
+        h.insert(header::COOKIE, "ek_session=carol".parse().unwrap());
+        assert_eq!(principal_of(&p, Some("demo"), &h, browser), None);
         h.insert(header::AUTHORIZATION, "Bearer alice".parse().unwrap());
         assert_eq!(
             principal_of(&p, Some("demo"), &h, None).as_deref(),

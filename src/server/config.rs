@@ -38,6 +38,10 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// Allow a non-loopback `listen` address.
     pub allow_remote: bool,
+    /// Base URL flow links name (`None`: `http://` + the bound address);
+    /// its origin and host are allowed by the guard, and https makes the
+    /// flow cookies `Secure`. Required with an unspecified `listen`.
+    pub public_url: Option<super::remote::PublicUrl>,
     /// Store spec: `memory` or `sqlite:PATH`.
     pub store: String,
     /// Codec sealing `requestState`.
@@ -94,6 +98,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             allow_remote: false,
+            public_url: None,
             store: "memory".into(),
             codec: CodecName::Aes256GcmSiv,
             keys: None,

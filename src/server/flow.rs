@@ -1,12 +1,19 @@
 //! The URL-mode flow pages: `GET /flow/{id}` shows a plain HTML form (no
 //! JavaScript) with a CSRF token and an API-key field; `POST /flow/{id}`
 //! completes the pending record exactly once, storing only the masked key;
-//! `POST /login` sets the `ek_auth` cookie for browsers without a bearer
-//! header.
+//! `POST /login` signs a browser without a bearer header in.
+//!
+//! Signing in: the login form carries a CSRF token that must match its
+//! cookie, and `POST /login` must come with this server's own `Origin` (a
+//! browser always sends one on a form POST), so no other site can sign a
+//! victim in as someone else (login CSRF). The cookie it sets holds a
+//! random session id ([`super::browser_session`]), never the token, and
+//! is `Secure` when the public URL is https. It then redirects to `next`
+//! only when that names a pending flow of the principal just signed in.
 //!
 //! Statuses: no principal → 401 (login form); another principal's flow →
 //! 403 (reveals nothing); unknown flow → 404; already submitted → 409;
-//! expired or cancelled → 410; bad CSRF token → 403.
+//! expired or cancelled → 410; bad CSRF token or missing Origin → 403.
 
 use std::sync::Arc;
 
@@ -16,15 +23,20 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use serde_json::json;
 
+use std::time::Duration;
+
+use subtle::ConstantTimeEq as _;
+
 use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_secret, now_ms};
 
 use super::app::App;
+use super::auth::cookie;
+use super::browser_session::{BROWSER_SESSION_TTL, LOGIN_CSRF_TTL, plausible_token, random_token};
 use super::flaw::Flaw;
+use super::log_text::LogText;
 use super::reply;
 use super::timing::Timing;
 
-/// Name of the cookie `POST /login` sets.
-pub const AUTH_COOKIE: &str = "ek_auth";
 const MAX_FORM_BYTES: usize = 16 * 1024;
 const MAX_KEY_LEN: usize = 512;
 
@@ -67,20 +79,33 @@ fn html(status: StatusCode, title: &str, body: &str, timing: &Timing) -> Respons
     reply::with_timing(r, timing)
 }
 
-fn login_page(next: &str, note: &str, timing: &Timing) -> Response {
+/// The sign-in form (401), with a CSRF token in a hidden field and its
+/// cookie (an existing, well-formed one is reused so two open tabs agree).
+fn login_page(app: &App, headers: &HeaderMap, next: &str, note: &str, timing: &Timing) -> Response {
+    let names = app.cookies;
+    let csrf = cookie(headers, names.login_csrf)
+        .filter(|t| plausible_token(t))
+        .map_or_else(random_token, str::to_owned);
     let body = format!(
         "<p>{}</p>\n<form method=\"post\" action=\"/login\">\n\
          <input type=\"hidden\" name=\"next\" value=\"{}\">\n\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
          <label>Access token <input type=\"password\" name=\"token\" autocomplete=\"off\"></label>\n\
          <button type=\"submit\">Sign in</button>\n</form>",
         escape(note),
-        escape(next)
+        escape(next),
+        escape(&csrf)
     );
-    html(StatusCode::UNAUTHORIZED, "Sign in", &body, timing)
+    let mut r = html(StatusCode::UNAUTHORIZED, "Sign in", &body, timing);
+    let set = names.set(names.login_csrf, &csrf, LOGIN_CSRF_TTL);
+    if let Ok(v) = HeaderValue::from_str(&set) {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
+    r
 }
 
-/// The principal of a browser request: bearer header, `ek_auth` cookie, or
-/// the anonymous principal when it carries neither.
+/// The principal of a browser request: bearer header, signed-in browser
+/// session, or the anonymous principal when it carries neither.
 fn browser_principal(app: &App, headers: &HeaderMap) -> Option<String> {
     app.principal_of(headers, true)
 }
@@ -146,7 +171,7 @@ pub async fn page(
     let timing = Timing::start();
     let next = format!("/flow/{id}");
     let Some(principal) = browser_principal(&app, &headers) else {
-        return login_page(&next, "Sign in to continue.", &timing);
+        return login_page(&app, &headers, &next, "Sign in to continue.", &timing);
     };
     let rec = match load(&app, &id, &principal, &timing).await {
         Ok(r) => r,
@@ -199,7 +224,8 @@ pub async fn submit(
 ) -> Response {
     let timing = Timing::start();
     let Some(principal) = browser_principal(&app, &headers) else {
-        return login_page(&format!("/flow/{id}"), "Sign in to continue.", &timing);
+        let next = format!("/flow/{id}");
+        return login_page(&app, &headers, &next, "Sign in to continue.", &timing);
     };
     let bytes = match read_form(&app, body, &timing).await {
         Ok(b) => b,
@@ -286,52 +312,100 @@ pub async fn submit(
     }
 }
 
-fn cookie_safe(token: &str) -> bool {
-    token
-        .bytes()
-        .all(|b| b.is_ascii_graphic() && !matches!(b, b';' | b',' | b'"' | b'\\'))
+/// The flow `next` names, when it is a pending URL flow of `principal`:
+/// the only place a sign-in redirects to.
+async fn own_pending_flow(app: &App, next: Option<&str>, principal: &str) -> Option<String> {
+    let id = next?.strip_prefix("/flow/")?;
+    if !crate::store::is_plausible_id(id) {
+        return None;
+    }
+    match app.record(id).await {
+        Ok(Some(r))
+            if r.mode == Mode::Url && r.status == Status::Pending && r.principal == principal =>
+        {
+            Some(format!("/flow/{id}"))
+        }
+        _ => None,
+    }
 }
 
-/// `POST /login`: `token` and `next` form fields.
-pub async fn login(State(app): State<Arc<App>>, body: Body) -> Response {
+fn forbidden(why: &str, timing: &Timing) -> Response {
+    html(
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        &format!("<p>{}</p>", escape(why)),
+        timing,
+    )
+}
+
+/// `POST /login`: `token`, `csrf` and `next` form fields.
+pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let timing = Timing::start();
     let bytes = match read_form(&app, body, &timing).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };
-    let mut fields = form_fields(&bytes, &["token", "next"]).into_iter();
-    let (token, next) = (
+    // The Origin guard already refused a foreign Origin; a browser's form
+    // POST always carries one, so none at all is not a browser's sign-in.
+    if !headers.contains_key(header::ORIGIN) {
+        tracing::info!("sign-in refused: no Origin header");
+        return forbidden("Sign in from the sign-in page.", &timing);
+    }
+    let mut fields = form_fields(&bytes, &["token", "csrf", "next"]).into_iter();
+    let (token, csrf, next) = (
+        fields.next().flatten().unwrap_or_default(),
         fields.next().flatten().unwrap_or_default(),
         fields.next().flatten(),
     );
-    let next = next
-        .filter(|n| {
-            n.strip_prefix("/flow/")
-                .is_some_and(crate::store::is_plausible_id)
-        })
-        .unwrap_or_default();
-    if app.cfg.principals.resolve(&token).is_none() || !cookie_safe(&token) {
-        return login_page(&next, "Unknown token; try again.", &timing);
+    let expected = cookie(&headers, app.cookies.login_csrf).unwrap_or("");
+    let csrf_ok = !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(csrf.as_bytes()));
+    if !csrf_ok {
+        tracing::info!("sign-in refused: the CSRF token does not match its cookie");
+        return forbidden("The sign-in form expired; reload the page.", &timing);
     }
-    let cookie = format!("{AUTH_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict");
-    let Ok(cookie) = HeaderValue::from_str(&cookie) else {
-        return login_page(&next, "Unknown token; try again.", &timing);
+    let shown_next = next
+        .as_deref()
+        .filter(|n| n.starts_with("/flow/"))
+        .unwrap_or("");
+    let Some(principal) = app.cfg.principals.resolve(&token) else {
+        tracing::info!("sign-in failed: unknown token");
+        return login_page(
+            &app,
+            &headers,
+            shown_next,
+            "Unknown token; try again.",
+            &timing,
+        );
     };
-    let mut r = if next.is_empty() {
-        html(
+    let names = app.cookies;
+    let session = app.browser.sign_in(&principal);
+    tracing::info!(
+        principal = %LogText(&principal),
+        "browser signed in for the flow pages"
+    );
+    let mut r = match own_pending_flow(&app, next.as_deref(), &principal).await {
+        Some(path) => {
+            let mut r = reply::with_timing(reply::status(StatusCode::SEE_OTHER), &timing);
+            if let Ok(loc) = HeaderValue::from_str(&path) {
+                r.headers_mut().insert(header::LOCATION, loc);
+            }
+            r
+        }
+        None => html(
             StatusCode::OK,
             "Signed in",
-            "<p>You are signed in.</p>",
+            "<p>You are signed in. Open the link your app showed you again.</p>",
             &timing,
-        )
-    } else {
-        let mut r = reply::with_timing(reply::status(StatusCode::SEE_OTHER), &timing);
-        if let Ok(loc) = HeaderValue::from_str(&next) {
-            r.headers_mut().insert(header::LOCATION, loc);
-        }
-        r
+        ),
     };
-    r.headers_mut().insert(header::SET_COOKIE, cookie);
+    for set in [
+        names.set(names.session, &session, BROWSER_SESSION_TTL),
+        names.set(names.login_csrf, "", Duration::ZERO),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(&set) {
+            r.headers_mut().append(header::SET_COOKIE, v);
+        }
+    }
     r
 }
 
@@ -354,12 +428,5 @@ mod tests {
             &["csrf", "api_key", "x"],
         );
         assert_eq!(f, vec![Some("a+b".into()), Some("sk-1".into()), None]);
-    }
-
-    #[test]
-    fn cookie_tokens_are_restricted() {
-        assert!(cookie_safe("alice"));
-        assert!(!cookie_safe("a;b"));
-        assert!(!cookie_safe("a b"));
     }
 }

@@ -283,8 +283,13 @@ async fn mcp_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     reply::with_timing(resp, &timing)
 }
 
-async fn stats(State(app): State<Arc<App>>) -> Response {
+/// `GET /stats`: the server-wide counters, for any authenticated caller
+/// (bearer token or signed-in browser); 401 without credentials.
+async fn stats(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let timing = Timing::start();
+    if app.principal_of(&headers, true).is_none() {
+        return reply::with_timing(unauthorized(None), &timing);
+    }
     let body = app.stats_json().to_string();
     let mut r = Response::new(Body::from(body));
     r.headers_mut().insert(

@@ -7,8 +7,11 @@
 //!   ephemeral loopback port).
 //! - [`flaw`]: [`Flaw`] switches and [`FlawSet`].
 //! - [`auth`]: principals from bearer tokens (demo mode or a token file),
-//!   and the optional anonymous principal.
-//! - [`origin`]: the `Origin`/`Host` allow-list (DNS-rebinding defence).
+//!   and the optional anonymous principal; `browser_session`: flow-page
+//!   sign-ins (random session ids, login CSRF tokens).
+//! - [`origin`]: the `Origin`/`Host` allow-list (DNS-rebinding defence);
+//!   `remote`: the public URL links name, and the warnings before serving
+//!   beyond loopback.
 //! - `http`: routes, the origin guard, body cap, generation choice;
 //!   `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
@@ -25,6 +28,7 @@
 mod accept;
 mod app;
 pub mod auth;
+mod browser_session;
 pub mod config;
 mod conn_phase;
 mod conversation;
@@ -36,6 +40,7 @@ mod log_text;
 mod modern;
 mod once;
 pub mod origin;
+mod remote;
 mod reply;
 mod sessions;
 pub mod stats;
@@ -45,6 +50,7 @@ mod tools;
 pub use auth::{AuthFileError, Principals};
 pub use config::{ResponseMode, ServerConfig, parse_size};
 pub use flaw::{Flaw, FlawSet, UnknownFlaw};
+pub use remote::{PublicUrl, check_links as remote_check_links};
 pub use sessions::SessionLimits;
 
 use std::net::SocketAddr;
@@ -154,8 +160,9 @@ fn spawn_session_sweeper(app: Arc<app::App>) {
                 _ = closing.wait_for(|c| *c) => return,
             }
             let n = app.sessions.expire(crate::store::now_ms());
-            if n > 0 {
-                tracing::debug!(expired = n, "closed idle legacy sessions");
+            let signed_out = app.browser.sweep();
+            if n > 0 || signed_out > 0 {
+                tracing::debug!(expired = n, signed_out, "closed idle sessions");
             }
         }
     });
@@ -168,6 +175,15 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
             "refusing to listen on non-loopback address {}: pass --allow-remote to do that on purpose",
             config.listen
         );
+    }
+    remote::check_links(config.listen, config.public_url.as_ref()).map_err(anyhow::Error::msg)?;
+    for w in remote::warnings(
+        config.listen,
+        config.allow_remote,
+        &config.principals,
+        config.anonymous_principal.as_deref(),
+    ) {
+        tracing::warn!("{w}");
     }
     let keys = match &config.keys {
         Some(k) => k.clone(),
@@ -193,13 +209,23 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let origins = origin::AllowedOrigins::new(addr, &config.allowed_origins, &config.allowed_hosts)
+    let (mut allowed_origins, mut allowed_hosts) =
+        (config.allowed_origins.clone(), config.allowed_hosts.clone());
+    if let Some(p) = &config.public_url {
+        allowed_origins.push(p.base().to_owned());
+        allowed_hosts.push(p.host().to_owned());
+    }
+    let origins = origin::AllowedOrigins::new(addr, &allowed_origins, &allowed_hosts)
         .map_err(anyhow::Error::msg)?;
-    if addr.ip().is_unspecified() && config.allowed_hosts.is_empty() {
+    if addr.ip().is_unspecified() && allowed_hosts.is_empty() {
         tracing::warn!(
             "listening on {addr}: requests reach it by other names, which the Host check refuses; add them with --allowed-host"
         );
     }
+    let base_url = config
+        .public_url
+        .as_ref()
+        .map_or_else(|| format!("http://{addr}"), |p| p.base().to_owned());
     let (closing_tx, closing_rx) = watch::channel(false);
     tracing::info!(
         %addr,
@@ -212,7 +238,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         config,
         sealer,
         store,
-        format!("http://{addr}"),
+        base_url,
         origins,
         closing_rx.clone(),
     ));

@@ -515,3 +515,46 @@ pub async fn legacy_answer(s: &Srv, user: &str, sid: &str, req_id: &Value, resul
     .status()
     .as_u16()
 }
+
+/// The first `name=value` of a `Set-Cookie` header naming `name`.
+pub fn set_cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+/// Signs `user` in on the flow pages as a browser does: opens `next`
+/// without credentials (the sign-in form and its CSRF cookie), posts the
+/// form with the page's own Origin, and expects the redirect to `next`.
+/// Returns the session cookie (`name=value`) to send as `Cookie`.
+pub async fn sign_in(s: &Srv, user: &str, next: &str) -> String {
+    let base = s.server.base_url();
+    let form = s.http.get(format!("{base}{next}")).send().await.unwrap();
+    assert_eq!(form.status().as_u16(), 401);
+    let login = set_cookie(form.headers(), "ek_login").expect("a CSRF cookie");
+    let login = login.split(';').next().unwrap().to_owned();
+    let page = form.text().await.unwrap();
+    let csrf = csrf_of(&page);
+    assert_eq!(login, format!("ek_login={csrf}"), "cookie and field agree");
+    let r = s
+        .http
+        .post(format!("{base}/login"))
+        .header("origin", &base)
+        .header("cookie", &login)
+        .form(&[("token", user), ("csrf", csrf.as_str()), ("next", next)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        303,
+        "{}",
+        r.text().await.unwrap_or_default()
+    );
+    assert_eq!(r.headers()["location"].to_str().unwrap(), next);
+    let session = set_cookie(r.headers(), "ek_session").expect("a session cookie");
+    session.split(';').next().unwrap().to_owned()
+}
