@@ -43,6 +43,27 @@ use super::stats::{Stats, bump, drop_one};
 /// files, logs, the runtime).
 pub const RESERVED_FDS: u64 = 256;
 
+/// Connections the kernel may queue before `accept` (capped by
+/// `net.core.somaxconn`): a burst of reconnects, say thousands of shed or
+/// timed-out connections coming back at once, then waits in the queue
+/// instead of having its SYNs dropped (which costs a legitimate client a
+/// one-second retransmit).
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` with [`LISTEN_BACKLOG`] (and `SO_REUSEADDR`, as a plain
+/// bind does on Unix).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// How long open connections get to finish after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 

@@ -205,9 +205,8 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     )
     .context("building the requestState sealer")?;
     let store = crate::store::open_url(&config.store).context("opening the store")?;
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
+    let listener =
+        accept::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let (mut allowed_origins, mut allowed_hosts) =
         (config.allowed_origins.clone(), config.allowed_hosts.clone());
