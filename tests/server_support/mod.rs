@@ -279,6 +279,7 @@ pub const SIDE_EFFECTS: [(&str, &str); 5] = [
 
 /// A tool call brought up to its final retry: sending `answers` with
 /// `state` completes it (and performs its side effect).
+#[derive(Clone)]
 pub struct Final {
     pub tool: String,
     pub args: Value,

@@ -1,0 +1,580 @@
+//! The abuse benchmark's driver (run by `loadtests/abuse.sh`), against an
+//! `elicitkit serve` on 127.0.0.1:
+//!
+//! ```text
+//! abuse slowloris --target URL [--conns 4000] [--baseline 10s] [--attack 30s]
+//! abuse retries   --target URL [--n 1000]
+//! abuse forget    --target URL --pid PID [--db PATH] [--flows N] [--legacy N]
+//!                 [--concurrency 16] [--window 90s] [--max-time 60m]
+//! ```
+//!
+//! Every mode is bounded in time and count, refuses a non-loopback
+//! target, writes one JSON object of results to stdout (`--out FILE` as
+//! well), and stops everything it started before it returns.
+//!
+//! - `slowloris`: legitimate `tools/list` latency (one kept-alive client,
+//!   one new connection per request) first alone, then while `--conns`
+//!   attacker connections (half silent, half dribbling a header byte every
+//!   2 s, each reopened as soon as the server closes it) are held open.
+//! - `retries`: per side-effecting tool, one confirmation brought to its
+//!   final retry, then `--n` copies of that retry at once: how many
+//!   completed, how many got the recorded outcome, whether every outcome
+//!   is identical, and the tool's side-effect counter before and after.
+//! - `forget`: URL flows (call, page, submit, final retry) and legacy calls
+//!   (initialize, call, answer, DELETE) as fast as `--concurrency` workers
+//!   go, sampling the server's RSS and the SQLite file (plus WAL) every
+//!   second; flatness is judged on the samples after `--window`.
+
+#[path = "../tests/server_support/mod.rs"]
+#[allow(dead_code, unused_imports)]
+mod server_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use server_support::*;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+#[derive(Parser)]
+#[command(about = "Abuse benchmark driver for elicitkit serve (loopback only)")]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+    /// Also write the JSON result here.
+    #[arg(long, global = true)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// Legitimate tools/list latency under idle and slowloris connections.
+    Slowloris {
+        #[arg(long)]
+        target: String,
+        #[arg(long, default_value_t = 4000)]
+        conns: usize,
+        #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+        baseline: Duration,
+        #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+        attack: Duration,
+    },
+    /// Concurrent retries of one confirmation of each side-effecting tool.
+    Retries {
+        #[arg(long)]
+        target: String,
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+    },
+    /// Steady URL flows and legacy calls; RSS and SQLite file over time.
+    Forget {
+        #[arg(long)]
+        target: String,
+        #[arg(long)]
+        pid: u32,
+        #[arg(long)]
+        db: Option<std::path::PathBuf>,
+        #[arg(long, default_value_t = 1_000_000)]
+        flows: u64,
+        #[arg(long, default_value_t = 1_000_000)]
+        legacy: u64,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
+        window: Duration,
+        #[arg(long, default_value = "60m", value_parser = humantime::parse_duration)]
+        max_time: Duration,
+    },
+}
+
+fn loopback(target: &str) -> Result<String, String> {
+    let base = target
+        .trim_end_matches('/')
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let addr: std::net::SocketAddr = base
+        .strip_prefix("http://")
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| format!("--target {target:?}: use http://127.0.0.1:PORT"))?;
+    if !addr.ip().is_loopback() {
+        return Err(format!("--target {target:?} is not a loopback address"));
+    }
+    Ok(base)
+}
+
+/// Percentiles of latencies, in milliseconds.
+fn summary(mut lat: Vec<Duration>, errors: u64) -> Value {
+    lat.sort_unstable();
+    let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
+    let q = |p: f64| {
+        if lat.is_empty() {
+            Value::Null
+        } else {
+            let i = ((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1;
+            json!(ms(lat[i]))
+        }
+    };
+    json!({
+        "requests": lat.len(),
+        "errors": errors,
+        "p50_ms": q(0.50), "p90_ms": q(0.90), "p99_ms": q(0.99),
+        "max_ms": lat.last().map(|d| json!(ms(*d))).unwrap_or(Value::Null),
+    })
+}
+
+fn client(pooled: bool) -> reqwest::Client {
+    let b = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(5));
+    let b = if pooled {
+        b
+    } else {
+        b.pool_max_idle_per_host(0)
+    };
+    b.build().expect("client")
+}
+
+fn srv(base: &str, pooled: bool) -> Srv {
+    let mut s = remote(base);
+    s.http = client(pooled);
+    s
+}
+
+/// Sequential legitimate `tools/list` calls until `stop`; latencies and errors.
+async fn legit(s: Srv, stop: Arc<AtomicBool>) -> (Vec<Duration>, u64) {
+    let (mut lat, mut errors) = (Vec::new(), 0);
+    let body =
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": meta(&json!({}))}})
+            .to_string();
+    while !stop.load(Ordering::Relaxed) {
+        let t = Instant::now();
+        let r = s
+            .http
+            .post(&s.url)
+            .bearer_auth("legit")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", MODERN)
+            .header("mcp-method", "tools/list")
+            .body(body.clone())
+            .send()
+            .await;
+        let ok = match r {
+            Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
+            _ => false,
+        };
+        if ok {
+            lat.push(t.elapsed());
+        } else {
+            errors += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (lat, errors)
+}
+
+async fn measure(base: &str, secs: Duration) -> Value {
+    let stop = Arc::new(AtomicBool::new(false));
+    let kept = tokio::spawn(legit(srv(base, true), stop.clone()));
+    let fresh = tokio::spawn(legit(srv(base, false), stop.clone()));
+    tokio::time::sleep(secs).await;
+    stop.store(true, Ordering::Relaxed);
+    let (a, ea) = kept.await.expect("kept-alive client");
+    let (b, eb) = fresh.await.expect("fresh-connection client");
+    let mut all = a.clone();
+    all.extend_from_slice(&b);
+    json!({
+        "all": summary(all, ea + eb),
+        "kept_alive": summary(a, ea),
+        "new_connection_each": summary(b, eb),
+    })
+}
+
+/// One attacker slot: connect, misbehave until the server closes the
+/// connection, reconnect; until `stop`. Counts reconnects.
+async fn attacker(
+    addr: std::net::SocketAddr,
+    dribble: bool,
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicU64>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut c) = TcpStream::connect(addr).await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        opened.fetch_add(1, Ordering::Relaxed);
+        if dribble
+            && c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+                .await
+                .is_err()
+        {
+            continue;
+        }
+        let mut buf = [0u8; 512];
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            // Wait up to 2 s for the server to close us; then one more byte.
+            match tokio::time::timeout(Duration::from_secs(2), c.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(_)) => break, // an answer (408/400): the slot starts over
+                Err(_) => {
+                    if dribble && c.write_all(b"a").await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+async fn open_connections(base: &str) -> Option<u64> {
+    let s = srv(base, true);
+    let r = s
+        .http
+        .get(format!("{base}/stats"))
+        .bearer_auth("bench")
+        .send()
+        .await
+        .ok()?;
+    let v: Value = r.json().await.ok()?;
+    v["connections"]["open"].as_u64()
+}
+
+async fn slowloris(base: String, conns: usize, baseline: Duration, attack: Duration) -> Value {
+    let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
+    let before = measure(&base, baseline).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicU64::new(0));
+    let mut slots = Vec::new();
+    for i in 0..conns {
+        slots.push(tokio::spawn(attacker(
+            addr,
+            i % 2 == 1,
+            stop.clone(),
+            opened.clone(),
+        )));
+        if i % 200 == 199 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // Until the server holds (nearly) all of them, at most 30 s.
+    let ramp = Instant::now();
+    while ramp.elapsed() < Duration::from_secs(30) {
+        if open_connections(&base).await.unwrap_or(0) as usize >= conns * 95 / 100 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let sampling = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (base, sampling) = (base.clone(), sampling.clone());
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while !sampling.load(Ordering::Relaxed) {
+                if let Some(n) = open_connections(&base).await {
+                    seen.push(n);
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            seen
+        })
+    };
+    let under = measure(&base, attack).await;
+    sampling.store(true, Ordering::Relaxed);
+    let seen = sampler.await.unwrap_or_default();
+    stop.store(true, Ordering::Relaxed);
+    for s in slots {
+        s.abort();
+        let _ = s.await;
+    }
+    json!({
+        "attack_connections": conns,
+        "ramp_s": ramp.elapsed().as_secs_f64().min(30.0),
+        "server_open_connections_during_attack": {
+            "min": seen.iter().min(), "max": seen.iter().max(),
+            "mean": if seen.is_empty() { 0.0 } else { seen.iter().sum::<u64>() as f64 / seen.len() as f64 },
+        },
+        "attacker_connects": opened.load(Ordering::Relaxed),
+        "baseline": before,
+        "under_attack": under,
+    })
+}
+
+async fn retries(base: String, n: usize) -> Value {
+    let s = srv(&base, true);
+    let mut tools = Vec::new();
+    for (tool, effect) in SIDE_EFFECTS {
+        let f = to_final(&s, "alice", tool).await;
+        let before = effect_count(&s, effect).await;
+        // Open all n connections first, then fire.
+        let fire = Arc::new(tokio::sync::Barrier::new(n));
+        let tasks: Vec<_> = (0..n)
+            .map(|i| {
+                let (s2, f2, fire) = (srv(&base, true), f.clone(), fire.clone());
+                tokio::spawn(async move {
+                    fire.wait().await;
+                    f2.send(&s2, "alice", 1000 + i as i64).await
+                })
+            })
+            .collect();
+        let t = Instant::now();
+        let mut replies = Vec::new();
+        for task in tasks {
+            if let Ok(r) = task.await {
+                replies.push(r);
+            }
+        }
+        let took = t.elapsed();
+        let after = effect_count(&s, effect).await;
+        let completed: Vec<&Reply> = replies
+            .iter()
+            .filter(|r| r.result_type() == "complete")
+            .collect();
+        let winner = completed
+            .first()
+            .map(|r| r.result().clone())
+            .unwrap_or(Value::Null);
+        let repeats: Vec<&Reply> = replies
+            .iter()
+            .filter(|r| r.reason() == "replayed" && r.body["error"]["data"]["outcome"].is_object())
+            .collect();
+        let identical = replies.len() == n
+            && completed.len() == 1
+            && repeats.len() == n - 1
+            && repeats
+                .iter()
+                .all(|r| r.body["error"]["data"]["outcome"] == winner);
+        tools.push(json!({
+            "tool": tool,
+            "retries": n,
+            "replies": replies.len(),
+            "completed": completed.len(),
+            "repeats_with_outcome": repeats.len(),
+            "other": replies.len() - completed.len() - repeats.len(),
+            "side_effects": after - before,
+            "identical_outcomes": if identical { n } else { 0 },
+            "wall_s": took.as_secs_f64(),
+        }));
+    }
+    json!({ "tools": tools })
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn db_bytes(db: &Option<std::path::PathBuf>) -> Option<u64> {
+    db.as_ref().map(elicitkit::store::SqliteStore::file_bytes)
+}
+
+/// One URL flow: first call, page, submit, final retry.
+async fn url_flow(s: &Srv, user: &str) -> bool {
+    let f = to_final(s, user, "connect_billing").await;
+    f.send(s, user, 2).await.result_type() == "complete"
+}
+
+/// One legacy call: initialize, deploy with its elicitation answered, DELETE.
+async fn legacy_call_once(s: &Srv, user: &str) -> bool {
+    let sid = legacy_init(s, user, caps_form()).await;
+    let mut call = legacy_call(s, user, &sid, 1, "deploy", json!({"service":"web"})).await;
+    let Some(req) = call.next().await else {
+        return false;
+    };
+    let yes = json!({"action":"accept","content":{"environment":"staging","confirm":true}});
+    if legacy_answer(s, user, &sid, &req["id"], yes).await != 202 {
+        return false;
+    }
+    let done = call
+        .next()
+        .await
+        .is_some_and(|m| m["result"]["isError"] == false);
+    let del = s
+        .http
+        .delete(&s.url)
+        .bearer_auth(user)
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .is_ok_and(|r| r.status().as_u16() == 204);
+    done && del
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn forget(
+    base: String,
+    pid: u32,
+    db: Option<std::path::PathBuf>,
+    flows: u64,
+    legacy: u64,
+    concurrency: usize,
+    window: Duration,
+    max_time: Duration,
+) -> Value {
+    let done_flows = Arc::new(AtomicU64::new(0));
+    let done_legacy = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let next = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let total = flows + legacy;
+    let t0 = Instant::now();
+    let mut workers = Vec::new();
+    for w in 0..concurrency {
+        let (base, next, stop) = (base.clone(), next.clone(), stop.clone());
+        let (df, dl, failed) = (done_flows.clone(), done_legacy.clone(), failed.clone());
+        workers.push(tokio::spawn(async move {
+            let s = srv(&base, true);
+            let user = format!("user{w}");
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total || stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                // Interleave the two kinds while both have work left.
+                let flow = (i % 2 == 0 && i / 2 < flows) || i / 2 >= legacy;
+                let op = {
+                    let s = &s;
+                    let user = user.clone();
+                    async move {
+                        if flow {
+                            url_flow(s, &user).await
+                        } else {
+                            legacy_call_once(s, &user).await
+                        }
+                    }
+                };
+                let ok = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(op))
+                    .await
+                    .unwrap_or(false);
+                match (ok, flow) {
+                    (false, _) => failed.fetch_add(1, Ordering::Relaxed),
+                    (true, true) => df.fetch_add(1, Ordering::Relaxed),
+                    (true, false) => dl.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        }));
+    }
+    let mut samples = Vec::new();
+    loop {
+        let (f, l) = (
+            done_flows.load(Ordering::Relaxed),
+            done_legacy.load(Ordering::Relaxed),
+        );
+        samples.push(json!({
+            "t_s": t0.elapsed().as_secs(),
+            "url_flows": f,
+            "legacy_calls": l,
+            "failed": failed.load(Ordering::Relaxed),
+            "rss_kib": rss_kib(pid),
+            "db_bytes": db_bytes(&db),
+        }));
+        let finished = workers.iter().all(|w| w.is_finished());
+        if finished || t0.elapsed() >= max_time {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        let _ = w.await;
+    }
+    let elapsed = t0.elapsed();
+    let after: Vec<&Value> = samples
+        .iter()
+        .filter(|s| s["t_s"].as_u64().unwrap_or(0) >= window.as_secs())
+        .collect();
+    let flat = |key: &str| {
+        let v: Vec<u64> = after.iter().filter_map(|s| s[key].as_u64()).collect();
+        let (Some(min), Some(max)) = (v.iter().min(), v.iter().max()) else {
+            return Value::Null;
+        };
+        json!({
+            "at_window_end": v.first(), "min": min, "max": max, "last": v.last(),
+            "max_over_min": (*max as f64 / (*min).max(1) as f64 * 1000.0).round() / 1000.0,
+            "within_10_percent": *max as f64 <= *min as f64 * 1.10,
+        })
+    };
+    json!({
+        "url_flows": done_flows.load(Ordering::Relaxed),
+        "legacy_calls": done_legacy.load(Ordering::Relaxed),
+        "failed": failed.load(Ordering::Relaxed),
+        "elapsed_s": elapsed.as_secs_f64(),
+        "ops_per_s": (done_flows.load(Ordering::Relaxed) + done_legacy.load(Ordering::Relaxed)) as f64 / elapsed.as_secs_f64(),
+        "window_s": window.as_secs(),
+        "stopped_by_max_time": elapsed >= max_time,
+        "rss_after_window": flat("rss_kib"),
+        "db_after_window": flat("db_bytes"),
+        "samples": samples,
+    })
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let result = rt.block_on(async {
+        Ok::<Value, String>(match cli.mode {
+            Mode::Slowloris {
+                target,
+                conns,
+                baseline,
+                attack,
+            } => slowloris(loopback(&target)?, conns, baseline, attack).await,
+            Mode::Retries { target, n } => retries(loopback(&target)?, n).await,
+            Mode::Forget {
+                target,
+                pid,
+                db,
+                flows,
+                legacy,
+                concurrency,
+                window,
+                max_time,
+            } => {
+                forget(
+                    loopback(&target)?,
+                    pid,
+                    db,
+                    flows,
+                    legacy,
+                    concurrency,
+                    window,
+                    max_time,
+                )
+                .await
+            }
+        })
+    });
+    rt.shutdown_timeout(Duration::from_secs(2));
+    match result {
+        Ok(v) => {
+            let text = serde_json::to_string_pretty(&v).unwrap_or_default();
+            if let Some(p) = &cli.out
+                && let Err(e) = std::fs::write(p, &text)
+            {
+                eprintln!("abuse: cannot write {}: {e}", p.display());
+                return std::process::ExitCode::from(2);
+            }
+            println!("{text}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("abuse: {e}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
