@@ -26,7 +26,7 @@
 //!   second; flatness is judged on the samples after `--window`.
 
 #[path = "../tests/server_support/mod.rs"]
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports)]
 mod server_support;
 
 use std::sync::Arc;

@@ -262,11 +262,11 @@ fn audit_and_records_hold_no_raw_secret() {
     }
 }
 
+/// The directory and path a SQLite store can be reopened from.
+type Reopen = Option<(tempfile::TempDir, std::path::PathBuf)>;
+
 /// Both backends, with a way to reopen the SQLite one (memory: `None`).
-fn reopenable() -> Vec<(
-    Arc<dyn Store>,
-    Option<(tempfile::TempDir, std::path::PathBuf)>,
-)> {
+fn reopenable() -> Vec<(Arc<dyn Store>, Reopen)> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("store.db");
     let sqlite = SqliteStore::open(&path).expect("open sqlite");

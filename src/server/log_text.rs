@@ -32,13 +32,11 @@ fn needs_escape(c: char) -> bool {
 impl fmt::Display for LogText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"")?;
-        let mut shown = 0;
-        for c in self.0.chars() {
+        for (shown, c) in self.0.chars().enumerate() {
             if shown == MAX_CHARS {
                 let rest = self.0.chars().count() - MAX_CHARS;
                 return write!(f, "\"…(+{rest} chars)");
             }
-            shown += 1;
             match c {
                 '"' => f.write_str("\\\"")?,
                 '\\' => f.write_str("\\\\")?,
