@@ -39,6 +39,14 @@ TTL=${TTL:-30s}
 RETENTION=${RETENTION:-30s}
 SWEEP=${SWEEP:-5s}
 WINDOW=${WINDOW:-90s}
+# The attack holds CONNS sockets in the driver and as many in the server:
+# raise the soft descriptor limit (inherited by both) towards the hard one.
+need_fds=$((CONNS * 2 + 1024))
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$need_fds" ]; then
+  hard=$(ulimit -Hn)
+  if [ "$hard" = unlimited ] || [ "$hard" -ge "$need_fds" ]; then ulimit -n "$need_fds"; else ulimit -n "$hard"; fi
+  echo "ulimit -n raised to $(ulimit -n) (want $need_fds for CONNS=$CONNS)"
+fi
 for f in "$BIN" "$DRIVER"; do
   [ -x "$f" ] || { echo "$f not built: cargo build --release --bin elicitkit --example abuse" >&2; exit 2; }
 done
