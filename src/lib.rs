@@ -19,8 +19,11 @@
 //!   ring and rotation, binding to principal, request and expiry, and a
 //!   replay guard.
 //! - [`store`]: pending-elicitation records with an exactly-once completion
-//!   contract; memory and SQLite backends.
-//! - [`server`]: the reference server behind `elicitkit serve`.
+//!   contract, one-time claims that keep their outcome, and purging past
+//!   retention; memory and SQLite backends.
+//! - [`server`]: the reference server behind `elicitkit serve`: demo tools
+//!   completing once per originating request, connection and session
+//!   limits, a store sweep that forgets on schedule, `--flaw` switches.
 //! - [`client`]: the protocol clients (modern MRTR, legacy push) and their
 //!   answer policies, used by `load` and `check`.
 //! - [`discover`]: what a target speaks, its authentication, its tools and
