@@ -23,8 +23,10 @@ pub const KEY_ENV: &str = "ELICITKIT_STATE_KEY";
 /// Arguments of `elicitkit serve`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Address to listen on. Non-loopback addresses need --allow-remote.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// Address to listen on: IP:PORT or HOST:PORT (e.g. localhost:8080;
+    /// a name is resolved once, IPv4 first). Non-loopback addresses need
+    /// --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Allow listening on a non-loopback address. With demo auth (no
     /// --auth-tokens) the server then warns: ANY bearer token is accepted
@@ -308,12 +310,37 @@ pub fn run(args: Args) -> ExitCode {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "listening on {}", server.base_url());
             let _ = out.flush();
+            // stdout keeps its one-line contract (parents parse it); people
+            // read the endpoint, and what to run against it, on stderr.
+            eprintln!(
+                "MCP endpoint: {0}/mcp (try: elicitkit check --target {0}/mcp)",
+                server.base_url()
+            );
         }
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("shutting down");
         server.shutdown().await;
         super::exit::ok()
     })
+}
+
+/// `--listen`: an IP:PORT, or a HOST:PORT resolved now (IPv4 first, so
+/// `localhost:8080` binds 127.0.0.1).
+fn parse_listen(v: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = v.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    use std::net::ToSocketAddrs as _;
+    let addrs: Vec<SocketAddr> = v
+        .to_socket_addrs()
+        .map_err(|e| format!("{v:?} is neither IP:PORT nor a HOST:PORT that resolves: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("{v:?} resolves to no address"))
 }
 
 #[cfg(test)]
@@ -410,6 +437,19 @@ mod tests {
         assert_eq!(c.sweep_interval, Duration::from_secs(7));
         assert_eq!(c.clock_skew, Duration::from_secs(1));
         assert!(T::try_parse_from(["t", "--flaw", "nope"]).is_err());
+    }
+
+    #[test]
+    fn listen_takes_host_names() {
+        let t = T::try_parse_from(["t", "--listen", "localhost:8080"]).unwrap();
+        assert_eq!(t.a.listen, "127.0.0.1:8080".parse().unwrap());
+        assert!(config(&t.a).is_ok(), "localhost is loopback");
+        let t = T::try_parse_from(["t", "--listen", "[::1]:9"]).unwrap();
+        assert_eq!(t.a.listen, "[::1]:9".parse().unwrap());
+        let Err(e) = T::try_parse_from(["t", "--listen", "localhost"]) else {
+            panic!("a name without a port is refused");
+        };
+        assert!(e.to_string().contains("HOST:PORT"), "{e}");
     }
 
     #[test]

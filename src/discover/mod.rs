@@ -565,6 +565,19 @@ async fn legacy_view(
     })
 }
 
+/// A hint when every probe got 404 at a path that is not `/mcp`: the
+/// usual mistake is the server's base URL (as `serve` prints it).
+fn endpoint_hint(url: &url::Url, modern_why: &str, legacy_why: &str) -> String {
+    let not_found = |why: &str| why.contains("HTTP 404") || why == "not probed";
+    if !(not_found(modern_why) && not_found(legacy_why)) || url.path().ends_with("/mcp") {
+        return String::new();
+    }
+    let mut guess = url.clone();
+    let path = format!("{}/mcp", url.path().trim_end_matches('/'));
+    guess.set_path(&path);
+    format!(" (HTTP 404: is the MCP endpoint {guess}? MCP servers usually serve it at /mcp)")
+}
+
 /// Discovers the target: both generations (or the one asked for), its
 /// authentication, its tools and what their calls do.
 pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
@@ -630,7 +643,10 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
         let (m, l) = (modern_why, legacy_why);
         return Err(DiscoverError::NotMcp(
             settings.mcp_url.clone(),
-            format!("{MODERN}: {m}; {LEGACY}: {l}"),
+            format!(
+                "{MODERN}: {m}; {LEGACY}: {l}{}",
+                endpoint_hint(&parsed, &m, &l)
+            ),
         ));
     }
 
@@ -676,6 +692,22 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_404_at_the_base_url_suggests_the_mcp_path() {
+        let base = url::Url::parse("http://127.0.0.1:8080").unwrap();
+        let not_found = "server/discover answered HTTP 404, undecodable body";
+        let hint = endpoint_hint(&base, not_found, "initialize answered HTTP 404");
+        assert!(hint.contains("http://127.0.0.1:8080/mcp?"), "{hint}");
+        let mcp = url::Url::parse("http://127.0.0.1:8080/mcp").unwrap();
+        assert_eq!(endpoint_hint(&mcp, not_found, not_found), "");
+        assert_eq!(
+            endpoint_hint(&base, "server/discover answered HTTP 500", not_found),
+            ""
+        );
+        let sub = url::Url::parse("http://h/api/").unwrap();
+        assert!(endpoint_hint(&sub, not_found, "not probed").contains("http://h/api/mcp?"));
+    }
 
     #[test]
     fn single_use_detection() {
