@@ -34,8 +34,10 @@
 //! - [`report`]: renders run results as JSON, Markdown, HTML, Prometheus
 //!   text and JUnit.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
-//! - [`fuzz_support`]: the properties the fuzz targets check, callable from
-//!   `cargo test` on stable so committed corpora replay everywhere.
+//! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
+//!   test` on stable), their `arbitrary` input shapes, an in-process harness
+//!   for any Rust MCP server (`tower::Service`), and the black-box network
+//!   fuzzer behind `elicitkit fuzz`.
 //!
 //! The `net` feature (on by default) gates everything that does I/O over
 //! HTTP; the fuzz crate builds without it.
@@ -49,7 +51,8 @@ pub mod client;
 #[cfg(feature = "net")]
 pub mod discover;
 pub mod findings;
-pub mod fuzz_support;
+#[cfg(feature = "arbitrary")]
+pub mod fuzz;
 #[cfg(feature = "net")]
 pub mod load;
 pub mod protocol;

@@ -1,6 +1,6 @@
 //! Replays every committed fuzz input on the stable toolchain: each file
 //! under `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/` goes
-//! through the same `elicitkit::fuzz_support` function the fuzz target
+//! through the same `elicitkit::fuzz` function the fuzz target
 //! calls, so a property that once failed (or a seed that once passed) is
 //! checked by every `cargo test`. Crash regressions live in
 //! `fuzz/regressions/<target>/` (e.g. `sse_stream/sse-bom-cap`, the event-cap
@@ -9,7 +9,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use elicitkit::fuzz_support::{TARGETS, run_target};
+use elicitkit::fuzz::{TARGETS, run_target};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
@@ -102,4 +102,18 @@ fn fixed_regressions_stay_fixed() {
 #[test]
 fn unknown_target_is_reported() {
     assert_eq!(run_target("no-such-target", b""), None);
+}
+
+/// `sse_stream/sse-bom-cap` was found under the old hand-written decoder;
+/// it was re-encoded for the `arbitrary` layout of `SseCase` (cap byte,
+/// continuation byte + little-endian `u16` per cut, `0`, then the body), so
+/// it still means: cap 4, one cut after byte 1, body `EF BB " a\ng"`.
+#[test]
+fn sse_regression_keeps_its_meaning() {
+    let data = std::fs::read(fuzz_dir().join("regressions/sse_stream/sse-bom-cap")).unwrap();
+    let case: elicitkit::fuzz::shapes::SseCase<'_> =
+        elicitkit::fuzz::shapes::decode(&data).unwrap();
+    assert_eq!(1 + usize::from(case.cap), 4);
+    assert_eq!(case.cuts, vec![1]);
+    assert_eq!(case.body, b"\xef\xbb a\ng");
 }

@@ -1,8 +1,9 @@
-//! Fuzz target `completions`: a shell over [`elicitkit::fuzz_support::completions_target`],
+//! Fuzz target `completions`: a shell over [`elicitkit::fuzz::props::completions_target`],
 //! which holds the property (and replays under `cargo test`).
 #![no_main]
 
-use elicitkit::fuzz_support::{Verdict, completions_target};
+use elicitkit::fuzz::Verdict;
+use elicitkit::fuzz::props::completions_target;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

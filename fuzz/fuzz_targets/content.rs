@@ -1,8 +1,9 @@
-//! Fuzz target `content`: a shell over [`elicitkit::fuzz_support::content_target`],
+//! Fuzz target `content`: a shell over [`elicitkit::fuzz::props::content_target`],
 //! which holds the property (and replays under `cargo test`).
 #![no_main]
 
-use elicitkit::fuzz_support::{Verdict, content_target};
+use elicitkit::fuzz::Verdict;
+use elicitkit::fuzz::props::content_target;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

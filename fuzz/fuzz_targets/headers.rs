@@ -1,8 +1,9 @@
-//! Fuzz target `headers`: a shell over [`elicitkit::fuzz_support::headers_target`],
+//! Fuzz target `headers`: a shell over [`elicitkit::fuzz::props::headers_target`],
 //! which holds the property (and replays under `cargo test`).
 #![no_main]
 
-use elicitkit::fuzz_support::{Verdict, headers_target};
+use elicitkit::fuzz::Verdict;
+use elicitkit::fuzz::props::headers_target;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

@@ -1,8 +1,9 @@
-//! Fuzz target `mrtr_message`: a shell over [`elicitkit::fuzz_support::mrtr_message_target`],
+//! Fuzz target `mrtr_message`: a shell over [`elicitkit::fuzz::props::mrtr_message_target`],
 //! which holds the property (and replays under `cargo test`).
 #![no_main]
 
-use elicitkit::fuzz_support::{Verdict, mrtr_message_target};
+use elicitkit::fuzz::Verdict;
+use elicitkit::fuzz::props::mrtr_message_target;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

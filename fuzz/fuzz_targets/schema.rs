@@ -1,8 +1,9 @@
-//! Fuzz target `schema`: a shell over [`elicitkit::fuzz_support::schema_target`],
+//! Fuzz target `schema`: a shell over [`elicitkit::fuzz::props::schema_target`],
 //! which holds the property (and replays under `cargo test`).
 #![no_main]
 
-use elicitkit::fuzz_support::{Verdict, schema_target};
+use elicitkit::fuzz::Verdict;
+use elicitkit::fuzz::props::schema_target;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

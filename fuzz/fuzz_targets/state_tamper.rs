@@ -1,8 +1,9 @@
-//! Fuzz target `state_tamper`: a shell over [`elicitkit::fuzz_support::state_tamper_target`],
+//! Fuzz target `state_tamper`: a shell over [`elicitkit::fuzz::props::state_tamper_target`],
 //! which holds the property (and replays under `cargo test`).
 #![no_main]
 
-use elicitkit::fuzz_support::{Verdict, state_tamper_target};
+use elicitkit::fuzz::Verdict;
+use elicitkit::fuzz::props::state_tamper_target;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

@@ -33,6 +33,7 @@ const ABSENT_ID: &str = "AAAAAAAAAAAAAAAAAAAAAA";
 
 /// How the model settles a record; `Completed(n)` stores `{"masked": "…n"}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum ModelOutcome {
     /// Accept with a small payload tag.
     Completed(u8),
@@ -62,15 +63,22 @@ impl ModelOutcome {
 
 /// One step of a sequence. `record` picks a created record by index modulo
 /// the number created (no records: an id that does not exist).
+///
+/// With the `arbitrary` feature the fuzzer builds these directly; times
+/// are drawn from the same small ranges as [`Op::from_bytes`], so clocks
+/// land on expiry instants often.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Op {
     /// Create a record for `PRINCIPALS[principal % 3]` living `ttl_ms` (decoded: 1..=32).
     Create {
         /// Principal index.
         principal: u8,
         /// Time to live, at least 1 ms.
+        #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_ttl))]
         ttl_ms: u32,
         /// Form or URL mode.
+        #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_mode))]
         mode: Mode,
     },
     /// Complete as the owner.
@@ -92,6 +100,7 @@ pub enum Op {
         /// Record index.
         record: u8,
         /// Thread count, 2..=16.
+        #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_threads))]
         threads: u8,
         /// Outcome requested by every thread.
         outcome: ModelOutcome,
@@ -99,6 +108,7 @@ pub enum Op {
     /// Advance the clock, then optionally sweep with `expire_due`.
     Expire {
         /// Milliseconds to advance.
+        #[cfg_attr(feature = "arbitrary", arbitrary(with = arbitrary_advance))]
         advance_ms: u32,
         /// Whether to call `expire_due` (otherwise expiry is observed lazily).
         sweep: bool,
@@ -120,6 +130,33 @@ pub enum Op {
         /// Key index.
         key: u8,
     },
+}
+
+#[cfg(feature = "arbitrary")]
+fn arbitrary_ttl(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<u32> {
+    Ok(1 + u32::from(u.arbitrary::<u8>()? % 32))
+}
+
+#[cfg(feature = "arbitrary")]
+fn arbitrary_mode(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<Mode> {
+    Ok(if u.arbitrary::<bool>()? {
+        Mode::Url
+    } else {
+        Mode::Form
+    })
+}
+
+#[cfg(feature = "arbitrary")]
+fn arbitrary_threads(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<u8> {
+    Ok(2 + u.arbitrary::<u8>()? % (MAX_THREADS - 1))
+}
+
+/// 0..7 ms nudges and 0..63 ms jumps, as in [`Op::from_bytes`].
+#[cfg(feature = "arbitrary")]
+fn arbitrary_advance(u: &mut arbitrary::Unstructured<'_>) -> arbitrary::Result<u32> {
+    let b = u.arbitrary::<u8>()?;
+    let v = u32::from(b >> 2);
+    Ok(if b & 2 == 0 { v % 8 } else { v })
 }
 
 impl Op {

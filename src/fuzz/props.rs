@@ -7,12 +7,14 @@
 //! committed corpus and regression file on the stable toolchain, so a crash
 //! found by the fuzzer stays a test forever.
 //!
-//! Structured inputs are decoded from the bytes here (with [`ByteReader`])
-//! rather than with the `arbitrary` crate, so the library has no
-//! fuzz-only dependency. Every byte string is a valid input.
+//! Structured inputs are decoded from the bytes here, with the
+//! `#[derive(Arbitrary)]` shapes of [`super::shapes`] (so the targets keep
+//! taking bytes, and a corpus file means the same thing to the fuzzer and
+//! to `cargo test`). Parsers of raw text (JSON, tokens, header values, SSE
+//! bodies) still get the raw bytes. Every byte string is a valid input.
 //!
 //! This module uses only `protocol`, `schema`, `state`, `store` and
-//! `findings`, so it compiles without the `net` feature.
+//! `findings` (and `arbitrary`), so it compiles without the `net` feature.
 //!
 //! | target | function |
 //! |---|---|
@@ -37,10 +39,7 @@ use crate::findings::{Finding, has_must};
 use crate::protocol::body::{Framing, decode_body};
 use crate::protocol::elicitation::{ElicitRequestParams, ElicitResult};
 use crate::protocol::headers::{self, HeaderValueError};
-use crate::protocol::jsonrpc::{
-    ErrorObject, Message, Notification, ParseError, Request, RequestId, Response,
-    message_from_value, parse_message,
-};
+use crate::protocol::jsonrpc::{Message, ParseError, message_from_value, parse_message};
 use crate::protocol::mrtr::{CallToolParams, InputRequiredResult, RequestMeta, ResultType};
 use crate::protocol::sse::{SseError, SseEvent, SseParser, encode_event, parse_all};
 use crate::protocol::{Generation, codes, validate};
@@ -53,7 +52,12 @@ use crate::state::{
     Binding, Claims, CodecName, KeyRing, MemoryReplayGuard, OpenedClaims, Sealer, SealerConfig,
     StateError, tamper,
 };
-use crate::store::model::{BackendKind, Op, run};
+use crate::store::model::{BackendKind, MAX_OPS, run};
+
+use super::shapes::{
+    ClaimsShape, CompletionsCase, ContentCase, HeaderCase, MessageShape, SchemaShape, SpliceWith,
+    SseCase, Tamper, TamperCase, decode,
+};
 
 /// Names of the fuzz targets, as the directories under `fuzz/corpus/`.
 pub const TARGETS: [&str; 8] = [
@@ -92,64 +96,6 @@ pub fn run_target(name: &str, data: &[u8]) -> Option<Verdict> {
         _ => return None,
     };
     Some(f(data))
-}
-
-/// Reads structured values from fuzz bytes; past the end every read is 0
-/// (or empty), so every byte string decodes.
-#[derive(Debug, Clone)]
-pub struct ByteReader<'a> {
-    data: &'a [u8],
-}
-
-impl<'a> ByteReader<'a> {
-    /// A reader over `data`.
-    pub fn new(data: &'a [u8]) -> Self {
-        ByteReader { data }
-    }
-
-    /// The next byte, 0 past the end.
-    pub fn u8(&mut self) -> u8 {
-        match self.data.split_first() {
-            Some((b, rest)) => {
-                self.data = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-
-    /// The next two bytes, big-endian.
-    pub fn u16(&mut self) -> u16 {
-        u16::from_be_bytes([self.u8(), self.u8()])
-    }
-
-    /// The next four bytes, big-endian.
-    pub fn u32(&mut self) -> u32 {
-        u32::from_be_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
-    }
-
-    /// The next eight bytes, big-endian.
-    pub fn u64(&mut self) -> u64 {
-        (u64::from(self.u32()) << 32) | u64::from(self.u32())
-    }
-
-    /// Up to `n` next bytes.
-    pub fn bytes(&mut self, n: usize) -> &'a [u8] {
-        let (a, b) = self.data.split_at(n.min(self.data.len()));
-        self.data = b;
-        a
-    }
-
-    /// A length-prefixed (one byte) string, lossily decoded from UTF-8.
-    pub fn string(&mut self) -> String {
-        let n = usize::from(self.u8() % 48);
-        String::from_utf8_lossy(self.bytes(n)).into_owned()
-    }
-
-    /// Everything not read yet.
-    pub fn rest(&mut self) -> &'a [u8] {
-        std::mem::take(&mut self.data)
-    }
 }
 
 /// FNV-1a over `data`: a stable seed for the generators.
@@ -222,14 +168,18 @@ fn check_generated_content(schema: &RequestedSchema, seed: u64) {
     }
 }
 
-/// `schema`: arbitrary JSON (or, for non-JSON input, a seeded random schema)
-/// → model and validation never panic; the model re-serializes to a clean
-/// schema that parses back to itself; generated valid content validates and
-/// each generated invalid content fails with exactly its kind.
+/// `schema`: arbitrary JSON (or, for non-JSON input, the JSON of a
+/// [`SchemaShape`], on or off the spec) → model and validation never
+/// panic; the model re-serializes to a clean schema that parses back to
+/// itself; generated valid content validates and each generated invalid
+/// content fails with exactly its kind.
 pub fn schema_target(data: &[u8]) -> Verdict {
     let seed = seed_of(data);
-    let schema = match serde_json::from_slice::<Value>(data) {
-        Ok(v) => {
+    let parsed = serde_json::from_slice::<Value>(data)
+        .ok()
+        .or_else(|| decode::<SchemaShape>(data).map(|s| s.to_value()));
+    let schema = match parsed {
+        Some(v) => {
             let (model, findings) = parse_schema(&v);
             for f in &findings {
                 assert!(
@@ -246,7 +196,7 @@ pub fn schema_target(data: &[u8]) -> Verdict {
             };
             model
         }
-        Err(_) => random_schema(seed),
+        None => random_schema(seed),
     };
     let written = schema.to_value();
     let (again, findings) = parse_schema(&written);
@@ -312,7 +262,8 @@ fn check_content_findings(schema: &RequestedSchema, content: &Value) {
 ///
 /// Input: JSON `[schema, content]`; any other JSON value is content for a
 /// random schema, also overlaid onto valid content under the schema's own
-/// field names; non-JSON input is split into a seed and raw values.
+/// field names; non-JSON input is a [`ContentCase`]: a schema shape (a
+/// random schema when it has no model) and values put over valid content.
 pub fn content_target(data: &[u8]) -> Verdict {
     let seed = seed_of(data);
     match serde_json::from_slice::<Value>(data) {
@@ -333,25 +284,24 @@ pub fn content_target(data: &[u8]) -> Verdict {
             check_content_findings(&schema, &Value::Object(merged));
         }
         Err(_) => {
-            let mut r = ByteReader::new(data);
-            let schema = random_schema(r.u64());
+            let Some(case) = decode::<ContentCase>(data) else {
+                return Verdict::Reject;
+            };
+            let schema = parse_schema(&case.schema.to_value())
+                .0
+                .unwrap_or_else(|| random_schema(seed));
             let mut merged = generate_valid(&schema, seed);
             let n = schema.properties.len();
-            while n > 0 && !r.rest_is_empty() {
-                let i = usize::from(r.u8()) % n;
-                let v = value_from(&mut r, 2);
-                merged.insert(schema.properties[i].0.clone(), v);
+            for (i, v) in case.values.iter().take(16) {
+                if n > 0 {
+                    let name = schema.properties[usize::from(*i) % n].0.clone();
+                    merged.insert(name, v.to_value(2));
+                }
             }
             check_content_findings(&schema, &Value::Object(merged));
         }
     }
     Verdict::Keep
-}
-
-impl ByteReader<'_> {
-    fn rest_is_empty(&self) -> bool {
-        self.data.is_empty()
-    }
 }
 
 /// Puts each of `v`'s values (an object's, or an array's items) under one of
@@ -373,33 +323,6 @@ fn overlay(schema: &RequestedSchema, into: &mut Map<String, Value>, v: &Value) {
     for (k, v) in items {
         let i = (seed_of(k.as_bytes()) % n as u64) as usize;
         into.insert(schema.properties[i].0.clone(), v.clone());
-    }
-}
-
-/// A small JSON value built from bytes (depth-limited, floats finite).
-fn value_from(r: &mut ByteReader<'_>, depth: u8) -> Value {
-    let tag = r.u8();
-    match tag % 9 {
-        0 => Value::Null,
-        1 => Value::Bool(tag & 0x10 != 0),
-        2 => Value::from(i64::from(r.u16() as i16)),
-        3 => serde_json::Number::from_f64(f64::from(r.u16()) / 7.0 - 1000.0)
-            .map_or(Value::Null, Value::Number),
-        4 => Value::from(r.u64()),
-        5 | 6 => Value::String(r.string()),
-        7 if depth > 0 => {
-            let n = r.u8() % 5;
-            Value::Array((0..n).map(|_| value_from(r, depth - 1)).collect())
-        }
-        8 if depth > 0 => {
-            let n = r.u8() % 5;
-            Value::Object(
-                (0..n)
-                    .map(|_| (r.string(), value_from(r, depth - 1)))
-                    .collect(),
-            )
-        }
-        _ => Value::String(r.string()),
     }
 }
 
@@ -578,21 +501,16 @@ fn assert_open_as(
 }
 
 /// Claims as the server would seal them, with fuzz-chosen free fields.
-fn fuzz_claims(r: &mut ByteReader<'_>, digest: [u8; 32]) -> Claims {
-    let flags = r.u8();
-    let mut nonce = [0u8; 16];
-    let b = r.bytes(16);
-    nonce[..b.len()].copy_from_slice(b);
-    let payload_len = usize::from(r.u8());
+fn fuzz_claims(c: &ClaimsShape, digest: [u8; 32]) -> Claims {
     Claims {
         principal: PRINCIPAL.into(),
-        client_id: (flags & 1 == 1).then(|| "client-a".into()),
+        client_id: c.client_id.then(|| "client-a".into()),
         request_digest: digest,
-        issued_at: NOW_MS - u64::from(flags >> 1) * 1000,
+        issued_at: NOW_MS - u64::from(c.issued_ago_s % 128) * 1000,
         expires_at: NOW_MS + 600_000,
-        nonce,
-        round: r.u32(),
-        payload: r.bytes(payload_len).to_vec(),
+        nonce: c.nonce,
+        round: c.round,
+        payload: c.payload.iter().take(255).copied().collect(),
     }
 }
 
@@ -602,14 +520,15 @@ fn fuzz_claims(r: &mut ByteReader<'_>, digest: [u8; 32]) -> Claims {
 /// replay) → `Ok` with the original claims only when the token is
 /// unchanged, otherwise exactly the error kind the envelope layout implies.
 ///
-/// Input: codec, mutation, claims fields, mutation parameters.
+/// Input: a [`TamperCase`] (codec, claims fields, the [`Tamper`]).
 pub fn state_tamper_target(data: &[u8]) -> Verdict {
     let fx = state_fixture();
-    let mut r = ByteReader::new(data);
-    let ci = usize::from(r.u8()) % CodecName::ALL.len();
-    let op = r.u8();
+    let Some(case) = decode::<TamperCase>(data) else {
+        return Verdict::Reject;
+    };
+    let ci = usize::from(case.codec) % CodecName::ALL.len();
     let sealer = &fx.sealers[ci];
-    let claims = fuzz_claims(&mut r, fx.digest);
+    let claims = fuzz_claims(&case.claims, fx.digest);
     let Ok(token) = sealer.seal(&claims) else {
         panic!("sealing small claims failed")
     };
@@ -617,55 +536,49 @@ pub fn state_tamper_target(data: &[u8]) -> Verdict {
     let check = |t: &[u8], what: &str, others: &[(Vec<u8>, Option<StateError>)]| {
         assert_open_as(sealer, t, &token, &claims, others, what);
     };
-    match op % 14 {
-        0 => check(token.as_bytes(), "unchanged", none),
-        1 => check(
-            &tamper::flip_bit(&token, usize::from(r.u16())),
-            "flip_bit",
-            none,
-        ),
-        2 => {
-            let t = tamper::flip_decoded_bit(&token, usize::from(r.u16()));
+    match case.tamper {
+        Tamper::Unchanged => check(token.as_bytes(), "unchanged", none),
+        Tamper::FlipBit(at) => check(&tamper::flip_bit(&token, usize::from(at)), "flip_bit", none),
+        Tamper::FlipDecodedBit(at) => {
+            let t = tamper::flip_decoded_bit(&token, usize::from(at));
             let t = t.unwrap_or_else(|| panic!("a sealed token does not decode"));
             check(t.as_bytes(), "flip_decoded_bit", none);
         }
-        3 => {
-            let n = usize::from(r.u16()) % (token.len() + 2);
+        Tamper::Truncate(n) => {
+            let n = usize::from(n) % (token.len() + 2);
             check(tamper::truncate(&token, n).as_bytes(), "truncate", none);
         }
-        4 => {
-            let n = usize::from(r.u8());
-            let extra = r.bytes(n).to_vec();
+        Tamper::Extend(extra, long) => {
+            let extra: Vec<u8> = extra.into_iter().take(255).collect();
             check(&tamper::extend(&token, &extra), "extend", none);
-            let long = tamper::extend(&token, &vec![b'A'; usize::from(r.u16())]);
+            let long = tamper::extend(&token, &vec![b'A'; usize::from(long)]);
             check(&long, "extend-long", none);
         }
-        5 => {
+        Tamper::Padding => {
             let t = tamper::with_padding(&token).unwrap_or_default();
             check(t.as_bytes(), "with_padding", none);
         }
-        6 => {
+        Tamper::StandardBase64 => {
             let t = tamper::to_standard_base64(&token).unwrap_or_default();
             check(t.as_bytes(), "to_standard_base64", none);
         }
-        7 => {
+        Tamper::Splice(which, at) => {
             // Splice with another token: same sealer and other binding,
             // another key under the same kid, or another codec.
-            let which = r.u8() % 4;
-            let at = usize::from(r.u16()) % (token.len() + 8);
+            let at = usize::from(at) % (token.len() + 8);
             let mut other_claims = claims.clone();
             let (other, want) = match which {
-                0 => {
+                SpliceWith::OtherPrincipal => {
                     other_claims.principal = "mallory".into();
                     (sealer.seal(&other_claims), Some(StateError::WrongPrincipal))
                 }
-                1 => {
+                SpliceWith::OtherRequest => {
                     other_claims.request_digest = fx.other_digest;
                     (sealer.seal(&other_claims), Some(StateError::WrongRequest))
                 }
-                2 => (fx.foreign[ci].seal(&claims), Some(StateError::BadTag)),
-                _ => {
-                    let oc = (ci + 1 + usize::from(r.u8()) % 5) % CodecName::ALL.len();
+                SpliceWith::ForeignKey => (fx.foreign[ci].seal(&claims), Some(StateError::BadTag)),
+                SpliceWith::OtherCodec(n) => {
+                    let oc = (ci + 1 + usize::from(n) % 5) % CodecName::ALL.len();
                     (
                         fx.sealers[oc].seal(&claims),
                         Some(StateError::Malformed(
@@ -681,28 +594,30 @@ pub fn state_tamper_target(data: &[u8]) -> Verdict {
             let t = tamper::splice(&other, &token, at).unwrap_or_default();
             check(t.as_bytes(), "splice-reverse", &[(oenv, want)]);
         }
-        8 => {
-            let i = usize::from(r.u16());
-            let v = r.u8();
+        Tamper::SetDecodedByte(i, v) => {
+            let i = usize::from(i);
             let t = tamper::set_decoded_byte(&token, i % (token.len() * 3 / 4 + 1), v);
             if let Some(t) = t {
                 check(t.as_bytes(), "set_decoded_byte", none);
             }
         }
-        9 => changed_claims(sealer, &claims, &mut r),
-        10 => {
+        Tamper::ChangedClaims {
+            d_issued,
+            d_expires,
+            principal,
+            request,
+        } => changed_claims(sealer, &claims, (d_issued, d_expires, principal, request)),
+        Tamper::Overwrite(writes) => {
             let mut t = token.clone().into_bytes();
-            let n = 1 + usize::from(r.u8() % 8);
-            for _ in 0..n {
-                let i = usize::from(r.u16()) % t.len().max(1);
-                let b = r.u8();
+            for (i, b) in writes.into_iter().take(8) {
+                let i = usize::from(i) % t.len().max(1);
                 if let Some(x) = t.get_mut(i) {
                     *x = b;
                 }
             }
             check(&t, "overwrite", none);
         }
-        11 => {
+        Tamper::OpenOnce => {
             let guard = MemoryReplayGuard::new();
             let binding = Binding {
                 principal: PRINCIPAL,
@@ -717,15 +632,14 @@ pub fn state_tamper_target(data: &[u8]) -> Verdict {
             let second = sealer.open_once(&token, &binding, NOW_MS + 1, &guard);
             assert_eq!(second.err(), Some(StateError::Replayed), "second open_once");
         }
-        12 => {
+        Tamper::Insert(i, ins) => {
             let mut t = token.clone().into_bytes();
-            let i = usize::from(r.u16()) % (t.len() + 1);
-            let n = usize::from(r.u8() % 16);
-            let ins = r.bytes(n).to_vec();
+            let i = usize::from(i) % (t.len() + 1);
+            let ins: Vec<u8> = ins.into_iter().take(15).collect();
             t.splice(i..i, ins);
             check(&t, "insert", none);
         }
-        _ => {
+        Tamper::OtherKeys => {
             // Same claims under a kid not in the ring, or a key not in it.
             let t = fx.unknown_kid[ci].seal(&claims).unwrap_or_default();
             check(t.as_bytes(), "unknown-kid", none);
@@ -743,19 +657,18 @@ pub fn state_tamper_target(data: &[u8]) -> Verdict {
 
 /// Re-seals claims with changed time window or binding; the open result
 /// must follow the documented check order.
-fn changed_claims(sealer: &Sealer, base: &Claims, r: &mut ByteReader<'_>) {
+fn changed_claims(sealer: &Sealer, base: &Claims, change: (i32, i32, bool, bool)) {
     let fx = state_fixture();
     let skew = u64::try_from(sealer.config().clock_skew.as_millis()).unwrap_or(u64::MAX);
     let mut c = base.clone();
-    let d_issued = i64::from(r.u32() as i32);
-    let d_expires = i64::from(r.u32() as i32);
+    let (d_issued, d_expires, principal, request) = change;
+    let (d_issued, d_expires) = (i64::from(d_issued), i64::from(d_expires));
     c.issued_at = NOW_MS.saturating_add_signed(d_issued);
     c.expires_at = NOW_MS.saturating_add_signed(d_expires);
-    let b = r.u8();
-    if b & 1 == 1 {
+    if principal {
         c.principal = "bob".into();
     }
-    if b & 2 == 2 {
+    if request {
         c.request_digest = fx.other_digest;
     }
     let token = sealer.seal(&c).unwrap_or_else(|e| panic!("seal: {e}"));
@@ -869,96 +782,6 @@ fn check_elicit_params(v: &Value) {
     }
 }
 
-/// A structured message built from bytes (for inputs that are not JSON).
-fn message_from_bytes(r: &mut ByteReader<'_>) -> Message {
-    const METHODS: [&str; 8] = [
-        "tools/call",
-        "elicitation/create",
-        "notifications/elicitation/complete",
-        "server/discover",
-        "initialize",
-        "notifications/cancelled",
-        "prompts/get",
-        "resources/read",
-    ];
-    let shape = r.u8();
-    let id = if shape & 0x10 == 0 {
-        RequestId::Number(r.u64() as i64)
-    } else {
-        RequestId::String(r.string())
-    };
-    let method = if shape & 0x20 == 0 {
-        METHODS[usize::from(r.u8()) % METHODS.len()].to_owned()
-    } else {
-        r.string()
-    };
-    let mut params = || match r.u8() % 3 {
-        0 => None,
-        1 => {
-            let mut m = Map::new();
-            let n = r.u8() % 4;
-            for _ in 0..n {
-                m.insert(r.string(), value_from(r, 3));
-            }
-            if shape & 0x40 != 0 {
-                m.insert(
-                    "_meta".into(),
-                    RequestMeta::new(crate::protocol::ClientCapabilities::with_modes(
-                        shape & 1 == 1,
-                        shape & 2 == 2,
-                    ))
-                    .to_value(),
-                );
-            }
-            Some(Value::Object(m))
-        }
-        _ => Some(Value::Array(
-            (0..r.u8() % 4).map(|_| value_from(r, 3)).collect(),
-        )),
-    };
-    match shape % 5 {
-        0 => Message::Request(Request {
-            id,
-            method,
-            params: params(),
-        }),
-        1 => Message::Notification(Notification {
-            method,
-            params: params(),
-        }),
-        2 => {
-            let ir = InputRequiredResult {
-                input_requests: Some(
-                    (0..r.u8() % 3)
-                        .map(|_| {
-                            (
-                                r.string(),
-                                crate::protocol::InputRequest {
-                                    method: method.clone(),
-                                    params: json!({"mode":"form","message":r.string(),
-                                        "requestedSchema":random_schema(r.u64()).to_value()}),
-                                },
-                            )
-                        })
-                        .collect(),
-                ),
-                request_state: Some(r.string()),
-                meta: None,
-            };
-            Message::Response(Response::result(id, ir.to_value()))
-        }
-        3 => Message::Response(Response::result(id, value_from(r, 3))),
-        _ => {
-            let mut e = ErrorObject::new(r.u64() as i64, r.string());
-            let d = value_from(r, 2);
-            if !d.is_null() {
-                e = e.with_data(d);
-            }
-            Message::Response(Response::error((shape & 0x80 == 0).then_some(id), e))
-        }
-    }
-}
-
 /// The message validators on raw bytes: never panic, agree with the JSON
 /// parser on what is JSON, are deterministic, point with JSON Pointers, and
 /// agree with [`validate::validate_value`] apart from duplicate keys (which
@@ -1024,7 +847,8 @@ fn check_validators(data: &[u8]) {
 /// `mrtr_message`: arbitrary bytes → the JSON-RPC parser, the body decoder
 /// and the MRTR / elicitation readers never panic; a parsed message
 /// serializes and parses back to itself (floats within a few ulps); typed
-/// views round-trip. Non-JSON input also builds a structured message from
+/// views round-trip. Non-JSON input also builds a structured message (a
+/// [`MessageShape`]) from
 /// the bytes and checks its round trip.
 pub fn mrtr_message_target(data: &[u8]) -> Verdict {
     check_peek_agrees(data);
@@ -1060,9 +884,8 @@ pub fn mrtr_message_target(data: &[u8]) -> Verdict {
                     "valid JSON reported as {e:?}"
                 );
                 check_typed_views(&v);
-            } else {
-                let mut r = ByteReader::new(data);
-                let m = message_from_bytes(&mut r);
+            } else if let Some(shape) = decode::<MessageShape>(data) {
+                let m = shape.message();
                 check_message_round_trip(&m, "built message");
                 check_validators(m.to_json().as_bytes());
             }
@@ -1123,16 +946,18 @@ fn parse_chunked(
 /// the bytes are split; events re-encode and parse back to the same id and
 /// data.
 ///
-/// Input: number of cuts, cut positions (two bytes each), an event size cap,
-/// then the stream bytes.
+/// Input: an [`SseCase`]: an event size cap, cut positions, then the
+/// stream bytes.
 pub fn sse_stream_target(data: &[u8]) -> Verdict {
-    let mut r = ByteReader::new(data);
-    let n = usize::from(r.u8() % 8);
-    let raw_cuts: Vec<u16> = (0..n).map(|_| r.u16()).collect();
-    let cap = 1 + usize::from(r.u8());
-    let body = r.rest();
-    let mut cuts: Vec<usize> = raw_cuts
+    let Some(case) = decode::<SseCase<'_>>(data) else {
+        return Verdict::Reject;
+    };
+    let cap = 1 + usize::from(case.cap);
+    let body = case.body;
+    let mut cuts: Vec<usize> = case
+        .cuts
         .iter()
+        .take(8)
         .map(|c| usize::from(*c) % (body.len() + 1))
         .collect();
     cuts.sort_unstable();
@@ -1207,12 +1032,17 @@ fn remove_db(path: &std::path::Path) {
 /// to the reference model: no divergence (side effects exactly once, no
 /// completion after expiry or by another principal, legal transitions only).
 ///
-/// Input: one byte choosing the backend (`% 3`: memory, SQLite, both), then
-/// the operations ([`Op::from_bytes`]). SQLite runs on a fresh file on
-/// tmpfs when there is one, removed afterwards.
+/// Input: a [`CompletionsCase`]: the backends (`% 3`: memory, SQLite,
+/// both), then the operations (derived `Arbitrary` on
+/// [`crate::store::model::Op`], at most [`MAX_OPS`]). SQLite runs on a
+/// fresh file on tmpfs when there is one, removed afterwards.
 pub fn completions_target(data: &[u8]) -> Verdict {
-    let (backends, rest) = data.split_first().map_or((2, data), |(b, r)| (b % 3, r));
-    let ops = Op::from_bytes(rest);
+    let Some(case) = decode::<CompletionsCase>(data) else {
+        return Verdict::Reject;
+    };
+    let backends = case.backends % 3;
+    let mut ops = case.ops;
+    ops.truncate(MAX_OPS);
     if backends != 1
         && let Err(v) = run(&ops, BackendKind::Memory)
     {
@@ -1294,17 +1124,15 @@ pub fn headers_target(data: &[u8]) -> Verdict {
         }
     }
 
-    // Headers built for a request pass the check against the same body.
-    let mut r = ByteReader::new(data);
-    let method = match r.u8() % 4 {
-        0 => "tools/call".to_owned(),
-        1 => "prompts/get".to_owned(),
-        2 => "resources/read".to_owned(),
-        _ => r.string(),
+    // Headers built for a request (a [`HeaderCase`] read from the same
+    // bytes) pass the check against the same body.
+    let Some(case) = decode::<HeaderCase>(data) else {
+        return Verdict::Keep;
     };
-    let name = r.string();
+    let method = case.method();
+    let name = case.name.clone();
     let params = json!({ "name": name, "uri": name });
-    let version = r.string();
+    let version = case.version.clone();
     let hs = headers::request_headers(&method, Some(&params), &version);
     let get = |n: &str| {
         hs.iter()
