@@ -17,6 +17,10 @@
 //! [`mutation`] holds the mutations the harness and the network fuzzer
 //! apply to states, answers, headers and JSON bodies.
 
+#[cfg(feature = "net")]
+pub mod harness;
+#[cfg(feature = "net")]
+pub mod mutation;
 pub mod props;
 pub mod shapes;
 

@@ -23,7 +23,8 @@
 //!   `conn_phase`: per-connection header-read and keep-alive timeouts.
 //!
 //! Embed it with [`start`]; the returned [`RunningServer`] knows its address
-//! and shuts down gracefully.
+//! and shuts down gracefully. [`embed::in_process`] gives the router alone,
+//! with no socket (for in-process fuzzing).
 
 mod accept;
 mod app;
@@ -32,6 +33,7 @@ mod browser_session;
 pub mod config;
 mod conn_phase;
 mod conversation;
+pub mod embed;
 pub mod flaw;
 mod flow;
 mod http;
