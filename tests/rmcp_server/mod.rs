@@ -787,25 +787,18 @@ impl Running {
     }
 }
 
-/// Starts the server on an ephemeral loopback port, TCP_NODELAY on.
-pub async fn start() -> Running {
-    start_with(Options::default()).await
-}
-
-/// Starts the server with the given options.
-pub async fn start_with(opts: Options) -> Running {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port))
-        .await
-        .expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("local address");
-    let origin = format!("http://{addr}");
+/// The server's router without a socket (the MCP endpoint under `/mcp`,
+/// URL-flow pages under `/connect/`), believing it is served at `origin`
+/// (`http://127.0.0.1:PORT`), with fresh records; and the call that ends
+/// its sessions and streams. Used in process by the fuzz harness.
+pub fn app(origin: &str) -> (axum::Router, impl FnOnce() + Send + 'static) {
     let records = Shared::default();
     // Cancelling the config's token ends the sessions and their streams, so
     // a graceful shutdown does not wait on an idle SSE stream.
     let config = StreamableHttpServerConfig::default();
     let ct = config.cancellation_token.clone();
 
-    let shop = Shop::new(records.clone(), &origin);
+    let shop = Shop::new(records.clone(), origin);
     let service = StreamableHttpService::new(
         move || Ok(shop.clone()),
         LocalSessionManager::default().into(),
@@ -818,6 +811,22 @@ pub async fn start_with(opts: Options) -> Running {
             axum::routing::get(connect_page).post(connect_submit),
         )
         .with_state(records);
+    (router, move || ct.cancel())
+}
+
+/// Starts the server on an ephemeral loopback port, TCP_NODELAY on.
+pub async fn start() -> Running {
+    start_with(Options::default()).await
+}
+
+/// Starts the server with the given options.
+pub async fn start_with(opts: Options) -> Running {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", opts.port))
+        .await
+        .expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("local address");
+    let origin = format!("http://{addr}");
+    let (router, end_sessions) = app(&origin);
 
     let nodelay = opts.nodelay;
     let listener = listener.tap_io(move |tcp| {
@@ -830,7 +839,7 @@ pub async fn start_with(opts: Options) -> Running {
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async move {
                 let _ = stopped.await;
-                ct.cancel();
+                end_sessions();
             })
             .await;
     });
