@@ -21,6 +21,8 @@ struct Cli {
 enum Command {
     /// Check a server against the elicitation rules (a pass/fail table for CI).
     Check(elicitkit::cli::check::Args),
+    /// Fuzz a server over HTTP (both generations) and write a repro.sh per finding.
+    Fuzz(elicitkit::cli::fuzz::Args),
     /// Load-test an elicitation server (default: the smoke plan against the embedded server).
     Load(elicitkit::cli::load::Args),
     /// Discover a server and write the load plan `load --target` would run.
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
+        Command::Fuzz(args) => elicitkit::cli::fuzz::run(args),
         Command::Load(args) => elicitkit::cli::load::run(args),
         Command::Plan(args) => elicitkit::cli::load::run_plan(args),
         Command::Report(args) => elicitkit::cli::report::run(args),

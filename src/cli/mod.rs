@@ -28,6 +28,7 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
 }
 
 pub mod check;
+pub mod fuzz;
 pub mod load;
 pub mod report;
 pub mod serve;

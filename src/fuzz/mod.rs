@@ -10,13 +10,15 @@
 //!   Rust MCP server that is a `tower::Service<http::Request<…>>` (an axum
 //!   `Router`, rmcp's `StreamableHttpService`): arbitrary sequences of
 //!   2026-07-28 exchanges, checked against selectable invariants.
-//! - [`net`] (`net`): the black-box fuzzer behind `elicitkit fuzz --target
+//! - [`blackbox`] (`net`): the black-box fuzzer behind `elicitkit fuzz --target
 //!   URL`, for any server over HTTP, both generations, with oracles,
 //!   delta-debugged findings and `repro.sh` reproducers.
 //!
 //! [`mutation`] holds the mutations the harness and the network fuzzer
 //! apply to states, answers, headers and JSON bodies.
 
+#[cfg(feature = "net")]
+pub mod blackbox;
 #[cfg(feature = "net")]
 pub mod harness;
 #[cfg(feature = "net")]

@@ -270,9 +270,9 @@ impl AnswerMutation {
             }
             AnswerMutation::WrongAction { action } => {
                 let a: String = action.chars().take(32).collect();
-                each(&mut m, &|v| v["action"] = Value::from(a.clone()));
+                each(&mut m, &|v| set(v, "action", Value::from(a.clone())));
             }
-            AnswerMutation::ContentType(k) => each(&mut m, &|v| v["content"] = k.value("x")),
+            AnswerMutation::ContentType(k) => each(&mut m, &|v| set(v, "content", k.value("x"))),
             AnswerMutation::FieldType(k) => each(&mut m, &|v| {
                 if let Some(c) = v.get_mut("content").and_then(Value::as_object_mut) {
                     for f in c.values_mut() {
@@ -287,7 +287,9 @@ impl AnswerMutation {
                 for _ in 0..(*depth).clamp(1, 512) {
                     deep = Value::Array(vec![deep]);
                 }
-                each(&mut m, &|v| v["content"] = json!({ "deep": deep.clone() }));
+                each(&mut m, &|v| {
+                    set(v, "content", json!({ "deep": deep.clone() }))
+                });
             }
             AnswerMutation::Wide { n } => {
                 for i in 0..usize::from((*n).clamp(1, 64)) * 64 {
@@ -320,6 +322,15 @@ impl AnswerMutation {
             AnswerMutation::Deep { .. } => "deep",
             AnswerMutation::Wide { .. } => "wide",
         }
+    }
+}
+
+/// Sets `key` of an answer that is an object (answers changed to another
+/// JSON type by an earlier mutation stay as they are; indexing them would
+/// panic).
+fn set(v: &mut Value, key: &str, to: Value) {
+    if let Some(o) = v.as_object_mut() {
+        o.insert(key.to_owned(), to);
     }
 }
 
@@ -612,6 +623,20 @@ mod tests {
             AnswerMutation::ResponsesType(JsonKind::Number).apply(&a),
             json!(42)
         );
+        // Mutations compose: one after an answer became an array.
+        let arr: Map<String, Value> = AnswerMutation::AnswerType(JsonKind::Array)
+            .apply(&a)
+            .as_object()
+            .cloned()
+            .unwrap();
+        for m in [
+            AnswerMutation::ContentType(JsonKind::Null),
+            AnswerMutation::WrongAction { action: "x".into() },
+            AnswerMutation::Deep { depth: 3 },
+            AnswerMutation::FieldType(JsonKind::Bool),
+        ] {
+            assert_eq!(m.apply(&arr)["k"], json!(["accept"]), "{m:?}");
+        }
         let req = crate::client::raw::modern_post(
             "t",
             "http://127.0.0.1:1/mcp",

@@ -1,0 +1,164 @@
+//! `elicitkit fuzz --target URL`: the black-box fuzzer
+//! ([`crate::fuzz::blackbox`]) against any MCP server over HTTP, both
+//! generations. Findings go to `<out>/<run-id>/fuzz/<finding>/repro.sh`,
+//! the summary to `.../fuzz/summary.{json,md}` and the terminal.
+//!
+//! Exit codes ([`EXIT_CODES`]), as `check` and `load`: 0 no finding; 1 a
+//! finding; 2 usage errors or a target that does not answer as an MCP server.
+
+use super::{exit, usage_error};
+use crate::fuzz::blackbox::{self, Settings};
+use crate::protocol::Generation;
+use clap::Args as ClapArgs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The exit codes, for `--help`.
+pub const EXIT_CODES: &str = "Exit codes: 0 no finding; 1 at least one finding (each has a \
+repro.sh); 2 usage error, or a target that does not answer as an MCP server (nothing fuzzed).";
+
+/// `--help` examples.
+pub const FUZZ_EXAMPLES: &str = "Examples:
+  elicitkit serve --flaw accept-tampered-state &     # a deliberately broken target
+  elicitkit fuzz --target http://127.0.0.1:8080/mcp  # 60 s, seed 1, both generations
+  elicitkit fuzz --target URL --duration 10m --seed 42 --tool deploy
+  elicitkit fuzz --target URL --generation 2026-07-28 --single-use place_order
+  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh   # replay a finding";
+
+/// Arguments of `elicitkit fuzz`.
+#[derive(Debug, ClapArgs)]
+#[command(after_help = format!("{FUZZ_EXAMPLES}\n\n{EXIT_CODES}"))]
+pub struct Args {
+    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp. It is called for
+    /// real with mutated traffic: use a test instance.
+    #[arg(long, value_name = "URL")]
+    pub target: String,
+    /// How long to fuzz, minimising included (discovery runs before the clock starts).
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Seed of the cases: the same seed sends the same cases again.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Most HTTP requests of the run.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_requests: u64,
+    /// Per-request timeout; a reply later than this is a `hang` finding.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+    /// Protocol generation: auto, 2025-11-25 or 2026-07-28.
+    #[arg(long, default_value = "auto")]
+    pub generation: String,
+    /// Bearer token of the principal the flows run as (default `alice`).
+    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    pub principal: Option<String>,
+    /// Bearer token of another principal (default `bob`); cross-principal
+    /// retries run when the server authenticates, or when this is given.
+    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", value_name = "TOKEN")]
+    pub other_principal: Option<String>,
+    /// Fuzz only this tool (repeatable).
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Never call this tool (repeatable).
+    #[arg(long = "skip-tool", value_name = "NAME")]
+    pub skip_tools: Vec<String>,
+    /// Treat this tool's completion as single-use (repeatable), besides
+    /// tools marked destructive or described as "exactly once".
+    #[arg(long = "single-use", value_name = "NAME")]
+    pub single_use: Vec<String>,
+    /// Folder for report folders.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub out: PathBuf,
+    /// Name of the report folder (default: <UTC time>-fuzz).
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// No progress line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn fresh_dir(root: &std::path::Path, id: &str) -> PathBuf {
+    let mut n = 1;
+    loop {
+        let name = if n == 1 {
+            id.to_owned()
+        } else {
+            format!("{id}-{n}")
+        };
+        let dir = root.join(name);
+        if !dir.exists() {
+            return dir;
+        }
+        n += 1;
+    }
+}
+
+/// Runs `elicitkit fuzz`.
+pub fn run(args: Args) -> ExitCode {
+    let generation = match args.generation.as_str() {
+        "auto" => None,
+        g => match g.parse::<Generation>() {
+            Ok(g) => Some(g),
+            Err(e) => return usage_error(e),
+        },
+    };
+    if args.duration.is_zero() || args.max_requests == 0 {
+        return usage_error("--duration and --max-requests must be positive");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+    };
+    let id = args.run_id.clone().unwrap_or_else(|| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("{}-fuzz", crate::load::run::utc_stamp(now))
+    });
+    let mut s = Settings::new(args.target.clone());
+    if let Some(p) = &args.principal {
+        s.principal = p.clone();
+    }
+    if let Some(p) = &args.other_principal {
+        s.other_principal = p.clone();
+        s.other_given = true;
+    }
+    s.generation = generation;
+    s.tools = args.tools.clone();
+    s.skip_tools = args.skip_tools.clone();
+    s.single_use = args.single_use.clone();
+    s.duration = args.duration;
+    s.max_requests = args.max_requests;
+    s.timeout = args.timeout;
+    s.seed = args.seed;
+    s.out_dir = fresh_dir(&args.out, &id).join("fuzz");
+    s.progress = (!args.quiet).then_some(Duration::from_secs(5));
+    eprintln!(
+        "elicitkit fuzz: sends mutated traffic to every tool of {} for real; run it against a \
+         test instance, not production.",
+        args.target
+    );
+    let summary = runtime.block_on(async {
+        let target = blackbox::prepare(&s).await.map_err(|e| e.to_string())?;
+        if target.modern.is_empty() && target.legacy.is_empty() {
+            return Err(format!("{}: no tool to fuzz", args.target));
+        }
+        blackbox::run(&s, &target)
+            .await
+            .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display()))
+    });
+    let summary = match summary {
+        Ok(x) => x,
+        Err(e) => return usage_error(e),
+    };
+    print!("{}", summary.text());
+    println!("report: {}", s.out_dir.join("summary.md").display());
+    if summary.findings.is_empty() {
+        exit::ok()
+    } else {
+        exit::failed()
+    }
+}

@@ -1,0 +1,117 @@
+//! A black-box case: one tool of one generation and a short list of
+//! [`Op`]s, the [`super::super::mutation`] changes plus replays, derived
+//! from `(seed, index)` alone, so a `--seed` reproduces the run's cases.
+
+use arbitrary::{Arbitrary, Unstructured};
+use rand::{RngCore, SeedableRng, rngs::StdRng};
+
+use crate::fuzz::mutation::{AnswerMutation, BodyMutation, HeaderMutation, StateMutation};
+use crate::protocol::Generation;
+
+/// One change to a flow, or one extra send of its valid retry.
+#[derive(Debug, Clone, PartialEq, Eq, Arbitrary)]
+pub enum Op {
+    /// Change the retry's `requestState` (applied in order).
+    State(StateMutation),
+    /// Change the retry's `inputResponses` (2025-11-25: a decline or
+    /// cancel becomes the answer to `elicitation/create`).
+    Answers(AnswerMutation),
+    /// Change the request's headers.
+    Header(HeaderMutation),
+    /// Change the request's JSON text.
+    Body(BodyMutation),
+    /// Send the retry with the other principal's credentials.
+    OtherPrincipal,
+    /// Afterwards, send the valid retry again (a new id).
+    Replay,
+    /// Afterwards, send `2 + copies % 4` valid retries at once.
+    Concurrent {
+        /// Copies, modulo.
+        copies: u8,
+    },
+}
+
+impl Op {
+    /// Stable short name, e.g. `state:flip_char`.
+    pub fn name(&self) -> String {
+        match self {
+            Op::State(m) => format!("state:{}", m.name()),
+            Op::Answers(m) => format!("answers:{}", m.name()),
+            Op::Header(m) => format!("header:{}", m.name()),
+            Op::Body(m) => format!("body:{}", m.name()),
+            Op::OtherPrincipal => "other_principal".into(),
+            Op::Replay => "replay".into(),
+            Op::Concurrent { .. } => "concurrent".into(),
+        }
+    }
+}
+
+/// Most ops in a case.
+pub const MAX_OPS: usize = 5;
+
+/// One generated case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    /// Its number in the run (with the seed, all it takes to rebuild it).
+    pub index: u64,
+    /// The generation it speaks.
+    pub generation: Generation,
+    /// Index into the generation's tools.
+    pub tool: usize,
+    /// The changes, in order.
+    pub ops: Vec<Op>,
+}
+
+/// Case `index` of a run with `seed`, over `tools[g]` tools per generation
+/// in `gens` (every fourth case goes to 2025-11-25 when both are spoken).
+/// `None` when no generation has a tool.
+pub fn generate(seed: u64, index: u64, gens: &[(Generation, usize)]) -> Option<Case> {
+    let usable: Vec<(Generation, usize)> = gens.iter().copied().filter(|(_, n)| *n > 0).collect();
+    if usable.is_empty() {
+        return None;
+    }
+    let (generation, tools) = if usable.len() > 1 && index % 4 == 3 {
+        usable[1]
+    } else {
+        usable[0]
+    };
+    let mut rng = StdRng::seed_from_u64(seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut bytes = [0u8; 1024];
+    rng.fill_bytes(&mut bytes);
+    let n = 1 + (rng.next_u32() as usize % MAX_OPS);
+    let tool = rng.next_u32() as usize % tools;
+    let mut u = Unstructured::new(&bytes);
+    let ops = (0..n).filter_map(|_| Op::arbitrary(&mut u).ok()).collect();
+    Some(Case {
+        index,
+        generation,
+        tool,
+        ops,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_follow_the_seed() {
+        let g = [(Generation::Modern, 3), (Generation::Legacy, 2)];
+        let a: Vec<_> = (0..50).filter_map(|i| generate(7, i, &g)).collect();
+        let b: Vec<_> = (0..50).filter_map(|i| generate(7, i, &g)).collect();
+        let c: Vec<_> = (0..50).filter_map(|i| generate(8, i, &g)).collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(
+            a.iter()
+                .all(|c| !c.ops.is_empty() && c.ops.len() <= MAX_OPS)
+        );
+        assert!(a.iter().any(|c| c.generation == Generation::Legacy));
+        let kinds: std::collections::BTreeSet<String> = a
+            .iter()
+            .flat_map(|c| c.ops.iter().map(|o| o.name()))
+            .collect();
+        assert!(kinds.len() > 10, "{kinds:?}");
+        assert!(generate(1, 0, &[(Generation::Modern, 0)]).is_none());
+    }
+}

@@ -1,0 +1,503 @@
+//! Running one case against the target: the flow it starts, the mutated
+//! request it sends, the replays after it, and the oracles on all of it.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::client::raw::{Exchange, RawRequest, Rpc};
+use crate::discover::modern::{WalkEnd, call_request, walk};
+use crate::discover::{Wire, all_modes, legacy};
+use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
+use crate::fuzz::mutation::{StateMutation, equivalent};
+use crate::protocol::Generation;
+
+use super::case::Op;
+use super::oracle::{MUTATED, Oracle, completes, judge};
+use super::wire::NetWire;
+
+/// A tool as the fuzzer uses it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// Name.
+    pub name: String,
+    /// Arguments of its calls.
+    pub args: Map<String, Value>,
+    /// Other valid arguments (a foreign request for donor states).
+    pub other_args: Option<Map<String, Value>>,
+    /// Whether its completion must happen at most once.
+    pub single_use: bool,
+    /// Whether its first call asked for input.
+    pub elicits: bool,
+    /// Whether a walk of it reached a `requestState`.
+    pub has_state: bool,
+}
+
+/// The target, as discovery described it.
+#[derive(Debug)]
+pub struct Target {
+    /// The MCP endpoint.
+    pub mcp_url: String,
+    /// Token of the principal the flows run as.
+    pub principal: String,
+    /// Token of another principal, when principals matter to the server.
+    pub other_principal: Option<String>,
+    /// Bound on every request.
+    pub timeout: Duration,
+    /// Seed of generated answers.
+    pub seed: u64,
+    /// 2026-07-28 tools (empty: not spoken).
+    pub modern: Vec<ToolInfo>,
+    /// 2025-11-25 tools (empty: not spoken).
+    pub legacy: Vec<ToolInfo>,
+    /// Whether the server speaks 2026-07-28 (for liveness probes).
+    pub speaks_modern: bool,
+    pub(crate) http: reqwest::Client,
+    pub(crate) ids: AtomicI64,
+}
+
+/// A finding's trigger.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    /// Which oracle.
+    pub oracle: Oracle,
+    /// What happened.
+    pub what: String,
+}
+
+/// What running one case did.
+#[derive(Debug, Default)]
+pub struct Exec {
+    /// The oracle that fired, if any.
+    pub hit: Option<Hit>,
+    /// Every request and reply, in order.
+    pub log: Vec<Logged>,
+    /// 2025-11-25 streamed calls (evidence only).
+    pub streamed: Vec<Exchange>,
+    /// The 2025-11-25 call replayed by `repro.sh`: (body, answer action).
+    pub legacy_call: Option<(Value, String)>,
+}
+
+/// One flow's wire and the log judged so far.
+struct Run<'t> {
+    t: &'t Target,
+    w: NetWire,
+    log: Vec<Logged>,
+}
+
+impl Run<'_> {
+    /// Judges what was sent since the last call.
+    fn check(&mut self) -> Result<(), Hit> {
+        let new = self.w.take_log();
+        let start = self.log.len();
+        self.log.extend(new);
+        for l in &self.log[start..] {
+            if let Some((oracle, what)) = judge(&l.request, &l.reply, &self.t.mcp_url) {
+                return Err(Hit { oracle, what });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Target {
+    fn wire(&self) -> NetWire {
+        let first = self.ids.fetch_add(1000, Ordering::Relaxed);
+        NetWire::new(
+            self.http.clone(),
+            &self.mcp_url,
+            &self.principal,
+            self.timeout,
+            self.seed,
+            first,
+        )
+    }
+
+    /// The tools of a generation.
+    pub fn tools(&self, g: Generation) -> &[ToolInfo] {
+        match g {
+            Generation::Modern => &self.modern,
+            Generation::Legacy => &self.legacy,
+        }
+    }
+
+    /// Runs `ops` on a fresh flow of tool `tool` of generation `g`.
+    pub async fn exec(&self, g: Generation, tool: usize, ops: &[Op], index: u64) -> Exec {
+        let Some(info) = self.tools(g).get(tool) else {
+            return Exec::default();
+        };
+        let mut run = Run {
+            t: self,
+            w: self.wire(),
+            log: Vec::new(),
+        };
+        let mut out = Exec::default();
+        let res = match g {
+            Generation::Modern => self.modern_flow(&mut run, info, ops, index).await,
+            Generation::Legacy => self.legacy_flow(&mut run, info, ops, index, &mut out).await,
+        };
+        let res = res.and_then(|()| run.check());
+        if let Err(mut hit) = res {
+            if hit.oracle.transport_level() && !self.alive().await {
+                hit = Hit {
+                    oracle: Oracle::Unresponsive,
+                    what: format!("after {}: the server no longer answers", hit.what),
+                };
+            }
+            out.hit = Some(hit);
+        }
+        let _ = run.check();
+        out.log = run.log;
+        out.streamed = run.w.take_streamed();
+        out
+    }
+
+    /// Whether the server still answers anything (three tries).
+    pub async fn alive(&self) -> bool {
+        let w = self.wire();
+        for i in 0..3 {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            let req = if self.speaks_modern {
+                crate::discover::modern::request(
+                    &w,
+                    "liveness: server/discover",
+                    "server/discover",
+                    json!({}),
+                    &all_modes(),
+                )
+            } else {
+                legacy::initialize_request(
+                    &self.mcp_url,
+                    Some(&self.principal),
+                    w.next_id(),
+                    &all_modes().to_value(),
+                )
+            };
+            if w.send(req).await.is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// A state of another request: the same tool with other arguments, or
+    /// another tool that issues states.
+    async fn donor(&self, run: &mut Run<'_>, tool: &ToolInfo) -> Result<Option<String>, Hit> {
+        let (name, args) = match &tool.other_args {
+            Some(a) => (tool.name.clone(), a.clone()),
+            None => match self
+                .modern
+                .iter()
+                .find(|t| t.has_state && t.name != tool.name)
+            {
+                Some(t) => (t.name.clone(), t.args.clone()),
+                None => return Ok(None),
+            },
+        };
+        let walked = walk(&run.w, &name, &args, &all_modes(), 3, true).await;
+        run.check()?;
+        Ok(walked.state_round().and_then(|(_, r)| r.state.clone()))
+    }
+
+    async fn modern_flow(
+        &self,
+        run: &mut Run<'_>,
+        tool: &ToolInfo,
+        ops: &[Op],
+        index: u64,
+    ) -> Result<(), Hit> {
+        let caps = all_modes();
+        let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
+        run.check()?;
+        let round = match (&walked.end, walked.state_round()) {
+            (WalkEnd::AtState, Some((_, r))) => r.state.clone().map(|s| (s, r.answers.clone())),
+            _ => None,
+        };
+        let wants_donor = ops.iter().any(|o| {
+            matches!(
+                o,
+                Op::State(StateMutation::Splice { .. } | StateMutation::Donor)
+            )
+        });
+        let donor = match &round {
+            Some(_) if wants_donor => self.donor(run, tool).await?,
+            _ => None,
+        };
+        let other = self
+            .other_principal
+            .as_deref()
+            .filter(|_| ops.contains(&Op::OtherPrincipal));
+
+        // The mutated request: the retry of the state round, or (a tool
+        // without state) the first call.
+        let mut sent_state = round.as_ref().map(|(s, _)| Value::from(s.clone()));
+        let mut answers = round.as_ref().map(|(_, a)| Value::Object(a.clone()));
+        let mut framing = false;
+        let mut malformed = false;
+        for op in ops {
+            match op {
+                Op::State(m) if round.is_some() => {
+                    if let Some(Value::String(s)) = &sent_state {
+                        sent_state = m.apply(s, donor.as_deref());
+                    }
+                }
+                Op::Answers(m) if round.is_some() => {
+                    if let Some(Value::Object(a)) = &answers {
+                        malformed |= !m.keeps_json();
+                        answers = Some(m.apply(a));
+                    }
+                }
+                Op::Header(h) => framing |= h.breaks_framing(),
+                Op::Body(b) => malformed |= !b.keeps_id(),
+                _ => {}
+            }
+        }
+        let names: Vec<String> = ops.iter().map(Op::name).collect();
+        let changes = ops
+            .iter()
+            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. }));
+        let label = format!(
+            "{}{}{}case {index} {} {}",
+            if framing { FRAMING } else { "" },
+            if malformed { MALFORMED } else { "" },
+            if changes { MUTATED } else { "" },
+            tool.name,
+            if changes {
+                names.join(" ")
+            } else {
+                "retry".into()
+            }
+        );
+        let mut req = call_request(&run.w, label, &tool.name, &tool.args, &caps, answers, None);
+        if let Some(s) = &sent_state
+            && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
+        {
+            v["params"]["requestState"] = s.clone();
+            req.body = v.to_string().into_bytes();
+        }
+        if let Some(o) = other {
+            req = req.token(Some(o));
+        }
+        for op in ops {
+            match op {
+                Op::Header(h) => req = h.apply(req),
+                Op::Body(b) => req = b.apply(req),
+                _ => {}
+            }
+        }
+        let reply = run.w.send(req).await;
+        run.check()?;
+        let Some((state, valid)) = round else {
+            return Ok(());
+        };
+        let tampered = matches!(&sent_state, Some(Value::String(s)) if !equivalent(&state, s));
+        let mut completions = 0;
+        if completes(&reply) {
+            if tampered || other.is_some() {
+                // The control: the same answers and credentials, no state.
+                let mut control = call_request(
+                    &run.w,
+                    format!("case {index} control: the same answers, no requestState"),
+                    &tool.name,
+                    &tool.args,
+                    &caps,
+                    Some(Value::Object(valid.clone())),
+                    None,
+                );
+                if let Some(o) = other {
+                    control = control.token(Some(o));
+                }
+                let c = run.w.send(control).await;
+                run.check()?;
+                if completes(&c) {
+                    // The server does not need the state for this tool.
+                    return Ok(());
+                }
+                let (oracle, what) = if tampered {
+                    (
+                        Oracle::TamperedStateAccepted,
+                        format!(
+                            "{}: a retry with a changed requestState completed; the same answers without a state did not",
+                            tool.name
+                        ),
+                    )
+                } else {
+                    (
+                        Oracle::ForeignPrincipalAccepted,
+                        format!(
+                            "{}: {}'s state completed for another principal; the same answers without a state did not",
+                            tool.name, self.principal
+                        ),
+                    )
+                };
+                return Err(Hit { oracle, what });
+            }
+            completions += 1;
+        }
+        let valid_retry = |label: String, w: &NetWire| {
+            call_request(
+                w,
+                label,
+                &tool.name,
+                &tool.args,
+                &caps,
+                Some(Value::Object(valid.clone())),
+                Some(&state),
+            )
+        };
+        for op in ops {
+            match op {
+                Op::Replay => {
+                    let r = run
+                        .w
+                        .send(valid_retry(
+                            format!("case {index} replay of the valid retry"),
+                            &run.w,
+                        ))
+                        .await;
+                    completions += usize::from(completes(&r));
+                }
+                Op::Concurrent { copies } => {
+                    let n = 2 + usize::from(copies % 4);
+                    let reqs: Vec<RawRequest> = (0..n)
+                        .map(|i| {
+                            valid_retry(
+                                format!("case {index} concurrent copy {}/{n}", i + 1),
+                                &run.w,
+                            )
+                        })
+                        .collect();
+                    let replies =
+                        futures::future::join_all(reqs.into_iter().map(|r| run.w.send(r))).await;
+                    completions += replies.iter().filter(|r| completes(r)).count();
+                }
+                _ => {}
+            }
+        }
+        run.check()?;
+        if tool.single_use && completions > 1 {
+            return Err(Hit {
+                oracle: Oracle::SingleUseTwice,
+                what: format!(
+                    "single-use tool {}: one request completed {completions} times",
+                    tool.name
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    async fn legacy_flow(
+        &self,
+        run: &mut Run<'_>,
+        tool: &ToolInfo,
+        ops: &[Op],
+        index: u64,
+        out: &mut Exec,
+    ) -> Result<(), Hit> {
+        let caps = all_modes();
+        let session = legacy::open(&run.w, &caps, true).await;
+        run.check()?;
+        let Ok(s) = session else { return Ok(()) };
+        // Header and body changes go to a request that never waits for a
+        // user: `tools/list` on the session.
+        let hb: Vec<&Op> = ops
+            .iter()
+            .filter(|o| matches!(o, Op::Header(_) | Op::Body(_)))
+            .collect();
+        if !hb.is_empty() {
+            let framing = hb
+                .iter()
+                .any(|o| matches!(o, Op::Header(h) if h.breaks_framing()));
+            let malformed = hb.iter().any(|o| matches!(o, Op::Body(b) if !b.keeps_id()));
+            let names: Vec<String> = hb.iter().map(|o| o.name()).collect();
+            let label = format!(
+                "{}{}{MUTATED}case {index} tools/list {}",
+                if framing { FRAMING } else { "" },
+                if malformed { MALFORMED } else { "" },
+                names.join(" ")
+            );
+            let mut req = legacy::request(&run.w, &s, &label, "tools/list", json!({}));
+            for op in &hb {
+                match op {
+                    Op::Header(h) => req = h.apply(req.clone()),
+                    Op::Body(b) => req = b.apply(req.clone()),
+                    _ => {}
+                }
+            }
+            let _ = run.w.send(req).await;
+            run.check()?;
+        }
+        // A decline or cancel answers the tool's `elicitation/create`.
+        let answer = ops.iter().find_map(|o| match o {
+            Op::Answers(crate::fuzz::mutation::AnswerMutation::Decline) => {
+                Some((legacy::Answer::Decline, "decline"))
+            }
+            Op::Answers(crate::fuzz::mutation::AnswerMutation::Cancel) => {
+                Some((legacy::Answer::Cancel, "cancel"))
+            }
+            _ => None,
+        });
+        if let Some((a, action)) = answer
+            && tool.elicits
+        {
+            out.legacy_call = Some((
+                json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool.name, "arguments": tool.args}}),
+                action.to_owned(),
+            ));
+            let st = legacy::call(&run.w, &s, &tool.name, &tool.args, a).await;
+            run.check()?;
+            let what = |w: &str| format!("case {index} {} answered {action}: {w}", tool.name);
+            let worst = st
+                .answer_replies
+                .iter()
+                .map(|(status, _)| *status)
+                .chain([st.status])
+                .max()
+                .unwrap_or(0);
+            if worst >= 500 {
+                let on = if st.status >= 500 {
+                    "call"
+                } else {
+                    "answer POST"
+                };
+                return Err(Hit {
+                    oracle: Oracle::ServerError,
+                    what: what(&format!("HTTP {worst} on the {on}")),
+                });
+            }
+            if let Some(f) = &st.failure {
+                let oracle = if f.starts_with("timeout") {
+                    Oracle::Hang
+                } else {
+                    Oracle::ConnectionReset
+                };
+                return Err(Hit {
+                    oracle,
+                    what: what(f),
+                });
+            }
+            match &st.response {
+                Some(Rpc::Missing(why)) => {
+                    return Err(Hit {
+                        oracle: Oracle::NotJsonRpc,
+                        what: what(why),
+                    });
+                }
+                None if !st.abandoned && (200..300).contains(&st.status) => {
+                    return Err(Hit {
+                        oracle: Oracle::NotJsonRpc,
+                        what: what("the stream ended without the call's response"),
+                    });
+                }
+                _ => {}
+            }
+        }
+        legacy::close(&run.w, &s).await;
+        Ok(())
+    }
+}

@@ -1,0 +1,392 @@
+//! The black-box fuzzer behind `elicitkit fuzz --target URL`: any MCP
+//! server over HTTP, both generations.
+//!
+//! Discovery ([`crate::discover`], the one `check` and `load` use) finds
+//! the generations, tools and flows. Then case after case, each derived
+//! from `(--seed, index)` ([`case`]), starts a fresh flow and sends it with
+//! [`crate::fuzz::mutation`]'s changes to states, `inputResponses`,
+//! headers and JSON text, plus replays and concurrent copies ([`exec`]).
+//! The [`oracle`]s: 5xx, connection reset, a reply that is not JSON-RPC,
+//! a hang past the timeout, the server no longer answering, a changed
+//! state (or another principal) completing where the control (the same
+//! answers, no state) does not, a single-use request completing twice.
+//! Each finding is delta-debugged over its op list ([`minimise`]) and
+//! written as a reproducer ([`repro`]); the run ends with a [`summary`].
+//! Every run is bounded by a duration and a request count.
+//!
+//! - [`wire`]: the recording network wire.
+
+pub mod case;
+pub mod exec;
+pub mod minimise;
+pub mod oracle;
+pub mod repro;
+pub mod summary;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicI64;
+use std::time::{Duration, Instant};
+
+use crate::discover::{self, DiscoverError, FirstReply};
+use crate::fuzz::harness::wire::Logged;
+use crate::protocol::Generation;
+
+use case::Op;
+use exec::{Target, ToolInfo};
+use oracle::Oracle;
+use summary::{Listed, Summary};
+
+/// How a run goes.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The MCP endpoint.
+    pub mcp_url: String,
+    /// Token of the principal the flows run as.
+    pub principal: String,
+    /// Token of another principal (cross-principal retries run when the
+    /// server authenticates, or when this was given explicitly).
+    pub other_principal: String,
+    /// Whether `other_principal` was given explicitly.
+    pub other_given: bool,
+    /// Only this generation (`None`: every one spoken).
+    pub generation: Option<Generation>,
+    /// Only these tools (empty: all).
+    pub tools: Vec<String>,
+    /// Never these tools.
+    pub skip_tools: Vec<String>,
+    /// Tools whose completion must happen at most once, besides declared ones.
+    pub single_use: Vec<String>,
+    /// How long to fuzz (discovery not included).
+    pub duration: Duration,
+    /// Most HTTP requests (discovery not included).
+    pub max_requests: u64,
+    /// Bound on every request (a hang is a reply later than this).
+    pub timeout: Duration,
+    /// The seed of the cases.
+    pub seed: u64,
+    /// Where findings and the summary go (`.../fuzz`).
+    pub out_dir: PathBuf,
+    /// Most candidates tried when minimising one finding.
+    pub minimise_budget: usize,
+    /// Print a progress line this often (`None`: never).
+    pub progress: Option<Duration>,
+}
+
+impl Settings {
+    /// Defaults for `mcp_url`: principals `alice` and `bob`, 60 s, 100 000
+    /// requests, 5 s per request, seed 1, findings under `reports/fuzz`.
+    pub fn new(mcp_url: impl Into<String>) -> Self {
+        Settings {
+            mcp_url: mcp_url.into(),
+            principal: "alice".into(),
+            other_principal: "bob".into(),
+            other_given: false,
+            generation: None,
+            tools: Vec::new(),
+            skip_tools: Vec::new(),
+            single_use: Vec::new(),
+            duration: Duration::from_secs(60),
+            max_requests: 100_000,
+            timeout: Duration::from_secs(5),
+            seed: 1,
+            out_dir: PathBuf::from("reports/fuzz"),
+            minimise_budget: 24,
+            progress: None,
+        }
+    }
+}
+
+/// One minimised finding.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// Oracle.
+    pub oracle: Oracle,
+    /// What happened.
+    pub what: String,
+    /// Generation.
+    pub generation: Generation,
+    /// Tool.
+    pub tool: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// The case's index.
+    pub case: u64,
+    /// The minimised ops.
+    pub ops: Vec<Op>,
+    /// The ops as generated.
+    pub original_ops: Vec<String>,
+    /// Whether the minimised ops showed the oracle again.
+    pub reproduced: bool,
+    /// The minimised run's requests and replies.
+    pub log: Vec<Logged>,
+    /// Its 2025-11-25 streamed calls.
+    pub streamed: Vec<crate::client::raw::Exchange>,
+    /// Its 2025-11-25 answered call (body, action).
+    pub legacy_call: Option<(serde_json::Value, String)>,
+    /// The endpoint.
+    pub mcp_url: String,
+    /// The principal's token.
+    pub principal: String,
+    /// The other principal's token, if used.
+    pub other_principal: Option<String>,
+    /// The request timeout in seconds.
+    pub timeout_secs: f64,
+}
+
+impl Finding {
+    /// Names of the minimised ops.
+    pub fn op_names(&self) -> Vec<String> {
+        self.ops.iter().map(Op::name).collect()
+    }
+}
+
+fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
+    let Some(v) = d.view(g) else {
+        return Vec::new();
+    };
+    v.tools
+        .iter()
+        .filter(|t| !matches!(t.first, FirstReply::Other(_)) || t.elicits())
+        .map(|t| ToolInfo {
+            name: t.name.clone(),
+            args: t.arguments.clone(),
+            other_args: t.other_arguments.clone(),
+            single_use: t.single_use,
+            elicits: t.elicits(),
+            has_state: t.issues_state(),
+        })
+        .collect()
+}
+
+/// Discovers the target and builds what the cases run against.
+pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
+    let mut ds = discover::Settings::new(s.mcp_url.clone());
+    ds.principal = s.principal.clone();
+    ds.timeout = s.timeout;
+    ds.tools = s.tools.clone();
+    ds.skip_tools = s.skip_tools.clone();
+    ds.single_use = s.single_use.clone();
+    ds.generation = s.generation;
+    ds.seed = s.seed;
+    let d = discover::discover(&ds).await?;
+    Ok(Target {
+        mcp_url: s.mcp_url.clone(),
+        principal: s.principal.clone(),
+        other_principal: (s.other_given || d.auth.principals_matter())
+            .then(|| s.other_principal.clone()),
+        timeout: s.timeout,
+        seed: s.seed,
+        modern: tool_infos(&d, Generation::Modern),
+        legacy: tool_infos(&d, Generation::Legacy),
+        speaks_modern: d.modern.is_some(),
+        http: discover::http_client()?,
+        ids: AtomicI64::new(1_000_000),
+    })
+}
+
+/// One finding per oracle, generation and tool: later cases that hit it
+/// again count as repeats (another mutation showing the same defect).
+fn signature(g: Generation, tool: &str, oracle: Oracle) -> String {
+    format!("{g} {tool} {oracle}")
+}
+
+/// Runs the fuzzer against a prepared target; writes each finding and the
+/// summary under `s.out_dir`.
+pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
+    std::fs::create_dir_all(&s.out_dir)?;
+    let gens: Vec<(Generation, usize)> = [Generation::Modern, Generation::Legacy]
+        .into_iter()
+        .map(|g| (g, t.tools(g).len()))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let started = Instant::now();
+    let mut summary = Summary {
+        target: s.mcp_url.clone(),
+        seed: s.seed,
+        generations: gens.iter().map(|(g, _)| g.to_string()).collect(),
+        tools: gens
+            .iter()
+            .map(|(g, _)| {
+                (
+                    g.to_string(),
+                    t.tools(*g).iter().map(|x| x.name.clone()).collect(),
+                )
+            })
+            .collect(),
+        execs: 0,
+        requests: 0,
+        elapsed_secs: 0.0,
+        execs_per_sec: 0.0,
+        stopped: "duration".into(),
+        findings_per_oracle: BTreeMap::new(),
+        first_finding_secs: None,
+        findings: Vec::new(),
+    };
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last_progress = Instant::now();
+    let mut index = 0u64;
+    while started.elapsed() < s.duration {
+        if summary.requests >= s.max_requests {
+            summary.stopped = "max-requests".into();
+            break;
+        }
+        let Some(c) = case::generate(s.seed, index, &gens) else {
+            break;
+        };
+        index += 1;
+        let ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
+        summary.execs += 1;
+        summary.requests += ex.log.len() as u64;
+        if let Some(hit) = &ex.hit {
+            let tool = t.tools(c.generation)[c.tool].name.clone();
+            let sig = signature(c.generation, &tool, hit.oracle);
+            if let Some(&i) = seen.get(&sig) {
+                summary.findings[i].repeats += 1;
+            } else {
+                let at = started.elapsed().as_secs_f64();
+                let (f, extra) = minimise_finding(s, t, &c, hit.oracle, &tool, ex).await;
+                summary.requests += extra;
+                let min_sig = signature(c.generation, &tool, f.oracle);
+                if let Some(&i) = seen.get(&min_sig) {
+                    summary.findings[i].repeats += 1;
+                    seen.insert(sig, i);
+                } else {
+                    let dir = format!(
+                        "{:03}-{}-{}-{}",
+                        summary.findings.len() + 1,
+                        f.oracle,
+                        g_short(f.generation),
+                        tool
+                    );
+                    repro::write(&s.out_dir.join(&dir), &f)?;
+                    let i = summary.findings.len();
+                    summary.findings.push(Listed {
+                        dir,
+                        oracle: f.oracle,
+                        generation: f.generation.to_string(),
+                        tool: tool.clone(),
+                        ops: f.op_names(),
+                        what: f.what.clone(),
+                        at_secs: at,
+                        repeats: 0,
+                    });
+                    seen.insert(sig, i);
+                    seen.insert(min_sig, i);
+                    if s.progress.is_some() {
+                        eprintln!(
+                            "[{:>5.1}s] FINDING {} [{} {}]: {}",
+                            at, f.oracle, f.generation, tool, f.what
+                        );
+                    }
+                }
+                if f.oracle == Oracle::Unresponsive && !t.alive().await {
+                    summary.stopped = "unresponsive".into();
+                    break;
+                }
+            }
+        }
+        if let Some(p) = s.progress
+            && last_progress.elapsed() >= p
+        {
+            last_progress = Instant::now();
+            let e = started.elapsed().as_secs_f64();
+            eprintln!(
+                "[{e:>5.1}s] {} execs ({:.1}/s), {} requests, {} findings",
+                summary.execs,
+                summary.execs as f64 / e.max(1e-9),
+                summary.requests,
+                summary.findings.len()
+            );
+        }
+    }
+    summary.elapsed_secs = started.elapsed().as_secs_f64();
+    summary.execs_per_sec = summary.execs as f64 / summary.elapsed_secs.max(1e-9);
+    summary.count();
+    std::fs::write(
+        s.out_dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary).unwrap_or_default(),
+    )?;
+    std::fs::write(s.out_dir.join("summary.md"), summary.markdown())?;
+    Ok(summary)
+}
+
+fn g_short(g: Generation) -> &'static str {
+    match g {
+        Generation::Modern => "mrtr",
+        Generation::Legacy => "legacy",
+    }
+}
+
+/// Delta-debugs the case's ops down to those the oracle still needs, and
+/// keeps the last run that showed it. Returns the finding and the
+/// requests minimisation sent.
+async fn minimise_finding(
+    s: &Settings,
+    t: &Target,
+    c: &case::Case,
+    oracle: Oracle,
+    tool: &str,
+    first: exec::Exec,
+) -> (Finding, u64) {
+    let hit = first.hit.clone().unwrap_or(exec::Hit {
+        oracle,
+        what: String::new(),
+    });
+    let mut best: Option<exec::Exec> = None;
+    let mut best_ops: Vec<Op> = c.ops.clone();
+    let requests = std::cell::Cell::new(0u64);
+    let kept: std::cell::RefCell<Vec<(Vec<Op>, exec::Exec)>> = Default::default();
+    let (requests_ref, kept_ref) = (&requests, &kept);
+    let min = minimise::ddmin(
+        c.ops.clone(),
+        |ops: Vec<Op>| async move {
+            let ex = t.exec(c.generation, c.tool, &ops, c.index).await;
+            requests_ref.set(requests_ref.get() + ex.log.len() as u64);
+            let ok = ex.hit.as_ref().map(|h| h.oracle) == Some(oracle);
+            if ok {
+                kept_ref.borrow_mut().push((ops, ex));
+            }
+            ok
+        },
+        s.minimise_budget,
+    )
+    .await;
+    let kept = kept.into_inner();
+    let requests = requests.get();
+    if let Some((ops, ex)) = kept.into_iter().rev().find(|(o, _)| *o == min) {
+        best_ops = ops;
+        best = Some(ex);
+    }
+    let reproduced = best.is_some() || min == c.ops;
+    let ex = match best {
+        Some(ex) => ex,
+        None => {
+            best_ops = c.ops.clone();
+            first
+        }
+    };
+    let what = ex.hit.as_ref().map_or(hit.what.clone(), |h| h.what.clone());
+    (
+        Finding {
+            oracle,
+            what,
+            generation: c.generation,
+            tool: tool.to_owned(),
+            seed: s.seed,
+            case: c.index,
+            original_ops: c.ops.iter().map(Op::name).collect(),
+            ops: best_ops,
+            reproduced,
+            log: ex.log,
+            streamed: ex.streamed,
+            legacy_call: ex.legacy_call,
+            mcp_url: t.mcp_url.clone(),
+            principal: t.principal.clone(),
+            other_principal: t.other_principal.clone(),
+            timeout_secs: t.timeout.as_secs_f64(),
+        },
+        requests,
+    )
+}

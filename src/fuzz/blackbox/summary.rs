@@ -1,0 +1,155 @@
+//! The run's summary: execs, exec/s, requests and findings per oracle, for
+//! the terminal, `summary.json` and `summary.md`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::oracle::Oracle;
+
+/// One finding as the summary lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    /// Folder under `fuzz/`.
+    pub dir: String,
+    /// Oracle.
+    pub oracle: Oracle,
+    /// Generation.
+    pub generation: String,
+    /// Tool.
+    pub tool: String,
+    /// Minimised ops.
+    pub ops: Vec<String>,
+    /// What happened.
+    pub what: String,
+    /// Seconds into the run it was first seen.
+    pub at_secs: f64,
+    /// Later cases that hit the same oracle on the same tool.
+    pub repeats: u64,
+}
+
+/// Everything a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// The MCP endpoint.
+    pub target: String,
+    /// The seed (`--seed` reruns the same cases).
+    pub seed: u64,
+    /// Generations fuzzed.
+    pub generations: Vec<String>,
+    /// Tools per generation.
+    pub tools: BTreeMap<String, Vec<String>>,
+    /// Cases run (not counting minimisation).
+    pub execs: u64,
+    /// HTTP requests sent (minimisation included).
+    pub requests: u64,
+    /// Wall time in seconds.
+    pub elapsed_secs: f64,
+    /// `execs / elapsed_secs`.
+    pub execs_per_sec: f64,
+    /// Why the run stopped (`duration`, `max-requests`, `unresponsive`).
+    pub stopped: String,
+    /// Distinct findings per oracle (every oracle listed).
+    pub findings_per_oracle: BTreeMap<String, usize>,
+    /// Seconds to the first finding, if any.
+    pub first_finding_secs: Option<f64>,
+    /// The findings.
+    pub findings: Vec<Listed>,
+}
+
+impl Summary {
+    /// Counts per oracle from the findings.
+    pub fn count(&mut self) {
+        self.findings_per_oracle = Oracle::ALL
+            .iter()
+            .map(|o| {
+                (
+                    o.name().to_owned(),
+                    self.findings.iter().filter(|f| f.oracle == *o).count(),
+                )
+            })
+            .collect();
+        self.first_finding_secs = self
+            .findings
+            .iter()
+            .map(|f| f.at_secs)
+            .min_by(f64::total_cmp);
+    }
+
+    /// The terminal lines.
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "elicitkit fuzz {}: {} execs in {:.1}s ({:.1} exec/s), {} requests, seed {}, stopped by {}",
+            self.target,
+            self.execs,
+            self.elapsed_secs,
+            self.execs_per_sec,
+            self.requests,
+            self.seed,
+            self.stopped
+        );
+        for (o, n) in &self.findings_per_oracle {
+            let _ = writeln!(s, "  {o:<28} {n}");
+        }
+        if self.findings.is_empty() {
+            let _ = writeln!(s, "no findings");
+        }
+        for f in &self.findings {
+            let _ = writeln!(
+                s,
+                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  {}\n  reproduce: {}/repro.sh",
+                f.oracle,
+                f.generation,
+                f.tool,
+                f.at_secs,
+                if f.ops.is_empty() {
+                    "(none)".into()
+                } else {
+                    f.ops.join(" ")
+                },
+                f.what,
+                f.dir
+            );
+        }
+        s
+    }
+
+    /// `summary.md`.
+    pub fn markdown(&self) -> String {
+        let mut s = format!(
+            "# elicitkit fuzz: {}\n\n- seed: `{}` (`--seed {}` reruns the same cases)\n- generations: {}\n- execs: {} in {:.1} s ({:.1} exec/s), {} HTTP requests; stopped by {}\n\n| oracle | findings |\n|---|---|\n",
+            self.target,
+            self.seed,
+            self.seed,
+            self.generations.join(", "),
+            self.execs,
+            self.elapsed_secs,
+            self.execs_per_sec,
+            self.requests,
+            self.stopped
+        );
+        for (o, n) in &self.findings_per_oracle {
+            let _ = writeln!(s, "| {o} | {n} |");
+        }
+        if !self.findings.is_empty() {
+            s.push_str("\n| finding | generation | tool | ops (minimised) | at | what |\n|---|---|---|---|---|---|\n");
+            for f in &self.findings {
+                let _ = writeln!(
+                    s,
+                    "| [{}]({}/repro.sh) | {} | {} | {} | {:.1} s | {} |",
+                    f.oracle,
+                    f.dir,
+                    f.generation,
+                    f.tool,
+                    f.ops.join(" "),
+                    f.at_secs,
+                    f.what.replace('|', "\\|")
+                );
+            }
+        }
+        s
+    }
+}
