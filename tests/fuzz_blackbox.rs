@@ -152,7 +152,7 @@ fn a_replayable_side_effect_is_a_single_use_completing_twice() {
 }
 
 #[test]
-fn a_crash_on_decline_is_a_server_error_in_both_generations() {
+fn a_crash_on_decline_is_a_server_error() {
     let _ = finds(
         "crash-on-decline",
         "server-error",

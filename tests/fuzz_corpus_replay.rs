@@ -117,3 +117,19 @@ fn sse_regression_keeps_its_meaning() {
     assert_eq!(case.cuts, vec![1]);
     assert_eq!(case.body, b"\xef\xbb a\ng");
 }
+
+/// The harness target `serve_mrtr` (the reference server in process, every
+/// invariant) replays its committed seeds too; `rmcp_server` lives in the
+/// fuzz crate (it includes the rmcp test server) and is covered by
+/// `tests/fuzz_harness_rmcp.rs`. Both have seeds, so the CI smoke, which
+/// passes `corpus/<target>` to libFuzzer, finds the directory.
+#[test]
+fn harness_targets_have_seeds_and_serve_mrtr_replays_them() {
+    for t in ["serve_mrtr", "rmcp_server"] {
+        assert!(!inputs("corpus", t).is_empty(), "fuzz/corpus/{t}/ is empty");
+    }
+    for f in inputs("corpus", "serve_mrtr") {
+        let data = std::fs::read(&f).expect("readable");
+        elicitkit::fuzz::harness::targets::serve_mrtr_target(&data);
+    }
+}
