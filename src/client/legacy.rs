@@ -451,13 +451,39 @@ impl LegacyClient {
         // The optional GET stream is opened first so that a server which
         // routes elicitations there (and answers the POST with plain JSON
         // only at the end) can be served while the POST is pending.
+        //
+        // The POST waits (briefly) for the GET stream's response head: a
+        // server that routes an elicitation to the session's GET stream
+        // must already hold this one, not an earlier stream of this
+        // session that it has not yet seen close (it would be lost there).
+        // A 409 means that earlier stream is still registered: asked again
+        // after a pause.
+        let mut early = Vec::new();
         let get = if self.cfg.get_stream
             && !self.get_refused.load(std::sync::atomic::Ordering::Relaxed)
         {
-            let req = self
-                .request(reqwest::Method::GET, true)
-                .header("Accept", "text/event-stream");
-            chunks(req, started).boxed()
+            let mut attempt = 0;
+            loop {
+                let req = self
+                    .request(reqwest::Method::GET, true)
+                    .header("Accept", "text/event-stream");
+                let mut s = chunks(req, started);
+                let wait = (TokioInstant::now() + GET_HEAD_WAIT).min(deadline);
+                match tokio::time::timeout_at(wait, s.next()).await {
+                    Ok(Some(Chunk::Head(h))) if h.status == 409 && attempt < GET_RETRIES => {
+                        attempt += 1;
+                        tokio::time::sleep(GET_RETRY_PAUSE).await;
+                    }
+                    Ok(Some(c)) => {
+                        early.push((Src::Get, c));
+                        break s;
+                    }
+                    Ok(None) => break stream::empty().boxed(),
+                    // No head yet (a server that sends it with the first
+                    // event): go on, reading the GET beside the POST.
+                    Err(_) => break s,
+                }
+            }
         } else {
             stream::empty().boxed()
         };
@@ -465,7 +491,10 @@ impl LegacyClient {
             self.request(reqwest::Method::POST, true).body(body),
             started,
         );
-        let mut merged = stream::select(post.map(|c| (Src::Post, c)), get.map(|c| (Src::Get, c)));
+        let mut merged = stream::iter(early).chain(stream::select(
+            post.map(|c| (Src::Post, c)),
+            get.map(|c| (Src::Get, c)),
+        ));
         let mut post_sse = None::<bool>;
         let mut post_status = 0u16;
         let mut post_ct = String::new();
@@ -916,6 +945,14 @@ enum Chunk {
 }
 
 /// Sends `req` and yields its head, body chunks, and `End` (or `Failed`).
+/// How long a call waits for its GET stream's response head before
+/// sending the POST anyway.
+const GET_HEAD_WAIT: Duration = Duration::from_millis(250);
+/// Times a GET stream answered 409 (an earlier stream of the session still
+/// registered) is asked again, and the pause between.
+const GET_RETRIES: u32 = 20;
+const GET_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
 fn chunks(req: reqwest::RequestBuilder, started: Instant) -> BoxStream<'static, Chunk> {
     stream::once(req.send())
         .flat_map(move |res| match res {
