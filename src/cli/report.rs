@@ -83,13 +83,14 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
             Err(e) => return usage_error(format!("--threshold: {e}")),
         }
     }
-    if let Err(e) = refuse_duplicates(logs) {
-        return usage_error(e);
-    }
+    let texts = match read_distinct(logs) {
+        Ok(t) => t,
+        Err(e) => return usage_error(e),
+    };
     let mut intervals = Vec::new();
     let mut spans = Vec::new();
-    for path in logs {
-        match hlog::read_file(path) {
+    for (path, bytes) in logs.iter().zip(&texts) {
+        match hlog::read_bytes(bytes, &path.display().to_string()) {
             Ok(mut ivs) => {
                 if let Some(span) = span_of(&ivs) {
                     spans.push((path.display().to_string(), span));
@@ -198,9 +199,9 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
     }
 }
 
-/// Refuses a log named twice, by path or by content: merging it twice would
-/// double its counts.
-fn refuse_duplicates(logs: &[PathBuf]) -> Result<(), String> {
+/// Reads every log once, refusing one named twice, by path or by content:
+/// merging it twice would double its counts.
+fn read_distinct(logs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
     let mut seen: Vec<(PathBuf, PathBuf, Vec<u8>)> = Vec::new();
     for path in logs {
         let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -223,7 +224,7 @@ fn refuse_duplicates(logs: &[PathBuf]) -> Result<(), String> {
         }
         seen.push((path.clone(), real, bytes));
     }
-    Ok(())
+    Ok(seen.into_iter().map(|(_, _, bytes)| bytes).collect())
 }
 
 /// The time a log covers: (first interval's start, last interval's end),
