@@ -17,7 +17,6 @@ use hdrhistogram::serialization::interval_log::{
 };
 use hdrhistogram::serialization::{Deserializer, V2DeflateSerializer};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -43,14 +42,6 @@ pub fn new_histogram() -> Histogram<u64> {
 /// Why a log cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum HlogError {
-    /// File I/O failed.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The I/O error.
-        source: std::io::Error,
-    },
     /// The file is not an interval log.
     #[error("{path}: not an HDR interval log (parse error at byte {offset})")]
     Parse {
@@ -193,16 +184,6 @@ pub struct LoggedInterval {
     pub len: Duration,
     /// The histogram.
     pub hist: Histogram<u64>,
-}
-
-/// Reads every interval of a log file.
-pub fn read_file(path: &Path) -> Result<Vec<LoggedInterval>, HlogError> {
-    let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| HlogError::Io {
-        path: p.clone(),
-        source,
-    })?;
-    read_bytes(&bytes, &p)
 }
 
 /// Reads every interval of a log held in memory (`label` names it in errors).
