@@ -5,7 +5,7 @@
 //! abuse slowloris --target URL [--conns 4000] [--baseline 10s] [--attack 30s]
 //! abuse retries   --target URL [--n 1000]
 //! abuse forget    --target URL --pid PID [--db PATH] [--flows N] [--legacy N]
-//!                 [--concurrency 16] [--window 90s] [--max-time 60m]
+//!                 [--concurrency 16] [--rate 0] [--window 90s] [--max-time 60m]
 //! ```
 //!
 //! Every mode is bounded in time and count, refuses a non-loopback
@@ -22,7 +22,7 @@
 //!   is identical, and the tool's side-effect counter before and after.
 //! - `forget`: URL flows (call, page, submit, final retry) and legacy calls
 //!   (initialize, call, answer, DELETE) as fast as `--concurrency` workers
-//!   go, sampling the server's RSS and the SQLite file (plus WAL) every
+//!   go (or `--rate` per second), sampling the server's RSS and the SQLite file (plus WAL) every
 //!   second; flatness is judged on the samples after `--window`.
 
 #[path = "../tests/server_support/mod.rs"]
@@ -70,24 +70,31 @@ enum Mode {
         n: usize,
     },
     /// Steady URL flows and legacy calls; RSS and SQLite file over time.
-    Forget {
-        #[arg(long)]
-        target: String,
-        #[arg(long)]
-        pid: u32,
-        #[arg(long)]
-        db: Option<std::path::PathBuf>,
-        #[arg(long, default_value_t = 1_000_000)]
-        flows: u64,
-        #[arg(long, default_value_t = 1_000_000)]
-        legacy: u64,
-        #[arg(long, default_value_t = 16)]
-        concurrency: usize,
-        #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
-        window: Duration,
-        #[arg(long, default_value = "60m", value_parser = humantime::parse_duration)]
-        max_time: Duration,
-    },
+    Forget(ForgetOpts),
+}
+
+#[derive(clap::Args)]
+struct ForgetOpts {
+    #[arg(long)]
+    target: String,
+    #[arg(long)]
+    pid: u32,
+    #[arg(long)]
+    db: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 1_000_000)]
+    flows: u64,
+    #[arg(long, default_value_t = 1_000_000)]
+    legacy: u64,
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// Operations started per second (0: as fast as the workers go). A
+    /// steady rate keeps the live set, and so the memory it needs, steady.
+    #[arg(long, default_value_t = 0)]
+    rate: u64,
+    #[arg(long, default_value = "90s", value_parser = humantime::parse_duration)]
+    window: Duration,
+    #[arg(long, default_value = "60m", value_parser = humantime::parse_duration)]
+    max_time: Duration,
 }
 
 fn loopback(target: &str) -> Result<String, String> {
@@ -413,16 +420,44 @@ async fn legacy_call_once(s: &Srv, user: &str) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn forget(
-    base: String,
-    pid: u32,
-    db: Option<std::path::PathBuf>,
-    flows: u64,
-    legacy: u64,
-    concurrency: usize,
-    window: Duration,
-    max_time: Duration,
-) -> Value {
+/// What the server holds, from its `/stats`: records and claims not yet
+/// purged, and open legacy sessions (each `None` when unreadable). RSS that
+/// grows while these stay level is the allocator, not the store.
+async fn live_set(s: &Srv) -> (Option<u64>, Option<u64>, Option<u64>) {
+    let Ok(r) = s
+        .http
+        .get(format!("{}/stats", s.server.base_url()))
+        .bearer_auth("monitor")
+        .send()
+        .await
+    else {
+        return (None, None, None);
+    };
+    let Ok(v) = r.json::<Value>().await else {
+        return (None, None, None);
+    };
+    let st = &v["store"];
+    let sub = |a: &str, b: &str| Some(st[a].as_u64()?.saturating_sub(st[b].as_u64()?));
+    (
+        sub("created", "purged_records"),
+        sub("claims_won", "purged_claims"),
+        v["active_sessions"].as_u64(),
+    )
+}
+
+async fn forget(o: ForgetOpts) -> Result<Value, String> {
+    let base = loopback(&o.target)?;
+    let ForgetOpts {
+        pid,
+        db,
+        flows,
+        legacy,
+        concurrency,
+        rate,
+        window,
+        max_time,
+        ..
+    } = o;
     let done_flows = Arc::new(AtomicU64::new(0));
     let done_legacy = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
@@ -441,6 +476,12 @@ async fn forget(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= total || stop.load(Ordering::Relaxed) {
                     return;
+                }
+                // Paced: operation i starts no earlier than i / rate seconds
+                // in; a worker that is behind starts at once.
+                if rate > 0 {
+                    let due = t0 + Duration::from_secs_f64(i as f64 / rate as f64);
+                    tokio::time::sleep_until(due.into()).await;
                 }
                 // Interleave the two kinds while both have work left.
                 let flow = (i % 2 == 0 && i / 2 < flows) || i / 2 >= legacy;
@@ -467,7 +508,9 @@ async fn forget(
         }));
     }
     let mut samples = Vec::new();
+    let monitor = srv(&base, true);
     loop {
+        let live = live_set(&monitor).await;
         let (f, l) = (
             done_flows.load(Ordering::Relaxed),
             done_legacy.load(Ordering::Relaxed),
@@ -479,6 +522,9 @@ async fn forget(
             "failed": failed.load(Ordering::Relaxed),
             "rss_kib": rss_kib(pid),
             "db_bytes": db_bytes(&db),
+            "live_records": live.0,
+            "live_claims": live.1,
+            "active_sessions": live.2,
         }));
         let finished = workers.iter().all(|w| w.is_finished());
         if finished || t0.elapsed() >= max_time {
@@ -500,14 +546,25 @@ async fn forget(
         let (Some(min), Some(max)) = (v.iter().min(), v.iter().max()) else {
             return Value::Null;
         };
+        // Growth: the mean of the last minute against the mean of the
+        // first minute after the window (a leak grows; a falling RSS is the
+        // allocator handing pages back, reported by the band, not growth).
+        let minute = v.len().min(60);
+        let mean = |s: &[u64]| s.iter().sum::<u64>() as f64 / s.len().max(1) as f64;
+        let (first, last) = (mean(&v[..minute]), mean(&v[v.len() - minute..]));
+        let round3 = |x: f64| (x * 1000.0).round() / 1000.0;
         json!({
             "at_window_end": v.first(), "min": min, "max": max, "last": v.last(),
-            "max_over_min": (*max as f64 / (*min).max(1) as f64 * 1000.0).round() / 1000.0,
+            "max_over_min": round3(*max as f64 / (*min).max(1) as f64),
             "within_10_percent": *max as f64 <= *min as f64 * 1.10,
+            "first_minute_mean": first.round(), "last_minute_mean": last.round(),
+            "growth": round3(last / first.max(1.0)),
+            "grew_over_10_percent": last > first * 1.10,
         })
     };
-    json!({
+    Ok(json!({
         "url_flows": done_flows.load(Ordering::Relaxed),
+        "rate_asked": rate,
         "legacy_calls": done_legacy.load(Ordering::Relaxed),
         "failed": failed.load(Ordering::Relaxed),
         "elapsed_s": elapsed.as_secs_f64(),
@@ -516,8 +573,9 @@ async fn forget(
         "stopped_by_max_time": elapsed >= max_time,
         "rss_after_window": flat("rss_kib"),
         "db_after_window": flat("db_bytes"),
+        "live_records_after_window": flat("live_records"),
         "samples": samples,
-    })
+    }))
 }
 
 fn main() -> std::process::ExitCode {
@@ -535,28 +593,7 @@ fn main() -> std::process::ExitCode {
                 attack,
             } => slowloris(loopback(&target)?, conns, baseline, attack).await,
             Mode::Retries { target, n } => retries(loopback(&target)?, n).await,
-            Mode::Forget {
-                target,
-                pid,
-                db,
-                flows,
-                legacy,
-                concurrency,
-                window,
-                max_time,
-            } => {
-                forget(
-                    loopback(&target)?,
-                    pid,
-                    db,
-                    flows,
-                    legacy,
-                    concurrency,
-                    window,
-                    max_time,
-                )
-                .await
-            }
+            Mode::Forget(o) => forget(o).await?,
         })
     });
     rt.shutdown_timeout(Duration::from_secs(2));
