@@ -2,11 +2,50 @@
 
 use std::sync::{Arc, Barrier};
 
+mod cluster_support;
+
+use cluster_support::Redis;
 use elicitkit::store::{
-    Claim, Completion, MemoryStore, Mode, NewRecord, Outcome, SqliteStore, Status, Store,
-    StoreError, Taken, mask_secret,
+    Claim, Completion, MemoryStore, Mode, NewRecord, Outcome, RedisStore, SqliteStore, Status,
+    Store, StoreError, Taken, mask_secret,
 };
 use serde_json::json;
+
+/// What keeps a backend's storage alive, and how to open it again.
+enum Guard {
+    Memory,
+    Sqlite {
+        _dir: tempfile::TempDir,
+        path: std::path::PathBuf,
+    },
+    Redis(Redis),
+}
+
+impl Guard {
+    /// A second handle on the same storage (`None` for memory).
+    fn reopen(&self) -> Option<Arc<dyn Store>> {
+        match self {
+            Guard::Memory => None,
+            Guard::Sqlite { path, .. } => Some(Arc::new(SqliteStore::open(path).expect("reopen"))),
+            Guard::Redis(r) => Some(Arc::new(RedisStore::open(&r.url(0)).expect("reopen"))),
+        }
+    }
+}
+
+/// Every backend: memory, SQLite on a temp file, Redis on a private
+/// `redis-server` (the test fails if it is not installed).
+fn all_backends() -> Vec<(Arc<dyn Store>, Guard)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    let sqlite = SqliteStore::open(&path).expect("open sqlite");
+    let redis = Redis::start();
+    let rs = RedisStore::open(&redis.url(0)).expect("open redis");
+    vec![
+        (Arc::new(MemoryStore::new()), Guard::Memory),
+        (Arc::new(sqlite), Guard::Sqlite { _dir: dir, path }),
+        (Arc::new(rs), Guard::Redis(redis)),
+    ]
+}
 
 fn new_record(principal: &str, created: u64, ttl: u64) -> NewRecord {
     NewRecord {
@@ -20,14 +59,8 @@ fn new_record(principal: &str, created: u64, ttl: u64) -> NewRecord {
     }
 }
 
-/// Both backends, the SQLite one on a temp file kept alive by the guard.
-fn backends() -> Vec<(Arc<dyn Store>, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let sqlite = SqliteStore::open(dir.path().join("store.db")).expect("open sqlite");
-    vec![
-        (Arc::new(MemoryStore::new()), None),
-        (Arc::new(sqlite), Some(dir)),
-    ]
+fn backends() -> Vec<(Arc<dyn Store>, Guard)> {
+    all_backends()
 }
 
 fn hundred_concurrent_completions(store: Arc<dyn Store>) {
@@ -108,7 +141,7 @@ fn hundred_concurrent_completions(store: Arc<dyn Store>) {
 }
 
 #[test]
-fn hundred_threads_one_applied_memory_and_sqlite() {
+fn hundred_threads_one_applied_on_every_backend() {
     for (store, _guard) in backends() {
         hundred_concurrent_completions(store);
     }
@@ -262,18 +295,8 @@ fn audit_and_records_hold_no_raw_secret() {
     }
 }
 
-/// The directory and path a SQLite store can be reopened from.
-type Reopen = Option<(tempfile::TempDir, std::path::PathBuf)>;
-
-/// Both backends, with a way to reopen the SQLite one (memory: `None`).
-fn reopenable() -> Vec<(Arc<dyn Store>, Reopen)> {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("store.db");
-    let sqlite = SqliteStore::open(&path).expect("open sqlite");
-    vec![
-        (Arc::new(MemoryStore::new()), None),
-        (Arc::new(sqlite), Some((dir, path))),
-    ]
+fn reopenable() -> Vec<(Arc<dyn Store>, Guard)> {
+    all_backends()
 }
 
 #[test]
@@ -319,10 +342,9 @@ fn hundred_concurrent_claims_one_winner_whose_outcome_every_loser_gets() {
             store.claim("bare", Some(&json!(1)), 10_000).expect("claim"),
             Claim::Taken(Taken { outcome: None })
         );
-        // The outcome is on disk the moment claim() returned.
-        if let Some((_dir, path)) = file {
+        // The outcome is stored (on disk, in Redis) the moment claim() returned.
+        if let Some(again) = file.reopen() {
             drop(store);
-            let again = SqliteStore::open(&path).expect("reopen");
             let c = again
                 .claim("once:deploy:abc", Some(&json!("late")), 10_000)
                 .expect("claim");

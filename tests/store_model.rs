@@ -1,9 +1,20 @@
 //! The store backends against the reference model: handwritten sequences and
 //! random byte strings decoded by `Op::from_bytes`.
 
+mod cluster_support;
+
+use cluster_support::Redis;
 use elicitkit::store::Mode;
 use elicitkit::store::model::{BackendKind, ModelOutcome, Op, run};
 use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+
+/// Empties database 0 of `r` and names it as the backend of one sequence.
+fn redis_backend(r: &Redis) -> BackendKind {
+    let mut c = r.conn(0);
+    redis::cmd("FLUSHDB").query::<()>(&mut c).expect("FLUSHDB");
+    BackendKind::Redis(r.url(0))
+}
 
 fn sqlite_backend(dir: &tempfile::TempDir) -> BackendKind {
     BackendKind::Sqlite(dir.path().join("model.db"))
@@ -13,6 +24,8 @@ fn both(ops: &[Op]) {
     run(ops, BackendKind::Memory).expect("memory");
     let dir = tempfile::tempdir().expect("tempdir");
     run(ops, sqlite_backend(&dir)).expect("sqlite");
+    let redis = Redis::start();
+    run(ops, redis_backend(&redis)).expect("redis");
 }
 
 #[test]
@@ -141,5 +154,21 @@ proptest! {
         if let Err(v) = run(&ops, sqlite_backend(&dir)) {
             return Err(TestCaseError::fail(v.to_string()));
         }
+    }
+}
+
+/// A short run of the model comparison on Redis (a round trip per step),
+/// on one private `redis-server` stopped when the test ends.
+#[test]
+fn redis_follows_model() {
+    let redis = Redis::start();
+    let mut runner = TestRunner::new(Config::with_cases(32));
+    let bytes = proptest::collection::vec(any::<u8>(), 0..160);
+    let result = runner.run(&bytes, |bytes| {
+        let ops = Op::from_bytes(&bytes);
+        run(&ops, redis_backend(&redis)).map_err(|v| TestCaseError::fail(v.to_string()))
+    });
+    if let Err(e) = result {
+        panic!("redis store diverged from the model: {e}");
     }
 }

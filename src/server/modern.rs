@@ -9,7 +9,8 @@
 //! Error statuses: `-32602` (including a rejected `requestState`, whose
 //! `data.reason` is the [`crate::state::StateError::kind`]) → HTTP 400;
 //! `-32020`, `-32021`, `-32022` → 400; unknown or removed methods → 404 +
-//! `-32601`; a store fault → 500 + `-32603`.
+//! `-32601`; an unreachable store (Redis down) → 503 + `-32603`, any other
+//! store fault → 500 + `-32603`.
 
 use std::sync::{Arc, LazyLock};
 
@@ -133,6 +134,13 @@ fn repeat(app: &App, outcome: Value) -> RpcError {
 
 fn store_failed(e: crate::store::StoreError) -> RpcError {
     tracing::error!(error = %e, "store failure");
+    if matches!(e, crate::store::StoreError::Unavailable(_)) {
+        return RpcError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::INTERNAL_ERROR,
+            "the pending-elicitation store is unreachable; retry later",
+        );
+    }
     RpcError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         codes::INTERNAL_ERROR,

@@ -34,7 +34,9 @@ pub enum StoreError {
         reason: String,
     },
     /// `open_url` got a spec it does not understand.
-    #[error("unsupported store spec {spec:?}: {reason} (use `memory` or `sqlite:PATH`)")]
+    #[error(
+        "unsupported store spec {spec:?}: {reason} (use `memory`, `sqlite:PATH` or `redis://HOST:PORT/DB`)"
+    )]
     BadSpec {
         /// The spec as given.
         spec: String,
@@ -60,6 +62,13 @@ pub enum StoreError {
     /// A thread panicked while holding the store's lock; the store refuses further use.
     #[error("store lock poisoned by a panicked thread")]
     Poisoned,
+    /// The backing service (Redis) cannot be reached or did not answer in
+    /// time; nothing is known to have changed. The server answers 503.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The backing service refused a command (not a connection fault).
+    #[error("store backend error: {0}")]
+    Backend(String),
     /// SQLite reported an error.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

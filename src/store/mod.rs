@@ -12,8 +12,9 @@
 //! once and keep the outcome of the first run, so a repeat learns what
 //! happened. [`Store::purge`] forgets on schedule (see [`retention`]).
 //!
-//! Backends: [`MemoryStore`] and [`SqliteStore`]; [`open_url`] picks one from
-//! a spec string. [`model`] checks any backend against a reference model.
+//! Backends: [`MemoryStore`], [`SqliteStore`] and [`RedisStore`] (shared by
+//! every instance behind a load balancer); [`open_url`] picks one from a
+//! spec string. [`model`] checks any backend against a reference model.
 //!
 //! All time-dependent calls take `now_ms` (ms since the Unix epoch) from the
 //! caller, so tests and the model checker drive an explicit clock; servers
@@ -27,9 +28,12 @@ mod mask;
 mod memory;
 pub mod model;
 mod record;
+mod redis;
+mod redis_lua;
 pub mod retention;
 mod sqlite;
 
+pub use self::redis::RedisStore;
 pub use claim::{Claim, KEEP_FOREVER, Taken};
 pub use error::StoreError;
 pub use id::{ID_LEN, is_plausible_id, new_id};
@@ -47,7 +51,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 /// Storage of pending elicitations. Synchronous; object-safe; shareable
-/// across threads. Call from async code via `spawn_blocking` for SQLite.
+/// across threads. Call from async code via `spawn_blocking` for SQLite
+/// and Redis.
 pub trait Store: Send + Sync {
     /// Stores a new pending record with a fresh random id.
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError>;
@@ -117,12 +122,13 @@ pub trait Store: Send + Sync {
     /// Operation counters since this value was opened.
     fn counters(&self) -> Counters;
 
-    /// Short backend name for logs (`memory`, `sqlite`).
+    /// Short backend name for logs (`memory`, `sqlite`, `redis`).
     fn backend_name(&self) -> &'static str;
 }
 
-/// Opens a store from a spec: `memory`, or `sqlite:PATH` (the file is
-/// created if missing).
+/// Opens a store from a spec: `memory`, `sqlite:PATH` (the file is
+/// created if missing), or `redis://HOST:PORT/DB` (Redis must answer a
+/// PING now).
 pub fn open_url(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
     let bad = |reason: &str| StoreError::BadSpec {
         spec: spec.to_owned(),
@@ -137,6 +143,9 @@ pub fn open_url(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
             return Err(bad("missing database path after `sqlite:`"));
         }
         return Ok(Arc::new(SqliteStore::open(path)?));
+    }
+    if spec.starts_with("redis://") {
+        return Ok(Arc::new(RedisStore::open(spec)?));
     }
     Err(bad("unknown scheme"))
 }
@@ -160,7 +169,7 @@ mod tests {
             open_url("memory").map(|s| s.backend_name()).ok(),
             Some("memory")
         );
-        for spec in ["", "redis://x", "sqlite:", "Memory"] {
+        for spec in ["", "rediss:x", "postgres://x", "sqlite:", "Memory"] {
             assert!(
                 matches!(open_url(spec), Err(StoreError::BadSpec { .. })),
                 "{spec}"

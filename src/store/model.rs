@@ -18,8 +18,8 @@ use std::sync::{Arc, Barrier};
 use serde_json::{Value, json};
 
 use super::{
-    AuditEntry, Completion, MemoryStore, Mode, NewRecord, Outcome, Record, SqliteStore, Status,
-    Store, StoreError, is_plausible_id,
+    AuditEntry, Completion, MemoryStore, Mode, NewRecord, Outcome, Record, RedisStore, SqliteStore,
+    Status, Store, StoreError, is_plausible_id,
 };
 
 /// Principals the model creates records for.
@@ -219,6 +219,8 @@ pub enum BackendKind {
     Memory,
     /// A [`SqliteStore`] at this path, which must not hold a database yet.
     Sqlite(PathBuf),
+    /// A [`RedisStore`] on this URL, whose database must be empty.
+    Redis(String),
 }
 
 /// The first point where the store and the model disagree.
@@ -339,15 +341,21 @@ impl Harness {
         let store: Arc<dyn Store> = match &backend {
             BackendKind::Memory => Arc::new(MemoryStore::new()),
             BackendKind::Sqlite(path) => Arc::new(SqliteStore::open(path)?),
+            BackendKind::Redis(url) => Arc::new(RedisStore::open(url)?),
         };
         Ok(Harness { backend, store })
     }
 
     fn restart(&mut self) -> Result<(), StoreError> {
-        if let BackendKind::Sqlite(path) = &self.backend {
-            // Replace first so the old connection is closed before reopening.
-            self.store = Arc::new(MemoryStore::new());
-            self.store = Arc::new(SqliteStore::open(path)?);
+        match &self.backend {
+            BackendKind::Memory => {}
+            BackendKind::Sqlite(path) => {
+                // Replace first so the old connection is closed before reopening.
+                self.store = Arc::new(MemoryStore::new());
+                self.store = Arc::new(SqliteStore::open(path)?);
+            }
+            // A new process's view: fresh connections, the same database.
+            BackendKind::Redis(url) => self.store = Arc::new(RedisStore::open(url)?),
         }
         Ok(())
     }
