@@ -45,9 +45,18 @@ pub struct Args {
     /// Default: one per CPU.
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Pending-elicitation store: `memory`, or `sqlite:PATH` (survives restarts).
+    /// Pending-elicitation store: `memory`, `sqlite:PATH` (survives
+    /// restarts), or `redis://HOST:PORT/DB` (shared by every instance behind
+    /// a load balancer: give them the same key ring too, see
+    /// loadtests/nginx/README.md). Example: --store redis://127.0.0.1:6379/0
     #[arg(long, default_value = "memory")]
     pub store: String,
+    /// Name this instance in the `elicitkit-instance` header of every
+    /// response (default: IP:PORT/PID of the process), so clients and
+    /// `check --other-instance` can tell which instance answered.
+    /// Example: --instance-id api-1
+    #[arg(long, value_name = "NAME")]
+    pub instance_id: Option<String>,
     /// requestState codec: hmac-sha256, blake3-keyed, aes-256-gcm,
     /// aes-256-gcm-siv, chacha20-poly1305 or xchacha20-poly1305.
     #[arg(long, default_value = "aes-256-gcm-siv")]
@@ -213,6 +222,13 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
             return Err(format!("{flag} must be at least 1"));
         }
     }
+    if let Some(id) = &args.instance_id
+        && !crate::server::auth::valid_word(id)
+    {
+        return Err(format!(
+            "--instance-id {id:?}: use 1-256 visible ASCII characters, no spaces"
+        ));
+    }
     if let Some(name) = &args.anonymous_principal
         && !crate::server::auth::valid_word(name)
     {
@@ -254,6 +270,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         retention: args.retention,
         sweep_interval: args.sweep_interval,
         flaws: args.flaws.iter().copied().collect::<FlawSet>(),
+        instance_id: args.instance_id.clone(),
         ..ServerConfig::default()
     })
 }

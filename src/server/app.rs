@@ -48,10 +48,12 @@ pub struct App {
     blocking_store: bool,
     /// Flips to `true` when the server shuts down.
     pub closing: watch::Receiver<bool>,
+    /// The [`super::config::INSTANCE_HEADER`] value of every response.
+    pub instance: axum::http::HeaderValue,
 }
 
 impl App {
-    /// Builds the shared state.
+    /// Builds the shared state; `instance` names this process in responses.
     pub fn new(
         cfg: ServerConfig,
         sealer: Sealer,
@@ -59,6 +61,7 @@ impl App {
         base_url: String,
         origins: AllowedOrigins,
         closing: watch::Receiver<bool>,
+        instance: axum::http::HeaderValue,
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
         let sessions = Sessions::new(cfg.sessions);
@@ -76,6 +79,7 @@ impl App {
             flows: Mutex::new(HashMap::new()),
             blocking_store,
             closing,
+            instance,
         }
     }
 

@@ -91,7 +91,14 @@ pub struct ServerConfig {
     pub flaws: FlawSet,
     /// How long `hang-on-cancel` hangs before answering anyway.
     pub hang_limit: Duration,
+    /// Value of the [`INSTANCE_HEADER`] every response carries; `None`:
+    /// `IP:PORT/PID` of this process (unique on one machine).
+    pub instance_id: Option<String>,
 }
+
+/// Response header naming the instance that answered, so a client behind a
+/// load balancer can tell which instance served each leg.
+pub const INSTANCE_HEADER: &str = "elicitkit-instance";
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -120,6 +127,7 @@ impl Default for ServerConfig {
             sweep_interval: Duration::from_secs(30),
             flaws: FlawSet::none(),
             hang_limit: Duration::from_secs(60),
+            instance_id: None,
         }
     }
 }

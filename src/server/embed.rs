@@ -66,6 +66,9 @@ pub fn in_process(config: ServerConfig) -> anyhow::Result<InProcess> {
         .map_err(anyhow::Error::msg)?;
     let base_url = format!("http://{addr}");
     let (closing_tx, closing_rx) = watch::channel(false);
+    let instance =
+        axum::http::HeaderValue::from_str(config.instance_id.as_deref().unwrap_or("in-process"))
+            .context("the instance id must be visible ASCII")?;
     let app = Arc::new(app::App::new(
         config,
         sealer,
@@ -73,6 +76,7 @@ pub fn in_process(config: ServerConfig) -> anyhow::Result<InProcess> {
         base_url.clone(),
         origins,
         closing_rx,
+        instance,
     ));
     Ok(InProcess {
         router: http::router(app),

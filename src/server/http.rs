@@ -44,13 +44,25 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/stats", get(stats))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::disable())
-        .layer(middleware::from_fn_with_state(app.clone(), guard_origin));
+        .layer(middleware::from_fn_with_state(app.clone(), guard_origin))
+        .layer(middleware::from_fn_with_state(app.clone(), name_instance));
     let router = if split {
         router.layer(middleware::from_fn(split_writes))
     } else {
         router
     };
     router.with_state(app)
+}
+
+/// Names this instance in every response (see
+/// [`super::config::INSTANCE_HEADER`]).
+async fn name_instance(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    resp.headers_mut().insert(
+        header::HeaderName::from_static(super::config::INSTANCE_HEADER),
+        app.instance.clone(),
+    );
+    resp
 }
 
 /// Records who is calling in the request's span (see `accept`), so every

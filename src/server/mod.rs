@@ -50,7 +50,7 @@ pub mod timing;
 mod tools;
 
 pub use auth::{AuthFileError, Principals};
-pub use config::{ResponseMode, ServerConfig, parse_size};
+pub use config::{INSTANCE_HEADER, ResponseMode, ServerConfig, parse_size};
 pub use flaw::{Flaw, FlawSet, UnknownFlaw};
 pub use remote::{PublicUrl, check_links as remote_check_links};
 pub use sessions::SessionLimits;
@@ -228,8 +228,15 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         .as_ref()
         .map_or_else(|| format!("http://{addr}"), |p| p.base().to_owned());
     let (closing_tx, closing_rx) = watch::channel(false);
+    let instance_id = config
+        .instance_id
+        .clone()
+        .unwrap_or_else(|| format!("{addr}/{}", std::process::id()));
+    let instance = axum::http::HeaderValue::from_str(&instance_id)
+        .context("--instance-id must be visible ASCII")?;
     tracing::info!(
         %addr,
+        instance = %instance_id,
         store = store.backend_name(),
         codec = %config.codec,
         flaws = ?config.flaws.iter().map(Flaw::name).collect::<Vec<_>>(),
@@ -242,6 +249,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         base_url,
         origins,
         closing_rx.clone(),
+        instance,
     ));
     spawn_store_sweeper(app.clone());
     spawn_session_sweeper(app.clone());

@@ -148,7 +148,7 @@ impl Redis {
 /// A key ring file (one current key) in `dir`, as `serve --key-file` reads it.
 pub fn key_file(dir: &Path, name: &str, key: &str) -> PathBuf {
     let p = dir.join(name);
-    std::fs::write(&p, format!("k1:{key}\n")).expect("write key file");
+    std::fs::write(&p, format!("1:{key}\n")).expect("write key file");
     p
 }
 
