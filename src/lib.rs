@@ -20,17 +20,20 @@
 //!   replay guard.
 //! - [`store`]: pending-elicitation records with an exactly-once completion
 //!   contract, one-time claims that keep their outcome, and purging past
-//!   retention; memory and SQLite backends.
+//!   retention; memory, SQLite and Redis (shared by instances behind a load
+//!   balancer) backends.
 //! - [`server`]: the reference server behind `elicitkit serve`: demo tools
 //!   completing once per originating request, connection and session
-//!   limits, a store sweep that forgets on schedule, `--flaw` switches.
+//!   limits, a store sweep that forgets on schedule, `--flaw` switches; each
+//!   response names its instance (`elicitkit-instance`).
 //! - [`client`]: the protocol clients (modern MRTR, legacy push) and their
 //!   answer policies, used by `load` and `check`.
 //! - [`discover`]: what a target speaks, its authentication, its tools and
 //!   what their calls do; one implementation for `check`, `load` and `plan`.
 //! - [`load`]: Goose scenarios, the open-model driver, HDR metrics and the
 //!   live interval stream (`--out ndjson=FILE`).
-//! - [`check`]: conformance and security probes, one file per family.
+//! - [`check`]: conformance and security probes, one file per family
+//!   (`cross_instance`: a state retried on a second instance).
 //! - [`report`]: renders run results as JSON, Markdown, HTML, Prometheus
 //!   text and JUnit.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.

@@ -22,7 +22,7 @@
 //! - One file per family of checks: [`meta_headers`], [`origin`],
 //!   [`cache_hints`], [`capabilities`], [`result_type`],
 //!   [`input_required_shape`], [`schema_findings`], [`flows`],
-//!   [`state_tamper`], [`replay`], [`input_responses`], [`decline_cancel`],
+//!   [`state_tamper`], [`replay`], [`cross_instance`], [`input_responses`], [`decline_cancel`],
 //!   [`no_action`], [`url_flow`], [`secret_echo`], [`retired`], [`sse`],
 //!   [`robustness`], [`tail_stall`], and the 2025-11-25 families
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
@@ -44,6 +44,7 @@ macro_rules! check {
 
 pub mod cache_hints;
 pub mod capabilities;
+pub mod cross_instance;
 pub mod decline_cancel;
 pub mod flows;
 pub mod input_required_shape;
@@ -94,6 +95,7 @@ pub fn all_checks() -> Vec<Check> {
     v.extend(flows::checks());
     v.extend(state_tamper::checks());
     v.extend(replay::checks());
+    v.extend(cross_instance::checks());
     v.extend(input_responses::checks());
     v.extend(decline_cancel::checks());
     v.extend(no_action::checks());

@@ -50,6 +50,9 @@ pub struct Settings {
     pub concurrency: usize,
     /// Seed for generated answers.
     pub seed: u64,
+    /// A second instance of the same deployment (`--other-instance`): the
+    /// cross-instance check retries the target's states there.
+    pub other_instance: Option<String>,
 }
 
 impl Settings {
@@ -70,6 +73,7 @@ impl Settings {
             state_tool: None,
             concurrency: 4,
             seed: 0x00e1_1c17,
+            other_instance: None,
         }
     }
 

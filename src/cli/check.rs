@@ -17,6 +17,8 @@ const CHECK_HELP: &str = "Examples:
   elicitkit check --target URL --generation 2026-07-28 --only mrtr-replay
   elicitkit check --target URL --single-use place_order --format junit --output check.xml
   elicitkit check --target URL --principal \"$TOKEN_A\" --other-principal \"$TOKEN_B\"
+  elicitkit check --target http://127.0.0.1:9001/mcp --other-instance http://127.0.0.1:9002/mcp
+                                                      # two instances of one deployment
   elicitkit check --list                              # every check, its level and spec page
 
 Exit codes: 0 no MUST check failed; 1 a MUST check failed or timed out; 2 usage error or
@@ -29,6 +31,11 @@ pub struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp.
     #[arg(long, required_unless_present = "list")]
     pub target: Option<String>,
+    /// A second instance of the same deployment (an MCP endpoint URL): the
+    /// mrtr-cross-instance check seals a state on --target, completes it
+    /// here, and replays it on both (shared keys, shared single use).
+    #[arg(long, value_name = "URL")]
+    pub other_instance: Option<String>,
     /// Protocol generation to check: auto, 2025-11-25 or 2026-07-28.
     #[arg(long, default_value = "auto")]
     pub generation: String,
@@ -125,6 +132,7 @@ pub fn settings(args: &Args, target: &str) -> Settings {
     s.tools = args.tools.clone();
     s.single_use = args.single_use.clone();
     s.concurrency = args.concurrency.max(1);
+    s.other_instance = args.other_instance.clone();
     s
 }
 

@@ -21,6 +21,9 @@ pub const SESSION_ID: &str = "MCP-Session-Id";
 pub const PARAM_PREFIX: &str = "Mcp-Param-";
 /// `Server-Timing`, where the reference server reports `state` and `app` durations.
 pub const SERVER_TIMING: &str = "Server-Timing";
+/// elicitkit's own response header naming the instance that answered
+/// (lower case: it is used as an `http` header name as is).
+pub const INSTANCE: &str = "elicitkit-instance";
 
 const SENTINEL_OPEN: &str = "=?base64?";
 const SENTINEL_CLOSE: &str = "?=";

@@ -98,7 +98,7 @@ pub struct ServerConfig {
 
 /// Response header naming the instance that answered, so a client behind a
 /// load balancer can tell which instance served each leg.
-pub const INSTANCE_HEADER: &str = "elicitkit-instance";
+pub const INSTANCE_HEADER: &str = crate::protocol::headers::INSTANCE;
 
 impl Default for ServerConfig {
     fn default() -> Self {
