@@ -17,8 +17,9 @@
 use super::{exit, usage_error};
 use crate::discover::{self, Discovery};
 use crate::load::generate;
-use crate::load::plan::{self, LoadShape, Plan, RateStep};
+use crate::load::plan::{self, LoadShape, Plan};
 use crate::load::run::{self, Options, Verdict};
+use crate::load::shape::{self, Model};
 use crate::load::threshold::Threshold;
 use crate::protocol::Generation;
 use clap::Args as ClapArgs;
@@ -39,6 +40,9 @@ pub const LOAD_EXAMPLES: &str = "Examples:
   elicitkit load                                    # smoke plan, embedded reference server
   elicitkit load --target http://127.0.0.1:3000/mcp # discover the server, load every eliciting tool
   elicitkit load --target URL --tool place_order --duration 30s --rate 200
+  elicitkit load --rate 2000 --duration 30s --warmup 5s  # open model; the first 5 s are not measured
+  elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
+  elicitkit load --model closed --stage 10s:50,30s:50 --warmup 10s   # ramp to 50 users; measure the hold
   elicitkit load --plan loadtests/mixed.toml --threshold 'p99(retry) < 20ms'
   elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml";
 
@@ -71,7 +75,9 @@ pub struct Args {
     /// plan's, else `alice`).
     #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
     pub principal: Option<String>,
-    /// Run length (e.g. 5s, 1m); scales a ramp's steps proportionally.
+    /// The measured window (e.g. 5s, 1m): the results cover exactly this
+    /// much traffic; the users' launch and --warmup come before it. With a
+    /// plan's stages or ramp, scales them to last this long after the warm-up.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
     /// Closed model with N Goose users (replaces the plan's load shape).
@@ -80,6 +86,24 @@ pub struct Args {
     /// Open model at N round trips per second (replaces the plan's load shape).
     #[arg(long, value_name = "N")]
     pub rate: Option<f64>,
+    /// Load stages DURATION:TARGET,… ramping linearly from the previous
+    /// target (0 at first) to each stage's own, like k6's `stages`; `0s:T`
+    /// jumps (repeatable; the lists join). TARGET is users in the closed
+    /// model, round trips/s in the open one; the model is the plan's unless
+    /// --model says. The stages are the whole run: not with --users, --rate
+    /// or --duration. E.g. --stage 10s:50,30s:50,10s:0.
+    #[arg(long = "stage", value_name = "DURATION:TARGET,…", conflicts_with_all = ["users", "rate", "duration"])]
+    pub stages: Vec<String>,
+    /// The model --stage targets count in: closed (users) or open (round
+    /// trips/s). Default: the plan's.
+    #[arg(long, value_name = "closed|open", value_parser = Model::parse)]
+    pub model: Option<Model>,
+    /// Run this long before the measured window, and leave it out of every
+    /// result (histograms, thresholds, rates, .hlog, ndjson); the report
+    /// states it. With a fixed --users/--rate it comes before --duration;
+    /// with stages it is their first part. E.g. --warmup 5s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub warmup: Option<Duration>,
     /// Hard cap on HTTP requests.
     #[arg(long, value_name = "N")]
     pub max_requests: Option<u64>,
@@ -230,42 +254,7 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
         }
         plan.timeout = t;
     }
-    if let Some(users) = args.users {
-        if users == 0 {
-            return Err("--users must be at least 1".into());
-        }
-        plan.shape = LoadShape::Closed {
-            users,
-            hatch_rate: users as f64,
-        };
-    }
-    if let Some(rate) = args.rate {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err("--rate must be a number > 0".into());
-        }
-        plan.shape = LoadShape::Open {
-            steps: vec![RateStep {
-                rate,
-                hold: plan.duration,
-            }],
-        };
-    }
-    if let Some(d) = args.duration {
-        if d.is_zero() {
-            return Err("--duration must be greater than zero".into());
-        }
-        if let LoadShape::Open { steps } = &mut plan.shape {
-            let total: f64 = steps.iter().map(|s| s.hold.as_secs_f64()).sum();
-            let scale = d.as_secs_f64() / total.max(1e-9);
-            for s in steps.iter_mut() {
-                s.hold = Duration::from_secs_f64(s.hold.as_secs_f64() * scale);
-            }
-        }
-        plan.duration = d;
-        if let Some(c) = &mut plan.capacity {
-            c.step_duration = c.step_duration.min(d);
-        }
-    }
+    apply_shape(args, &mut plan)?;
     for t in &args.thresholds {
         plan.thresholds
             .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
@@ -294,6 +283,69 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
     }
     plan.validate_thresholds()?;
     Ok(plan)
+}
+
+/// Applies `--users`, `--rate`, `--stage`, `--model`, `--warmup` and
+/// `--duration` to the plan's load shape.
+fn apply_shape(args: &Args, plan: &mut Plan) -> Result<(), String> {
+    if let Some(w) = args.warmup {
+        plan.warmup = w;
+    }
+    if let Some(users) = args.users {
+        if users == 0 {
+            return Err("--users must be at least 1".into());
+        }
+        plan.shape = LoadShape::Closed {
+            users,
+            hatch_rate: users as f64,
+        };
+    }
+    if let Some(rate) = args.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err("--rate must be a number > 0".into());
+        }
+        plan.shape = LoadShape::Open { rate };
+    }
+    if !args.stages.is_empty() {
+        let stages =
+            shape::parse_stages(&args.stages.join(",")).map_err(|e| format!("--stage: {e}"))?;
+        plan.shape = LoadShape::Staged {
+            model: args.model.unwrap_or_else(|| plan.shape.model()),
+            stages,
+        };
+    } else if let Some(m) = args.model {
+        match &mut plan.shape {
+            LoadShape::Staged { model, .. } => *model = m,
+            _ => {
+                return Err(
+                    "--model goes with stages (--stage, or a plan's stages): --users and --rate already say the model"
+                        .into(),
+                );
+            }
+        }
+    }
+    if let Some(d) = args.duration {
+        if d.is_zero() {
+            return Err("--duration must be greater than zero".into());
+        }
+        if let LoadShape::Staged { stages, .. } = &mut plan.shape {
+            *stages = shape::scaled(stages, d + plan.warmup);
+        }
+        plan.duration = d;
+        if let Some(c) = &mut plan.capacity {
+            c.step_duration = c.step_duration.min(d);
+        }
+    }
+    if let LoadShape::Staged { model, stages } = &plan.shape {
+        if *model == Model::Closed {
+            crate::load::closed::check_closed_stages(stages)
+                .map_err(|e| format!("--stage: {e}"))?;
+        }
+        let t = shape::Timeline::staged(*model, stages.clone(), plan.warmup)
+            .map_err(|e| format!("--warmup: {e}"))?;
+        plan.duration = t.measured;
+    }
+    Ok(())
 }
 
 /// Discovery settings for `--target` with these selections.
@@ -349,10 +401,10 @@ fn generator_threads(plan: &Plan, args: &Args) -> usize {
     if let Some(n) = args.generator_threads {
         return usize::from(n);
     }
-    let peak = match (&plan.capacity, &plan.shape) {
+    let peak = match (&plan.capacity, plan.shape.model()) {
         (Some(c), _) if args.capacity => c.max_rate,
-        (_, LoadShape::Open { steps }) => steps.iter().map(|s| s.rate).fold(0.0, f64::max),
-        (_, LoadShape::Closed { .. }) => return cores,
+        (_, Model::Open) => plan.shape.peak(),
+        (_, Model::Closed) => return cores,
     };
     crate::load::open::shards_for(peak, cores)
 }
@@ -480,6 +532,9 @@ fn args_view(args: &Args) -> Args {
         duration: args.duration,
         users: args.users,
         rate: args.rate,
+        stages: args.stages.clone(),
+        model: args.model,
+        warmup: args.warmup,
         max_requests: args.max_requests,
         timeout: args.timeout,
         workers: args.workers,
@@ -587,6 +642,9 @@ fn print_report(r: &run::RunReport) {
             s.ended_by,
             s.end_note.as_deref().unwrap_or("")
         );
+    }
+    if let Some(w) = crate::report::window_text(s) {
+        println!("  {w}");
     }
     let c = &s.round_trips;
     println!(

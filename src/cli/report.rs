@@ -124,6 +124,7 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
         embedded_target: false,
         model: "merged".into(),
         started_unix: origin,
+        warmup_s: 0.0,
         ended_by: "duration".into(),
         end_note: Some(if apart.is_empty() {
             format!("merged from {} logs", logs.len())

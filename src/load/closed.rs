@@ -16,8 +16,10 @@
 //! through `goose::trigger_killswitch` (request cap, dead target, Ctrl-C).
 
 use super::scenarios::LoadContext;
+use super::shape::Stage;
 use crate::client::LegResult;
 use goose::config::GooseConfiguration;
+use goose::config::{GooseDefault, GooseDefaultType};
 use goose::goose::{GooseUser, Scenario, Transaction, TransactionFunction};
 use goose::{GooseAttack, GooseError};
 use std::path::Path;
@@ -27,29 +29,88 @@ use std::time::Duration;
 /// Goose report files written into the run folder.
 pub const GOOSE_REPORTS: [&str; 3] = ["goose.html", "goose.json", "goose.md"];
 
+/// How Goose shapes a closed-model run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GooseShape {
+    /// `users` launched at `hatch_rate` per second, then held for
+    /// `hold` (rounded up to whole seconds: Goose's `run_time`).
+    Fixed {
+        /// Users.
+        users: usize,
+        /// Users started per second.
+        hatch_rate: f64,
+        /// How long they run once launched.
+        hold: Duration,
+    },
+    /// A Goose test plan (`users,seconds;…`) built from stages.
+    Plan(String),
+}
+
+/// Stages as a Goose test plan: each stage moves to its users over its
+/// seconds, Goose's own linear launch and stop; a final `0,0` stops the
+/// users at once when the last stage ends with some running.
+pub fn goose_test_plan(stages: &[Stage]) -> String {
+    let mut steps: Vec<String> = stages
+        .iter()
+        .map(|s| format!("{},{}", s.target.round() as u64, s.duration.as_secs()))
+        .collect();
+    if stages.last().is_some_and(|s| s.target.round() > 0.0) {
+        steps.push("0,0".into());
+    }
+    steps.join(";")
+}
+
+/// Why stages cannot run on Goose: it counts users in whole numbers and
+/// steps in whole seconds.
+pub fn check_closed_stages(stages: &[Stage]) -> Result<(), String> {
+    for (i, s) in stages.iter().enumerate() {
+        if s.target.fract() != 0.0 {
+            return Err(format!(
+                "stage {}: closed-model targets are users, a whole number (got {})",
+                i + 1,
+                s.target
+            ));
+        }
+        if s.duration.subsec_nanos() != 0 {
+            return Err(format!(
+                "stage {}: closed-model stages last whole seconds (Goose steps in seconds; got {})",
+                i + 1,
+                humantime::format_duration(s.duration)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Builds the Goose configuration for a closed-model run. (Goose refuses
 /// `iterations` together with `run_time`, so the request cap is enforced by
-/// our reservation plus the killswitch instead.)
+/// our reservation plus the killswitch instead.) A test plan is set on the
+/// attack itself ([`run`]), as Goose only takes it as a default.
 pub fn goose_config(
     host: &str,
-    users: usize,
-    hatch_rate: f64,
-    duration: Duration,
+    shape: &GooseShape,
     timeout: Duration,
     dir: &Path,
 ) -> GooseConfiguration {
     let mut c = GooseConfiguration::default();
     c.host = Some(host.to_owned());
-    c.users = Some(users.max(1));
-    c.increase_rate = Some(format!("{hatch_rate}"));
-    c.run_time = Some(format!("{}", duration.as_secs_f64().ceil().max(1.0) as u64));
+    if let GooseShape::Fixed {
+        users,
+        hatch_rate,
+        hold,
+    } = shape
+    {
+        c.users = Some((*users).max(1));
+        c.increase_rate = Some(format!("{hatch_rate}"));
+        c.run_time = Some(format!("{}", hold.as_secs_f64().ceil().max(1.0) as u64));
+        c.no_reset_metrics = true;
+    }
     c.timeout = Some(format!("{}", timeout.as_secs_f64().ceil().max(1.0) as u64));
     c.report_file = GOOSE_REPORTS
         .iter()
         .map(|f| dir.join(f).display().to_string())
         .collect();
     c.no_telnet = true;
-    c.no_reset_metrics = true;
     c.no_print_metrics = true;
     c.no_error_summary = true;
     c.quiet = 1;
@@ -131,6 +192,7 @@ impl Drop for StdoutDiverted {
 pub async fn run(
     ctx: Arc<LoadContext>,
     config: GooseConfiguration,
+    shape: &GooseShape,
     chatter: GooseChatter,
 ) -> Result<goose::metrics::GooseMetrics, GooseError> {
     let mut scenario = Scenario::new("elicitation");
@@ -146,10 +208,11 @@ pub async fn run(
         scenario = scenario.register_transaction(t);
     }
     let _diverted = StdoutDiverted::new(chatter);
-    GooseAttack::initialize_with_config(config)?
-        .register_scenario(scenario)
-        .execute()
-        .await
+    let mut attack = GooseAttack::initialize_with_config(config)?;
+    if let GooseShape::Plan(plan) = shape {
+        attack = *attack.set_default(GooseDefault::TestPlan, plan.as_str())?;
+    }
+    attack.register_scenario(scenario).execute().await
 }
 
 /// One Goose transaction: one round trip of scenario `idx`, then its legs
@@ -189,4 +252,27 @@ async fn round_trip(
     let err = (!ok).then(|| rt.outcome.label());
     user.record_custom_request_duration("RT", &spec.name, rt.total, ok, None, err)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::shape::parse_stages;
+
+    #[test]
+    fn stages_become_a_goose_test_plan() {
+        let s = parse_stages("10s:50,30s:50,10s:0").unwrap();
+        assert_eq!(goose_test_plan(&s), "50,10;50,30;0,10");
+        let s = parse_stages("0s:4,5s:4").unwrap();
+        assert_eq!(
+            goose_test_plan(&s),
+            "4,0;4,5;0,0",
+            "ends by stopping the users"
+        );
+        assert!(check_closed_stages(&s).is_ok());
+        let e = check_closed_stages(&parse_stages("2s:2.5").unwrap()).unwrap_err();
+        assert!(e.contains("whole number"), "{e}");
+        let e = check_closed_stages(&parse_stages("1500ms:2").unwrap()).unwrap_err();
+        assert!(e.contains("whole seconds"), "{e}");
+    }
 }

@@ -228,6 +228,7 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
                 other_token: "mallory".into(),
             },
             duration: opts.duration,
+            warmup: Duration::ZERO,
             max_requests: plan::DEFAULT_MAX_REQUESTS,
             timeout: opts.timeout,
             shape: LoadShape::Closed {

@@ -52,6 +52,23 @@ pub struct MetricSet {
     pub samples: Vec<String>,
     /// The first reason each scenario's attempts were skipped.
     pub skip_reasons: BTreeMap<String, String>,
+    /// Where the measured window lay and what was left out of it.
+    pub window: MeasuredWindow,
+}
+
+/// The measured window of a run: when it began, and the round trips
+/// left out of the results because they started before it (the launch and
+/// the warm-up) or after it (Goose's last second).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MeasuredWindow {
+    /// Start of the window, Unix seconds.
+    pub from_unix: f64,
+    /// Unmeasured time from the first round trip to the window.
+    pub lead: Duration,
+    /// Round trips (and their requests) started before the window.
+    pub before: (u64, u64),
+    /// Round trips (and their requests) started after it.
+    pub after: (u64, u64),
 }
 
 impl MetricSet {
@@ -125,6 +142,10 @@ impl MetricSet {
             elapsed: Duration::from_secs_f64(end),
             samples: Vec::new(),
             skip_reasons: BTreeMap::new(),
+            window: MeasuredWindow {
+                from_unix: origin,
+                ..MeasuredWindow::default()
+            },
         }
     }
 }
@@ -236,6 +257,11 @@ struct Inner {
     key: String,
     /// `--out ndjson=FILE` and the phase name its lines carry.
     stream: Option<(IntervalStream, String)>,
+    /// Round trips and requests started before and after the window.
+    before: (u64, u64),
+    after: (u64, u64),
+    /// Finish of the last measured round trip, from the window's start.
+    last_in_window: Option<Duration>,
 }
 
 /// Shared, thread-safe collector for one run.
@@ -248,9 +274,29 @@ pub struct Recorder {
     round_trips: AtomicU64,
     errors: AtomicU64,
     transport_streak: AtomicU64,
-    last_record_ns: AtomicU64,
     skipped: AtomicU64,
     last_answer_ns: AtomicU64,
+    /// Unmeasured time from the first round trip to the measured window.
+    lead: Duration,
+    /// The window's length (`Duration::MAX`: until the run ends).
+    measured: Duration,
+    /// When the first round trip began (ns since `started`, plus 1; 0 =
+    /// none yet).
+    anchor_ns: AtomicU64,
+    in_flight: AtomicU64,
+    in_flight_peak: AtomicU64,
+}
+
+/// A round trip in flight; counted down when dropped.
+#[derive(Debug)]
+pub struct InFlight<'a> {
+    recorder: &'a Recorder,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.recorder.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Recorder {
@@ -280,15 +326,49 @@ impl Recorder {
                 skip_reasons: BTreeMap::new(),
                 key: String::new(),
                 stream: None,
+                before: (0, 0),
+                after: (0, 0),
+                last_in_window: None,
             }),
             requests: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             transport_streak: AtomicU64::new(0),
-            last_record_ns: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             last_answer_ns: AtomicU64::new(0),
+            lead: Duration::ZERO,
+            measured: Duration::MAX,
+            anchor_ns: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
+            in_flight_peak: AtomicU64::new(0),
         })
+    }
+
+    /// Measures only round trips that start `lead` or more after the first
+    /// one began, and less than `lead + measured`; the others are counted
+    /// apart ([`MeasuredWindow`]). Intervals start at the window.
+    pub fn with_window(mut self, lead: Duration, measured: Duration) -> Recorder {
+        self.lead = lead;
+        self.measured = measured;
+        self
+    }
+
+    /// A round trip begins: the first one anchors the window; the count
+    /// in flight goes up until the guard drops.
+    pub fn begin(&self) -> InFlight<'_> {
+        let now = self.started.elapsed().as_nanos() as u64 + 1;
+        let _ = self
+            .anchor_ns
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        let n = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.in_flight_peak.fetch_max(n, Ordering::Relaxed);
+        InFlight { recorder: self }
+    }
+
+    /// The measured window's start, from `started`.
+    fn window_start(&self) -> Duration {
+        let anchor = self.anchor_ns.load(Ordering::Relaxed);
+        Duration::from_nanos(anchor.saturating_sub(1)) + self.lead
     }
 
     /// Streams every closed interval to `stream`, its lines tagged `phase`.
@@ -383,12 +463,28 @@ impl Recorder {
                 .fetch_max(self.started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
         let now = self.started.elapsed();
-        self.last_record_ns
-            .fetch_max(now.as_nanos() as u64, Ordering::Relaxed);
-        let index = (now.as_nanos() / self.interval.as_nanos().max(1)) as u64;
+        let window = self.window_start();
+        // A round trip belongs to the window it started in.
+        let began = now.saturating_sub(e2e);
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
+        // With no lead, the window opens with the first round trip, whose
+        // intended start may precede it by a hair: nothing is "before".
+        let early = self.lead > Duration::ZERO && began < window;
+        if early || began.saturating_sub(window) >= self.measured {
+            let side = if early {
+                &mut inner.before
+            } else {
+                &mut inner.after
+            };
+            side.0 += u64::from(!skipped);
+            side.1 += legs;
+            return;
+        }
+        let since = now.saturating_sub(window);
+        inner.last_in_window = inner.last_in_window.max(Some(since));
+        let index = (since.as_nanos() / self.interval.as_nanos().max(1)) as u64;
         if index > inner.current_index {
             self.rotate(&mut inner, index, None);
         }
@@ -441,12 +537,14 @@ impl Recorder {
             })
             .unwrap_or(self.interval);
         let stats = bucket.stats(start.as_secs_f64(), len.as_secs_f64());
+        let window = self.window_start();
         if let Some((stream, phase)) = &inner.stream {
-            stream.write_interval(phase, self.started_unix, &stats, bucket.hists.iter());
+            let unix = self.started_unix + window.as_secs_f64();
+            stream.write_interval(phase, unix, &stats, bucket.hists.iter());
         }
         inner.timeline.push(stats);
         for (name, h) in &bucket.hists {
-            if let Err(e) = inner.hlog.push(name, h, start, len)
+            if let Err(e) = inner.hlog.push(name, h, window + start, len)
                 && inner.hlog_error.is_none()
             {
                 inner.hlog_error = Some(e.to_string());
@@ -461,28 +559,29 @@ impl Recorder {
     }
 
     /// Closes the last interval and returns the metrics and the `.hlog` text.
-    /// The metrics cover the time from the start to the last recorded round
-    /// trip (so shutdown and report writing do not dilute the rates).
+    /// The metrics cover the measured window, up to the last measured round
+    /// trip's end when the run stopped early (so shutdown and report
+    /// writing do not dilute the rates).
     pub fn finish(&self) -> (MetricSet, Vec<u8>, Option<String>) {
-        let last = self.last_record_ns.load(Ordering::Relaxed);
-        let elapsed = if last > 0 {
-            Duration::from_nanos(last)
-        } else {
-            self.started.elapsed()
-        };
+        let window = self.window_start();
         let Ok(mut inner) = self.inner.lock() else {
             return (
                 MetricSet {
                     totals: BTreeMap::new(),
                     timeline: Vec::new(),
-                    elapsed,
+                    elapsed: Duration::ZERO,
                     samples: Vec::new(),
                     skip_reasons: BTreeMap::new(),
+                    window: MeasuredWindow::default(),
                 },
                 Vec::new(),
                 Some("metrics lock poisoned".into()),
             );
         };
+        let elapsed = inner
+            .last_in_window
+            .unwrap_or_else(|| self.started.elapsed().saturating_sub(window))
+            .min(self.measured);
         let next = inner.current_index + 1;
         if !inner.current.hists.is_empty() || inner.timeline.is_empty() {
             self.rotate(&mut inner, next, Some(elapsed));
@@ -493,6 +592,12 @@ impl Recorder {
             elapsed,
             samples: inner.samples.clone(),
             skip_reasons: inner.skip_reasons.clone(),
+            window: MeasuredWindow {
+                from_unix: self.started_unix + window.as_secs_f64(),
+                lead: self.lead,
+                before: inner.before,
+                after: inner.after,
+            },
         };
         (
             set,
@@ -576,6 +681,35 @@ mod tests {
         assert_eq!(again.round_trips(), 3);
         assert_eq!(again.outcome_counts(), counts);
         assert_eq!(again.e2e_all().max(), set.e2e_all().max());
+    }
+
+    #[test]
+    fn round_trips_outside_the_window_are_counted_apart() {
+        // An hour's lead: every round trip now started before the window.
+        let r = Recorder::new(Duration::from_secs(1), &[])
+            .unwrap()
+            .with_window(Duration::from_secs(3600), Duration::from_secs(10));
+        drop(r.begin());
+        r.record("a", &rt(Outcome::Success), Duration::from_millis(1), 0);
+        let (set, _, _) = r.finish();
+        assert_eq!(set.round_trips(), 0, "the warm-up is not measured");
+        assert_eq!(set.window.before, (1, 2));
+        assert_eq!(set.elapsed, Duration::ZERO);
+        // A window of no length: everything started after it.
+        let r = Recorder::new(Duration::from_secs(1), &[])
+            .unwrap()
+            .with_window(Duration::ZERO, Duration::ZERO);
+        let guard = r.begin();
+        r.record("a", &rt(Outcome::Success), Duration::ZERO, 0);
+        drop(guard);
+        let (set, _, _) = r.finish();
+        assert_eq!((set.round_trips(), set.window.after), (0, (1, 2)));
+        // No window: everything is measured, from the first round trip on.
+        let r = Recorder::new(Duration::from_secs(1), &[]).unwrap();
+        let _g = r.begin();
+        r.record("a", &rt(Outcome::Success), Duration::from_millis(1), 0);
+        let (set, _, _) = r.finish();
+        assert_eq!((set.round_trips(), set.window.before), (1, (0, 0)));
     }
 
     #[test]

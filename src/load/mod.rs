@@ -8,7 +8,10 @@
 //!   [`scenarios::LoadContext`] and the hard request cap.
 //! - [`closed`]: the closed model on Goose 0.19 (one transaction per round
 //!   trip, every leg named, whole round trips as custom requests).
-//! - [`open`]: the open model (constant rate or stepped ramp), latency from
+//! - [`shape`]: stages (`--stage 10s:50,30s:50,10s:0`) shared by the command
+//!   line, plans and both models; the warm-up and the measured window; the
+//!   open model's arrival schedule.
+//! - [`open`]: the open model (constant rate or stages), latency from
 //!   the intended send time (no coordinated omission).
 //! - [`timer`]: the sub-millisecond timer the open model's schedule waits on.
 //! - [`metrics`] and [`hlog`]: HDR histograms per leg, scenario and outcome,
@@ -30,6 +33,7 @@ pub mod open;
 pub mod plan;
 pub mod run;
 pub mod scenarios;
+pub mod shape;
 pub mod stream;
 pub mod summarize;
 pub mod target;

@@ -1,5 +1,5 @@
 //! The open model: round trips start on a fixed schedule (a constant rate or
-//! stepped ramp), whatever the target's speed, and each one's end-to-end
+//! stages, [`super::shape::Arrivals`]), whatever the target's speed, and each one's end-to-end
 //! latency is measured from its *intended* start, so a slow target cannot
 //! hide its queueing (no coordinated omission).
 //!
@@ -22,8 +22,8 @@
 //! and those cut off then are recorded as timeouts (they were due and did
 //! not finish), not dropped.
 
-use super::plan::RateStep;
 use super::scenarios::{LoadContext, weighted_order};
+use super::shape::{self, Arrivals, Stage};
 use super::timer::PreciseTimer;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -62,31 +62,31 @@ pub fn shards_for(peak_rate: f64, cores: usize) -> usize {
     }
 }
 
-/// Runs the steps in order; returns the number of round trips started.
+/// Runs the stages' schedule; returns the number of round trips started.
 /// In-flight round trips are awaited (each is bounded by the per-leg
 /// timeout) for at most `drain`, then abandoned.
 pub async fn run(
     ctx: Arc<LoadContext>,
     http: reqwest::Client,
-    steps: &[RateStep],
+    stages: &[Stage],
     drain: Duration,
 ) -> u64 {
     let order: Arc<[usize]> = weighted_order(&ctx.plan.scenarios).into();
     if order.is_empty() {
         return 0;
     }
-    let peak = steps.iter().map(|s| s.rate).fold(0.0, f64::max);
+    let peak = shape::peak(stages);
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     let shards = shards_for(peak, workers);
     let limit = ctx.plan.max_in_flight.max(1).div_ceil(shards);
-    let steps: Arc<[RateStep]> = steps.into();
+    let stages: Arc<[Stage]> = stages.into();
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(shards);
     for shard in 0..shards {
         let job = Shard {
             ctx: ctx.clone(),
             http: http.clone(),
-            steps: steps.clone(),
+            stages: stages.clone(),
             order: order.clone(),
             shard,
             shards,
@@ -106,7 +106,7 @@ pub async fn run(
 struct Shard {
     ctx: Arc<LoadContext>,
     http: reqwest::Client,
-    steps: Arc<[RateStep]>,
+    stages: Arc<[Stage]>,
     order: Arc<[usize]>,
     shard: usize,
     shards: usize,
@@ -127,65 +127,50 @@ impl Shard {
         };
         let mut in_flight: FuturesUnordered<RoundTripFuture> = FuturesUnordered::new();
         let mut started = 0u64;
-        let mut slot = 0u64; // index in the global schedule, across steps
-        let mut step_start = start;
-        let end = start + self.steps.iter().map(|s| s.hold).sum::<Duration>();
-        'steps: for step in self.steps.iter() {
-            if !(step.rate.is_finite() && step.rate > 0.0) {
+        let mut slot = 0u64; // index in the global schedule
+        let end = start + shape::total(&self.stages);
+        'schedule: for offset in Arrivals::new(&self.stages) {
+            slot += 1;
+            if (slot - 1) % self.shards as u64 != self.shard as u64 {
                 continue;
             }
-            let period = 1.0 / step.rate;
-            let hold = step.hold.as_secs_f64();
-            let mut k = 0u64;
+            let intended = start + Duration::from_secs_f64(offset);
+            // Drive what is in flight until the slot is due and there is room.
             loop {
-                let offset = k as f64 * period;
-                if offset >= hold {
+                if self.ctx.stop.load(Ordering::Relaxed) || Instant::now() >= end {
+                    break 'schedule;
+                }
+                let full = in_flight.len() >= self.limit;
+                if !full && Instant::now() + EARLY_SLACK >= intended {
                     break;
                 }
-                k += 1;
-                slot += 1;
-                if (slot - 1) % self.shards as u64 != self.shard as u64 {
+                if full {
+                    tokio::select! {
+                        _ = in_flight.next() => {}
+                        _ = tokio::time::sleep_until(end.into()) => break 'schedule,
+                    }
                     continue;
                 }
-                let intended = step_start + Duration::from_secs_f64(offset);
-                // Drive what is in flight until the slot is due and there is room.
-                loop {
-                    if self.ctx.stop.load(Ordering::Relaxed) || Instant::now() >= end {
-                        break 'steps;
-                    }
-                    let full = in_flight.len() >= self.limit;
-                    if !full && Instant::now() + EARLY_SLACK >= intended {
-                        break;
-                    }
-                    if full {
-                        tokio::select! {
-                            _ = in_flight.next() => {}
-                            _ = tokio::time::sleep_until(end.into()) => break 'steps,
-                        }
-                        continue;
-                    }
-                    tokio::select! {
-                        biased;
-                        Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
-                        r = timer.sleep_until(intended) => {
-                            if let Err(e) = r {
-                                tracing::error!("open model: timer failed: {e}");
-                                break 'steps;
-                            }
+                tokio::select! {
+                    biased;
+                    Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
+                    r = timer.sleep_until(intended) => {
+                        if let Err(e) = r {
+                            tracing::error!("open model: timer failed: {e}");
+                            break 'schedule;
                         }
                     }
                 }
-                let idx = self.order[(slot - 1) as usize % self.order.len()];
-                let origin = intended.min(Instant::now());
-                in_flight.push(Box::pin(round_trip(
-                    self.ctx.clone(),
-                    self.http.clone(),
-                    idx,
-                    origin,
-                )));
-                started += 1;
             }
-            step_start += step.hold;
+            let idx = self.order[(slot - 1) as usize % self.order.len()];
+            let origin = intended.min(Instant::now());
+            in_flight.push(Box::pin(round_trip(
+                self.ctx.clone(),
+                self.http.clone(),
+                idx,
+                origin,
+            )));
+            started += 1;
         }
         let drain = async { while in_flight.next().await.is_some() {} };
         let _ = tokio::time::timeout(self.drain, drain).await;

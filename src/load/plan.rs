@@ -7,6 +7,7 @@
 //! runs, the rate steps and the SLO. `loadtests/README.md` documents every
 //! key. A bad plan is reported with file, line and key.
 
+use super::shape::{self, Model, Stage, Timeline};
 use super::threshold::{Threshold, ThresholdError};
 use crate::client::Mutation;
 use crate::protocol::Generation;
@@ -144,16 +145,7 @@ impl ScenarioSpec {
     }
 }
 
-/// One step of an open-model ramp.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RateStep {
-    /// Round trips started per second.
-    pub rate: f64,
-    /// How long the step lasts.
-    pub hold: Duration,
-}
-
-/// Closed (Goose users) or open (arrival rate) model.
+/// Closed (Goose users) or open (arrival rate) model, fixed or staged.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LoadShape {
     /// `users` Goose users, each running round trips back to back.
@@ -163,11 +155,57 @@ pub enum LoadShape {
         /// Users started per second.
         hatch_rate: f64,
     },
-    /// Round trips start at a fixed schedule, whatever the target's speed.
+    /// Round trips start at a constant rate, whatever the target's speed.
     Open {
-        /// The steps, in order (one step for a constant rate).
-        steps: Vec<RateStep>,
+        /// Round trips started per second.
+        rate: f64,
     },
+    /// Stages ramping the users (closed) or the rate (open); they are the
+    /// whole run (`stages = "10s:50,30s:50,10s:0"`, `--stage`, or a `ramp`).
+    Staged {
+        /// What the targets count.
+        model: Model,
+        /// The stages, in order.
+        stages: Vec<Stage>,
+    },
+}
+
+impl LoadShape {
+    /// The model the shape runs in.
+    pub fn model(&self) -> Model {
+        match self {
+            LoadShape::Closed { .. } => Model::Closed,
+            LoadShape::Open { .. } => Model::Open,
+            LoadShape::Staged { model, .. } => *model,
+        }
+    }
+
+    /// The highest rate (open) or user count (closed) the shape reaches.
+    pub fn peak(&self) -> f64 {
+        match self {
+            LoadShape::Closed { users, .. } => *users as f64,
+            LoadShape::Open { rate } => *rate,
+            LoadShape::Staged { stages, .. } => shape::peak(stages),
+        }
+    }
+
+    /// The shape in words, for the report's settings.
+    pub fn describe(&self) -> String {
+        match self {
+            LoadShape::Closed { users, hatch_rate } => {
+                format!("{users} users, launched at {hatch_rate} per second")
+            }
+            LoadShape::Open { rate } => format!("{rate} round trips/s"),
+            LoadShape::Staged { model, stages } => format!(
+                "stages {} ({})",
+                shape::format_stages(stages),
+                match model {
+                    Model::Closed => "users",
+                    Model::Open => "round trips/s",
+                }
+            ),
+        }
+    }
 }
 
 /// Where the load goes.
@@ -211,8 +249,12 @@ pub struct Plan {
     pub description: String,
     /// The target.
     pub target: TargetSpec,
-    /// How long the run lasts (closed model; open model: the sum of steps).
+    /// The measured window: how long the results cover (the users' launch
+    /// and the warm-up come before it; with stages, their total less the
+    /// warm-up).
     pub duration: Duration,
+    /// Load run before the measured window and left out of the results.
+    pub warmup: Duration,
     /// Hard cap on HTTP requests.
     pub max_requests: u64,
     /// Per-request timeout.
@@ -239,6 +281,29 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What the run drives and which part of it is measured.
+    pub fn timeline(&self) -> Timeline {
+        match &self.shape {
+            LoadShape::Closed { users, hatch_rate } => Timeline::fixed(
+                Model::Closed,
+                *users as f64,
+                *hatch_rate,
+                self.warmup,
+                self.duration,
+            ),
+            LoadShape::Open { rate } => {
+                Timeline::fixed(Model::Open, *rate, 1.0, self.warmup, self.duration)
+            }
+            LoadShape::Staged { model, stages } => Timeline {
+                model: *model,
+                stages: stages.clone(),
+                lead: self.warmup,
+                warmup: self.warmup,
+                measured: shape::total(stages).saturating_sub(self.warmup),
+            },
+        }
+    }
+
     /// Every threshold the run is judged by, each flagged when it is a
     /// default rather than written in the plan: `error_rate < 1%` (unless
     /// the plan sets its own error rate), and per scenario `ok(S) > 0` (no
@@ -300,6 +365,7 @@ struct RawPlan {
     name: Option<String>,
     description: Option<String>,
     duration: Option<toml::Spanned<String>>,
+    warmup: Option<toml::Spanned<String>>,
     max_requests: Option<u64>,
     timeout: Option<toml::Spanned<String>>,
     seed: Option<u64>,
@@ -333,6 +399,8 @@ struct RawLoad {
     hatch_rate: Option<f64>,
     rate: Option<toml::Spanned<f64>>,
     ramp: Option<Vec<toml::Spanned<RawStep>>>,
+    model: Option<toml::Spanned<String>>,
+    stages: Option<toml::Spanned<String>>,
     max_in_flight: Option<usize>,
 }
 
@@ -419,6 +487,10 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
     let timeout = dur(&raw.timeout, "timeout", DEFAULT_TIMEOUT)?;
     let stall = dur(&raw.stall, "stall", DEFAULT_STALL)?;
     let interval = dur(&raw.interval, "interval", Duration::from_secs(1))?;
+    let warmup = match &raw.warmup {
+        None => Duration::ZERO,
+        Some(s) => parse_span(s.get_ref()).map_err(|m| at(Some(s.span()), "warmup", m))?,
+    };
 
     let thresholds = parse_thresholds(&raw.thresholds, "thresholds", &at)?;
 
@@ -445,7 +517,52 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         other_token: raw.target.other_token.unwrap_or_else(|| "mallory".into()),
     };
 
-    let shape = match (&raw.load.users, &raw.load.rate, &raw.load.ramp) {
+    let l = &raw.load;
+    let fixed_key = [
+        l.users.as_ref().map(|u| ("load.users", u.span())),
+        l.rate.as_ref().map(|r| ("load.rate", r.span())),
+        l.ramp
+            .as_ref()
+            .and_then(|r| r.first())
+            .map(|s| ("load.ramp", s.span())),
+    ];
+    let given: Vec<_> = fixed_key.iter().flatten().collect();
+    if let (Some(_), Some((key, span))) = (&l.stages, given.first()) {
+        return Err(at(
+            Some(span.clone()),
+            key,
+            "give either `stages` or a fixed `users` / `rate` / `ramp`, not both".into(),
+        ));
+    }
+    let shape = match (&l.users, &l.rate, &l.ramp) {
+        _ if l.stages.is_some() => {
+            let (text, span) = l
+                .stages
+                .as_ref()
+                .map(|s| (s.get_ref().as_str(), s.span()))
+                .unwrap_or_default();
+            let stages =
+                shape::parse_stages(text).map_err(|m| at(Some(span.clone()), "load.stages", m))?;
+            let model = match &l.model {
+                Some(m) => {
+                    Model::parse(m.get_ref()).map_err(|e| at(Some(m.span()), "load.model", e))?
+                }
+                None => {
+                    return Err(at(
+                        Some(span),
+                        "load.model",
+                        "stages need `model = \"closed\"` (targets are users) or \
+                         `model = \"open\"` (targets are round trips/s)"
+                            .into(),
+                    ));
+                }
+            };
+            if model == Model::Closed {
+                super::closed::check_closed_stages(&stages)
+                    .map_err(|m| at(Some(span.clone()), "load.stages", m))?;
+            }
+            LoadShape::Staged { model, stages }
+        }
         (Some(u), Some(_), _) | (Some(u), _, Some(_)) => {
             return Err(at(
                 Some(u.span()),
@@ -465,18 +582,14 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             if !(rate.is_finite() && rate > 0.0) {
                 return Err(at(Some(r.span()), "load.rate", "must be > 0".into()));
             }
-            LoadShape::Open {
-                steps: vec![RateStep {
-                    rate,
-                    hold: duration,
-                }],
-            }
+            LoadShape::Open { rate }
         }
         (_, None, Some(ramp)) => {
             if ramp.is_empty() {
                 return Err(at(None, "load.ramp", "the ramp has no steps".into()));
             }
-            let mut steps = Vec::new();
+            // A stepped ramp is stages that jump to each rate and hold it.
+            let mut stages = Vec::new();
             for (i, s) in ramp.iter().enumerate() {
                 let key = format!("load.ramp[{i}]");
                 let step = s.get_ref();
@@ -484,13 +597,19 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                     return Err(at(Some(s.span()), &key, "rate must be > 0".into()));
                 }
                 let hold = parse_span(&step.hold).map_err(|m| at(Some(s.span()), &key, m))?;
-                steps.push(RateStep {
-                    rate: step.rate,
-                    hold,
+                stages.push(Stage {
+                    duration: Duration::ZERO,
+                    target: step.rate,
+                });
+                stages.push(Stage {
+                    duration: hold,
+                    target: step.rate,
                 });
             }
-            duration = steps.iter().map(|s| s.hold).sum();
-            LoadShape::Open { steps }
+            LoadShape::Staged {
+                model: Model::Open,
+                stages,
+            }
         }
         (u, None, None) => {
             let users = u.as_ref().map_or(4, |u| *u.get_ref());
@@ -504,6 +623,29 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             }
         }
     };
+    if let LoadShape::Staged { stages, .. } = &shape {
+        // The stages are the whole run: the warm-up is their first part.
+        let all = shape::total(stages);
+        if warmup >= all {
+            let span = raw.warmup.as_ref().map(|w| w.span());
+            return Err(at(
+                span,
+                "warmup",
+                format!(
+                    "the warm-up must be shorter than the stages ({})",
+                    humantime::format_duration(all)
+                ),
+            ));
+        }
+        duration = all - warmup;
+    } else if l.model.is_some() {
+        let span = l.model.as_ref().map(|m| m.span());
+        return Err(at(
+            span,
+            "load.model",
+            "`model` goes with `stages`; `users` or `rate` already say the model".into(),
+        ));
+    }
 
     let mut scenarios = Vec::new();
     for (name, spanned) in &raw.scenarios {
@@ -656,6 +798,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         description: raw.description.unwrap_or_default(),
         target,
         duration,
+        warmup,
         max_requests: raw.max_requests.unwrap_or(DEFAULT_MAX_REQUESTS).max(1),
         timeout,
         shape,
@@ -816,7 +959,11 @@ mutation = "truncate"
         )
         .unwrap();
         assert_eq!(p.duration, Duration::from_secs(5));
-        assert!(matches!(p.shape, LoadShape::Open { ref steps } if steps.len() == 2));
+        let LoadShape::Staged { model, ref stages } = p.shape else {
+            panic!("a ramp is stages: {:?}", p.shape)
+        };
+        assert_eq!(model, Model::Open);
+        assert_eq!(shape::format_stages(stages), "0s:10,2s:10,0s:20,3s:20");
         let e = parse_plan(
             "[load]\nusers = 2\nrate = 5\n[scenarios.form-accept]\n",
             "c.toml",
@@ -826,5 +973,70 @@ mutation = "truncate"
         assert_eq!((e.line, e.key.as_str()), (2, "load.users"), "{e}");
         let e = parse_plan("name = \"x\"\n", "e.toml", "e").unwrap_err();
         assert_eq!(e.key, "scenarios");
+    }
+
+    #[test]
+    fn stages_need_a_model_and_exclude_fixed_loads() {
+        let p = parse_plan(
+            "warmup = \"2s\"\n[load]\nmodel = \"open\"\nstages = \"2s:10,6s:10\"\n[scenarios.form-accept]\n",
+            "s.toml",
+            "s",
+        )
+        .unwrap();
+        assert_eq!(
+            p.duration,
+            Duration::from_secs(6),
+            "stages less the warm-up"
+        );
+        assert_eq!(p.warmup, Duration::from_secs(2));
+        let t = p.timeline();
+        assert_eq!((t.lead, t.measured), (p.warmup, p.duration));
+        assert_eq!(p.shape.model(), Model::Open);
+        assert_eq!(p.shape.peak(), 10.0);
+        for (text, key, says) in [
+            (
+                "[load]\nstages = \"2s:10\"\n",
+                "load.model",
+                "stages need `model",
+            ),
+            (
+                "[load]\nmodel = \"open\"\nstages = \"2s:10\"\nrate = 5.0\n",
+                "load.rate",
+                "not both",
+            ),
+            (
+                "[load]\nmodel = \"open\"\nstages = \"2s:x\"\n",
+                "load.stages",
+                "not a number",
+            ),
+            (
+                "[load]\nmodel = \"open\"\nusers = 2\n",
+                "load.model",
+                "goes with `stages`",
+            ),
+            (
+                "warmup = \"3s\"\n[load]\nmodel = \"closed\"\nstages = \"2s:4\"\n",
+                "warmup",
+                "shorter than the stages",
+            ),
+        ] {
+            let e =
+                parse_plan(&format!("{text}[scenarios.form-accept]\n"), "e.toml", "e").unwrap_err();
+            assert_eq!(e.key, key, "{text}: {e}");
+            assert!(e.message.contains(says), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_fixed_closed_plan_measures_its_duration_after_the_launch() {
+        let p = parse_plan(
+            "duration = \"10s\"\nwarmup = \"1s\"\n[load]\nusers = 4\nhatch_rate = 2.0\n[scenarios.form-accept]\n",
+            "c.toml",
+            "c",
+        )
+        .unwrap();
+        let t = p.timeline();
+        assert_eq!(t.lead, Duration::from_secs(3), "2 s launch, 1 s warm-up");
+        assert_eq!(t.measured, Duration::from_secs(10));
     }
 }

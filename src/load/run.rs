@@ -23,8 +23,9 @@ use super::closed;
 use super::hlog;
 use super::metrics::{MetricSet, Recorder};
 use super::open;
-use super::plan::{LoadShape, Plan, RateStep};
+use super::plan::{LoadShape, Plan};
 use super::scenarios::LoadContext;
+use super::shape::Model;
 use super::stream::IntervalStream;
 use super::summarize::{self, RunInfo};
 use super::target::{self, EmbeddedServer, TargetError};
@@ -413,8 +414,11 @@ async fn phase(
     comments: &[String],
     stream: Option<&IntervalStream>,
 ) -> Result<Measured, RunError> {
+    let timeline = plan.timeline();
     let recorder = Arc::new(
-        Recorder::new(plan.interval, comments).map_err(|e| RunError::Setup(e.to_string()))?,
+        Recorder::new(plan.interval, comments)
+            .map_err(|e| RunError::Setup(e.to_string()))?
+            .with_window(timeline.lead, timeline.measured),
     );
     if let Some(s) = stream {
         recorder.stream_to(s.clone(), label);
@@ -426,13 +430,13 @@ async fn phase(
     ));
     let end = Arc::new(EndState::default());
     let done = Arc::new(AtomicBool::new(false));
-    let goose = matches!(plan.shape, LoadShape::Closed { .. });
+    let goose = timeline.model == Model::Closed;
     let watcher = tokio::spawn(watch(
         ctx.clone(),
         end.clone(),
         done.clone(),
         target_pid,
-        plan.duration,
+        timeline.total(),
         progress,
         goose,
         label.to_owned(),
@@ -448,20 +452,29 @@ async fn phase(
             }
         }))
     };
-    let backstop = plan.duration + plan.timeout * 4 + Duration::from_secs(30);
-    match &plan.shape {
-        LoadShape::Closed { users, hatch_rate } => {
+    let backstop = timeline.total() + plan.timeout * 4 + Duration::from_secs(30);
+    match timeline.model {
+        Model::Closed => {
             let base = url::Url::parse(mcp_url)
                 .map(|u| u[..url::Position::BeforePath].to_owned())
                 .unwrap_or_else(|_| mcp_url.to_owned());
-            let cfg =
-                closed::goose_config(&base, *users, *hatch_rate, plan.duration, plan.timeout, dir);
+            let shape = match &plan.shape {
+                LoadShape::Closed { users, hatch_rate } => closed::GooseShape::Fixed {
+                    users: *users,
+                    hatch_rate: *hatch_rate,
+                    // A little past the window: what starts after it is
+                    // left out, so the window is covered to its end.
+                    hold: timeline.warmup + timeline.measured + Duration::from_millis(100),
+                },
+                _ => closed::GooseShape::Plan(closed::goose_test_plan(&timeline.stages)),
+            };
+            let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
             let chatter = if progress {
                 closed::GooseChatter::Stderr
             } else {
                 closed::GooseChatter::Discard
             };
-            let run = closed::run(ctx.clone(), cfg, chatter);
+            let run = closed::run(ctx.clone(), cfg, &shape, chatter);
             let result = tokio::time::timeout(backstop, run).await;
             // Goose's own Ctrl-C handler ends its run; the first reason set
             // wins, so a stop we triggered ourselves keeps its reason.
@@ -480,11 +493,11 @@ async fn phase(
                 }
             }
         }
-        LoadShape::Open { steps } => {
+        Model::Open => {
             // Round trips in flight at the end get at most 1.5 s: the run ends
             // within 2 s of its deadline whatever the target does.
             let drain = plan.timeout.min(Duration::from_millis(1500));
-            let run = open::run(ctx.clone(), http.clone(), steps, drain);
+            let run = open::run(ctx.clone(), http.clone(), &timeline.stages, drain);
             if tokio::time::timeout(backstop, run).await.is_err() {
                 end.set(
                     "error",
@@ -573,12 +586,10 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         model: if opts.capacity {
             "capacity".into()
         } else {
-            match plan.shape {
-                LoadShape::Closed { .. } => "closed".into(),
-                LoadShape::Open { .. } => "open".into(),
-            }
+            plan.shape.model().as_str().into()
         },
         started_unix,
+        warmup_s: plan.warmup.as_secs_f64(),
         ended_by: "duration".into(),
         end_note: None,
     };
@@ -745,12 +756,7 @@ async fn capacity_search(
     while rate <= spec.max_rate + 1e-9 {
         i += 1;
         let mut p = plan.clone();
-        p.shape = LoadShape::Open {
-            steps: vec![RateStep {
-                rate,
-                hold: spec.step_duration,
-            }],
-        };
+        p.shape = LoadShape::Open { rate };
         p.duration = spec.step_duration;
         let cpu0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
         let label = format!("{} @{rate:.0}/s", plan.name);

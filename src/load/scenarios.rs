@@ -261,6 +261,7 @@ impl LoadContext {
     /// Runs one round trip of scenario `idx` (either generation) over `http`.
     pub async fn round_trip(&self, http: &reqwest::Client, idx: usize) -> Option<(RoundTrip, u64)> {
         let spec = self.plan.scenarios.get(idx)?;
+        let _in_flight = self.recorder.begin();
         if spec.is_legacy() {
             self.legacy_round_trip(http, spec).await
         } else {

@@ -208,6 +208,8 @@ pub struct RunInfo {
     pub model: String,
     /// Start, Unix seconds.
     pub started_unix: f64,
+    /// The warm-up before the measured window.
+    pub warmup_s: f64,
     /// Why it ended.
     pub ended_by: String,
     /// Why, in words.
@@ -333,6 +335,14 @@ pub fn build(
         model: info.model.clone(),
         started_unix: info.started_unix,
         duration_s: secs,
+        window: crate::report::WindowSummary {
+            from_unix: set.window.from_unix,
+            to_unix: set.window.from_unix + secs,
+            lead_s: set.window.lead.as_secs_f64(),
+            warmup_s: info.warmup_s,
+            before_round_trips: set.window.before.0,
+            after_round_trips: set.window.after.0,
+        },
         ended_by: info.ended_by.clone(),
         end_note: info.end_note.clone(),
         error_rate: error_fraction,

@@ -55,6 +55,9 @@ pub fn render(s: &Summary) -> String {
             .map(|n| format!(" ({n})"))
             .unwrap_or_default()
     );
+    if let Some(w) = super::window_text(s) {
+        let _ = writeln!(o, "- {w}");
+    }
     let r = &s.round_trips;
     let _ = writeln!(
         o,

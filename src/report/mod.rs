@@ -15,7 +15,8 @@
 //! | `plan`, `plan_file` | string | plan name and file |
 //! | `target`, `embedded_target` | string, bool | MCP URL; whether it was the embedded server |
 //! | `model` | string | `closed` (Goose users), `open` (arrival rate), `capacity`, `merged` |
-//! | `started_unix`, `duration_s` | number | start (Unix s) and length |
+//! | `started_unix`, `duration_s` | number | start (Unix s) and the measured window's length |
+//! | `window` | object | `from_unix`, `to_unix` (the measured window), `lead_s` (launch + warm-up before it), `warmup_s`, `before_round_trips`, `after_round_trips` (started outside it: left out of every other figure) |
 //! | `ended_by`, `end_note` | string, string? | `duration`, `max_requests`, `target_unreachable`, `target_died`, `interrupted`, `error`; why |
 //! | `round_trips` | object | `total`, `success`, `expected_rejection`, `unexpected`, `skipped` |
 //! | `requests`, `rps`, `requests_per_s` | number | HTTP requests; round trips/s; requests/s |
@@ -47,6 +48,7 @@ pub mod svg;
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, LatencyStats,
     OutcomeCounts, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdResult, TimelinePoint,
+    WindowSummary,
 };
 
 use std::path::Path;
@@ -95,6 +97,28 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
         ]);
     }
     (head, rows)
+}
+
+/// What the measured window left out, in words, shared by the terminal,
+/// Markdown and HTML (`None` when nothing was: no launch, no warm-up, no
+/// round trip outside the window).
+pub fn window_text(s: &Summary) -> Option<String> {
+    let w = &s.window;
+    if w.lead_s <= 0.0 && w.before_round_trips == 0 && w.after_round_trips == 0 {
+        return None;
+    }
+    let launch = (w.lead_s - w.warmup_s).max(0.0);
+    let mut before = vec![format!("warm-up {:.1} s", w.warmup_s)];
+    if launch > 0.0 {
+        before.push(format!("users' launch {launch:.1} s"));
+    }
+    Some(format!(
+        "measured window {:.1} s; left out of every figure: {} before it ({} round trips), {} round trips started after it",
+        s.duration_s,
+        before.join(" + "),
+        w.before_round_trips,
+        w.after_round_trips
+    ))
 }
 
 /// Writes `summary.json`, `summary.md`, `report.html` and `metrics.prom`

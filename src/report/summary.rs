@@ -136,6 +136,26 @@ pub struct CapacitySummary {
     pub instances_needed: Option<u64>,
 }
 
+/// The measured window: the results cover the round trips that started in
+/// it; those started before it (the users' launch, the warm-up) or after it
+/// are only counted here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WindowSummary {
+    /// Window start, Unix seconds.
+    pub from_unix: f64,
+    /// Window end, Unix seconds (`from_unix + duration_s`).
+    pub to_unix: f64,
+    /// Unmeasured time from the first round trip to the window (launch +
+    /// warm-up), seconds.
+    pub lead_s: f64,
+    /// The warm-up part of it, seconds.
+    pub warmup_s: f64,
+    /// Round trips started before the window (left out).
+    pub before_round_trips: u64,
+    /// Round trips started after it (left out).
+    pub after_round_trips: u64,
+}
+
 /// CPU time spent by a process during the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUsage {
@@ -166,8 +186,11 @@ pub struct Summary {
     pub model: String,
     /// Start, Unix seconds.
     pub started_unix: f64,
-    /// Run length in seconds.
+    /// Length of the measured window in seconds.
     pub duration_s: f64,
+    /// The measured window and what was left out of it.
+    #[serde(default)]
+    pub window: WindowSummary,
     /// Why the run ended: `duration`, `max_requests`, `target_unreachable`,
     /// `target_died`, `interrupted`, `error`.
     pub ended_by: String,
