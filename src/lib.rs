@@ -30,12 +30,13 @@
 //!   answer policies, used by `load` and `check`.
 //! - [`discover`]: what a target speaks, its authentication, its tools and
 //!   what their calls do; one implementation for `check`, `load` and `plan`.
-//! - [`load`]: Goose scenarios, the open-model driver, HDR metrics and the
-//!   live interval stream (`--out ndjson=FILE`).
+//! - [`load`]: Goose scenarios, the open-model driver, load stages and the
+//!   measured window, HDR metrics and the live interval stream (`--out
+//!   ndjson=FILE`).
 //! - [`check`]: conformance and security probes, one file per family
 //!   (`cross_instance`: a state retried on a second instance).
-//! - [`report`]: renders run results as JSON, Markdown, HTML, Prometheus
-//!   text and JUnit.
+//! - [`report`]: renders run results as JSON, Markdown, HTML (one offline
+//!   page of SVG charts), Prometheus text and JUnit.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness

@@ -10,6 +10,7 @@
 use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
 use super::stream::IntervalStream;
 use crate::client::{ErrorClass, LegResult, Outcome, RoundTrip};
+use crate::report::{ErrorGroup, LatencyStats, add_error_sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -36,6 +37,11 @@ pub struct IntervalStats {
     pub p50_ms: f64,
     /// End-to-end p99 (ms), 0 when empty.
     pub p99_ms: f64,
+    /// Most round trips in flight at once in the interval.
+    pub in_flight_max: u64,
+    /// Every histogram that got values, by tag: the one per-interval series
+    /// the ndjson stream and the report both read.
+    pub metrics: BTreeMap<String, LatencyStats>,
 }
 
 /// A run's metrics: total histograms per tag (see [`super::hlog`]) and the
@@ -48,8 +54,11 @@ pub struct MetricSet {
     pub timeline: Vec<IntervalStats>,
     /// Wall time the metrics cover.
     pub elapsed: Duration,
-    /// Up to 20 unexpected-outcome messages, first seen first.
-    pub samples: Vec<String>,
+    /// Up to 20 distinct unexpected-outcome messages with their counts,
+    /// first seen first.
+    pub samples: Vec<ErrorGroup>,
+    /// HTTP status codes by leg (`none`: no response).
+    pub status_codes: BTreeMap<String, BTreeMap<String, u64>>,
     /// The first reason each scenario's attempts were skipped.
     pub skip_reasons: BTreeMap<String, String>,
     /// Where the measured window lay and what was left out of it.
@@ -134,13 +143,14 @@ impl MetricSet {
         }
         let timeline = buckets
             .into_iter()
-            .map(|(i, b)| b.stats(i as f64 * width, width))
+            .map(|(i, b)| b.stats(i as f64 * width, width, 0))
             .collect();
         MetricSet {
             totals,
             timeline,
             elapsed: Duration::from_secs_f64(end),
             samples: Vec::new(),
+            status_codes: BTreeMap::new(),
             skip_reasons: BTreeMap::new(),
             window: MeasuredWindow {
                 from_unix: origin,
@@ -199,7 +209,7 @@ impl Bucket {
         self.hists.insert(key.clone(), h);
     }
 
-    fn stats(&self, start_s: f64, len_s: f64) -> IntervalStats {
+    fn stats(&self, start_s: f64, len_s: f64, in_flight_max: u64) -> IntervalStats {
         let e2e = merged(
             self.hists
                 .iter()
@@ -235,7 +245,36 @@ impl Bucket {
             requests,
             p50_ms: pct(50.0),
             p99_ms: pct(99.0),
+            in_flight_max,
+            metrics: self
+                .hists
+                .iter()
+                .filter(|(_, h)| !h.is_empty())
+                .map(|(k, h)| (k.clone(), latency_stats(h)))
+                .collect(),
         }
+    }
+}
+
+fn ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Latency statistics of a microsecond histogram.
+pub fn latency_stats(h: &Histogram<u64>) -> LatencyStats {
+    if h.is_empty() {
+        return LatencyStats::default();
+    }
+    LatencyStats {
+        count: h.len(),
+        min_ms: ms(h.min()),
+        mean_ms: h.mean() / 1000.0,
+        p50_ms: ms(h.value_at_percentile(50.0)),
+        p90_ms: ms(h.value_at_percentile(90.0)),
+        p99_ms: ms(h.value_at_percentile(99.0)),
+        p999_ms: ms(h.value_at_percentile(99.9)),
+        p9999_ms: ms(h.value_at_percentile(99.99)),
+        max_ms: ms(h.max()),
     }
 }
 
@@ -252,7 +291,9 @@ struct Inner {
     timeline: Vec<IntervalStats>,
     hlog: HlogBuffer,
     hlog_error: Option<String>,
-    samples: Vec<String>,
+    samples: Vec<ErrorGroup>,
+    /// Status code counts by leg (0: no response).
+    statuses: BTreeMap<String, BTreeMap<u16, u64>>,
     skip_reasons: BTreeMap<String, String>,
     key: String,
     /// `--out ndjson=FILE` and the phase name its lines carry.
@@ -323,6 +364,7 @@ impl Recorder {
                 hlog: HlogBuffer::new(SystemTime::now(), comments)?,
                 hlog_error: None,
                 samples: Vec::new(),
+                statuses: BTreeMap::new(),
                 skip_reasons: BTreeMap::new(),
                 key: String::new(),
                 stream: None,
@@ -489,6 +531,17 @@ impl Recorder {
             self.rotate(&mut inner, index, None);
         }
         let inner = &mut *inner;
+        for leg in &rt.legs {
+            let code = leg.status.unwrap_or(0);
+            match inner.statuses.get_mut(leg.name.as_str()) {
+                Some(m) => *m.entry(code).or_insert(0) += 1,
+                None => {
+                    inner
+                        .statuses
+                        .insert(leg.name.clone(), BTreeMap::from([(code, 1)]));
+                }
+            }
+        }
         let (b, k) = (&mut inner.current, &mut inner.key);
         for leg in &rt.legs {
             b.record(k, &[LEG, &leg.name], leg.total);
@@ -511,12 +564,9 @@ impl Recorder {
         {
             inner.skip_reasons.insert(scenario.to_owned(), why.clone());
         }
-        if let Outcome::Unexpected { class, message } = &rt.outcome
-            && inner.samples.len() < MAX_SAMPLES
-        {
-            inner
-                .samples
-                .push(format!("{scenario}: {class}: {message}"));
+        if let Outcome::Unexpected { class, message } = &rt.outcome {
+            let text = format!("{scenario}: {class}: {message}");
+            add_error_sample(&mut inner.samples, &text, MAX_SAMPLES);
         }
     }
 
@@ -536,11 +586,14 @@ impl Recorder {
                     .clamp(Duration::from_millis(1), self.interval)
             })
             .unwrap_or(self.interval);
-        let stats = bucket.stats(start.as_secs_f64(), len.as_secs_f64());
+        let peak = self
+            .in_flight_peak
+            .swap(self.in_flight.load(Ordering::Relaxed), Ordering::Relaxed);
+        let stats = bucket.stats(start.as_secs_f64(), len.as_secs_f64(), peak);
         let window = self.window_start();
         if let Some((stream, phase)) = &inner.stream {
             let unix = self.started_unix + window.as_secs_f64();
-            stream.write_interval(phase, unix, &stats, bucket.hists.iter());
+            stream.write_interval(phase, unix, &stats);
         }
         inner.timeline.push(stats);
         for (name, h) in &bucket.hists {
@@ -571,6 +624,7 @@ impl Recorder {
                     timeline: Vec::new(),
                     elapsed: Duration::ZERO,
                     samples: Vec::new(),
+                    status_codes: BTreeMap::new(),
                     skip_reasons: BTreeMap::new(),
                     window: MeasuredWindow::default(),
                 },
@@ -591,6 +645,24 @@ impl Recorder {
             timeline: inner.timeline.clone(),
             elapsed,
             samples: inner.samples.clone(),
+            status_codes: inner
+                .statuses
+                .iter()
+                .map(|(leg, m)| {
+                    let codes = m
+                        .iter()
+                        .map(|(c, n)| {
+                            let code = if *c == 0 {
+                                "none".into()
+                            } else {
+                                c.to_string()
+                            };
+                            (code, *n)
+                        })
+                        .collect();
+                    (leg.clone(), codes)
+                })
+                .collect(),
             skip_reasons: inner.skip_reasons.clone(),
             window: MeasuredWindow {
                 from_unix: self.started_unix + window.as_secs_f64(),
@@ -675,6 +747,12 @@ mod tests {
         assert_eq!(set.legs_where(|n| n.ends_with("retry")).len(), 3);
         assert_eq!(set.timeline.iter().map(|t| t.errors).sum::<u64>(), 1);
         assert_eq!(set.samples.len(), 1);
+        assert_eq!(set.status_codes["tools/call #1"]["200"], 3);
+        // Each interval carries every histogram's stats (the stream's and
+        // the report's one series).
+        let first = &set.timeline[0].metrics;
+        assert_eq!(first["leg:tools/call #1"].count, 3);
+        assert_eq!(first["out:form-accept:timeout"].count, 1);
         // The log alone rebuilds the same totals.
         let ivs = hlog::read_bytes(&log, "run").unwrap();
         let again = MetricSet::from_intervals(&ivs, Duration::from_secs(1));

@@ -534,6 +534,53 @@ fn goose_error(e: &goose::GooseError) -> String {
     }
 }
 
+/// The run's settings as the report lists them.
+fn settings(plan: &Plan, capacity: bool) -> std::collections::BTreeMap<String, String> {
+    let d = |d: Duration| humantime::format_duration(d).to_string();
+    let mut m = std::collections::BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        m.insert(k.to_owned(), v);
+    };
+    put("model", plan.shape.model().as_str().into());
+    put("load shape", plan.shape.describe());
+    put("duration (measured)", d(plan.duration));
+    put("warm-up", d(plan.warmup));
+    put("timeout", d(plan.timeout));
+    put("stall", d(plan.stall));
+    put("interval", d(plan.interval));
+    put("max requests", plan.max_requests.to_string());
+    put("max in flight", plan.max_in_flight.to_string());
+    put("seed", plan.seed.to_string());
+    put("target workers", plan.target.workers.to_string());
+    put(
+        "generator threads",
+        tokio::runtime::Handle::try_current()
+            .map(|h| h.metrics().num_workers().to_string())
+            .unwrap_or_else(|_| "-".into()),
+    );
+    put(
+        "scenarios",
+        plan.scenarios
+            .iter()
+            .map(|s| format!("{} ({} ×{})", s.name, s.kind, s.weight))
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    if capacity && let Some(c) = &plan.capacity {
+        put(
+            "capacity search",
+            format!(
+                "{}/s to {}/s in steps of {}/s, {} each",
+                c.start_rate,
+                c.max_rate,
+                c.step,
+                d(c.step_duration)
+            ),
+        );
+    }
+    m
+}
+
 fn cpu(cpu_s: f64, requests: u64, round_trips: u64) -> CpuUsage {
     CpuUsage {
         cpu_s,
@@ -648,10 +695,16 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         &plan.all_thresholds(),
     );
     summary.discovery = opts.discovery.clone();
+    summary.settings = settings(&plan, opts.capacity);
     // CPU covers the whole run: in a capacity search, every step's requests.
-    let (rts, reqs) = capacity
-        .as_ref()
-        .map_or((summary.round_trips.total, summary.requests), |(_, t)| *t);
+    let w = &measured.set.window;
+    let (rts, reqs) = capacity.as_ref().map_or(
+        (
+            summary.round_trips.total + w.before.0 + w.after.0,
+            summary.requests + w.before.1 + w.after.1,
+        ),
+        |(_, t)| *t,
+    );
     summary.generator_cpu = gen_cpu.map(|c| cpu(c, reqs, rts));
     summary.target_cpu = tgt_cpu.map(|c| cpu(c, reqs, rts));
     if let Some((c, _)) = capacity {
@@ -826,6 +879,7 @@ async fn capacity_search(
     let knee = best.as_ref().map(|b| b.0);
     let summary = CapacitySummary {
         slo: spec.slo.iter().map(|t| t.expr.clone()).collect(),
+        slo_limits: spec.slo.iter().filter_map(summarize::chart_limit).collect(),
         steps,
         knee_rps: knee,
         target_cpu_us_per_rt: best.as_ref().and_then(|b| b.2),

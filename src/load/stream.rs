@@ -14,7 +14,6 @@
 //! `phase` is the plan name, or the capacity step.
 
 use super::metrics::IntervalStats;
-use hdrhistogram::Histogram;
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
@@ -54,14 +53,9 @@ impl IntervalStream {
     }
 
     /// Appends one closed interval: its overall line, then one line per
-    /// histogram (sorted by name), and flushes.
-    pub fn write_interval<'a>(
-        &self,
-        phase: &str,
-        started_unix: f64,
-        stats: &IntervalStats,
-        hists: impl Iterator<Item = (&'a String, &'a Histogram<u64>)>,
-    ) {
+    /// histogram (sorted by name, from [`IntervalStats::metrics`]), and
+    /// flushes.
+    pub fn write_interval(&self, phase: &str, started_unix: f64, stats: &IntervalStats) {
         let unix = started_unix + stats.start_s;
         let per_s = |n: u64| {
             if stats.len_s > 0.0 {
@@ -89,10 +83,7 @@ impl IntervalStream {
             "p50_ms": stats.p50_ms,
             "p99_ms": stats.p99_ms,
         })];
-        let mut named: Vec<_> = hists.filter(|(_, h)| !h.is_empty()).collect();
-        named.sort_by(|a, b| a.0.cmp(b.0));
-        let ms = |us: u64| us as f64 / 1000.0;
-        for (name, h) in named {
+        for (name, h) in &stats.metrics {
             lines.push(json!({
                 "type": "metric",
                 "phase": phase,
@@ -100,13 +91,13 @@ impl IntervalStream {
                 "unix": unix,
                 "interval_s": stats.len_s,
                 "metric": name,
-                "count": h.len(),
-                "min_ms": ms(h.min()),
-                "mean_ms": h.mean() / 1000.0,
-                "p50_ms": ms(h.value_at_quantile(0.5)),
-                "p90_ms": ms(h.value_at_quantile(0.9)),
-                "p99_ms": ms(h.value_at_quantile(0.99)),
-                "max_ms": ms(h.max()),
+                "count": h.count,
+                "min_ms": h.min_ms,
+                "mean_ms": h.mean_ms,
+                "p50_ms": h.p50_ms,
+                "p90_ms": h.p90_ms,
+                "p99_ms": h.p99_ms,
+                "max_ms": h.max_ms,
             }));
         }
         let Ok(mut sink) = self.out.lock() else {

@@ -5,8 +5,8 @@ use super::metrics::{MetricSet, is_error_label};
 use super::plan::ScenarioSpec;
 use super::threshold::{Metric, Threshold, is_retry_leg};
 use crate::report::{
-    LatencyStats, OutcomeCounts, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdResult,
-    TimelinePoint,
+    OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdLimit,
+    ThresholdResult, TimelinePoint,
 };
 use hdrhistogram::Histogram;
 
@@ -15,26 +15,10 @@ const SPECTRUM: [f64; 12] = [
     0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999,
 ];
 
+pub use super::metrics::latency_stats;
+
 fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
-}
-
-/// Latency statistics of a microsecond histogram.
-pub fn latency_stats(h: &Histogram<u64>) -> LatencyStats {
-    if h.is_empty() {
-        return LatencyStats::default();
-    }
-    LatencyStats {
-        count: h.len(),
-        min_ms: ms(h.min()),
-        mean_ms: h.mean() / 1000.0,
-        p50_ms: ms(h.value_at_percentile(50.0)),
-        p90_ms: ms(h.value_at_percentile(90.0)),
-        p99_ms: ms(h.value_at_percentile(99.0)),
-        p999_ms: ms(h.value_at_percentile(99.9)),
-        p9999_ms: ms(h.value_at_percentile(99.99)),
-        max_ms: ms(h.max()),
-    }
 }
 
 /// `[percentile, ms]` pairs for the spectrum plot.
@@ -115,9 +99,40 @@ pub fn evaluate(thresholds: &[(Threshold, bool)], set: &MetricSet) -> Vec<Thresh
                 passed: actual.is_some_and(|v| t.passes(v)),
                 actual_text: actual.map_or_else(|| "nothing measured".into(), |v| t.value_text(v)),
                 default: *default,
+                limit: chart_limit(t),
             }
         })
         .collect()
+}
+
+/// Where a chart draws a threshold's limit (latency in ms, error rate in
+/// percent, rate per second); `None` for counts and skipped rates.
+pub fn chart_limit(t: &Threshold) -> Option<ThresholdLimit> {
+    use super::threshold::LegSelector;
+    let (metric, selector, percentile, value, unit) = match &t.metric {
+        Metric::Latency {
+            percentile,
+            selector,
+        } => {
+            let sel = match selector {
+                LegSelector::E2e => "e2e".to_owned(),
+                LegSelector::First => "first".to_owned(),
+                LegSelector::Retry => "retry".to_owned(),
+                LegSelector::Leg(n) => n.clone(),
+            };
+            ("latency", sel, *percentile, t.limit, "ms")
+        }
+        Metric::ErrorRate => ("error_rate", String::new(), 0.0, t.limit * 100.0, "%"),
+        Metric::Rps => ("rps", String::new(), 0.0, t.limit, "/s"),
+        Metric::Ok(_) | Metric::SkippedRate(_) => return None,
+    };
+    Some(ThresholdLimit {
+        metric: metric.into(),
+        selector,
+        percentile,
+        value,
+        unit: unit.into(),
+    })
 }
 
 /// Evaluates plain thresholds (a capacity SLO).
@@ -173,6 +188,15 @@ pub fn timeline_points(intervals: &[super::metrics::IntervalStats]) -> Vec<Timel
                 prev.requests += last.requests;
                 prev.errors += last.errors;
                 prev.p99_ms = prev.p99_ms.max(last.p99_ms);
+                prev.in_flight_max = prev.in_flight_max.max(last.in_flight_max);
+                for (k, h) in last.metrics {
+                    let e = prev.metrics.entry(k).or_default();
+                    e.count += h.count;
+                    e.p99_ms = e.p99_ms.max(h.p99_ms);
+                    if e.p50_ms == 0.0 {
+                        e.p50_ms = h.p50_ms;
+                    }
+                }
             }
         }
     }
@@ -186,9 +210,51 @@ pub fn timeline_points(intervals: &[super::metrics::IntervalStats]) -> Vec<Timel
                 errors: t.errors,
                 p50_ms: t.p50_ms,
                 p99_ms: t.p99_ms,
+                in_flight_max: t.in_flight_max,
+                errors_by_kind: errors_by_kind(&t.metrics),
+                legs: points(&t.metrics, LEG),
+                scenarios: points(&t.metrics, E2E),
             }
         })
         .collect()
+}
+
+/// The interval's histograms under `prefix`, as count, p50 and p99.
+fn points(
+    metrics: &std::collections::BTreeMap<String, crate::report::LatencyStats>,
+    prefix: &str,
+) -> std::collections::BTreeMap<String, PointLatency> {
+    metrics
+        .iter()
+        .filter_map(|(k, h)| {
+            let name = k.strip_prefix(prefix)?;
+            Some((
+                name.to_owned(),
+                PointLatency {
+                    count: h.count,
+                    p50_ms: h.p50_ms,
+                    p99_ms: h.p99_ms,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// The interval's unexpected outcomes by class (from its `out:` tags).
+fn errors_by_kind(
+    metrics: &std::collections::BTreeMap<String, crate::report::LatencyStats>,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for (k, h) in metrics {
+        if let Some((_, label)) = k
+            .strip_prefix(super::hlog::OUT)
+            .and_then(|r| r.rsplit_once(':'))
+            && is_error_label(label)
+        {
+            *out.entry(label.to_owned()).or_insert(0) += h.count;
+        }
+    }
+    out
 }
 
 /// Facts about a run that the metrics do not hold.
@@ -298,8 +364,8 @@ pub fn build(
                 let first = set
                     .samples
                     .iter()
-                    .find(|m| m.starts_with(&format!("{sc}: ")))
-                    .cloned()
+                    .find(|g| g.message.starts_with(&format!("{sc}: ")))
+                    .map(|g| g.message.clone())
                     .or_else(|| {
                         set.skip_reasons
                             .get(sc)
@@ -352,7 +418,10 @@ pub fn build(
         requests: set.requests(),
         requests_per_s: per_s(set.requests()),
         errors,
-        error_samples: set.samples.clone(),
+        error_samples: set.samples.iter().map(|g| g.message.clone()).collect(),
+        error_groups: set.samples.clone(),
+        status_codes: set.status_codes.clone(),
+        settings: Default::default(),
         legs,
         e2e: latency_stats(&e2e_all),
         scenarios: per_scenario,
@@ -415,6 +484,8 @@ mod tests {
             requests: round_trips * 2,
             p50_ms: 1.0,
             p99_ms: 2.0,
+            in_flight_max: 1,
+            metrics: Default::default(),
         };
         let pts = timeline_points(&[iv(0.0, 1.0, 100), iv(1.0, 1.0, 100), iv(2.0, 0.01, 3)]);
         assert_eq!(pts.len(), 2);

@@ -1,10 +1,29 @@
-//! `report.html`: one self-contained page with the summary tables and SVG
-//! plots (latency spectrum per leg, throughput and p99 over time, the
-//! capacity curve).
+//! `report.html`: one self-contained page (inline SVG, CSS and script, no
+//! network) with the summary tables and charts: latency spectrum; round
+//! trips/s, end-to-end, per-leg and per-scenario p50/p99, errors by kind and
+//! round trips in flight over time; the capacity curve. Thresholds are drawn
+//! on the charts they constrain ([`threshold_lines`]). The inline script
+//! lets a click on a legend entry hide its series, records script errors
+//! into `#script-errors`, and marks `<body data-ok="1">` when it ran.
 
-use super::summary::{LatencyStats, Summary};
-use super::svg::{Series, esc, line_chart, linear_ticks, spectrum_chart};
+use super::summary::{ErrorGroup, LatencyStats, Summary, ThresholdLimit, group_samples};
+use super::svg::{Chart, RefLine, Series, esc, linear_ticks, render as chart, spectrum_chart};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+/// The charts a full report holds, by `id` (capacity charts only in a
+/// capacity run).
+pub const CHART_IDS: [&str; 9] = [
+    "chart-spectrum",
+    "chart-throughput",
+    "chart-latency-e2e",
+    "chart-legs-p99",
+    "chart-legs-p50",
+    "chart-scenarios-p99",
+    "chart-scenarios-p50",
+    "chart-errors",
+    "chart-in-flight",
+];
 
 fn stats_rows(o: &mut String, rows: &[(&str, &LatencyStats)]) {
     o.push_str("<table><tr><th></th><th>count</th><th>p50 ms</th><th>p90 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>max ms</th><th>mean ms</th></tr>");
@@ -35,56 +54,235 @@ pub fn spectrum_svg(s: &Summary) -> String {
     spectrum_chart("Latency percentile spectrum", &series)
 }
 
-/// Throughput and p99 over time, as two charts.
-pub fn timeline_svgs(s: &Summary) -> (String, String) {
+/// Which chart a threshold line is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineTarget {
+    /// Round trips/s over time: `rps` thresholds.
+    Throughput,
+    /// End-to-end latency over time, and the capacity latency chart:
+    /// latency thresholds on `e2e`.
+    EndToEnd,
+    /// Per-leg latency at this percentile (50 or 99): latency thresholds on
+    /// legs whose percentile is nearer it than the other.
+    Legs(u8),
+    /// Error rate (%) over time: `error_rate` thresholds.
+    ErrorRate,
+}
+
+/// The threshold lines a chart gets: each limit on the chart it
+/// constrains, labelled with its expression.
+pub fn threshold_lines(limits: &[(String, ThresholdLimit)], target: LineTarget) -> Vec<RefLine> {
+    limits
+        .iter()
+        .filter(|(_, l)| match target {
+            LineTarget::Throughput => l.metric == "rps",
+            LineTarget::ErrorRate => l.metric == "error_rate",
+            LineTarget::EndToEnd => l.metric == "latency" && l.selector == "e2e",
+            LineTarget::Legs(p) => {
+                let near_p99 = l.percentile >= 74.5;
+                l.metric == "latency" && l.selector != "e2e" && near_p99 == (p >= 75)
+            }
+        })
+        .map(|(expr, l)| RefLine {
+            label: expr.clone(),
+            y: l.value,
+        })
+        .collect()
+}
+
+fn limits(s: &Summary) -> Vec<(String, ThresholdLimit)> {
+    s.thresholds
+        .iter()
+        .filter_map(|t| t.limit.clone().map(|l| (t.expr.clone(), l)))
+        .collect()
+}
+
+fn time_chart(
+    s: &Summary,
+    id: &str,
+    title: &str,
+    y: &str,
+    series: Vec<Series>,
+    refs: Vec<RefLine>,
+    log: bool,
+) -> String {
     let end = s
         .timeline
         .last()
         .map_or(1.0, |p| p.t_s)
         .max(s.duration_s)
         .max(1.0);
-    let ticks = linear_ticks(0.0, end, "s");
-    let rps = Series {
-        name: "round trips/s".into(),
-        points: s.timeline.iter().map(|p| (p.t_s, p.rps)).collect(),
+    chart(&Chart {
+        id: id.into(),
+        title: title.into(),
+        x_label: "time in the measured window".into(),
+        y_label: y.into(),
+        x_range: (0.0, end),
+        x_ticks: linear_ticks(0.0, end, "s"),
+        series,
+        refs,
+        allow_log: log,
+    })
+}
+
+/// Per-name series over time, picked from each interval by `get`.
+fn per_name(
+    s: &Summary,
+    get: impl Fn(&super::summary::TimelinePoint) -> Vec<(String, f64)>,
+) -> Vec<Series> {
+    let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in &s.timeline {
+        for (name, v) in get(p) {
+            by.entry(name).or_default().push((p.t_s, v));
+        }
+    }
+    by.into_iter()
+        .map(|(name, points)| Series { name, points })
+        .collect()
+}
+
+/// Every over-time chart, in page order.
+pub fn timeline_svgs(s: &Summary) -> Vec<String> {
+    let lim = limits(s);
+    let t = |f: fn(&super::summary::TimelinePoint) -> f64| -> Vec<(f64, f64)> {
+        s.timeline.iter().map(|p| (p.t_s, f(p))).collect()
     };
-    let req = Series {
-        name: "requests/s".into(),
+    let mut out = vec![
+        time_chart(
+            s,
+            "chart-throughput",
+            "Throughput over time",
+            "per second",
+            vec![
+                Series {
+                    name: "round trips/s".into(),
+                    points: t(|p| p.rps),
+                },
+                Series {
+                    name: "requests/s".into(),
+                    points: t(|p| p.requests_per_s),
+                },
+            ],
+            threshold_lines(&lim, LineTarget::Throughput),
+            false,
+        ),
+        time_chart(
+            s,
+            "chart-latency-e2e",
+            "End-to-end latency over time (p50, p99)",
+            "ms",
+            vec![
+                Series {
+                    name: "p99 e2e".into(),
+                    points: t(|p| p.p99_ms),
+                },
+                Series {
+                    name: "p50 e2e".into(),
+                    points: t(|p| p.p50_ms),
+                },
+            ],
+            threshold_lines(&lim, LineTarget::EndToEnd),
+            true,
+        ),
+    ];
+    for (pct, id, target) in [
+        (99u8, "chart-legs-p99", LineTarget::Legs(99)),
+        (50, "chart-legs-p50", LineTarget::Legs(50)),
+    ] {
+        let series = per_name(s, |p| {
+            p.legs
+                .iter()
+                .map(|(k, v)| (k.clone(), if pct == 99 { v.p99_ms } else { v.p50_ms }))
+                .collect()
+        });
+        out.push(time_chart(
+            s,
+            id,
+            &format!("Per-leg p{pct} over time"),
+            "ms",
+            series,
+            threshold_lines(&lim, target),
+            true,
+        ));
+    }
+    for (pct, id) in [(99u8, "chart-scenarios-p99"), (50, "chart-scenarios-p50")] {
+        let series = per_name(s, |p| {
+            p.scenarios
+                .iter()
+                .map(|(k, v)| (k.clone(), if pct == 99 { v.p99_ms } else { v.p50_ms }))
+                .collect()
+        });
+        out.push(time_chart(
+            s,
+            id,
+            &format!("Per-scenario end-to-end p{pct} over time"),
+            "ms",
+            series,
+            Vec::new(),
+            true,
+        ));
+    }
+    // Errors as a share of the interval's round trips, so the error-rate
+    // threshold reads on the same axis.
+    let mut errors = vec![Series {
+        name: "all kinds".into(),
         points: s
             .timeline
             .iter()
-            .map(|p| (p.t_s, p.requests_per_s))
+            .map(|p| (p.t_s, pct_of(p.errors, p.rps, s)))
             .collect(),
-    };
-    let p99 = Series {
-        name: "p99 e2e".into(),
-        points: s.timeline.iter().map(|p| (p.t_s, p.p99_ms)).collect(),
-    };
-    let p50 = Series {
-        name: "p50 e2e".into(),
-        points: s.timeline.iter().map(|p| (p.t_s, p.p50_ms)).collect(),
-    };
-    (
-        line_chart(
-            "Throughput over time",
-            "time",
-            "per second",
-            (0.0, end),
-            &ticks,
-            &[rps, req],
-        ),
-        line_chart(
-            "Latency over time",
-            "time",
-            "ms",
-            (0.0, end),
-            &ticks,
-            &[p99, p50],
-        ),
-    )
+    }];
+    errors.extend(per_name(s, |p| {
+        p.errors_by_kind
+            .iter()
+            .map(|(k, n)| (k.clone(), pct_of(*n, p.rps, s)))
+            .collect()
+    }));
+    out.push(time_chart(
+        s,
+        "chart-errors",
+        "Errors over time by kind (% of round trips)",
+        "%",
+        errors,
+        threshold_lines(&lim, LineTarget::ErrorRate),
+        false,
+    ));
+    out.push(time_chart(
+        s,
+        "chart-in-flight",
+        if s.model == "closed" {
+            "Round trips in flight over time (peak per interval; the running users)"
+        } else {
+            "Round trips in flight over time (peak per interval)"
+        },
+        "round trips",
+        vec![Series {
+            name: "in flight".into(),
+            points: t(|p| p.in_flight_max as f64),
+        }],
+        Vec::new(),
+        false,
+    ));
+    out
 }
 
-/// The capacity curve: achieved rate and p99 against the offered rate.
+/// `n` as a percentage of an interval's round trips (`rps` × its width).
+fn pct_of(n: u64, rps: f64, s: &Summary) -> f64 {
+    let width = s
+        .timeline
+        .get(1)
+        .zip(s.timeline.first())
+        .map_or(1.0, |(b, a)| (b.t_s - a.t_s).max(1e-9));
+    let total = rps * width;
+    if total > 0.0 {
+        n as f64 * 100.0 / total
+    } else {
+        0.0
+    }
+}
+
+/// The capacity curve: achieved rate, and p50/p99 with the SLO's latency
+/// limits, against the offered rate.
 pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
     let c = s.capacity.as_ref()?;
     if c.steps.is_empty() {
@@ -92,44 +290,114 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
     }
     let hi = c.steps.iter().map(|st| st.offered_rps).fold(1.0, f64::max);
     let ticks = linear_ticks(0.0, hi, "");
-    let achieved = Series {
-        name: "achieved/s".into(),
-        points: c
-            .steps
-            .iter()
-            .map(|st| (st.offered_rps, st.achieved_rps))
-            .collect(),
+    let pts = |f: fn(&super::summary::CapacityStep) -> f64| -> Vec<(f64, f64)> {
+        c.steps.iter().map(|st| (st.offered_rps, f(st))).collect()
     };
-    let ideal = Series {
-        name: "offered/s".into(),
-        points: vec![(0.0, 0.0), (hi, hi)],
-    };
-    let p99 = Series {
-        name: "p99 e2e".into(),
-        points: c
-            .steps
-            .iter()
-            .map(|st| (st.offered_rps, st.p99_ms))
-            .collect(),
-    };
+    let slo: Vec<(String, ThresholdLimit)> = c
+        .slo_limits
+        .iter()
+        .map(|l| {
+            let expr = c
+                .slo
+                .iter()
+                .find(|e| l.metric == "latency" && e.contains(&l.selector))
+                .cloned()
+                .unwrap_or_else(|| format!("{} {}{}", l.metric, l.value, l.unit));
+            (expr, l.clone())
+        })
+        .collect();
+    let base =
+        |id: &str, title: &str, y: &str, series: Vec<Series>, refs: Vec<RefLine>, log: bool| {
+            chart(&Chart {
+                id: id.into(),
+                title: title.into(),
+                x_label: "offered round trips/s".into(),
+                y_label: y.into(),
+                x_range: (0.0, hi),
+                x_ticks: ticks.clone(),
+                series,
+                refs,
+                allow_log: log,
+            })
+        };
     Some((
-        line_chart(
+        base(
+            "chart-capacity-rate",
             "Capacity: achieved vs offered round trips/s",
-            "offered round trips/s",
             "achieved round trips/s",
-            (0.0, hi),
-            &ticks,
-            &[achieved, ideal],
+            vec![
+                Series {
+                    name: "achieved/s".into(),
+                    points: pts(|st| st.achieved_rps),
+                },
+                Series {
+                    name: "offered/s".into(),
+                    points: vec![(0.0, 0.0), (hi, hi)],
+                },
+            ],
+            Vec::new(),
+            false,
         ),
-        line_chart(
-            "Capacity: p99 vs offered round trips/s",
-            "offered round trips/s",
-            "p99 (ms)",
-            (0.0, hi),
-            &ticks,
-            &[p99],
+        base(
+            "chart-capacity-p99",
+            "Capacity: end-to-end p99 and p50 vs offered round trips/s",
+            "ms",
+            vec![
+                Series {
+                    name: "p99 e2e".into(),
+                    points: pts(|st| st.p99_ms),
+                },
+                Series {
+                    name: "p50 e2e".into(),
+                    points: pts(|st| st.p50_ms),
+                },
+            ],
+            threshold_lines(&slo, LineTarget::EndToEnd),
+            true,
         ),
     ))
+}
+
+/// The error messages grouped with their counts: the run's groups, or
+/// (a summary without them) its samples grouped.
+pub fn error_groups(s: &Summary) -> Vec<ErrorGroup> {
+    if s.error_groups.is_empty() {
+        group_samples(&s.error_samples)
+    } else {
+        s.error_groups.clone()
+    }
+}
+
+const SCRIPT: &str = r#"
+window.onerror = function (msg, src, line) {
+  var ul = document.getElementById('script-errors');
+  if (ul) { var li = document.createElement('li'); li.textContent = msg + ' (line ' + line + ')'; ul.appendChild(li); }
+};
+(function () {
+  var charts = document.querySelectorAll('svg.chart');
+  charts.forEach(function (svg) {
+    svg.querySelectorAll('g.legend').forEach(function (item) {
+      item.style.cursor = 'pointer';
+      item.addEventListener('click', function () {
+        var g = svg.querySelector('g.series[data-series="' + item.dataset.series + '"]');
+        if (!g) { return; }
+        var hidden = g.style.display === 'none';
+        g.style.display = hidden ? '' : 'none';
+        item.style.opacity = hidden ? '1' : '0.35';
+      });
+    });
+  });
+  document.body.dataset.charts = String(charts.length);
+  document.body.dataset.ok = '1';
+})();
+"#;
+
+fn kv_table(o: &mut String, id: &str, rows: &[(String, String)]) {
+    let _ = write!(o, "<table id=\"{id}\">");
+    for (k, v) in rows {
+        let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    }
+    o.push_str("</table>");
 }
 
 /// Renders `report.html`.
@@ -138,7 +406,7 @@ pub fn render(s: &Summary) -> String {
     let verdict = if s.passed { "PASSED" } else { "FAILED" };
     let _ = write!(
         o,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>elicitkit load: {}</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.fail{{color:#b00;font-weight:bold}}.pass{{color:#070}}svg{{display:block;margin:12px 0}}</style></head><body>",
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>elicitkit load: {}</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.fail{{color:#D55E00;font-weight:bold}}.pass{{color:#0072B2}}svg{{display:block;margin:12px 0}}th{{background:#f4f4f4}}</style></head><body><ul id=\"script-errors\"></ul>",
         esc(&s.plan)
     );
     let _ = write!(
@@ -171,6 +439,9 @@ pub fn render(s: &Summary) -> String {
         s.requests_per_s,
         s.error_rate * 100.0
     );
+    if let Some(w) = super::window_text(s) {
+        let _ = write!(o, "<p id=\"window\">{}.</p>", esc(&w));
+    }
     for (title, items) in [("Why it failed", &s.failures), ("Diagnoses", &s.diagnoses)] {
         if items.is_empty() {
             continue;
@@ -230,9 +501,9 @@ pub fn render(s: &Summary) -> String {
     rows.push(("end to end", &s.e2e));
     stats_rows(&mut o, &rows);
     o.push_str("<h2>Over time</h2>");
-    let (tp, lat) = timeline_svgs(s);
-    o.push_str(&tp);
-    o.push_str(&lat);
+    for c in timeline_svgs(s) {
+        o.push_str(&c);
+    }
     o.push_str("<h2>Scenarios</h2><table><tr><th>scenario</th><th>kind</th><th>round trips</th><th>success</th><th>expected rejections</th><th>unexpected</th><th>skipped</th><th>p50 ms</th><th>p99 ms</th></tr>");
     for (name, sc) in &s.scenarios {
         let c = &sc.outcomes;
@@ -265,12 +536,73 @@ pub fn render(s: &Summary) -> String {
         for (c, n) in &s.errors {
             let _ = write!(o, "<tr><td>{}</td><td>{n}</td></tr>", esc(c));
         }
-        o.push_str("</table><ul>");
-        for m in &s.error_samples {
-            let _ = write!(o, "<li>{}</li>", esc(m));
-        }
-        o.push_str("</ul>");
+        o.push_str("</table>");
     }
+    let groups = error_groups(s);
+    if !groups.is_empty() {
+        o.push_str("<h3>Error samples</h3><table id=\"error-samples\"><tr><th>message</th><th>count</th></tr>");
+        for g in &groups {
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>×{}</td></tr>",
+                esc(&g.message),
+                g.count
+            );
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("<h2>Status codes</h2>");
+    if s.status_codes.is_empty() {
+        o.push_str("<p id=\"status-codes\">Not recorded (a merged report: interval logs hold no status codes).</p>");
+    } else {
+        let codes: std::collections::BTreeSet<&String> =
+            s.status_codes.values().flat_map(|m| m.keys()).collect();
+        o.push_str("<table id=\"status-codes\"><tr><th>leg</th>");
+        for c in &codes {
+            let _ = write!(o, "<th>{}</th>", esc(c));
+        }
+        o.push_str("</tr>");
+        for (leg, m) in &s.status_codes {
+            let _ = write!(o, "<tr><td>{}</td>", esc(leg));
+            for c in &codes {
+                let _ = write!(o, "<td>{}</td>", m.get(*c).copied().unwrap_or(0));
+            }
+            o.push_str("</tr>");
+        }
+        o.push_str("</table>");
+    }
+    o.push_str("<h2>CPU</h2>");
+    let mut cpu_rows = Vec::new();
+    for (who, c) in [
+        ("generator (this process)", &s.generator_cpu),
+        ("target (embedded server)", &s.target_cpu),
+    ] {
+        if let Some(c) = c {
+            cpu_rows.push((
+                who.to_owned(),
+                format!(
+                    "{:.2} s user+sys ({:.0}% of one core over the measured window); {} µs/request; {} µs/round trip",
+                    c.cpu_s,
+                    c.cpu_s * 100.0 / s.duration_s.max(1e-9),
+                    c.us_per_request.map_or("-".into(), |v| format!("{v:.1}")),
+                    c.us_per_round_trip.map_or("-".into(), |v| format!("{v:.1}"))
+                ),
+            ));
+        }
+    }
+    if cpu_rows.is_empty() {
+        o.push_str("<p id=\"cpu\">Not measured.</p>");
+    } else {
+        kv_table(&mut o, "cpu", &cpu_rows);
+        o.push_str("<p>CPU covers the whole run (start-up and warm-up included), per request of everything sent.</p>");
+    }
+    o.push_str("<h2>Settings</h2>");
+    let rows: Vec<(String, String)> = s
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    kv_table(&mut o, "settings", &rows);
     if let Some((a, b)) = capacity_svgs(s) {
         o.push_str("<h2>Capacity</h2>");
         o.push_str(&a);
@@ -288,7 +620,7 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
-    o.push_str("</body></html>\n");
+    let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
     o
 }
 
@@ -328,9 +660,85 @@ mod tests {
         assert!(html.contains("p&lt;1&gt;"));
         assert_eq!(
             html.matches("<svg").count(),
-            5,
-            "spectrum, 2 timeline, 2 capacity"
+            11,
+            "spectrum, 8 over time, 2 capacity"
         );
+        for id in CHART_IDS
+            .iter()
+            .chain(&["chart-capacity-rate", "chart-capacity-p99"])
+        {
+            assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
+        }
+        assert!(html.contains("document.body.dataset.ok"));
+        // Offline: nothing is fetched (the SVG namespace URI is a name).
+        for fetch in ["src=", "href=", "url(", "@import"] {
+            assert!(!html.contains(fetch), "{fetch} in an offline page");
+        }
         assert!(html.contains("PASSED"));
+    }
+
+    fn limit(metric: &str, selector: &str, percentile: f64, value: f64) -> ThresholdLimit {
+        ThresholdLimit {
+            metric: metric.into(),
+            selector: selector.into(),
+            percentile,
+            value,
+            unit: String::new(),
+        }
+    }
+
+    #[test]
+    fn thresholds_go_on_the_charts_they_constrain() {
+        let lim = vec![
+            (
+                "p99(e2e) < 50ms".to_owned(),
+                limit("latency", "e2e", 99.0, 50.0),
+            ),
+            (
+                "p99(retry) < 20ms".to_owned(),
+                limit("latency", "retry", 99.0, 20.0),
+            ),
+            (
+                "p50(first) < 5ms".to_owned(),
+                limit("latency", "first", 50.0, 5.0),
+            ),
+            (
+                "error_rate < 1%".to_owned(),
+                limit("error_rate", "", 0.0, 1.0),
+            ),
+            ("rps > 100".to_owned(), limit("rps", "", 0.0, 100.0)),
+        ];
+        let on = |t| -> Vec<String> {
+            threshold_lines(&lim, t)
+                .into_iter()
+                .map(|r| r.label)
+                .collect()
+        };
+        assert_eq!(on(LineTarget::EndToEnd), ["p99(e2e) < 50ms"]);
+        assert_eq!(on(LineTarget::Legs(99)), ["p99(retry) < 20ms"]);
+        assert_eq!(on(LineTarget::Legs(50)), ["p50(first) < 5ms"]);
+        assert_eq!(on(LineTarget::ErrorRate), ["error_rate < 1%"]);
+        assert_eq!(on(LineTarget::Throughput), ["rps > 100"]);
+        assert_eq!(threshold_lines(&lim, LineTarget::Throughput)[0].y, 100.0);
+    }
+
+    #[test]
+    fn identical_error_samples_are_one_row_with_a_count() {
+        let mut s = Summary {
+            error_samples: vec!["a: timeout: slow".to_owned(); 20],
+            ..Default::default()
+        };
+        s.error_samples.push("b: http_error: 500".into());
+        let g = error_groups(&s);
+        assert_eq!(g.len(), 2);
+        assert_eq!(
+            (g[0].message.as_str(), g[0].count),
+            ("a: timeout: slow", 20)
+        );
+        assert_eq!(g[1].count, 1);
+        s.errors.insert("timeout".into(), 20);
+        let html = render(&s);
+        assert!(html.contains("×20") && html.contains("×1<"), "grouped rows");
+        assert_eq!(html.matches("a: timeout: slow").count(), 1);
     }
 }

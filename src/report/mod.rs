@@ -23,13 +23,16 @@
 //! | `error_rate`, `error_rate_pct` | number | `unexpected / total`, as a fraction and in percent |
 //! | `errors` | object | unexpected outcomes by class: `state_rejected`, `state_accepted`, `content_accepted`, `capability_error`, `protocol_violation`, `server_error`, `http_error`, `timeout`, `transport` |
 //! | `error_samples` | string[] | first messages |
+//! | `error_groups` | object[] | `message`, `count`: identical messages grouped (up to 20 distinct) |
+//! | `status_codes` | object | per leg: HTTP status → count (`none`: no response) |
+//! | `settings` | object | the run's settings by name (model, shape, duration, warm-up, timeout, …) |
 //! | `legs` | object | per leg name (`tools/call #1`, `tools/call #2 retry`, `flow page GET`, …): latency stats (full body time) |
 //! | `e2e` | object | latency stats of whole round trips (open model: from the intended send time) |
 //! | `scenarios` | object | per scenario: `kind`, `tool`, `weight`, `outcomes`, `errors`, `e2e` |
 //! | `server_state` | object | per leg: the target's `Server-Timing: state` durations (only nonzero ones) |
 //! | `spectrum` | object | per leg and `e2e`: `[[percentile, ms], …]` |
-//! | `timeline` | object[] | per interval: `t_s`, `rps`, `requests_per_s`, `errors`, `p50_ms`, `p99_ms` |
-//! | `thresholds` | object[] | `expr`, `actual` (ms, fraction or per second; null = nothing measured), `passed` |
+//! | `timeline` | object[] | per interval: `t_s`, `rps`, `requests_per_s`, `errors`, `p50_ms`, `p99_ms`, `in_flight_max`, `errors_by_kind`, `legs` and `scenarios` (each `count`, `p50_ms`, `p99_ms`) |
+//! | `thresholds` | object[] | `expr`, `actual` (ms, fraction or per second; null = nothing measured), `passed`, `limit` (`metric`, `selector`, `percentile`, `value`, `unit`: where charts draw it) |
 //! | `passed` | bool | every threshold held and the run ended by duration or cap |
 //! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate`, `within_slo`, `target_cpu_us_per_rt`), `knee_rps`, `target_cpu_us_per_rt`, `target_rate`, `instances_needed` |
 //! | `generator_cpu`, `target_cpu` | object? | `cpu_s`, `us_per_request`, `us_per_round_trip` |
@@ -46,9 +49,9 @@ pub mod summary;
 pub mod svg;
 
 pub use summary::{
-    BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, LatencyStats,
-    OutcomeCounts, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdResult, TimelinePoint,
-    WindowSummary,
+    BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
+    LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary,
+    ThresholdLimit, ThresholdResult, TimelinePoint, WindowSummary, add_error_sample, group_samples,
 };
 
 use std::path::Path;

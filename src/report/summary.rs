@@ -63,6 +63,65 @@ pub struct ScenarioSummary {
     pub e2e: LatencyStats,
 }
 
+/// One histogram's count, p50 and p99 in one interval.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PointLatency {
+    /// Samples in the interval.
+    pub count: u64,
+    /// Median (ms).
+    pub p50_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+}
+
+/// A threshold's limit where a chart can draw it: `metric` is `latency`
+/// (`selector` `e2e`, `first`, `retry` or a leg name; `percentile`; value
+/// in ms), `error_rate` (value in percent) or `rps` (per second).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdLimit {
+    /// `latency`, `error_rate` or `rps`.
+    pub metric: String,
+    /// Which legs (latency only).
+    pub selector: String,
+    /// The percentile (latency only).
+    pub percentile: f64,
+    /// The limit in the chart's unit.
+    pub value: f64,
+    /// `ms`, `%` or `/s`.
+    pub unit: String,
+}
+
+/// An unexpected-outcome message and how often it was seen.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorGroup {
+    /// The message (`scenario: class: detail`).
+    pub message: String,
+    /// Times seen.
+    pub count: u64,
+}
+
+/// Counts `message` in `groups`: one more for a message already there, a
+/// new group (while fewer than `cap`) for a new one; first seen first.
+pub fn add_error_sample(groups: &mut Vec<ErrorGroup>, message: &str, cap: usize) {
+    if let Some(g) = groups.iter_mut().find(|g| g.message == message) {
+        g.count += 1;
+    } else if groups.len() < cap {
+        groups.push(ErrorGroup {
+            message: message.to_owned(),
+            count: 1,
+        });
+    }
+}
+
+/// Groups a list of messages (identical ones become one group with a count).
+pub fn group_samples(samples: &[String]) -> Vec<ErrorGroup> {
+    let mut groups = Vec::new();
+    for m in samples {
+        add_error_sample(&mut groups, m, usize::MAX);
+    }
+    groups
+}
+
 /// One interval of the timeline.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TimelinePoint {
@@ -78,6 +137,18 @@ pub struct TimelinePoint {
     pub p50_ms: f64,
     /// End-to-end p99 (ms).
     pub p99_ms: f64,
+    /// Most round trips in flight at once during the interval.
+    #[serde(default)]
+    pub in_flight_max: u64,
+    /// Unexpected outcomes by class.
+    #[serde(default)]
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Per leg.
+    #[serde(default)]
+    pub legs: BTreeMap<String, PointLatency>,
+    /// Per scenario, end to end.
+    #[serde(default)]
+    pub scenarios: BTreeMap<String, PointLatency>,
 }
 
 /// A threshold and its verdict.
@@ -98,6 +169,9 @@ pub struct ThresholdResult {
     /// the plan.
     #[serde(default)]
     pub default: bool,
+    /// Its limit, for the charts it constrains (none for `ok`, `skipped_rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<ThresholdLimit>,
 }
 
 /// One step of a capacity search.
@@ -134,6 +208,9 @@ pub struct CapacitySummary {
     pub target_rate: Option<f64>,
     /// Instances needed for `target_rate` at the knee: ceil(target / knee).
     pub instances_needed: Option<u64>,
+    /// The SLO's limits, for the capacity charts.
+    #[serde(default)]
+    pub slo_limits: Vec<ThresholdLimit>,
 }
 
 /// The measured window: the results cover the round trips that started in
@@ -214,6 +291,16 @@ pub struct Summary {
     pub errors: BTreeMap<String, u64>,
     /// First unexpected-outcome messages.
     pub error_samples: Vec<String>,
+    /// Unexpected-outcome messages with how often each was seen (up to 20
+    /// distinct ones, first seen first).
+    #[serde(default)]
+    pub error_groups: Vec<ErrorGroup>,
+    /// HTTP status codes by leg (`none`: no response).
+    #[serde(default)]
+    pub status_codes: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The run's settings, by name (model, shape, duration, warm-up, …).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
     /// Per-leg latency (full body time), by leg name.
     pub legs: BTreeMap<String, LatencyStats>,
     /// End-to-end latency of all round trips.
