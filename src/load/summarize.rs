@@ -376,6 +376,9 @@ pub fn build(
                     first.map(|f| format!(" (first: {f})")).unwrap_or_default()
                 )
             }
+            Metric::SkippedRate(sc) if r.actual.is_none() => {
+                format!("scenario {sc}: no attempt measured, so its skipped rate is unknown")
+            }
             Metric::SkippedRate(sc) => format!(
                 "scenario {sc}: {} of its attempts were skipped: {}",
                 r.actual_text,

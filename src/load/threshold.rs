@@ -252,7 +252,8 @@ impl Threshold {
             Metric::Latency { .. } => format!("{v:.3}ms"),
             Metric::ErrorRate | Metric::SkippedRate(_) => format!("{:.2}%", v * 100.0),
             Metric::Rps => format!("{v:.1}/s"),
-            Metric::Ok(_) => format!("{v:.0}"),
+            // A count: never "-0" (a negated zero prints its sign).
+            Metric::Ok(_) => format!("{:.0}", if v == 0.0 { 0.0 } else { v }),
         }
     }
 
@@ -364,6 +365,13 @@ pub fn parse_duration_ms(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_print_without_a_sign_on_zero() {
+        let t = Threshold::parse("ok(form-accept) > 0").unwrap();
+        assert_eq!(t.value_text(-0.0), "0");
+        assert_eq!(t.value_text(12.0), "12");
+    }
 
     #[test]
     fn parses_the_documented_forms() {
