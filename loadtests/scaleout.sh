@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Scale-out benchmark (issue 14), on 127.0.0.1 only, same plan and driver
+# for every setup, in one run:
+#   memory-1   one `serve` on the memory store, reached directly
+#   redis-1    one `serve` on Redis, behind nginx
+#   redis-2    two `serve` instances on one Redis, sharing a key ring, behind nginx
+# For each: round trips/s and p99 (end to end) from `elicitkit load`'s
+# summary.json, Redis commands per round trip (INFO stats delta), and the
+# CPU per round trip of the servers, Redis and nginx (from /proc).
+#
+#   cargo build --release && loadtests/scaleout.sh      # DURATION=10s USERS=16
+#
+# Every process it starts is stopped by its PID; every load run is bounded
+# by DURATION. Results: reports/scaleout-<UTC time>/ (summary.md, reports).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-target/release/elicitkit}
+DURATION=${DURATION:-10s}
+USERS=${USERS:-16}
+WORKERS=${WORKERS:-1}
+SETUPS=${SETUPS:-memory-1,redis-1,redis-2}
+[ -x "$BIN" ] || { echo "$BIN not built: cargo build --release" >&2; exit 2; }
+for c in redis-server redis-cli nginx python3; do
+  command -v "$c" >/dev/null || { echo "$c missing (apt-get install redis-server nginx)" >&2; exit 2; }
+done
+out="reports/scaleout-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
+wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
+
+# A key ring every instance shares: a random 32-byte key, never on argv.
+python3 -c 'import base64,os; print("1:" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("="))' >"$tmp/keys"
+redis_port=$(free_port)
+redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --dir "$tmp" \
+  --logfile "$tmp/redis.log" &
+redis_pid=$!
+pids+=("$redis_pid")
+wait_port "$redis_port"
+
+# serve_on STORE ID: starts an instance; sets SRV_PID and SRV_PORT.
+serve_on() {
+  SRV_PORT=$(free_port)
+  "$BIN" serve --listen "127.0.0.1:$SRV_PORT" --workers "$WORKERS" --store "$1" --instance-id "$2" \
+    --key-file "$tmp/keys" --allowed-host "127.0.0.1:$nginx_port" >"$tmp/$2.log" 2>&1 &
+  SRV_PID=$!
+  pids+=("$SRV_PID")
+  wait_port "$SRV_PORT"
+}
+
+# nginx_on PORT UPSTREAM...: nginx from the recipe's template; sets NG_PID.
+nginx_on() {
+  local listen=$1 prefix="$tmp/nginx-$1" servers=""
+  shift
+  mkdir -p "$prefix"
+  for u in "$@"; do servers+="        server $u;"$'\n'; done
+  python3 -c '
+import sys
+t = open(sys.argv[1]).read()
+print(t.replace("{{PREFIX}}", sys.argv[2]).replace("{{LISTEN}}", sys.argv[3]).replace("{{SERVERS}}", sys.argv[4]), end="")
+' loadtests/nginx/elicitkit.conf.template "$prefix" "127.0.0.1:$listen" "$servers" >"$prefix/nginx.conf"
+  nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" &
+  NG_PID=$!
+  pids+=("$NG_PID")
+  wait_port "$listen"
+}
+
+redis_cmds() { redis-cli -p "$redis_port" info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
+
+echo "# scale-out benchmark $(date -u +%FT%TZ), $(nproc) cores, $USERS users, $DURATION, serve --workers $WORKERS" | tee "$out/summary.md"
+echo "| setup | round trips/s | e2e p50 ms | e2e p99 ms | errors | Redis cmds / round trip | CPU µs / round trip (servers + Redis + nginx) | verdict |" | tee -a "$out/summary.md"
+echo "|---|---:|---:|---:|---:|---:|---:|---|" | tee -a "$out/summary.md"
+IFS=',' read -ra setups <<<"$SETUPS"
+for setup in "${setups[@]}"; do
+  nginx_port=$(free_port)
+  case "$setup" in
+    memory-1) serve_on memory m1; procs=("$SRV_PID"); url="http://127.0.0.1:$SRV_PORT/mcp" ;;
+    redis-1|redis-2)
+      n=${setup#redis-}
+      procs=("$redis_pid"); ups=()
+      for i in $(seq "$n"); do
+        serve_on "redis://127.0.0.1:$redis_port/$n" "r$n-$i"   # one DB per setup, shared by its instances
+        procs+=("$SRV_PID"); ups+=("127.0.0.1:$SRV_PORT")
+      done
+      nginx_on "$nginx_port" "${ups[@]}"
+      # nginx's worker is a child of the master: count both.
+      procs+=("$NG_PID" $(pgrep -P "$NG_PID" || true))
+      url="http://127.0.0.1:$nginx_port/mcp" ;;
+    *) echo "unknown setup $setup" >&2; exit 2 ;;
+  esac
+  c0=$(cpu_ticks "${procs[@]}"); r0=$(redis_cmds)
+  "$BIN" load --target "$url" --users "$USERS" --duration "$DURATION" --quiet --out "$out/$setup" \
+    >"$out/$setup.txt" 2>&1 || true
+  c1=$(cpu_ticks "${procs[@]}"); r1=$(redis_cmds)
+  python3 - "$out/$setup" "$setup" "$((c1 - c0))" "$((r1 - r0))" "$(getconf CLK_TCK)" <<'PY' | tee -a "$out/summary.md"
+import glob, json, sys
+d = json.load(open(glob.glob(sys.argv[1] + "/*/summary.json")[0]))
+setup, ticks, cmds, hz = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+rt = d["round_trips"]["total"]
+e2e = d["e2e"]
+cmd = f"{cmds / rt:.1f}" if rt and not setup.startswith("memory") else "-"
+cpu = f"{ticks / hz * 1e6 / rt:.0f}" if rt else "-"
+print(f"| {setup} | {d['rps']:.0f} | {e2e.get('p50_ms', 0):.2f} | {e2e.get('p99_ms', 0):.2f} | {d['round_trips']['unexpected']} | {cmd} | {cpu} | {'PASSED' if d['passed'] else 'FAILED'} |")
+PY
+  # Stop this setup's servers and nginx; Redis stays for the next.
+  for p in "${procs[@]}"; do [ "$p" = "$redis_pid" ] || kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+done
+echo "results in $out/"
