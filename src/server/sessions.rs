@@ -82,7 +82,14 @@ pub struct Session {
     get_next: AtomicU64,
     /// When a request last named it (ms since the Unix epoch).
     last_used_ms: AtomicU64,
+    /// Order of last use among all sessions ([`USE_ORDER`]): breaks ties
+    /// of `last_used_ms` (many uses fall in one millisecond), so the least
+    /// recently used session is the one replaced.
+    last_use: AtomicU64,
 }
+
+/// A process-wide counter, bumped on every session use.
+static USE_ORDER: AtomicU64 = AtomicU64::new(0);
 
 impl Session {
     /// A fresh session of `principal` that declared `modes`.
@@ -99,6 +106,7 @@ impl Session {
             get_stream: Mutex::new(None),
             get_next: AtomicU64::new(1),
             last_used_ms: AtomicU64::new(crate::store::now_ms()),
+            last_use: AtomicU64::new(USE_ORDER.fetch_add(1, Ordering::Relaxed)),
         }
     }
 
@@ -106,6 +114,8 @@ impl Session {
     pub(super) fn touch(&self) {
         self.last_used_ms
             .store(crate::store::now_ms(), Ordering::Relaxed);
+        self.last_use
+            .store(USE_ORDER.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// True while a call is in flight, an elicitation waits or the GET
@@ -242,7 +252,7 @@ impl Sessions {
                 .iter()
                 .filter_map(|sid| t.by_id.get(sid).map(|x| (sid, x)))
                 .filter(|(_, x)| !x.in_use())
-                .min_by_key(|(_, x)| x.last_used_ms.load(Ordering::Relaxed))
+                .min_by_key(|(_, x)| x.last_use.load(Ordering::Relaxed))
                 .map(|(sid, _)| sid.clone());
             let Some(victim) = victim else {
                 return Err(Refused::PrincipalFull);
