@@ -5,7 +5,9 @@
 #   redis-1    one `serve` on Redis, behind nginx
 #   redis-2    two `serve` instances on one Redis, sharing a key ring, behind nginx
 # For each: round trips/s and p99 (end to end) from `elicitkit load`'s
-# summary.json, Redis commands per round trip (INFO stats delta), and the
+# summary.json; per round trip the Redis network calls the instances made
+# (their /stats store.backend_calls: one command or one script each) and the
+# commands Redis executed (INFO stats delta, counting those inside scripts); the
 # CPU per round trip of the servers, Redis and nginx (from /proc).
 #
 #   cargo build --release && loadtests/scaleout.sh      # DURATION=10s USERS=16
@@ -20,7 +22,7 @@ USERS=${USERS:-16}
 WORKERS=${WORKERS:-1}
 SETUPS=${SETUPS:-memory-1,redis-1,redis-2}
 [ -x "$BIN" ] || { echo "$BIN not built: cargo build --release" >&2; exit 2; }
-for c in redis-server redis-cli nginx python3; do
+for c in redis-server redis-cli nginx python3 curl; do
   command -v "$c" >/dev/null || { echo "$c missing (apt-get install redis-server nginx)" >&2; exit 2; }
 done
 out="reports/scaleout-$(date -u +%Y%m%dT%H%M%SZ)"
@@ -75,21 +77,30 @@ print(t.replace("{{PREFIX}}", sys.argv[2]).replace("{{LISTEN}}", sys.argv[3]).re
 }
 
 redis_cmds() { redis-cli -p "$redis_port" info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
+# backend_calls PORT...: the instances' Redis round trips so far, summed (demo auth takes any token).
+backend_calls() {
+  local t=0 p
+  for p in "$@"; do
+    t=$((t + $(curl -sf -H 'Authorization: Bearer scaleout' "http://127.0.0.1:$p/stats" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["store"].get("backend_calls", 0))')))
+  done
+  echo "$t"
+}
 
 echo "# scale-out benchmark $(date -u +%FT%TZ), $(nproc) cores, $USERS users, $DURATION, serve --workers $WORKERS" | tee "$out/summary.md"
-echo "| setup | round trips/s | e2e p50 ms | e2e p99 ms | errors | Redis cmds / round trip | CPU µs / round trip (servers + Redis + nginx) | verdict |" | tee -a "$out/summary.md"
-echo "|---|---:|---:|---:|---:|---:|---:|---|" | tee -a "$out/summary.md"
+echo "| setup | round trips/s | e2e p50 ms | e2e p99 ms | errors | Redis calls / round trip | Redis cmds / round trip (incl. in scripts) | CPU µs / round trip (servers + Redis + nginx) | verdict |" | tee -a "$out/summary.md"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---|" | tee -a "$out/summary.md"
 IFS=',' read -ra setups <<<"$SETUPS"
 for setup in "${setups[@]}"; do
   nginx_port=$(free_port)
   case "$setup" in
-    memory-1) serve_on memory m1; procs=("$SRV_PID"); url="http://127.0.0.1:$SRV_PORT/mcp" ;;
+    memory-1) serve_on memory m1; procs=("$SRV_PID"); ports=("$SRV_PORT"); url="http://127.0.0.1:$SRV_PORT/mcp" ;;
     redis-1|redis-2)
       n=${setup#redis-}
-      procs=("$redis_pid"); ups=()
+      procs=("$redis_pid"); ups=(); ports=()
       for i in $(seq "$n"); do
         serve_on "redis://127.0.0.1:$redis_port/$n" "r$n-$i"   # one DB per setup, shared by its instances
-        procs+=("$SRV_PID"); ups+=("127.0.0.1:$SRV_PORT")
+        procs+=("$SRV_PID"); ups+=("127.0.0.1:$SRV_PORT"); ports+=("$SRV_PORT")
       done
       nginx_on "$nginx_port" "${ups[@]}"
       # nginx's worker is a child of the master: count both.
@@ -97,19 +108,21 @@ for setup in "${setups[@]}"; do
       url="http://127.0.0.1:$nginx_port/mcp" ;;
     *) echo "unknown setup $setup" >&2; exit 2 ;;
   esac
-  c0=$(cpu_ticks "${procs[@]}"); r0=$(redis_cmds)
+  c0=$(cpu_ticks "${procs[@]}"); r0=$(redis_cmds); b0=$(backend_calls "${ports[@]}")
   "$BIN" load --target "$url" --users "$USERS" --duration "$DURATION" --quiet --out "$out/$setup" \
     >"$out/$setup.txt" 2>&1 || true
-  c1=$(cpu_ticks "${procs[@]}"); r1=$(redis_cmds)
-  python3 - "$out/$setup" "$setup" "$((c1 - c0))" "$((r1 - r0))" "$(getconf CLK_TCK)" <<'PY' | tee -a "$out/summary.md"
+  c1=$(cpu_ticks "${procs[@]}"); r1=$(redis_cmds); b1=$(backend_calls "${ports[@]}")
+  python3 - "$out/$setup" "$setup" "$((c1 - c0))" "$((r1 - r0))" "$(getconf CLK_TCK)" "$((b1 - b0))" <<'PY' | tee -a "$out/summary.md"
 import glob, json, sys
 d = json.load(open(glob.glob(sys.argv[1] + "/*/summary.json")[0]))
-setup, ticks, cmds, hz = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+setup, ticks, cmds, hz, calls = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 rt = d["round_trips"]["total"]
 e2e = d["e2e"]
-cmd = f"{cmds / rt:.1f}" if rt and not setup.startswith("memory") else "-"
+redis = rt and not setup.startswith("memory")
+cmd = f"{cmds / rt:.1f}" if redis else "-"
+call = f"{calls / rt:.2f}" if redis else "-"
 cpu = f"{ticks / hz * 1e6 / rt:.0f}" if rt else "-"
-print(f"| {setup} | {d['rps']:.0f} | {e2e.get('p50_ms', 0):.2f} | {e2e.get('p99_ms', 0):.2f} | {d['round_trips']['unexpected']} | {cmd} | {cpu} | {'PASSED' if d['passed'] else 'FAILED'} |")
+print(f"| {setup} | {d['rps']:.0f} | {e2e.get('p50_ms', 0):.2f} | {e2e.get('p99_ms', 0):.2f} | {d['round_trips']['unexpected']} | {call} | {cmd} | {cpu} | {'PASSED' if d['passed'] else 'FAILED'} |")
 PY
   # Stop this setup's servers and nginx; Redis stays for the next.
   for p in "${procs[@]}"; do [ "$p" = "$redis_pid" ] || kill "$p" 2>/dev/null || true; done

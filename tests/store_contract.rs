@@ -303,6 +303,7 @@ fn reopenable() -> Vec<(Arc<dyn Store>, Guard)> {
 fn hundred_concurrent_claims_one_winner_whose_outcome_every_loser_gets() {
     for (store, file) in reopenable() {
         let name = store.backend_name();
+        let calls0 = store.counters().backend_calls;
         let n = 100;
         let barrier = Arc::new(Barrier::new(n));
         let handles: Vec<_> = (0..n)
@@ -328,6 +329,9 @@ fn hundred_concurrent_claims_one_winner_whose_outcome_every_loser_gets() {
         }
         let c = store.counters();
         assert_eq!((c.claims_won, c.claims_lost), (1, 99), "{name}");
+        // One claim is one network round trip to Redis (one script), none in-process.
+        let per_claim = if name == "redis" { 1 } else { 0 };
+        assert_eq!(c.backend_calls - calls0, per_claim * 100, "{name}");
         assert_eq!(
             store.claimed("once:deploy:abc").expect("lookup"),
             Some(Taken {

@@ -17,6 +17,7 @@ pub(crate) struct CounterCells {
     pub purged_records: AtomicU64,
     pub purged_audit: AtomicU64,
     pub purged_claims: AtomicU64,
+    pub backend_calls: AtomicU64,
 }
 
 impl CounterCells {
@@ -39,6 +40,7 @@ impl CounterCells {
             purged_records: g(&self.purged_records),
             purged_audit: g(&self.purged_audit),
             purged_claims: g(&self.purged_claims),
+            backend_calls: g(&self.backend_calls),
         }
     }
 

@@ -391,6 +391,10 @@ pub struct Counters {
     pub purged_audit: u64,
     /// Claims forgotten by `purge`.
     pub purged_claims: u64,
+    /// Calls to a backing service (Redis network round trips, each one
+    /// command or one script); 0 for in-process stores.
+    #[serde(default)]
+    pub backend_calls: u64,
 }
 
 /// Decides a completion against a record that is not pending-and-live:

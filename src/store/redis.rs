@@ -223,6 +223,7 @@ impl RedisStore {
             None => self.connect()?,
         };
         let r = f(&mut conn);
+        CounterCells::add(&self.counters.backend_calls, 1);
         let keep = match &r {
             Ok(_) => true,
             Err(e) => !unavailable(e),
