@@ -274,6 +274,32 @@ async fn redis_going_away_is_a_503_with_a_log_line_not_a_crash() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_going_away_ends_a_2025_call_with_the_same_json_rpc_error() {
+    let mut c = Cluster::start(1);
+    let direct = remote(&c.instances[0].base);
+    // Sessions live in the instance; the call's elicitation needs the store.
+    let sid = legacy_init(&direct, "alice", caps_form()).await;
+    c.redis.proc.kill();
+    let mut st = legacy_call(
+        &direct,
+        "alice",
+        &sid,
+        1,
+        "deploy",
+        serde_json::json!({"service": "web"}),
+    )
+    .await;
+    assert_eq!(st.status, 200, "the stream had started");
+    let msg = st.next().await.expect("a reply on the call's stream");
+    assert_eq!(msg["id"], 1, "{msg}");
+    assert!(msg.get("result").is_none(), "not a tool result: {msg}");
+    assert_eq!(msg["error"]["code"], -32603, "{msg}");
+    let text = msg["error"]["message"].as_str().unwrap_or_default();
+    assert!(text.contains("unreachable"), "{msg}");
+    assert_eq!(stats(&direct).await["side_effects"]["deployments"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_2025_stay_on_the_instance_that_answered_initialize() {
     let c = Cluster::start(3);
     let s = c.front();

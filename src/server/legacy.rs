@@ -449,6 +449,8 @@ enum Waited {
     TimedOut,
     /// The client answered with an error or garbage.
     ClientError(String),
+    /// The store failed (the call cannot go on; nothing was done).
+    StoreFailed(crate::store::StoreError),
     /// The stream, session or server went away, or the call was cancelled.
     Gone,
     /// `crash-on-decline`: end the stream without a result.
@@ -465,6 +467,12 @@ struct Call<'a> {
 impl Call<'_> {
     async fn finish(&self, stream: &mut Stream, id: &RequestId, r: ToolResult) {
         self.send_result(stream, id, &r.to_value()).await;
+    }
+
+    /// Ends the call with a JSON-RPC error instead of a result.
+    async fn fail(&self, stream: &mut Stream, id: &RequestId, e: RpcError) {
+        let json = reply::response_json(Some(id), None, Some(&e.error));
+        stream.send(&json).await;
     }
 
     async fn send_result(&self, stream: &mut Stream, id: &RequestId, v: &Value) {
@@ -488,11 +496,7 @@ impl Call<'_> {
             Ok(Finished::Repeat(v)) => {
                 self.send_result(stream, id, &once::marked_repeat(v)).await;
             }
-            Err(e) => {
-                tracing::error!(error = %e, "store failure completing a legacy call");
-                let r = ToolResult::error("The server could not finish this call.");
-                self.finish(stream, id, r).await;
-            }
+            Err(e) => self.fail(stream, id, RpcError::store_failed(e)).await,
         }
     }
 
@@ -542,6 +546,9 @@ impl Call<'_> {
         for _ in 0..MAX_ROUNDS {
             let step = match tools::step(tool, &ctx, &mut conv).await {
                 Ok(s) => s,
+                Err(tools::ToolError::Store(e)) => {
+                    return self.fail(stream, id, RpcError::store_failed(e)).await;
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "legacy tool step failed");
                     let r = ToolResult::error("The server could not finish this call.");
@@ -581,6 +588,9 @@ impl Call<'_> {
                         ));
                         return self.finish(stream, id, r).await;
                     }
+                    Waited::StoreFailed(e) => {
+                        return self.fail(stream, id, RpcError::store_failed(e)).await;
+                    }
                     Waited::Gone | Waited::Crash => return,
                 }
             }
@@ -610,7 +620,7 @@ impl Call<'_> {
                     .await
                 {
                     Ok(r) => (r.id, Mode::Form),
-                    Err(e) => return Waited::ClientError(format!("store: {e}")),
+                    Err(e) => return Waited::StoreFailed(e),
                 }
             }
         };

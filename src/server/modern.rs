@@ -132,26 +132,10 @@ fn repeat(app: &App, outcome: Value) -> RpcError {
     }))
 }
 
-fn store_failed(e: crate::store::StoreError) -> RpcError {
-    tracing::error!(error = %e, "store failure");
-    if matches!(e, crate::store::StoreError::Unavailable(_)) {
-        return RpcError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            codes::INTERNAL_ERROR,
-            "the pending-elicitation store is unreachable; retry later",
-        );
-    }
-    RpcError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        codes::INTERNAL_ERROR,
-        "the pending-elicitation store failed",
-    )
-}
-
 fn tool_error(e: ToolError) -> RpcError {
     match e {
         ToolError::BadArguments(m) => RpcError::invalid_params(m),
-        ToolError::Store(e) => store_failed(e),
+        ToolError::Store(e) => RpcError::store_failed(e),
     }
 }
 
@@ -387,7 +371,9 @@ async fn tools_call(
     };
     let origin = Origin::new(principal, &digest, &conv.origin);
     if state.is_some()
-        && let Some(outcome) = once::recorded(app, &origin).await.map_err(store_failed)?
+        && let Some(outcome) = once::recorded(app, &origin)
+            .await
+            .map_err(RpcError::store_failed)?
     {
         return Err(repeat(app, outcome));
     }
@@ -447,7 +433,7 @@ async fn tools_call(
     }
     match once::finish(app, &origin, result, effect)
         .await
-        .map_err(store_failed)?
+        .map_err(RpcError::store_failed)?
     {
         Finished::First(v) => Ok(finish(app, v, "complete")),
         Finished::Repeat(outcome) => Err(repeat(app, outcome)),

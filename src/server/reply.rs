@@ -47,6 +47,26 @@ impl RpcError {
         )
     }
 
+    /// A store failure, logged: 503 and `-32603` "retry later" when the
+    /// store is unreachable (nothing was done), else 500 and `-32603`. One
+    /// mapping for both generations (the 2025-11-25 stream carries the
+    /// error object, its HTTP status is long sent).
+    pub fn store_failed(e: crate::store::StoreError) -> Self {
+        tracing::error!(error = %e, "store failure");
+        if matches!(e, crate::store::StoreError::Unavailable(_)) {
+            return Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::INTERNAL_ERROR,
+                "the pending-elicitation store is unreachable; retry later",
+            );
+        }
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            codes::INTERNAL_ERROR,
+            "the pending-elicitation store failed",
+        )
+    }
+
     /// Adds `data`.
     pub fn with_data(mut self, data: Value) -> Self {
         self.error.data = Some(data);
