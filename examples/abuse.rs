@@ -574,6 +574,7 @@ async fn forget(o: ForgetOpts) -> Result<Value, String> {
         "rss_after_window": flat("rss_kib"),
         "db_after_window": flat("db_bytes"),
         "live_records_after_window": flat("live_records"),
+        "live_claims_after_window": flat("live_claims"),
         "samples": samples,
     }))
 }

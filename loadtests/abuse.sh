@@ -111,6 +111,9 @@ else:
                 f"last-minute mean / first-minute mean {x['growth']} (grew over 10 %: {x['grew_over_10_percent']})")
     if r: print(f"  - RSS after the {d['window_s']} s window: {band(r, 'KiB')}")
     if f: print(f"  - SQLite file+WAL after the window: {band(f, 'bytes')}")
+    # The live set the store holds: flat memory needs a flat live set.
+    for key, name in (("live_records_after_window", "live records"), ("live_claims_after_window", "live claims")):
+        if d.get(key): print(f"  - {name} after the window: {band(d[key], '')}")
 PY
 }
 
