@@ -105,14 +105,16 @@ elif part.startswith("retries"):
         print(f"- {part} {t['tool']}: {t['retries']} retries → {t['completed']} completed, {t['repeats_with_outcome']} repeats with the outcome, {t['other']} other; side effects {t['side_effects']}; identical outcomes {t['identical_outcomes']}; {t['wall_s']:.2f} s")
 else:
     r, f = d["rss_after_window"], d["db_after_window"]
-    print(f"- {part}: {d['url_flows']} URL flows + {d['legacy_calls']} legacy calls ({d['failed']} failed) in {d['elapsed_s']:.0f} s ({d['ops_per_s']:.0f}/s){' — stopped by MAX_MIN' if d['stopped_by_max_time'] else ''}")
+    slip = f"; the schedule slipped {d['schedule_slip_s']:.1f} s (machine too busy for the rate)" if d.get('schedule_slip_s') else ""
+    print(f"- {part}: {d['url_flows']} URL flows + {d['legacy_calls']} legacy calls ({d['failed']} failed) in {d['elapsed_s']:.0f} s ({d['ops_per_s']:.0f}/s){slip}{' — stopped by MAX_MIN' if d['stopped_by_max_time'] else ''}")
     def band(x, unit):
         return (f"{x['at_window_end']} → {x['last']} {unit} (min {x['min']}, max {x['max']}, max/min {x['max_over_min']}, within 10 %: {x['within_10_percent']}); "
                 f"last-minute mean / first-minute mean {x['growth']} (grew over 10 %: {x['grew_over_10_percent']})")
     if r: print(f"  - RSS after the {d['window_s']} s window: {band(r, 'KiB')}")
     if f: print(f"  - SQLite file+WAL after the window: {band(f, 'bytes')}")
     # The live set the store holds: flat memory needs a flat live set.
-    for key, name in (("live_records_after_window", "live records"), ("live_claims_after_window", "live claims")):
+    for key, name in (("live_records_after_window", "live records"), ("live_claims_after_window", "live claims"),
+                      ("rss_bytes_per_live_item_after_window", "RSS bytes per live record or claim")):
         if d.get(key): print(f"  - {name} after the window: {band(d[key], '')}")
 PY
 }
