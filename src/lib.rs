@@ -32,11 +32,13 @@
 //!   what their calls do; one implementation for `check`, `load` and `plan`.
 //! - [`load`]: Goose scenarios, the open-model driver, load stages and the
 //!   measured window, HDR metrics and the live interval stream (`--out
-//!   ndjson=FILE`).
+//!   ndjson=FILE`); the capacity search (steps, bisection, stable samples)
+//!   and scaling across instance counts.
 //! - [`check`]: conformance and security probes, one file per family
 //!   (`cross_instance`: a state retried on a second instance).
 //! - [`report`]: renders run results as JSON, Markdown, HTML (one offline
-//!   page of SVG charts), Prometheus text and JUnit.
+//!   page of SVG charts), Prometheus text and JUnit, and capacity across
+//!   instance counts (`capacity.md`, `capacity.json`).
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness

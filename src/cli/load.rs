@@ -51,7 +51,7 @@ pub const BUILTIN_SMOKE: &str = include_str!("../../loadtests/smoke.toml");
 
 /// Arguments of `elicitkit load`.
 #[derive(Debug, ClapArgs)]
-#[command(after_help = format!("{LOAD_EXAMPLES}\n\n{EXIT_CODES}"))]
+#[command(after_help = format!("{LOAD_EXAMPLES}\n\n{}\n\n{EXIT_CODES}", super::capacity::EXAMPLES))]
 pub struct Args {
     /// Plan file (TOML). Default: with --target, a plan discovered from the
     /// target; else loadtests/smoke.toml.
@@ -122,12 +122,18 @@ pub struct Args {
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
     /// Capacity search: step the open-model rate up until the plan's SLO
-    /// breaks; report the knee, CPU per round trip and instances needed.
+    /// breaks, bisect between the last good and first bad rate, repeat each
+    /// step until its p99 settles; report the step table, the knee and CPU
+    /// per round trip. The worst-case duration is printed before it starts.
     #[arg(long)]
     pub capacity: bool,
-    /// With --capacity: the rate to size for (instances = ceil(rate / knee)).
+    /// With --capacity: the rate to size for (at least ceil(rate / knee)
+    /// instances; `report capacity` projects it from measured scaling).
     #[arg(long, value_name = "N")]
     pub target_rate: Option<f64>,
+    /// Capacity-search knobs.
+    #[command(flatten)]
+    pub cap: super::capacity::SearchArgs,
     /// Where results go (repeatable): a folder for report folders (default
     /// `reports`), or `ndjson=FILE` to stream one JSON line per interval
     /// per metric while the run goes (k6's `--out json=…` in spirit), e.g.
@@ -260,14 +266,10 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
             .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
     }
     if args.capacity {
-        let c = plan.capacity.get_or_insert_with(|| plan::CapacitySpec {
-            start_rate: 200.0,
-            step: 200.0,
-            max_rate: 20_000.0,
-            step_duration: Duration::from_secs(3),
-            slo: Vec::new(),
-            target_rate: None,
+        let c = plan.capacity.get_or_insert_with(|| {
+            plan::CapacitySpec::with_defaults(200.0, 200.0, 20_000.0, Vec::new())
         });
+        args.cap.apply(c)?;
         if c.slo.is_empty() {
             c.slo = plan.thresholds.clone();
         }
@@ -280,6 +282,13 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
         if let Some(r) = args.target_rate {
             c.target_rate = Some(r);
         }
+    }
+    if !args.capacity && args.cap.any() {
+        return Err(
+            "--instances, --store-stats, --cpu-pid, --bisections, --resolution, \
+                    --samples and --stable-within go with --capacity"
+                .into(),
+        );
     }
     plan.validate_thresholds()?;
     Ok(plan)
@@ -495,6 +504,7 @@ pub fn run(args: Args) -> ExitCode {
         serve_args: args.serve_args.clone(),
         exe: None,
         capacity: args.capacity,
+        capacity_extras: args.cap.extras(),
         progress: !args.quiet,
         discovery: discovery_lines,
     };
@@ -542,6 +552,7 @@ fn args_view(args: &Args) -> Args {
         thresholds: args.thresholds.clone(),
         capacity: args.capacity,
         target_rate: args.target_rate,
+        cap: args.cap.clone(),
         out: args.out.clone(),
         summary_export: args.summary_export.clone(),
         baseline: args.baseline.clone(),
@@ -708,14 +719,7 @@ fn print_report(r: &run::RunReport) {
         );
     }
     if let Some(cap) = &s.capacity {
-        println!(
-            "  capacity: knee {} round trips/s; target CPU {} µs/round trip; instances for {}: {}",
-            cap.knee_rps.map_or("none".into(), |v| format!("{v:.0}")),
-            cap.target_cpu_us_per_rt
-                .map_or("n/a".into(), |v| format!("{v:.1}")),
-            cap.target_rate.map_or("-".into(), |v| format!("{v:.0}/s")),
-            cap.instances_needed.map_or("n/a".into(), |v| v.to_string())
-        );
+        super::capacity::print(cap);
     }
     let mut quiet_defaults = 0;
     for t in &s.thresholds {

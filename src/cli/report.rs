@@ -7,6 +7,9 @@
 //!   (same file, or the same bytes) is refused; logs whose runs do not
 //!   overlap in time get a warning, since their rate then spreads over the
 //!   gap.
+//! - `report capacity [N=]DIR …`: knees of `load --capacity` runs at
+//!   several instance counts → `capacity.md`, `capacity.json` (see
+//!   [`crate::load::scaling`]).
 //! - `report render DIR`: re-renders `summary.md` and `report.html` from a
 //!   run folder's `summary.json`.
 
@@ -27,6 +30,7 @@ use std::time::{Duration, UNIX_EPOCH};
   elicitkit report merge a/run.hlog b/run.hlog --out reports/merged
   elicitkit report merge reports/*/run.hlog --threshold 'p99(e2e) < 50ms' --threshold 'error_rate < 1%'
   elicitkit report render reports/2026-12-01T10-00-00-smoke
+  elicitkit report capacity 1=reports/knee-1 2=reports/knee-2 --target-rate 20000
 
 Exit codes: 0 done (merge: every --threshold held); 1 a threshold failed; 2 usage error
 (unreadable log, a log given twice).")]
@@ -54,6 +58,10 @@ pub enum ReportCommand {
         #[arg(long = "threshold", value_name = "EXPR")]
         thresholds: Vec<String>,
     },
+    /// Capacity across instance counts: knees of `load --capacity` runs at
+    /// 1, 2, … instances, scaling efficiency, and the instances a target
+    /// rate needs, projected from the measured curve.
+    Capacity(super::capacity::ReportArgs),
     /// Re-render summary.md and report.html from a run folder's summary.json.
     Render {
         /// Run folder (or its summary.json).
@@ -72,6 +80,7 @@ pub fn run(args: Args) -> ExitCode {
             thresholds,
         } => merge(&logs, &out, interval, &thresholds),
         ReportCommand::Render { dir } => render(dir),
+        ReportCommand::Capacity(a) => super::capacity::run_report(a),
     }
 }
 

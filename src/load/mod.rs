@@ -20,11 +20,16 @@
 //! - [`summarize`]: metrics → `summary.json` data, threshold verdicts.
 //! - [`target`]: the embedded reference server as a child process, and CPU
 //!   time from `/proc`.
-//! - [`run`]: one run end to end, with stop conditions and reports; also the
-//!   capacity search (`--capacity`: step the rate until the SLO breaks, report
-//!   the knee, CPU per round trip and instances needed).
+//! - [`run`]: one run end to end, with stop conditions and reports.
+//! - [`capacity`]: the capacity search (`--capacity`): coarse rate steps,
+//!   then bisection of the bracket around the knee, each step repeated until
+//!   its p99 settles; CPU and shared-store commands per round trip.
+//! - [`scaling`]: knees measured at 1, 2, … instances → scaling efficiency,
+//!   marginal gain, and the instances a target rate needs, projected from
+//!   that curve (`elicitkit report capacity`).
 
 pub mod baseline;
+pub mod capacity;
 pub mod closed;
 pub mod generate;
 pub mod hlog;
@@ -32,6 +37,7 @@ pub mod metrics;
 pub mod open;
 pub mod plan;
 pub mod run;
+pub mod scaling;
 pub mod scenarios;
 pub mod shape;
 pub mod stream;

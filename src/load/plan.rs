@@ -236,6 +236,39 @@ pub struct CapacitySpec {
     pub slo: Vec<Threshold>,
     /// Rate to size for (instances needed = ceil(target / knee)).
     pub target_rate: Option<f64>,
+    /// Most halvings between the last good and the first bad rate.
+    pub bisections: u32,
+    /// The bisection ends when the bracket is narrower than this percentage
+    /// of the first bad rate.
+    pub resolution_pct: f64,
+    /// Most samples per step (1: no stability check).
+    pub samples: u32,
+    /// Two consecutive samples' p99s within this many percent are stable.
+    pub stable_pct: f64,
+    /// ... or within this much (noise floor).
+    pub stable_floor: Duration,
+}
+
+impl CapacitySpec {
+    /// A search from `start_rate` to `max_rate` in steps of `step`, 3 s a
+    /// step, with the default bisection and stability settings
+    /// ([`super::capacity`]).
+    pub fn with_defaults(start_rate: f64, step: f64, max_rate: f64, slo: Vec<Threshold>) -> Self {
+        use super::capacity as c;
+        CapacitySpec {
+            start_rate,
+            step,
+            max_rate,
+            step_duration: Duration::from_secs(3),
+            slo,
+            target_rate: None,
+            bisections: c::DEFAULT_BISECTIONS,
+            resolution_pct: c::DEFAULT_RESOLUTION_PCT,
+            samples: c::DEFAULT_SAMPLES,
+            stable_pct: c::DEFAULT_STABLE_PCT,
+            stable_floor: c::DEFAULT_STABLE_FLOOR,
+        }
+    }
 }
 
 /// A validated plan.
@@ -434,6 +467,11 @@ struct RawCapacity {
     #[serde(default)]
     slo: Vec<toml::Spanned<String>>,
     target_rate: Option<f64>,
+    bisections: Option<u32>,
+    resolution_pct: Option<f64>,
+    samples: Option<u32>,
+    stable_pct: Option<f64>,
+    stable_floor: Option<toml::Spanned<String>>,
 }
 
 /// Reads and validates a plan file.
@@ -781,14 +819,35 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                     "a capacity search needs an SLO, e.g. [\"p99(e2e) < 50ms\"]",
                 ));
             }
-            Some(CapacitySpec {
-                start_rate: c.start_rate,
-                step: c.step,
-                max_rate: c.max_rate,
-                step_duration,
-                slo,
-                target_rate: c.target_rate.filter(|r| r.is_finite() && *r > 0.0),
-            })
+            let mut spec = CapacitySpec::with_defaults(c.start_rate, c.step, c.max_rate, slo);
+            spec.step_duration = step_duration;
+            spec.target_rate = c.target_rate.filter(|r| r.is_finite() && *r > 0.0);
+            if let Some(b) = c.bisections {
+                spec.bisections = b;
+            }
+            if let Some(r) = c.resolution_pct {
+                if !(r.is_finite() && r > 0.0 && r < 100.0) {
+                    return Err(bad("resolution_pct", "must be a percentage > 0 and < 100"));
+                }
+                spec.resolution_pct = r;
+            }
+            if let Some(n) = c.samples {
+                if n == 0 {
+                    return Err(bad("samples", "must be at least 1"));
+                }
+                spec.samples = n;
+            }
+            if let Some(p) = c.stable_pct {
+                if !(p.is_finite() && p >= 0.0) {
+                    return Err(bad("stable_pct", "must be a percentage ≥ 0"));
+                }
+                spec.stable_pct = p;
+            }
+            if let Some(f) = &c.stable_floor {
+                spec.stable_floor = parse_span(f.get_ref())
+                    .map_err(|m| at(Some(f.span()), "capacity.stable_floor", m))?;
+            }
+            Some(spec)
         }
     };
 

@@ -29,7 +29,7 @@ use super::shape::Model;
 use super::stream::IntervalStream;
 use super::summarize::{self, RunInfo};
 use super::target::{self, EmbeddedServer, TargetError};
-use crate::report::{self, CapacityStep, CapacitySummary, CpuUsage, Summary};
+use crate::report::{self, CpuUsage, Summary};
 use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,6 +61,8 @@ pub struct Options {
     pub exe: Option<PathBuf>,
     /// Run a capacity search instead of the plan's load shape.
     pub capacity: bool,
+    /// The capacity search's store counter and instance label.
+    pub capacity_extras: super::capacity::Extras,
     /// Show the live progress line.
     pub progress: bool,
     /// What discovery called, when the plan came from it (for the report).
@@ -394,16 +396,17 @@ async fn watch(
     }
 }
 
-struct Measured {
-    set: MetricSet,
-    hlog: Vec<u8>,
-    hlog_error: Option<String>,
-    end: Option<(String, String)>,
+/// What one load phase measured.
+pub(super) struct Measured {
+    pub(super) set: MetricSet,
+    pub(super) hlog: Vec<u8>,
+    pub(super) hlog_error: Option<String>,
+    pub(super) end: Option<(String, String)>,
 }
 
 /// Runs one load phase (closed or open) against `mcp_url`.
 #[allow(clippy::too_many_arguments)]
-async fn phase(
+pub(super) async fn phase(
     plan: &Plan,
     mcp_url: &str,
     http: &reqwest::Client,
@@ -567,16 +570,7 @@ fn settings(plan: &Plan, capacity: bool) -> std::collections::BTreeMap<String, S
             .join(", "),
     );
     if capacity && let Some(c) = &plan.capacity {
-        put(
-            "capacity search",
-            format!(
-                "{}/s to {}/s in steps of {}/s, {} each",
-                c.start_rate,
-                c.max_rate,
-                c.step,
-                d(c.step_duration)
-            ),
-        );
+        put("capacity search", super::capacity::describe(c));
     }
     m
 }
@@ -649,7 +643,7 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
     let (measured, capacity) = if opts.capacity {
-        let (m, c, totals) = capacity_search(
+        let (m, c, totals) = super::capacity::search(
             &plan,
             &mcp_url,
             &http,
@@ -775,134 +769,6 @@ fn write_report(dir: &Path, summary: &mut Summary, hlog: Option<&str>) -> Result
     }
     summary.files = files;
     report::write_all(dir, summary).map_err(io_err(dir))
-}
-
-/// Steps the open-model rate up until the SLO breaks.
-#[allow(clippy::too_many_arguments)]
-async fn capacity_search(
-    plan: &Plan,
-    mcp_url: &str,
-    http: &reqwest::Client,
-    dir: &Path,
-    server: &Option<EmbeddedServer>,
-    opts: &Options,
-    comments: &[String],
-    stream: Option<&IntervalStream>,
-) -> Result<(Measured, CapacitySummary, (u64, u64)), RunError> {
-    let spec = plan
-        .capacity
-        .clone()
-        .unwrap_or_else(|| super::plan::CapacitySpec {
-            start_rate: 100.0,
-            step: 100.0,
-            max_rate: 5_000.0,
-            step_duration: Duration::from_secs(3),
-            slo: plan.thresholds.clone(),
-            target_rate: None,
-        });
-    let mut steps = Vec::new();
-    let mut totals = (0u64, 0u64);
-    let mut best: Option<(f64, Measured, Option<f64>)> = None;
-    let mut last: Option<Measured> = None;
-    let mut rate = spec.start_rate;
-    let mut i = 0;
-    while rate <= spec.max_rate + 1e-9 {
-        i += 1;
-        let mut p = plan.clone();
-        p.shape = LoadShape::Open { rate };
-        p.duration = spec.step_duration;
-        let cpu0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
-        let label = format!("{} @{rate:.0}/s", plan.name);
-        let m = phase(
-            &p,
-            mcp_url,
-            http,
-            dir,
-            server.as_ref().map(EmbeddedServer::pid),
-            opts.progress,
-            &label,
-            comments,
-            stream,
-        )
-        .await?;
-        let cpu1 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
-        let path = dir.join(format!("capacity-{i:02}-{rate:.0}.hlog"));
-        std::fs::write(&path, &m.hlog).map_err(io_err(&path))?;
-        let rts = m.set.round_trips();
-        totals.0 += rts;
-        totals.1 += m.set.requests();
-        let secs = m.set.elapsed.as_secs_f64().max(1e-9);
-        let e2e = m.set.e2e_all();
-        let pct = |q: f64| {
-            if e2e.is_empty() {
-                0.0
-            } else {
-                e2e.value_at_percentile(q) as f64 / 1000.0
-            }
-        };
-        let verdicts = summarize::evaluate_plain(&spec.slo, &m.set);
-        let within = m.end.is_none() && verdicts.iter().all(|v| v.passed);
-        let cpu_rt = cpu0
-            .zip(cpu1)
-            .and_then(|(a, b)| (rts > 0).then(|| (b - a) * 1e6 / rts as f64));
-        let errors = m.set.timeline.iter().map(|t| t.errors).sum::<u64>();
-        steps.push(CapacityStep {
-            offered_rps: rate,
-            achieved_rps: rts as f64 / secs,
-            p50_ms: pct(50.0),
-            p99_ms: pct(99.0),
-            error_rate: if rts > 0 {
-                errors as f64 / rts as f64
-            } else {
-                0.0
-            },
-            within_slo: within,
-            target_cpu_us_per_rt: cpu_rt,
-        });
-        let interrupted = m.end.as_ref().is_some_and(|(by, _)| by != "max_requests");
-        if within {
-            let achieved = rts as f64 / secs;
-            if best.as_ref().is_none_or(|b| achieved > b.0) {
-                best = Some((achieved, m, cpu_rt));
-            } else {
-                last = Some(m);
-            }
-        } else {
-            last = Some(m);
-            break;
-        }
-        if interrupted {
-            break;
-        }
-        rate += spec.step;
-    }
-    let knee = best.as_ref().map(|b| b.0);
-    let summary = CapacitySummary {
-        slo: spec.slo.iter().map(|t| t.expr.clone()).collect(),
-        slo_limits: spec.slo.iter().filter_map(summarize::chart_limit).collect(),
-        steps,
-        knee_rps: knee,
-        target_cpu_us_per_rt: best.as_ref().and_then(|b| b.2),
-        target_rate: spec.target_rate,
-        instances_needed: knee
-            .zip(spec.target_rate)
-            .filter(|(k, _)| *k > 0.0)
-            .map(|(k, t)| (t / k).ceil() as u64),
-    };
-    let measured = match (best, last) {
-        (Some((_, m, _)), _) => m,
-        (None, Some(m)) => m,
-        (None, None) => Measured {
-            set: Recorder::new(plan.interval, comments)
-                .map_err(|e| RunError::Setup(e.to_string()))?
-                .finish()
-                .0,
-            hlog: Vec::new(),
-            hlog_error: None,
-            end: None,
-        },
-    };
-    Ok((measured, summary, totals))
 }
 
 #[cfg(test)]

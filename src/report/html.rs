@@ -290,8 +290,11 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
     }
     let hi = c.steps.iter().map(|st| st.offered_rps).fold(1.0, f64::max);
     let ticks = linear_ticks(0.0, hi, "");
+    // By offered rate: bisection steps come after the coarse ones.
     let pts = |f: fn(&super::summary::CapacityStep) -> f64| -> Vec<(f64, f64)> {
-        c.steps.iter().map(|st| (st.offered_rps, f(st))).collect()
+        let mut p: Vec<(f64, f64)> = c.steps.iter().map(|st| (st.offered_rps, f(st))).collect();
+        p.sort_by(|a, b| a.0.total_cmp(&b.0));
+        p
     };
     let slo: Vec<(String, ThresholdLimit)> = c
         .slo_limits
@@ -610,13 +613,9 @@ pub fn render(s: &Summary) -> String {
         if let Some(c) = &s.capacity {
             let _ = write!(
                 o,
-                "<p>Knee: {} round trips/s within <code>{}</code>; target CPU at the knee {} µs/round trip; instances for {}: {}.</p>",
-                c.knee_rps.map_or("none".into(), |v| format!("{v:.1}")),
+                "<p><code>{}</code>: {}</p>",
                 esc(&c.slo.join(", ")),
-                c.target_cpu_us_per_rt
-                    .map_or("n/a".into(), |v| format!("{v:.1}")),
-                c.target_rate.map_or("-".into(), |v| format!("{v:.0}/s")),
-                c.instances_needed.map_or("n/a".into(), |v| v.to_string())
+                esc(&super::capacity::knee_text(c))
             );
         }
     }

@@ -171,31 +171,7 @@ pub fn render(s: &Summary) -> String {
     }
     if let Some(c) = &s.capacity {
         o.push_str("\n## Capacity\n\n");
-        let _ = writeln!(o, "SLO: `{}`\n", c.slo.join("`, `"));
-        o.push_str("| offered/s | achieved/s | p50 ms | p99 ms | error rate | target CPU µs/rt | within SLO |\n|---:|---:|---:|---:|---:|---:|---|\n");
-        for st in &c.steps {
-            let _ = writeln!(
-                o,
-                "| {:.0} | {:.1} | {} | {} | {:.4}% | {} | {} |",
-                st.offered_rps,
-                st.achieved_rps,
-                ms(st.p50_ms),
-                ms(st.p99_ms),
-                st.error_rate * 100.0,
-                st.target_cpu_us_per_rt
-                    .map_or("-".into(), |v| format!("{v:.1}")),
-                if st.within_slo { "yes" } else { "no" }
-            );
-        }
-        let _ = writeln!(
-            o,
-            "\nKnee: {} round trips/s within the SLO; target CPU at the knee: {} µs/round trip; instances for {}: {}.",
-            c.knee_rps.map_or("none".into(), |v| format!("{v:.1}")),
-            c.target_cpu_us_per_rt
-                .map_or("n/a".into(), |v| format!("{v:.1}")),
-            c.target_rate.map_or("-".into(), |v| format!("{v:.0}/s")),
-            c.instances_needed.map_or("n/a".into(), |v| v.to_string())
-        );
+        o.push_str(&super::capacity::steps_markdown(c));
     }
     if !s.files.is_empty() {
         o.push_str("\n## Files\n\n");

@@ -34,7 +34,7 @@
 //! | `timeline` | object[] | per interval: `t_s`, `rps`, `requests_per_s`, `errors`, `p50_ms`, `p99_ms`, `in_flight_max`, `errors_by_kind`, `legs` and `scenarios` (each `count`, `p50_ms`, `p99_ms`) |
 //! | `thresholds` | object[] | `expr`, `actual` (ms, fraction or per second; null = nothing measured), `passed`, `limit` (`metric`, `selector`, `percentile`, `value`, `unit`: where charts draw it) |
 //! | `passed` | bool | every threshold held and the run ended by duration or cap |
-//! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate`, `within_slo`, `target_cpu_us_per_rt`), `knee_rps`, `target_cpu_us_per_rt`, `target_rate`, `instances_needed` |
+//! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate` (the worst sample's), `within_slo`, `target_cpu_us_per_rt`, `kind` (`coarse`/`bisect`), `samples`, `stable`, `verdict` (`within`/`breach`/`unstable`/`stopped`), `sample_p99_ms[]`, `store_cmds_per_rt`), `knee_rps`, `knee_offered_rps`, `first_bad_rps`, `knee_status` (`bracketed`/`below_start`/`not_reached`/`stopped`), `target_cpu_us_per_rt`, `store`, `store_cmds_per_rt`, `instances`, `target_rate`, `instances_needed` (if scaling were linear: a lower bound), `worst_case_s`, `notes[]` |
 //! | `generator_cpu`, `target_cpu` | object? | `cpu_s`, `us_per_request`, `us_per_round_trip` |
 //! | `files` | object | report files by role |
 //! | `baseline` | object? | with `--baseline`: `file`, `run_id`, `tolerance_pct`, `rps_before`, `rps_now`, `rps_delta_pct`, `rps_regressed`, `legs[]` (`leg`, `p50_ms_before`, `p50_ms_now`, `p99_ms_before`, `p99_ms_now`, `p50_delta_pct`, `p99_delta_pct`, `regressed`), `passed` |
@@ -42,6 +42,7 @@
 //! Latency stats objects hold `count`, `min_ms`, `mean_ms`, `p50_ms`,
 //! `p90_ms`, `p99_ms`, `p999_ms`, `p9999_ms`, `max_ms`.
 
+pub mod capacity;
 pub mod html;
 pub mod markdown;
 pub mod prometheus;

@@ -191,6 +191,25 @@ pub struct CapacityStep {
     pub within_slo: bool,
     /// Target CPU time per round trip (µs), when the target is local.
     pub target_cpu_us_per_rt: Option<f64>,
+    /// `coarse` (a fixed step) or `bisect` (a midpoint of the bracket).
+    #[serde(default)]
+    pub kind: String,
+    /// Samples taken at this rate (the figures above are the worst sample's).
+    #[serde(default)]
+    pub samples: u32,
+    /// Whether two consecutive samples' p99 agreed (`null`: not checked).
+    #[serde(default)]
+    pub stable: Option<bool>,
+    /// `within`, `breach`, `unstable` (held, but the p99 never settled:
+    /// not within) or `stopped`.
+    #[serde(default)]
+    pub verdict: String,
+    /// Each sample's end-to-end p99 (ms), in order.
+    #[serde(default)]
+    pub sample_p99_ms: Vec<f64>,
+    /// Shared-store (Redis) commands per round trip, with `--store-stats`.
+    #[serde(default)]
+    pub store_cmds_per_rt: Option<f64>,
 }
 
 /// The result of `load --capacity`.
@@ -211,6 +230,31 @@ pub struct CapacitySummary {
     /// The SLO's limits, for the capacity charts.
     #[serde(default)]
     pub slo_limits: Vec<ThresholdLimit>,
+    /// Highest offered rate within the SLO (the bracket's low end).
+    #[serde(default)]
+    pub knee_offered_rps: Option<f64>,
+    /// Lowest offered rate that was not (the bracket's high end).
+    #[serde(default)]
+    pub first_bad_rps: Option<f64>,
+    /// `bracketed`, `below_start` (the first step broke), `not_reached`
+    /// (the highest rate held: the knee is at least that) or `stopped`.
+    #[serde(default)]
+    pub knee_status: String,
+    /// Instances behind the target (`load --instances`), for `report capacity`.
+    #[serde(default)]
+    pub instances: Option<u64>,
+    /// The Redis read for commands per round trip (password redacted).
+    #[serde(default)]
+    pub store: Option<String>,
+    /// Shared-store commands per round trip at the knee.
+    #[serde(default)]
+    pub store_cmds_per_rt: Option<f64>,
+    /// The search's longest possible duration, stated before it started (s).
+    #[serde(default)]
+    pub worst_case_s: f64,
+    /// What the search could not measure.
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// The measured window: the results cover the round trips that started in
