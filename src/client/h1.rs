@@ -36,12 +36,17 @@ use std::time::{Duration, Instant};
 /// The connection half that does the I/O; polled by [`drive`].
 type Conn = Pin<Box<Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>>>;
 
+/// The response header naming the instance that answered.
+const INSTANCE: HeaderName = HeaderName::from_static(crate::protocol::headers::INSTANCE);
+
 /// An open connection: the request half and the I/O half.
 struct Open {
     sender: SendRequest<Full<Bytes>>,
     conn: Conn,
     /// Set once the I/O half has finished (closed by either side).
     ended: bool,
+    /// The peer's `IP:PORT`, written once per connection.
+    peer: Option<HeaderValue>,
 }
 
 /// Largest response body a lane reads (an SSE stream may carry several
@@ -61,6 +66,11 @@ pub struct H1Lane {
     /// The last request's headers, as given and as parsed: a load run sends
     /// the same few headers every time, so they are parsed once.
     parsed: Option<(Vec<(String, String)>, http::HeaderMap)>,
+    /// Who answered the latest request that got a reply (a copy, kept
+    /// while the next replies name the same instance).
+    answered: Option<HeaderValue>,
+    /// Whether the last request got a reply (else nobody answered it).
+    replied: bool,
 }
 
 impl std::fmt::Debug for H1Lane {
@@ -105,6 +115,8 @@ impl H1Lane {
             },
             open: None,
             parsed: None,
+            answered: None,
+            replied: false,
         })
     }
 
@@ -144,6 +156,17 @@ impl H1Lane {
         }
     }
 
+    /// Who answered the last exchange: its `elicitkit-instance` response
+    /// header, else the `IP:PORT` of the peer it came from; `None` after a
+    /// failed exchange (nobody answered). The name is copied only when it
+    /// differs from the previous reply's.
+    pub fn answered_by(&self) -> Option<&[u8]> {
+        self.answered
+            .as_ref()
+            .filter(|_| self.replied)
+            .map(HeaderValue::as_bytes)
+    }
+
     /// Sends `out` to `uri` (from [`H1Lane::uri_for`]) on this lane's
     /// connection and reads the whole body, all within `timeout`.
     pub async fn exchange_at(
@@ -153,9 +176,20 @@ impl H1Lane {
         timeout: Duration,
     ) -> Result<HttpReply, (LegFailure, Duration)> {
         let started = Instant::now();
+        self.replied = false;
         let result = tokio::time::timeout(timeout, self.send(uri, out, started)).await;
         let failure = match result {
-            Ok(Ok(reply)) => return Ok(reply),
+            Ok(Ok((reply, instance))) => {
+                let by = instance.or_else(|| self.open.as_ref()?.peer.clone());
+                let same = self.answered.as_ref().map(HeaderValue::as_bytes)
+                    == by.as_ref().map(HeaderValue::as_bytes);
+                if !same {
+                    // A copy: the reply's own value shares its read buffer.
+                    self.answered = by.and_then(|v| HeaderValue::from_bytes(v.as_bytes()).ok());
+                }
+                self.replied = true;
+                return Ok(reply);
+            }
             Ok(Err(why)) => LegFailure::Transport(why),
             Err(_) => LegFailure::Timeout,
         };
@@ -169,13 +203,14 @@ impl H1Lane {
         uri: http::Uri,
         out: &Outgoing,
         started: Instant,
-    ) -> Result<HttpReply, String> {
+    ) -> Result<(HttpReply, Option<HeaderValue>), String> {
         let req = self.request(uri, out)?;
         let open = self.ready().await?;
         let Open {
             sender,
             conn,
             ended,
+            ..
         } = open;
         let work = async move {
             let resp = sender
@@ -186,8 +221,9 @@ impl H1Lane {
             let status = resp.status().as_u16();
             let content_type = super::http::header_text(resp.headers(), "content-type");
             let server_timing = super::http::header_text(resp.headers(), "server-timing");
+            let instance = resp.headers().get(&INSTANCE).cloned();
             let (body, first) = read_body(resp.into_body(), started).await?;
-            Ok(HttpReply {
+            let reply = HttpReply {
                 status,
                 content_type,
                 server_timing,
@@ -195,7 +231,8 @@ impl H1Lane {
                 to_headers,
                 to_first_byte: first.unwrap_or(to_headers),
                 total: started.elapsed(),
-            })
+            };
+            Ok((reply, instance))
         };
         drive(conn, ended, work).await
     }
@@ -256,6 +293,7 @@ impl H1Lane {
                     sender,
                     conn,
                     ended,
+                    ..
                 } = o;
                 let ready = drive(
                     conn,
@@ -273,6 +311,10 @@ impl H1Lane {
             .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
         // Small requests and replies: never wait for Nagle.
         let _ = stream.set_nodelay(true);
+        let peer = stream
+            .peer_addr()
+            .ok()
+            .and_then(|a| HeaderValue::from_str(&a.to_string()).ok());
         let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| super::http::describe(&e))?;
@@ -280,6 +322,7 @@ impl H1Lane {
             sender,
             conn: Box::pin(conn),
             ended: false,
+            peer,
         }))
     }
 }

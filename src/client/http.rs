@@ -55,6 +55,29 @@ pub async fn exchange(
     out: &Outgoing,
     timeout: Duration,
 ) -> Result<HttpReply, (LegFailure, Duration)> {
+    exchange_answered(client, endpoint, out, timeout).await.0
+}
+
+/// [`exchange`], and who answered: the reply's `elicitkit-instance`
+/// header, else the peer `IP:PORT` reqwest reports (`None` without a reply).
+pub async fn exchange_answered(
+    client: &reqwest::Client,
+    endpoint: &Endpoint,
+    out: &Outgoing,
+    timeout: Duration,
+) -> (Result<HttpReply, (LegFailure, Duration)>, Option<String>) {
+    let mut answered = None;
+    let reply = send(client, endpoint, out, timeout, &mut answered).await;
+    (reply, answered)
+}
+
+async fn send(
+    client: &reqwest::Client,
+    endpoint: &Endpoint,
+    out: &Outgoing,
+    timeout: Duration,
+    answered: &mut Option<String>,
+) -> Result<HttpReply, (LegFailure, Duration)> {
     let started = Instant::now();
     let url = endpoint
         .resolve(&out.target)
@@ -82,6 +105,8 @@ pub async fn exchange(
         let status = resp.status().as_u16();
         let content_type = header_text(resp.headers(), "content-type");
         let server_timing = header_text(resp.headers(), "server-timing");
+        *answered = header_text(resp.headers(), crate::protocol::headers::INSTANCE)
+            .or_else(|| resp.remote_addr().map(|a| a.to_string()));
         let mut resp = resp;
         let mut first = None;
         let mut body = Vec::new();
@@ -102,11 +127,16 @@ pub async fn exchange(
             total: started.elapsed(),
         })
     };
-    match tokio::time::timeout(timeout, work).await {
+    let result = match tokio::time::timeout(timeout, work).await {
         Ok(Ok(reply)) => Ok(reply),
         Ok(Err(e)) => Err((LegFailure::Transport(e), started.elapsed())),
         Err(_) => Err((LegFailure::Timeout, started.elapsed())),
+    };
+    if result.is_err() {
+        // Headers may have come, but the reply did not.
+        *answered = None;
     }
+    result
 }
 
 /// A response header's value as text (`None` when absent or not visible ASCII).

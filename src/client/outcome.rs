@@ -218,6 +218,11 @@ pub struct RoundTrip {
     pub request_states: Vec<String>,
     /// The final complete `result`, when there was one.
     pub final_result: Option<Value>,
+    /// Which instance answered each leg, as ids the driver assigns (the
+    /// load generator interns instance names into them), aligned
+    /// with `legs`; empty when the driver does not track instances.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instances: Vec<u16>,
 }
 
 impl RoundTrip {
@@ -231,6 +236,7 @@ impl RoundTrip {
             outcome: Outcome::Skipped("not run".into()),
             request_states: Vec::new(),
             final_result: None,
+            instances: Vec::new(),
         }
     }
 
