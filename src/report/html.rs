@@ -403,6 +403,41 @@ fn kv_table(o: &mut String, id: &str, rows: &[(String, String)]) {
     o.push_str("</table>");
 }
 
+/// The "Instances" section: one line for one instance, else a table
+/// (`#instances`).
+fn instances_html(o: &mut String, s: &Summary) {
+    use super::instances::{INSTANCE_COLUMNS, InstancesView, instances_view};
+    match instances_view(s) {
+        InstancesView::None => {}
+        InstancesView::One(line) => {
+            let _ = write!(
+                o,
+                "<h2>Instances</h2><p id=\"instances\">{}</p>",
+                esc(&line)
+            );
+        }
+        InstancesView::Table(head, rows) => {
+            let _ = write!(
+                o,
+                "<h2>Instances</h2><p>{}</p><table id=\"instances\"><tr>",
+                esc(&head)
+            );
+            for c in INSTANCE_COLUMNS {
+                let _ = write!(o, "<th>{}</th>", esc(c));
+            }
+            o.push_str("</tr>");
+            for r in rows {
+                o.push_str("<tr>");
+                for c in &r {
+                    let _ = write!(o, "<td>{}</td>", esc(c));
+                }
+                o.push_str("</tr>");
+            }
+            o.push_str("</table>");
+        }
+    }
+}
+
 /// Renders `report.html`.
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
@@ -503,6 +538,7 @@ pub fn render(s: &Summary) -> String {
         s.legs.iter().map(|(k, v)| (k.as_str(), v)).collect();
     rows.push(("end to end", &s.e2e));
     stats_rows(&mut o, &rows);
+    instances_html(&mut o, s);
     o.push_str("<h2>Over time</h2>");
     for c in timeline_svgs(s) {
         o.push_str(&c);

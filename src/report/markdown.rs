@@ -29,6 +29,28 @@ fn stats_row(name: &str, s: &LatencyStats) -> String {
 
 const STATS_HEAD: &str = "| | count | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | mean ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
 
+/// The "Instances" section: one line for one instance, else a table.
+fn instances_md(o: &mut String, s: &Summary) {
+    use super::instances::{INSTANCE_COLUMNS, InstancesView, instances_view};
+    match instances_view(s) {
+        InstancesView::None => {}
+        InstancesView::One(line) => {
+            let _ = write!(o, "\n## Instances\n\n{line}\n");
+        }
+        InstancesView::Table(head, rows) => {
+            let _ = write!(
+                o,
+                "\n## Instances\n\n{head}\n\n| {} |\n|---|---:|---:|---:|---:|---:|---|\n",
+                INSTANCE_COLUMNS.join(" | ")
+            );
+            for r in rows {
+                let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+                let _ = writeln!(o, "| {} |", cells.join(" | "));
+            }
+        }
+    }
+}
+
 /// Renders `summary.md`.
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
@@ -134,6 +156,7 @@ pub fn render(s: &Summary) -> String {
         o.push_str(&stats_row(name, st));
     }
     o.push_str(&stats_row("end to end", &s.e2e));
+    instances_md(&mut o, s);
     o.push_str("\n## Scenarios\n\n| scenario | kind | round trips | success | expected rejections | unexpected | skipped | p50 ms | p99 ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (name, sc) in &s.scenarios {
         let c = &sc.outcomes;

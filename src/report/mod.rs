@@ -25,6 +25,7 @@
 //! | `error_samples` | string[] | first messages |
 //! | `error_groups` | object[] | `message`, `count`: identical messages grouped (up to 20 distinct) |
 //! | `status_codes` | object | per leg: HTTP status → count (`none`: no response) |
+//! | `instances` | object | who answered: `answered_by[]` (`instance`: the `elicitkit-instance` header, else the peer `IP:PORT`; `requests`, `errors`, `latency`, `legs` per leg name: `requests`, `errors`, `latency`), `unattributed_requests` (no reply, or 2025-11-25 session legs), `retries`, `cross_instance_retries` (a retry answered by another instance than the call that issued its state), `retries_unattributed`, `targets` (several `--target` URLs) |
 //! | `settings` | object | the run's settings by name (model, shape, duration, warm-up, timeout, …) |
 //! | `legs` | object | per leg name (`tools/call #1`, `tools/call #2 retry`, `flow page GET`, …): latency stats (full body time) |
 //! | `e2e` | object | latency stats of whole round trips (open model: from the intended send time) |
@@ -44,6 +45,7 @@
 
 pub mod capacity;
 pub mod html;
+pub mod instances;
 pub mod markdown;
 pub mod prometheus;
 pub mod summary;
@@ -51,8 +53,9 @@ pub mod svg;
 
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary,
-    ThresholdLimit, ThresholdResult, TimelinePoint, WindowSummary, add_error_sample, group_samples,
+    InstanceLegSummary, InstanceSummary, InstancesSummary, LatencyStats, OutcomeCounts,
+    PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdLimit, ThresholdResult,
+    TimelinePoint, WindowSummary, add_error_sample, group_samples,
 };
 
 use std::path::Path;

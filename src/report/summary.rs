@@ -342,6 +342,10 @@ pub struct Summary {
     /// HTTP status codes by leg (`none`: no response).
     #[serde(default)]
     pub status_codes: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Which instances answered, and the retries that crossed them (empty
+    /// in reports merged from `.hlog` files, which do not keep instances).
+    #[serde(default)]
+    pub instances: InstancesSummary,
     /// The run's settings, by name (model, shape, duration, warm-up, …).
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
@@ -388,6 +392,65 @@ pub struct Summary {
     /// The comparison with `--baseline`, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineComparison>,
+}
+
+/// Who answered the legs of a run: per instance (the `elicitkit-instance`
+/// response header, else the peer `IP:PORT`), and the retries that crossed
+/// instances.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstancesSummary {
+    /// Per instance, busiest first.
+    #[serde(default)]
+    pub answered_by: Vec<InstanceSummary>,
+    /// Measured requests no instance is known for (no reply: timeouts and
+    /// failed connections; 2025-11-25 session legs, not tracked). With the
+    /// instances' requests, every measured request.
+    #[serde(default)]
+    pub unattributed_requests: u64,
+    /// `tools/call` retries (carrying `inputResponses` / `requestState`)
+    /// whose leg and the leg that issued their state both have a known
+    /// instance.
+    #[serde(default)]
+    pub retries: u64,
+    /// Of those, answered by another instance than the one that issued the
+    /// state.
+    #[serde(default)]
+    pub cross_instance_retries: u64,
+    /// Retries where either side's instance is unknown (or in the `(other)`
+    /// bucket past 64 distinct instances): not judged.
+    #[serde(default)]
+    pub retries_unattributed: u64,
+    /// The `--target` URLs the round trips were spread over (round robin,
+    /// each retry to the next URL); empty for one target.
+    #[serde(default)]
+    pub targets: Vec<String>,
+}
+
+/// One instance's share of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceSummary {
+    /// Its name: the `elicitkit-instance` header, else `IP:PORT`.
+    pub instance: String,
+    /// Requests it answered.
+    pub requests: u64,
+    /// Of those, failed (the leg that revealed an unexpected outcome).
+    pub errors: u64,
+    /// Latency of all its legs (full body time).
+    pub latency: LatencyStats,
+    /// Per leg name.
+    #[serde(default)]
+    pub legs: BTreeMap<String, InstanceLegSummary>,
+}
+
+/// One leg name on one instance.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InstanceLegSummary {
+    /// Requests.
+    pub requests: u64,
+    /// Failed ones.
+    pub errors: u64,
+    /// Latency (full body time).
+    pub latency: LatencyStats,
 }
 
 /// This run against a baseline run (`load --baseline`).
