@@ -8,9 +8,10 @@
 //! is a [`MetricSet`]; merged `.hlog` files give the same [`MetricSet`].
 
 use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
+use super::instances::{InstanceBook, InstanceTable};
 use super::stream::IntervalStream;
 use crate::client::{ErrorClass, LegResult, Outcome, RoundTrip};
-use crate::report::{ErrorGroup, LatencyStats, add_error_sample};
+use crate::report::{ErrorGroup, InstancesSummary, LatencyStats, add_error_sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -63,6 +64,9 @@ pub struct MetricSet {
     pub skip_reasons: BTreeMap<String, String>,
     /// Where the measured window lay and what was left out of it.
     pub window: MeasuredWindow,
+    /// Which instances answered the measured legs (empty when merged from
+    /// `.hlog` files).
+    pub instances: InstancesSummary,
 }
 
 /// The measured window of a run: when it began, and the round trips
@@ -156,6 +160,7 @@ impl MetricSet {
                 from_unix: origin,
                 ..MeasuredWindow::default()
             },
+            instances: InstancesSummary::default(),
         }
     }
 }
@@ -303,6 +308,8 @@ struct Inner {
     after: (u64, u64),
     /// Finish of the last measured round trip, from the window's start.
     last_in_window: Option<Duration>,
+    /// Per-instance figures of the measured round trips.
+    book: InstanceBook,
 }
 
 /// Shared, thread-safe collector for one run.
@@ -326,6 +333,8 @@ pub struct Recorder {
     anchor_ns: AtomicU64,
     in_flight: AtomicU64,
     in_flight_peak: AtomicU64,
+    /// Instance names seen in replies (see [`super::instances`]).
+    instances: InstanceTable,
 }
 
 /// A round trip in flight; counted down when dropped.
@@ -371,6 +380,7 @@ impl Recorder {
                 before: (0, 0),
                 after: (0, 0),
                 last_in_window: None,
+                book: InstanceBook::default(),
             }),
             requests: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
@@ -383,6 +393,7 @@ impl Recorder {
             anchor_ns: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             in_flight_peak: AtomicU64::new(0),
+            instances: InstanceTable::default(),
         })
     }
 
@@ -418,6 +429,12 @@ impl Recorder {
         if let Ok(mut inner) = self.inner.lock() {
             inner.stream = Some((stream, phase.to_owned()));
         }
+    }
+
+    /// The instance names seen so far: drivers intern each reply's
+    /// instance here and fill [`RoundTrip::instances`] with the ids.
+    pub fn instances(&self) -> &InstanceTable {
+        &self.instances
     }
 
     /// When the run started.
@@ -557,6 +574,7 @@ impl Recorder {
         }
         if !skipped {
             b.record(k, &[E2E, scenario], e2e);
+            inner.book.add(rt, is_error_label(label));
         }
         b.record(k, &[OUT, scenario, ":", label], e2e);
         if let Outcome::Skipped(why) = &rt.outcome
@@ -627,6 +645,7 @@ impl Recorder {
                     status_codes: BTreeMap::new(),
                     skip_reasons: BTreeMap::new(),
                     window: MeasuredWindow::default(),
+                    instances: InstancesSummary::default(),
                 },
                 Vec::new(),
                 Some("metrics lock poisoned".into()),
@@ -670,6 +689,7 @@ impl Recorder {
                 before: inner.before,
                 after: inner.after,
             },
+            instances: inner.book.summary(&self.instances),
         };
         (
             set,

@@ -17,6 +17,9 @@
 //! - [`metrics`] and [`hlog`]: HDR histograms per leg, scenario and outcome,
 //!   `Server-Timing` state durations, error taxonomy, and HDR interval logs
 //!   that merge exactly across processes and machines.
+//! - [`instances`]: which instance answered each leg (`elicitkit-instance`,
+//!   else the peer address), interned; per-instance counts and latency, and
+//!   the retries that crossed instances.
 //! - [`summarize`]: metrics → `summary.json` data, threshold verdicts.
 //! - [`target`]: the embedded reference server as a child process, and CPU
 //!   time from `/proc`.
@@ -33,6 +36,7 @@ pub mod capacity;
 pub mod closed;
 pub mod generate;
 pub mod hlog;
+pub mod instances;
 pub mod metrics;
 pub mod open;
 pub mod plan;

@@ -424,6 +424,7 @@ pub fn build(
         error_samples: set.samples.iter().map(|g| g.message.clone()).collect(),
         error_groups: set.samples.clone(),
         status_codes: set.status_codes.clone(),
+        instances: set.instances.clone(),
         settings: Default::default(),
         legs,
         e2e: latency_stats(&e2e_all),
