@@ -40,6 +40,7 @@ pub const LOAD_EXAMPLES: &str = "Examples:
   elicitkit load                                    # smoke plan, embedded reference server
   elicitkit load --target http://127.0.0.1:3000/mcp # discover the server, load every eliciting tool
   elicitkit load --target URL --tool place_order --duration 30s --rate 200
+  elicitkit load --target http://127.0.0.1:9001/mcp,http://127.0.0.1:9002/mcp  # two instances, retries cross
   elicitkit load --rate 2000 --duration 30s --warmup 5s  # open model; the first 5 s are not measured
   elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
   elicitkit load --model closed --stage 10s:50,30s:50 --warmup 10s   # ramp to 50 users; measure the hold
@@ -58,8 +59,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub plan: Option<PathBuf>,
     /// MCP endpoint to load (e.g. http://127.0.0.1:8080/mcp). Default: the
-    /// plan's target, else the embedded reference server.
-    #[arg(long, value_name = "URL")]
+    /// plan's target, else the embedded reference server. Several instances
+    /// of one service, comma-separated (URL1,URL2): round trips start on
+    /// each in turn and every retry goes to the next URL (so it crosses
+    /// instances); discovery asks the first, the preflight every one. The
+    /// report counts requests and latency per answering instance.
+    #[arg(long, value_name = "URL[,URL...]")]
     pub target: Option<String>,
     /// Load only this tool (repeatable): discovery calls only it; with
     /// --plan, only scenarios on it run.
@@ -222,11 +227,9 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
         }
     };
     if let Some(t) = &args.target {
-        let u = url::Url::parse(t).map_err(|e| format!("--target {t:?}: not a URL: {e}"))?;
-        if !matches!(u.scheme(), "http" | "https") {
-            return Err(format!("--target {t:?}: the URL must be http or https"));
-        }
-        plan.target.url = Some(t.clone());
+        let mut urls = split_targets(t)?;
+        plan.target.url = Some(urls.remove(0));
+        plan.target.more_urls = urls;
     }
     if let Some(t) = &args.principal {
         plan.target.token = t.clone();
@@ -357,6 +360,26 @@ fn apply_shape(args: &Args, plan: &mut Plan) -> Result<(), String> {
     Ok(())
 }
 
+/// The URLs of `--target URL[,URL...]`, each checked (http or https, no
+/// repeats); `Err` names the one that is wrong.
+pub fn split_targets(arg: &str) -> Result<Vec<String>, String> {
+    let mut urls: Vec<String> = Vec::new();
+    for t in arg.split(',').map(str::trim) {
+        if t.is_empty() {
+            return Err(format!("--target {arg:?}: an empty URL in the list"));
+        }
+        let u = url::Url::parse(t).map_err(|e| format!("--target {t:?}: not a URL: {e}"))?;
+        if !matches!(u.scheme(), "http" | "https") {
+            return Err(format!("--target {t:?}: the URL must be http or https"));
+        }
+        if urls.iter().any(|x| x == t) {
+            return Err(format!("--target {t:?}: given twice"));
+        }
+        urls.push(t.to_owned());
+    }
+    Ok(urls)
+}
+
 /// Discovery settings for `--target` with these selections.
 fn discovery_settings(
     target: &str,
@@ -448,7 +471,13 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut discovery_lines = Vec::new();
     let discovered = match (&args.plan, &args.target) {
-        (None, Some(target)) => {
+        (None, Some(targets)) => {
+            // Discovery asks the first target; the preflight asks them all.
+            let target = match split_targets(targets) {
+                Ok(urls) => urls[0].clone(),
+                Err(e) => return usage_error(e),
+            };
+            let target = &target;
             let rt = match runtime(2) {
                 Ok(r) => r,
                 Err(e) => return usage_error(e),
@@ -636,6 +665,24 @@ pub fn run_plan(args: PlanArgs) -> ExitCode {
     exit::ok()
 }
 
+/// The instances line (one instance) or table (several), to stdout.
+fn print_instances(s: &crate::report::Summary) {
+    use crate::report::instances::{InstancesView, instances_view};
+    match instances_view(s) {
+        InstancesView::None => {}
+        InstancesView::One(line) => println!("  {line}"),
+        InstancesView::Table(head, rows) => {
+            println!("  {head}");
+            for r in rows {
+                println!(
+                    "    {:<24} {:>8} requests ({:>6}), {} errors, p50 {:>8} ms, p99 {:>8} ms",
+                    r[0], r[1], r[2], r[3], r[4], r[5]
+                );
+            }
+        }
+    }
+}
+
 fn print_report(r: &run::RunReport) {
     let s = &r.summary;
     let verdict = match r.verdict {
@@ -675,6 +722,7 @@ fn print_report(r: &run::RunReport) {
             c.skipped
         );
     }
+    print_instances(s);
     for (leg, st) in &s.legs {
         let gap = s
             .gaps

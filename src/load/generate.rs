@@ -223,6 +223,7 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
             description: format!("Generated from discovery of {}", d.mcp_url),
             target: TargetSpec {
                 url: Some(d.mcp_url.clone()),
+                more_urls: Vec::new(),
                 workers: 1,
                 token: opts.token.clone(),
                 other_token: "mallory".into(),

@@ -213,6 +213,10 @@ impl LoadShape {
 pub struct TargetSpec {
     /// The MCP endpoint URL; `None` starts the embedded reference server.
     pub url: Option<String>,
+    /// More endpoints of the same service (`--target A,B`): round trips
+    /// start round robin over `url` and these, and each retry goes to the
+    /// next one. Empty for one target.
+    pub more_urls: Vec<String>,
     /// Worker threads of the embedded server.
     pub workers: usize,
     /// Bearer token of the principal.
@@ -550,6 +554,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
     };
     let target = TargetSpec {
         url,
+        more_urls: Vec::new(),
         workers: raw.target.workers.unwrap_or(1).max(1),
         token: raw.target.token.unwrap_or_else(|| "alice".into()),
         other_token: raw.target.other_token.unwrap_or_else(|| "mallory".into()),

@@ -6,7 +6,8 @@
 //! Before anything is measured, a preflight asks the target, as an MCP
 //! client would, whether it speaks the plan's generations and lists the
 //! plan's tools; a target that does not is a usage error with a one-line
-//! reason (no report full of errors).
+//! reason (no report full of errors). With several targets, every one is
+//! asked (discovery, when the plan comes from it, asks only the first).
 //!
 //! Stop conditions, checked four times a second: the duration; the hard
 //! request cap (`max_requests`); 25 consecutive round trips that could not
@@ -608,6 +609,10 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     preflight(&plan, &mcp_url)
         .await
         .map_err(RunError::Preflight)?;
+    // Every other target must serve the same plan (its reasons name it).
+    for url in &plan.target.more_urls {
+        preflight(&plan, url).await.map_err(RunError::Preflight)?;
+    }
     let stream = match &opts.ndjson {
         Some(path) => Some(
             IntervalStream::create(path)
@@ -689,6 +694,11 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         &plan.all_thresholds(),
     );
     summary.discovery = opts.discovery.clone();
+    if !plan.target.more_urls.is_empty() {
+        summary.instances.targets = std::iter::once(mcp_url.clone())
+            .chain(plan.target.more_urls.iter().cloned())
+            .collect();
+    }
     summary.settings = settings(&plan, opts.capacity);
     // CPU covers the whole run: in a capacity search, every step's requests.
     let w = &measured.set.window;

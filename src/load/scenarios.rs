@@ -5,13 +5,21 @@
 //!
 //! Every request first reserves a slot against the plan's hard request cap;
 //! a round trip that hits the cap is abandoned and not recorded.
+//!
+//! With several target URLs (`--target A,B`), round trip `n` sends its
+//! first `tools/call` to URL `n mod k` and every later call (each retry
+//! with `inputResponses` and `requestState`) to the next URL, so every
+//! retry crosses to another instance, as MRTR permits; its flow pages go
+//! where its last call went. Each leg's answering instance is noted in
+//! [`RoundTrip::instances`] (see [`super::instances`]).
 
+use super::instances::UNKNOWN;
 use super::metrics::Recorder;
 use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
     AnswerPolicy, CallTemplate, Endpoint, Expectations, FlowConfig, H1Lane, ModernFlow, RoundTrip,
-    Step, ToolCall,
+    Step, Target, ToolCall,
 };
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -68,8 +76,11 @@ fn tool_call(spec: &ScenarioSpec) -> ToolCall {
 pub struct LoadContext {
     /// The plan.
     pub plan: Plan,
-    /// Endpoint and tokens.
+    /// Endpoint and tokens (the first target).
     pub endpoint: Endpoint,
+    /// Every target (the first is `endpoint`); round trips are spread over
+    /// them.
+    pub endpoints: Vec<Endpoint>,
     /// Metrics.
     pub recorder: Arc<Recorder>,
     /// Set when the request cap was reached.
@@ -81,20 +92,28 @@ pub struct LoadContext {
     /// Each scenario's call template and flow settings, built once (same
     /// order as the plan's scenarios).
     flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
-    /// Idle HTTP/1.1 lanes to the MCP endpoint (plain `http` targets only).
-    lanes: Mutex<Vec<H1Lane>>,
+    /// Idle HTTP/1.1 lanes to each endpoint (plain `http` targets only).
+    lanes: Vec<Mutex<Vec<H1Lane>>>,
 }
 
 impl LoadContext {
-    /// A context for `plan` against `mcp_url`.
+    /// A context for `plan` against `mcp_url` (and the plan's
+    /// `target.more_urls`).
     pub fn new(plan: Plan, mcp_url: String, recorder: Arc<Recorder>) -> Self {
-        let endpoint = Endpoint {
-            mcp_url,
-            primary_token: plan.target.token.clone(),
-            other_token: Some(plan.target.other_token.clone()),
-        };
+        let endpoints: Vec<Endpoint> = std::iter::once(mcp_url)
+            .chain(plan.target.more_urls.iter().cloned())
+            .map(|mcp_url| Endpoint {
+                mcp_url,
+                primary_token: plan.target.token.clone(),
+                other_token: Some(plan.target.other_token.clone()),
+            })
+            .collect();
+        let endpoint = endpoints[0].clone();
+        // Pages of one target's instances are followed; with several
+        // targets, pages may be on any of their origins.
         let origin = url::Url::parse(&endpoint.mcp_url)
             .ok()
+            .filter(|_| endpoints.len() == 1)
             .map(|u| u.origin().ascii_serialization());
         let flows = plan
             .scenarios
@@ -107,9 +126,10 @@ impl LoadContext {
             .collect();
         LoadContext {
             flows,
-            lanes: Mutex::new(Vec::new()),
+            lanes: endpoints.iter().map(|_| Mutex::new(Vec::new())).collect(),
             plan,
             endpoint,
+            endpoints,
             recorder,
             cap_reached: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -147,34 +167,69 @@ impl LoadContext {
     /// Runs one MRTR round trip of scenario `idx`: requests to the MCP
     /// endpoint and to pages on its origin go over a pooled [`H1Lane`] when
     /// the target is plain `http`, the rest (pages elsewhere, `https`) over
-    /// `http`. `None` when the cap or a stop cut it short (nothing is
-    /// recorded then). Returns the round trip and how many requests it
-    /// reserved.
+    /// `http`. With several targets, the first call goes to the next target
+    /// in turn and each later call to the one after (see the module docs).
+    /// Each leg's answering instance is interned into the recorder's table
+    /// and noted in [`RoundTrip::instances`]. `None` when the cap or a stop
+    /// cut it short (nothing is recorded then). Returns the round trip and
+    /// how many requests it reserved.
     pub async fn modern_round_trip(
         &self,
         http: &reqwest::Client,
         idx: usize,
     ) -> Option<(RoundTrip, u64)> {
-        let mut flow = self.flow_for(idx, self.next_seq())?;
+        let n = self.next_seq();
+        let mut flow = self.flow_for(idx, n)?;
         let started = Instant::now();
         let mut out = flow.start();
         let mut reserved = 0;
-        let mut lane = self.take_lane();
+        let k = self.endpoints.len().max(1);
+        let mut at = (n % k as u64) as usize;
+        let mut calls = 0u32;
+        // The lane held, and the endpoint it is for (`None` inside: that
+        // endpoint needs reqwest).
+        let mut lane: Option<(usize, Option<H1Lane>)> = None;
+        let mut instances = Vec::with_capacity(4);
+        let table = self.recorder.instances();
         let ended = loop {
             if !self.reserve() {
                 break None;
             }
             reserved += 1;
+            if matches!(out.target, Target::Mcp) {
+                if calls > 0 {
+                    at = (at + 1) % k;
+                }
+                calls += 1;
+            }
+            if lane.as_ref().map(|(i, _)| *i) != Some(at) {
+                if let Some((i, Some(l))) = lane.take() {
+                    self.put_lane(i, l);
+                }
+                lane = Some((at, self.take_lane(at)));
+            }
             let on_lane = lane
                 .as_mut()
+                .and_then(|(_, l)| l.as_mut())
                 .and_then(|l| l.uri_for(&out.target).map(|uri| (l, uri)));
-            let reply = match on_lane {
-                Some((l, uri)) => l.exchange_at(uri, &out, self.plan.timeout).await,
+            let (reply, by) = match on_lane {
+                Some((l, uri)) => {
+                    let reply = l.exchange_at(uri, &out, self.plan.timeout).await;
+                    (reply, l.answered_by().map(|b| table.intern(b)))
+                }
                 None => {
-                    crate::client::http::exchange(http, &self.endpoint, &out, self.plan.timeout)
-                        .await
+                    let endpoint = &self.endpoints[at.min(self.endpoints.len() - 1)];
+                    let (reply, by) = crate::client::http::exchange_answered(
+                        http,
+                        endpoint,
+                        &out,
+                        self.plan.timeout,
+                    )
+                    .await;
+                    (reply, by.map(|b| table.intern(b.as_bytes())))
                 }
             };
+            instances.push(by.unwrap_or(UNKNOWN));
             let step = match reply {
                 Ok(reply) => flow.on_reply(reply),
                 Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
@@ -183,20 +238,30 @@ impl LoadContext {
                 Step::Send(next) => out = next,
                 Step::Done(mut rt) => {
                     rt.total = started.elapsed();
+                    instances.truncate(rt.legs.len());
+                    rt.instances = instances;
                     break Some((rt, reserved));
                 }
             }
         };
-        if let (Some(l), Ok(mut idle)) = (lane, self.lanes.lock()) {
-            idle.push(l);
+        if let Some((i, Some(l))) = lane {
+            self.put_lane(i, l);
         }
         ended
     }
 
-    /// An idle lane, or a new one (`None` when the target needs reqwest).
-    fn take_lane(&self) -> Option<H1Lane> {
-        let idle = self.lanes.lock().ok().and_then(|mut v| v.pop());
-        idle.or_else(|| H1Lane::for_endpoint(&self.endpoint))
+    /// An idle lane to endpoint `i`, or a new one (`None` when that
+    /// endpoint needs reqwest).
+    fn take_lane(&self, i: usize) -> Option<H1Lane> {
+        let idle = self.lanes.get(i)?.lock().ok().and_then(|mut v| v.pop());
+        idle.or_else(|| H1Lane::for_endpoint(self.endpoints.get(i)?))
+    }
+
+    /// Returns a lane to endpoint `i`'s idle pool.
+    fn put_lane(&self, i: usize, lane: H1Lane) {
+        if let Some(Ok(mut idle)) = self.lanes.get(i).map(Mutex::lock) {
+            idle.push(lane);
+        }
     }
 
     /// Runs one 2025-11-25 round trip on a pooled session (a new session is
@@ -223,7 +288,11 @@ impl LoadContext {
                     get_stream: true,
                     ..LegacyConfig::default()
                 };
-                match LegacyClient::connect(http.clone(), self.endpoint.clone(), cfg).await {
+                // New sessions are spread over the targets (a session
+                // stays where it began).
+                let n = self.next_seq() as usize % self.endpoints.len().max(1);
+                let endpoint = self.endpoints.get(n).unwrap_or(&self.endpoint).clone();
+                match LegacyClient::connect(http.clone(), endpoint, cfg).await {
                     Ok(c) => {
                         let legs = c.handshake_legs().to_vec();
                         (c, legs)
