@@ -30,26 +30,10 @@ impl Cluster {
     fn start(n: usize) -> Cluster {
         let redis = Redis::start();
         let dir = tempfile::tempdir().unwrap();
-        let keys = key_file(dir.path(), "keys", KEY_A);
         let nginx_port = free_port();
         let host = format!("127.0.0.1:{nginx_port}");
-        let instances: Vec<Serve> = (0..n)
-            .map(|i| {
-                Serve::start(
-                    dir.path(),
-                    &format!("i{i}"),
-                    0,
-                    &redis.url(0),
-                    &keys,
-                    &["--allowed-host", &host],
-                )
-            })
-            .collect();
-        let upstreams: Vec<String> = instances
-            .iter()
-            .map(|s| format!("127.0.0.1:{}", s.port))
-            .collect();
-        let nginx = Nginx::start(nginx_port, &upstreams);
+        let instances = instances_on(&redis, dir.path(), n, &["--allowed-host", &host]);
+        let nginx = Nginx::start(nginx_port, &upstreams(&instances));
         Cluster {
             nginx,
             instances,

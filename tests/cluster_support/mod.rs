@@ -216,6 +216,31 @@ impl Serve {
     }
 }
 
+impl Serve {
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+}
+
+/// `n` `serve` instances `i0`, `i1`, … on any free ports, sharing Redis
+/// database 0 of `redis` and one key ring file (`KEY_A`) in `dir`, each
+/// with `extra` flags.
+pub fn instances_on(redis: &Redis, dir: &Path, n: usize, extra: &[&str]) -> Vec<Serve> {
+    let keys = key_file(dir, "keys", KEY_A);
+    (0..n)
+        .map(|i| Serve::start(dir, &format!("i{i}"), 0, &redis.url(0), &keys, extra))
+        .collect()
+}
+
+/// `127.0.0.1:PORT` of each instance (nginx upstream lines).
+pub fn upstreams(instances: &[Serve]) -> Vec<String> {
+    instances
+        .iter()
+        .map(|s| format!("127.0.0.1:{}", s.port))
+        .collect()
+}
+
 /// The recipe's nginx config template.
 pub fn nginx_template() -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("loadtests/nginx/elicitkit.conf.template");
