@@ -33,7 +33,8 @@
 //! - [`load`]: Goose scenarios, the open-model driver, load stages and the
 //!   measured window, HDR metrics and the live interval stream (`--out
 //!   ndjson=FILE`); the capacity search (steps, bisection, stable samples)
-//!   and scaling across instance counts.
+//!   and scaling across instance counts; which instance answered each leg,
+//!   over a balancer or several `--target` URLs.
 //! - [`check`]: conformance and security probes, one file per family
 //!   (`cross_instance`: a state retried on a second instance).
 //! - [`report`]: renders run results as JSON, Markdown, HTML (one offline
