@@ -196,3 +196,45 @@ async fn changed_headers_are_sent_as_changed() {
         assert!(head.contains("mcp-method: tools/call"), "{head}");
     }
 }
+
+#[tokio::test]
+async fn the_answering_instance_is_the_header_else_the_peer() {
+    // The reference server names itself in `elicitkit-instance`.
+    let srv = server::start(ServerConfig {
+        instance_id: Some("srv-1".into()),
+        ..ServerConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut lane = H1Lane::for_endpoint(&Endpoint::new(srv.mcp_url(), "alice")).unwrap();
+    assert_eq!(lane.answered_by(), None, "nothing sent yet");
+    let rt = run(&mut lane, "deploy").await;
+    assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+    assert_eq!(lane.answered_by(), Some(&b"srv-1"[..]));
+    // A server without the header: its address.
+    let (url, _) = one_shot_server(|_| COMPLETE.to_owned()).await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let mut lane = H1Lane::for_endpoint(&Endpoint::new(url, "alice")).unwrap();
+    let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
+    let out = flow.start();
+    lane.exchange(&out, TIMEOUT).await.expect("reply");
+    assert_eq!(lane.answered_by(), Some(addr.as_bytes()));
+    // The connection is closed after each reply: the next one, on a new
+    // connection, still names the same peer; a failed request names none.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    lane.exchange(&out, TIMEOUT).await.expect("reply");
+    assert_eq!(lane.answered_by(), Some(addr.as_bytes()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let mut lane = H1Lane::for_endpoint(&Endpoint::new(silent, "alice")).unwrap();
+    let _ = lane.exchange(&out, Duration::from_millis(100)).await;
+    assert_eq!(
+        lane.answered_by(),
+        None,
+        "a timeout has no answering instance"
+    );
+    drop(listener);
+}
