@@ -244,6 +244,7 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
             interval: Duration::from_secs(1),
             stall: plan::DEFAULT_STALL,
             default_thresholds: true,
+            segment: crate::load::segment::Segment::WHOLE,
         },
         left_out: Vec::new(),
         optional: Vec::new(),

@@ -418,6 +418,16 @@ impl Recorder {
         InFlight { recorder: self }
     }
 
+    /// Anchors the window now (the schedule's start) unless a round trip
+    /// already did: segments of a distributed run line their windows up on
+    /// their shared start, not on their own first round trips.
+    pub fn anchor_now(&self) {
+        let now = self.started.elapsed().as_nanos() as u64 + 1;
+        let _ = self
+            .anchor_ns
+            .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
     /// The measured window's start, from `started`.
     fn window_start(&self) -> Duration {
         let anchor = self.anchor_ns.load(Ordering::Relaxed);

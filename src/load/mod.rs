@@ -21,6 +21,10 @@
 //!   else the peer address), interned; per-instance counts and latency, and
 //!   the retries that crossed instances.
 //! - [`summarize`]: metrics → `summary.json` data, threshold verdicts.
+//! - [`segment`]: distributed load on one engine: `--segment I/N` (k6's
+//!   execution segments: shares of users, rate and cap that add up exactly;
+//!   disjoint ids and seeds) and `--start-at` (a synchronized start); the
+//!   checks `report merge` makes on the segments it merges.
 //! - [`target`]: the embedded reference server as a child process, and CPU
 //!   time from `/proc`.
 //! - [`run`]: one run end to end, with stop conditions and reports.
@@ -43,6 +47,7 @@ pub mod plan;
 pub mod run;
 pub mod scaling;
 pub mod scenarios;
+pub mod segment;
 pub mod shape;
 pub mod stream;
 pub mod summarize;

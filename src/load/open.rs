@@ -17,6 +17,9 @@
 //! the latency of every late round trip. Scenarios are picked in a smooth
 //! weighted round robin.
 //!
+//! A segment of a distributed run (`--segment I/N`) walks the whole
+//! schedule and takes every N-th arrival of it ([`super::segment`]).
+//!
 //! The run ends on time whatever the target does: no slot starts after the
 //! schedule's end, round trips still in flight get at most the drain time,
 //! and those cut off then are recorded as timeouts (they were due and did
@@ -127,9 +130,15 @@ impl Shard {
         };
         let mut in_flight: FuturesUnordered<RoundTripFuture> = FuturesUnordered::new();
         let mut started = 0u64;
-        let mut slot = 0u64; // index in the global schedule
+        let mut slot = 0u64; // this segment's arrivals so far
         let end = start + shape::total(&self.stages);
-        'schedule: for offset in Arrivals::new(&self.stages) {
+        let segment = self.ctx.plan.segment;
+        'schedule: for (k, offset) in Arrivals::new(&self.stages).enumerate() {
+            // A segment of a distributed run takes every N-th arrival of
+            // the whole schedule (super::segment).
+            if !segment.owns(k as u64) {
+                continue;
+            }
             slot += 1;
             if (slot - 1) % self.shards as u64 != self.shard as u64 {
                 continue;

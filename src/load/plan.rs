@@ -315,6 +315,9 @@ pub struct Plan {
     /// Whether the default thresholds apply (`default_thresholds = false`
     /// opts out in writing).
     pub default_thresholds: bool,
+    /// This process's share of a distributed run (`--segment I/N`; the
+    /// whole run, `1/1`, unless set): see [`super::segment`].
+    pub segment: super::segment::Segment,
 }
 
 impl Plan {
@@ -874,6 +877,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         interval,
         stall,
         default_thresholds: raw.default_thresholds.unwrap_or(true),
+        segment: super::segment::Segment::WHOLE,
     })
 }
 

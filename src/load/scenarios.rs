@@ -138,9 +138,12 @@ impl LoadContext {
         }
     }
 
-    /// A fresh sequence number (seeds and JSON-RPC ids differ per round trip).
+    /// A fresh sequence number (seeds and JSON-RPC ids differ per round
+    /// trip): the whole run's number, so segments of a distributed run
+    /// (`--segment I/N`) never share one.
     pub fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Ordering::Relaxed)
+        let local = self.seq.fetch_add(1, Ordering::Relaxed);
+        self.plan.segment.global(local)
     }
 
     /// The MRTR flow for round trip `n` of scenario `idx` of the plan.
