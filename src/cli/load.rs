@@ -45,7 +45,12 @@ pub const LOAD_EXAMPLES: &str = "Examples:
   elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
   elicitkit load --model closed --stage 10s:50,30s:50 --warmup 10s   # ramp to 50 users; measure the hold
   elicitkit load --plan loadtests/mixed.toml --threshold 'p99(retry) < 20ms'
-  elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml";
+  elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml
+  # distributed: 3 processes (or pods), each a third of the load, started together, then merged
+  elicitkit load --plan P --target URL --segment 1/3 --start-at 2026-12-02T03:10:00Z --run-id seg1
+  elicitkit load --plan P --target URL --segment 2/3 --start-at 2026-12-02T03:10:00Z --run-id seg2
+  elicitkit load --plan P --target URL --segment 3/3 --start-at 2026-12-02T03:10:00Z --run-id seg3
+  elicitkit report merge reports/seg1/run.hlog reports/seg2/run.hlog reports/seg3/run.hlog";
 
 /// The smoke plan compiled in, used when `loadtests/smoke.toml` is absent.
 pub const BUILTIN_SMOKE: &str = include_str!("../../loadtests/smoke.toml");
@@ -166,6 +171,21 @@ pub struct Args {
     /// --serve-arg=--flaw --serve-arg=crash-on-decline.
     #[arg(long = "serve-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub serve_args: Vec<String>,
+    /// Run segment I of N of the plan (k6's execution segments): this
+    /// process's share of the users (closed model; k6's rounding, e.g. 10
+    /// users over 3 are 3, 4, 3), of the open-model schedule (every N-th
+    /// arrival: 1/N of the rate, stages included) and of the request cap,
+    /// with ids and seeds disjoint from the other segments'. Run the N
+    /// processes with the same plan and --start-at, then `elicitkit report
+    /// merge` their run.hlog files. E.g. --segment 2/3.
+    #[arg(long, value_name = "I/N", value_parser = crate::load::segment::Segment::parse)]
+    pub segment: Option<crate::load::segment::Segment>,
+    /// Synchronized start: check the target, then wait until this time and
+    /// start the load (warm-up and window) then. An RFC 3339 UTC time, e.g.
+    /// 2026-12-02T03:10:00Z, or +DURATION from now, e.g. +10s. At most 5 s
+    /// in the past and 24 h ahead; the machines' clocks must agree (NTP).
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
     /// No live progress line.
     #[arg(long, short)]
     pub quiet: bool,
@@ -295,6 +315,26 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
     }
     plan.validate_thresholds()?;
     Ok(plan)
+}
+
+/// Takes this process's share of the whole plan (`--segment I/N`);
+/// returns the whole run's users (closed model), for the report.
+pub fn apply_segment(args: &Args, plan: &mut Plan) -> Result<Option<u64>, String> {
+    let Some(seg) = args.segment else {
+        return Ok(None);
+    };
+    if args.capacity && !seg.is_whole() {
+        return Err(format!(
+            "--segment {seg} with --capacity: a capacity search steps its rate by what it \
+             measures, which one segment cannot judge for the whole; search with one process"
+        ));
+    }
+    let whole = match plan.shape {
+        LoadShape::Closed { users, .. } => Some(users as u64),
+        _ => None,
+    };
+    seg.apply(plan)?;
+    Ok(whole)
 }
 
 /// Applies `--users`, `--rate`, `--stage`, `--model`, `--warmup` and
@@ -507,7 +547,7 @@ pub fn run(args: Args) -> ExitCode {
         _ => None,
     };
     let selected_by_discovery = discovered.is_some();
-    let plan = {
+    let mut plan = {
         let mut a = args_view(&args);
         if selected_by_discovery {
             // Discovery already applied --tool / --skip-tool.
@@ -518,6 +558,17 @@ pub fn run(args: Args) -> ExitCode {
             Ok(p) => p,
             Err(e) => return usage_error(e),
         }
+    };
+    let start_at = match &args.start_at {
+        Some(t) => match crate::load::segment::parse_start_at(t, std::time::SystemTime::now()) {
+            Ok(at) => Some(at),
+            Err(e) => return usage_error(e),
+        },
+        None => None,
+    };
+    let whole_users = match apply_segment(&args, &mut plan) {
+        Ok(w) => w,
+        Err(e) => return usage_error(e),
     };
     let rt = match runtime(generator_threads(&plan, &args)) {
         Ok(rt) => rt,
@@ -536,6 +587,8 @@ pub fn run(args: Args) -> ExitCode {
         capacity_extras: args.cap.extras(),
         progress: !args.quiet,
         discovery: discovery_lines,
+        start_at,
+        whole_users,
     };
     let result = rt.block_on(run::run(opts));
     // Goose users and pooled connections may linger; do not wait for them.
@@ -588,6 +641,8 @@ fn args_view(args: &Args) -> Args {
         baseline_tolerance: args.baseline_tolerance,
         run_id: args.run_id.clone(),
         serve_args: args.serve_args.clone(),
+        segment: args.segment,
+        start_at: args.start_at.clone(),
         quiet: args.quiet,
     }
 }

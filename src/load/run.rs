@@ -68,6 +68,12 @@ pub struct Options {
     pub progress: bool,
     /// What discovery called, when the plan came from it (for the report).
     pub discovery: Vec<String>,
+    /// Synchronized start (`--start-at`): wait until then, after the
+    /// preflight, before the first round trip ([`super::segment`]).
+    pub start_at: Option<SystemTime>,
+    /// The whole run's users before `--segment` took this share (closed
+    /// model), for the report.
+    pub whole_users: Option<u64>,
 }
 
 /// How a run ended, for the exit code.
@@ -456,6 +462,9 @@ pub(super) async fn phase(
             }
         }))
     };
+    if !plan.segment.is_whole() {
+        recorder.anchor_now();
+    }
     let backstop = timeline.total() + plan.timeout * 4 + Duration::from_secs(30);
     match timeline.model {
         Model::Closed => {
@@ -639,11 +648,21 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         ended_by: "duration".into(),
         end_note: None,
     };
-    let comments = vec![
+    let mut comments = vec![
         format!("elicitkit load run {run_id}"),
         format!("plan {} ({})", plan.name, plan.source),
         format!("target {mcp_url}"),
     ];
+    if !plan.segment.is_whole() || opts.start_at.is_some() {
+        comments.push(plan.segment.hlog_comment(opts.start_at));
+    }
+    let late = match opts.start_at {
+        Some(at) => Some(super::segment::wait_until(at, opts.progress, &plan.name).await),
+        None => None,
+    };
+    if opts.start_at.is_some() {
+        info.started_unix = hlog::unix_seconds(SystemTime::now());
+    }
 
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
@@ -700,6 +719,13 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
             .collect();
     }
     summary.settings = settings(&plan, opts.capacity);
+    super::segment::settings(
+        &plan,
+        opts.whole_users,
+        opts.start_at,
+        late,
+        &mut summary.settings,
+    );
     // CPU covers the whole run: in a capacity search, every step's requests.
     let w = &measured.set.window;
     let (rts, reqs) = capacity.as_ref().map_or(
