@@ -6,7 +6,9 @@
 //!   `merged.hlog`; exit 1 when a `--threshold` fails. A log given twice
 //!   (same file, or the same bytes) is refused; logs whose runs do not
 //!   overlap in time get a warning, since their rate then spreads over the
-//!   gap.
+//!   gap. Segments of a distributed run (`load --segment I/N`, recorded in
+//!   each log's header) are checked: logs of different N and a segment
+//!   given twice get a warning, segments of N not all present a note.
 //! - `report capacity [N=]DIR …`: knees of `load --capacity` runs at
 //!   several instance counts → `capacity.md`, `capacity.json` (see
 //!   [`crate::load::scaling`]).
@@ -16,6 +18,7 @@
 use super::{exit, usage_error};
 use crate::load::hlog::{self, HlogBuffer};
 use crate::load::metrics::MetricSet;
+use crate::load::segment;
 use crate::load::summarize::{self, RunInfo};
 use crate::load::threshold::Threshold;
 use crate::report::{self, Summary};
@@ -112,9 +115,22 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
     if interval.is_zero() {
         return usage_error("--interval must be greater than zero");
     }
-    let apart = disjoint_runs(&spans);
+    let mut apart = disjoint_runs(&spans);
     for w in &apart {
         eprintln!("elicitkit: warning: {w}");
+    }
+    let segments: Vec<(String, Option<segment::Segment>)> = logs
+        .iter()
+        .zip(&texts)
+        .map(|(p, b)| (p.display().to_string(), segment::Segment::from_hlog(b)))
+        .collect();
+    for (level, text) in segment::merge_notes(&segments) {
+        let word = match level {
+            segment::NoteLevel::Warning => "warning",
+            segment::NoteLevel::Note => "note",
+        };
+        eprintln!("elicitkit: {word}: {text}");
+        apart.push(text);
     }
     let set = MetricSet::from_intervals(&intervals, interval);
     let origin = hlog::earliest(&intervals).unwrap_or(0.0);
@@ -147,6 +163,9 @@ fn merge(logs: &[PathBuf], out: &PathBuf, interval: Duration, exprs: &[String]) 
     };
     let flagged: Vec<_> = thresholds.iter().map(|t| (t.clone(), false)).collect();
     let mut summary = summarize::build(&set, &info, &[], &flagged);
+    if let Some(list) = segment::merged_segments(&segments) {
+        summary.settings.insert("segments".into(), list);
+    }
     if let Err(e) = std::fs::create_dir_all(out) {
         return usage_error(format!("{}: {e}", out.display()));
     }
