@@ -34,7 +34,9 @@
 //!   measured window, HDR metrics and the live interval stream (`--out
 //!   ndjson=FILE`); the capacity search (steps, bisection, stable samples)
 //!   and scaling across instance counts; which instance answered each leg,
-//!   over a balancer or several `--target` URLs.
+//!   over a balancer or several `--target` URLs; distributed runs as
+//!   execution segments (`--segment I/N`, `--start-at`) whose logs `report
+//!   merge` adds up.
 //! - [`check`]: conformance and security probes, one file per family
 //!   (`cross_instance`: a state retried on a second instance).
 //! - [`report`]: renders run results as JSON, Markdown, HTML (one offline
