@@ -1,6 +1,6 @@
 //! The Kubernetes manifests in `loadtests/k8s/`: valid YAML (parsed by
-//! Python's PyYAML when `python3 -c 'import yaml'` works; there is no YAML
-//! crate in the tree, and the test says when it skipped that part), an
+//! Python's PyYAML: there is no YAML crate in the tree; `.ci/run` installs
+//! `python3-yaml` where missing, and without it the test fails), an
 //! Indexed Job whose N is the same everywhere, the segment taken from
 //! `JOB_COMPLETION_INDEX`, and a ConfigMap whose plan elicitkit accepts.
 
@@ -16,16 +16,16 @@ const FILES: [&str; 4] = [
     "job-merge.yaml",
 ];
 
-/// Every document of every manifest as JSON, or `None` without PyYAML.
-fn parsed() -> Option<Vec<(String, Value)>> {
+/// Every document of every manifest as JSON (PyYAML parses them).
+fn parsed() -> Vec<(String, Value)> {
     let ok = Command::new("python3")
         .args(["-c", "import yaml"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("k8s_manifests: python3 with PyYAML not available; YAML parsing skipped");
-        return None;
-    }
+    assert!(
+        ok,
+        "python3 with PyYAML is needed to parse the manifests: apt-get install python3-yaml"
+    );
     let script = "import json, sys, yaml\n\
                   docs = list(yaml.safe_load_all(open(sys.argv[1])))\n\
                   print(json.dumps(docs))\n";
@@ -46,7 +46,7 @@ fn parsed() -> Option<Vec<(String, Value)>> {
         assert_eq!(docs.len(), 1, "{f}: one document");
         out.push((f.to_string(), docs.into_iter().next().unwrap()));
     }
-    Some(out)
+    out
 }
 
 fn env_of<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
@@ -73,7 +73,7 @@ fn the_manifests_parse_and_agree() {
     }
     let merge_text = std::fs::read_to_string(Path::new(DIR).join("job-merge.yaml")).unwrap();
     assert!(merge_text.contains("elicitkit report merge"));
-    let Some(docs) = parsed() else { return };
+    let docs = parsed();
     let get = |f: &str| &docs.iter().find(|(n, _)| n == f).unwrap().1;
 
     let job = get("job-load.yaml");
