@@ -123,6 +123,67 @@ fn behind_nginx_both_instances_answer_and_retries_cross() {
     assert!(html.contains("<td>i0</td>") && html.contains("<td>i1</td>"));
 }
 
+/// Both generations behind nginx: 2025-11-25 sessions are pinned (the
+/// recipe hashes `Authorization` for them) and their legs are the instance
+/// that answered `initialize`; nothing is left unattributed.
+const MIXED: &str = r#"name = "mixed"
+duration = "2s"
+timeout = "5s"
+max_requests = 20000
+thresholds = ["error_rate < 0.1%"]
+
+[load]
+users = 4
+
+[scenarios.mrtr]
+kind = "form-accept"
+tool = "deploy"
+arguments = { service = "web" }
+
+[scenarios.legacy]
+kind = "legacy-push"
+tool = "deploy"
+arguments = { service = "web" }
+"#;
+
+#[test]
+fn behind_nginx_2025_sessions_are_attributed_to_their_instance() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let host = format!("127.0.0.1:{port}");
+    let instances = instances_on(&redis, dir.path(), 2, &["--allowed-host", &host]);
+    let nginx = Nginx::start(port, &upstreams(&instances));
+    let out = tempfile::tempdir().unwrap();
+    let plan = write_plan(out.path(), MIXED);
+    let (o, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--target",
+            &format!("{}/mcp", nginx.base()),
+        ],
+        out.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let by = answered(&s);
+    assert!(by.iter().all(|(i, _)| i == "i0" || i == "i1"), "{by:?}");
+    let legacy_legs: u64 = s["instances"]["answered_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| n(&i["legs"]["tools/call (stream)"]["requests"]))
+        .sum();
+    assert_eq!(
+        legacy_legs,
+        n(&s["legs"]["tools/call (stream)"]["count"]),
+        "every 2025-11-25 call is attributed"
+    );
+    assert!(legacy_legs > 5, "legacy calls ran: {legacy_legs}");
+    // Legacy legs never count as retries: only MRTR retries do.
+    assert_eq!(n(&s["instances"]["retries"]), n(&s["legs"][RETRY]["count"]));
+}
+
 #[test]
 fn two_targets_send_every_retry_to_the_other_instance() {
     let redis = Redis::start();

@@ -18,7 +18,7 @@ use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::elicitation::{
     ElicitAction, ElicitRequestParams, ElicitResult, METHOD_CREATE,
 };
-use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::headers::{INSTANCE, PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
     ErrorObject, MAX_MESSAGE_BYTES, Message, Outcome as RpcOutcome, Request, RequestId, Response,
     message_from_value, parse_json,
@@ -117,6 +117,9 @@ pub struct LegacyClient {
     /// The server refused the GET stream once (e.g. 405): not asked again
     /// on this session.
     get_refused: std::sync::atomic::AtomicBool,
+    /// Who answered `initialize`: its `elicitkit-instance` header, else the
+    /// peer address. A session lives on that instance.
+    answered_by: std::sync::OnceLock<String>,
 }
 
 /// What the next final response is judged against.
@@ -186,6 +189,7 @@ impl LegacyClient {
             server: None,
             handshake: Vec::new(),
             get_refused: std::sync::atomic::AtomicBool::new(false),
+            answered_by: std::sync::OnceLock::new(),
         };
         let params = InitializeParams {
             protocol_version: version::LEGACY.to_owned(),
@@ -294,6 +298,12 @@ impl LegacyClient {
         &self.handshake
     }
 
+    /// The instance that answered this session's `initialize` (see
+    /// [`crate::load::instances`]); `None` before a reply.
+    pub fn answered_by(&self) -> Option<&str> {
+        self.answered_by.get().map(String::as_str)
+    }
+
     fn take_id(&mut self) -> RequestId {
         let id = RequestId::Number(self.next_id);
         self.next_id += 1;
@@ -344,6 +354,11 @@ impl LegacyClient {
             let ct = header(&resp, "content-type");
             let timing = header(&resp, "server-timing");
             let sid = header(&resp, SESSION_ID);
+            if let Some(by) =
+                header(&resp, INSTANCE).or_else(|| resp.remote_addr().map(|a| a.to_string()))
+            {
+                let _ = self.answered_by.set(by);
+            }
             let bytes = resp.bytes().await.map_err(|e| describe(&e))?;
             Ok::<_, String>((status, at, ct, timing, sid, bytes))
         };

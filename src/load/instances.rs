@@ -12,10 +12,11 @@
 //! histograms and counts, and counts retries that crossed instances: a
 //! `tools/call` retry (it carries `inputResponses` and `requestState`)
 //! answered by another instance than the call that issued its state (the
-//! last `input_required` before it). Legs with no reply (timeouts, failed
-//! connections) and legs of drivers that do not track instances (2025-11-25
-//! sessions) are counted as unattributed, so the instances' requests plus
-//! the unattributed ones are every measured request.
+//! last `input_required` before it). A 2025-11-25 session's legs are the
+//! instance's that answered its `initialize` (a session lives there; a
+//! balancer must pin it). Legs with no reply (timeouts, failed connections)
+//! are counted as unattributed, so the instances' requests plus the
+//! unattributed ones are every measured request.
 
 use super::hlog;
 use super::metrics::latency_stats;

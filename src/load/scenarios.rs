@@ -18,8 +18,8 @@ use super::metrics::Recorder;
 use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
-    AnswerPolicy, CallTemplate, Endpoint, Expectations, FlowConfig, H1Lane, ModernFlow, RoundTrip,
-    Step, Target, ToolCall,
+    AnswerPolicy, CallTemplate, Endpoint, Expectations, FlowConfig, H1Lane, LegResult, ModernFlow,
+    RoundTrip, Step, Target, ToolCall,
 };
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -321,6 +321,19 @@ impl LoadContext {
         if !handshake.is_empty() {
             handshake.append(&mut rt.legs);
             rt.legs = handshake;
+        }
+        // A session lives where its `initialize` was answered: every leg
+        // with a reply is that instance's.
+        if let Some(by) = client.answered_by() {
+            let id = self.recorder.instances().intern(by.as_bytes());
+            rt.instances = rt
+                .legs
+                .iter()
+                .map(|l| match l.result {
+                    LegResult::Transport(_) | LegResult::Timeout => UNKNOWN,
+                    _ => id,
+                })
+                .collect();
         }
         if rt.outcome.is_ok()
             && let Ok(mut pool) = self.legacy_pool.lock()
