@@ -13,6 +13,7 @@
 //!   open model's arrival schedule.
 //! - [`open`]: the open model (constant rate or stages), latency from
 //!   the intended send time (no coordinated omission).
+//! - [`progress`]: the live progress line on stderr (in place on a terminal).
 //! - [`timer`]: the sub-millisecond timer the open model's schedule waits on.
 //! - [`metrics`] and [`hlog`]: HDR histograms per leg, scenario and outcome,
 //!   `Server-Timing` state durations, error taxonomy, and HDR interval logs
@@ -44,6 +45,7 @@ pub mod instances;
 pub mod metrics;
 pub mod open;
 pub mod plan;
+pub mod progress;
 pub mod run;
 pub mod scaling;
 pub mod scenarios;

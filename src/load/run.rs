@@ -25,13 +25,13 @@ use super::hlog;
 use super::metrics::{MetricSet, Recorder};
 use super::open;
 use super::plan::{LoadShape, Plan};
+use super::progress::ProgressLine;
 use super::scenarios::LoadContext;
 use super::shape::Model;
 use super::stream::IntervalStream;
 use super::summarize::{self, RunInfo};
 use super::target::{self, EmbeddedServer, TargetError};
 use crate::report::{self, CpuUsage, Summary};
-use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -313,10 +313,8 @@ async fn watch(
     goose: bool,
     label: String,
 ) {
-    let tty = std::io::stderr().is_terminal();
     let started = Instant::now();
-    let mut last_print = Instant::now();
-    let mut printed = false;
+    let mut line = ProgressLine::new(false);
     let stop = |by: &str, note: String| {
         end.set(by, note);
         ctx.stop.store(true, Ordering::Relaxed);
@@ -368,39 +366,23 @@ async fn watch(
         if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
             stop("interrupted", "stopped by Ctrl-C".into());
         }
-        let every = if tty {
-            Duration::from_secs(1)
-        } else {
-            Duration::from_secs(5)
-        };
-        if progress && last_print.elapsed() >= every {
-            last_print = Instant::now();
+        if progress && line.due() {
             let rec = &ctx.recorder;
             let el = started.elapsed().as_secs_f64();
             let rts = rec.round_trips();
             let p99 = rec
                 .last_interval()
                 .map_or(String::from("-"), |i| format!("{:.2}ms", i.p99_ms));
-            let line = format!(
+            line.print(&format!(
                 "{label} {el:5.1}s/{:.0}s  {rts} round trips ({:.0}/s)  {} requests  {} unexpected  p99 e2e {p99}",
                 planned.as_secs_f64(),
                 rts as f64 / el.max(0.001),
                 rec.requests(),
                 rec.errors()
-            );
-            let mut err = std::io::stderr().lock();
-            if tty {
-                let _ = write!(err, "\r\x1b[2K{line}");
-            } else {
-                let _ = writeln!(err, "{line}");
-            }
-            let _ = err.flush();
-            printed = true;
+            ));
         }
     }
-    if printed && tty {
-        let _ = writeln!(std::io::stderr());
-    }
+    line.finish();
 }
 
 /// What one load phase measured.

@@ -40,9 +40,9 @@
 //! the start is only as synchronized as the machines' clocks.
 
 use super::plan::{LoadShape, Plan};
+use super::progress::ProgressLine;
 use super::shape::{Model, Stage};
 use std::fmt;
-use std::io::{IsTerminal, Write as _};
 use std::time::{Duration, SystemTime};
 
 /// How far in the past `--start-at` may be (process start-up, a slow pod).
@@ -315,9 +315,7 @@ pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, String>
 /// Waits until `at` (wall clock), with a progress line on stderr when
 /// `progress`; returns how late the start is (zero when on time).
 pub async fn wait_until(at: SystemTime, progress: bool, label: &str) -> Duration {
-    let tty = std::io::stderr().is_terminal();
-    let mut last_print: Option<std::time::Instant> = None;
-    let mut printed = false;
+    let mut line = ProgressLine::new(true);
     loop {
         let now = SystemTime::now();
         let Ok(left) = at.duration_since(now) else {
@@ -326,34 +324,18 @@ pub async fn wait_until(at: SystemTime, progress: bool, label: &str) -> Duration
         if left.is_zero() {
             break;
         }
-        let every = if tty {
-            Duration::from_secs(1)
-        } else {
-            Duration::from_secs(5)
-        };
-        if progress && last_print.is_none_or(|p| p.elapsed() >= every) {
-            last_print = Some(std::time::Instant::now());
-            let line = format!(
+        if progress && line.due() {
+            line.print(&format!(
                 "{label} waiting for the synchronized start at {} ({:.1} s)",
                 humantime::format_rfc3339_millis(at),
                 left.as_secs_f64()
-            );
-            let mut err = std::io::stderr().lock();
-            if tty {
-                let _ = write!(err, "\r\x1b[2K{line}");
-            } else {
-                let _ = writeln!(err, "{line}");
-            }
-            let _ = err.flush();
-            printed = true;
+            ));
         }
         // Short sleeps near the end: the wall clock, not a monotonic
         // deadline, is what the other processes share.
         tokio::time::sleep(left.min(Duration::from_millis(200))).await;
     }
-    if printed && tty {
-        let _ = writeln!(std::io::stderr());
-    }
+    line.finish();
     SystemTime::now().duration_since(at).unwrap_or_default()
 }
 
