@@ -261,7 +261,8 @@ impl Bucket {
     }
 }
 
-fn ms(us: u64) -> f64 {
+/// Microseconds as milliseconds.
+pub(super) fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 

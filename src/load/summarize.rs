@@ -16,10 +16,7 @@ const SPECTRUM: [f64; 12] = [
 ];
 
 pub use super::metrics::latency_stats;
-
-fn ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
+use super::metrics::ms;
 
 /// `[percentile, ms]` pairs for the spectrum plot.
 pub fn spectrum(h: &Histogram<u64>) -> Vec<[f64; 2]> {

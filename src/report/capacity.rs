@@ -3,6 +3,7 @@
 //! (`report capacity`: `capacity.json` data model, `capacity.md`, the
 //! terminal table). The figures are computed in `crate::load`.
 
+use super::markdown::ms;
 use super::summary::CapacitySummary;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -68,16 +69,6 @@ pub struct ScalingReport {
 
 fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
-}
-
-fn ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 /// The step table's header and rows, shared by the terminal and Markdown.

@@ -3,7 +3,8 @@
 use super::summary::{LatencyStats, Summary};
 use std::fmt::Write as _;
 
-fn ms(v: f64) -> String {
+/// Milliseconds with digits by size: `123`, `12.3`, `1.234`.
+pub(super) fn ms(v: f64) -> String {
     if v >= 100.0 {
         format!("{v:.0}")
     } else if v >= 10.0 {
