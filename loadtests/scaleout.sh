@@ -21,60 +21,10 @@ DURATION=${DURATION:-10s}
 USERS=${USERS:-16}
 WORKERS=${WORKERS:-1}
 SETUPS=${SETUPS:-memory-1,redis-1,redis-2}
-[ -x "$BIN" ] || { echo "$BIN not built: cargo build --release" >&2; exit 2; }
-for c in redis-server redis-cli nginx python3 curl; do
-  command -v "$c" >/dev/null || { echo "$c missing (apt-get install redis-server nginx)" >&2; exit 2; }
-done
 out="reports/scaleout-$(date -u +%Y%m%dT%H%M%SZ)"
-mkdir -p "$out"
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=loadtests/lib/cluster.sh
+. loadtests/lib/cluster.sh
 cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
-wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; echo "port $1 never opened" >&2; exit 1; }
-
-# A key ring every instance shares: a random 32-byte key, never on argv.
-python3 -c 'import base64,os; print("1:" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("="))' >"$tmp/keys"
-redis_port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --dir "$tmp" \
-  --logfile "$tmp/redis.log" &
-redis_pid=$!
-pids+=("$redis_pid")
-wait_port "$redis_port"
-
-# serve_on STORE ID: starts an instance; sets SRV_PID and SRV_PORT.
-serve_on() {
-  SRV_PORT=$(free_port)
-  "$BIN" serve --listen "127.0.0.1:$SRV_PORT" --workers "$WORKERS" --store "$1" --instance-id "$2" \
-    --key-file "$tmp/keys" --allowed-host "127.0.0.1:$nginx_port" >"$tmp/$2.log" 2>&1 &
-  SRV_PID=$!
-  pids+=("$SRV_PID")
-  wait_port "$SRV_PORT"
-}
-
-# nginx_on PORT UPSTREAM...: nginx from the recipe's template; sets NG_PID.
-nginx_on() {
-  local listen=$1 prefix="$tmp/nginx-$1" servers=""
-  shift
-  mkdir -p "$prefix"
-  for u in "$@"; do servers+="        server $u;"$'\n'; done
-  python3 -c '
-import sys
-t = open(sys.argv[1]).read()
-print(t.replace("{{PREFIX}}", sys.argv[2]).replace("{{LISTEN}}", sys.argv[3]).replace("{{SERVERS}}", sys.argv[4]), end="")
-' loadtests/nginx/elicitkit.conf.template "$prefix" "127.0.0.1:$listen" "$servers" >"$prefix/nginx.conf"
-  nginx -p "$prefix" -c "$prefix/nginx.conf" -e "$prefix/error.log" &
-  NG_PID=$!
-  pids+=("$NG_PID")
-  wait_port "$listen"
-}
 
 redis_cmds() { redis-cli -p "$redis_port" info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
 # backend_calls PORT...: the instances' Redis round trips so far, summed (demo auth takes any token).
@@ -94,17 +44,16 @@ IFS=',' read -ra setups <<<"$SETUPS"
 for setup in "${setups[@]}"; do
   nginx_port=$(free_port)
   case "$setup" in
-    memory-1) serve_on memory m1; procs=("$SRV_PID"); ports=("$SRV_PORT"); url="http://127.0.0.1:$SRV_PORT/mcp" ;;
+    memory-1) serve_on memory m1 "127.0.0.1:$nginx_port"; procs=("$SRV_PID"); ports=("$SRV_PORT"); url="http://127.0.0.1:$SRV_PORT/mcp" ;;
     redis-1|redis-2)
       n=${setup#redis-}
       procs=("$redis_pid"); ups=(); ports=()
       for i in $(seq "$n"); do
-        serve_on "redis://127.0.0.1:$redis_port/$n" "r$n-$i"   # one DB per setup, shared by its instances
+        serve_on "redis://127.0.0.1:$redis_port/$n" "r$n-$i" "127.0.0.1:$nginx_port"   # one DB per setup, shared by its instances
         procs+=("$SRV_PID"); ups+=("127.0.0.1:$SRV_PORT"); ports+=("$SRV_PORT")
       done
       nginx_on "$nginx_port" "${ups[@]}"
-      # nginx's worker is a child of the master: count both.
-      procs+=("$NG_PID" $(pgrep -P "$NG_PID" || true))
+      procs+=("${NG_PIDS[@]}")
       url="http://127.0.0.1:$nginx_port/mcp" ;;
     *) echo "unknown setup $setup" >&2; exit 2 ;;
   esac
