@@ -84,12 +84,8 @@ fn report_files(dir: &Path) -> (String, String) {
 
 #[test]
 fn behind_nginx_both_instances_answer_and_retries_cross() {
-    let redis = Redis::start();
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let host = format!("127.0.0.1:{port}");
-    let instances = instances_on(&redis, dir.path(), 2, &["--allowed-host", &host]);
-    let nginx = Nginx::start(port, &upstreams(&instances));
+    let c = Cluster::start(2);
+    let nginx = &c.nginx;
     let out = tempfile::tempdir().unwrap();
     let (_, s) = run(out.path(), &format!("{}/mcp", nginx.base()));
     let by = answered(&s);
@@ -148,12 +144,8 @@ arguments = { service = "web" }
 
 #[test]
 fn behind_nginx_2025_sessions_are_attributed_to_their_instance() {
-    let redis = Redis::start();
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let host = format!("127.0.0.1:{port}");
-    let instances = instances_on(&redis, dir.path(), 2, &["--allowed-host", &host]);
-    let nginx = Nginx::start(port, &upstreams(&instances));
+    let c = Cluster::start(2);
+    let nginx = &c.nginx;
     let out = tempfile::tempdir().unwrap();
     let plan = write_plan(out.path(), MIXED);
     let (o, s) = load(

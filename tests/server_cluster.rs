@@ -18,30 +18,7 @@ use elicitkit::store::RedisStore;
 use futures::StreamExt as _;
 use server_support::*;
 
-/// A Redis, `n` instances on it sharing one key file, and nginx in front.
-struct Cluster {
-    nginx: Nginx,
-    instances: Vec<Serve>,
-    redis: Redis,
-    _dir: tempfile::TempDir,
-}
-
 impl Cluster {
-    fn start(n: usize) -> Cluster {
-        let redis = Redis::start();
-        let dir = tempfile::tempdir().unwrap();
-        let nginx_port = free_port();
-        let host = format!("127.0.0.1:{nginx_port}");
-        let instances = instances_on(&redis, dir.path(), n, &["--allowed-host", &host]);
-        let nginx = Nginx::start(nginx_port, &upstreams(&instances));
-        Cluster {
-            nginx,
-            instances,
-            redis,
-            _dir: dir,
-        }
-    }
-
     fn front(&self) -> Srv {
         remote(&self.nginx.base())
     }
@@ -243,7 +220,7 @@ async fn the_storm_still_runs_a_hundred_side_effects_when_an_instance_is_killed(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_going_away_is_a_503_with_a_log_line_not_a_crash() {
     let mut c = Cluster::start(1);
-    let dir = c._dir.path().to_owned();
+    let dir = c.dir.path().to_owned();
     let direct = remote(&c.instances[0].base);
     let f = to_final(&direct, "alice", "deploy").await;
     c.redis.proc.kill();

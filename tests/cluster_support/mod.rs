@@ -241,6 +241,33 @@ pub fn upstreams(instances: &[Serve]) -> Vec<String> {
         .collect()
 }
 
+/// A Redis, `n` instances on it sharing one key file, and nginx in front
+/// (round robin), each instance allowing nginx's address as its Host.
+pub struct Cluster {
+    pub nginx: Nginx,
+    pub instances: Vec<Serve>,
+    pub redis: Redis,
+    /// Where the key file and the instances' logs live.
+    pub dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    pub fn start(n: usize) -> Cluster {
+        let redis = Redis::start();
+        let dir = tempfile::tempdir().unwrap();
+        let nginx_port = free_port();
+        let host = format!("127.0.0.1:{nginx_port}");
+        let instances = instances_on(&redis, dir.path(), n, &["--allowed-host", &host]);
+        let nginx = Nginx::start(nginx_port, &upstreams(&instances));
+        Cluster {
+            nginx,
+            instances,
+            redis,
+            dir,
+        }
+    }
+}
+
 /// The recipe's nginx config template.
 pub fn nginx_template() -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("loadtests/nginx/elicitkit.conf.template");
