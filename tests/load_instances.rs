@@ -31,10 +31,13 @@ arguments = { service = "web" }
 
 const RETRY: &str = "tools/call #2 retry";
 
-/// Runs the plan against `target` (one URL or a comma list).
-fn run(dir: &Path, target: &str) -> (std::process::Output, Value) {
+/// Runs the plan against `target` (one URL or a comma list), with `extra`
+/// arguments.
+fn run_with(dir: &Path, target: &str, extra: &[&str]) -> (std::process::Output, Value) {
     let plan = write_plan(dir, PLAN);
-    let (out, s) = load(&["--plan", &plan, "--target", target], dir);
+    let mut args = vec!["--plan", &plan, "--target", target];
+    args.extend_from_slice(extra);
+    let (out, s) = load(&args, dir);
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -76,6 +79,10 @@ fn retries(s: &Value) -> u64 {
     legs
 }
 
+fn run(dir: &Path, target: &str) -> (std::process::Output, Value) {
+    run_with(dir, target, &[])
+}
+
 fn report_files(dir: &Path) -> (String, String) {
     let md = std::fs::read_to_string(dir.join("run/summary.md")).expect("summary.md");
     let html = std::fs::read_to_string(dir.join("run/report.html")).expect("report.html");
@@ -87,7 +94,13 @@ fn behind_nginx_both_instances_answer_and_retries_cross() {
     let c = Cluster::start(2);
     let nginx = &c.nginx;
     let out = tempfile::tempdir().unwrap();
-    let (_, s) = run(out.path(), &format!("{}/mcp", nginx.base()));
+    let stream = out.path().join("run.ndjson");
+    let ndjson = format!("ndjson={}", stream.display());
+    let (_, s) = run_with(
+        out.path(),
+        &format!("{}/mcp", nginx.base()),
+        &["--out", &ndjson],
+    );
     let by = answered(&s);
     let mut names: Vec<&str> = by.iter().map(|(i, _)| i.as_str()).collect();
     names.sort();
@@ -117,6 +130,75 @@ fn behind_nginx_both_instances_answer_and_retries_cross() {
     assert!(md.contains(&format!("{crossed} of {total} retries crossed instances")));
     assert!(html.contains("<table id=\"instances\">"), "an HTML table");
     assert!(html.contains("<td>i0</td>") && html.contains("<td>i1</td>"));
+    assert!(
+        html.contains("id=\"chart-instances\""),
+        "requests by instance over time"
+    );
+    exported_per_instance(out.path(), &stream, &s);
+}
+
+/// The per-instance figures of run `s` (in `dir/run`) are in its interval
+/// stream, its Prometheus text, and in `report merge` of its `.hlog`
+/// (there without the per-leg split).
+fn exported_per_instance(dir: &Path, stream: &Path, s: &Value) {
+    let inst = &s["instances"];
+    let by = answered(s);
+    let text = std::fs::read_to_string(stream).expect("the ndjson stream");
+    for (name, requests) in &by {
+        let streamed: u64 = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"))
+            .filter(|v| v["metric"] == format!("inst:{name}"))
+            .map(|v| n(&v["count"]))
+            .sum();
+        assert_eq!(
+            streamed, *requests,
+            "{name}'s interval lines sum to its requests"
+        );
+    }
+    let prom = std::fs::read_to_string(dir.join("run/metrics.prom")).expect("metrics.prom");
+    for (name, requests) in &by {
+        let line = format!("instance=\"{name}\"}} {requests}");
+        assert!(
+            prom.lines()
+                .any(|l| l.starts_with("elicitkit_instance_requests{") && l.ends_with(&line)),
+            "{line} in\n{prom}"
+        );
+    }
+    let crossed = format!(
+        "landed=\"crossed\"}} {}",
+        n(&inst["cross_instance_retries"])
+    );
+    assert!(prom.contains(&crossed), "{crossed} in\n{prom}");
+    let merged = dir.join("merged");
+    let out = std::process::Command::new(BIN)
+        .args(["report", "merge"])
+        .arg(dir.join("run/run.hlog"))
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .expect("report merge runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(merged.join("summary.json")).unwrap())
+            .unwrap();
+    let mi = &m["instances"];
+    assert_eq!(answered(&m), by, "merged: the same instances and counts");
+    for key in ["retries", "cross_instance_retries", "retries_unattributed"] {
+        assert_eq!(mi[key], inst[key], "merged {key}");
+    }
+    for (a, b) in mi["answered_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(inst["answered_by"].as_array().unwrap())
+    {
+        assert_eq!(a["errors"], b["errors"]);
+        assert_eq!(a["latency"]["p99_ms"], b["latency"]["p99_ms"]);
+        assert_eq!(a["legs"], serde_json::json!({}), "no per-leg split in logs");
+    }
+    let md = std::fs::read_to_string(merged.join("summary.md")).unwrap();
+    assert!(md.contains("not in merged logs"), "{md}");
 }
 
 /// Both generations behind nginx: 2025-11-25 sessions are pinned (the

@@ -8,8 +8,13 @@
 //! (every round trip; its count is the round-trip count), `out:<scenario>:<label>`
 //! (round trips by outcome label: `success`, `expected_rejection`, `skipped`
 //! or an error class; value = end-to-end time), `state:<leg name>` (the
-//! target's `Server-Timing` `state` duration). Every log starts with a
-//! `#[StartTime: <unix seconds>]` header; interval timestamps are relative to it.
+//! target's `Server-Timing` `state` duration), `gap:<leg name>`, and per
+//! instance (see [`super::instances`]): `inst:<instance>` (every leg it
+//! answered), `insterr:<instance>` (the failed ones among them) and
+//! `retry:crossed|same|unjudged` (each state retry, by whether another
+//! instance answered it than the one that issued the state). Every log
+//! starts with a `#[StartTime: <unix seconds>]` header; interval timestamps
+//! are relative to it.
 
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{
@@ -32,6 +37,19 @@ pub const STATE: &str = "state:";
 /// Tag prefix of per-leg transfer gaps: the longer of headers → first body
 /// byte and first byte → end of body (Nagle + delayed-ACK stalls show here).
 pub const GAP: &str = "gap:";
+/// Tag prefix of every leg one instance answered (value: full body time).
+pub const INST: &str = "inst:";
+/// Tag prefix of the legs that failed on one instance.
+pub const INST_ERR: &str = "insterr:";
+/// Tag prefix of state retries by verdict: [`RETRY_CROSSED`],
+/// [`RETRY_SAME`] or [`RETRY_UNJUDGED`] (value: the retry leg's time).
+pub const RETRY: &str = "retry:";
+/// A retry answered by another instance than the one that issued its state.
+pub const RETRY_CROSSED: &str = "crossed";
+/// A retry answered by the instance that issued its state.
+pub const RETRY_SAME: &str = "same";
+/// A retry where either instance is unknown (or in the `(other)` bucket).
+pub const RETRY_UNJUDGED: &str = "unjudged";
 
 /// A fresh auto-resizing histogram (3 significant digits, microseconds).
 pub fn new_histogram() -> Histogram<u64> {
@@ -141,7 +159,7 @@ impl HlogBuffer {
             builder.add_comment(c);
         }
         builder.add_comment(
-            "values in microseconds; tags: leg:, e2e:, out:, state: (see elicitkit load docs)",
+            "values in microseconds; tags: leg:, e2e:, out:, state:, gap:, inst:, insterr:, retry: (see elicitkit load docs)",
         );
         builder.with_start_time(start);
         builder

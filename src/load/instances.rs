@@ -8,17 +8,24 @@
 //! [`OTHER`] bucket), so a leg carries a `u16` and the hot path compares a
 //! few bytes under a read lock.
 //!
-//! [`InstanceBook`] folds measured round trips into per-instance, per-leg
-//! histograms and counts, and counts retries that crossed instances: a
-//! `tools/call` retry (it carries `inputResponses` and `requestState`)
-//! answered by another instance than the call that issued its state (the
-//! last `input_required` before it). A 2025-11-25 session's legs are the
+//! [`InstanceBook::add`] attributes each measured leg: it emits the leg
+//! into the run's tagged histograms (`inst:`, `insterr:`, `retry:`; see
+//! [`super::hlog`]), so the per-interval stream, the `.hlog` and merged
+//! logs carry every instance, and keeps per-instance, per-leg histograms
+//! for the run's own summary. A retry crossed instances when a `tools/call`
+//! retry (it carries `inputResponses` and `requestState`) was answered by
+//! another instance than the call that issued its state (the last
+//! `input_required` before it). A 2025-11-25 session's legs are the
 //! instance's that answered its `initialize` (a session lives there; a
 //! balancer must pin it). Legs with no reply (timeouts, failed connections)
-//! are counted as unattributed, so the instances' requests plus the
-//! unattributed ones are every measured request.
+//! are unattributed, so the instances' requests plus the unattributed ones
+//! are every measured request.
+//!
+//! [`summarize`] builds the `instances` section from those tagged totals,
+//! the same way for a run and for merged logs (which carry no per-leg
+//! split).
 
-use super::hlog;
+use super::hlog::{self, INST, INST_ERR, LEG, RETRY, RETRY_CROSSED, RETRY_SAME, RETRY_UNJUDGED};
 use super::metrics::latency_stats;
 use crate::client::{LegResult, RoundTrip};
 use crate::report::{InstanceLegSummary, InstanceSummary, InstancesSummary};
@@ -82,24 +89,27 @@ struct LegAcc {
     errors: u64,
 }
 
-/// Per-instance accumulators and the retry counts of a run's measured
-/// round trips.
+/// One instance seen in the measured legs.
+struct Seen {
+    name: String,
+    legs: BTreeMap<String, LegAcc>,
+}
+
+/// Where [`InstanceBook::add`] puts each attributed value: a tag prefix
+/// ([`INST`], [`INST_ERR`], [`RETRY`]), the rest of the tag, the value.
+pub type Emit<'a> = dyn FnMut(&str, &str, Duration) + 'a;
+
+/// Per-instance, per-leg accumulators of a run's measured round trips.
 #[derive(Default)]
 pub struct InstanceBook {
-    /// By instance id (index), each by leg name.
-    per: Vec<BTreeMap<String, LegAcc>>,
-    unattributed: u64,
-    retries: u64,
-    cross: u64,
-    retries_unattributed: u64,
+    /// By instance id (index).
+    per: Vec<Option<Seen>>,
 }
 
 impl std::fmt::Debug for InstanceBook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InstanceBook")
-            .field("instances", &self.per.len())
-            .field("retries", &self.retries)
-            .field("cross", &self.cross)
+            .field("instances", &self.per.iter().flatten().count())
             .finish_non_exhaustive()
     }
 }
@@ -110,10 +120,12 @@ fn is_retry_leg(name: &str) -> bool {
 }
 
 impl InstanceBook {
-    /// Folds in one measured round trip: `rt.instances[i]` answered
-    /// `rt.legs[i]` (missing entries are [`UNKNOWN`]); `failed` marks a
-    /// round trip whose outcome was unexpected, which fails its last leg.
-    pub fn add(&mut self, rt: &RoundTrip, failed: bool) {
+    /// Attributes one measured round trip: `rt.instances[i]` (names in
+    /// `table`) answered `rt.legs[i]` (missing entries are [`UNKNOWN`]);
+    /// `failed` marks a round trip whose outcome was unexpected, which fails
+    /// its last leg. Each attributed leg, failed leg and judged retry goes
+    /// to `emit`.
+    pub fn add(&mut self, rt: &RoundTrip, failed: bool, table: &InstanceTable, emit: &mut Emit) {
         let last = rt.legs.len().saturating_sub(1);
         let mut issuer: Option<u16> = None;
         for (i, leg) in rt.legs.iter().enumerate() {
@@ -123,84 +135,111 @@ impl InstanceBook {
                     && let Some(from) = issuer
                 {
                     let known = |x: u16| x != UNKNOWN && x != OTHER;
-                    if known(from) && known(id) {
-                        self.retries += 1;
-                        self.cross += u64::from(from != id);
-                    } else {
-                        self.retries_unattributed += 1;
-                    }
+                    let verdict = match (known(from) && known(id), from != id) {
+                        (false, _) => RETRY_UNJUDGED,
+                        (true, true) => RETRY_CROSSED,
+                        (true, false) => RETRY_SAME,
+                    };
+                    emit(RETRY, verdict, leg.total);
                 }
                 if leg.result == LegResult::InputRequired {
                     issuer = Some(id);
                 }
             }
             if id == UNKNOWN {
-                self.unattributed += 1;
                 continue;
             }
-            let idx = usize::from(id);
-            if self.per.len() <= idx {
-                self.per.resize_with(idx + 1, BTreeMap::new);
-            }
-            let legs = &mut self.per[idx];
-            let acc = match legs.get_mut(leg.name.as_str()) {
+            let seen = self.seen(id, table);
+            let acc = match seen.legs.get_mut(leg.name.as_str()) {
                 Some(a) => a,
-                None => legs.entry(leg.name.clone()).or_insert_with(|| LegAcc {
+                None => seen.legs.entry(leg.name.clone()).or_insert_with(|| LegAcc {
                     latency: hlog::new_histogram(),
                     errors: 0,
                 }),
             };
             let _ = acc.latency.record(micros(leg.total));
             let reached = !matches!(leg.result, LegResult::Transport(_) | LegResult::Timeout);
-            acc.errors += u64::from(!reached || (failed && i == last));
+            let leg_failed = !reached || (failed && i == last);
+            acc.errors += u64::from(leg_failed);
+            emit(INST, &seen.name, leg.total);
+            if leg_failed {
+                emit(INST_ERR, &seen.name, leg.total);
+            }
         }
     }
 
-    /// The `instances` section of `summary.json`, names from `table`.
-    pub fn summary(&self, table: &InstanceTable) -> InstancesSummary {
-        let mut answered_by = Vec::new();
-        for (id, legs) in self.per.iter().enumerate() {
-            if legs.is_empty() {
-                continue;
-            }
-            let name = table.name(id as u16).unwrap_or_else(|| format!("#{id}"));
-            let mut all = hlog::new_histogram();
-            let mut errors = 0;
-            let mut per_leg = BTreeMap::new();
-            for (leg, acc) in legs {
-                let _ = all.add(&acc.latency);
-                errors += acc.errors;
-                per_leg.insert(
-                    leg.clone(),
-                    InstanceLegSummary {
-                        requests: acc.latency.len(),
-                        errors: acc.errors,
-                        latency: latency_stats(&acc.latency),
-                    },
-                );
-            }
-            answered_by.push(InstanceSummary {
-                instance: name,
-                requests: all.len(),
-                errors,
-                latency: latency_stats(&all),
-                legs: per_leg,
-            });
+    /// The accumulators of instance `id`, named from `table` on first sight.
+    fn seen(&mut self, id: u16, table: &InstanceTable) -> &mut Seen {
+        let idx = usize::from(id);
+        if self.per.len() <= idx {
+            self.per.resize_with(idx + 1, || None);
         }
-        // Busiest first; equal counts by name.
-        answered_by.sort_by(|a, b| {
-            b.requests
-                .cmp(&a.requests)
-                .then_with(|| a.instance.cmp(&b.instance))
-        });
-        InstancesSummary {
-            answered_by,
-            unattributed_requests: self.unattributed,
-            retries: self.retries,
-            cross_instance_retries: self.cross,
-            retries_unattributed: self.retries_unattributed,
-            targets: Vec::new(),
-        }
+        self.per[idx].get_or_insert_with(|| Seen {
+            name: table.name(id).unwrap_or_else(|| format!("#{id}")),
+            legs: BTreeMap::new(),
+        })
+    }
+
+    /// Per leg name, what `instance` answered.
+    fn legs_of(&self, instance: &str) -> BTreeMap<String, InstanceLegSummary> {
+        let Some(seen) = self.per.iter().flatten().find(|s| s.name == instance) else {
+            return BTreeMap::new();
+        };
+        seen.legs
+            .iter()
+            .map(|(leg, acc)| {
+                let summary = InstanceLegSummary {
+                    requests: acc.latency.len(),
+                    errors: acc.errors,
+                    latency: latency_stats(&acc.latency),
+                };
+                (leg.clone(), summary)
+            })
+            .collect()
+    }
+}
+
+/// The `instances` section of `summary.json` from a run's tagged totals
+/// (see [`super::hlog`]): a run's own, with its `book` for the per-leg
+/// split, or merged logs' (`book` `None`, no per-leg split).
+pub fn summarize(
+    totals: &BTreeMap<String, Histogram<u64>>,
+    book: Option<&InstanceBook>,
+) -> InstancesSummary {
+    let count = |tag: String| totals.get(&tag).map_or(0, |h| h.len());
+    let mut answered_by: Vec<InstanceSummary> = totals
+        .iter()
+        .filter_map(|(tag, h)| {
+            let name = tag.strip_prefix(INST)?;
+            Some(InstanceSummary {
+                instance: name.to_owned(),
+                requests: h.len(),
+                errors: count(format!("{INST_ERR}{name}")),
+                latency: latency_stats(h),
+                legs: book.map(|b| b.legs_of(name)).unwrap_or_default(),
+            })
+        })
+        .collect();
+    // Busiest first; equal counts by name.
+    answered_by.sort_by(|a, b| {
+        b.requests
+            .cmp(&a.requests)
+            .then_with(|| a.instance.cmp(&b.instance))
+    });
+    let requests: u64 = totals
+        .iter()
+        .filter(|(tag, _)| tag.starts_with(LEG))
+        .map(|(_, h)| h.len())
+        .sum();
+    let attributed: u64 = answered_by.iter().map(|i| i.requests).sum();
+    let retry = |verdict: &str| count(format!("{RETRY}{verdict}"));
+    InstancesSummary {
+        answered_by,
+        unattributed_requests: requests.saturating_sub(attributed),
+        retries: retry(RETRY_CROSSED) + retry(RETRY_SAME),
+        cross_instance_retries: retry(RETRY_CROSSED),
+        retries_unattributed: retry(RETRY_UNJUDGED),
+        targets: Vec::new(),
     }
 }
 
@@ -260,15 +299,42 @@ mod tests {
         assert_eq!(t.name(UNKNOWN), None);
     }
 
+    /// A run's book and tagged totals, kept as the recorder keeps them.
+    #[derive(Default)]
+    struct Run {
+        table: InstanceTable,
+        book: InstanceBook,
+        totals: BTreeMap<String, Histogram<u64>>,
+    }
+
+    impl Run {
+        fn add(&mut self, rt: &RoundTrip, failed: bool) {
+            let totals = &mut self.totals;
+            let mut put = |tag: String, d: Duration| {
+                let h = totals.entry(tag).or_insert_with(hlog::new_histogram);
+                let _ = h.record(micros(d));
+            };
+            for l in &rt.legs {
+                put(format!("{LEG}{}", l.name), l.total);
+            }
+            self.book.add(rt, failed, &self.table, &mut |p, n, d| {
+                put(format!("{p}{n}"), d)
+            });
+        }
+
+        fn summary(&self) -> InstancesSummary {
+            summarize(&self.totals, Some(&self.book))
+        }
+    }
+
     #[test]
     fn counts_sum_and_crossed_retries_are_counted() {
-        let t = InstanceTable::default();
-        let (a, b) = (t.intern(b"i0"), t.intern(b"i1"));
-        let mut book = InstanceBook::default();
-        book.add(&two_legs(a, b), false);
-        book.add(&two_legs(a, a), false);
-        book.add(&two_legs(b, a), false);
-        let s = book.summary(&t);
+        let mut run = Run::default();
+        let (a, b) = (run.table.intern(b"i0"), run.table.intern(b"i1"));
+        run.add(&two_legs(a, b), false);
+        run.add(&two_legs(a, a), false);
+        run.add(&two_legs(b, a), false);
+        let s = run.summary();
         assert_eq!(s.retries, 3);
         assert_eq!(s.cross_instance_retries, 2);
         assert_eq!(s.unattributed_requests, 0);
@@ -281,23 +347,54 @@ mod tests {
         assert_eq!(i0["tools/call #2 retry"].requests, 2);
         assert_eq!(s.answered_by[1].legs["tools/call #1"].requests, 1);
         assert!((s.answered_by[1].legs["tools/call #1"].latency.p50_ms - 2.0).abs() < 0.01);
+        assert_eq!(run.totals["retry:crossed"].len(), 2);
+        assert_eq!(run.totals["inst:i0"].len(), 4);
+    }
+
+    #[test]
+    fn the_tagged_totals_alone_give_the_same_figures_without_the_leg_split() {
+        let mut run = Run::default();
+        let (a, b) = (run.table.intern(b"i0"), run.table.intern(b"10.0.0.2:80"));
+        let mut failing = two_legs(b, a);
+        failing.outcome = Outcome::unexpected(ErrorClass::StateRejected, "refused");
+        run.add(&two_legs(a, b), false);
+        run.add(&failing, true);
+        let mut unknown = two_legs(a, UNKNOWN);
+        unknown.legs[1].result = LegResult::Timeout;
+        run.add(&unknown, true);
+        let with_book = run.summary();
+        let merged = summarize(&run.totals, None);
+        assert!(merged.answered_by.iter().all(|i| i.legs.is_empty()));
+        let strip = |mut s: InstancesSummary| {
+            s.answered_by.iter_mut().for_each(|i| i.legs.clear());
+            s
+        };
+        assert_eq!(strip(with_book), merged);
+        assert_eq!(merged.unattributed_requests, 1);
+        assert_eq!((merged.retries, merged.cross_instance_retries), (2, 2));
+        assert_eq!(merged.retries_unattributed, 1);
+        let by = |n: &str| merged.answered_by.iter().find(|i| i.instance == n).unwrap();
+        assert_eq!((by("i0").requests, by("i0").errors), (3, 1));
+        assert_eq!(
+            (by("10.0.0.2:80").requests, by("10.0.0.2:80").errors),
+            (2, 0)
+        );
     }
 
     #[test]
     fn unknown_legs_are_unattributed_and_their_retries_too() {
-        let t = InstanceTable::default();
-        let a = t.intern(b"i0");
-        let mut book = InstanceBook::default();
+        let mut run = Run::default();
+        let a = run.table.intern(b"i0");
         // A retry that timed out: no reply, no instance.
         let mut rt = two_legs(a, UNKNOWN);
         rt.legs[1].result = LegResult::Timeout;
         rt.outcome = Outcome::unexpected(ErrorClass::Timeout, "late");
-        book.add(&rt, true);
-        // A driver that tracks nothing (legacy sessions).
-        let mut legacy = two_legs(a, a);
-        legacy.instances.clear();
-        book.add(&legacy, false);
-        let s = book.summary(&t);
+        run.add(&rt, true);
+        // A driver that tracks nothing.
+        let mut untracked = two_legs(a, a);
+        untracked.instances.clear();
+        run.add(&untracked, false);
+        let s = run.summary();
         assert_eq!(s.unattributed_requests, 3);
         assert_eq!(s.retries, 0);
         assert_eq!(s.retries_unattributed, 2);
@@ -308,17 +405,16 @@ mod tests {
 
     #[test]
     fn an_unexpected_outcome_fails_the_last_leg_on_its_instance() {
-        let t = InstanceTable::default();
-        let (a, b) = (t.intern(b"i0"), t.intern(b"i1"));
+        let mut run = Run::default();
+        let (a, b) = (run.table.intern(b"i0"), run.table.intern(b"i1"));
         let mut rt = two_legs(a, b);
         rt.legs[1].result = LegResult::RpcError {
             code: -32602,
             reason: None,
         };
         rt.outcome = Outcome::unexpected(ErrorClass::StateRejected, "refused");
-        let mut book = InstanceBook::default();
-        book.add(&rt, true);
-        let s = book.summary(&t);
+        run.add(&rt, true);
+        let s = run.summary();
         let by = |n: &str| s.answered_by.iter().find(|i| i.instance == n).unwrap();
         assert_eq!(by("i0").errors, 0);
         assert_eq!(by("i1").errors, 1);
@@ -328,8 +424,8 @@ mod tests {
 
     #[test]
     fn a_replay_is_judged_against_the_call_that_issued_its_state() {
-        let t = InstanceTable::default();
-        let (a, b) = (t.intern(b"i0"), t.intern(b"i1"));
+        let mut run = Run::default();
+        let (a, b) = (run.table.intern(b"i0"), run.table.intern(b"i1"));
         let mut rt = two_legs(a, b);
         rt.legs.push(leg(
             "tools/call replay",
@@ -340,9 +436,8 @@ mod tests {
             1,
         ));
         rt.instances.push(a);
-        let mut book = InstanceBook::default();
-        book.add(&rt, false);
-        let s = book.summary(&t);
+        run.add(&rt, false);
+        let s = run.summary();
         // #2 retry: issued by i0, answered by i1 (crossed); the replay of
         // i0's state answered by i0 (did not).
         assert_eq!((s.retries, s.cross_instance_retries), (2, 1));
@@ -350,11 +445,10 @@ mod tests {
 
     #[test]
     fn the_other_bucket_is_reported_but_not_judged() {
-        let t = InstanceTable::default();
-        let a = t.intern(b"i0");
-        let mut book = InstanceBook::default();
-        book.add(&two_legs(a, OTHER), false);
-        let s = book.summary(&t);
+        let mut run = Run::default();
+        let a = run.table.intern(b"i0");
+        run.add(&two_legs(a, OTHER), false);
+        let s = run.summary();
         assert_eq!(s.retries, 0);
         assert_eq!(s.retries_unattributed, 1);
         assert!(s.answered_by.iter().any(|i| i.instance == OTHER_NAME));

@@ -8,7 +8,7 @@
 //! is a [`MetricSet`]; merged `.hlog` files give the same [`MetricSet`].
 
 use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, LoggedInterval, OUT, STATE};
-use super::instances::{InstanceBook, InstanceTable};
+use super::instances::{self, InstanceBook, InstanceTable};
 use super::stream::IntervalStream;
 use crate::client::{ErrorClass, LegResult, Outcome, RoundTrip};
 use crate::report::{ErrorGroup, InstancesSummary, LatencyStats, add_error_sample};
@@ -49,7 +49,7 @@ pub struct IntervalStats {
 /// timeline.
 #[derive(Debug, Clone)]
 pub struct MetricSet {
-    /// Histograms by tag (`leg:…`, `e2e:…`, `out:…:…`, `state:…`).
+    /// Histograms by tag (`leg:…`, `e2e:…`, `out:…:…`, `state:…`, `inst:…`, …).
     pub totals: BTreeMap<String, Histogram<u64>>,
     /// One entry per interval, in order.
     pub timeline: Vec<IntervalStats>,
@@ -64,8 +64,8 @@ pub struct MetricSet {
     pub skip_reasons: BTreeMap<String, String>,
     /// Where the measured window lay and what was left out of it.
     pub window: MeasuredWindow,
-    /// Which instances answered the measured legs (empty when merged from
-    /// `.hlog` files).
+    /// Which instances answered the measured legs (from merged `.hlog`
+    /// files: without the per-leg split).
     pub instances: InstancesSummary,
 }
 
@@ -150,7 +150,6 @@ impl MetricSet {
             .map(|(i, b)| b.stats(i as f64 * width, width, 0))
             .collect();
         MetricSet {
-            totals,
             timeline,
             elapsed: Duration::from_secs_f64(end),
             samples: Vec::new(),
@@ -160,7 +159,8 @@ impl MetricSet {
                 from_unix: origin,
                 ..MeasuredWindow::default()
             },
-            instances: InstancesSummary::default(),
+            instances: instances::summarize(&totals, None),
+            totals,
         }
     }
 }
@@ -585,8 +585,13 @@ impl Recorder {
         }
         if !skipped {
             b.record(k, &[E2E, scenario], e2e);
-            inner.book.add(rt, is_error_label(label));
         }
+        let failed = is_error_label(label);
+        inner
+            .book
+            .add(rt, failed, &self.instances, &mut |prefix, name, d| {
+                b.record(k, &[prefix, name], d)
+            });
         b.record(k, &[OUT, scenario, ":", label], e2e);
         if let Outcome::Skipped(why) = &rt.outcome
             && !inner.skip_reasons.contains_key(scenario)
@@ -700,7 +705,7 @@ impl Recorder {
                 before: inner.before,
                 after: inner.after,
             },
-            instances: inner.book.summary(&self.instances),
+            instances: instances::summarize(&inner.totals, Some(&inner.book)),
         };
         (
             set,

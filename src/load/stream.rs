@@ -9,7 +9,9 @@
 //! - `{"type":"metric","phase","t_s","unix","interval_s","metric","count","min_ms","mean_ms","p50_ms","p90_ms","p99_ms","max_ms"}`:
 //!   one per histogram that got values in the interval, named by its
 //!   `.hlog` tag (`leg:tools/call #1`, `e2e:<scenario>`,
-//!   `out:<scenario>:<outcome>`, `gap:<leg>`, `state:<leg>`).
+//!   `out:<scenario>:<outcome>`, `gap:<leg>`, `state:<leg>`; per instance
+//!   behind a balancer `inst:<instance>` and `insterr:<instance>`, and
+//!   `retry:crossed` / `retry:same` for state retries).
 //!
 //! `phase` is the plan name, or the capacity step.
 

@@ -1,6 +1,6 @@
 //! Turns a [`MetricSet`] into a [`Summary`] and evaluates thresholds.
 
-use super::hlog::{E2E, GAP, LEG, STATE};
+use super::hlog::{E2E, GAP, INST, LEG, STATE};
 use super::metrics::{MetricSet, is_error_label};
 use super::plan::ScenarioSpec;
 use super::threshold::{Metric, Threshold, is_retry_leg};
@@ -211,6 +211,7 @@ pub fn timeline_points(intervals: &[super::metrics::IntervalStats]) -> Vec<Timel
                 errors_by_kind: errors_by_kind(&t.metrics),
                 legs: points(&t.metrics, LEG),
                 scenarios: points(&t.metrics, E2E),
+                instances: points(&t.metrics, INST),
             }
         })
         .collect()

@@ -1,7 +1,8 @@
 //! `report.html`: one self-contained page (inline SVG, CSS and script, no
 //! network) with the summary tables and charts: latency spectrum; round
 //! trips/s, end-to-end, per-leg and per-scenario p50/p99, errors by kind and
-//! round trips in flight over time; the capacity curve. Thresholds are drawn
+//! round trips in flight over time; requests by instance behind a balancer;
+//! the capacity curve. Thresholds are drawn
 //! on the charts they constrain ([`threshold_lines`]). The inline script
 //! lets a click on a legend entry hide its series, records script errors
 //! into `#script-errors`, and marks `<body data-ok="1">` when it ran.
@@ -11,8 +12,11 @@ use super::svg::{Chart, RefLine, Series, esc, linear_ticks, render as chart, spe
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// The chart of requests/s by instance, in a run two or more answered.
+pub const INSTANCES_CHART: &str = "chart-instances";
+
 /// The charts a full report holds, by `id` (capacity charts only in a
-/// capacity run).
+/// capacity run, [`INSTANCES_CHART`] only behind a balancer).
 pub const CHART_IDS: [&str; 9] = [
     "chart-spectrum",
     "chart-throughput",
@@ -263,17 +267,40 @@ pub fn timeline_svgs(s: &Summary) -> Vec<String> {
         Vec::new(),
         false,
     ));
+    // Behind a balancer, each instance's requests over time: a dead,
+    // drained or late instance shows as its line leaving or joining.
+    let width = interval_width(s);
+    let by_instance = per_name(s, |p| {
+        p.instances
+            .iter()
+            .map(|(k, v)| (k.clone(), v.count as f64 / width))
+            .collect()
+    });
+    if by_instance.len() >= 2 {
+        out.push(time_chart(
+            s,
+            INSTANCES_CHART,
+            "Requests/s by the instance that answered, over time",
+            "requests/s",
+            by_instance,
+            Vec::new(),
+            false,
+        ));
+    }
     out
+}
+
+/// The timeline's interval width in seconds (1 with fewer than two points).
+fn interval_width(s: &Summary) -> f64 {
+    s.timeline
+        .get(1)
+        .zip(s.timeline.first())
+        .map_or(1.0, |(b, a)| (b.t_s - a.t_s).max(1e-9))
 }
 
 /// `n` as a percentage of an interval's round trips (`rps` × its width).
 fn pct_of(n: u64, rps: f64, s: &Summary) -> f64 {
-    let width = s
-        .timeline
-        .get(1)
-        .zip(s.timeline.first())
-        .map_or(1.0, |(b, a)| (b.t_s - a.t_s).max(1e-9));
-    let total = rps * width;
+    let total = rps * interval_width(s);
     if total > 0.0 {
         n as f64 * 100.0 / total
     } else {
@@ -710,6 +737,43 @@ mod tests {
             assert!(!html.contains(fetch), "{fetch} in an offline page");
         }
         assert!(html.contains("PASSED"));
+        assert!(
+            !html.contains(INSTANCES_CHART),
+            "one instance or none: no chart"
+        );
+    }
+
+    #[test]
+    fn two_instances_get_a_requests_by_instance_chart() {
+        use crate::report::summary::PointLatency;
+        let mut s = Summary::default();
+        for (t, a, b) in [(0.0, 40, 60), (1.0, 50, 0)] {
+            let mut p = TimelinePoint {
+                t_s: t,
+                ..Default::default()
+            };
+            for (name, count) in [("i0", a), ("i1", b)] {
+                if count > 0 {
+                    let pt = PointLatency {
+                        count,
+                        ..Default::default()
+                    };
+                    p.instances.insert(name.into(), pt);
+                }
+            }
+            s.timeline.push(p);
+        }
+        let svgs = timeline_svgs(&s);
+        let chart = svgs
+            .iter()
+            .find(|c| c.contains(INSTANCES_CHART))
+            .expect("an instances chart");
+        assert!(chart.contains("i0") && chart.contains("i1"), "{chart}");
+        s.timeline.iter_mut().for_each(|p| {
+            p.instances.remove("i1");
+        });
+        let svgs = timeline_svgs(&s);
+        assert!(!svgs.iter().any(|c| c.contains(INSTANCES_CHART)));
     }
 
     fn limit(metric: &str, selector: &str, percentile: f64, value: f64) -> ThresholdLimit {

@@ -85,13 +85,16 @@ pub fn instances_view(s: &Summary) -> InstancesView {
             let rows = many
                 .iter()
                 .map(|x| {
-                    let legs: Vec<String> = x
+                    let mut legs: Vec<String> = x
                         .legs
                         .iter()
                         .map(|(name, l)| {
                             format!("{name}: {} ({})", l.requests, ms(l.latency.p99_ms))
                         })
                         .collect();
+                    if legs.is_empty() {
+                        legs.push("not in merged logs".into());
+                    }
                     [
                         x.instance.clone(),
                         x.requests.to_string(),

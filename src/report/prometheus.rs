@@ -131,6 +131,57 @@ pub fn render(summary: &Summary) -> String {
             })
             .collect(),
     );
+    let inst = &summary.instances;
+    if !inst.answered_by.is_empty() {
+        let label = |name: &str| format!("instance=\"{}\"", escape(name));
+        family(
+            "instance_requests",
+            "gauge",
+            "HTTP requests each instance answered (elicitkit-instance header, else IP:PORT).",
+            inst.answered_by
+                .iter()
+                .map(|i| ("", label(&i.instance), i.requests as f64))
+                .collect(),
+        );
+        family(
+            "instance_errors",
+            "gauge",
+            "Failed requests by the instance that answered them.",
+            inst.answered_by
+                .iter()
+                .map(|i| ("", label(&i.instance), i.errors as f64))
+                .collect(),
+        );
+        family(
+            "instance_latency_seconds",
+            "summary",
+            "Latency of the legs each instance answered (full body time).",
+            inst.answered_by
+                .iter()
+                .flat_map(|i| quantiles(&label(&i.instance), &i.latency))
+                .collect(),
+        );
+        family(
+            "unattributed_requests",
+            "gauge",
+            "Requests no instance is known for (no reply, or untracked).",
+            one(inst.unattributed_requests as f64),
+        );
+        let same = inst.retries.saturating_sub(inst.cross_instance_retries);
+        family(
+            "state_retries",
+            "gauge",
+            "State retries by where they landed: another instance than the issuer (crossed), the issuer (same), or not known (unjudged).",
+            [
+                ("crossed", inst.cross_instance_retries),
+                ("same", same),
+                ("unjudged", inst.retries_unattributed),
+            ]
+            .iter()
+            .map(|(v, n)| ("", format!("landed=\"{v}\""), *n as f64))
+            .collect(),
+        );
+    }
     if let Some(cpu) = &summary.generator_cpu {
         family(
             "generator_cpu_seconds",
@@ -318,5 +369,54 @@ mod tests {
         assert_eq!(get("elicitkit_threshold_passed", "< 5ms"), 0.0);
         assert_eq!(get("elicitkit_passed", ""), 0.0);
         assert!(text.contains(r#"run_id="r\"1",plan="p\\lan\nx""#), "{text}");
+    }
+
+    #[test]
+    fn instances_render_per_instance_series_and_retry_landings() {
+        let mut s = Summary::default();
+        assert!(
+            !render(&s).contains("instance_requests"),
+            "no instances, no series"
+        );
+        let inst = |name: &str, requests: u64, errors: u64| crate::report::InstanceSummary {
+            instance: name.into(),
+            requests,
+            errors,
+            latency: LatencyStats {
+                count: requests,
+                p99_ms: 7.0,
+                ..Default::default()
+            },
+            legs: Default::default(),
+        };
+        s.instances.answered_by = vec![inst("10.0.0.1:80", 30, 1), inst("b\"x", 20, 0)];
+        s.instances.retries = 10;
+        s.instances.cross_instance_retries = 6;
+        s.instances.retries_unattributed = 2;
+        s.instances.unattributed_requests = 3;
+        let text = render(&s);
+        let samples = check_format(&text);
+        let get = |name: &str, has: &str| {
+            samples
+                .iter()
+                .find(|(n, l, _)| n == name && l.contains(has))
+                .unwrap_or_else(|| panic!("{name} {has} in\n{text}"))
+                .2
+        };
+        assert_eq!(get("elicitkit_instance_requests", "10.0.0.1:80"), 30.0);
+        assert_eq!(get("elicitkit_instance_errors", "10.0.0.1:80"), 1.0);
+        assert_eq!(
+            get("elicitkit_instance_requests", r#"instance="b\"x""#),
+            20.0
+        );
+        assert_eq!(
+            get("elicitkit_instance_latency_seconds", "quantile=\"0.99\""),
+            0.007
+        );
+        assert_eq!(get("elicitkit_instance_latency_seconds_count", "b"), 20.0);
+        assert_eq!(get("elicitkit_unattributed_requests", ""), 3.0);
+        assert_eq!(get("elicitkit_state_retries", "crossed"), 6.0);
+        assert_eq!(get("elicitkit_state_retries", "same"), 4.0);
+        assert_eq!(get("elicitkit_state_retries", "unjudged"), 2.0);
     }
 }

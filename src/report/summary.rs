@@ -149,6 +149,9 @@ pub struct TimelinePoint {
     /// Per scenario, end to end.
     #[serde(default)]
     pub scenarios: BTreeMap<String, PointLatency>,
+    /// Per instance that answered (all its legs).
+    #[serde(default)]
+    pub instances: BTreeMap<String, PointLatency>,
 }
 
 /// A threshold and its verdict.
