@@ -9,6 +9,21 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Turns transparent huge pages off for this process. mimalloc hands
+/// freed 4 KiB pages back to the kernel, but where THP is on, khugepaged
+/// collapses those partly returned 2 MiB ranges into whole huge pages
+/// again (Linux fills up to 511 missing pages of 512 by default), so a
+/// long-running `serve` ratcheted its RSS up to the heap's high-water mark
+/// instead of following what its store holds.
+#[cfg(target_os = "linux")]
+fn no_transparent_huge_pages() {
+    // SAFETY: PR_SET_THP_DISABLE takes integers only and touches no memory
+    // of ours; on failure nothing changes.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 /// Load-test, fuzz and conformance-check MCP servers that elicit user input.
 #[derive(Parser)]
 #[command(name = "elicitkit", version, about, long_about = None)]
@@ -38,6 +53,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    #[cfg(target_os = "linux")]
+    no_transparent_huge_pages();
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),

@@ -42,6 +42,17 @@ fn serve_prints_its_port_and_answers() {
         .expect("listening line")
         .to_owned();
     assert!(base.starts_with("http://127.0.0.1:"));
+    // No transparent huge pages: they ratchet a long run's RSS up to its
+    // heap's high-water mark (see `no_transparent_huge_pages`).
+    #[cfg(target_os = "linux")]
+    {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).expect("/proc status");
+        let thp = status.lines().find(|l| l.starts_with("THP_enabled:"));
+        if let Some(line) = thp {
+            assert!(line.ends_with('0'), "THP left on: {line}");
+        }
+    }
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let status = |token: Option<&str>| {
         rt.block_on(async {
