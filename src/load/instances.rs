@@ -25,8 +25,8 @@
 //! the same way for a run and for merged logs (which carry no per-leg
 //! split).
 
-use super::hlog::{self, INST, INST_ERR, LEG, RETRY, RETRY_CROSSED, RETRY_SAME, RETRY_UNJUDGED};
-use super::metrics::latency_stats;
+use super::hlog::{self, INST, INST_ERR, RETRY, RETRY_CROSSED, RETRY_SAME, RETRY_UNJUDGED};
+use super::metrics::{MetricSet, latency_stats};
 use crate::client::{LegResult, RoundTrip};
 use crate::report::{InstanceLegSummary, InstanceSummary, InstancesSummary};
 use hdrhistogram::Histogram;
@@ -202,22 +202,16 @@ impl InstanceBook {
 /// The `instances` section of `summary.json` from a run's tagged totals
 /// (see [`super::hlog`]): a run's own, with its `book` for the per-leg
 /// split, or merged logs' (`book` `None`, no per-leg split).
-pub fn summarize(
-    totals: &BTreeMap<String, Histogram<u64>>,
-    book: Option<&InstanceBook>,
-) -> InstancesSummary {
-    let count = |tag: String| totals.get(&tag).map_or(0, |h| h.len());
-    let mut answered_by: Vec<InstanceSummary> = totals
-        .iter()
-        .filter_map(|(tag, h)| {
-            let name = tag.strip_prefix(INST)?;
-            Some(InstanceSummary {
-                instance: name.to_owned(),
-                requests: h.len(),
-                errors: count(format!("{INST_ERR}{name}")),
-                latency: latency_stats(h),
-                legs: book.map(|b| b.legs_of(name)).unwrap_or_default(),
-            })
+pub fn summarize(set: &MetricSet, book: Option<&InstanceBook>) -> InstancesSummary {
+    let count = |tag: String| set.totals.get(&tag).map_or(0, |h| h.len());
+    let mut answered_by: Vec<InstanceSummary> = set
+        .with_prefix(INST)
+        .map(|(name, h)| InstanceSummary {
+            instance: name.to_owned(),
+            requests: h.len(),
+            errors: count(format!("{INST_ERR}{name}")),
+            latency: latency_stats(h),
+            legs: book.map(|b| b.legs_of(name)).unwrap_or_default(),
         })
         .collect();
     // Busiest first; equal counts by name.
@@ -226,16 +220,11 @@ pub fn summarize(
             .cmp(&a.requests)
             .then_with(|| a.instance.cmp(&b.instance))
     });
-    let requests: u64 = totals
-        .iter()
-        .filter(|(tag, _)| tag.starts_with(LEG))
-        .map(|(_, h)| h.len())
-        .sum();
     let attributed: u64 = answered_by.iter().map(|i| i.requests).sum();
     let retry = |verdict: &str| count(format!("{RETRY}{verdict}"));
     InstancesSummary {
         answered_by,
-        unattributed_requests: requests.saturating_sub(attributed),
+        unattributed_requests: set.requests().saturating_sub(attributed),
         retries: retry(RETRY_CROSSED) + retry(RETRY_SAME),
         cross_instance_retries: retry(RETRY_CROSSED),
         retries_unattributed: retry(RETRY_UNJUDGED),
@@ -253,6 +242,7 @@ fn micros(d: Duration) -> u64 {
 mod tests {
     use super::*;
     use crate::client::{ErrorClass, Leg, Outcome};
+    use crate::load::hlog::LEG;
 
     fn leg(name: &str, result: LegResult, ms: u64) -> Leg {
         Leg {
@@ -322,8 +312,22 @@ mod tests {
             });
         }
 
+        /// The totals as the metric set a run or a merge ends with.
+        fn set(&self) -> MetricSet {
+            MetricSet {
+                totals: self.totals.clone(),
+                timeline: Vec::new(),
+                elapsed: Duration::ZERO,
+                samples: Vec::new(),
+                status_codes: BTreeMap::new(),
+                skip_reasons: BTreeMap::new(),
+                window: Default::default(),
+                instances: InstancesSummary::default(),
+            }
+        }
+
         fn summary(&self) -> InstancesSummary {
-            summarize(&self.totals, Some(&self.book))
+            summarize(&self.set(), Some(&self.book))
         }
     }
 
@@ -363,7 +367,7 @@ mod tests {
         unknown.legs[1].result = LegResult::Timeout;
         run.add(&unknown, true);
         let with_book = run.summary();
-        let merged = summarize(&run.totals, None);
+        let merged = summarize(&run.set(), None);
         assert!(merged.answered_by.iter().all(|i| i.legs.is_empty()));
         let strip = |mut s: InstancesSummary| {
             s.answered_by.iter_mut().for_each(|i| i.legs.clear());

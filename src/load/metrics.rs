@@ -149,7 +149,8 @@ impl MetricSet {
             .into_iter()
             .map(|(i, b)| b.stats(i as f64 * width, width, 0))
             .collect();
-        MetricSet {
+        let mut set = MetricSet {
+            totals,
             timeline,
             elapsed: Duration::from_secs_f64(end),
             samples: Vec::new(),
@@ -159,9 +160,10 @@ impl MetricSet {
                 from_unix: origin,
                 ..MeasuredWindow::default()
             },
-            instances: instances::summarize(&totals, None),
-            totals,
-        }
+            instances: InstancesSummary::default(),
+        };
+        set.instances = instances::summarize(&set, None);
+        set
     }
 }
 
@@ -675,7 +677,7 @@ impl Recorder {
         if !inner.current.hists.is_empty() || inner.timeline.is_empty() {
             self.rotate(&mut inner, next, Some(elapsed));
         }
-        let set = MetricSet {
+        let mut set = MetricSet {
             totals: inner.totals.clone(),
             timeline: inner.timeline.clone(),
             elapsed,
@@ -705,8 +707,9 @@ impl Recorder {
                 before: inner.before,
                 after: inner.after,
             },
-            instances: instances::summarize(&inner.totals, Some(&inner.book)),
+            instances: InstancesSummary::default(),
         };
+        set.instances = instances::summarize(&set, Some(&inner.book));
         (
             set,
             inner.hlog.as_bytes().to_vec(),

@@ -316,6 +316,23 @@ mod tests {
         samples
     }
 
+    /// `s` rendered and format-checked, and a lookup of the value of the
+    /// first sample named `name` whose labels contain `has` (panics when
+    /// there is none).
+    fn rendered(s: &Summary) -> (String, impl Fn(&str, &str) -> f64) {
+        let text = render(s);
+        let samples = check_format(&text);
+        let shown = text.clone();
+        let get = move |name: &str, has: &str| {
+            samples
+                .iter()
+                .find(|(n, l, _)| n == name && l.contains(has))
+                .unwrap_or_else(|| panic!("{name} {has} in\n{shown}"))
+                .2
+        };
+        (text, get)
+    }
+
     #[test]
     fn summary_renders_as_valid_exposition_text_with_its_numbers() {
         let mut s = Summary {
@@ -349,15 +366,7 @@ mod tests {
             passed: false,
             ..Default::default()
         });
-        let text = render(&s);
-        let samples = check_format(&text);
-        let get = |name: &str, has: &str| {
-            samples
-                .iter()
-                .find(|(n, l, _)| n == name && l.contains(has))
-                .unwrap_or_else(|| panic!("{name} {has} in\n{text}"))
-                .2
-        };
+        let (text, get) = rendered(&s);
         assert_eq!(get("elicitkit_error_rate_percent", ""), 2.5);
         assert_eq!(get("elicitkit_round_trips", "outcome=\"unexpected\""), 1.0);
         assert_eq!(
@@ -394,15 +403,7 @@ mod tests {
         s.instances.cross_instance_retries = 6;
         s.instances.retries_unattributed = 2;
         s.instances.unattributed_requests = 3;
-        let text = render(&s);
-        let samples = check_format(&text);
-        let get = |name: &str, has: &str| {
-            samples
-                .iter()
-                .find(|(n, l, _)| n == name && l.contains(has))
-                .unwrap_or_else(|| panic!("{name} {has} in\n{text}"))
-                .2
-        };
+        let (_, get) = rendered(&s);
         assert_eq!(get("elicitkit_instance_requests", "10.0.0.1:80"), 30.0);
         assert_eq!(get("elicitkit_instance_errors", "10.0.0.1:80"), 1.0);
         assert_eq!(
