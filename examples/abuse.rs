@@ -25,7 +25,7 @@
 //!   go (or `--rate` per second), sampling the server's RSS and the SQLite file (plus WAL) every
 //!   second; flatness is judged on the samples after `--window`.
 
-#[path = "../tests/server_support/mod.rs"]
+#[path = "../tests/it/support/server.rs"]
 #[allow(unused_imports)]
 mod server_support;
 

@@ -2,7 +2,7 @@
 //! test server (`tests/rmcp_server/`, rmcp's `StreamableHttpService` under
 //! an axum router) — the same ten lines a user writes for their own server.
 //! It steps past three documented deviations of that server (see
-//! `tests/fuzz_harness_rmcp.rs`, which shows each is real): no
+//! `tests/it/fuzz/harness_rmcp.rs`, which shows each is real): no
 //! authentication, states bound to no request, plain-text 415 for an
 //! unparseable body.
 #![no_main]

@@ -3,7 +3,7 @@
 //! Each function takes raw bytes (the fuzzer's input, or a committed corpus
 //! file) and panics, with a message naming the property, exactly when a
 //! property is violated. `fuzz/fuzz_targets/*.rs` are one-line shells over
-//! these functions and `tests/fuzz_corpus_replay.rs` calls them on every
+//! these functions and `tests/it/fuzz/corpus_replay.rs` calls them on every
 //! committed corpus and regression file on the stable toolchain, so a crash
 //! found by the fuzzer stays a test forever.
 //!

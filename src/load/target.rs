@@ -49,19 +49,34 @@ impl EmbeddedServer {
             .arg(workers.max(1).to_string())
             .args(extra)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::null());
         own_process_group(&mut cmd);
         die_with_parent(&mut cmd);
+        Self::spawn(cmd)
+    }
+
+    /// Starts a prepared `elicitkit serve` command (its stdout is taken over;
+    /// everything else is the caller's) and waits (at most 15 s) for its
+    /// `listening on URL` line. The one way a `serve` child is started, here
+    /// and in the integration tests.
+    pub fn spawn(cmd: Command) -> Result<Self, TargetError> {
+        Self::spawn_within(cmd, Duration::from_secs(15))
+    }
+
+    /// [`EmbeddedServer::spawn`], waiting at most `wait` for the line (for
+    /// any server with the same launch contract).
+    pub fn spawn_within(mut cmd: Command, wait: Duration) -> Result<Self, TargetError> {
+        let exe = cmd.get_program().to_string_lossy().into_owned();
+        cmd.stdout(Stdio::piped());
         let mut child = cmd.spawn().map_err(|e| TargetError::Spawn {
-            exe: exe.display().to_string(),
+            exe: exe.clone(),
             why: e.to_string(),
         })?;
         let Some(stdout) = child.stdout.take() else {
             let _ = child.kill();
             let _ = child.wait();
             return Err(TargetError::Spawn {
-                exe: exe.display().to_string(),
+                exe,
                 why: "no stdout pipe".into(),
             });
         };
@@ -77,7 +92,7 @@ impl EmbeddedServer {
                         return;
                     }
                     Ok(_) => {
-                        if let Some(url) = line.trim().strip_prefix("listening on ") {
+                        if let Some(url) = listening_url(&line) {
                             let _ = tx.send(Some(url.to_owned()));
                             // Keep draining so the child never blocks on a full pipe.
                             let mut sink = String::new();
@@ -90,7 +105,6 @@ impl EmbeddedServer {
                 }
             }
         });
-        let wait = Duration::from_secs(15);
         let mut server = EmbeddedServer {
             child,
             base_url: String::new(),
@@ -144,7 +158,8 @@ impl EmbeddedServer {
         self.kill();
     }
 
-    fn kill(&mut self) {
+    /// SIGKILL now (no shutdown, no flush) and reap; a no-op once it ended.
+    pub fn kill(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
         }
@@ -156,6 +171,11 @@ impl Drop for EmbeddedServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The base URL in `serve`'s one stdout line, `listening on http://IP:PORT`.
+pub fn listening_url(line: &str) -> Option<&str> {
+    line.trim().strip_prefix("listening on ")
 }
 
 /// Puts the child in a process group of its own (Unix), out of reach of

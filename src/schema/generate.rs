@@ -4,7 +4,7 @@
 //! The generator is elicitkit's own SplitMix64, not `rand`'s `StdRng`, so a
 //! seed printed by a failing run reproduces the same value on any version.
 //!
-//! Guarantees (property-tested in `tests/schema_generate.rs`):
+//! Guarantees (property-tested in `tests/it/schema/generate.rs`):
 //! - [`random_schema`] yields a schema on which
 //!   `validate_schema(&schema.to_value())` reports nothing above INFO (the
 //!   legacy `enumNames` shape is generated too, and noted as INFO);

@@ -1,0 +1,4 @@
+mod bounds;
+mod cli;
+mod cross_instance;
+mod matrix;

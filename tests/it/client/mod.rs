@@ -1,0 +1,4 @@
+mod flaws;
+mod h1;
+mod legacy;
+mod modern;

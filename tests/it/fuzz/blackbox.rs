@@ -1,0 +1,205 @@
+//! `elicitkit fuzz --target` as a user runs it, on 127.0.0.1: the reference
+//! server (`elicitkit serve`, a child process stopped by PID) with a flaw
+//! per oracle family is found within seconds, with a minimised `repro.sh`;
+//! the clean server and the rmcp interop server give no finding; exit codes
+//! match `check` and `load` (0 clean, 1 findings, 2 unusable target). One
+//! run at a time: timings are part of what is asserted.
+
+use crate::support::interop;
+
+use std::process::{Command, Output};
+
+use crate::support::serve::Serve;
+use std::time::Duration;
+
+use elicitkit::fuzz::blackbox::{self, Settings};
+use serde_json::Value;
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// `elicitkit serve` on 127.0.0.1:0 with `flaws`; killed by PID on drop.
+fn serve_with(flaws: &[&str]) -> Serve {
+    let mut c = crate::support::serve::cmd();
+    for f in flaws {
+        c.args(["--flaw", f]);
+    }
+    crate::support::serve::start(c)
+}
+
+fn fuzz(url: &str, out: &std::path::Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "fuzz",
+        "--target",
+        url,
+        "--quiet",
+        "--run-id",
+        "t",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(&args)
+        .output()
+        .expect("fuzz runs")
+}
+
+fn summary(out: &std::path::Path) -> Value {
+    let text = std::fs::read_to_string(out.join("t/fuzz/summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary parses")
+}
+
+/// Runs the fuzzer against `serve --flaw flaw` and returns the first
+/// finding of `oracle`, asserting it came within `within` seconds and left
+/// a reproducer.
+fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&[flaw]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(&srv.mcp_url(), dir.path(), extra);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{flaw}: {stdout}");
+    let s = summary(dir.path());
+    assert!(
+        s["execs"].as_u64().unwrap() > 0 && s["execs_per_sec"].as_f64().unwrap() > 0.0,
+        "{s}"
+    );
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == oracle)
+        .unwrap_or_else(|| panic!("{flaw}: no {oracle} finding: {stdout}"))
+        .clone();
+    assert!(f["at_secs"].as_f64().unwrap() < within, "{flaw}: {f}");
+    assert!(s["findings_per_oracle"][oracle].as_u64().unwrap() >= 1);
+    let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
+    let sh = std::fs::read_to_string(fdir.join("repro.sh")).expect("repro.sh");
+    assert!(sh.contains("curl ") && sh.contains("$URL"), "{sh}");
+    let fj: Value =
+        serde_json::from_str(&std::fs::read_to_string(fdir.join("finding.json")).unwrap()).unwrap();
+    assert_eq!(fj["oracle"], oracle);
+    assert_eq!(fj["reproduced"], true, "{fj}");
+    // Minimised: never more ops than generated.
+    assert!(
+        fj["ops"].as_array().unwrap().len()
+            <= fj["ops_before_minimising"].as_array().unwrap().len()
+    );
+    drop(srv);
+    fj
+}
+
+#[test]
+fn tampered_state_accepted_is_found_and_minimised_to_a_state_change() {
+    let f = finds(
+        "accept-tampered-state",
+        "tampered-state-accepted",
+        &["--duration", "8s"],
+        8.0,
+    );
+    let ops: Vec<&str> = f["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    assert_eq!(ops.len(), 1, "{f}");
+    assert!(ops[0].starts_with("state:"), "{f}");
+}
+
+#[test]
+fn a_replayable_side_effect_is_a_single_use_completing_twice() {
+    let f = finds(
+        "replayable-side-effect",
+        "single-use-twice",
+        &["--duration", "8s"],
+        8.0,
+    );
+    assert_eq!(f["tool"], "delete_file");
+}
+
+#[test]
+fn a_crash_on_decline_is_a_server_error() {
+    let _ = finds(
+        "crash-on-decline",
+        "server-error",
+        &["--duration", "10s"],
+        10.0,
+    );
+}
+
+#[test]
+fn a_hang_on_cancel_is_a_hang() {
+    let _ = finds(
+        "hang-on-cancel",
+        "hang",
+        &["--duration", "12s", "--timeout", "1s"],
+        12.0,
+    );
+}
+
+#[test]
+fn the_clean_server_gives_no_finding_and_exits_0() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--duration", "10s", "--seed", "7"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert_eq!(s["seed"], 7);
+    assert!(s["execs"].as_u64().unwrap() > 50, "{s}");
+    assert_eq!(
+        s["generations"],
+        serde_json::json!(["2026-07-28", "2025-11-25"])
+    );
+    assert!(stdout.contains("no findings"), "{stdout}");
+    assert!(dir.path().join("t/fuzz/summary.md").exists());
+}
+
+#[test]
+fn unusable_targets_exit_2_and_help_shows_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz("http://127.0.0.1:1/mcp", dir.path(), &["--timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unreachable"));
+    let out = fuzz(
+        "http://127.0.0.1:1/mcp",
+        dir.path(),
+        &["--generation", "1999"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let help = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["fuzz", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("Examples:") && text.contains("Exit codes:"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_rmcp_interop_server_gives_no_crash_and_no_false_finding() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = interop::Server::start(interop::Sdk::Rmcp);
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Settings::new(server.url.clone());
+    s.duration = Duration::from_secs(8);
+    s.out_dir = dir.path().join("fuzz");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let summary = rt.block_on(async {
+        let t = blackbox::prepare(&s).await.expect("discovery");
+        assert!(!t.modern.is_empty(), "rmcp lists tools");
+        blackbox::run(&s, &t).await.expect("run")
+    });
+    drop(server);
+    assert!(summary.execs > 20, "{}", summary.text());
+    assert!(summary.findings.is_empty(), "{}", summary.text());
+}

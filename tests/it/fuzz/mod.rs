@@ -1,0 +1,4 @@
+mod blackbox;
+mod corpus_replay;
+mod harness;
+mod harness_rmcp;

@@ -1,0 +1,277 @@
+//! `check` against the interop servers we did not design (TypeScript SDK v2,
+//! Python SDK 2.x, rmcp 3.11; `tests/interop/`), both generations each, in
+//! one run per server. Every real defect their NOTES.md record (verified on
+//! the wire) is asserted as a finding by check id and status; the set of
+//! FAIL, WARN and INFO rows is asserted exactly, so a new unexpected
+//! finding fails the test; every other row is PASS, or SKIP with a reason;
+//! nothing times out. The servers run one at a time (the tail-stall probe
+//! times replies, so it must not share the CPU with another server's run).
+
+use crate::support::interop::{Sdk, Server};
+use elicitkit::check::{self, Report, Settings, Status};
+use elicitkit::protocol::Generation;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One server at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Runs every check (or those starting with `only`) against `sdk`.
+async fn check_sdk(sdk: Sdk, only: &[&str]) -> Report {
+    let server = Server::start(sdk);
+    let mut s = Settings::new(server.url.clone());
+    s.principal = "alice".into();
+    s.other_principal = "bob".into();
+    s.timeout = Duration::from_secs(10);
+    s.deadline = Duration::from_secs(240);
+    let only: Vec<String> = only.iter().map(|o| (*o).to_owned()).collect();
+    let report = check::run(s, None, &only).await.expect("check runs");
+    drop(server);
+    report
+}
+
+/// What a row must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Want {
+    Fail,
+    Warn,
+    Info,
+    /// Skipped, and the reason contains this text.
+    SkipBecause(&'static str),
+}
+
+fn matches(want: Want, got: &Status) -> bool {
+    match (want, got) {
+        (Want::Fail, Status::Fail) | (Want::Warn, Status::Warn) | (Want::Info, Status::Info) => {
+            true
+        }
+        (Want::SkipBecause(why), Status::Skip(reason)) => reason.contains(why),
+        _ => false,
+    }
+}
+
+/// Asserts the findings of `r`: each `want` row as given (with the detail
+/// text it must contain, if any); every other row PASS, or SKIP with a
+/// reason; both generations checked; no timeout.
+fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
+    let table = check::render::text(r, false);
+    let mut wrong = Vec::new();
+    assert_eq!(
+        r.generations,
+        vec![Generation::Modern, Generation::Legacy],
+        "{}: both generations\n{table}",
+        sdk.name()
+    );
+    let wanted: BTreeMap<&str, (Want, &str)> = want
+        .iter()
+        .map(|(id, w, text)| (*id, (*w, *text)))
+        .collect();
+    for (id, (w, text)) in &wanted {
+        match r.results.iter().find(|x| x.id == *id) {
+            None => wrong.push(format!("{id}: not in the report")),
+            Some(x) if !matches(*w, &x.status) => {
+                wrong.push(format!("{id}: want {w:?}, got {} ({})", x.status, x.detail))
+            }
+            Some(x) if !x.detail.contains(text) => {
+                wrong.push(format!("{id}: the detail lacks {text:?}: {}", x.detail))
+            }
+            Some(_) => {}
+        }
+    }
+    for x in &r.results {
+        if wanted.contains_key(x.id) {
+            continue;
+        }
+        match &x.status {
+            Status::Pass => {}
+            Status::Skip(reason) if !reason.trim().is_empty() => {}
+            other => wrong.push(format!(
+                "{}: unexpected {other} ({}): a new finding, or a false positive",
+                x.id, x.detail
+            )),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{}:\n{}\n\n{table}",
+        sdk.name(),
+        wrong.join("\n")
+    );
+}
+
+const REPLAY: &str =
+    "the same state and answers completed twice; if this action must not repeat, this is a MUST";
+const STALL: &str = elicitkit::client::stall::ADVICE;
+const NO_IDENTITY: &str = "no user identity to check the page's visitor against";
+const NOBODY: &str = "the server authenticates nobody";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn typescript_sdk_findings() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let r = check_sdk(Sdk::Ts, &[]).await;
+    use Want::*;
+    assert_findings(
+        &r,
+        Sdk::Ts,
+        &[
+            // NOTES "Response framing": the documented isLegacyRequest routing
+            // sends GET and DELETE to the session arm, which answers 400.
+            ("mrtr-get-delete-405", Warn, "GET: HTTP 400"),
+            // NOTES extra observations: no `bind`, so the state of
+            // connect_account completes plan_trip, and Oslo's state completes Paris.
+            (
+                "mrtr-tamper-other-tool",
+                Warn,
+                "issued for tool connect_account",
+            ),
+            ("mrtr-tamper-other-arguments", Warn, "a complete result"),
+            // NOTES (a): plan_trip records the trip twice, connect_account connects twice.
+            ("mrtr-replay-final-retry", Warn, REPLAY),
+            // NOTES (b): a re-encoded MAC (+/ for -_, `=`, a non-canonical last
+            // character) decodes to the same bytes and verifies: integrity holds.
+            ("mrtr-tamper-reencode", Info, "integrity holds"),
+            // No authentication at all: the page and principal checks cannot apply.
+            ("mrtr-url-page-requires-auth", SkipBecause(NO_IDENTITY), ""),
+            ("mrtr-url-cross-user", SkipBecause(NO_IDENTITY), ""),
+            (
+                "legacy-url-page-requires-auth",
+                SkipBecause(NO_IDENTITY),
+                "",
+            ),
+            ("legacy-url-cross-user", SkipBecause(NO_IDENTITY), ""),
+            ("mrtr-cross-principal", SkipBecause(NOBODY), ""),
+            ("legacy-cross-principal-session", SkipBecause(NOBODY), ""),
+            ("legacy-cross-principal-answer", SkipBecause(NOBODY), ""),
+            ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+            // Every 2026-07-28 reply is JSON.
+            ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
+            // Each flow issues one state (plan_trip from round 2 only).
+            (
+                "mrtr-multi-round-new-state",
+                SkipBecause("more than one requestState"),
+                "",
+            ),
+        ],
+    );
+    // plan_trip seals its state only from round 2: it is the tamper subject.
+    let bit = r.get("mrtr-tamper-bit-flip").expect("row");
+    assert!(bit.detail.starts_with("plan_trip"), "{}", bit.detail);
+    // The SDK elicits before `initialized` only when a tool is called first,
+    // which a correct client never does: nothing to observe.
+    let early = r.get("legacy-no-elicit-before-initialized").expect("row");
+    assert_eq!(early.status, Status::Pass, "{}", early.detail);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn python_sdk_findings() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let r = check_sdk(Sdk::Python, &[]).await;
+    use Want::*;
+    assert_findings(
+        &r,
+        Sdk::Python,
+        &[
+            // SDK finding 1: check_client_capability ignores the modes, so
+            // connect_account sends URL mode to form-only clients.
+            ("mrtr-cap-elicitation-empty", Fail, "connect_account"),
+            ("mrtr-cap-form-only", Fail, "connect_account"),
+            ("legacy-cap-form-only", Fail, "connect_account"),
+            // SDK finding 5: custom routes are never authenticated.
+            (
+                "mrtr-url-page-requires-auth",
+                Fail,
+                "without any credentials",
+            ),
+            ("mrtr-url-cross-user", Fail, "completed it"),
+            (
+                "legacy-url-page-requires-auth",
+                Fail,
+                "without any credentials",
+            ),
+            ("legacy-url-cross-user", Fail, "completed it"),
+            // (a): the order, the trip and the connection happen twice.
+            ("mrtr-replay-final-retry", Warn, REPLAY),
+            // TCP_NODELAY is not set: every reply after the first on a
+            // reused connection waits on the delayed ACK.
+            ("mrtr-tail-stall", Warn, STALL),
+            ("legacy-tail-stall", Warn, STALL),
+            // 2025-11-25 forms carry a root `title` (the pydantic model name).
+            ("legacy-schema-findings", Warn, "/requestedSchema/title"),
+            ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+            ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
+        ],
+    );
+    // Bearer auth with three principals: the binding probes run and pass.
+    for id in [
+        "mrtr-cross-principal",
+        "legacy-cross-principal-session",
+        "legacy-cross-principal-answer",
+        "mrtr-tamper-other-tool",
+        "mrtr-tamper-other-arguments",
+    ] {
+        let row = r.get(id).expect("row");
+        assert_eq!(row.status, Status::Pass, "{id}: {}", row.detail);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rmcp_findings() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let r = check_sdk(Sdk::Rmcp, &[]).await;
+    use Want::*;
+    assert_findings(
+        &r,
+        Sdk::Rmcp,
+        &[
+            // NOTES (e): Origin is validated only when allowed_origins is set
+            // (default off); Host is (403).
+            ("mrtr-origin-validated", Fail, "does not validate Origin"),
+            ("legacy-origin-validated", Fail, "does not validate Origin"),
+            // NOTES (c): unparsable params are taken for an unknown method.
+            ("mrtr-input-responses-shape", Fail, "404 / -32601"),
+            ("mrtr-request-state-shape", Fail, "404 / -32601"),
+            // A missing answer gets -32602, not a new input_required.
+            ("mrtr-input-responses-missing", Warn, "-32602"),
+            // No associated data: a state completes the same tool with other arguments.
+            ("mrtr-tamper-other-arguments", Warn, "a complete result"),
+            // (a): place_order and plan_trip complete twice (connect_account's
+            // flow is retired on completion).
+            ("mrtr-replay-final-retry", Warn, REPLAY),
+            // schemars forms carry a root `title` (the struct name), both generations.
+            ("mrtr-schema-findings", Warn, "/requestedSchema/title"),
+            ("legacy-schema-findings", Warn, "/requestedSchema/title"),
+            ("mrtr-url-page-requires-auth", SkipBecause(NO_IDENTITY), ""),
+            ("mrtr-url-cross-user", SkipBecause(NO_IDENTITY), ""),
+            (
+                "legacy-url-page-requires-auth",
+                SkipBecause(NO_IDENTITY),
+                "",
+            ),
+            ("legacy-url-cross-user", SkipBecause(NO_IDENTITY), ""),
+            ("mrtr-cross-principal", SkipBecause(NOBODY), ""),
+            ("legacy-cross-principal-session", SkipBecause(NOBODY), ""),
+            ("legacy-cross-principal-answer", SkipBecause(NOBODY), ""),
+            ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+        ],
+    );
+    // Another tool's payload does not deserialize: refused, honestly a pass.
+    let other = r.get("mrtr-tamper-other-tool").expect("row");
+    assert_eq!(other.status, Status::Pass, "{}", other.detail);
+    // With TCP_NODELAY on, nothing stalls.
+    for id in ["mrtr-tail-stall", "legacy-tail-stall"] {
+        let row = r.get(id).expect("row");
+        assert_eq!(row.status, Status::Pass, "{id}: {}", row.detail);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rmcp_without_nodelay_stalls() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let r = check_sdk(Sdk::RmcpNagle, &["mrtr-tail-stall", "legacy-tail-stall"]).await;
+    let table = check::render::text(&r, false);
+    for id in ["mrtr-tail-stall", "legacy-tail-stall"] {
+        let row = r.get(id).unwrap_or_else(|| panic!("no {id} row\n{table}"));
+        assert_eq!(row.status, Status::Warn, "{id}\n{table}");
+        assert!(row.detail.contains(STALL), "{}", row.detail);
+    }
+}

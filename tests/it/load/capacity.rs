@@ -1,0 +1,237 @@
+//! `elicitkit load --capacity` (coarse steps, bisection, repeated samples)
+//! against the embedded reference server on 127.0.0.1, and `elicitkit
+//! report capacity` across instance counts. Every load is bounded (a few
+//! half-second samples at small rates).
+
+use crate::support::load::{BIN, f, load, stderr, write_plan};
+use elicitkit::report::{CapacitySummary, SCHEMA_VERSION, Summary};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// The SLO breaks at a known rate (`rps < 100`), so the search must step
+/// past it and bisect back: 40 and 80/s hold, 120/s does not.
+const PLAN: &str = r#"
+name = "cap-test"
+duration = "1s"
+warmup = "0s"
+timeout = "2s"
+thresholds = ["error_rate < 5%"]
+
+[load]
+rate = 40
+
+[scenarios.form-accept]
+weight = 1
+tool = "deploy"
+arguments = { service = "web" }
+
+[capacity]
+start_rate = 40
+step = 40
+max_rate = 400
+step_duration = "500ms"
+slo = ["rps < 100", "error_rate < 5%"]
+bisections = 2
+resolution_pct = 1
+samples = 2
+# Stability is not under test here (unit tests hold it): a wide tolerance
+# keeps a loaded machine's p99 noise from calling a step unstable.
+stable_pct = 1000
+stable_floor = "1s"
+"#;
+
+#[test]
+fn a_capacity_search_bisects_between_the_last_good_and_first_bad_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), PLAN);
+    let (out, s) = load(
+        &["--plan", &plan, "--capacity", "--instances", "1"],
+        dir.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+    assert!(
+        err.contains("worst case"),
+        "the bound is stated up front: {err}"
+    );
+    let c = &s["capacity"];
+    assert_eq!(c["instances"], 1);
+    assert_eq!(c["knee_status"], "bracketed", "{c:#}");
+    let steps = c["steps"].as_array().expect("steps");
+    let kinds: Vec<&str> = steps.iter().map(|s| s["kind"].as_str().unwrap()).collect();
+    let offered: Vec<f64> = steps.iter().map(|s| f(&s["offered_rps"])).collect();
+    // Coarse: 40, 80, 120 (the first bad one), then two halvings.
+    assert_eq!(&kinds[..3], ["coarse"; 3], "{offered:?}");
+    assert_eq!(&offered[..3], [40.0, 80.0, 120.0]);
+    assert_eq!(&kinds[3..], ["bisect"; 2], "{offered:?}");
+    assert_eq!(offered[3], 100.0);
+    assert!(offered[4] == 90.0 || offered[4] == 110.0, "{offered:?}");
+    let good = f(&c["knee_offered_rps"]);
+    let bad = f(&c["first_bad_rps"]);
+    // The knee lies between the last good and the first bad offered rate,
+    // inside the coarse bracket, and bisection narrowed it.
+    assert!(80.0 < good && good < bad && bad <= 120.0, "{good} {bad}");
+    assert!(
+        bad - good <= 10.0 + 1e-9,
+        "two halvings of 40: {good} {bad}"
+    );
+    for st in steps {
+        let o = f(&st["offered_rps"]);
+        match st["verdict"].as_str().unwrap() {
+            "within" => {
+                assert!(o <= good, "{st:#}");
+                assert_eq!(st["samples"], 2, "a good step is confirmed: {st:#}");
+                assert_eq!(st["within_slo"], true);
+            }
+            "breach" => {
+                assert!(o >= bad, "{st:#}");
+                assert_eq!(st["within_slo"], false);
+            }
+            v => panic!("unexpected verdict {v}: {st:#}"),
+        }
+    }
+    let knee = f(&c["knee_rps"]);
+    assert!(knee > 0.0 && knee < 100.0, "achieved at the knee: {knee}");
+    // The step table is printed and written.
+    assert!(stdout.contains("capacity steps"), "{stdout}");
+    assert!(
+        stdout.lines().filter(|l| l.contains(" bisect ")).count() == 2,
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("run/summary.md")).unwrap();
+    assert_eq!(md.matches("| bisect |").count(), 2, "{md}");
+    assert!(md.contains("the knee lies between"), "{md}");
+    // Every sample left its log.
+    let samples: u64 = steps.iter().map(|s| s["samples"].as_u64().unwrap()).sum();
+    let hlogs = std::fs::read_dir(dir.path().join("run"))
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("capacity-") && n.ends_with(".hlog")
+        })
+        .count() as u64;
+    assert_eq!(hlogs, samples);
+}
+
+#[test]
+fn capacity_flags_without_capacity_are_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, _) = load(&["--instances", "2", "--duration", "1s"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("go with --capacity"));
+}
+
+fn synthetic(dir: &Path, instances: Option<u64>, knee: f64, cmds: Option<f64>) {
+    let s = Summary {
+        schema: SCHEMA_VERSION,
+        run_id: dir.display().to_string(),
+        model: "capacity".into(),
+        capacity: Some(CapacitySummary {
+            knee_rps: Some(knee),
+            knee_offered_rps: Some(knee),
+            first_bad_rps: Some(knee * 1.04),
+            knee_status: "bracketed".into(),
+            instances,
+            store_cmds_per_rt: cmds,
+            target_rate: Some(4000.0),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&s).unwrap(),
+    )
+    .unwrap();
+}
+
+fn report_capacity(args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(["report", "capacity"])
+        .args(args)
+        .output()
+        .expect("run elicitkit report capacity")
+}
+
+#[test]
+fn report_capacity_measures_scaling_and_projects_from_the_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    let two = dir.path().join("two");
+    synthetic(&one, None, 1000.0, Some(7.0));
+    synthetic(&two, Some(2), 1600.0, Some(7.5));
+    let out = dir.path().join("cap");
+    let o = report_capacity(&[
+        &format!("1={}", one.display()),
+        two.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{}", stderr(&o));
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(j["scaling_measured"], true);
+    let p = &j["points"];
+    assert_eq!(
+        (p[0]["instances"].as_u64(), p[1]["instances"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert!((f(&p[1]["efficiency"]) - 0.8).abs() < 1e-9, "{j:#}");
+    assert_eq!(f(&p[1]["marginal_gain_rps"]), 600.0);
+    assert_eq!(f(&p[1]["store_cmds_per_rt"]), 7.5);
+    // The target rate comes from the summaries: 4000/s at 600/s per added
+    // instance past 1600/s at 2 → 6 (a straight line through 1 would say 4).
+    let pr = &j["projection"];
+    assert_eq!(pr["instances"], 6, "{pr:#}");
+    assert_eq!(pr["method"], "extrapolated");
+    assert_eq!(pr["beyond_measured"], true);
+    let md = std::fs::read_to_string(out.join("capacity.md")).unwrap();
+    assert!(md.contains("| 2 | 1600 | 800 | 80 % | 600 |"), "{md}");
+    assert!(md.contains("beyond the measured range"), "{md}");
+    assert!(stdout.contains("instances for 4000/s: 6"), "{stdout}");
+
+    // An explicit target inside the curve.
+    let o = report_capacity(&[
+        &format!("1={}", one.display()),
+        two.to_str().unwrap(),
+        "--target-rate",
+        "1300",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(j["projection"]["instances"], 2);
+    assert_eq!(j["projection"]["beyond_measured"], false);
+}
+
+#[test]
+fn report_capacity_with_one_instance_count_will_not_invent_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    synthetic(&one, Some(1), 1000.0, None);
+    let out = dir.path().join("cap");
+    let o = report_capacity(&[one.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}{}", stderr(&o));
+    assert!(stdout.contains("scaling cannot be measured"), "{stdout}");
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("capacity.json")).unwrap()).unwrap();
+    assert_eq!(j["scaling_measured"], false);
+    assert_eq!(j["projection"]["instances"], Value::Null);
+    assert_eq!(j["projection"]["method"], "cannot_measure");
+    assert_eq!(j["points"][0]["efficiency"], Value::Null);
+
+    // A run that does not say its instance count, given without N=: refused.
+    let bare = dir.path().join("bare");
+    synthetic(&bare, None, 900.0, None);
+    let o = report_capacity(&[bare.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("N="), "{}", stderr(&o));
+}

@@ -1,0 +1,7 @@
+mod capacity;
+mod cli;
+mod instances;
+mod k8s_manifests;
+mod report_html;
+mod segment;
+mod shape;

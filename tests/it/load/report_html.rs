@@ -1,0 +1,118 @@
+//! `report.html` rendered in headless Chromium (Debian package `chromium`,
+//! installed on first use by `support::need`): a short real load against
+//! the embedded server on 127.0.0.1, then the page's DOM after its inline
+//! script ran. The test fails, not skips, when Chromium cannot be had.
+
+use crate::support::load::{load, stderr, write_plan};
+use std::path::Path;
+use std::process::Command;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// A mix with an unexpected outcome (declines crash the server's tool) and
+/// thresholds on latency, the error rate and the rate.
+const PLAN: &str = r#"
+name = "html"
+duration = "3s"
+timeout = "5s"
+thresholds = ["p99(e2e) < 2s", "p99(retry) < 2s", "p50(first) < 1s", "error_rate < 90%", "rps > 1"]
+
+[load]
+rate = 40.0
+
+[scenarios.form-accept]
+weight = 3
+
+[scenarios.form-decline]
+weight = 1
+"#;
+
+fn dump_dom(page: &Path) -> String {
+    crate::support::need::need("chromium");
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-extensions",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    assert!(out.status.success(), "chromium failed: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn report_html_renders_every_chart_without_script_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), PLAN);
+    let (out, s) = load(
+        &[
+            "--plan",
+            &plan,
+            "--warmup",
+            "1s",
+            "--serve-arg=--flaw",
+            "--serve-arg=crash-on-decline",
+        ],
+        dir.path(),
+    );
+    assert!(s.is_object(), "a report was written: {}", stderr(&out));
+    assert!(
+        s["round_trips"]["unexpected"].as_u64().unwrap_or(0) > 0,
+        "the flaw gave errors to chart: {s:#}"
+    );
+    let dom = dump_dom(&dir.path().join("run/report.html"));
+    assert!(
+        dom.contains(r#"data-ok="1""#),
+        "the inline script ran to its end: {dom}"
+    );
+    let errors = dom
+        .split(r#"<ul id="script-errors">"#)
+        .nth(1)
+        .and_then(|r| r.split("</ul>").next())
+        .expect("the error list is in the page");
+    assert_eq!(errors.trim(), "", "script errors: {errors}");
+    for id in elicitkit::report::html::CHART_IDS {
+        assert!(dom.contains(&format!(r#"id="{id}""#)), "chart {id} missing");
+    }
+    let charts: usize = dom
+        .split(r#"data-charts=""#)
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the script counted the charts");
+    assert_eq!(charts, elicitkit::report::html::CHART_IDS.len());
+    // Threshold lines on the charts they constrain.
+    for (id, expr) in [
+        ("chart-latency-e2e", "p99(e2e) &lt; 2s"),
+        ("chart-legs-p99", "p99(retry) &lt; 2s"),
+        ("chart-legs-p50", "p50(first) &lt; 1s"),
+        ("chart-errors", "error_rate &lt; 90%"),
+        ("chart-throughput", "rps &gt; 1"),
+    ] {
+        let svg = dom
+            .split(&format!(r#"id="{id}""#))
+            .nth(1)
+            .and_then(|r| r.split("</svg>").next())
+            .unwrap();
+        assert!(
+            svg.contains(r#"class="threshold""#) && svg.contains(expr),
+            "{id} has no line for {expr}"
+        );
+    }
+    for table in ["status-codes", "settings", "cpu", "error-samples"] {
+        assert!(dom.contains(&format!(r#"id="{table}""#)), "{table} missing");
+    }
+    assert!(dom.contains("×"), "grouped error samples have counts");
+    assert!(
+        dom.contains("warm-up 1.0 s"),
+        "the report states the warm-up"
+    );
+}

@@ -1,0 +1,200 @@
+//! Connection hygiene: header-read, body-read and keep-alive timeouts and
+//! the connection cap, over raw TCP on 127.0.0.1. Idle and slowloris
+//! connections cost their timeouts, never a legitimate request its answer.
+//! (How fast that answer is under 4,000 of them is measured by
+//! `loadtests/abuse.sh`, not here.)
+#![cfg(feature = "net")]
+
+use std::time::{Duration, Instant};
+
+use crate::support::server::*;
+use elicitkit::server::ServerConfig;
+use serde_json::json;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+/// Reads until EOF (or an error); returns what arrived and when it ended.
+async fn read_to_close(c: &mut TcpStream, within: Duration) -> Option<(Vec<u8>, Instant)> {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, c.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some((all, Instant::now())),
+            Ok(Ok(n)) => all.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+fn cfg() -> ServerConfig {
+    ServerConfig {
+        header_read_timeout: Duration::from_millis(400),
+        keep_alive_timeout: Duration::from_millis(400),
+        body_read_timeout: Duration::from_millis(400),
+        ..ServerConfig::default()
+    }
+}
+
+async fn tools_list_ok(s: &Srv) -> bool {
+    let r = modern(s, "alice", 1, "tools/list", json!({}), &json!({})).await;
+    r.result_type() == "complete"
+}
+
+#[tokio::test]
+async fn silent_and_slowloris_connections_close_at_the_header_read_timeout() {
+    let s = start(cfg()).await;
+    let t0 = Instant::now();
+    let mut silent = TcpStream::connect(s.server.addr()).await.unwrap();
+    let mut slow = TcpStream::connect(s.server.addr()).await.unwrap();
+    slow.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    // Dribble one header byte every 50 ms: never a complete head.
+    let dribble = tokio::spawn(async move {
+        for _ in 0..100 {
+            if slow.write_all(b"X").await.is_err() {
+                return (slow, true);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        (slow, false)
+    });
+    // Meanwhile the server answers others.
+    assert!(tools_list_ok(&s).await);
+    let (_, closed) = read_to_close(&mut silent, Duration::from_secs(5))
+        .await
+        .expect("the silent connection is closed");
+    let waited = closed - t0;
+    assert!(
+        waited >= Duration::from_millis(350) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    let (mut slow, write_failed) = dribble.await.unwrap();
+    let ended = write_failed
+        || read_to_close(&mut slow, Duration::from_secs(3))
+            .await
+            .is_some();
+    assert!(ended, "the slowloris connection is closed");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(
+        stats(&s).await["connections"]["timed_out"]
+            .as_u64()
+            .unwrap()
+            >= 2
+    );
+    s.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_kept_alive_connection_serves_requests_then_closes_when_idle() {
+    let s = start(ServerConfig {
+        header_read_timeout: Duration::from_secs(10),
+        ..cfg()
+    })
+    .await;
+    let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+    let req = format!("GET /nope HTTP/1.1\r\nHost: {}\r\n\r\n", s.server.addr());
+    for _ in 0..3 {
+        c.write_all(req.as_bytes()).await.unwrap();
+        let mut buf = [0u8; 1024];
+        let n = c.read(&mut buf).await.unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 404"));
+        // Idle well within the keep-alive timeout between requests.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+    let idle_from = Instant::now();
+    let (_, closed) = read_to_close(&mut c, Duration::from_secs(5))
+        .await
+        .expect("closed once idle");
+    let idle = closed - idle_from;
+    assert!(
+        idle >= Duration::from_millis(200) && idle < Duration::from_secs(3),
+        "{idle:?}"
+    );
+    s.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_in_time_gets_408() {
+    let s = start(cfg()).await;
+    let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Authorization: Bearer alice\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        s.server.addr()
+    );
+    c.write_all(head.as_bytes()).await.unwrap();
+    let (reply, _) = read_to_close(&mut c, Duration::from_secs(5))
+        .await
+        .expect("answered and closed");
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    // Flow pages read their forms under the same limit.
+    let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+    let head = format!(
+        "POST /login HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: 100\r\n\r\ntoken=",
+        s.server.addr()
+    );
+    c.write_all(head.as_bytes()).await.unwrap();
+    let (reply, _) = read_to_close(&mut c, Duration::from_secs(5)).await.unwrap();
+    assert!(String::from_utf8_lossy(&reply).starts_with("HTTP/1.1 408"));
+    s.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn at_the_cap_idle_connections_are_shed_for_new_requests() {
+    let s = start(ServerConfig {
+        max_connections: 20,
+        header_read_timeout: Duration::from_secs(30),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut idle = Vec::new();
+    for _ in 0..60 {
+        idle.push(TcpStream::connect(s.server.addr()).await.unwrap());
+    }
+    for _ in 0..5 {
+        let answered = tokio::time::timeout(Duration::from_secs(5), tools_list_ok(&s)).await;
+        assert_eq!(
+            answered.ok(),
+            Some(true),
+            "a request gets through at the cap"
+        );
+    }
+    let conns = stats(&s).await["connections"].clone();
+    assert!(conns["shed"].as_u64().unwrap() >= 40, "{conns}");
+    assert!(conns["open"].as_u64().unwrap() <= 22, "{conns}");
+    // Shutdown does not wait for idle connections.
+    let t = Instant::now();
+    s.server.shutdown().await;
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+#[tokio::test]
+async fn hundreds_of_slowloris_connections_do_not_block_requests() {
+    let s = start(ServerConfig {
+        header_read_timeout: Duration::from_secs(30),
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut slow = Vec::new();
+    for _ in 0..500 {
+        let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+        c.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ")
+            .await
+            .unwrap();
+        slow.push(c);
+    }
+    for i in 0..20 {
+        let answered = tokio::time::timeout(Duration::from_secs(5), tools_list_ok(&s)).await;
+        assert_eq!(answered.ok(), Some(true), "request {i}");
+    }
+    assert!(stats(&s).await["connections"]["open"].as_u64().unwrap() >= 500);
+    s.server.shutdown().await;
+}

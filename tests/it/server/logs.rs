@@ -1,0 +1,156 @@
+//! `elicitkit serve` logs, read from a file as an operator would: client
+//! strings cannot forge lines or colour the terminal, a log file carries
+//! no colour codes, every security event names principal and peer, and no
+//! token or typed API key ever appears.
+#![cfg(feature = "net")]
+
+use crate::support::server::*;
+use serde_json::json;
+
+const ALICE_TOKEN: &str = "s3cr3t-token-alice";
+const BOB_TOKEN: &str = "s3cr3t-token-bob";
+const API_KEY: &str = "sk-live-SECRETSECRET1234";
+const EVIL_NAME: &str = "evil\nINFO forged: admin logged in \u{1b}[31mred\u{1b}[0m";
+
+#[tokio::test]
+async fn logs_escape_client_text_name_principal_and_peer_and_hold_no_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{ALICE_TOKEN} alice\n{BOB_TOKEN} bob\n")).unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = crate::support::serve::cmd();
+    c.args(["--workers", "1", "--auth-tokens"])
+        .arg(&tokens)
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR")
+        .stderr(log);
+    let mut child = crate::support::serve::start(c);
+    let base = child.base_url().to_owned();
+    let s = remote(&base);
+
+    // A client name that tries to forge a line and colour the terminal.
+    let r = legacy_post(
+        &s,
+        ALICE_TOKEN,
+        None,
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion": LEGACY, "capabilities": {"elicitation":{}},
+            "clientInfo": {"name": EVIL_NAME, "version":"1\r\n"}}}),
+    )
+    .await;
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // Security events: a foreign Origin, a tampered state, a bad token, a
+    // session used by another principal.
+    let r = s
+        .http
+        .post(&s.url)
+        .bearer_auth(ALICE_TOKEN)
+        .header("origin", r#"http://evil.example" principal="root"#)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    let first = call(
+        &s,
+        ALICE_TOKEN,
+        1,
+        "deploy",
+        json!({"service":"x"}),
+        &caps_form(),
+    )
+    .await;
+    let mut bad = first.state();
+    bad.replace_range(10..11, if &bad[10..11] == "A" { "B" } else { "A" });
+    let r = retry(
+        &s,
+        ALICE_TOKEN,
+        2,
+        "deploy",
+        json!({"service":"x"}),
+        json!({}),
+        &bad,
+        &caps_form(),
+    )
+    .await;
+    assert_eq!(r.error_code(), -32602, "{}", r.text);
+    let r = call(&s, "not-a-token", 3, "stats", json!({}), &json!({})).await;
+    assert_eq!(r.status, 401);
+    let r = legacy_post(
+        &s,
+        BOB_TOKEN,
+        Some(&sid),
+        json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}),
+    )
+    .await;
+    assert_eq!(r.status().as_u16(), 403);
+    // A typed API key, on the flow page.
+    let f = to_final_with(&s, ALICE_TOKEN, API_KEY).await;
+    assert_eq!(f.result_type(), "complete", "{}", f.text);
+
+    child.kill();
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    if std::env::var_os("SHOW_LOG").is_some() {
+        eprintln!("{text}");
+    }
+
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a log file:\n{text}"
+    );
+    for l in text.lines() {
+        assert!(!l.starts_with("INFO forged"), "a forged line: {l}");
+    }
+    let created = text
+        .lines()
+        .find(|l| l.contains("legacy session created"))
+        .expect("the session is logged");
+    assert!(
+        created.contains(r#"client="evil\nINFO forged: admin logged in \u{1b}[31mred\u{1b}[0m""#),
+        "{created}"
+    );
+    assert!(created.contains(r#"version="1\r\n""#), "{created}");
+    for (event, who) in [
+        ("refused by the Origin/Host check", "principal=\"alice\""),
+        ("requestState rejected", "principal=\"alice\""),
+        ("no valid credentials", "principal=?"),
+        ("session used by another principal", "principal=\"bob\""),
+    ] {
+        let l = text
+            .lines()
+            .find(|l| l.contains(event))
+            .unwrap_or_else(|| panic!("no {event:?} in:\n{text}"));
+        assert!(l.contains("peer=127.0.0.1:"), "{l}");
+        assert!(l.contains(who), "{l}");
+    }
+    // A header value cannot fake a field either.
+    assert!(
+        text.contains(r#"value="http://evil.example\" principal=\"root""#),
+        "{text}"
+    );
+    for secret in [ALICE_TOKEN, BOB_TOKEN, API_KEY, "SECRETSECRET"] {
+        assert!(!text.contains(secret), "{secret} in the log:\n{text}");
+    }
+}
+
+/// `connect_billing` with `key` typed on its page; the final reply.
+async fn to_final_with(s: &Srv, user: &str, key: &str) -> Reply {
+    let first = call(s, user, 1, "connect_billing", json!({}), &caps_both()).await;
+    let url = first.result()["inputRequests"]["billing"]["params"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    submit_flow_page(s, &url, user, key).await;
+    retry(
+        s,
+        user,
+        2,
+        "connect_billing",
+        json!({}),
+        json!({"billing":{"action":"accept"}}),
+        &first.state(),
+        &caps_both(),
+    )
+    .await
+}

@@ -1,0 +1,13 @@
+mod cli;
+mod cluster;
+mod connections;
+mod defences;
+mod flaws;
+mod flows;
+mod forgets;
+mod legacy;
+mod login;
+mod logs;
+mod modern;
+mod once;
+mod sessions;

@@ -1,0 +1,2 @@
+mod kat;
+mod tokens;

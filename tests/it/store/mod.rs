@@ -1,0 +1,3 @@
+mod contract;
+mod model;
+mod sqlite;

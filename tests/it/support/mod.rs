@@ -1,0 +1,11 @@
+//! What the integration tests share. Each family uses its own subset.
+#![allow(dead_code, unused_imports)]
+
+pub mod cluster;
+pub mod interop;
+pub mod load;
+pub mod need;
+#[path = "../../rmcp_server/mod.rs"]
+pub mod rmcp_server;
+pub mod serve;
+pub mod server;

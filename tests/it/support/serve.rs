@@ -1,0 +1,41 @@
+//! The one way the tests start `elicitkit serve` as a child process:
+//! [`cmd`] prepares it, [`start`] spawns it through the library's own
+//! spawner (`elicitkit::load::target::EmbeddedServer`, which `load` uses
+//! for its embedded target) and waits for its `listening on` line. The
+//! child is killed by PID and reaped when the handle drops.
+
+use std::process::{Command, Stdio};
+
+pub use elicitkit::load::target::EmbeddedServer as Serve;
+
+/// The `elicitkit` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_elicitkit");
+
+/// `elicitkit serve --listen LISTEN` with `RUST_LOG=warn`, no state key
+/// from the environment and stderr discarded; add flags, env and stderr.
+pub fn cmd_on(listen: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(["serve", "--listen", listen])
+        .env("RUST_LOG", "warn")
+        .env_remove("ELICITKIT_STATE_KEY")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// [`cmd_on`] an ephemeral loopback port.
+pub fn cmd() -> Command {
+    cmd_on("127.0.0.1:0")
+}
+
+/// Starts `cmd`; panics saying why it did not come up.
+pub fn start(cmd: Command) -> Serve {
+    Serve::spawn(cmd).unwrap_or_else(|e| panic!("elicitkit serve did not start: {e}"))
+}
+
+/// `elicitkit serve --listen 127.0.0.1:0 --workers 1 ARGS`, started.
+pub fn serve(args: &[&str]) -> Serve {
+    let mut c = cmd();
+    c.args(["--workers", "1"]).args(args);
+    start(c)
+}
