@@ -10,6 +10,7 @@
 
 use super::model::{CheckResult, Status};
 use super::{Report, mask};
+use crate::report::format::{escape_xml, md_cell};
 use std::fmt::Write as _;
 
 /// Output formats for `--format`.
@@ -185,23 +186,6 @@ pub fn json(report: &Report) -> String {
     serde_json::to_string_pretty(report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }
 
-/// Escapes text for XML content and attributes.
-pub fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => out.push('?'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn evidence_text(r: &CheckResult) -> String {
     let mut s = String::new();
     for e in &r.evidence {
@@ -218,7 +202,7 @@ pub fn junit(report: &Report) -> String {
     let _ = writeln!(
         out,
         "<testsuites><testsuite name=\"elicitkit check {}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
-        xml_escape(&report.target),
+        escape_xml(&report.target),
         report.results.len(),
         t.fail + t.timeout,
         t.skip,
@@ -229,8 +213,8 @@ pub fn junit(report: &Report) -> String {
             out,
             "  <testcase classname=\"elicitkit.{}\" name=\"{} [{}]\" time=\"{:.3}\">",
             r.generation,
-            xml_escape(r.id),
-            xml_escape(r.rule),
+            escape_xml(r.id),
+            escape_xml(r.rule),
             r.elapsed.as_secs_f64()
         );
         match &r.status {
@@ -238,29 +222,29 @@ pub fn junit(report: &Report) -> String {
                 let _ = write!(
                     out,
                     "<failure message=\"{}\" type=\"{}\">Expected: {}\nActual: {}\nRule: {} {}\n\n{}</failure>",
-                    xml_escape(&r.detail),
+                    escape_xml(&r.detail),
                     r.status.as_str(),
-                    xml_escape(&r.expected),
-                    xml_escape(&r.detail),
-                    xml_escape(r.rule),
-                    xml_escape(&r.link),
-                    xml_escape(&evidence_text(r))
+                    escape_xml(&r.expected),
+                    escape_xml(&r.detail),
+                    escape_xml(r.rule),
+                    escape_xml(&r.link),
+                    escape_xml(&evidence_text(r))
                 );
             }
             Status::Skip(why) => {
-                let _ = write!(out, "<skipped message=\"{}\"/>", xml_escape(why));
+                let _ = write!(out, "<skipped message=\"{}\"/>", escape_xml(why));
             }
             Status::Warn | Status::Info => {
                 let _ = write!(
                     out,
                     "<system-out>{}: {}\nExpected: {}\nActual: {}\nRule: {} {}\n{}</system-out>",
                     r.status.as_str().to_ascii_uppercase(),
-                    xml_escape(&r.detail),
-                    xml_escape(&r.expected),
-                    xml_escape(&r.detail),
-                    xml_escape(r.rule),
-                    xml_escape(&r.link),
-                    xml_escape(&evidence_text(r))
+                    escape_xml(&r.detail),
+                    escape_xml(&r.expected),
+                    escape_xml(&r.detail),
+                    escape_xml(r.rule),
+                    escape_xml(&r.link),
+                    escape_xml(&evidence_text(r))
                 );
             }
             Status::Pass => {}
@@ -269,10 +253,6 @@ pub fn junit(report: &Report) -> String {
     }
     out.push_str("</testsuite></testsuites>\n");
     out
-}
-
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// Markdown: a table, then details for the rows that need attention.
@@ -324,7 +304,7 @@ pub fn markdown(report: &Report, verbose: bool) -> String {
             let _ = writeln!(
                 out,
                 "<details><summary>{}</summary>\n\n````text\n{}\n\n{}\n````\n</details>\n",
-                xml_escape(&e.label),
+                escape_xml(&e.label),
                 e.request.replace("````", "'''"),
                 e.response.replace("````", "'''")
             );

@@ -264,7 +264,7 @@ impl Bucket {
 }
 
 /// Microseconds as milliseconds.
-pub(super) fn ms(us: u64) -> f64 {
+pub(super) fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
@@ -275,14 +275,14 @@ pub fn latency_stats(h: &Histogram<u64>) -> LatencyStats {
     }
     LatencyStats {
         count: h.len(),
-        min_ms: ms(h.min()),
+        min_ms: us_to_ms(h.min()),
         mean_ms: h.mean() / 1000.0,
-        p50_ms: ms(h.value_at_percentile(50.0)),
-        p90_ms: ms(h.value_at_percentile(90.0)),
-        p99_ms: ms(h.value_at_percentile(99.0)),
-        p999_ms: ms(h.value_at_percentile(99.9)),
-        p9999_ms: ms(h.value_at_percentile(99.99)),
-        max_ms: ms(h.max()),
+        p50_ms: us_to_ms(h.value_at_percentile(50.0)),
+        p90_ms: us_to_ms(h.value_at_percentile(90.0)),
+        p99_ms: us_to_ms(h.value_at_percentile(99.0)),
+        p999_ms: us_to_ms(h.value_at_percentile(99.9)),
+        p9999_ms: us_to_ms(h.value_at_percentile(99.99)),
+        max_ms: us_to_ms(h.max()),
     }
 }
 

@@ -16,7 +16,7 @@ const SPECTRUM: [f64; 12] = [
 ];
 
 pub use super::metrics::latency_stats;
-use super::metrics::ms;
+use super::metrics::us_to_ms;
 
 /// `[percentile, ms]` pairs for the spectrum plot.
 pub fn spectrum(h: &Histogram<u64>) -> Vec<[f64; 2]> {
@@ -25,7 +25,7 @@ pub fn spectrum(h: &Histogram<u64>) -> Vec<[f64; 2]> {
     }
     SPECTRUM
         .iter()
-        .map(|&p| [p, ms(h.value_at_percentile(p))])
+        .map(|&p| [p, us_to_ms(h.value_at_percentile(p))])
         .collect()
 }
 
@@ -42,7 +42,7 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
             } else {
                 set.legs_where(|n| selector.matches_leg(n))
             };
-            (!h.is_empty()).then(|| ms(h.value_at_percentile(*percentile)))
+            (!h.is_empty()).then(|| us_to_ms(h.value_at_percentile(*percentile)))
         }
         Metric::ErrorRate => {
             let total = set.round_trips();

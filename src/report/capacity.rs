@@ -3,7 +3,7 @@
 //! (`report capacity`: `capacity.json` data model, `capacity.md`, the
 //! terminal table). The figures are computed in `crate::load`.
 
-use super::markdown::ms;
+use super::format::ms;
 use super::summary::CapacitySummary;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;

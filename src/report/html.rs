@@ -7,8 +7,9 @@
 //! lets a click on a legend entry hide its series, records script errors
 //! into `#script-errors`, and marks `<body data-ok="1">` when it ran.
 
+use super::format::escape_html as esc;
 use super::summary::{ErrorGroup, LatencyStats, Summary, ThresholdLimit, group_samples};
-use super::svg::{Chart, RefLine, Series, esc, linear_ticks, render as chart, spectrum_chart};
+use super::svg::{Chart, RefLine, Series, linear_ticks, render as chart, spectrum_chart};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

@@ -1,23 +1,13 @@
 //! `summary.md`: the run summary as Markdown tables.
 
+use super::format::{md_cell, ms};
 use super::summary::{LatencyStats, Summary};
 use std::fmt::Write as _;
-
-/// Milliseconds with digits by size: `123`, `12.3`, `1.234`.
-pub(super) fn ms(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
 
 fn stats_row(name: &str, s: &LatencyStats) -> String {
     format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-        name.replace('|', "\\|"),
+        md_cell(name),
         s.count,
         ms(s.p50_ms),
         ms(s.p90_ms),
@@ -45,7 +35,7 @@ fn instances_md(o: &mut String, s: &Summary) {
                 INSTANCE_COLUMNS.join(" | ")
             );
             for r in rows {
-                let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
+                let cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
                 let _ = writeln!(o, "| {} |", cells.join(" | "));
             }
         }

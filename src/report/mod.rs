@@ -44,6 +44,7 @@
 //! `p90_ms`, `p99_ms`, `p999_ms`, `p9999_ms`, `max_ms`.
 
 pub mod capacity;
+pub mod format;
 pub mod html;
 pub mod instances;
 pub mod markdown;

@@ -10,6 +10,7 @@
 //! p99. Threshold lines ([`RefLine`]) are drawn across the charts they
 //! constrain, inside the axis range.
 
+use super::format::escape_xml;
 use std::fmt::Write as _;
 
 const W: f64 = 720.0;
@@ -195,14 +196,6 @@ pub fn y_px(axis: &YAxis, v: f64) -> f64 {
     TOP + ph - axis.frac(v) * ph
 }
 
-/// Escapes text for XML.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 /// A chart to draw.
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
@@ -319,16 +312,16 @@ pub fn render(c: &Chart) -> String {
     let _ = write!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" id="{}" class="chart" data-log="{}" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="11" role="img" aria-label="{}">"#,
-        esc(&c.id),
+        escape_xml(&c.id),
         axis.is_log(),
-        esc(&c.title)
+        escape_xml(&c.title)
     );
     let _ = write!(
         s,
         r##"<title>{}</title><rect x="0" y="0" width="{W}" height="{H}" fill="#fff"/><text x="{}" y="18" font-size="13" font-weight="bold">{}</text>"##,
-        esc(&c.title),
+        escape_xml(&c.title),
         LEFT,
-        esc(&c.title)
+        escape_xml(&c.title)
     );
     for (y, label) in axis.ticks() {
         let py = sy(y);
@@ -338,7 +331,7 @@ pub fn render(c: &Chart) -> String {
             LEFT + pw,
             LEFT - 6.0,
             py + 4.0,
-            esc(&label)
+            escape_xml(&label)
         );
     }
     for (x, label) in &c.x_ticks {
@@ -351,7 +344,7 @@ pub fn render(c: &Chart) -> String {
             r##"<line x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}" stroke="#f0f0f0"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
             TOP + ph,
             TOP + ph + 16.0,
-            esc(label)
+            escape_xml(label)
         );
     }
     let y_label = if axis.is_log() {
@@ -364,9 +357,9 @@ pub fn render(c: &Chart) -> String {
         r##"<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" fill="none" stroke="#999"/><text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text transform="translate(14 {:.1}) rotate(-90)" text-anchor="middle">{}</text>"##,
         LEFT + pw / 2.0,
         H - 8.0,
-        esc(&c.x_label),
+        escape_xml(&c.x_label),
         TOP + ph / 2.0,
-        esc(&y_label)
+        escape_xml(&y_label)
     );
     for r in &c.refs {
         let py = sy(r.y);
@@ -377,7 +370,7 @@ pub fn render(c: &Chart) -> String {
             LEFT + pw,
             LEFT + pw - 4.0,
             py - 3.0,
-            esc(&truncate(&r.label, 48))
+            escape_xml(&truncate(&r.label, 48))
         );
     }
     for (i, ser) in c.series.iter().enumerate() {
@@ -424,7 +417,7 @@ pub fn render(c: &Chart) -> String {
             marker_svg(st.marker, lx + 10.0, ly - 4.0, st.color),
             lx + 26.0,
             ly,
-            esc(&truncate(&ser.name, 26))
+            escape_xml(&truncate(&ser.name, 26))
         );
     }
     s.push_str("</svg>");

@@ -15,6 +15,7 @@
 //! 403 (reveals nothing); unknown flow → 404; already submitted → 409;
 //! expired or cancelled → 410; bad CSRF token or missing Origin → 403.
 
+use crate::report::format::escape_html;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -40,28 +41,12 @@ use super::timing::Timing;
 const MAX_FORM_BYTES: usize = 16 * 1024;
 const MAX_KEY_LEN: usize = 512;
 
-/// Escapes text for HTML element content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn html(status: StatusCode, title: &str, body: &str, timing: &Timing) -> Response {
     let page = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width\">\
          <title>{t}</title></head>\n<body>\n<h1>{t}</h1>\n{body}\n</body></html>\n",
-        t = escape(title)
+        t = escape_html(title)
     );
     let mut r = Response::new(Body::from(page));
     *r.status_mut() = status;
@@ -92,9 +77,9 @@ fn login_page(app: &App, headers: &HeaderMap, next: &str, note: &str, timing: &T
          <input type=\"hidden\" name=\"csrf\" value=\"{}\">\n\
          <label>Access token <input type=\"password\" name=\"token\" autocomplete=\"off\"></label>\n\
          <button type=\"submit\">Sign in</button>\n</form>",
-        escape(note),
-        escape(next),
-        escape(&csrf)
+        escape_html(note),
+        escape_html(next),
+        escape_html(&csrf)
     );
     let mut r = html(StatusCode::UNAUTHORIZED, "Sign in", &body, timing);
     let set = names.set(names.login_csrf, &csrf, LOGIN_CSRF_TTL);
@@ -185,8 +170,8 @@ pub async fn page(
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\n\
          <label>API key <input type=\"password\" name=\"api_key\" autocomplete=\"off\" required></label>\n\
          <button type=\"submit\">Connect</button>\n</form>",
-        id = escape(&rec.id),
-        csrf = escape(csrf)
+        id = escape_html(&rec.id),
+        csrf = escape_html(csrf)
     );
     html(StatusCode::OK, "Connect billing", &body, &timing)
 }
@@ -333,7 +318,7 @@ fn forbidden(why: &str, timing: &Timing) -> Response {
     html(
         StatusCode::FORBIDDEN,
         "Forbidden",
-        &format!("<p>{}</p>", escape(why)),
+        &format!("<p>{}</p>", escape_html(why)),
         timing,
     )
 }
@@ -412,14 +397,6 @@ pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            escape("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
-    }
 
     #[test]
     fn form_fields_take_first_values() {

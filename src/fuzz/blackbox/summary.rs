@@ -146,7 +146,7 @@ impl Summary {
                     f.tool,
                     f.ops.join(" "),
                     f.at_secs,
-                    f.what.replace('|', "\\|")
+                    crate::report::format::md_cell(&f.what)
                 );
             }
         }
