@@ -77,22 +77,6 @@ pub struct Args {
     pub quiet: bool,
 }
 
-fn fresh_dir(root: &std::path::Path, id: &str) -> PathBuf {
-    let mut n = 1;
-    loop {
-        let name = if n == 1 {
-            id.to_owned()
-        } else {
-            format!("{id}-{n}")
-        };
-        let dir = root.join(name);
-        if !dir.exists() {
-            return dir;
-        }
-        n += 1;
-    }
-}
-
 /// Runs `elicitkit fuzz`.
 pub fn run(args: Args) -> ExitCode {
     let generation = match args.generation.as_str() {
@@ -134,7 +118,7 @@ pub fn run(args: Args) -> ExitCode {
     s.max_requests = args.max_requests;
     s.timeout = args.timeout;
     s.seed = args.seed;
-    s.out_dir = fresh_dir(&args.out, &id).join("fuzz");
+    s.out_dir = crate::report::fresh_run_dir(&args.out, &id).0.join("fuzz");
     s.progress = (!args.quiet).then_some(Duration::from_secs(5));
     eprintln!(
         "elicitkit fuzz: sends mutated traffic to every tool of {} for real; run it against a \

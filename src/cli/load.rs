@@ -289,9 +289,9 @@ pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String>
             .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
     }
     if args.capacity {
-        let c = plan.capacity.get_or_insert_with(|| {
-            plan::CapacitySpec::with_defaults(200.0, 200.0, 20_000.0, Vec::new())
-        });
+        let c = plan
+            .capacity
+            .get_or_insert_with(plan::CapacitySpec::default);
         args.cap.apply(c)?;
         if c.slo.is_empty() {
             c.slo = plan.thresholds.clone();

@@ -431,8 +431,9 @@ pub(super) async fn search(
     comments: &[String],
     stream: Option<&super::stream::IntervalStream>,
 ) -> Result<(Measured, CapacitySummary, (u64, u64)), RunError> {
-    let spec = plan.capacity.clone().unwrap_or_else(|| {
-        CapacitySpec::with_defaults(100.0, 100.0, 5_000.0, plan.thresholds.clone())
+    let spec = plan.capacity.clone().unwrap_or_else(|| CapacitySpec {
+        slo: plan.thresholds.clone(),
+        ..CapacitySpec::default()
     });
     let store = match &opts.capacity_extras.store_stats {
         Some(url) => {

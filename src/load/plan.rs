@@ -253,6 +253,14 @@ pub struct CapacitySpec {
     pub stable_floor: Duration,
 }
 
+impl Default for CapacitySpec {
+    /// The one set of capacity defaults (`load --capacity` without a plan
+    /// section): 200 round trips/s up to 20,000 in steps of 200, no SLO yet.
+    fn default() -> Self {
+        CapacitySpec::with_defaults(200.0, 200.0, 20_000.0, Vec::new())
+    }
+}
+
 impl CapacitySpec {
     /// A search from `start_rate` to `max_rate` in steps of `step`, 3 s a
     /// step, with the default bisection and stability settings

@@ -172,20 +172,9 @@ pub fn utc_stamp(unix: u64) -> String {
 }
 
 fn fresh_dir(root: &Path, id: &str) -> Result<(PathBuf, String), RunError> {
-    let mut n = 1;
-    loop {
-        let name = if n == 1 {
-            id.to_owned()
-        } else {
-            format!("{id}-{n}")
-        };
-        let dir = root.join(&name);
-        if !dir.exists() {
-            std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-            return Ok((dir, name));
-        }
-        n += 1;
-    }
+    let (dir, name) = crate::report::fresh_run_dir(root, id);
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    Ok((dir, name))
 }
 
 /// Asks the target what an MCP client would before the run: does it speak

@@ -141,6 +141,25 @@ pub fn write_all(dir: &Path, summary: &Summary) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The first unused report folder for run `id` under `root`: `root/id`,
+/// else `root/id-2`, `root/id-3`, … (nothing is created). Returns the path
+/// and its name. Earlier runs are never overwritten.
+pub fn fresh_run_dir(root: &std::path::Path, id: &str) -> (std::path::PathBuf, String) {
+    let mut n = 1;
+    loop {
+        let name = if n == 1 {
+            id.to_owned()
+        } else {
+            format!("{id}-{n}")
+        };
+        let dir = root.join(&name);
+        if !dir.exists() {
+            return (dir, name);
+        }
+        n += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -46,7 +46,6 @@ pub use retention::Purged;
 pub use sqlite::SqliteStore;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
@@ -150,14 +149,9 @@ pub fn open_url(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
     Err(bad("unknown scheme"))
 }
 
-/// Current wall-clock time in ms since the Unix epoch (0 if the clock is
-/// before 1970).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
+/// Current wall-clock time in ms since the Unix epoch (one clock for
+/// states and records).
+pub use crate::state::now_ms;
 
 #[cfg(test)]
 mod tests {
