@@ -28,7 +28,8 @@
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
 //!   [`legacy_principal`].
 
-/// Builds a [`Check`] from its descriptor fields and an `async fn(Probe) -> Verdict`.
+/// Builds a [`Check`] from its descriptor fields and an `async fn(Probe) ->
+/// Verdict`, recording the file it is written in.
 macro_rules! check {
     ($id:literal, $rule:literal, $sev:ident, $gen:ident, $title:literal, $f:path) => {
         $crate::check::model::Check {
@@ -38,6 +39,7 @@ macro_rules! check {
             generation: $crate::protocol::Generation::$gen,
             title: $title,
             run: |p| ::futures::FutureExt::boxed($f(p)),
+            source: file!(),
         }
     };
 }
@@ -231,6 +233,76 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Checks whose id does not carry a word of their file's name: each is
+    /// listed with its file, so finding it is one look-up and moving it
+    /// fails this test until the list says where it went.
+    #[rustfmt::skip]
+    const ELSEWHERE: &[(&str, &str)] = &[
+        ("mrtr-version-unsupported", "meta_headers"),
+        ("mrtr-removed-methods", "meta_headers"),
+        ("mrtr-get-delete-405", "meta_headers"),
+        ("mrtr-no-session-id", "meta_headers"),
+        ("mrtr-input-required-scope", "result_type"),
+        ("mrtr-happy-path", "flows"),
+        ("mrtr-multi-round-new-state", "flows"),
+        ("mrtr-cross-principal", "replay"),
+        ("mrtr-state-expiry", "replay"),
+        ("mrtr-request-state-shape", "input_responses"),
+        ("mrtr-oversized-state", "robustness"),
+        ("mrtr-many-input-responses", "robustness"),
+        ("mrtr-cancel-by-disconnect", "robustness"),
+        ("mrtr-retry-same-id", "robustness"),
+        ("legacy-handshake", "legacy_session"),
+        ("legacy-bad-version-400", "legacy_session"),
+        ("legacy-cap-none", "legacy_elicitation"),
+        ("legacy-cap-form-only", "legacy_elicitation"),
+        ("legacy-cap-url-only", "legacy_elicitation"),
+        ("legacy-request-shape", "legacy_elicitation"),
+        ("legacy-schema-findings", "legacy_elicitation"),
+        ("legacy-answer-202", "legacy_elicitation"),
+        ("legacy-happy-path", "legacy_elicitation"),
+        ("legacy-decline", "legacy_elicitation"),
+        ("legacy-cancel", "legacy_elicitation"),
+        ("legacy-error-reply", "legacy_elicitation"),
+        ("legacy-invalid-answers", "legacy_elicitation"),
+        ("legacy-stream-rules", "legacy_elicitation"),
+        ("legacy-complete-notification", "legacy_elicitation"),
+        ("legacy-url-required-error", "legacy_elicitation"),
+    ];
+
+    /// The file stem of a `check!` source path.
+    fn stem(source: &str) -> &str {
+        let name = source.rsplit(['/', '\\']).next().unwrap_or(source);
+        name.strip_suffix(".rs").unwrap_or(name)
+    }
+
+    #[test]
+    fn every_id_is_found_by_its_file_name_or_listed() {
+        let mut wrong = Vec::new();
+        for c in all_checks() {
+            assert!(c.source.starts_with("src/check/"), "{}: {}", c.id, c.source);
+            let file = stem(c.source);
+            let words = c.id.split('-').skip(1).collect::<Vec<_>>();
+            let named = file.split('_').filter(|w| *w != "legacy").any(|w| {
+                words
+                    .iter()
+                    .any(|iw| iw.starts_with(w) || w.starts_with(iw))
+            });
+            let listed = ELSEWHERE.iter().find(|(id, _)| *id == c.id);
+            match (named, listed) {
+                (true, None) => {}
+                (false, Some((_, f))) if *f == file => {}
+                (true, Some(_)) => wrong.push(format!("{} is named by {file}.rs: unlist it", c.id)),
+                _ => wrong.push(format!("(\"{}\", \"{file}\"),", c.id)),
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "ids and files disagree:\n{}",
+            wrong.join("\n")
+        );
+    }
 
     #[test]
     fn ids_are_unique_and_every_check_names_a_rule() {

@@ -30,6 +30,9 @@ pub struct Check {
     pub title: &'static str,
     /// The check body.
     pub run: CheckFn,
+    /// The file that defines it (`src/check/<family>.rs`), filled in by
+    /// the `check!` macro; `check --list` shows it.
+    pub source: &'static str,
 }
 
 impl fmt::Debug for Check {
@@ -38,6 +41,7 @@ impl fmt::Debug for Check {
             .field("id", &self.id)
             .field("rule", &self.rule)
             .field("severity", &self.severity)
+            .field("source", &self.source)
             .field("generation", &self.generation)
             .finish_non_exhaustive()
     }

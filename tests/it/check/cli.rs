@@ -52,6 +52,12 @@ async fn usage_errors_and_unreachable_targets_exit_2() {
     assert_eq!(out.status.code(), Some(0));
     let list = String::from_utf8_lossy(&out.stdout);
     assert!(list.contains("mrtr-tamper-bit-flip") && list.contains("legacy-request-shape"));
+    // Each row names the file that defines the check.
+    let row = list
+        .lines()
+        .find(|l| l.starts_with("mrtr-tamper-bit-flip "))
+        .expect("the bit-flip row");
+    assert!(row.contains("src/check/state_tamper.rs"), "{row}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
