@@ -5,7 +5,9 @@
 //! # Module map
 //!
 //! Dependencies point one way: `protocol`, `schema` and `state` know nothing
-//! of HTTP; `store` builds on `state`; `server` and `client` build on those;
+//! of HTTP; `store` builds on `state` (one clock); `report` renders and
+//! formats for everyone and imports no other module; `server` and `client`
+//! build on those;
 //! `discover` builds on `client`; `load` and `check` build on both; `report` only renders.
 //!
 //! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
@@ -38,10 +40,12 @@
 //!   execution segments (`--segment I/N`, `--start-at`) whose logs `report
 //!   merge` adds up.
 //! - [`check`]: conformance and security probes, one file per family
-//!   (`cross_instance`: a state retried on a second instance).
+//!   (`cross_instance`: a state retried on a second instance; `check --list`
+//!   names each check's file), and their text, JSON, JUnit and Markdown.
 //! - [`report`]: renders run results as JSON, Markdown, HTML (one offline
-//!   page of SVG charts), Prometheus text and JUnit, and capacity across
-//!   instance counts (`capacity.md`, `capacity.json`).
+//!   page of SVG charts) and Prometheus text, and capacity across instance
+//!   counts (`capacity.md`, `capacity.json`); `report::format` holds the
+//!   one HTML, XML and Markdown-cell escaper and the `ms` formatter.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness
