@@ -5,7 +5,6 @@
 //! `nginx` is installed first (`support::need`); nothing is skipped.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -5,11 +5,9 @@
 //! the rmcp example is built when absent.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Once;
-use std::sync::mpsc;
 use std::time::Duration;
 
 /// Which server.

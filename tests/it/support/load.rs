@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// The `elicitkit` binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_elicitkit");
+pub use super::serve::BIN;
 
 /// Runs `elicitkit load ARGS --out OUT --run-id run --quiet`; returns its
 /// output and `OUT/run/summary.json` (`Null` when none was written).

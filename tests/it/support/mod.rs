@@ -1,5 +1,5 @@
 //! What the integration tests share. Each family uses its own subset.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code)]
 
 pub mod cluster;
 pub mod interop;
