@@ -5,10 +5,10 @@
 //! # Module map
 //!
 //! Dependencies point one way: `protocol`, `schema` and `state` know nothing
-//! of HTTP; `store` builds on `state` (one clock); `report` renders and
-//! formats for everyone and imports no other module; `server` and `client`
-//! build on those;
-//! `discover` builds on `client`; `load` and `check` build on both; `report` only renders.
+//! of HTTP; `store` builds on `state` (one clock); `report` only renders and
+//! formats, for everyone, and imports no other module; `server` and `client`
+//! build on those; `discover` builds on `client`; `load` and `check` build on
+//! both.
 //!
 //! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
 //!   every validator reports in.
