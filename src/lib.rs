@@ -32,13 +32,13 @@
 //!   answer policies, used by `load` and `check`.
 //! - [`discover`]: what a target speaks, its authentication, its tools and
 //!   what their calls do; one implementation for `check`, `load` and `plan`.
-//! - [`load`]: Goose scenarios, the open-model driver, load stages and the
-//!   measured window, HDR metrics and the live interval stream (`--out
-//!   ndjson=FILE`); the capacity search (steps, bisection, stable samples)
-//!   and scaling across instance counts; which instance answered each leg,
-//!   over a balancer or several `--target` URLs; distributed runs as
-//!   execution segments (`--segment I/N`, `--start-at`) whose logs `report
-//!   merge` adds up.
+//! - [`load`]: a pipeline: `spec` (plans, the command line's overrides,
+//!   load shapes, segments, thresholds) → `exec` (the engine: Goose's closed
+//!   model and our open model over one round-trip executor, stop
+//!   conditions) → `metrics` (HDR histograms, `.hlog`, the interval stream,
+//!   which instance answered each leg) → `summarize`; `capacity` (the knee
+//!   search, scaling across instance counts) over the engine; `run` (one
+//!   invocation) and `merge` (`report merge` of distributed segments).
 //! - [`check`]: conformance and security probes, one file per family
 //!   (`cross_instance`: a state retried on a second instance; `check --list`
 //!   names each check's file), and their text, JSON, JUnit and Markdown.

@@ -3,8 +3,8 @@
 //! terminal, and `report capacity DIR…` (knees across instance counts).
 
 use super::{exit, usage_error};
-use crate::load::plan::CapacitySpec;
-use crate::load::scaling::{self, Run};
+use crate::load::capacity::scaling::{self, Run};
+use crate::load::spec::overrides::SearchOverrides;
 use crate::report::{CapacitySummary, SCHEMA_VERSION, Summary, capacity};
 use clap::Args as ClapArgs;
 use std::path::{Path, PathBuf};
@@ -68,32 +68,19 @@ impl SearchArgs {
             || !self.cpu_pids.is_empty()
     }
 
-    /// Applies the knobs to the plan's search.
-    pub fn apply(&self, c: &mut CapacitySpec) -> Result<(), String> {
-        if let Some(b) = self.bisections {
-            c.bisections = b;
+    /// The search knobs, as the plan's overrides take them.
+    pub fn overrides(&self) -> SearchOverrides {
+        SearchOverrides {
+            bisections: self.bisections,
+            resolution: self.resolution,
+            samples: self.samples,
+            stable_within: self.stable_within,
         }
-        if let Some(r) = self.resolution {
-            if !(r.is_finite() && r > 0.0 && r < 100.0) {
-                return Err("--resolution must be a percentage > 0 and < 100".into());
-            }
-            c.resolution_pct = r;
-        }
-        if let Some(n) = self.samples {
-            c.samples = n;
-        }
-        if let Some(p) = self.stable_within {
-            if !(p.is_finite() && p >= 0.0) {
-                return Err("--stable-within must be a percentage ≥ 0".into());
-            }
-            c.stable_pct = p;
-        }
-        Ok(())
     }
 
     /// What the run needs besides the plan.
-    pub fn extras(&self) -> crate::load::capacity::Extras {
-        crate::load::capacity::Extras {
+    pub fn extras(&self) -> crate::load::capacity::driver::Extras {
+        crate::load::capacity::driver::Extras {
             store_stats: self.store_stats.clone(),
             instances: self.instances,
             cpu_pids: self.cpu_pids.clone(),
@@ -240,31 +227,4 @@ pub fn run_report(args: ReportArgs) -> ExitCode {
     }
     println!("  report: {}", args.out.join("capacity.md").display());
     exit::ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn knobs_apply_and_are_checked() {
-        let mut c = CapacitySpec::with_defaults(10.0, 10.0, 100.0, Vec::new());
-        let a = SearchArgs {
-            bisections: Some(2),
-            resolution: Some(10.0),
-            samples: Some(1),
-            stable_within: Some(50.0),
-            ..Default::default()
-        };
-        a.apply(&mut c).unwrap();
-        assert_eq!(
-            (c.bisections, c.resolution_pct, c.samples, c.stable_pct),
-            (2, 10.0, 1, 50.0)
-        );
-        let bad = SearchArgs {
-            resolution: Some(100.0),
-            ..Default::default()
-        };
-        assert!(bad.apply(&mut c).is_err());
-    }
 }

@@ -3,7 +3,7 @@
 //!
 //! With `--target` and no `--plan`, the target is discovered (both
 //! generations, its tools, which of them elicit) and a plan is built from
-//! what was found ([`crate::load::generate`]); the terminal lists every call
+//! what was found ([`crate::load::spec::generate`]); the terminal lists every call
 //! discovery made. With no `--target` (and no `url` in the plan) the
 //! embedded reference server is started on 127.0.0.1 and stopped at the end;
 //! with neither `--plan` nor `--target`, `loadtests/smoke.toml` runs (a
@@ -16,11 +16,12 @@
 
 use super::{exit, usage_error};
 use crate::discover::{self, Discovery};
-use crate::load::generate;
-use crate::load::plan::{self, LoadShape, Plan};
 use crate::load::run::{self, Options, Verdict};
-use crate::load::shape::{self, Model};
-use crate::load::threshold::Threshold;
+use crate::load::spec::generate;
+use crate::load::spec::overrides::{self, Overrides};
+use crate::load::spec::parse;
+use crate::load::spec::plan::Plan;
+use crate::load::spec::shape::Model;
 use crate::protocol::Generation;
 use clap::Args as ClapArgs;
 use std::path::{Path, PathBuf};
@@ -162,7 +163,7 @@ pub struct Args {
     /// How much worse than the baseline a leg's p50/p99 may get (and how
     /// much round trips/s may fall), in percent. Growth under 0.1 ms never
     /// counts.
-    #[arg(long, value_name = "PCT", default_value_t = crate::load::baseline::DEFAULT_TOLERANCE_PCT)]
+    #[arg(long, value_name = "PCT", default_value_t = crate::load::summarize::baseline::DEFAULT_TOLERANCE_PCT)]
     pub baseline_tolerance: f64,
     /// Name of the report folder (default: <UTC time>-<plan>).
     #[arg(long, value_name = "ID")]
@@ -178,8 +179,8 @@ pub struct Args {
     /// with ids and seeds disjoint from the other segments'. Run the N
     /// processes with the same plan and --start-at, then `elicitkit report
     /// merge` their run.hlog files. E.g. --segment 2/3.
-    #[arg(long, value_name = "I/N", value_parser = crate::load::segment::Segment::parse)]
-    pub segment: Option<crate::load::segment::Segment>,
+    #[arg(long, value_name = "I/N", value_parser = crate::load::spec::segment::Segment::parse)]
+    pub segment: Option<crate::load::spec::segment::Segment>,
     /// Synchronized start: check the target, then wait until this time and
     /// start the load (warm-up and window) then. An RFC 3339 UTC time, e.g.
     /// 2026-12-02T03:10:00Z, or +DURATION from now, e.g. +10s. At most 5 s
@@ -230,197 +231,51 @@ fn ndjson_file(outs: &[OutTarget]) -> Option<PathBuf> {
     })
 }
 
+/// The flags of `args` that override a plan, as data.
+fn overrides(args: &Args) -> Overrides {
+    Overrides {
+        target: args.target.clone(),
+        principal: args.principal.clone(),
+        tools: args.tools.clone(),
+        skip_tools: args.skip_tools.clone(),
+        workers: args.workers,
+        max_requests: args.max_requests,
+        timeout: args.timeout,
+        warmup: args.warmup,
+        users: args.users,
+        rate: args.rate,
+        stages: args.stages.clone(),
+        model: args.model,
+        duration: args.duration,
+        thresholds: args.thresholds.clone(),
+        capacity: args.capacity,
+        target_rate: args.target_rate,
+        search: args.cap.overrides(),
+        search_flags: args.cap.any(),
+        segment: args.segment,
+    }
+}
+
 /// Reads the plan (the discovered one, a file, or the built-in smoke
-/// plan) and applies the overrides.
-pub fn build_plan(args: &Args, discovered: Option<Plan>) -> Result<Plan, String> {
+/// plan) and applies `o`.
+fn build_plan(args: &Args, o: &Overrides, discovered: Option<Plan>) -> Result<Plan, String> {
     let mut plan = match (&args.plan, discovered) {
         (_, Some(p)) => p,
-        (Some(p), None) => plan::load_file(p).map_err(|e| e.to_string())?,
+        (Some(p), None) => parse::load_file(p).map_err(|e| e.to_string())?,
         (None, None) => {
             let default = Path::new("loadtests/smoke.toml");
             if default.exists() {
-                plan::load_file(default).map_err(|e| e.to_string())?
+                parse::load_file(default).map_err(|e| e.to_string())?
             } else {
-                plan::parse_plan(BUILTIN_SMOKE, "<built-in smoke.toml>", "smoke")
+                parse::parse_plan(BUILTIN_SMOKE, "<built-in smoke.toml>", "smoke")
                     .map_err(|e| e.to_string())?
             }
         }
     };
-    if let Some(t) = &args.target {
-        let mut urls = split_targets(t)?;
-        plan.target.url = Some(urls.remove(0));
-        plan.target.more_urls = urls;
-    }
-    if let Some(t) = &args.principal {
-        plan.target.token = t.clone();
-    }
-    if !args.tools.is_empty() || !args.skip_tools.is_empty() {
-        for t in &args.tools {
-            if !plan.scenarios.iter().any(|s| &s.tool == t) {
-                return Err(format!("--tool {t}: no scenario of the plan calls {t:?}"));
-            }
-        }
-        plan.scenarios.retain(|s| {
-            (args.tools.is_empty() || args.tools.contains(&s.tool))
-                && !args.skip_tools.contains(&s.tool)
-        });
-        if plan.scenarios.is_empty() {
-            return Err("--tool / --skip-tool left no scenario to run".into());
-        }
-    }
-    if let Some(w) = args.workers {
-        plan.target.workers = w.max(1);
-    }
-    if let Some(n) = args.max_requests {
-        if n == 0 {
-            return Err("--max-requests must be at least 1".into());
-        }
-        plan.max_requests = n;
-    }
-    if let Some(t) = args.timeout {
-        if t.is_zero() {
-            return Err("--timeout must be greater than zero".into());
-        }
-        plan.timeout = t;
-    }
-    apply_shape(args, &mut plan)?;
-    for t in &args.thresholds {
-        plan.thresholds
-            .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
-    }
-    if args.capacity {
-        let c = plan
-            .capacity
-            .get_or_insert_with(plan::CapacitySpec::default);
-        args.cap.apply(c)?;
-        if c.slo.is_empty() {
-            c.slo = plan.thresholds.clone();
-        }
-        if c.slo.is_empty() {
-            return Err(
-                "--capacity needs an SLO: add [capacity] slo = [...] or thresholds to the plan"
-                    .into(),
-            );
-        }
-        if let Some(r) = args.target_rate {
-            c.target_rate = Some(r);
-        }
-    }
-    if !args.capacity && args.cap.any() {
-        return Err(
-            "--instances, --store-stats, --cpu-pid, --bisections, --resolution, \
-                    --samples and --stable-within go with --capacity"
-                .into(),
-        );
-    }
-    plan.validate_thresholds()?;
+    plan.apply(o)?;
     Ok(plan)
 }
 
-/// Takes this process's share of the whole plan (`--segment I/N`);
-/// returns the whole run's users (closed model), for the report.
-pub fn apply_segment(args: &Args, plan: &mut Plan) -> Result<Option<u64>, String> {
-    let Some(seg) = args.segment else {
-        return Ok(None);
-    };
-    if args.capacity && !seg.is_whole() {
-        return Err(format!(
-            "--segment {seg} with --capacity: a capacity search steps its rate by what it \
-             measures, which one segment cannot judge for the whole; search with one process"
-        ));
-    }
-    let whole = match plan.shape {
-        LoadShape::Closed { users, .. } => Some(users as u64),
-        _ => None,
-    };
-    seg.apply(plan)?;
-    Ok(whole)
-}
-
-/// Applies `--users`, `--rate`, `--stage`, `--model`, `--warmup` and
-/// `--duration` to the plan's load shape.
-fn apply_shape(args: &Args, plan: &mut Plan) -> Result<(), String> {
-    if let Some(w) = args.warmup {
-        plan.warmup = w;
-    }
-    if let Some(users) = args.users {
-        if users == 0 {
-            return Err("--users must be at least 1".into());
-        }
-        plan.shape = LoadShape::Closed {
-            users,
-            hatch_rate: users as f64,
-        };
-    }
-    if let Some(rate) = args.rate {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err("--rate must be a number > 0".into());
-        }
-        plan.shape = LoadShape::Open { rate };
-    }
-    if !args.stages.is_empty() {
-        let stages =
-            shape::parse_stages(&args.stages.join(",")).map_err(|e| format!("--stage: {e}"))?;
-        plan.shape = LoadShape::Staged {
-            model: args.model.unwrap_or_else(|| plan.shape.model()),
-            stages,
-        };
-    } else if let Some(m) = args.model {
-        match &mut plan.shape {
-            LoadShape::Staged { model, .. } => *model = m,
-            _ => {
-                return Err(
-                    "--model goes with stages (--stage, or a plan's stages): --users and --rate already say the model"
-                        .into(),
-                );
-            }
-        }
-    }
-    if let Some(d) = args.duration {
-        if d.is_zero() {
-            return Err("--duration must be greater than zero".into());
-        }
-        if let LoadShape::Staged { stages, .. } = &mut plan.shape {
-            *stages = shape::scaled(stages, d + plan.warmup);
-        }
-        plan.duration = d;
-        if let Some(c) = &mut plan.capacity {
-            c.step_duration = c.step_duration.min(d);
-        }
-    }
-    if let LoadShape::Staged { model, stages } = &plan.shape {
-        if *model == Model::Closed {
-            crate::load::closed::check_closed_stages(stages)
-                .map_err(|e| format!("--stage: {e}"))?;
-        }
-        let t = shape::Timeline::staged(*model, stages.clone(), plan.warmup)
-            .map_err(|e| format!("--warmup: {e}"))?;
-        plan.duration = t.measured;
-    }
-    Ok(())
-}
-
-/// The URLs of `--target URL[,URL...]`, each checked (http or https, no
-/// repeats); `Err` names the one that is wrong.
-pub fn split_targets(arg: &str) -> Result<Vec<String>, String> {
-    let mut urls: Vec<String> = Vec::new();
-    for t in arg.split(',').map(str::trim) {
-        if t.is_empty() {
-            return Err(format!("--target {arg:?}: an empty URL in the list"));
-        }
-        let u = url::Url::parse(t).map_err(|e| format!("--target {t:?}: not a URL: {e}"))?;
-        if !matches!(u.scheme(), "http" | "https") {
-            return Err(format!("--target {t:?}: the URL must be http or https"));
-        }
-        if urls.iter().any(|x| x == t) {
-            return Err(format!("--target {t:?}: given twice"));
-        }
-        urls.push(t.to_owned());
-    }
-    Ok(urls)
-}
-
-/// Discovery settings for `--target` with these selections.
 fn discovery_settings(
     target: &str,
     tools: &[String],
@@ -478,7 +333,7 @@ fn generator_threads(plan: &Plan, args: &Args) -> usize {
         (_, Model::Open) => plan.shape.peak(),
         (_, Model::Closed) => return cores,
     };
-    crate::load::open::shards_for(peak, cores)
+    crate::load::exec::open::shards_for(peak, cores)
 }
 
 fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
@@ -501,7 +356,7 @@ pub fn run(args: Args) -> ExitCode {
         .try_init();
     let baseline = match &args.baseline {
         Some(path) if args.baseline_tolerance.is_finite() && args.baseline_tolerance >= 0.0 => {
-            match crate::load::baseline::read(path) {
+            match crate::load::summarize::baseline::read(path) {
                 Ok(s) => Some((s, path.display().to_string(), args.baseline_tolerance)),
                 Err(e) => return usage_error(e),
             }
@@ -513,7 +368,7 @@ pub fn run(args: Args) -> ExitCode {
     let discovered = match (&args.plan, &args.target) {
         (None, Some(targets)) => {
             // Discovery asks the first target; the preflight asks them all.
-            let target = match split_targets(targets) {
+            let target = match overrides::split_targets(targets) {
                 Ok(urls) => urls[0].clone(),
                 Err(e) => return usage_error(e),
             };
@@ -547,26 +402,26 @@ pub fn run(args: Args) -> ExitCode {
         _ => None,
     };
     let selected_by_discovery = discovered.is_some();
-    let mut plan = {
-        let mut a = args_view(&args);
-        if selected_by_discovery {
-            // Discovery already applied --tool / --skip-tool.
-            a.tools.clear();
-            a.skip_tools.clear();
-        }
-        match build_plan(&a, discovered) {
-            Ok(p) => p,
-            Err(e) => return usage_error(e),
-        }
+    let mut o = overrides(&args);
+    if selected_by_discovery {
+        // Discovery already applied --tool / --skip-tool.
+        o.tools.clear();
+        o.skip_tools.clear();
+    }
+    let mut plan = match build_plan(&args, &o, discovered) {
+        Ok(p) => p,
+        Err(e) => return usage_error(e),
     };
     let start_at = match &args.start_at {
-        Some(t) => match crate::load::segment::parse_start_at(t, std::time::SystemTime::now()) {
-            Ok(at) => Some(at),
-            Err(e) => return usage_error(e),
-        },
+        Some(t) => {
+            match crate::load::spec::segment::parse_start_at(t, std::time::SystemTime::now()) {
+                Ok(at) => Some(at),
+                Err(e) => return usage_error(e),
+            }
+        }
         None => None,
     };
-    let whole_users = match apply_segment(&args, &mut plan) {
+    let whole_users = match plan.take_segment(&o) {
         Ok(w) => w,
         Err(e) => return usage_error(e),
     };
@@ -609,41 +464,6 @@ pub fn run(args: Args) -> ExitCode {
             );
             exit::usage()
         }
-    }
-}
-
-/// The arguments `build_plan` reads (a copy whose selections can be cleared).
-fn args_view(args: &Args) -> Args {
-    Args {
-        plan: args.plan.clone(),
-        target: args.target.clone(),
-        tools: args.tools.clone(),
-        skip_tools: args.skip_tools.clone(),
-        generation: args.generation,
-        principal: args.principal.clone(),
-        duration: args.duration,
-        users: args.users,
-        rate: args.rate,
-        stages: args.stages.clone(),
-        model: args.model,
-        warmup: args.warmup,
-        max_requests: args.max_requests,
-        timeout: args.timeout,
-        workers: args.workers,
-        generator_threads: args.generator_threads,
-        thresholds: args.thresholds.clone(),
-        capacity: args.capacity,
-        target_rate: args.target_rate,
-        cap: args.cap.clone(),
-        out: args.out.clone(),
-        summary_export: args.summary_export.clone(),
-        baseline: args.baseline.clone(),
-        baseline_tolerance: args.baseline_tolerance,
-        run_id: args.run_id.clone(),
-        serve_args: args.serve_args.clone(),
-        segment: args.segment,
-        start_at: args.start_at.clone(),
-        quiet: args.quiet,
     }
 }
 

@@ -299,7 +299,7 @@ impl LegacyClient {
     }
 
     /// The instance that answered this session's `initialize` (see
-    /// [`crate::load::instances`]); `None` before a reply.
+    /// [`crate::load::metrics::instances`]); `None` before a reply.
     pub fn answered_by(&self) -> Option<&str> {
         self.answered_by.get().map(String::as_str)
     }

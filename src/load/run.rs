@@ -9,36 +9,29 @@
 //! reason (no report full of errors). With several targets, every one is
 //! asked (discovery, when the plan comes from it, asks only the first).
 //!
-//! Stop conditions, checked four times a second: the duration; the hard
-//! request cap (`max_requests`); 25 consecutive round trips that could not
-//! connect (a dead target); no round trip answered for the plan's `stall`
-//! window (a stalled target); the embedded server exiting; Ctrl-C. Every
-//! run that got past the preflight writes its report, whatever ended it.
+//! The run is three steps: [`prepare`] (target, preflight, report folder,
+//! the [`Engine`]), [`measure`] (the plan's phase, or a capacity search, and
+//! CPU on both sides), [`report`] (summary, baseline, files, verdict). The
+//! stop conditions are the engine's ([`super::exec::engine`]). Every run
+//! that got past the preflight writes its report, whatever ended it.
 //!
 //! Verdicts ([`Verdict`]): `Passed`; `Failed` (a threshold failed, the target
 //! stalled or died mid-run); `Interrupted` (Ctrl-C; the report says so);
 //! `Unreachable` (the target never answered: nothing was measured, so it is
 //! a usage error, exit 2).
 
-use super::closed;
-use super::hlog;
-use super::metrics::{MetricSet, Recorder};
-use super::open;
-use super::plan::{LoadShape, Plan};
-use super::progress::ProgressLine;
-use super::scenarios::LoadContext;
-use super::shape::Model;
-use super::stream::IntervalStream;
+use super::capacity::driver::{self as capacity, Extras};
+use super::exec::engine::{EndReason, Engine, Measured, io_err, preflight, wait_until};
+use super::exec::target::{self, EmbeddedServer, TargetError};
+use super::metrics::hlog;
+use super::metrics::stream::IntervalStream;
+use super::spec::plan::Plan;
 use super::summarize::{self, RunInfo};
-use super::target::{self, EmbeddedServer, TargetError};
-use crate::report::{self, CpuUsage, Summary};
+use crate::report::{self, CapacitySummary, CpuUsage, Summary};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-/// Consecutive connection failures that mean the target is gone.
-const DEAD_STREAK: u64 = 25;
+pub use super::exec::engine::RunError;
 
 /// What a run needs besides the plan.
 #[derive(Debug, Clone)]
@@ -63,13 +56,13 @@ pub struct Options {
     /// Run a capacity search instead of the plan's load shape.
     pub capacity: bool,
     /// The capacity search's store counter and instance label.
-    pub capacity_extras: super::capacity::Extras,
+    pub capacity_extras: Extras,
     /// Show the live progress line.
     pub progress: bool,
     /// What discovery called, when the plan came from it (for the report).
     pub discovery: Vec<String>,
     /// Synchronized start (`--start-at`): wait until then, after the
-    /// preflight, before the first round trip ([`super::segment`]).
+    /// preflight, before the first round trip ([`crate::load::spec::segment`]).
     pub start_at: Option<SystemTime>,
     /// The whole run's users before `--segment` took this share (closed
     /// model), for the report.
@@ -100,55 +93,6 @@ pub struct RunReport {
     pub verdict: Verdict,
 }
 
-/// Why a run could not happen or could not write its report.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The embedded server did not start.
-    #[error(transparent)]
-    Target(#[from] TargetError),
-    /// The report folder or a file could not be written.
-    #[error("cannot write the report in {path}: {source}")]
-    Io {
-        /// The path.
-        path: String,
-        /// The error.
-        source: std::io::Error,
-    },
-    /// Setting up the HTTP client or metrics failed.
-    #[error("{0}")]
-    Setup(String),
-    /// The target does not answer as the plan needs (nothing was measured).
-    #[error("{0}")]
-    Preflight(String),
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
-    move |source| RunError::Io {
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-/// Shared stop state: the first reason wins.
-#[derive(Debug, Default)]
-struct EndState {
-    reason: Mutex<Option<(String, String)>>,
-}
-
-impl EndState {
-    fn set(&self, by: &str, note: String) {
-        if let Ok(mut r) = self.reason.lock()
-            && r.is_none()
-        {
-            *r = Some((by.to_owned(), note));
-        }
-    }
-
-    fn get(&self) -> Option<(String, String)> {
-        self.reason.lock().ok().and_then(|r| r.clone())
-    }
-}
-
 /// `YYYYMMDDTHHMMSSZ` for a Unix time.
 pub fn utc_stamp(unix: u64) -> String {
     let days = (unix / 86_400) as i64;
@@ -171,351 +115,11 @@ pub fn utc_stamp(unix: u64) -> String {
     )
 }
 
+/// Creates the run's report folder under `root` (a fresh name for `id`).
 fn fresh_dir(root: &Path, id: &str) -> Result<(PathBuf, String), RunError> {
     let (dir, name) = crate::report::fresh_run_dir(root, id);
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     Ok((dir, name))
-}
-
-/// Asks the target what an MCP client would before the run: does it speak
-/// the generations the plan's scenarios use, and does it list their tools?
-/// `Err` is a one-line reason.
-pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
-    use crate::client::raw::Rpc;
-    use crate::discover::{self, Wire, all_modes, legacy, modern, wire::Log};
-    use crate::protocol::Generation;
-    let http = discover::http_client().map_err(|e| e.to_string())?;
-    let log = Log::new(
-        http,
-        mcp_url,
-        &plan.target.token,
-        plan.timeout.max(Duration::from_secs(2)),
-        plan.seed,
-    );
-    let caps = all_modes();
-    let mut gens: Vec<Generation> = plan
-        .scenarios
-        .iter()
-        .map(|s| {
-            if s.is_legacy() {
-                Generation::Legacy
-            } else {
-                Generation::Modern
-            }
-        })
-        .collect();
-    gens.dedup();
-    gens.sort_by_key(|g| *g == Generation::Legacy);
-    gens.dedup();
-    for g in gens {
-        let names: Vec<String> = match g {
-            Generation::Modern => modern::list_tools(&log, &caps)
-                .await
-                .map_err(|e| format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}"))?,
-            Generation::Legacy => {
-                let s = legacy::open(&log, &caps, true).await.map_err(|e| {
-                    format!("{mcp_url} does not answer as a 2025-11-25 MCP server: {e}")
-                })?;
-                let reply = log
-                    .send(legacy::request(
-                        &log,
-                        &s,
-                        "tools/list",
-                        "tools/list",
-                        serde_json::json!({}),
-                    ))
-                    .await
-                    .map_err(|e| format!("{mcp_url}: 2025-11-25 tools/list: {e}"))?;
-                legacy::close(&log, &s).await;
-                match reply.rpc() {
-                    Rpc::Result(v) => v
-                        .get("tools")
-                        .and_then(serde_json::Value::as_array)
-                        .cloned()
-                        .unwrap_or_default(),
-                    other => {
-                        return Err(format!(
-                            "{mcp_url}: 2025-11-25 tools/list answered {}",
-                            other.describe()
-                        ));
-                    }
-                }
-            }
-        }
-        .iter()
-        .filter_map(|d| {
-            d.get("name")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
-        })
-        .collect();
-        for sc in plan
-            .scenarios
-            .iter()
-            .filter(|s| (g == Generation::Legacy) == s.is_legacy())
-        {
-            if !names.contains(&sc.tool) {
-                return Err(format!(
-                    "scenario {}: {mcp_url} lists no tool {:?} on {} (it lists: {})",
-                    sc.name,
-                    sc.tool,
-                    g,
-                    names.join(", ")
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn http_client(plan: &Plan) -> Result<reqwest::Client, RunError> {
-    reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(plan.max_in_flight.min(4096))
-        .connect_timeout(plan.timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| RunError::Setup(format!("cannot build the HTTP client: {e}")))
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace()
-                .next()
-                .map(|st| st != "Z" && st != "X")
-        })
-        .unwrap_or(false)
-}
-
-/// The watcher: progress line and stop conditions.
-#[allow(clippy::too_many_arguments)]
-async fn watch(
-    ctx: Arc<LoadContext>,
-    end: Arc<EndState>,
-    done: Arc<AtomicBool>,
-    target_pid: Option<u32>,
-    planned: Duration,
-    progress: bool,
-    goose: bool,
-    label: String,
-) {
-    let started = Instant::now();
-    let mut line = ProgressLine::new(false);
-    let stop = |by: &str, note: String| {
-        end.set(by, note);
-        ctx.stop.store(true, Ordering::Relaxed);
-        if goose {
-            goose::trigger_killswitch(by);
-        }
-    };
-    while !done.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        if ctx.cap_reached.load(Ordering::Relaxed) && !ctx.stop.load(Ordering::Relaxed) {
-            stop(
-                "max_requests",
-                format!(
-                    "the hard cap of {} requests was reached",
-                    ctx.plan.max_requests
-                ),
-            );
-        }
-        if target_pid.is_some_and(|p| !pid_alive(p)) && !ctx.stop.load(Ordering::Relaxed) {
-            stop(
-                "target_died",
-                "the embedded server exited during the run".into(),
-            );
-        }
-        let streak = ctx.recorder.transport_streak();
-        if streak >= DEAD_STREAK && !ctx.stop.load(Ordering::Relaxed) {
-            let by = if ctx.recorder.round_trips() > streak {
-                "target_died"
-            } else {
-                "target_unreachable"
-            };
-            stop(
-                by,
-                format!("{streak} consecutive round trips could not reach the target"),
-            );
-        }
-        let quiet = ctx.recorder.since_last_answer();
-        if quiet >= ctx.plan.stall && !ctx.stop.load(Ordering::Relaxed) {
-            stop(
-                "stalled",
-                format!(
-                    "no round trip got an answer for {:.1} s (the target is stalled, or every \
-                     request times out: timeout {:?})",
-                    quiet.as_secs_f64(),
-                    ctx.plan.timeout
-                ),
-            );
-        }
-        if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
-            stop("interrupted", "stopped by Ctrl-C".into());
-        }
-        if progress && line.due() {
-            let rec = &ctx.recorder;
-            let el = started.elapsed().as_secs_f64();
-            let rts = rec.round_trips();
-            let p99 = rec
-                .last_interval()
-                .map_or(String::from("-"), |i| format!("{:.2}ms", i.p99_ms));
-            line.print(&format!(
-                "{label} {el:5.1}s/{:.0}s  {rts} round trips ({:.0}/s)  {} requests  {} unexpected  p99 e2e {p99}",
-                planned.as_secs_f64(),
-                rts as f64 / el.max(0.001),
-                rec.requests(),
-                rec.errors()
-            ));
-        }
-    }
-    line.finish();
-}
-
-/// What one load phase measured.
-pub(super) struct Measured {
-    pub(super) set: MetricSet,
-    pub(super) hlog: Vec<u8>,
-    pub(super) hlog_error: Option<String>,
-    pub(super) end: Option<(String, String)>,
-}
-
-/// Runs one load phase (closed or open) against `mcp_url`.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn phase(
-    plan: &Plan,
-    mcp_url: &str,
-    http: &reqwest::Client,
-    dir: &Path,
-    target_pid: Option<u32>,
-    progress: bool,
-    label: &str,
-    comments: &[String],
-    stream: Option<&IntervalStream>,
-) -> Result<Measured, RunError> {
-    let timeline = plan.timeline();
-    let recorder = Arc::new(
-        Recorder::new(plan.interval, comments)
-            .map_err(|e| RunError::Setup(e.to_string()))?
-            .with_window(timeline.lead, timeline.measured),
-    );
-    if let Some(s) = stream {
-        recorder.stream_to(s.clone(), label);
-    }
-    let ctx = Arc::new(LoadContext::new(
-        plan.clone(),
-        mcp_url.to_owned(),
-        recorder.clone(),
-    ));
-    let end = Arc::new(EndState::default());
-    let done = Arc::new(AtomicBool::new(false));
-    let goose = timeline.model == Model::Closed;
-    let watcher = tokio::spawn(watch(
-        ctx.clone(),
-        end.clone(),
-        done.clone(),
-        target_pid,
-        timeline.total(),
-        progress,
-        goose,
-        label.to_owned(),
-    ));
-    let interrupt = if goose {
-        None
-    } else {
-        let (c, e) = (ctx.clone(), end.clone());
-        Some(tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                e.set("interrupted", "stopped by Ctrl-C".into());
-                c.stop.store(true, Ordering::Relaxed);
-            }
-        }))
-    };
-    if !plan.segment.is_whole() {
-        recorder.anchor_now();
-    }
-    let backstop = timeline.total() + plan.timeout * 4 + Duration::from_secs(30);
-    match timeline.model {
-        Model::Closed => {
-            let base = url::Url::parse(mcp_url)
-                .map(|u| u[..url::Position::BeforePath].to_owned())
-                .unwrap_or_else(|_| mcp_url.to_owned());
-            let shape = match &plan.shape {
-                LoadShape::Closed { users, hatch_rate } => closed::GooseShape::Fixed {
-                    users: *users,
-                    hatch_rate: *hatch_rate,
-                    // A little past the window: what starts after it is
-                    // left out, so the window is covered to its end.
-                    hold: timeline.warmup + timeline.measured + Duration::from_millis(100),
-                },
-                _ => closed::GooseShape::Plan(closed::goose_test_plan(&timeline.stages)),
-            };
-            let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
-            let chatter = if progress {
-                closed::GooseChatter::Stderr
-            } else {
-                closed::GooseChatter::Discard
-            };
-            let run = closed::run(ctx.clone(), cfg, &shape, chatter);
-            let result = tokio::time::timeout(backstop, run).await;
-            // Goose's own Ctrl-C handler ends its run; the first reason set
-            // wins, so a stop we triggered ourselves keeps its reason.
-            if goose::is_killswitch_triggered() {
-                end.set("interrupted", "stopped by Ctrl-C".into());
-            }
-            match result {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => end.set("error", format!("Goose: {}", goose_error(&e))),
-                Err(_) => {
-                    goose::trigger_killswitch("backstop");
-                    end.set(
-                        "error",
-                        "the run overran its time bound and was stopped".into(),
-                    );
-                }
-            }
-        }
-        Model::Open => {
-            // Round trips in flight at the end get at most 1.5 s: the run ends
-            // within 2 s of its deadline whatever the target does.
-            let drain = plan.timeout.min(Duration::from_millis(1500));
-            let run = open::run(ctx.clone(), http.clone(), &timeline.stages, drain);
-            if tokio::time::timeout(backstop, run).await.is_err() {
-                end.set(
-                    "error",
-                    "the run overran its time bound and was stopped".into(),
-                );
-            }
-        }
-    }
-    ctx.stop.store(true, Ordering::Relaxed);
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.await;
-    if let Some(i) = interrupt {
-        i.abort();
-    }
-    ctx.close_legacy_sessions().await;
-    let (set, hlog, hlog_error) = recorder.finish();
-    Ok(Measured {
-        set,
-        hlog,
-        hlog_error,
-        end: end.get(),
-    })
-}
-
-/// Goose's error with its detail (its Display omits which option is wrong).
-fn goose_error(e: &goose::GooseError) -> String {
-    match e {
-        goose::GooseError::InvalidOption {
-            option,
-            value,
-            detail,
-        } => format!("invalid option {option} = {value:?}: {detail}"),
-        other => other.to_string(),
-    }
 }
 
 /// The run's settings as the report lists them.
@@ -551,9 +155,41 @@ fn settings(plan: &Plan, capacity: bool) -> std::collections::BTreeMap<String, S
             .join(", "),
     );
     if capacity && let Some(c) = &plan.capacity {
-        put("capacity search", super::capacity::describe(c));
+        put("capacity search", c.describe());
     }
     m
+}
+
+/// Adds the segment and start-at lines to a run's settings. `whole_users`
+/// is the whole run's user count (closed model), for the users' range.
+fn segment_settings(
+    plan: &Plan,
+    whole_users: Option<u64>,
+    start_at: Option<SystemTime>,
+    late: Option<Duration>,
+    out: &mut std::collections::BTreeMap<String, String>,
+) {
+    if !plan.segment.is_whole() {
+        out.insert("segment".into(), plan.segment.to_string());
+        out.insert("segment share".into(), plan.segment_share());
+        if let Some(u) = whole_users {
+            let r = plan.segment.range(u);
+            out.insert(
+                "segment users".into(),
+                format!("users {} to {} of the whole run's {u}", r.start, r.end - 1),
+            );
+        }
+    }
+    if let Some(t) = start_at {
+        let late = late
+            .filter(|l| *l > Duration::from_millis(100))
+            .map(|l| format!(" (started {:.1} s late)", l.as_secs_f64()))
+            .unwrap_or_default();
+        out.insert(
+            "start at".into(),
+            format!("{}{late}", humantime::format_rfc3339_millis(t)),
+        );
+    }
 }
 
 fn cpu(cpu_s: f64, requests: u64, round_trips: u64) -> CpuUsage {
@@ -564,9 +200,45 @@ fn cpu(cpu_s: f64, requests: u64, round_trips: u64) -> CpuUsage {
     }
 }
 
+/// A run prepared: the engine over a reachable target, and what the
+/// report needs from the preparation.
+struct Prepared {
+    engine: Engine,
+    info: RunInfo,
+    /// How late the synchronized start began.
+    late: Option<Duration>,
+}
+
+/// What a run measured, with the CPU both sides spent.
+struct MeasuredRun {
+    measured: Measured,
+    /// The capacity search's summary and every step's (round trips, requests).
+    capacity: Option<(CapacitySummary, (u64, u64))>,
+    gen_cpu: Option<f64>,
+    tgt_cpu: Option<f64>,
+}
+
 /// Runs a whole `elicitkit load` invocation and writes its report.
 pub async fn run(opts: Options) -> Result<RunReport, RunError> {
-    let plan = opts.plan.clone();
+    let prepared = prepare(&opts).await?;
+    let measured = measure(&opts, &prepared.engine).await?;
+    if let Some(s) = prepared.engine.server {
+        s.stop();
+    }
+    report(
+        &opts,
+        prepared.info,
+        prepared.engine.mcp_url,
+        prepared.engine.dir,
+        prepared.late,
+        measured,
+    )
+}
+
+/// Starts (or names) the target, asks it whether it serves the plan,
+/// creates the report folder and waits for a synchronized start.
+async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
+    let plan = &opts.plan;
     let started_unix = hlog::unix_seconds(SystemTime::now());
     let id = opts
         .run_id
@@ -586,12 +258,12 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
             (s.mcp_url(), Some(s))
         }
     };
-    preflight(&plan, &mcp_url)
+    preflight(plan, &mcp_url)
         .await
         .map_err(RunError::Preflight)?;
     // Every other target must serve the same plan (its reasons name it).
     for url in &plan.target.more_urls {
-        preflight(&plan, url).await.map_err(RunError::Preflight)?;
+        preflight(plan, url).await.map_err(RunError::Preflight)?;
     }
     let stream = match &opts.ndjson {
         Some(path) => Some(
@@ -601,8 +273,7 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         None => None,
     };
     let (dir, run_id) = fresh_dir(&opts.out_root, &id)?;
-    let target_pid = server.as_ref().map(EmbeddedServer::pid);
-    let http = http_client(&plan)?;
+    let http = Engine::http_client(plan)?;
     let mut info = RunInfo {
         run_id: run_id.clone(),
         plan: plan.name.clone(),
@@ -616,7 +287,7 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         },
         started_unix,
         warmup_s: plan.warmup.as_secs_f64(),
-        ended_by: "duration".into(),
+        ended_by: EndReason::Duration,
         end_note: None,
     };
     let mut comments = vec![
@@ -628,53 +299,64 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         comments.push(plan.segment.hlog_comment(opts.start_at));
     }
     let late = match opts.start_at {
-        Some(at) => Some(super::segment::wait_until(at, opts.progress, &plan.name).await),
+        Some(at) => Some(wait_until(at, opts.progress, &plan.name).await),
         None => None,
     };
     if opts.start_at.is_some() {
         info.started_unix = hlog::unix_seconds(SystemTime::now());
     }
+    let engine = Engine {
+        http,
+        mcp_url,
+        dir,
+        server,
+        progress: opts.progress,
+        comments,
+        stream,
+    };
+    Ok(Prepared { engine, info, late })
+}
 
+/// Runs the plan's phase (or the capacity search) and reads the CPU both
+/// sides spent on it.
+async fn measure(opts: &Options, engine: &Engine) -> Result<MeasuredRun, RunError> {
+    let plan = &opts.plan;
+    let server_cpu = || engine.server.as_ref().and_then(EmbeddedServer::cpu_seconds);
     let gen0 = target::own_cpu_seconds();
-    let tgt0 = server.as_ref().and_then(EmbeddedServer::cpu_seconds);
+    let tgt0 = server_cpu();
     let (measured, capacity) = if opts.capacity {
-        let (m, c, totals) = super::capacity::search(
-            &plan,
-            &mcp_url,
-            &http,
-            &dir,
-            &server,
-            &opts,
-            &comments,
-            stream.as_ref(),
-        )
-        .await?;
+        let (m, c, totals) = capacity::search(engine, plan, &opts.capacity_extras).await?;
         (m, Some((c, totals)))
     } else {
-        let m = phase(
-            &plan,
-            &mcp_url,
-            &http,
-            &dir,
-            target_pid,
-            opts.progress,
-            &plan.name,
-            &comments,
-            stream.as_ref(),
-        )
-        .await?;
-        (m, None)
+        (engine.phase(plan, &plan.name).await?, None)
     };
-    let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
-    let tgt_cpu = tgt0
-        .zip(server.as_ref().and_then(EmbeddedServer::cpu_seconds))
-        .map(|(a, b)| b - a);
-    if let Some(s) = server {
-        s.stop();
-    }
+    Ok(MeasuredRun {
+        measured,
+        capacity,
+        gen_cpu: gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a),
+        tgt_cpu: tgt0.zip(server_cpu()).map(|(a, b)| b - a),
+    })
+}
 
+/// Builds the summary (thresholds, CPU, capacity, baseline), writes every
+/// report file and decides the verdict.
+fn report(
+    opts: &Options,
+    mut info: RunInfo,
+    mcp_url: String,
+    dir: PathBuf,
+    late: Option<Duration>,
+    run: MeasuredRun,
+) -> Result<RunReport, RunError> {
+    let plan = &opts.plan;
+    let MeasuredRun {
+        measured,
+        capacity,
+        gen_cpu,
+        tgt_cpu,
+    } = run;
     if let Some((by, note)) = &measured.end {
-        info.ended_by = by.clone();
+        info.ended_by = *by;
         info.end_note = Some(note.clone());
     }
     let mut summary = summarize::build(
@@ -685,13 +367,13 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     );
     summary.discovery = opts.discovery.clone();
     if !plan.target.more_urls.is_empty() {
-        summary.instances.targets = std::iter::once(mcp_url.clone())
+        summary.instances.targets = std::iter::once(mcp_url)
             .chain(plan.target.more_urls.iter().cloned())
             .collect();
     }
-    summary.settings = settings(&plan, opts.capacity);
-    super::segment::settings(
-        &plan,
+    summary.settings = settings(plan, opts.capacity);
+    segment_settings(
+        plan,
         opts.whole_users,
         opts.start_at,
         late,
@@ -713,8 +395,8 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
         summary.capacity = Some(c);
     }
     if let Some((before, file, tolerance)) = &opts.baseline {
-        let c = super::baseline::compare(&summary, before, file, *tolerance);
-        let failed = super::baseline::failures(&c);
+        let c = summarize::baseline::compare(&summary, before, file, *tolerance);
+        let failed = summarize::baseline::failures(&c);
         summary.passed = summary.passed && c.passed;
         summary.failures.extend(failed);
         summary.baseline = Some(c);
@@ -730,16 +412,16 @@ pub async fn run(opts: Options) -> Result<RunReport, RunError> {
             serde_json::to_string_pretty(&summary).map_err(|e| RunError::Setup(e.to_string()))?;
         std::fs::write(path, json + "\n").map_err(io_err(path))?;
     }
-    let verdict = if summary.ended_by == "interrupted" {
-        Verdict::Interrupted
-    } else if summary.passed {
-        Verdict::Passed
-    } else if summary.ended_by == "target_unreachable"
-        && summary.round_trips.total == summary.errors.get("transport").copied().unwrap_or(0)
-    {
-        Verdict::Unreachable
-    } else {
-        Verdict::Failed
+    let verdict = match info.ended_by {
+        EndReason::Interrupted => Verdict::Interrupted,
+        _ if summary.passed => Verdict::Passed,
+        EndReason::TargetUnreachable
+            if summary.round_trips.total
+                == summary.errors.get("transport").copied().unwrap_or(0) =>
+        {
+            Verdict::Unreachable
+        }
+        _ => Verdict::Failed,
     };
     Ok(RunReport {
         summary,
@@ -787,13 +469,5 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101T000000Z");
         assert_eq!(utc_stamp(1_709_251_199), "20240229T235959Z");
         assert_eq!(utc_stamp(1_795_000_000), "20261118T110640Z");
-    }
-
-    #[test]
-    fn the_first_end_reason_wins() {
-        let e = EndState::default();
-        e.set("max_requests", "cap".into());
-        e.set("target_died", "x".into());
-        assert_eq!(e.get().map(|r| r.0), Some("max_requests".into()));
     }
 }

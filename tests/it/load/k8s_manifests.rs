@@ -120,13 +120,12 @@ fn the_manifests_parse_and_agree() {
     let cm = get("configmap-plan.yaml");
     assert_eq!(cm["metadata"]["name"], "elicitkit-plan");
     let text = cm["data"]["plan.toml"].as_str().expect("plan.toml");
-    let plan = elicitkit::load::plan::parse_plan(text, "configmap-plan.yaml", "k8s")
+    let plan = elicitkit::load::spec::parse::parse_plan(text, "configmap-plan.yaml", "k8s")
         .unwrap_or_else(|e| panic!("the ConfigMap's plan: {e}"));
     for i in 1..=n as u32 {
-        let mut p = plan.clone();
-        elicitkit::load::segment::Segment::new(i, n as u32)
-            .unwrap()
-            .apply(&mut p)
+        let seg = elicitkit::load::spec::segment::Segment::new(i, n as u32).unwrap();
+        plan.clone()
+            .split(seg)
             .unwrap_or_else(|e| panic!("segment {i}/{n}: {e}"));
     }
 }

@@ -5,7 +5,7 @@
 //! the test fails early.
 
 use crate::support::load::{BIN, f, n, stderr, write_plan};
-use elicitkit::load::target::EmbeddedServer;
+use elicitkit::load::exec::target::EmbeddedServer;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

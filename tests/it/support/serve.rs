@@ -1,12 +1,12 @@
 //! The one way the tests start `elicitkit serve` as a child process:
 //! [`cmd`] prepares it, [`start`] spawns it through the library's own
-//! spawner (`elicitkit::load::target::EmbeddedServer`, which `load` uses
+//! spawner (`elicitkit::load::exec::target::EmbeddedServer`, which `load` uses
 //! for its embedded target) and waits for its `listening on` line. The
 //! child is killed by PID and reaped when the handle drops.
 
 use std::process::{Command, Stdio};
 
-pub use elicitkit::load::target::EmbeddedServer as Serve;
+pub use elicitkit::load::exec::target::EmbeddedServer as Serve;
 
 /// The `elicitkit` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_elicitkit");

@@ -1,5 +1,5 @@
 //! The open model: round trips start on a fixed schedule (a constant rate or
-//! stages, [`super::shape::Arrivals`]), whatever the target's speed, and each one's end-to-end
+//! stages, [`crate::load::spec::shape::Arrivals`]), whatever the target's speed, and each one's end-to-end
 //! latency is measured from its *intended* start, so a slow target cannot
 //! hide its queueing (no coordinated omission).
 //!
@@ -18,16 +18,16 @@
 //! weighted round robin.
 //!
 //! A segment of a distributed run (`--segment I/N`) walks the whole
-//! schedule and takes every N-th arrival of it ([`super::segment`]).
+//! schedule and takes every N-th arrival of it ([`crate::load::spec::segment`]).
 //!
 //! The run ends on time whatever the target does: no slot starts after the
 //! schedule's end, round trips still in flight get at most the drain time,
 //! and those cut off then are recorded as timeouts (they were due and did
 //! not finish), not dropped.
 
-use super::scenarios::{LoadContext, weighted_order};
-use super::shape::{self, Arrivals, Stage};
+use super::round_trip::{LoadContext, weighted_order};
 use super::timer::PreciseTimer;
+use crate::load::spec::shape::{self, Arrivals, Stage};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::future::Future;
@@ -68,7 +68,7 @@ pub fn shards_for(peak_rate: f64, cores: usize) -> usize {
 /// Runs the stages' schedule; returns the number of round trips started.
 /// In-flight round trips are awaited (each is bounded by the per-leg
 /// timeout) for at most `drain`, then abandoned.
-pub async fn run(
+pub async fn drive(
     ctx: Arc<LoadContext>,
     http: reqwest::Client,
     stages: &[Stage],
@@ -135,7 +135,7 @@ impl Shard {
         let segment = self.ctx.plan.segment;
         'schedule: for (k, offset) in Arrivals::new(&self.stages).enumerate() {
             // A segment of a distributed run takes every N-th arrival of
-            // the whole schedule (super::segment).
+            // the whole schedule (crate::load::spec::segment).
             if !segment.owns(k as u64) {
                 continue;
             }

@@ -11,16 +11,16 @@
 //! with `inputResponses` and `requestState`) to the next URL, so every
 //! retry crosses to another instance, as MRTR permits; its flow pages go
 //! where its last call went. Each leg's answering instance is noted in
-//! [`RoundTrip::instances`] (see [`super::instances`]).
+//! [`RoundTrip::instances`] (see [`crate::load::metrics::instances`]).
 
-use super::instances::UNKNOWN;
-use super::metrics::Recorder;
-use super::plan::{Plan, ScenarioKind, ScenarioSpec};
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
     AnswerPolicy, CallTemplate, Endpoint, Expectations, FlowConfig, H1Lane, LegResult, ModernFlow,
     RoundTrip, Step, Target, ToolCall,
 };
+use crate::load::metrics::instances::UNKNOWN;
+use crate::load::metrics::recorder::Recorder;
+use crate::load::spec::plan::{Plan, ScenarioKind, ScenarioSpec};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -434,7 +434,7 @@ pub fn weighted_order(scenarios: &[ScenarioSpec]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::plan::parse_plan;
+    use crate::load::spec::parse::parse_plan;
 
     #[test]
     fn weights_are_honoured_and_interleaved() {

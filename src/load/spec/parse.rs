@@ -1,398 +1,20 @@
-//! Load plans: the TOML files in `loadtests/`.
-//!
-//! A plan names its target (omitted = the embedded reference server), the
-//! scenario mix with tools and arguments (so foreign servers work), the load
-//! shape (closed: `users`; open: `rate` or a stepped `ramp`), the bounds
-//! (`duration`, `max_requests`, `timeout`), thresholds and, for capacity
-//! runs, the rate steps and the SLO. `loadtests/README.md` documents every
-//! key. A bad plan is reported with file, line and key.
+//! Plan files → [`Plan`]: the TOML schema (`loadtests/*.toml`), defaults,
+//! and validation with errors that name file, line and key ([`PlanError`]).
 
-use super::shape::{self, Model, Stage, Timeline};
+use super::plan::{
+    CapacitySpec, DEFAULT_MAX_REQUESTS, DEFAULT_STALL, DEFAULT_TIMEOUT, LoadShape, Plan,
+    ScenarioKind, ScenarioSpec, TargetSpec,
+};
+use super::segment::Segment;
+use super::shape::{self, Model, Stage};
 use super::threshold::{Threshold, ThresholdError};
 use crate::client::Mutation;
 use crate::protocol::Generation;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 use std::time::Duration;
-
-/// Default hard cap on HTTP requests per run.
-pub const DEFAULT_MAX_REQUESTS: u64 = 1_000_000;
-
-/// Default per-request timeout: short, so a stalled target shows as
-/// timeouts within the run instead of one slow round trip per user.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Default stall window: a run in which no round trip got an answer for
-/// this long ends as `stalled` (a failure).
-pub const DEFAULT_STALL: Duration = Duration::from_secs(5);
-
-/// What a scenario does (its answer policy and generation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ScenarioKind {
-    /// Accept a form with valid content; expect a complete result.
-    FormAccept,
-    /// Decline; expect a complete (tool) result.
-    FormDecline,
-    /// Cancel; expect a complete (tool) result.
-    FormCancel,
-    /// Accept every round of a multi-round tool.
-    MultiRound,
-    /// URL mode: consent, complete the flow page, retry.
-    UrlFlow,
-    /// Corrupt the echoed state: every round trip is an expected rejection.
-    Tamper,
-    /// Finish the flow, then replay the last retry: an expected rejection.
-    Replay,
-    /// The 2025-11-25 push flow over SSE, accepting.
-    LegacyPush,
-    /// A plain tool call that is expected to complete without eliciting (a
-    /// floor to compare with, or a tool that needs no input).
-    Call,
-}
-
-impl ScenarioKind {
-    /// Every kind.
-    pub const ALL: [ScenarioKind; 9] = [
-        ScenarioKind::FormAccept,
-        ScenarioKind::FormDecline,
-        ScenarioKind::FormCancel,
-        ScenarioKind::MultiRound,
-        ScenarioKind::UrlFlow,
-        ScenarioKind::Tamper,
-        ScenarioKind::Replay,
-        ScenarioKind::LegacyPush,
-        ScenarioKind::Call,
-    ];
-
-    /// The plan spelling (`form-accept`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScenarioKind::FormAccept => "form-accept",
-            ScenarioKind::FormDecline => "form-decline",
-            ScenarioKind::FormCancel => "form-cancel",
-            ScenarioKind::MultiRound => "multi-round",
-            ScenarioKind::UrlFlow => "url-flow",
-            ScenarioKind::Tamper => "tamper",
-            ScenarioKind::Replay => "replay",
-            ScenarioKind::LegacyPush => "legacy-push",
-            ScenarioKind::Call => "call",
-        }
-    }
-
-    /// Parses the plan spelling.
-    pub fn parse(s: &str) -> Option<ScenarioKind> {
-        ScenarioKind::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
-    /// Whether a correct server answers this scenario's round trips with a
-    /// rejection (tamper, replay) rather than a success.
-    pub fn expects_rejection(self) -> bool {
-        matches!(self, ScenarioKind::Tamper | ScenarioKind::Replay)
-    }
-
-    /// The reference server's tool and arguments for this kind.
-    pub fn default_tool(self) -> (&'static str, Value) {
-        match self {
-            ScenarioKind::MultiRound => {
-                ("book_trip", serde_json::json!({"from": "AMS", "to": "LIS"}))
-            }
-            ScenarioKind::UrlFlow => ("connect_billing", serde_json::json!({})),
-            // Its completion is single-use (a confirmed delete_file is too,
-            // but an unconfirmed one may legitimately complete twice).
-            ScenarioKind::Replay => ("connect_billing", serde_json::json!({})),
-            ScenarioKind::Call => ("stats", serde_json::json!({})),
-            _ => ("deploy", serde_json::json!({"service": "web"})),
-        }
-    }
-}
-
-impl fmt::Display for ScenarioKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One scenario of the mix.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScenarioSpec {
-    /// The table name (`[scenarios.<name>]`), a metric label.
-    pub name: String,
-    /// What it does.
-    pub kind: ScenarioKind,
-    /// Relative weight (≥ 1).
-    pub weight: u32,
-    /// Tool to call.
-    pub tool: String,
-    /// Its arguments.
-    pub arguments: Map<String, Value>,
-    /// The state corruption (tamper only).
-    pub mutation: Mutation,
-    /// The protocol generation it speaks (`legacy-push` implies 2025-11-25).
-    pub generation: Generation,
-    /// Answers pinned by form field name, laid over generated content.
-    pub answers: Map<String, Value>,
-    /// An `isError` tool result counts as the expected path.
-    pub expect_tool_error: bool,
-}
-
-impl ScenarioSpec {
-    /// Whether its round trips go through the 2025-11-25 session client.
-    pub fn is_legacy(&self) -> bool {
-        self.generation == Generation::Legacy || self.kind == ScenarioKind::LegacyPush
-    }
-}
-
-/// Closed (Goose users) or open (arrival rate) model, fixed or staged.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoadShape {
-    /// `users` Goose users, each running round trips back to back.
-    Closed {
-        /// Number of users.
-        users: usize,
-        /// Users started per second.
-        hatch_rate: f64,
-    },
-    /// Round trips start at a constant rate, whatever the target's speed.
-    Open {
-        /// Round trips started per second.
-        rate: f64,
-    },
-    /// Stages ramping the users (closed) or the rate (open); they are the
-    /// whole run (`stages = "10s:50,30s:50,10s:0"`, `--stage`, or a `ramp`).
-    Staged {
-        /// What the targets count.
-        model: Model,
-        /// The stages, in order.
-        stages: Vec<Stage>,
-    },
-}
-
-impl LoadShape {
-    /// The model the shape runs in.
-    pub fn model(&self) -> Model {
-        match self {
-            LoadShape::Closed { .. } => Model::Closed,
-            LoadShape::Open { .. } => Model::Open,
-            LoadShape::Staged { model, .. } => *model,
-        }
-    }
-
-    /// The highest rate (open) or user count (closed) the shape reaches.
-    pub fn peak(&self) -> f64 {
-        match self {
-            LoadShape::Closed { users, .. } => *users as f64,
-            LoadShape::Open { rate } => *rate,
-            LoadShape::Staged { stages, .. } => shape::peak(stages),
-        }
-    }
-
-    /// The shape in words, for the report's settings.
-    pub fn describe(&self) -> String {
-        match self {
-            LoadShape::Closed { users, hatch_rate } => {
-                format!("{users} users, launched at {hatch_rate} per second")
-            }
-            LoadShape::Open { rate } => format!("{rate} round trips/s"),
-            LoadShape::Staged { model, stages } => format!(
-                "stages {} ({})",
-                shape::format_stages(stages),
-                match model {
-                    Model::Closed => "users",
-                    Model::Open => "round trips/s",
-                }
-            ),
-        }
-    }
-}
-
-/// Where the load goes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TargetSpec {
-    /// The MCP endpoint URL; `None` starts the embedded reference server.
-    pub url: Option<String>,
-    /// More endpoints of the same service (`--target A,B`): round trips
-    /// start round robin over `url` and these, and each retry goes to the
-    /// next one. Empty for one target.
-    pub more_urls: Vec<String>,
-    /// Worker threads of the embedded server.
-    pub workers: usize,
-    /// Bearer token of the principal.
-    pub token: String,
-    /// Bearer token of another principal (cross-principal probes).
-    pub other_token: String,
-}
-
-/// A capacity search: step the open-model rate until the SLO breaks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CapacitySpec {
-    /// First offered rate (round trips/s).
-    pub start_rate: f64,
-    /// Added per step.
-    pub step: f64,
-    /// Highest rate tried.
-    pub max_rate: f64,
-    /// Length of each step.
-    pub step_duration: Duration,
-    /// The SLO each step is judged against.
-    pub slo: Vec<Threshold>,
-    /// Rate to size for (instances needed = ceil(target / knee)).
-    pub target_rate: Option<f64>,
-    /// Most halvings between the last good and the first bad rate.
-    pub bisections: u32,
-    /// The bisection ends when the bracket is narrower than this percentage
-    /// of the first bad rate.
-    pub resolution_pct: f64,
-    /// Most samples per step (1: no stability check).
-    pub samples: u32,
-    /// Two consecutive samples' p99s within this many percent are stable.
-    pub stable_pct: f64,
-    /// ... or within this much (noise floor).
-    pub stable_floor: Duration,
-}
-
-impl Default for CapacitySpec {
-    /// The one set of capacity defaults (`load --capacity` without a plan
-    /// section): 200 round trips/s up to 20,000 in steps of 200, no SLO yet.
-    fn default() -> Self {
-        CapacitySpec::with_defaults(200.0, 200.0, 20_000.0, Vec::new())
-    }
-}
-
-impl CapacitySpec {
-    /// A search from `start_rate` to `max_rate` in steps of `step`, 3 s a
-    /// step, with the default bisection and stability settings
-    /// ([`super::capacity`]).
-    pub fn with_defaults(start_rate: f64, step: f64, max_rate: f64, slo: Vec<Threshold>) -> Self {
-        use super::capacity as c;
-        CapacitySpec {
-            start_rate,
-            step,
-            max_rate,
-            step_duration: Duration::from_secs(3),
-            slo,
-            target_rate: None,
-            bisections: c::DEFAULT_BISECTIONS,
-            resolution_pct: c::DEFAULT_RESOLUTION_PCT,
-            samples: c::DEFAULT_SAMPLES,
-            stable_pct: c::DEFAULT_STABLE_PCT,
-            stable_floor: c::DEFAULT_STABLE_FLOOR,
-        }
-    }
-}
-
-/// A validated plan.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
-    /// Plan name (file stem unless `name` is set).
-    pub name: String,
-    /// Where it was read from.
-    pub source: String,
-    /// One-line description.
-    pub description: String,
-    /// The target.
-    pub target: TargetSpec,
-    /// The measured window: how long the results cover (the users' launch
-    /// and the warm-up come before it; with stages, their total less the
-    /// warm-up).
-    pub duration: Duration,
-    /// Load run before the measured window and left out of the results.
-    pub warmup: Duration,
-    /// Hard cap on HTTP requests.
-    pub max_requests: u64,
-    /// Per-request timeout.
-    pub timeout: Duration,
-    /// Load model.
-    pub shape: LoadShape,
-    /// Most round trips in flight at once (open model).
-    pub max_in_flight: usize,
-    /// The mix.
-    pub scenarios: Vec<ScenarioSpec>,
-    /// Pass/fail thresholds.
-    pub thresholds: Vec<Threshold>,
-    /// Capacity search settings, when present.
-    pub capacity: Option<CapacitySpec>,
-    /// Seed for generated content.
-    pub seed: u64,
-    /// Width of one interval in the HDR interval logs and timelines.
-    pub interval: Duration,
-    /// No round trip answered for this long ends the run as stalled.
-    pub stall: Duration,
-    /// Whether the default thresholds apply (`default_thresholds = false`
-    /// opts out in writing).
-    pub default_thresholds: bool,
-    /// This process's share of a distributed run (`--segment I/N`; the
-    /// whole run, `1/1`, unless set): see [`super::segment`].
-    pub segment: super::segment::Segment,
-}
-
-impl Plan {
-    /// What the run drives and which part of it is measured.
-    pub fn timeline(&self) -> Timeline {
-        match &self.shape {
-            LoadShape::Closed { users, hatch_rate } => Timeline::fixed(
-                Model::Closed,
-                *users as f64,
-                *hatch_rate,
-                self.warmup,
-                self.duration,
-            ),
-            LoadShape::Open { rate } => {
-                Timeline::fixed(Model::Open, *rate, 1.0, self.warmup, self.duration)
-            }
-            LoadShape::Staged { model, stages } => Timeline {
-                model: *model,
-                stages: stages.clone(),
-                lead: self.warmup,
-                warmup: self.warmup,
-                measured: shape::total(stages).saturating_sub(self.warmup),
-            },
-        }
-    }
-
-    /// Every threshold the run is judged by, each flagged when it is a
-    /// default rather than written in the plan: `error_rate < 1%` (unless
-    /// the plan sets its own error rate), and per scenario `ok(S) > 0` (no
-    /// scenario without a success) and `skipped_rate(S) < 50%` (a scenario
-    /// that mostly cannot apply its policy says so).
-    pub fn all_thresholds(&self) -> Vec<(Threshold, bool)> {
-        let mut out: Vec<(Threshold, bool)> =
-            self.thresholds.iter().map(|t| (t.clone(), false)).collect();
-        if !self.default_thresholds {
-            return out;
-        }
-        let mut add = |expr: String| {
-            if let Ok(t) = Threshold::parse(&expr)
-                && !out.iter().any(|(o, _)| o.metric == t.metric)
-            {
-                out.push((t, true));
-            }
-        };
-        add("error_rate < 1%".into());
-        for s in &self.scenarios {
-            add(format!("ok({}) > 0", s.name));
-            add(format!("skipped_rate({}) < 50%", s.name));
-        }
-        out
-    }
-
-    /// Checks every threshold's names against the plan (a usage error).
-    pub fn validate_thresholds(&self) -> Result<(), String> {
-        let names: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
-        for t in &self.thresholds {
-            t.validate(&names)?;
-        }
-        if let Some(c) = &self.capacity {
-            for t in &c.slo {
-                t.validate(&names)?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Why a plan cannot be used: file, line and key, and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: key `{key}`: {message}")]
@@ -612,7 +234,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                 }
             };
             if model == Model::Closed {
-                super::closed::check_closed_stages(&stages)
+                shape::check_closed_stages(&stages)
                     .map_err(|m| at(Some(span.clone()), "load.stages", m))?;
             }
             LoadShape::Staged { model, stages }
@@ -885,7 +507,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         interval,
         stall,
         default_thresholds: raw.default_thresholds.unwrap_or(true),
-        segment: super::segment::Segment::WHOLE,
+        segment: Segment::WHOLE,
     })
 }
 
@@ -1114,5 +736,72 @@ mutation = "truncate"
         let t = p.timeline();
         assert_eq!(t.lead, Duration::from_secs(3), "2 s launch, 1 s warm-up");
         assert_eq!(t.measured, Duration::from_secs(10));
+    }
+
+    // Plan::split on parsed plans (the segment shares of spec::segment).
+    fn seg(i: u32, n: u32) -> Segment {
+        Segment::new(i, n).unwrap()
+    }
+
+    #[test]
+    fn a_closed_plan_splits_users_cap_and_stages() {
+        let text =
+            "max_requests = 1000\n[load]\nusers = 10\nhatch_rate = 5\n[scenarios.form-accept]\n";
+        let whole = parse_plan(text, "p.toml", "p").unwrap();
+        let mut users = 0;
+        let mut cap = 0;
+        for i in 1..=3 {
+            let mut p = whole.clone();
+            p.split(seg(i, 3)).unwrap();
+            assert_eq!(p.segment, seg(i, 3));
+            let LoadShape::Closed {
+                users: u,
+                hatch_rate,
+            } = p.shape
+            else {
+                panic!("closed")
+            };
+            // The launch lasts as long as the whole's (2 s): windows line up.
+            assert!((u as f64 / hatch_rate - 2.0).abs() < 1e-9);
+            assert_eq!(p.timeline().lead, whole.timeline().lead);
+            users += u;
+            cap += p.max_requests;
+        }
+        assert_eq!((users, cap), (10, 1000));
+        // 10 over 11: round(10·6/11) = round(10·5/11) = 5, so 6/11 gets none.
+        let e = whole.clone().split(seg(6, 11)).unwrap_err();
+        assert!(e.contains("leave this segment none"), "{e}");
+
+        let mut staged = whole.clone();
+        staged.shape = LoadShape::Staged {
+            model: Model::Closed,
+            stages: shape::parse_stages("2s:5,3s:7,1s:0").unwrap(),
+        };
+        let mut sums = [0.0; 3];
+        for i in 1..=2 {
+            let mut p = staged.clone();
+            p.split(seg(i, 2)).unwrap();
+            let LoadShape::Staged { stages, .. } = &p.shape else {
+                panic!("staged")
+            };
+            for (s, st) in sums.iter_mut().zip(stages) {
+                *s += st.target;
+            }
+        }
+        assert_eq!(sums, [5.0, 7.0, 0.0]);
+    }
+
+    #[test]
+    fn an_open_plan_keeps_the_whole_schedule() {
+        let text = "max_requests = 7\n[load]\nrate = 60\n[scenarios.form-accept]\n";
+        let whole = parse_plan(text, "p.toml", "p").unwrap();
+        let mut p = whole.clone();
+        p.split(seg(2, 3)).unwrap();
+        assert_eq!(p.shape, whole.shape);
+        assert_eq!(p.max_requests, 3, "7 over 3 is 2, 3, 2");
+        assert!(p.segment_share().contains("20 round trips/s"));
+        // 7 over 8: round(7·5/8) = round(7·4/8) = 4, so 5/8 gets none.
+        let e = whole.clone().split(seg(5, 8)).unwrap_err();
+        assert!(e.contains("raise --max-requests to at least 8"), "{e}");
     }
 }

@@ -15,7 +15,7 @@
 //!
 //! `phase` is the plan name, or the capacity step.
 
-use super::metrics::IntervalStats;
+use super::set::IntervalStats;
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufWriter, Write as _};

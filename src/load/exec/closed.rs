@@ -8,16 +8,16 @@
 //! `POST tools/call #2 retry`, `POST flow page GET`, …) with its full time,
 //! body included, and the whole round trip as `RT <scenario>`, all through
 //! `record_custom_request_duration`; every leg also goes to our
-//! [`super::metrics::Recorder`]. Expected rejections are successes in
+//! [`crate::load::metrics::recorder::Recorder`]. Expected rejections are successes in
 //! Goose; an unexpected outcome fails the round trip and its last leg.
 //!
 //! Goose is configured in code (`GooseAttack::initialize_with_config`, no
 //! argv parsing), with the telnet controller off, and stopped early
 //! through `goose::trigger_killswitch` (request cap, dead target, Ctrl-C).
 
-use super::scenarios::LoadContext;
-use super::shape::Stage;
+use super::round_trip::LoadContext;
 use crate::client::LegResult;
+use crate::load::spec::shape::Stage;
 use goose::config::GooseConfiguration;
 use goose::config::{GooseDefault, GooseDefaultType};
 use goose::goose::{GooseUser, Scenario, Transaction, TransactionFunction};
@@ -60,32 +60,10 @@ pub fn goose_test_plan(stages: &[Stage]) -> String {
     steps.join(";")
 }
 
-/// Why stages cannot run on Goose: it counts users in whole numbers and
-/// steps in whole seconds.
-pub fn check_closed_stages(stages: &[Stage]) -> Result<(), String> {
-    for (i, s) in stages.iter().enumerate() {
-        if s.target.fract() != 0.0 {
-            return Err(format!(
-                "stage {}: closed-model targets are users, a whole number (got {})",
-                i + 1,
-                s.target
-            ));
-        }
-        if s.duration.subsec_nanos() != 0 {
-            return Err(format!(
-                "stage {}: closed-model stages last whole seconds (Goose steps in seconds; got {})",
-                i + 1,
-                humantime::format_duration(s.duration)
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Builds the Goose configuration for a closed-model run. (Goose refuses
 /// `iterations` together with `run_time`, so the request cap is enforced by
 /// our reservation plus the killswitch instead.) A test plan is set on the
-/// attack itself ([`run`]), as Goose only takes it as a default.
+/// attack itself ([`drive`]), as Goose only takes it as a default.
 pub fn goose_config(
     host: &str,
     shape: &GooseShape,
@@ -189,7 +167,7 @@ impl Drop for StdoutDiverted {
 
 /// Runs the plan's scenarios on Goose until the duration or the killswitch
 /// ends it; Goose's own lines go where `chatter` says.
-pub async fn run(
+pub async fn drive(
     ctx: Arc<LoadContext>,
     config: GooseConfiguration,
     shape: &GooseShape,
@@ -257,7 +235,7 @@ async fn round_trip(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::shape::parse_stages;
+    use crate::load::spec::shape::parse_stages;
 
     #[test]
     fn stages_become_a_goose_test_plan() {
@@ -269,10 +247,5 @@ mod tests {
             "4,0;4,5;0,0",
             "ends by stopping the users"
         );
-        assert!(check_closed_stages(&s).is_ok());
-        let e = check_closed_stages(&parse_stages("2s:2.5").unwrap()).unwrap_err();
-        assert!(e.contains("whole number"), "{e}");
-        let e = check_closed_stages(&parse_stages("1500ms:2").unwrap()).unwrap_err();
-        assert!(e.contains("whole seconds"), "{e}");
     }
 }

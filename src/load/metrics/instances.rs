@@ -26,7 +26,7 @@
 //! split).
 
 use super::hlog::{self, INST, INST_ERR, RETRY, RETRY_CROSSED, RETRY_SAME, RETRY_UNJUDGED};
-use super::metrics::{MetricSet, latency_stats};
+use super::set::{MetricSet, latency_stats, micros};
 use crate::client::{LegResult, RoundTrip};
 use crate::report::{InstanceLegSummary, InstanceSummary, InstancesSummary};
 use hdrhistogram::Histogram;
@@ -232,17 +232,11 @@ pub fn summarize(set: &MetricSet, book: Option<&InstanceBook>) -> InstancesSumma
     }
 }
 
-/// A leg's time in microseconds, clamped to 1 µs .. 1 h as every other
-/// histogram of a run (`record` resizes the auto-resizing histogram).
-fn micros(d: Duration) -> u64 {
-    (d.as_micros().min(u128::from(u64::MAX)) as u64).clamp(1, 3_600_000_000)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::{ErrorClass, Leg, Outcome};
-    use crate::load::hlog::LEG;
+    use crate::load::metrics::hlog::LEG;
 
     fn leg(name: &str, result: LegResult, ms: u64) -> Leg {
         Leg {

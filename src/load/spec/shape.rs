@@ -285,6 +285,28 @@ impl Iterator for Arrivals<'_> {
     }
 }
 
+/// Why stages cannot run on the closed model (Goose): it counts users in whole numbers and
+/// steps in whole seconds.
+pub fn check_closed_stages(stages: &[Stage]) -> Result<(), String> {
+    for (i, s) in stages.iter().enumerate() {
+        if s.target.fract() != 0.0 {
+            return Err(format!(
+                "stage {}: closed-model targets are users, a whole number (got {})",
+                i + 1,
+                s.target
+            ));
+        }
+        if s.duration.subsec_nanos() != 0 {
+            return Err(format!(
+                "stage {}: closed-model stages last whole seconds (Goose steps in seconds; got {})",
+                i + 1,
+                humantime::format_duration(s.duration)
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,5 +408,14 @@ mod tests {
     fn models_parse() {
         assert_eq!(Model::parse("open"), Ok(Model::Open));
         assert!(Model::parse("ramping").unwrap_err().contains("closed"));
+    }
+
+    #[test]
+    fn closed_stages_are_whole_users_and_seconds() {
+        assert!(check_closed_stages(&parse_stages("0s:4,5s:4").unwrap()).is_ok());
+        let e = check_closed_stages(&parse_stages("2s:2.5").unwrap()).unwrap_err();
+        assert!(e.contains("whole number"), "{e}");
+        let e = check_closed_stages(&parse_stages("1500ms:2").unwrap()).unwrap_err();
+        assert!(e.contains("whole seconds"), "{e}");
     }
 }

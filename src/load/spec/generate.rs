@@ -244,7 +244,7 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
             interval: Duration::from_secs(1),
             stall: plan::DEFAULT_STALL,
             default_thresholds: true,
-            segment: crate::load::segment::Segment::WHOLE,
+            segment: crate::load::spec::segment::Segment::WHOLE,
         },
         left_out: Vec::new(),
         optional: Vec::new(),
@@ -501,8 +501,8 @@ mod tests {
         assert_eq!(accept.answers["confirm"], true, "booleans are pinned");
         assert!(!accept.answers.contains_key("n"));
         let text = to_toml(&g, &d);
-        let back =
-            plan::parse_plan(&text, "gen.toml", "gen").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let back = crate::load::spec::parse::parse_plan(&text, "gen.toml", "gen")
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
         assert_eq!(back.scenarios.len(), g.plan.scenarios.len());
         let a = back
             .scenarios

@@ -289,6 +289,7 @@ pub fn unix_seconds(t: SystemTime) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::spec::segment::Segment;
 
     #[test]
     fn tags_round_trip() {
@@ -356,5 +357,23 @@ mod tests {
         );
         let e = read_bytes(b"0.000,1.000,1.0,AAAA\n", "nostart.hlog").unwrap_err();
         assert!(e.to_string().contains("nostart.hlog"), "{e}");
+    }
+
+    fn seg(i: u32, n: u32) -> Segment {
+        Segment::new(i, n).unwrap()
+    }
+
+    #[test]
+    fn the_segment_is_read_back_from_a_log_header() {
+        let at = humantime::parse_rfc3339("2026-12-02T03:10:00Z").unwrap();
+        let c = seg(2, 3).hlog_comment(Some(at));
+        assert_eq!(
+            c,
+            "segment 2/3 (elicitkit load --segment), start-at 2026-12-02T03:10:00.000Z"
+        );
+        let buf = HlogBuffer::new(SystemTime::now(), &["a run".into(), c]).unwrap();
+        assert_eq!(Segment::from_hlog(buf.as_bytes()), Some(seg(2, 3)));
+        let plain = HlogBuffer::new(SystemTime::now(), &[]).unwrap();
+        assert_eq!(Segment::from_hlog(plain.as_bytes()), None);
     }
 }

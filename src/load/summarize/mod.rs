@@ -1,9 +1,13 @@
-//! Turns a [`MetricSet`] into a [`Summary`] and evaluates thresholds.
+//! Turns a [`MetricSet`] into a [`Summary`] and evaluates thresholds;
+//! [`baseline`] compares a run with an earlier one (`--baseline`).
 
-use super::hlog::{E2E, GAP, INST, LEG, STATE};
-use super::metrics::{MetricSet, is_error_label};
-use super::plan::ScenarioSpec;
-use super::threshold::{Metric, Threshold, is_retry_leg};
+pub mod baseline;
+
+use crate::load::exec::engine::EndReason;
+use crate::load::metrics::hlog::{E2E, GAP, INST, LEG, STATE};
+use crate::load::metrics::set::{MetricSet, is_error_label};
+use crate::load::spec::plan::ScenarioSpec;
+use crate::load::spec::threshold::{Metric, Threshold, is_retry_leg};
 use crate::report::{
     OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdLimit,
     ThresholdResult, TimelinePoint,
@@ -15,8 +19,8 @@ const SPECTRUM: [f64; 12] = [
     0.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.999,
 ];
 
-pub use super::metrics::latency_stats;
-use super::metrics::us_to_ms;
+pub use crate::load::metrics::set::latency_stats;
+use crate::load::metrics::set::us_to_ms;
 
 /// `[percentile, ms]` pairs for the spectrum plot.
 pub fn spectrum(h: &Histogram<u64>) -> Vec<[f64; 2]> {
@@ -37,7 +41,7 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
             percentile,
             selector,
         } => {
-            let h = if *selector == super::threshold::LegSelector::E2e {
+            let h = if *selector == crate::load::spec::threshold::LegSelector::E2e {
                 set.e2e_all()
             } else {
                 set.legs_where(|n| selector.matches_leg(n))
@@ -105,7 +109,7 @@ pub fn evaluate(thresholds: &[(Threshold, bool)], set: &MetricSet) -> Vec<Thresh
 /// Where a chart draws a threshold's limit (latency in ms, error rate in
 /// percent, rate per second); `None` for counts and skipped rates.
 pub fn chart_limit(t: &Threshold) -> Option<ThresholdLimit> {
-    use super::threshold::LegSelector;
+    use crate::load::spec::threshold::LegSelector;
     let (metric, selector, percentile, value, unit) = match &t.metric {
         Metric::Latency {
             percentile,
@@ -172,8 +176,10 @@ pub fn tail_stall(set: &MetricSet) -> Option<String> {
 /// Timeline points; a last interval shorter than half the others (the
 /// stragglers after the schedule ended) is folded into the one before it,
 /// so the plot does not end in a spurious dip or spike.
-pub fn timeline_points(intervals: &[super::metrics::IntervalStats]) -> Vec<TimelinePoint> {
-    let mut iv: Vec<super::metrics::IntervalStats> = intervals.to_vec();
+pub fn timeline_points(
+    intervals: &[crate::load::metrics::set::IntervalStats],
+) -> Vec<TimelinePoint> {
+    let mut iv: Vec<crate::load::metrics::set::IntervalStats> = intervals.to_vec();
     if iv.len() >= 2 {
         let nominal = iv[0].len_s;
         let last = iv[iv.len() - 1].clone();
@@ -245,7 +251,7 @@ fn errors_by_kind(
     let mut out = std::collections::BTreeMap::new();
     for (k, h) in metrics {
         if let Some((_, label)) = k
-            .strip_prefix(super::hlog::OUT)
+            .strip_prefix(crate::load::metrics::hlog::OUT)
             .and_then(|r| r.rsplit_once(':'))
             && is_error_label(label)
         {
@@ -275,7 +281,7 @@ pub struct RunInfo {
     /// The warm-up before the measured window.
     pub warmup_s: f64,
     /// Why it ended.
-    pub ended_by: String,
+    pub ended_by: EndReason,
     /// Why, in words.
     pub end_note: Option<String>,
 }
@@ -340,13 +346,13 @@ pub fn build(
     spectra.insert("e2e".to_owned(), spectrum(&e2e_all));
     let timeline = timeline_points(&set.timeline);
     let results = evaluate(thresholds, set);
-    let normal_end = matches!(info.ended_by.as_str(), "duration" | "max_requests");
+    let normal_end = info.ended_by.is_normal();
     let passed = normal_end && results.iter().all(|r| r.passed);
     let mut failures = Vec::new();
     if !normal_end {
         failures.push(format!(
             "the run ended by {}{}",
-            info.ended_by,
+            info.ended_by.as_str(),
             info.end_note
                 .as_ref()
                 .map(|n| format!(": {n}"))
@@ -410,7 +416,7 @@ pub fn build(
             before_round_trips: set.window.before.0,
             after_round_trips: set.window.after.0,
         },
-        ended_by: info.ended_by.clone(),
+        ended_by: info.ended_by.as_str().into(),
         end_note: info.end_note.clone(),
         error_rate: error_fraction,
         error_rate_pct: error_fraction * 100.0,
@@ -454,7 +460,7 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::client::{ErrorClass, Leg, LegResult, Outcome, RoundTrip};
-    use crate::load::metrics::Recorder;
+    use crate::load::metrics::recorder::Recorder;
     use std::time::Duration;
 
     fn rt(ms: u64, outcome: Outcome) -> RoundTrip {
@@ -477,7 +483,7 @@ mod tests {
 
     #[test]
     fn a_short_last_interval_is_folded_into_the_previous_one() {
-        use crate::load::metrics::IntervalStats;
+        use crate::load::metrics::set::IntervalStats;
         let iv = |start_s: f64, len_s: f64, round_trips: u64| IntervalStats {
             start_s,
             len_s,
@@ -522,7 +528,7 @@ mod tests {
         .map(|t| (Threshold::parse(t).unwrap(), false))
         .collect();
         let info = RunInfo {
-            ended_by: "duration".into(),
+            ended_by: EndReason::Duration,
             ..Default::default()
         };
         let s = build(&set, &info, &[], &th);
@@ -560,7 +566,7 @@ mod tests {
             .map(|t| (Threshold::parse(t).unwrap(), true))
             .collect();
         let info = RunInfo {
-            ended_by: "duration".into(),
+            ended_by: EndReason::Duration,
             ..Default::default()
         };
         let s = build(&set, &info, &[], &th);

@@ -1,0 +1,461 @@
+//! The capacity search's pure part: which rate to try next ([`Search`]:
+//! coarse steps, then bisection of the bracket around the knee), how a
+//! step's samples are judged ([`judge`], [`worst_of`]) and the search's
+//! worst-case length. No I/O: [`super::driver`] measures the steps.
+
+use crate::load::spec::plan::CapacitySpec;
+use std::time::Duration;
+
+/// Which phase of the search a step belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// `start_rate + k × step`.
+    Coarse,
+    /// A midpoint between the last good and the first bad rate.
+    Bisect,
+}
+
+impl StepKind {
+    /// `coarse` or `bisect`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Coarse => "coarse",
+            StepKind::Bisect => "bisect",
+        }
+    }
+}
+
+/// How a search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KneeStatus {
+    /// The knee lies between a good and a bad measured rate.
+    Bracketed,
+    /// The first step already broke the SLO: the knee is below `start_rate`.
+    BelowStart,
+    /// `max_rate` held: the knee is at least the highest good rate.
+    NotReached,
+    /// The run stopped (Ctrl-C, a dead or stalled target) before the end.
+    Stopped,
+}
+
+impl KneeStatus {
+    /// The name written in `summary.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KneeStatus::Bracketed => "bracketed",
+            KneeStatus::BelowStart => "below_start",
+            KneeStatus::NotReached => "not_reached",
+            KneeStatus::Stopped => "stopped",
+        }
+    }
+}
+
+/// The rate schedule of a search: coarse steps, then bisection.
+#[derive(Debug, Clone)]
+pub struct Search {
+    start: f64,
+    step: f64,
+    max: f64,
+    resolution: f64,
+    max_bisections: u32,
+    next_coarse: f64,
+    good: Option<f64>,
+    bad: Option<f64>,
+    bisections: u32,
+    done: Option<KneeStatus>,
+}
+
+impl Search {
+    /// A search over `spec`'s rates.
+    pub fn new(spec: &CapacitySpec) -> Search {
+        Search {
+            start: spec.start_rate,
+            step: spec.step,
+            max: spec.max_rate,
+            resolution: spec.resolution_pct / 100.0,
+            max_bisections: spec.bisections,
+            next_coarse: spec.start_rate,
+            good: None,
+            bad: None,
+            bisections: 0,
+            done: None,
+        }
+    }
+
+    /// The next rate to measure, or `None` when the search is over.
+    pub fn next_rate(&mut self) -> Option<(f64, StepKind)> {
+        if self.done.is_some() {
+            return None;
+        }
+        match (self.good, self.bad) {
+            (_, None) => {
+                if self.next_coarse > self.max + 1e-9 {
+                    self.done = Some(KneeStatus::NotReached);
+                    return None;
+                }
+                Some((self.next_coarse, StepKind::Coarse))
+            }
+            (None, Some(_)) => {
+                self.done = Some(KneeStatus::BelowStart);
+                None
+            }
+            (Some(g), Some(b)) => {
+                if self.bisections >= self.max_bisections || (b - g) < self.resolution * b {
+                    self.done = Some(KneeStatus::Bracketed);
+                    return None;
+                }
+                Some(((g + b) / 2.0, StepKind::Bisect))
+            }
+        }
+    }
+
+    /// Records the verdict of the step at `rate` (`within`: it held the
+    /// SLO; `stopped`: the run ended during it).
+    pub fn record(&mut self, rate: f64, kind: StepKind, within: bool, stopped: bool) {
+        if stopped {
+            self.done = Some(KneeStatus::Stopped);
+            return;
+        }
+        match kind {
+            StepKind::Coarse => {
+                if within {
+                    self.good = Some(rate);
+                    self.next_coarse = rate + self.step;
+                } else {
+                    self.bad = Some(rate);
+                }
+            }
+            StepKind::Bisect => {
+                self.bisections += 1;
+                if within {
+                    self.good = Some(rate);
+                } else {
+                    self.bad = Some(rate);
+                }
+            }
+        }
+    }
+
+    /// The highest rate that held and the lowest that broke.
+    pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
+        (self.good, self.bad)
+    }
+
+    /// How it ended (`None` while it runs).
+    pub fn status(&self) -> Option<KneeStatus> {
+        self.done
+    }
+
+    /// Most steps the search can take: every coarse step, then every halving.
+    pub fn max_steps(&self) -> u64 {
+        let coarse = ((self.max - self.start) / self.step + 1e-9)
+            .floor()
+            .max(0.0) as u64
+            + 1;
+        coarse + u64::from(self.max_bisections)
+    }
+}
+
+/// One sample of a step.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sample {
+    /// End-to-end p50 (ms).
+    pub p50_ms: f64,
+    /// End-to-end p99 (ms).
+    pub p99_ms: f64,
+    /// Achieved round trips/s.
+    pub achieved_rps: f64,
+    /// Unexpected / all round trips.
+    pub error_rate: f64,
+    /// Every SLO threshold held.
+    pub within: bool,
+    /// The run ended during this sample (not by its duration).
+    pub stopped: bool,
+}
+
+/// The verdict of a step once its samples are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepVerdict {
+    /// Every sample held the SLO and the p99 settled (or one sample was asked for).
+    Within,
+    /// A sample broke the SLO.
+    Breach,
+    /// Every sample held, but the p99 never settled: not called within.
+    Unstable,
+    /// The run stopped during the step.
+    Stopped,
+}
+
+impl StepVerdict {
+    /// The name in the step table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepVerdict::Within => "within",
+            StepVerdict::Breach => "breach",
+            StepVerdict::Unstable => "unstable",
+            StepVerdict::Stopped => "stopped",
+        }
+    }
+}
+
+/// When two p99s agree: within `pct` percent of the larger, or within
+/// `floor_ms`, whichever is wider.
+pub fn consistent(a: f64, b: f64, pct: f64, floor_ms: f64) -> bool {
+    (a - b).abs() <= (a.max(b) * pct / 100.0).max(floor_ms)
+}
+
+/// The stability rule: `None` asks for another sample; otherwise the
+/// step's verdict and whether it settled (`None`: not checked, one sample
+/// allowed).
+pub fn judge(
+    samples: &[Sample],
+    max_samples: u32,
+    pct: f64,
+    floor_ms: f64,
+) -> Option<(StepVerdict, Option<bool>)> {
+    let last = samples.last()?;
+    let settled = |s: &[Sample]| {
+        s.len() >= 2 && consistent(s[s.len() - 2].p99_ms, last.p99_ms, pct, floor_ms)
+    };
+    if last.stopped {
+        return Some((StepVerdict::Stopped, None));
+    }
+    if samples.iter().any(|s| !s.within) {
+        let stable = (samples.len() >= 2).then(|| settled(samples));
+        return Some((StepVerdict::Breach, stable));
+    }
+    if max_samples <= 1 {
+        return Some((StepVerdict::Within, None));
+    }
+    if settled(samples) {
+        return Some((StepVerdict::Within, Some(true)));
+    }
+    if samples.len() as u32 >= max_samples {
+        return Some((StepVerdict::Unstable, Some(false)));
+    }
+    None
+}
+
+/// The step's figures from its samples, conservatively: the worst p50, p99
+/// and error rate, the lowest achieved rate.
+pub fn worst_of(samples: &[Sample]) -> Sample {
+    let max = |f: fn(&Sample) -> f64| samples.iter().map(f).fold(0.0, f64::max);
+    Sample {
+        p50_ms: max(|s| s.p50_ms),
+        p99_ms: max(|s| s.p99_ms),
+        achieved_rps: samples
+            .iter()
+            .map(|s| s.achieved_rps)
+            .reduce(f64::min)
+            .unwrap_or(0.0),
+        error_rate: max(|s| s.error_rate),
+        within: samples.iter().all(|s| s.within),
+        stopped: samples.iter().any(|s| s.stopped),
+    }
+}
+
+/// The search's longest possible duration: every step (coarse and halving)
+/// taking every sample, each `warm-up + step + drain`.
+pub fn worst_case(spec: &CapacitySpec, warmup: Duration, drain: Duration) -> Duration {
+    let steps = Search::new(spec).max_steps();
+    let per = warmup + spec.step_duration + drain;
+    per * (steps * u64::from(spec.samples.max(1))) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(start: f64, step: f64, max: f64, bisections: u32, res: f64) -> CapacitySpec {
+        let mut s = CapacitySpec::with_defaults(start, step, max, Vec::new());
+        s.bisections = bisections;
+        s.resolution_pct = res;
+        s
+    }
+
+    /// Runs a search against a target whose knee is exactly `knee`.
+    fn run_against(s: &CapacitySpec, knee: f64) -> (Vec<(f64, StepKind)>, Search) {
+        let mut search = Search::new(s);
+        let mut tried = Vec::new();
+        while let Some((rate, kind)) = search.next_rate() {
+            tried.push((rate, kind));
+            search.record(rate, kind, rate <= knee, false);
+            assert!(tried.len() < 1000, "the search must end");
+        }
+        (tried, search)
+    }
+
+    #[test]
+    fn bisection_narrows_the_bracket_around_the_knee() {
+        let s = spec(100.0, 100.0, 1000.0, 10, 5.0);
+        let (tried, search) = run_against(&s, 437.0);
+        let coarse: Vec<f64> = tried
+            .iter()
+            .filter(|t| t.1 == StepKind::Coarse)
+            .map(|t| t.0)
+            .collect();
+        assert_eq!(coarse, [100.0, 200.0, 300.0, 400.0, 500.0]);
+        let bisect: Vec<f64> = tried
+            .iter()
+            .filter(|t| t.1 == StepKind::Bisect)
+            .map(|t| t.0)
+            .collect();
+        // 450 bad, 425 good, 437.5 bad: bracket 425..437.5 = 12.5 < 5 % of 437.5.
+        assert_eq!(bisect, [450.0, 425.0, 437.5]);
+        let (g, b) = search.bracket();
+        assert_eq!((g, b), (Some(425.0), Some(437.5)));
+        assert!(g.unwrap() <= 437.0 && 437.0 < b.unwrap());
+        assert_eq!(search.status(), Some(KneeStatus::Bracketed));
+    }
+
+    #[test]
+    fn bisection_stops_after_k_halvings() {
+        let s = spec(100.0, 100.0, 1000.0, 2, 0.01);
+        let (tried, search) = run_against(&s, 437.0);
+        assert_eq!(tried.iter().filter(|t| t.1 == StepKind::Bisect).count(), 2);
+        assert_eq!(search.bracket(), (Some(425.0), Some(450.0)));
+        assert_eq!(search.max_steps(), 10 + 2);
+    }
+
+    #[test]
+    fn a_knee_below_the_start_or_above_the_max_says_so() {
+        let s = spec(100.0, 100.0, 300.0, 4, 5.0);
+        let (tried, search) = run_against(&s, 50.0);
+        assert_eq!(tried, [(100.0, StepKind::Coarse)]);
+        assert_eq!(search.status(), Some(KneeStatus::BelowStart));
+        assert_eq!(search.bracket(), (None, Some(100.0)));
+        let (tried, search) = run_against(&s, 1e9);
+        assert_eq!(tried.len(), 3);
+        assert_eq!(search.status(), Some(KneeStatus::NotReached));
+        assert_eq!(search.bracket(), (Some(300.0), None));
+    }
+
+    #[test]
+    fn a_stopped_step_ends_the_search() {
+        let s = spec(100.0, 100.0, 1000.0, 4, 5.0);
+        let mut search = Search::new(&s);
+        let (r, k) = search.next_rate().unwrap();
+        search.record(r, k, true, false);
+        let (r, k) = search.next_rate().unwrap();
+        search.record(r, k, false, true);
+        assert_eq!(search.next_rate(), None);
+        assert_eq!(search.status(), Some(KneeStatus::Stopped));
+    }
+
+    fn ok(p99: f64) -> Sample {
+        Sample {
+            p99_ms: p99,
+            within: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_step_is_within_only_once_its_p99_settles() {
+        // One sample is never enough when repeats are allowed.
+        assert_eq!(judge(&[ok(10.0)], 3, 20.0, 1.0), None);
+        // 10 → 11: within 20 %.
+        assert_eq!(
+            judge(&[ok(10.0), ok(11.0)], 3, 20.0, 1.0),
+            Some((StepVerdict::Within, Some(true)))
+        );
+        // 10 → 20: not settled, one more; 20 → 21 settles.
+        assert_eq!(judge(&[ok(10.0), ok(20.0)], 3, 20.0, 1.0), None);
+        assert_eq!(
+            judge(&[ok(10.0), ok(20.0), ok(21.0)], 3, 20.0, 1.0),
+            Some((StepVerdict::Within, Some(true)))
+        );
+        // Never settles within 3 samples: unstable, not within.
+        assert_eq!(
+            judge(&[ok(10.0), ok(20.0), ok(40.0)], 3, 20.0, 1.0),
+            Some((StepVerdict::Unstable, Some(false)))
+        );
+        // Below the floor, differences are noise: 0.2 ms vs 0.9 ms is stable.
+        assert_eq!(
+            judge(&[ok(0.2), ok(0.9)], 3, 20.0, 1.0),
+            Some((StepVerdict::Within, Some(true)))
+        );
+        // One sample allowed: within, stability not checked.
+        assert_eq!(
+            judge(&[ok(10.0)], 1, 20.0, 1.0),
+            Some((StepVerdict::Within, None))
+        );
+    }
+
+    #[test]
+    fn a_breaching_sample_breaks_the_step_whatever_the_others_say() {
+        let bad = Sample {
+            p99_ms: 90.0,
+            within: false,
+            ..Default::default()
+        };
+        assert_eq!(
+            judge(std::slice::from_ref(&bad), 3, 20.0, 1.0),
+            Some((StepVerdict::Breach, None))
+        );
+        // Good, then bad: the step is bad (not its best sample).
+        assert_eq!(
+            judge(&[ok(10.0), bad.clone()], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Breach)
+        );
+        let stopped = Sample {
+            stopped: true,
+            ..ok(1.0)
+        };
+        assert_eq!(
+            judge(&[stopped], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Stopped)
+        );
+    }
+
+    #[test]
+    fn a_step_reports_its_worst_sample() {
+        let a = Sample {
+            p50_ms: 1.0,
+            p99_ms: 5.0,
+            achieved_rps: 98.0,
+            error_rate: 0.0,
+            within: true,
+            stopped: false,
+        };
+        let b = Sample {
+            p50_ms: 2.0,
+            p99_ms: 4.0,
+            achieved_rps: 99.0,
+            error_rate: 0.01,
+            within: true,
+            stopped: false,
+        };
+        let w = worst_of(&[a, b]);
+        assert_eq!(
+            (w.p50_ms, w.p99_ms, w.achieved_rps, w.error_rate),
+            (2.0, 5.0, 98.0, 0.01)
+        );
+    }
+
+    #[test]
+    fn the_worst_case_counts_every_step_and_sample() {
+        let mut s = spec(100.0, 100.0, 500.0, 3, 5.0);
+        s.samples = 2;
+        s.step_duration = Duration::from_secs(2);
+        // 5 coarse + 3 halvings, 2 samples each, (1 + 2 + 0.5) s each.
+        assert_eq!(
+            worst_case(&s, Duration::from_secs(1), Duration::from_millis(500)),
+            Duration::from_secs(56)
+        );
+    }
+
+    #[test]
+    fn the_shipped_capacity_plan_sets_every_knob() {
+        let p = crate::load::spec::parse::parse_plan(
+            include_str!("../../../loadtests/capacity.toml"),
+            "capacity.toml",
+            "capacity",
+        )
+        .unwrap();
+        let c = p.capacity.unwrap();
+        assert_eq!((c.bisections, c.samples), (4, 3));
+        assert_eq!((c.resolution_pct, c.stable_pct), (5.0, 20.0));
+        assert_eq!(c.stable_floor, Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,549 @@
+//! The executor of one run: [`Engine`] holds what every load phase of a run
+//! shares (the HTTP client, the target's URL and process, the report
+//! folder, the progress flag, the `.hlog` comments, the interval stream);
+//! [`Engine::phase`] runs one closed or open phase under the stop
+//! conditions and returns what it [`Measured`] and why it ended
+//! ([`EndReason`]). Also the preflight (does the target serve the plan?)
+//! and the synchronized start's wait.
+//!
+//! Stop conditions, checked four times a second: the hard request cap
+//! (`max_requests`); 25 consecutive round trips that could not connect (a
+//! dead target); no round trip answered for the plan's `stall` window (a
+//! stalled target); the embedded server exiting; Ctrl-C.
+
+use super::closed;
+use super::open;
+use super::progress::ProgressLine;
+use super::round_trip::LoadContext;
+use super::target::{EmbeddedServer, TargetError};
+use crate::load::metrics::recorder::Recorder;
+use crate::load::metrics::set::MetricSet;
+use crate::load::metrics::stream::IntervalStream;
+use crate::load::spec::plan::{LoadShape, Plan};
+use crate::load::spec::shape::Model;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Consecutive connection failures that mean the target is gone.
+const DEAD_STREAK: u64 = 25;
+
+/// Why a run or phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EndReason {
+    /// The planned duration ran out (the normal end).
+    #[default]
+    Duration,
+    /// The hard request cap (`max_requests`) was reached; figures stand.
+    MaxRequests,
+    /// No round trip was answered for the plan's `stall` window.
+    Stalled,
+    /// The target stopped answering (or the embedded server exited) mid-run.
+    TargetDied,
+    /// The target never answered at all.
+    TargetUnreachable,
+    /// Ctrl-C.
+    Interrupted,
+    /// Goose failed, or the run overran its time bound.
+    Error,
+}
+
+impl EndReason {
+    /// The name `summary.json` (`ended_by`) and the terminal use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Duration => "duration",
+            EndReason::MaxRequests => "max_requests",
+            EndReason::Stalled => "stalled",
+            EndReason::TargetDied => "target_died",
+            EndReason::TargetUnreachable => "target_unreachable",
+            EndReason::Interrupted => "interrupted",
+            EndReason::Error => "error",
+        }
+    }
+
+    /// The run ran its course: its duration, or the request cap (whose
+    /// figures stand).
+    pub fn is_normal(self) -> bool {
+        matches!(self, EndReason::Duration | EndReason::MaxRequests)
+    }
+}
+
+/// Why a run could not happen or could not write its report.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The embedded server did not start.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The report folder or a file could not be written.
+    #[error("cannot write the report in {path}: {source}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Setting up the HTTP client or metrics failed.
+    #[error("{0}")]
+    Setup(String),
+    /// The target does not answer as the plan needs (nothing was measured).
+    #[error("{0}")]
+    Preflight(String),
+}
+
+/// Maps an I/O error on `path` to [`RunError::Io`].
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Shared stop state: the first reason wins.
+#[derive(Debug, Default)]
+struct EndState {
+    reason: Mutex<Option<(EndReason, String)>>,
+}
+
+impl EndState {
+    fn set(&self, by: EndReason, note: String) {
+        if let Ok(mut r) = self.reason.lock()
+            && r.is_none()
+        {
+            *r = Some((by, note));
+        }
+    }
+
+    fn get(&self) -> Option<(EndReason, String)> {
+        self.reason.lock().ok().and_then(|r| r.clone())
+    }
+}
+
+/// What one load phase measured.
+pub struct Measured {
+    /// The phase's metrics.
+    pub set: MetricSet,
+    /// Its `.hlog` bytes.
+    pub hlog: Vec<u8>,
+    /// Why the `.hlog` is incomplete, if it is.
+    pub hlog_error: Option<String>,
+    /// Why it ended early, with a note (none: it ran its course).
+    pub end: Option<(EndReason, String)>,
+}
+
+/// What every phase of one run shares.
+pub struct Engine {
+    /// The pooled HTTP client (non-MCP legs, the open model).
+    pub http: reqwest::Client,
+    /// The target's MCP endpoint.
+    pub mcp_url: String,
+    /// The report folder (Goose writes its files there).
+    pub dir: PathBuf,
+    /// The embedded server, when the run started one.
+    pub server: Option<EmbeddedServer>,
+    /// Show the live progress line.
+    pub progress: bool,
+    /// Header comments of every `.hlog`.
+    pub comments: Vec<String>,
+    /// The interval stream (`--out ndjson=FILE`).
+    pub stream: Option<IntervalStream>,
+}
+
+impl Engine {
+    /// The HTTP client a run of `plan` uses.
+    pub fn http_client(plan: &Plan) -> Result<reqwest::Client, RunError> {
+        reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(plan.max_in_flight.min(4096))
+            .connect_timeout(plan.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| RunError::Setup(format!("cannot build the HTTP client: {e}")))
+    }
+
+    /// The embedded server's process id (watched for an early exit).
+    pub fn target_pid(&self) -> Option<u32> {
+        self.server.as_ref().map(EmbeddedServer::pid)
+    }
+
+    /// Runs one load phase of `plan` (closed or open); `label` names it on
+    /// the progress line and in the interval stream.
+    pub async fn phase(&self, plan: &Plan, label: &str) -> Result<Measured, RunError> {
+        let Engine {
+            http,
+            mcp_url,
+            dir,
+            progress,
+            comments,
+            stream,
+            ..
+        } = self;
+        let (progress, target_pid) = (*progress, self.target_pid());
+        let timeline = plan.timeline();
+        let recorder = Arc::new(
+            Recorder::new(plan.interval, comments)
+                .map_err(|e| RunError::Setup(e.to_string()))?
+                .with_window(timeline.lead, timeline.measured),
+        );
+        if let Some(s) = stream {
+            recorder.stream_to(s.clone(), label);
+        }
+        let ctx = Arc::new(LoadContext::new(
+            plan.clone(),
+            mcp_url.to_owned(),
+            recorder.clone(),
+        ));
+        let end = Arc::new(EndState::default());
+        let done = Arc::new(AtomicBool::new(false));
+        let goose = timeline.model == Model::Closed;
+        let watcher = tokio::spawn(
+            Watch {
+                ctx: ctx.clone(),
+                end: end.clone(),
+                done: done.clone(),
+                target_pid,
+                planned: timeline.total(),
+                progress,
+                goose,
+                label: label.to_owned(),
+            }
+            .run(),
+        );
+        let interrupt = if goose {
+            None
+        } else {
+            let (c, e) = (ctx.clone(), end.clone());
+            Some(tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    e.set(EndReason::Interrupted, "stopped by Ctrl-C".into());
+                    c.stop.store(true, Ordering::Relaxed);
+                }
+            }))
+        };
+        if !plan.segment.is_whole() {
+            recorder.anchor_now();
+        }
+        let backstop = timeline.total() + plan.timeout * 4 + Duration::from_secs(30);
+        match timeline.model {
+            Model::Closed => {
+                let base = url::Url::parse(mcp_url)
+                    .map(|u| u[..url::Position::BeforePath].to_owned())
+                    .unwrap_or_else(|_| mcp_url.to_owned());
+                let shape = match &plan.shape {
+                    LoadShape::Closed { users, hatch_rate } => closed::GooseShape::Fixed {
+                        users: *users,
+                        hatch_rate: *hatch_rate,
+                        // A little past the window: what starts after it is
+                        // left out, so the window is covered to its end.
+                        hold: timeline.warmup + timeline.measured + Duration::from_millis(100),
+                    },
+                    _ => closed::GooseShape::Plan(closed::goose_test_plan(&timeline.stages)),
+                };
+                let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
+                let chatter = if progress {
+                    closed::GooseChatter::Stderr
+                } else {
+                    closed::GooseChatter::Discard
+                };
+                let run = closed::drive(ctx.clone(), cfg, &shape, chatter);
+                let result = tokio::time::timeout(backstop, run).await;
+                // Goose's own Ctrl-C handler ends its run; the first reason set
+                // wins, so a stop we triggered ourselves keeps its reason.
+                if goose::is_killswitch_triggered() {
+                    end.set(EndReason::Interrupted, "stopped by Ctrl-C".into());
+                }
+                match result {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => end.set(EndReason::Error, format!("Goose: {}", goose_error(&e))),
+                    Err(_) => {
+                        goose::trigger_killswitch("backstop");
+                        end.set(
+                            EndReason::Error,
+                            "the run overran its time bound and was stopped".into(),
+                        );
+                    }
+                }
+            }
+            Model::Open => {
+                // Round trips in flight at the end get at most 1.5 s: the run ends
+                // within 2 s of its deadline whatever the target does.
+                let drain = plan.timeout.min(Duration::from_millis(1500));
+                let run = open::drive(ctx.clone(), http.clone(), &timeline.stages, drain);
+                if tokio::time::timeout(backstop, run).await.is_err() {
+                    end.set(
+                        EndReason::Error,
+                        "the run overran its time bound and was stopped".into(),
+                    );
+                }
+            }
+        }
+        ctx.stop.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Relaxed);
+        let _ = watcher.await;
+        if let Some(i) = interrupt {
+            i.abort();
+        }
+        ctx.close_legacy_sessions().await;
+        let (set, hlog, hlog_error) = recorder.finish();
+        Ok(Measured {
+            set,
+            hlog,
+            hlog_error,
+            end: end.get(),
+        })
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = &s[s.rfind(')')? + 1..];
+            rest.split_whitespace()
+                .next()
+                .map(|st| st != "Z" && st != "X")
+        })
+        .unwrap_or(false)
+}
+
+/// The watcher of one phase: the progress line and the stop conditions,
+/// four times a second until `done`.
+struct Watch {
+    ctx: Arc<LoadContext>,
+    end: Arc<EndState>,
+    done: Arc<AtomicBool>,
+    target_pid: Option<u32>,
+    planned: Duration,
+    progress: bool,
+    goose: bool,
+    label: String,
+}
+
+impl Watch {
+    async fn run(self) {
+        let Watch {
+            ctx,
+            end,
+            done,
+            target_pid,
+            planned,
+            progress,
+            goose,
+            label,
+        } = self;
+        let started = Instant::now();
+        let mut line = ProgressLine::new(false);
+        let stop = |by: EndReason, note: String| {
+            end.set(by, note);
+            ctx.stop.store(true, Ordering::Relaxed);
+            if goose {
+                goose::trigger_killswitch(by.as_str());
+            }
+        };
+        while !done.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            if ctx.cap_reached.load(Ordering::Relaxed) && !ctx.stop.load(Ordering::Relaxed) {
+                stop(
+                    EndReason::MaxRequests,
+                    format!(
+                        "the hard cap of {} requests was reached",
+                        ctx.plan.max_requests
+                    ),
+                );
+            }
+            if target_pid.is_some_and(|p| !pid_alive(p)) && !ctx.stop.load(Ordering::Relaxed) {
+                stop(
+                    EndReason::TargetDied,
+                    "the embedded server exited during the run".into(),
+                );
+            }
+            let streak = ctx.recorder.transport_streak();
+            if streak >= DEAD_STREAK && !ctx.stop.load(Ordering::Relaxed) {
+                let by = if ctx.recorder.round_trips() > streak {
+                    EndReason::TargetDied
+                } else {
+                    EndReason::TargetUnreachable
+                };
+                stop(
+                    by,
+                    format!("{streak} consecutive round trips could not reach the target"),
+                );
+            }
+            let quiet = ctx.recorder.since_last_answer();
+            if quiet >= ctx.plan.stall && !ctx.stop.load(Ordering::Relaxed) {
+                stop(
+                    EndReason::Stalled,
+                    format!(
+                        "no round trip got an answer for {:.1} s (the target is stalled, or every \
+                         request times out: timeout {:?})",
+                        quiet.as_secs_f64(),
+                        ctx.plan.timeout
+                    ),
+                );
+            }
+            if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
+                stop(EndReason::Interrupted, "stopped by Ctrl-C".into());
+            }
+            if progress && line.due() {
+                let rec = &ctx.recorder;
+                let el = started.elapsed().as_secs_f64();
+                let rts = rec.round_trips();
+                let p99 = rec
+                    .last_interval()
+                    .map_or(String::from("-"), |i| format!("{:.2}ms", i.p99_ms));
+                line.print(&format!(
+                    "{label} {el:5.1}s/{:.0}s  {rts} round trips ({:.0}/s)  {} requests  {} unexpected  p99 e2e {p99}",
+                    planned.as_secs_f64(),
+                    rts as f64 / el.max(0.001),
+                    rec.requests(),
+                    rec.errors()
+                ));
+            }
+        }
+        line.finish();
+    }
+}
+
+/// Goose's error with its detail (its Display omits which option is wrong).
+fn goose_error(e: &goose::GooseError) -> String {
+    match e {
+        goose::GooseError::InvalidOption {
+            option,
+            value,
+            detail,
+        } => format!("invalid option {option} = {value:?}: {detail}"),
+        other => other.to_string(),
+    }
+}
+
+/// Asks the target what an MCP client would before the run: does it speak
+/// the generations the plan's scenarios use, and does it list their tools?
+/// `Err` is a one-line reason.
+pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
+    use crate::client::raw::Rpc;
+    use crate::discover::{self, Wire, all_modes, legacy, modern, wire::Log};
+    use crate::protocol::Generation;
+    let http = discover::http_client().map_err(|e| e.to_string())?;
+    let log = Log::new(
+        http,
+        mcp_url,
+        &plan.target.token,
+        plan.timeout.max(Duration::from_secs(2)),
+        plan.seed,
+    );
+    let caps = all_modes();
+    let mut gens: Vec<Generation> = plan
+        .scenarios
+        .iter()
+        .map(|s| {
+            if s.is_legacy() {
+                Generation::Legacy
+            } else {
+                Generation::Modern
+            }
+        })
+        .collect();
+    gens.dedup();
+    gens.sort_by_key(|g| *g == Generation::Legacy);
+    gens.dedup();
+    for g in gens {
+        let names: Vec<String> = match g {
+            Generation::Modern => modern::list_tools(&log, &caps)
+                .await
+                .map_err(|e| format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}"))?,
+            Generation::Legacy => {
+                let s = legacy::open(&log, &caps, true).await.map_err(|e| {
+                    format!("{mcp_url} does not answer as a 2025-11-25 MCP server: {e}")
+                })?;
+                let reply = log
+                    .send(legacy::request(
+                        &log,
+                        &s,
+                        "tools/list",
+                        "tools/list",
+                        serde_json::json!({}),
+                    ))
+                    .await
+                    .map_err(|e| format!("{mcp_url}: 2025-11-25 tools/list: {e}"))?;
+                legacy::close(&log, &s).await;
+                match reply.rpc() {
+                    Rpc::Result(v) => v
+                        .get("tools")
+                        .and_then(serde_json::Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                    other => {
+                        return Err(format!(
+                            "{mcp_url}: 2025-11-25 tools/list answered {}",
+                            other.describe()
+                        ));
+                    }
+                }
+            }
+        }
+        .iter()
+        .filter_map(|d| {
+            d.get("name")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+        for sc in plan
+            .scenarios
+            .iter()
+            .filter(|s| (g == Generation::Legacy) == s.is_legacy())
+        {
+            if !names.contains(&sc.tool) {
+                return Err(format!(
+                    "scenario {}: {mcp_url} lists no tool {:?} on {} (it lists: {})",
+                    sc.name,
+                    sc.tool,
+                    g,
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Waits until `at` (wall clock), with a progress line on stderr when
+/// `progress`; returns how late the start is (zero when on time).
+pub async fn wait_until(at: SystemTime, progress: bool, label: &str) -> Duration {
+    let mut line = ProgressLine::new(true);
+    loop {
+        let now = SystemTime::now();
+        let Ok(left) = at.duration_since(now) else {
+            break;
+        };
+        if left.is_zero() {
+            break;
+        }
+        if progress && line.due() {
+            line.print(&format!(
+                "{label} waiting for the synchronized start at {} ({:.1} s)",
+                humantime::format_rfc3339_millis(at),
+                left.as_secs_f64()
+            ));
+        }
+        // Short sleeps near the end: the wall clock, not a monotonic
+        // deadline, is what the other processes share.
+        tokio::time::sleep(left.min(Duration::from_millis(200))).await;
+    }
+    line.finish();
+    SystemTime::now().duration_since(at).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_end_reason_wins() {
+        let e = EndState::default();
+        e.set(EndReason::MaxRequests, "cap".into());
+        e.set(EndReason::TargetDied, "x".into());
+        assert_eq!(e.get().map(|r| r.0), Some(EndReason::MaxRequests));
+    }
+}

@@ -1,0 +1,18 @@
+//! What a load run measured.
+//!
+//! - [`set`]: a run's [`set::MetricSet`]: histograms per leg, scenario and
+//!   outcome, `Server-Timing` state durations, the timeline, error samples.
+//! - [`recorder`]: the live [`recorder::Recorder`] every user or task
+//!   records into, interval by interval.
+//! - [`hlog`]: HDR interval logs that merge exactly across processes and
+//!   machines; the histogram tags.
+//! - [`instances`]: which instance answered each leg (`elicitkit-instance`,
+//!   else the peer address), interned; per-instance counts and latency, and
+//!   the retries that crossed instances.
+//! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
+
+pub mod hlog;
+pub mod instances;
+pub mod recorder;
+pub mod set;
+pub mod stream;

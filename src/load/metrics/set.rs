@@ -1,0 +1,289 @@
+//! What a run measured, beyond Goose's figures: HDR histograms per leg, per
+//! scenario (end to end) and per outcome, the target's `Server-Timing`
+//! `state` durations, the error taxonomy and the timeline ([`MetricSet`]).
+//! A finished [`super::recorder::Recorder`] gives one; merged `.hlog` files
+//! give the same ([`MetricSet::from_intervals`]).
+
+use super::hlog::{self, E2E, LEG, LoggedInterval, OUT};
+use crate::report::{ErrorGroup, InstancesSummary, LatencyStats};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Per-interval figures for the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntervalStats {
+    /// Interval start, seconds since the run started.
+    pub start_s: f64,
+    /// Interval length in seconds.
+    pub len_s: f64,
+    /// Round trips finished in it.
+    pub round_trips: u64,
+    /// Unexpected outcomes among them.
+    pub errors: u64,
+    /// HTTP requests (legs) finished in it.
+    pub requests: u64,
+    /// End-to-end p50 (ms), 0 when empty.
+    pub p50_ms: f64,
+    /// End-to-end p99 (ms), 0 when empty.
+    pub p99_ms: f64,
+    /// Most round trips in flight at once in the interval.
+    pub in_flight_max: u64,
+    /// Every histogram that got values, by tag: the one per-interval series
+    /// the ndjson stream and the report both read.
+    pub metrics: BTreeMap<String, LatencyStats>,
+}
+
+/// A run's metrics: total histograms per tag (see [`super::hlog`]) and the
+/// timeline.
+#[derive(Debug, Clone)]
+pub struct MetricSet {
+    /// Histograms by tag (`leg:…`, `e2e:…`, `out:…:…`, `state:…`, `inst:…`, …).
+    pub totals: BTreeMap<String, Histogram<u64>>,
+    /// One entry per interval, in order.
+    pub timeline: Vec<IntervalStats>,
+    /// Wall time the metrics cover.
+    pub elapsed: Duration,
+    /// Up to 20 distinct unexpected-outcome messages with their counts,
+    /// first seen first.
+    pub samples: Vec<ErrorGroup>,
+    /// HTTP status codes by leg (`none`: no response).
+    pub status_codes: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The first reason each scenario's attempts were skipped.
+    pub skip_reasons: BTreeMap<String, String>,
+    /// Where the measured window lay and what was left out of it.
+    pub window: MeasuredWindow,
+    /// Which instances answered the measured legs (from merged `.hlog`
+    /// files: without the per-leg split).
+    pub instances: InstancesSummary,
+}
+
+/// The measured window of a run: when it began, and the round trips
+/// left out of the results because they started before it (the launch and
+/// the warm-up) or after it (Goose's last second).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MeasuredWindow {
+    /// Start of the window, Unix seconds.
+    pub from_unix: f64,
+    /// Unmeasured time from the first round trip to the window.
+    pub lead: Duration,
+    /// Round trips (and their requests) started before the window.
+    pub before: (u64, u64),
+    /// Round trips (and their requests) started after it.
+    pub after: (u64, u64),
+}
+
+impl MetricSet {
+    /// Names after a prefix (`leg:`, `e2e:`, …) with their histograms.
+    pub fn with_prefix<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a Histogram<u64>)> + 'a {
+        self.totals
+            .iter()
+            .filter_map(move |(k, h)| k.strip_prefix(prefix).map(|n| (n, h)))
+    }
+
+    /// All round trips' end-to-end times merged.
+    pub fn e2e_all(&self) -> Histogram<u64> {
+        merged(self.with_prefix(E2E).map(|(_, h)| h))
+    }
+
+    /// Legs matching a predicate merged.
+    pub fn legs_where(&self, pred: impl Fn(&str) -> bool) -> Histogram<u64> {
+        merged(
+            self.with_prefix(LEG)
+                .filter(|(n, _)| pred(n))
+                .map(|(_, h)| h),
+        )
+    }
+
+    /// Round trips per (scenario, outcome label).
+    pub fn outcome_counts(&self) -> BTreeMap<(String, String), u64> {
+        self.with_prefix(OUT)
+            .filter_map(|(rest, h)| {
+                let (scenario, label) = rest.rsplit_once(':')?;
+                Some(((scenario.to_owned(), label.to_owned()), h.len()))
+            })
+            .collect()
+    }
+
+    /// Total round trips.
+    pub fn round_trips(&self) -> u64 {
+        self.with_prefix(E2E).map(|(_, h)| h.len()).sum()
+    }
+
+    /// Total HTTP requests (legs).
+    pub fn requests(&self) -> u64 {
+        self.with_prefix(LEG).map(|(_, h)| h.len()).sum()
+    }
+
+    /// Builds a metric set from intervals read from one or more logs, aligned
+    /// on absolute time and bucketed by `interval`.
+    /// Its `instances` stay empty: [`super::instances::summarize`] reads them
+    /// off the merged `inst:` histograms.
+    pub fn from_intervals(intervals: &[LoggedInterval], interval: Duration) -> MetricSet {
+        let totals = hlog::totals(intervals);
+        let origin = hlog::earliest(intervals).unwrap_or(0.0);
+        let width = interval.as_secs_f64().max(0.001);
+        let mut buckets: BTreeMap<u64, Bucket> = BTreeMap::new();
+        let mut end = 0.0f64;
+        for iv in intervals {
+            let rel = (iv.start_unix - origin).max(0.0);
+            end = end.max(rel + iv.len.as_secs_f64());
+            let b = buckets
+                .entry((rel / width + 1e-9).floor() as u64)
+                .or_default();
+            b.add(&iv.name, &iv.hist);
+        }
+        let timeline = buckets
+            .into_iter()
+            .map(|(i, b)| b.stats(i as f64 * width, width, 0))
+            .collect();
+        MetricSet {
+            totals,
+            timeline,
+            elapsed: Duration::from_secs_f64(end),
+            samples: Vec::new(),
+            status_codes: BTreeMap::new(),
+            skip_reasons: BTreeMap::new(),
+            window: MeasuredWindow {
+                from_unix: origin,
+                ..MeasuredWindow::default()
+            },
+            instances: InstancesSummary::default(),
+        }
+    }
+}
+
+/// Merges histograms into a fresh one.
+pub fn merged<'a>(hs: impl Iterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
+    let mut out = hlog::new_histogram();
+    for h in hs {
+        let _ = out.add(h);
+    }
+    out
+}
+
+/// Largest value recorded (one hour in microseconds); longer is clamped.
+const MAX_US: u64 = 3_600_000_000;
+
+/// A duration in microseconds as every histogram of a run holds it: 1 µs
+/// to 1 h, longer clamped.
+pub(crate) fn micros(d: Duration) -> u64 {
+    (d.as_micros().min(u128::from(MAX_US)) as u64).max(1)
+}
+
+/// Records a duration ([`micros`]). `record` resizes the auto-resizing
+/// histogram; `saturating_record` would clamp to its current (tiny) range
+/// instead.
+pub(crate) fn rec(h: &mut Histogram<u64>, d: Duration) {
+    let _ = h.record(micros(d));
+}
+
+/// One interval's histograms by tag.
+#[derive(Default)]
+pub(super) struct Bucket {
+    pub(super) hists: std::collections::HashMap<String, Histogram<u64>>,
+}
+
+impl Bucket {
+    pub(super) fn add(&mut self, name: &str, h: &Histogram<u64>) {
+        let _ = self
+            .hists
+            .entry(name.to_owned())
+            .or_insert_with(hlog::new_histogram)
+            .add(h);
+    }
+
+    /// Records `d` under the key made of `parts`; `key` is a reused
+    /// buffer, so a known key allocates nothing.
+    pub(super) fn record(&mut self, key: &mut String, parts: &[&str], d: Duration) {
+        key.clear();
+        for p in parts {
+            key.push_str(p);
+        }
+        if let Some(h) = self.hists.get_mut(key.as_str()) {
+            rec(h, d);
+            return;
+        }
+        let mut h = hlog::new_histogram();
+        rec(&mut h, d);
+        self.hists.insert(key.clone(), h);
+    }
+
+    pub(super) fn stats(&self, start_s: f64, len_s: f64, in_flight_max: u64) -> IntervalStats {
+        let e2e = merged(
+            self.hists
+                .iter()
+                .filter(|(k, _)| k.starts_with(E2E))
+                .map(|(_, h)| h),
+        );
+        let errors = self
+            .hists
+            .iter()
+            .filter_map(|(k, h)| {
+                let (_, label) = k.strip_prefix(OUT)?.rsplit_once(':')?;
+                is_error_label(label).then(|| h.len())
+            })
+            .sum();
+        let requests = self
+            .hists
+            .iter()
+            .filter(|(k, _)| k.starts_with(LEG))
+            .map(|(_, h)| h.len())
+            .sum();
+        let pct = |p: f64| {
+            if e2e.is_empty() {
+                0.0
+            } else {
+                e2e.value_at_percentile(p) as f64 / 1000.0
+            }
+        };
+        IntervalStats {
+            start_s,
+            len_s,
+            round_trips: e2e.len(),
+            errors,
+            requests,
+            p50_ms: pct(50.0),
+            p99_ms: pct(99.0),
+            in_flight_max,
+            metrics: self
+                .hists
+                .iter()
+                .filter(|(_, h)| !h.is_empty())
+                .map(|(k, h)| (k.clone(), latency_stats(h)))
+                .collect(),
+        }
+    }
+}
+
+/// Microseconds as milliseconds.
+pub(crate) fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// Latency statistics of a microsecond histogram.
+pub fn latency_stats(h: &Histogram<u64>) -> LatencyStats {
+    if h.is_empty() {
+        return LatencyStats::default();
+    }
+    LatencyStats {
+        count: h.len(),
+        min_ms: us_to_ms(h.min()),
+        mean_ms: h.mean() / 1000.0,
+        p50_ms: us_to_ms(h.value_at_percentile(50.0)),
+        p90_ms: us_to_ms(h.value_at_percentile(90.0)),
+        p99_ms: us_to_ms(h.value_at_percentile(99.0)),
+        p999_ms: us_to_ms(h.value_at_percentile(99.9)),
+        p9999_ms: us_to_ms(h.value_at_percentile(99.99)),
+        max_ms: us_to_ms(h.max()),
+    }
+}
+
+/// True for outcome labels that count as errors (not `success`,
+/// `expected_rejection` or `skipped`).
+pub fn is_error_label(label: &str) -> bool {
+    !matches!(label, "success" | "expected_rejection" | "skipped")
+}

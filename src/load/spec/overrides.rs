@@ -1,0 +1,295 @@
+//! What the command line changes in a plan, as data: [`Overrides`] holds
+//! every `load` flag that overrides a plan key (the CLI only maps its flags
+//! here), and [`Plan::apply`] is the one place they are applied and
+//! checked after parsing. [`Plan::take_segment`] takes this process's share
+//! (`--segment I/N`).
+
+use super::plan::{CapacitySpec, LoadShape, Plan};
+use super::segment::Segment;
+use super::shape::{self, Model};
+use super::threshold::Threshold;
+use std::time::Duration;
+
+/// The `load` flags that override a plan (all unset: the plan as written).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--target URL[,URL...]`: the target(s) instead of the plan's.
+    pub target: Option<String>,
+    /// `--principal`: the bearer token.
+    pub principal: Option<String>,
+    /// `--tool` (repeatable): keep only the scenarios calling these.
+    pub tools: Vec<String>,
+    /// `--skip-tool` (repeatable): drop the scenarios calling these.
+    pub skip_tools: Vec<String>,
+    /// `--workers`: the embedded server's workers.
+    pub workers: Option<usize>,
+    /// `--max-requests`: the hard request cap.
+    pub max_requests: Option<u64>,
+    /// `--timeout`: per request.
+    pub timeout: Option<Duration>,
+    /// `--warmup`.
+    pub warmup: Option<Duration>,
+    /// `--users`: a fixed closed-model load.
+    pub users: Option<usize>,
+    /// `--rate`: a constant open-model rate.
+    pub rate: Option<f64>,
+    /// `--stage` (repeatable): stages instead of the plan's shape.
+    pub stages: Vec<String>,
+    /// `--model`: which model the stages drive.
+    pub model: Option<Model>,
+    /// `--duration`: the measured duration (stages are scaled to it).
+    pub duration: Option<Duration>,
+    /// `--threshold` (repeatable): added to the plan's.
+    pub thresholds: Vec<String>,
+    /// `--capacity`: run a capacity search.
+    pub capacity: bool,
+    /// `--target-rate`: the rate to size for (with `--capacity`).
+    pub target_rate: Option<f64>,
+    /// The search knobs (`--bisections`, `--resolution`, `--samples`,
+    /// `--stable-within`).
+    pub search: SearchOverrides,
+    /// Whether any flag that only goes with `--capacity` was given.
+    pub search_flags: bool,
+    /// `--segment I/N`.
+    pub segment: Option<Segment>,
+}
+
+/// The capacity search's knobs from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOverrides {
+    /// `--bisections`.
+    pub bisections: Option<u32>,
+    /// `--resolution` (percent).
+    pub resolution: Option<f64>,
+    /// `--samples`.
+    pub samples: Option<u32>,
+    /// `--stable-within` (percent).
+    pub stable_within: Option<f64>,
+}
+
+impl SearchOverrides {
+    /// Applies the knobs to a search.
+    pub fn apply(&self, c: &mut CapacitySpec) -> Result<(), String> {
+        if let Some(b) = self.bisections {
+            c.bisections = b;
+        }
+        if let Some(r) = self.resolution {
+            if !(r.is_finite() && r > 0.0 && r < 100.0) {
+                return Err("--resolution must be a percentage > 0 and < 100".into());
+            }
+            c.resolution_pct = r;
+        }
+        if let Some(n) = self.samples {
+            c.samples = n;
+        }
+        if let Some(p) = self.stable_within {
+            if !(p.is_finite() && p >= 0.0) {
+                return Err("--stable-within must be a percentage ≥ 0".into());
+            }
+            c.stable_pct = p;
+        }
+        Ok(())
+    }
+}
+
+impl Plan {
+    /// Applies the command line's overrides and checks the result; `Err`
+    /// names the flag that is wrong.
+    pub fn apply(&mut self, o: &Overrides) -> Result<(), String> {
+        let plan = self;
+        if let Some(t) = &o.target {
+            let mut urls = split_targets(t)?;
+            plan.target.url = Some(urls.remove(0));
+            plan.target.more_urls = urls;
+        }
+        if let Some(t) = &o.principal {
+            plan.target.token = t.clone();
+        }
+        if !o.tools.is_empty() || !o.skip_tools.is_empty() {
+            for t in &o.tools {
+                if !plan.scenarios.iter().any(|s| &s.tool == t) {
+                    return Err(format!("--tool {t}: no scenario of the plan calls {t:?}"));
+                }
+            }
+            plan.scenarios.retain(|s| {
+                (o.tools.is_empty() || o.tools.contains(&s.tool)) && !o.skip_tools.contains(&s.tool)
+            });
+            if plan.scenarios.is_empty() {
+                return Err("--tool / --skip-tool left no scenario to run".into());
+            }
+        }
+        if let Some(w) = o.workers {
+            plan.target.workers = w.max(1);
+        }
+        if let Some(n) = o.max_requests {
+            if n == 0 {
+                return Err("--max-requests must be at least 1".into());
+            }
+            plan.max_requests = n;
+        }
+        if let Some(t) = o.timeout {
+            if t.is_zero() {
+                return Err("--timeout must be greater than zero".into());
+            }
+            plan.timeout = t;
+        }
+        apply_shape(o, plan)?;
+        for t in &o.thresholds {
+            plan.thresholds
+                .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
+        }
+        if o.capacity {
+            let c = plan.capacity.get_or_insert_with(CapacitySpec::default);
+            o.search.apply(c)?;
+            if c.slo.is_empty() {
+                c.slo = plan.thresholds.clone();
+            }
+            if c.slo.is_empty() {
+                return Err(
+                    "--capacity needs an SLO: add [capacity] slo = [...] or thresholds to the plan"
+                        .into(),
+                );
+            }
+            if let Some(r) = o.target_rate {
+                c.target_rate = Some(r);
+            }
+        }
+        if !o.capacity && o.search_flags {
+            return Err(
+                "--instances, --store-stats, --cpu-pid, --bisections, --resolution, \
+                    --samples and --stable-within go with --capacity"
+                    .into(),
+            );
+        }
+        plan.validate_thresholds()
+    }
+
+    /// Takes this process's share of the whole plan (`--segment I/N`);
+    /// returns the whole run's users (closed model), for the report.
+    pub fn take_segment(&mut self, o: &Overrides) -> Result<Option<u64>, String> {
+        let plan = self;
+        let Some(seg) = o.segment else {
+            return Ok(None);
+        };
+        if o.capacity && !seg.is_whole() {
+            return Err(format!(
+                "--segment {seg} with --capacity: a capacity search steps its rate by what it \
+                 measures, which one segment cannot judge for the whole; search with one process"
+            ));
+        }
+        let whole = match plan.shape {
+            LoadShape::Closed { users, .. } => Some(users as u64),
+            _ => None,
+        };
+        plan.split(seg)?;
+        Ok(whole)
+    }
+}
+
+/// Applies `--users`, `--rate`, `--stage`, `--model`, `--warmup` and
+/// `--duration` to the plan's load shape.
+fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+    if let Some(w) = o.warmup {
+        plan.warmup = w;
+    }
+    if let Some(users) = o.users {
+        if users == 0 {
+            return Err("--users must be at least 1".into());
+        }
+        plan.shape = LoadShape::Closed {
+            users,
+            hatch_rate: users as f64,
+        };
+    }
+    if let Some(rate) = o.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err("--rate must be a number > 0".into());
+        }
+        plan.shape = LoadShape::Open { rate };
+    }
+    if !o.stages.is_empty() {
+        let stages =
+            shape::parse_stages(&o.stages.join(",")).map_err(|e| format!("--stage: {e}"))?;
+        plan.shape = LoadShape::Staged {
+            model: o.model.unwrap_or_else(|| plan.shape.model()),
+            stages,
+        };
+    } else if let Some(m) = o.model {
+        match &mut plan.shape {
+            LoadShape::Staged { model, .. } => *model = m,
+            _ => {
+                return Err(
+                    "--model goes with stages (--stage, or a plan's stages): --users and --rate already say the model"
+                        .into(),
+                );
+            }
+        }
+    }
+    if let Some(d) = o.duration {
+        if d.is_zero() {
+            return Err("--duration must be greater than zero".into());
+        }
+        if let LoadShape::Staged { stages, .. } = &mut plan.shape {
+            *stages = shape::scaled(stages, d + plan.warmup);
+        }
+        plan.duration = d;
+        if let Some(c) = &mut plan.capacity {
+            c.step_duration = c.step_duration.min(d);
+        }
+    }
+    if let LoadShape::Staged { model, stages } = &plan.shape {
+        if *model == Model::Closed {
+            shape::check_closed_stages(stages).map_err(|e| format!("--stage: {e}"))?;
+        }
+        let t = shape::Timeline::staged(*model, stages.clone(), plan.warmup)
+            .map_err(|e| format!("--warmup: {e}"))?;
+        plan.duration = t.measured;
+    }
+    Ok(())
+}
+
+/// The URLs of `--target URL[,URL...]`, each checked (http or https, no
+/// repeats); `Err` names the one that is wrong.
+pub fn split_targets(arg: &str) -> Result<Vec<String>, String> {
+    let mut urls: Vec<String> = Vec::new();
+    for t in arg.split(',').map(str::trim) {
+        if t.is_empty() {
+            return Err(format!("--target {arg:?}: an empty URL in the list"));
+        }
+        let u = url::Url::parse(t).map_err(|e| format!("--target {t:?}: not a URL: {e}"))?;
+        if !matches!(u.scheme(), "http" | "https") {
+            return Err(format!("--target {t:?}: the URL must be http or https"));
+        }
+        if urls.iter().any(|x| x == t) {
+            return Err(format!("--target {t:?}: given twice"));
+        }
+        urls.push(t.to_owned());
+    }
+    Ok(urls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_knobs_apply_and_are_checked() {
+        let mut c = CapacitySpec::with_defaults(10.0, 10.0, 100.0, Vec::new());
+        let a = SearchOverrides {
+            bisections: Some(2),
+            resolution: Some(10.0),
+            samples: Some(1),
+            stable_within: Some(50.0),
+        };
+        a.apply(&mut c).unwrap();
+        assert_eq!(
+            (c.bisections, c.resolution_pct, c.samples, c.stable_pct),
+            (2, 10.0, 1, 50.0)
+        );
+        let bad = SearchOverrides {
+            resolution: Some(100.0),
+            ..Default::default()
+        };
+        assert!(bad.apply(&mut c).is_err());
+    }
+}
