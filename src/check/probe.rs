@@ -6,7 +6,8 @@
 use super::model::Exchange;
 use super::raw::{self, RawError, RawReply, RawRequest};
 use crate::client::http::{Endpoint, exchange};
-use crate::client::modern::{FlowConfig, HttpMethod, ModernFlow, Outgoing, Step, ToolCall};
+use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Step, Target as LegTarget};
+use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
 use crate::discover::{self, AuthSeen, View, Wire};
 use crate::protocol::{ClientCapabilities, Generation};
@@ -447,7 +448,7 @@ impl Probe {
                 match exchange(&self.target.http, &endpoint, &out, self.request_timeout()).await {
                     Ok(reply) => {
                         self.fill(slot, flow_exchange(&endpoint, &out, Ok(&reply)));
-                        if out.target == crate::client::modern::Target::Mcp {
+                        if out.target == LegTarget::Mcp {
                             bodies.push(reply.body.clone());
                         }
                         flow.on_reply(reply)
@@ -496,11 +497,7 @@ impl Wire for Probe {
     }
 }
 
-fn flow_exchange(
-    endpoint: &Endpoint,
-    out: &Outgoing,
-    reply: Result<&crate::client::modern::HttpReply, &str>,
-) -> Exchange {
+fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, &str>) -> Exchange {
     let url = endpoint
         .resolve(&out.target)
         .map(|u| u.to_string())

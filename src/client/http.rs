@@ -1,7 +1,8 @@
 //! A plain reqwest driver for [`ModernFlow`]: sends each [`Outgoing`], times
 //! it (to headers, to the end of the body), and enforces a per-leg timeout.
 
-use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step, Target};
+use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
+use super::modern::ModernFlow;
 use super::outcome::RoundTrip;
 use std::time::{Duration, Instant};
 
