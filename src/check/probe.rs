@@ -5,16 +5,18 @@
 
 use super::model::Exchange;
 use super::raw::{self, RawError, RawReply, RawRequest};
+use crate::client::drive::{self, LegReply, drive};
 use crate::client::http::{Endpoint, exchange};
-use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Step, Target as LegTarget};
+use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
 use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
 use crate::discover::{self, AuthSeen, View, Wire};
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How `check` was asked to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -436,37 +438,47 @@ impl Probe {
         call: ToolCall,
         cfg: FlowConfig,
     ) -> (RoundTrip, Vec<bytes::Bytes>) {
-        let mut bodies = Vec::new();
-        let endpoint = self.target.endpoint();
-        let started = Instant::now();
-        let mut flow = ModernFlow::new(call, cfg);
-        let mut out = flow.start();
-        loop {
-            let pending = flow_exchange(&endpoint, &out, Err(""));
-            let slot = self.pending(&pending.label, pending.request);
-            let step =
-                match exchange(&self.target.http, &endpoint, &out, self.request_timeout()).await {
-                    Ok(reply) => {
-                        self.fill(slot, flow_exchange(&endpoint, &out, Ok(&reply)));
-                        if out.target == LegTarget::Mcp {
-                            bodies.push(reply.body.clone());
-                        }
-                        flow.on_reply(reply)
-                    }
-                    Err((failure, elapsed)) => {
-                        let why = format!("{failure:?} after {elapsed:?}");
-                        self.fill(slot, flow_exchange(&endpoint, &out, Err(&why)));
-                        flow.on_failure(failure, elapsed)
-                    }
-                };
-            match step {
-                Step::Send(next) => out = next,
-                Step::Done(mut rt) => {
-                    rt.total = started.elapsed();
-                    return (rt, bodies);
+        let mut ex = Evidenced {
+            probe: self,
+            endpoint: self.target.endpoint(),
+            bodies: Vec::new(),
+        };
+        let Ok(rt) = drive(ModernFlow::new(call, cfg), &mut ex).await;
+        (rt, ex.bodies)
+    }
+}
+
+/// A probe's legs of a flow: over reqwest under the probe's bound, each
+/// recorded as evidence (pending until its reply comes), the body of every
+/// MCP reply kept.
+struct Evidenced<'a> {
+    probe: &'a Probe,
+    endpoint: Endpoint,
+    bodies: Vec<bytes::Bytes>,
+}
+
+impl drive::Exchange for Evidenced<'_> {
+    type Stop = Infallible;
+    async fn send(&mut self, out: &Outgoing) -> LegReply {
+        let pending = flow_exchange(&self.endpoint, out, Err(""));
+        let slot = self.probe.pending(&pending.label, pending.request);
+        let timeout = self.probe.request_timeout();
+        let reply = exchange(&self.probe.target.http, &self.endpoint, out, timeout).await;
+        match &reply {
+            Ok(r) => {
+                self.probe
+                    .fill(slot, flow_exchange(&self.endpoint, out, Ok(r)));
+                if out.target == LegTarget::Mcp {
+                    self.bodies.push(r.body.clone());
                 }
             }
+            Err((failure, elapsed)) => {
+                let why = format!("{failure:?} after {elapsed:?}");
+                self.probe
+                    .fill(slot, flow_exchange(&self.endpoint, out, Err(&why)));
+            }
         }
+        reply
     }
 }
 

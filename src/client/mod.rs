@@ -6,7 +6,9 @@
 //!   [`LegFailure`]) and a flow's next [`Step`]: plain HTTP, no protocol.
 //! - [`modern`]: the 2026-07-28 MRTR client as a sans-I/O state machine
 //!   ([`ModernFlow`]), so any HTTP driver can run it.
-//! - [`http`]: a plain reqwest driver for [`ModernFlow`] ([`run_modern`]).
+//! - [`drive`]: the one step loop of a [`ModernFlow`] ([`drive()`]) over an
+//!   [`Exchange`] that moves each leg.
+//! - [`http`]: reqwest as an [`Exchange`] ([`Reqwest`]) and [`run_modern`].
 //! - [`h1`]: a lean keep-alive HTTP/1.1 connection to a plain-`http` MCP
 //!   endpoint ([`H1Lane`]), the load generator's hot path.
 //! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
@@ -20,6 +22,7 @@
 
 pub mod browser;
 pub mod content;
+pub mod drive;
 pub mod h1;
 pub mod http;
 pub mod leg;
@@ -33,8 +36,9 @@ pub mod rejection;
 pub mod stall;
 
 pub use content::InvalidKind;
+pub use drive::{Exchange, LegReply, drive};
 pub use h1::H1Lane;
-pub use http::{Endpoint, run_modern};
+pub use http::{Endpoint, Reqwest, run_modern};
 pub use leg::{Auth, FlowResult, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{CallTemplate, Expectations, FlowConfig, ModernFlow, ToolCall};
