@@ -10,11 +10,10 @@ use crate::client::http::{Endpoint, exchange};
 use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
 use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
-use crate::discover::{self, AuthSeen, View, Wire};
+use crate::discover::{self, AuthSeen, View, Wire, WireCore};
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -110,8 +109,6 @@ pub use crate::discover::{FirstReply, ToolProfile};
 pub struct Target {
     /// Settings.
     pub settings: Settings,
-    /// Shared HTTP client.
-    pub http: reqwest::Client,
     /// Generation being checked.
     pub generation: Generation,
     /// Tools, in `tools/list` order (only those selected by `--tool`).
@@ -125,7 +122,8 @@ pub struct Target {
     /// asks a client for sampling it did not declare): reported once, by the
     /// check named here, and pointed to by the others.
     pub root_causes: Vec<RootCause>,
-    ids: AtomicI64,
+    /// The shared HTTP client, endpoint and principal, and the run's ids.
+    wire: WireCore,
 }
 
 /// A tool whose own defect other checks on it would only repeat.
@@ -142,15 +140,21 @@ pub struct RootCause {
 impl Target {
     /// A target with no tools discovered yet.
     pub fn new(settings: Settings, http: reqwest::Client, generation: Generation) -> Self {
+        let wire = WireCore::new(
+            http,
+            &settings.mcp_url,
+            &settings.principal,
+            settings.timeout,
+            settings.seed,
+        );
         Target {
             settings,
-            http,
             generation,
             tools: Vec::new(),
             discover: None,
             auth: AuthSeen::default(),
             root_causes: Vec::new(),
-            ids: AtomicI64::new(1),
+            wire,
         }
     }
 
@@ -181,7 +185,12 @@ impl Target {
 
     /// A fresh JSON-RPC id (unique over the run).
     pub fn next_id(&self) -> i64 {
-        self.ids.fetch_add(1, Ordering::Relaxed)
+        self.wire.next_id()
+    }
+
+    /// The shared HTTP client.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.wire.http
     }
 
     /// The client-library view of the endpoint.
@@ -370,7 +379,7 @@ impl Probe {
     /// Sends a raw request (bounded by the check timeout) and records it.
     pub async fn send(&self, req: RawRequest) -> Result<RawReply, RawError> {
         let slot = self.pending(&req.label, req.evidence());
-        let (ex, out) = raw::send(&self.target.http, &req, self.request_timeout()).await;
+        let (ex, out) = raw::send(self.target.http(), &req, self.request_timeout()).await;
         self.fill(slot, ex);
         out
     }
@@ -463,7 +472,7 @@ impl drive::Exchange for Evidenced<'_> {
         let pending = flow_exchange(&self.endpoint, out, Err(""));
         let slot = self.probe.pending(&pending.label, pending.request);
         let timeout = self.probe.request_timeout();
-        let reply = exchange(&self.probe.target.http, &self.endpoint, out, timeout).await;
+        let reply = exchange(self.probe.target.http(), &self.endpoint, out, timeout).await;
         match &reply {
             Ok(r) => {
                 self.probe
@@ -483,23 +492,12 @@ impl drive::Exchange for Evidenced<'_> {
 }
 
 impl Wire for Probe {
-    fn http(&self) -> &reqwest::Client {
-        &self.target.http
+    fn core(&self) -> &WireCore {
+        &self.target.wire
     }
-    fn mcp_url(&self) -> &str {
-        &self.target.settings.mcp_url
-    }
-    fn token(&self) -> &str {
-        &self.target.settings.principal
-    }
+    /// The probe's bound, which may be tighter than the check timeout.
     fn timeout(&self) -> Duration {
         self.request_timeout()
-    }
-    fn seed(&self) -> u64 {
-        self.target.settings.seed
-    }
-    fn next_id(&self) -> i64 {
-        self.target.next_id()
     }
     fn record(&self, exchange: Exchange) {
         Probe::record(self, exchange);

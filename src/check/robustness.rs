@@ -153,7 +153,7 @@ async fn disconnect(p: Probe) -> Verdict {
     let Some(t) = p.target().tools.iter().find(|t| t.elicits()).cloned() else {
         return p.target().no_subject("no tool elicits");
     };
-    let http = p.target().http.clone();
+    let http = p.target().http().clone();
     for i in 0..20u64 {
         let req = p.call_request(
             format!("tools/call {} abandoned", t.name),

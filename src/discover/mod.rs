@@ -7,7 +7,8 @@
 //! [`Discovery::exchanges`], so a user sees what was called for real.
 //!
 //! - [`args`]: tool arguments from an `inputSchema` (required only, unique per call).
-//! - [`wire`]: the [`Wire`] requests go through, and discovery's [`wire::Log`].
+//! - [`wire`]: the [`Wire`] requests go through, what every wire knows
+//!   ([`WireCore`]), and discovery's [`wire::Log`].
 //! - [`modern`]: `tools/list` and the round [`modern::walk`] (also used by checks).
 //! - [`legacy`]: the 2025-11-25 observing session driver (POST and GET streams).
 //! - [`page`]: URL-flow pages completed on the target's origin only.
@@ -19,7 +20,7 @@ pub mod page;
 pub mod wire;
 
 pub use modern::{RoundSeen, WalkEnd, Walked};
-pub use wire::Wire;
+pub use wire::{Wire, WireCore};
 
 use crate::client::raw::{self, Exchange, Rpc};
 use crate::protocol::Generation;
