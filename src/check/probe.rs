@@ -10,7 +10,7 @@ use crate::client::http::{Endpoint, exchange};
 use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
 use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
-use crate::discover::{self, AuthSeen, View, Wire, WireCore};
+use crate::discover::{self, AuthSeen, TargetSettings, View, Wire, WireCore};
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
 use std::convert::Infallible;
@@ -20,38 +20,24 @@ use std::time::Duration;
 /// How `check` was asked to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// The MCP endpoint URL.
-    pub mcp_url: String,
-    /// Bearer token of the principal that runs the flows.
-    pub principal: String,
-    /// Bearer token of a second principal (cross-principal probes).
-    pub other_principal: String,
+    /// The endpoint, principals, tools, per-check timeout (each request
+    /// inside a check is bounded by it too) and seed.
+    pub target: TargetSettings,
     /// The user named both principals (`--principal` / `--other-principal`):
     /// cross-principal probes run even where discovery cannot tell whether
     /// tokens matter.
     pub principals_given: bool,
-    /// Per-check timeout (each request inside a check is bounded by it too).
-    pub timeout: Duration,
     /// Overall deadline for the whole run.
     pub deadline: Duration,
     /// How long to wait before replaying a state in the expiry check
     /// (`None`: the check is skipped).
     pub wait_expiry: Option<Duration>,
-    /// Tools to check (empty: every tool `tools/list` names).
-    pub tools: Vec<String>,
-    /// Tools never called.
-    pub skip_tools: Vec<String>,
-    /// Tools whose completion must happen at most once (besides those the
-    /// server marks via annotations or its description).
-    pub single_use: Vec<String>,
     /// A read-only tool that reports the server's state (read before and
     /// after a decline to see that nothing happened); default: the first
     /// tool annotated `readOnlyHint` that does not elicit.
     pub state_tool: Option<String>,
     /// Checks run at the same time.
     pub concurrency: usize,
-    /// Seed for generated answers.
-    pub seed: u64,
     /// A second instance of the same deployment (`--other-instance`): the
     /// cross-instance check retries the target's states there.
     pub other_instance: Option<String>,
@@ -62,43 +48,27 @@ impl Settings {
     /// check, 120 s overall, 4 checks at a time.
     pub fn new(mcp_url: impl Into<String>) -> Self {
         Settings {
-            mcp_url: mcp_url.into(),
-            principal: "alice".into(),
-            other_principal: "bob".into(),
+            target: TargetSettings::new(mcp_url, Duration::from_secs(10), 0x00e1_1c17),
             principals_given: false,
-            timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(120),
             wait_expiry: None,
-            tools: Vec::new(),
-            skip_tools: Vec::new(),
-            single_use: Vec::new(),
             state_tool: None,
             concurrency: 4,
-            seed: 0x00e1_1c17,
             other_instance: None,
         }
     }
 
-    /// The discovery settings these imply.
+    /// The discovery settings these imply (the state tool is discovered
+    /// too when tools are named).
     pub fn discovery(&self, generation: Option<Generation>) -> discover::Settings {
-        let mut tools = self.tools.clone();
+        let mut d = self.target.discovery(generation);
         if let Some(t) = &self.state_tool
-            && !tools.is_empty()
-            && !tools.contains(t)
+            && !d.tools.is_empty()
+            && !d.tools.contains(t)
         {
-            tools.push(t.clone());
+            d.tools.push(t.clone());
         }
-        discover::Settings {
-            mcp_url: self.mcp_url.clone(),
-            principal: self.principal.clone(),
-            timeout: self.timeout,
-            tools,
-            skip_tools: self.skip_tools.clone(),
-            single_use: self.single_use.clone(),
-            generation,
-            seed: self.seed,
-            ..discover::Settings::new(self.mcp_url.clone())
-        }
+        d
     }
 }
 
@@ -142,10 +112,10 @@ impl Target {
     pub fn new(settings: Settings, http: reqwest::Client, generation: Generation) -> Self {
         let wire = WireCore::new(
             http,
-            &settings.mcp_url,
-            &settings.principal,
-            settings.timeout,
-            settings.seed,
+            &settings.target.mcp_url,
+            &settings.target.principal,
+            settings.target.timeout,
+            settings.target.seed,
         );
         Target {
             settings,
@@ -196,9 +166,9 @@ impl Target {
     /// The client-library view of the endpoint.
     pub fn endpoint(&self) -> Endpoint {
         Endpoint {
-            mcp_url: self.settings.mcp_url.clone(),
-            primary_token: self.settings.principal.clone(),
-            other_token: Some(self.settings.other_principal.clone()),
+            mcp_url: self.settings.target.mcp_url.clone(),
+            primary_token: self.settings.target.principal.clone(),
+            other_token: Some(self.settings.target.other_principal.clone()),
         }
     }
 
@@ -281,7 +251,7 @@ impl Target {
             .iter()
             .flat_map(|r| r.urls.iter())
             .find_map(
-                |u| match discover::page::same_origin(&self.settings.mcp_url, u) {
+                |u| match discover::page::same_origin(&self.settings.target.mcp_url, u) {
                     Err(discover::page::PageError::OtherOrigin(o)) => Some(o),
                     _ => None,
                 },
@@ -321,14 +291,14 @@ impl Probe {
     /// own deadline (a hang after a decline is a finding, not a timeout).
     pub fn bounded(&self, limit: Duration) -> Probe {
         Probe {
-            limit: Some(limit.min(self.target.settings.timeout)),
+            limit: Some(limit.min(self.target.settings.target.timeout)),
             ..self.clone()
         }
     }
 
     /// The bound on each request: the check timeout, or a tighter one.
     pub fn request_timeout(&self) -> Duration {
-        self.limit.unwrap_or(self.target.settings.timeout)
+        self.limit.unwrap_or(self.target.settings.target.timeout)
     }
 
     /// The target.
@@ -395,12 +365,12 @@ impl Probe {
     ) -> RawRequest {
         raw::modern_post(
             label,
-            &self.settings().mcp_url,
+            &self.settings().target.mcp_url,
             self.target.next_id(),
             method,
             Some(raw::with_meta(params, caps)),
         )
-        .token(Some(&self.settings().principal))
+        .token(Some(&self.settings().target.principal))
     }
 
     /// Sends [`Probe::modern_request`].
