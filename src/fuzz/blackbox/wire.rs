@@ -3,7 +3,6 @@
 //! oracles judge them and reproducers replay them byte for byte.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 
@@ -20,17 +19,10 @@ pub struct NetWire {
 }
 
 impl NetWire {
-    /// A wire to `mcp_url` as `token`; ids start at `first_id`.
-    pub fn new(
-        http: reqwest::Client,
-        mcp_url: &str,
-        token: &str,
-        timeout: Duration,
-        seed: u64,
-        first_id: i64,
-    ) -> Self {
+    /// A wire to the endpoint and as the principal of `core`.
+    pub fn new(core: WireCore) -> Self {
         NetWire {
-            core: WireCore::new(http, mcp_url, token, timeout, seed).first_id(first_id),
+            core,
             log: Mutex::new(Vec::new()),
             streamed: Mutex::new(Vec::new()),
         }
