@@ -240,7 +240,7 @@ async fn no_carry_over(p: Probe) -> Verdict {
     else {
         return Verdict::skip("the first call did not answer input_required this time");
     };
-    let answers = Value::Object(answers_for(&ir, p.settings().seed));
+    let answers = Value::Object(answers_for(&ir, p.settings().target.seed));
     let retry = p.call_request(
         format!("tools/call {} #2 retry declaring {{}}", t.name),
         &t,

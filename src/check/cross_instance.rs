@@ -85,7 +85,7 @@ async fn cross_instance(p: Probe) -> Verdict {
     let Some(other) = p.settings().other_instance.clone() else {
         return Verdict::skip("no --other-instance URL given");
     };
-    if other == p.settings().mcp_url {
+    if other == p.settings().target.mcp_url {
         return Verdict::info(
             "could not tell: --other-instance is the --target URL itself, so nothing crosses",
         );
@@ -170,7 +170,7 @@ async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, St
     let mut again = Vec::new();
     for (name, url) in [
         ("the other instance", other),
-        ("the target", &p.settings().mcp_url),
+        ("the target", &p.settings().target.mcp_url),
     ] {
         let label = format!("tools/call {} replay of that retry on {name}", t.name);
         match send_to(p, url, &label, t, &round.answers, &round.state).await {

@@ -39,7 +39,7 @@ pub fn checks() -> Vec<Check> {
 /// check timeout (at least a second), so a hang is judged as one before the
 /// check itself runs out of time.
 pub fn refusal_deadline(p: &Probe) -> Duration {
-    (p.settings().timeout / 3).max(Duration::from_secs(1))
+    (p.settings().target.timeout / 3).max(Duration::from_secs(1))
 }
 
 /// Runs `tool` under `policy` with every request bounded by

@@ -35,7 +35,7 @@ pub fn checks() -> Vec<Check> {
 pub fn config(p: &Probe, policy: AnswerPolicy) -> FlowConfig {
     let mut cfg = FlowConfig::with_policy(policy);
     cfg.capabilities = all_modes();
-    cfg.seed = p.settings().seed;
+    cfg.seed = p.settings().target.seed;
     cfg
 }
 

@@ -266,7 +266,7 @@ async fn malformed(p: Probe) -> Verdict {
         ("an array", json!([])),
         ("an unknown action", json!({"action": "maybe"})),
     ];
-    if let Some(c) = invalid_content(&schema, InvalidKind::WrongType, p.settings().seed) {
+    if let Some(c) = invalid_content(&schema, InvalidKind::WrongType, p.settings().target.seed) {
         variants.push((
             "content of the wrong type",
             json!({"action": "accept", "content": c}),

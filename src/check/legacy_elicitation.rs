@@ -196,8 +196,8 @@ pub fn early_elicitations(seen: &[(&str, String)]) -> Vec<String> {
 async fn before_initialized(p: Probe) -> Verdict {
     let caps = all_modes();
     let init = initialize_request(
-        &p.settings().mcp_url,
-        Some(&p.settings().principal),
+        &p.settings().target.mcp_url,
+        Some(&p.settings().target.principal),
         p.target().next_id(),
         &caps.to_value(),
     );
@@ -229,7 +229,7 @@ async fn before_initialized(p: Probe) -> Verdict {
         init: result,
         initialized_status: None,
     };
-    let window = (p.settings().timeout / 4).min(std::time::Duration::from_secs(2));
+    let window = (p.settings().target.timeout / 4).min(std::time::Duration::from_secs(2));
     let (status, requests) = super::legacy_session::watch_get(&p, &s, window).await;
     seen.extend(requests.into_iter().map(|(m, _)| ("the GET stream", m)));
     let mut notice = super::legacy_session::request(
@@ -586,7 +586,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
                 .first()
                 .and_then(schema_of)
                 .unwrap_or(Value::Null);
-            let seed = p.settings().seed;
+            let seed = p.settings().target.seed;
             let mut values = answer_values(&Value::Object(crate::client::content::valid_content(
                 &schema, seed,
             )));

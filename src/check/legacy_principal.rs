@@ -55,7 +55,7 @@ async fn session(p: Probe) -> Verdict {
         close(&p, &s).await;
         return Verdict::skip("the server issues no session id");
     }
-    let other = p.settings().other_principal.clone();
+    let other = p.settings().target.other_principal.clone();
     let req = request(
         &p,
         &s,
@@ -100,7 +100,7 @@ async fn answer(p: Probe) -> Verdict {
         Err(e) => return Verdict::skip(e),
     };
     let opts = CallOptions {
-        answer_token: Some(p.settings().other_principal.clone()),
+        answer_token: Some(p.settings().target.other_principal.clone()),
         ..Default::default()
     };
     let deadline = refusal_deadline(&p);

@@ -114,11 +114,11 @@ async fn deleted_404(p: Probe) -> Verdict {
     let del = RawRequest::new(
         "DELETE the session",
         reqwest::Method::DELETE,
-        p.settings().mcp_url.clone(),
+        p.settings().target.mcp_url.clone(),
     )
     .header(SESSION_ID, sid)
     .header(PROTOCOL_VERSION, LEGACY)
-    .token(Some(&p.settings().principal));
+    .token(Some(&p.settings().target.principal));
     match p.send(del).await {
         Ok(r) if r.status == 405 => {
             return Verdict::skip("the server does not let clients delete sessions (405)");

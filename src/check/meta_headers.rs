@@ -178,12 +178,12 @@ pub async fn expect_error(p: &Probe, req: RawRequest, status: u16, code: i64) ->
 fn list_request(p: &Probe, label: &str, params: Value) -> RawRequest {
     raw::modern_post(
         label,
-        &p.settings().mcp_url,
+        &p.settings().target.mcp_url,
         p.target().next_id(),
         "tools/list",
         Some(params),
     )
-    .token(Some(&p.settings().principal))
+    .token(Some(&p.settings().target.principal))
 }
 
 async fn meta_missing(p: Probe) -> Verdict {
@@ -433,11 +433,11 @@ async fn get_delete_405(p: Probe) -> Verdict {
         let req = RawRequest::new(
             format!("{m} on the endpoint"),
             m.clone(),
-            p.settings().mcp_url.clone(),
+            p.settings().target.mcp_url.clone(),
         )
         .header("Accept", "text/event-stream")
         .header(headers::PROTOCOL_VERSION, MODERN)
-        .token(Some(&p.settings().principal));
+        .token(Some(&p.settings().target.principal));
         match p.send(req).await {
             Ok(r) if r.status == 405 => {}
             Ok(r) => problems.push(format!("{m}: HTTP {}", r.status)),

@@ -221,7 +221,7 @@ pub async fn run(
         (false, false) => "serves anonymous requests and any token alike",
     };
     Ok(Report {
-        target: settings.mcp_url.clone(),
+        target: settings.target.mcp_url.clone(),
         generations: found.generations(),
         tools,
         auth: auth.into(),

@@ -42,8 +42,8 @@ fn request(p: &Probe, g: Generation, label: &str) -> RawRequest {
         Generation::Modern => p.modern_request(label, "tools/list", json!({}), &all_modes()),
         Generation::Legacy => {
             let mut r = initialize_request(
-                &p.settings().mcp_url,
-                Some(&p.settings().principal),
+                &p.settings().target.mcp_url,
+                Some(&p.settings().target.principal),
                 p.target().next_id(),
                 &all_modes().to_value(),
             );
@@ -82,7 +82,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
         Ok(r) => r.status,
         Err(e) => return Verdict::fail(format!("no reply with a foreign Origin: {e}")),
     };
-    let host = foreign_host(&p.settings().mcp_url);
+    let host = foreign_host(&p.settings().target.mcp_url);
     let host_req =
         request(&p, g, &format!("{what} with Host: {host}")).header("Host", host.clone());
     let host_status = p.send(host_req).await.map(|r| r.status).ok();

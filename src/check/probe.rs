@@ -5,51 +5,39 @@
 
 use super::model::Exchange;
 use super::raw::{self, RawError, RawReply, RawRequest};
+use crate::client::drive::{self, LegReply, drive};
 use crate::client::http::{Endpoint, exchange};
-use crate::client::modern::{FlowConfig, HttpMethod, ModernFlow, Outgoing, Step, ToolCall};
+use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
+use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
-use crate::discover::{self, AuthSeen, View, Wire};
+use crate::discover::{self, AuthSeen, TargetSettings, View, Wire, WireCore};
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How `check` was asked to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// The MCP endpoint URL.
-    pub mcp_url: String,
-    /// Bearer token of the principal that runs the flows.
-    pub principal: String,
-    /// Bearer token of a second principal (cross-principal probes).
-    pub other_principal: String,
+    /// The endpoint, principals, tools, per-check timeout (each request
+    /// inside a check is bounded by it too) and seed.
+    pub target: TargetSettings,
     /// The user named both principals (`--principal` / `--other-principal`):
     /// cross-principal probes run even where discovery cannot tell whether
     /// tokens matter.
     pub principals_given: bool,
-    /// Per-check timeout (each request inside a check is bounded by it too).
-    pub timeout: Duration,
     /// Overall deadline for the whole run.
     pub deadline: Duration,
     /// How long to wait before replaying a state in the expiry check
     /// (`None`: the check is skipped).
     pub wait_expiry: Option<Duration>,
-    /// Tools to check (empty: every tool `tools/list` names).
-    pub tools: Vec<String>,
-    /// Tools never called.
-    pub skip_tools: Vec<String>,
-    /// Tools whose completion must happen at most once (besides those the
-    /// server marks via annotations or its description).
-    pub single_use: Vec<String>,
     /// A read-only tool that reports the server's state (read before and
     /// after a decline to see that nothing happened); default: the first
     /// tool annotated `readOnlyHint` that does not elicit.
     pub state_tool: Option<String>,
     /// Checks run at the same time.
     pub concurrency: usize,
-    /// Seed for generated answers.
-    pub seed: u64,
     /// A second instance of the same deployment (`--other-instance`): the
     /// cross-instance check retries the target's states there.
     pub other_instance: Option<String>,
@@ -60,43 +48,27 @@ impl Settings {
     /// check, 120 s overall, 4 checks at a time.
     pub fn new(mcp_url: impl Into<String>) -> Self {
         Settings {
-            mcp_url: mcp_url.into(),
-            principal: "alice".into(),
-            other_principal: "bob".into(),
+            target: TargetSettings::new(mcp_url, Duration::from_secs(10), 0x00e1_1c17),
             principals_given: false,
-            timeout: Duration::from_secs(10),
             deadline: Duration::from_secs(120),
             wait_expiry: None,
-            tools: Vec::new(),
-            skip_tools: Vec::new(),
-            single_use: Vec::new(),
             state_tool: None,
             concurrency: 4,
-            seed: 0x00e1_1c17,
             other_instance: None,
         }
     }
 
-    /// The discovery settings these imply.
+    /// The discovery settings these imply (the state tool is discovered
+    /// too when tools are named).
     pub fn discovery(&self, generation: Option<Generation>) -> discover::Settings {
-        let mut tools = self.tools.clone();
+        let mut d = self.target.discovery(generation);
         if let Some(t) = &self.state_tool
-            && !tools.is_empty()
-            && !tools.contains(t)
+            && !d.tools.is_empty()
+            && !d.tools.contains(t)
         {
-            tools.push(t.clone());
+            d.tools.push(t.clone());
         }
-        discover::Settings {
-            mcp_url: self.mcp_url.clone(),
-            principal: self.principal.clone(),
-            timeout: self.timeout,
-            tools,
-            skip_tools: self.skip_tools.clone(),
-            single_use: self.single_use.clone(),
-            generation,
-            seed: self.seed,
-            ..discover::Settings::new(self.mcp_url.clone())
-        }
+        d
     }
 }
 
@@ -107,8 +79,6 @@ pub use crate::discover::{FirstReply, ToolProfile};
 pub struct Target {
     /// Settings.
     pub settings: Settings,
-    /// Shared HTTP client.
-    pub http: reqwest::Client,
     /// Generation being checked.
     pub generation: Generation,
     /// Tools, in `tools/list` order (only those selected by `--tool`).
@@ -122,7 +92,8 @@ pub struct Target {
     /// asks a client for sampling it did not declare): reported once, by the
     /// check named here, and pointed to by the others.
     pub root_causes: Vec<RootCause>,
-    ids: AtomicI64,
+    /// The shared HTTP client, endpoint and principal, and the run's ids.
+    wire: WireCore,
 }
 
 /// A tool whose own defect other checks on it would only repeat.
@@ -139,15 +110,21 @@ pub struct RootCause {
 impl Target {
     /// A target with no tools discovered yet.
     pub fn new(settings: Settings, http: reqwest::Client, generation: Generation) -> Self {
+        let wire = WireCore::new(
+            http,
+            &settings.target.mcp_url,
+            &settings.target.principal,
+            settings.target.timeout,
+            settings.target.seed,
+        );
         Target {
             settings,
-            http,
             generation,
             tools: Vec::new(),
             discover: None,
             auth: AuthSeen::default(),
             root_causes: Vec::new(),
-            ids: AtomicI64::new(1),
+            wire,
         }
     }
 
@@ -178,15 +155,20 @@ impl Target {
 
     /// A fresh JSON-RPC id (unique over the run).
     pub fn next_id(&self) -> i64 {
-        self.ids.fetch_add(1, Ordering::Relaxed)
+        self.wire.next_id()
+    }
+
+    /// The shared HTTP client.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.wire.http
     }
 
     /// The client-library view of the endpoint.
     pub fn endpoint(&self) -> Endpoint {
         Endpoint {
-            mcp_url: self.settings.mcp_url.clone(),
-            primary_token: self.settings.principal.clone(),
-            other_token: Some(self.settings.other_principal.clone()),
+            mcp_url: self.settings.target.mcp_url.clone(),
+            primary_token: self.settings.target.principal.clone(),
+            other_token: Some(self.settings.target.other_principal.clone()),
         }
     }
 
@@ -269,7 +251,7 @@ impl Target {
             .iter()
             .flat_map(|r| r.urls.iter())
             .find_map(
-                |u| match discover::page::same_origin(&self.settings.mcp_url, u) {
+                |u| match discover::page::same_origin(&self.settings.target.mcp_url, u) {
                     Err(discover::page::PageError::OtherOrigin(o)) => Some(o),
                     _ => None,
                 },
@@ -309,14 +291,14 @@ impl Probe {
     /// own deadline (a hang after a decline is a finding, not a timeout).
     pub fn bounded(&self, limit: Duration) -> Probe {
         Probe {
-            limit: Some(limit.min(self.target.settings.timeout)),
+            limit: Some(limit.min(self.target.settings.target.timeout)),
             ..self.clone()
         }
     }
 
     /// The bound on each request: the check timeout, or a tighter one.
     pub fn request_timeout(&self) -> Duration {
-        self.limit.unwrap_or(self.target.settings.timeout)
+        self.limit.unwrap_or(self.target.settings.target.timeout)
     }
 
     /// The target.
@@ -367,7 +349,7 @@ impl Probe {
     /// Sends a raw request (bounded by the check timeout) and records it.
     pub async fn send(&self, req: RawRequest) -> Result<RawReply, RawError> {
         let slot = self.pending(&req.label, req.evidence());
-        let (ex, out) = raw::send(&self.target.http, &req, self.request_timeout()).await;
+        let (ex, out) = raw::send(self.target.http(), &req, self.request_timeout()).await;
         self.fill(slot, ex);
         out
     }
@@ -383,12 +365,12 @@ impl Probe {
     ) -> RawRequest {
         raw::modern_post(
             label,
-            &self.settings().mcp_url,
+            &self.settings().target.mcp_url,
             self.target.next_id(),
             method,
             Some(raw::with_meta(params, caps)),
         )
-        .token(Some(&self.settings().principal))
+        .token(Some(&self.settings().target.principal))
     }
 
     /// Sends [`Probe::modern_request`].
@@ -435,58 +417,57 @@ impl Probe {
         call: ToolCall,
         cfg: FlowConfig,
     ) -> (RoundTrip, Vec<bytes::Bytes>) {
-        let mut bodies = Vec::new();
-        let endpoint = self.target.endpoint();
-        let started = Instant::now();
-        let mut flow = ModernFlow::new(call, cfg);
-        let mut out = flow.start();
-        loop {
-            let pending = flow_exchange(&endpoint, &out, Err(""));
-            let slot = self.pending(&pending.label, pending.request);
-            let step =
-                match exchange(&self.target.http, &endpoint, &out, self.request_timeout()).await {
-                    Ok(reply) => {
-                        self.fill(slot, flow_exchange(&endpoint, &out, Ok(&reply)));
-                        if out.target == crate::client::modern::Target::Mcp {
-                            bodies.push(reply.body.clone());
-                        }
-                        flow.on_reply(reply)
-                    }
-                    Err((failure, elapsed)) => {
-                        let why = format!("{failure:?} after {elapsed:?}");
-                        self.fill(slot, flow_exchange(&endpoint, &out, Err(&why)));
-                        flow.on_failure(failure, elapsed)
-                    }
-                };
-            match step {
-                Step::Send(next) => out = next,
-                Step::Done(mut rt) => {
-                    rt.total = started.elapsed();
-                    return (rt, bodies);
+        let mut ex = Evidenced {
+            probe: self,
+            endpoint: self.target.endpoint(),
+            bodies: Vec::new(),
+        };
+        let Ok(rt) = drive(ModernFlow::new(call, cfg), &mut ex).await;
+        (rt, ex.bodies)
+    }
+}
+
+/// A probe's legs of a flow: over reqwest under the probe's bound, each
+/// recorded as evidence (pending until its reply comes), the body of every
+/// MCP reply kept.
+struct Evidenced<'a> {
+    probe: &'a Probe,
+    endpoint: Endpoint,
+    bodies: Vec<bytes::Bytes>,
+}
+
+impl drive::Exchange for Evidenced<'_> {
+    type Stop = Infallible;
+    async fn send(&mut self, out: &Outgoing) -> LegReply {
+        let pending = flow_exchange(&self.endpoint, out, Err(""));
+        let slot = self.probe.pending(&pending.label, pending.request);
+        let timeout = self.probe.request_timeout();
+        let reply = exchange(self.probe.target.http(), &self.endpoint, out, timeout).await;
+        match &reply {
+            Ok(r) => {
+                self.probe
+                    .fill(slot, flow_exchange(&self.endpoint, out, Ok(r)));
+                if out.target == LegTarget::Mcp {
+                    self.bodies.push(r.body.clone());
                 }
             }
+            Err((failure, elapsed)) => {
+                let why = format!("{failure:?} after {elapsed:?}");
+                self.probe
+                    .fill(slot, flow_exchange(&self.endpoint, out, Err(&why)));
+            }
         }
+        reply
     }
 }
 
 impl Wire for Probe {
-    fn http(&self) -> &reqwest::Client {
-        &self.target.http
+    fn core(&self) -> &WireCore {
+        &self.target.wire
     }
-    fn mcp_url(&self) -> &str {
-        &self.target.settings.mcp_url
-    }
-    fn token(&self) -> &str {
-        &self.target.settings.principal
-    }
+    /// The probe's bound, which may be tighter than the check timeout.
     fn timeout(&self) -> Duration {
         self.request_timeout()
-    }
-    fn seed(&self) -> u64 {
-        self.target.settings.seed
-    }
-    fn next_id(&self) -> i64 {
-        self.target.next_id()
     }
     fn record(&self, exchange: Exchange) {
         Probe::record(self, exchange);
@@ -496,11 +477,7 @@ impl Wire for Probe {
     }
 }
 
-fn flow_exchange(
-    endpoint: &Endpoint,
-    out: &Outgoing,
-    reply: Result<&crate::client::modern::HttpReply, &str>,
-) -> Exchange {
+fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, &str>) -> Exchange {
     let url = endpoint
         .resolve(&out.target)
         .map(|u| u.to_string())

@@ -189,7 +189,7 @@ async fn cross_principal(p: Probe) -> Verdict {
         Ok(r) => r,
         Err(v) => return v,
     };
-    let other = p.settings().other_principal.clone();
+    let other = p.settings().target.other_principal.clone();
     let req = p
         .call_request(
             format!(

@@ -75,7 +75,7 @@ async fn result_type(p: Probe) -> Verdict {
         if t.modes().url {
             continue; // a URL round cannot finish without the page; its retry re-prompts
         }
-        let answers = Value::Object(answers_for(&ir, p.settings().seed));
+        let answers = Value::Object(answers_for(&ir, p.settings().target.seed));
         let retry = p.call_request(
             format!("tools/call {} #2 retry", t.name),
             t,

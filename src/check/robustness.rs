@@ -153,7 +153,7 @@ async fn disconnect(p: Probe) -> Verdict {
     let Some(t) = p.target().tools.iter().find(|t| t.elicits()).cloned() else {
         return p.target().no_subject("no tool elicits");
     };
-    let http = p.target().http.clone();
+    let http = p.target().http().clone();
     for i in 0..20u64 {
         let req = p.call_request(
             format!("tools/call {} abandoned", t.name),
@@ -184,12 +184,12 @@ async fn same_id(p: Probe) -> Verdict {
     let post = |label: String, params: Value| {
         raw::modern_post(
             label,
-            &p.settings().mcp_url,
+            &p.settings().target.mcp_url,
             id,
             "tools/call",
             Some(raw::with_meta(params, &all_modes())),
         )
-        .token(Some(&p.settings().principal))
+        .token(Some(&p.settings().target.principal))
     };
     let mut params = json!({"name": t.name, "arguments": t.arguments});
     for round in 0..4 {
@@ -218,7 +218,7 @@ async fn same_id(p: Probe) -> Verdict {
             Some(ir) if !with_state => {
                 params = json!({
                     "name": t.name, "arguments": t.arguments,
-                    "inputResponses": answers_for(&ir, p.settings().seed),
+                    "inputResponses": answers_for(&ir, p.settings().target.seed),
                 });
                 if let Some(s) = ir.request_state {
                     params["requestState"] = Value::String(s);

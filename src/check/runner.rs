@@ -37,7 +37,7 @@ pub async fn run_checks_until(
     deadline: Instant,
 ) -> Vec<CheckResult> {
     let settings = &target.settings;
-    let per_check = settings.timeout;
+    let per_check = settings.target.timeout;
     let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let alone = Arc::new(tokio::sync::RwLock::new(()));
     let mut handles = Vec::new();

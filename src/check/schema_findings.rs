@@ -45,7 +45,7 @@ async fn schema_findings(p: Probe) -> Verdict {
         // Later rounds: replay the flow and inspect every input_required body.
         let mut cfg = FlowConfig::with_policy(AnswerPolicy::AcceptValid);
         cfg.capabilities = all_modes();
-        cfg.seed = p.settings().seed;
+        cfg.seed = p.settings().target.seed;
         let (_, bodies) = p.flow_with_bodies(t.call(), cfg).await;
         for (i, body) in bodies.iter().enumerate().skip(1) {
             let body = String::from_utf8_lossy(body);

@@ -82,7 +82,7 @@ async fn sse_hygiene(p: Probe) -> Verdict {
         else {
             continue;
         };
-        let answers = Value::Object(answers_for(&ir, p.settings().seed));
+        let answers = Value::Object(answers_for(&ir, p.settings().target.seed));
         let retry = p.call_request(
             format!("tools/call {} #2 retry", t.name),
             t,

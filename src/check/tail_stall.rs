@@ -126,7 +126,7 @@ async fn time_replies(
     p: &Probe,
     make: impl Fn(usize) -> RawRequest,
 ) -> Result<Vec<Timing>, String> {
-    let url = url::Url::parse(&p.settings().mcp_url).map_err(|e| e.to_string())?;
+    let url = url::Url::parse(&p.settings().target.mcp_url).map_err(|e| e.to_string())?;
     if url.scheme() != "http" {
         return Err("tail timing needs a plain http target (TLS hides the segments)".into());
     }
@@ -139,7 +139,7 @@ async fn time_replies(
         Some(p) => format!("{host}:{p}"),
         None => host.clone(),
     };
-    let limit = p.settings().timeout;
+    let limit = p.settings().target.timeout;
     let stream = tokio::time::timeout(limit, tokio::net::TcpStream::connect((host.as_str(), port)))
         .await
         .map_err(|_| "connect timed out".to_owned())?

@@ -91,7 +91,7 @@ async fn fresh_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
         Generation::Modern => modern_url(p, tool).await?,
         Generation::Legacy => legacy_url(p, tool).await?,
     };
-    crate::discover::page::same_origin(&p.settings().mcp_url, &url)
+    crate::discover::page::same_origin(&p.settings().target.mcp_url, &url)
         .map(|u| u.to_string())
         .map_err(|e| e.to_string())
 }
@@ -183,7 +183,7 @@ async fn page_requires_auth(p: Probe) -> Verdict {
         Ok(u) => u,
         Err(e) => return Verdict::skip(e),
     };
-    let principal = p.settings().principal.clone();
+    let principal = p.settings().target.principal.clone();
     let own = page(&p, "flow page GET as the principal", &url, Some(&principal)).await;
     let flow_form = own
         .ok()
@@ -217,8 +217,8 @@ async fn cross_user(p: Probe) -> Verdict {
         Ok(u) => u,
         Err(e) => return Verdict::skip(e),
     };
-    let principal = p.settings().principal.clone();
-    let other = p.settings().other_principal.clone();
+    let principal = p.settings().target.principal.clone();
+    let other = p.settings().target.other_principal.clone();
     let own = page(&p, "flow page GET as the principal", &url, Some(&principal)).await;
     let flow_form = own
         .ok()
@@ -256,7 +256,7 @@ async fn submit_as(p: &Probe, url: &str, html: &[u8], token: &str) -> String {
     .header("Content-Type", "application/x-www-form-urlencoded")
     .header("Origin", origin)
     .token(Some(token))
-    .body(form.encoded_body(p.settings().seed));
+    .body(form.encoded_body(p.settings().target.seed));
     match p.send(post).await {
         Ok(r) if (200..400).contains(&r.status) => format!(
             " and completed it (its form POST got HTTP {}): the other principal finished \

@@ -119,19 +119,19 @@ pub fn list_table() -> String {
 pub fn settings(args: &Args, target: &str) -> Settings {
     let mut s = Settings::new(target);
     if let Some(p) = &args.principal {
-        s.principal = p.clone();
+        s.target.principal = p.clone();
     }
     if let Some(p) = &args.other_principal {
-        s.other_principal = p.clone();
+        s.target.other_principal = p.clone();
     }
     s.principals_given = args.principal.is_some() && args.other_principal.is_some();
-    s.skip_tools = args.skip_tools.clone();
+    s.target.skip_tools = args.skip_tools.clone();
     s.state_tool = args.state_tool.clone();
-    s.timeout = args.timeout;
+    s.target.timeout = args.timeout;
     s.deadline = args.deadline;
     s.wait_expiry = args.wait_expiry;
-    s.tools = args.tools.clone();
-    s.single_use = args.single_use.clone();
+    s.target.tools = args.tools.clone();
+    s.target.single_use = args.single_use.clone();
     s.concurrency = args.concurrency.max(1);
     s.other_instance = args.other_instance.clone();
     s

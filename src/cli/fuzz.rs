@@ -104,20 +104,20 @@ pub fn run(args: Args) -> ExitCode {
     });
     let mut s = Settings::new(args.target.clone());
     if let Some(p) = &args.principal {
-        s.principal = p.clone();
+        s.target.principal = p.clone();
     }
     if let Some(p) = &args.other_principal {
-        s.other_principal = p.clone();
+        s.target.other_principal = p.clone();
         s.other_given = true;
     }
     s.generation = generation;
-    s.tools = args.tools.clone();
-    s.skip_tools = args.skip_tools.clone();
-    s.single_use = args.single_use.clone();
+    s.target.tools = args.tools.clone();
+    s.target.skip_tools = args.skip_tools.clone();
+    s.target.single_use = args.single_use.clone();
     s.duration = args.duration;
     s.max_requests = args.max_requests;
-    s.timeout = args.timeout;
-    s.seed = args.seed;
+    s.target.timeout = args.timeout;
+    s.target.seed = args.seed;
     s.out_dir = crate::report::fresh_run_dir(&args.out, &id).0.join("fuzz");
     s.progress = (!args.quiet).then_some(Duration::from_secs(5));
     eprintln!(

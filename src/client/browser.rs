@@ -7,7 +7,7 @@
 //! comments and `<script>`/`<style>` bodies are skipped, and nothing panics
 //! on malformed markup. It is not an HTML parser; it reads forms.
 
-use super::modern::{Auth, HttpMethod, Outgoing, Target};
+use super::leg::{Auth, HttpMethod, Outgoing, Target};
 
 /// One form control that a submission may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,7 +22,7 @@
 //! A request is never resent.
 
 use super::http::Endpoint;
-use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
+use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};

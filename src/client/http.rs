@@ -1,8 +1,13 @@
-//! A plain reqwest driver for [`ModernFlow`]: sends each [`Outgoing`], times
-//! it (to headers, to the end of the body), and enforces a per-leg timeout.
+//! Legs over reqwest: [`exchange`] sends one [`Outgoing`], times it (to
+//! headers, to the end of the body) and enforces a per-leg timeout;
+//! [`Reqwest`] is that as an [`Exchange`], and [`run_modern`] drives a
+//! [`ModernFlow`] over it.
 
-use super::modern::{Auth, HttpMethod, HttpReply, LegFailure, ModernFlow, Outgoing, Step, Target};
+use super::drive::{Exchange, LegReply, drive};
+use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
+use super::modern::ModernFlow;
 use super::outcome::RoundTrip;
+use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 /// Where a server lives and whose tokens to use.
@@ -159,29 +164,40 @@ pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// The reqwest [`Exchange`]: every leg to `endpoint` (pages resolved
+/// against it) over `client`, bounded by `timeout`.
+#[derive(Debug, Clone, Copy)]
+pub struct Reqwest<'a> {
+    /// The HTTP client.
+    pub client: &'a reqwest::Client,
+    /// Where the MCP endpoint is and whose tokens to use.
+    pub endpoint: &'a Endpoint,
+    /// Bound on each leg.
+    pub timeout: Duration,
+}
+
+impl Exchange for Reqwest<'_> {
+    type Stop = Infallible;
+    async fn send(&mut self, out: &Outgoing) -> LegReply {
+        exchange(self.client, self.endpoint, out, self.timeout).await
+    }
+}
+
 /// Runs `flow` to its end against `endpoint`; every leg has `timeout`.
 /// The round trip's `total` is the wall-clock time of the whole flow.
 pub async fn run_modern(
     client: &reqwest::Client,
     endpoint: &Endpoint,
-    mut flow: ModernFlow,
+    flow: ModernFlow,
     timeout: Duration,
 ) -> RoundTrip {
-    let started = Instant::now();
-    let mut out = flow.start();
-    loop {
-        let step = match exchange(client, endpoint, &out, timeout).await {
-            Ok(reply) => flow.on_reply(reply),
-            Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
-        };
-        match step {
-            Step::Send(next) => out = next,
-            Step::Done(mut rt) => {
-                rt.total = started.elapsed();
-                return rt;
-            }
-        }
-    }
+    let mut ex = Reqwest {
+        client,
+        endpoint,
+        timeout,
+    };
+    let Ok(rt) = drive(flow, &mut ex).await;
+    rt
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 use super::browser;
 use super::content;
 use super::http::{Endpoint, describe, exchange};
-use super::modern::{Expectations, LegFailure, classify_error};
+use super::leg::{HttpReply, LegFailure};
+use super::modern::{Expectations, classify_error};
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
 use crate::protocol::body::decode_body;
@@ -1007,7 +1008,7 @@ fn reason_of(e: &ErrorObject) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn page_leg(name: &str, r: &super::modern::HttpReply) -> Leg {
+fn page_leg(name: &str, r: &HttpReply) -> Leg {
     let (s, a) = r
         .server_timing
         .as_deref()

@@ -2,9 +2,13 @@
 //!
 //! - [`outcome`]: what every driver records: timed [`Leg`]s, a [`RoundTrip`]
 //!   per tool call, and its judged [`Outcome`] / [`ErrorClass`].
+//! - [`leg`]: what a driver sends and gets back ([`Outgoing`], [`HttpReply`],
+//!   [`LegFailure`]) and a flow's next [`Step`]: plain HTTP, no protocol.
 //! - [`modern`]: the 2026-07-28 MRTR client as a sans-I/O state machine
 //!   ([`ModernFlow`]), so any HTTP driver can run it.
-//! - [`http`]: a plain reqwest driver for [`ModernFlow`] ([`run_modern`]).
+//! - [`drive`]: the one step loop of a [`ModernFlow`] ([`drive()`]) over an
+//!   [`Exchange`] that moves each leg.
+//! - [`http`]: reqwest as an [`Exchange`] ([`Reqwest`]) and [`run_modern`].
 //! - [`h1`]: a lean keep-alive HTTP/1.1 connection to a plain-`http` MCP
 //!   endpoint ([`H1Lane`]), the load generator's hot path.
 //! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
@@ -18,8 +22,10 @@
 
 pub mod browser;
 pub mod content;
+pub mod drive;
 pub mod h1;
 pub mod http;
+pub mod leg;
 pub mod legacy;
 pub mod mask;
 pub mod modern;
@@ -30,12 +36,11 @@ pub mod rejection;
 pub mod stall;
 
 pub use content::InvalidKind;
+pub use drive::{Exchange, LegReply, drive};
 pub use h1::H1Lane;
-pub use http::{Endpoint, run_modern};
+pub use http::{Endpoint, Reqwest, run_modern};
+pub use leg::{Auth, FlowResult, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
-pub use modern::{
-    Auth, CallTemplate, Expectations, FlowConfig, HttpMethod, HttpReply, LegFailure, ModernFlow,
-    Outgoing, Step, Target, ToolCall,
-};
+pub use modern::{CallTemplate, Expectations, FlowConfig, ModernFlow, ToolCall};
 pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 pub use policy::{AnswerPolicy, Mutation};

@@ -14,6 +14,7 @@
 
 use super::browser;
 use super::content;
+use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
 use super::rejection;
@@ -26,7 +27,6 @@ use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, RequestId, peek_r
 use crate::protocol::mrtr::{
     InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultHead, ResultType,
 };
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -243,93 +243,6 @@ impl FlowConfig {
         }
     }
 }
-
-/// Where a request goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// The MCP endpoint.
-    Mcp,
-    /// A URL-flow page (absolute, or relative to the MCP URL's origin).
-    Page {
-        /// The URL as the server gave it (or a form action resolved against it).
-        url: String,
-    },
-}
-
-/// HTTP method of an outgoing request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HttpMethod {
-    /// POST.
-    Post,
-    /// GET.
-    Get,
-}
-
-/// Whose credentials the driver attaches (`Authorization: Bearer <token>`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Auth {
-    /// The principal that started the flow.
-    Primary,
-    /// Another principal (cross-principal probes).
-    Other,
-}
-
-/// One request for the driver to send.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outgoing {
-    /// Leg name, e.g. `tools/call #2 retry` (a metric label).
-    pub leg: String,
-    /// Where to send it.
-    pub target: Target,
-    /// GET or POST.
-    pub method: HttpMethod,
-    /// Headers other than `Authorization`.
-    pub headers: Vec<(String, String)>,
-    /// The body (empty for GET).
-    pub body: Vec<u8>,
-    /// Whose token to attach.
-    pub auth: Auth,
-}
-
-/// What came back for an [`Outgoing`], with the driver's timings.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct HttpReply {
-    /// HTTP status.
-    pub status: u16,
-    /// `Content-Type`, if any.
-    pub content_type: Option<String>,
-    /// `Server-Timing`, if any.
-    pub server_timing: Option<String>,
-    /// The whole body.
-    pub body: Bytes,
-    /// Time until the response headers arrived.
-    pub to_headers: Duration,
-    /// Time until the first body byte arrived (`to_headers` for an empty body).
-    pub to_first_byte: Duration,
-    /// Time until the body was read.
-    pub total: Duration,
-}
-
-/// Why the driver got no reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LegFailure {
-    /// The per-leg timeout expired.
-    Timeout,
-    /// Connection or I/O error.
-    Transport(String),
-}
-
-/// What the driver does next.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Step {
-    /// Send this and feed the reply back.
-    Send(Outgoing),
-    /// The flow is over.
-    Done(FlowResult),
-}
-
-/// The result of a flow: a [`RoundTrip`].
-pub type FlowResult = RoundTrip;
 
 /// What the next MCP reply is judged against.
 #[derive(Debug, Clone, PartialEq)]

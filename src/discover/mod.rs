@@ -7,7 +7,8 @@
 //! [`Discovery::exchanges`], so a user sees what was called for real.
 //!
 //! - [`args`]: tool arguments from an `inputSchema` (required only, unique per call).
-//! - [`wire`]: the [`Wire`] requests go through, and discovery's [`wire::Log`].
+//! - [`wire`]: the [`Wire`] requests go through, what every wire knows
+//!   ([`WireCore`]), and discovery's [`wire::Log`].
 //! - [`modern`]: `tools/list` and the round [`modern::walk`] (also used by checks).
 //! - [`legacy`]: the 2025-11-25 observing session driver (POST and GET streams).
 //! - [`page`]: URL-flow pages completed on the target's origin only.
@@ -19,7 +20,7 @@ pub mod page;
 pub mod wire;
 
 pub use modern::{RoundSeen, WalkEnd, Walked};
-pub use wire::Wire;
+pub use wire::{Wire, WireCore};
 
 use crate::client::raw::{self, Exchange, Rpc};
 use crate::protocol::Generation;
@@ -50,6 +51,62 @@ pub enum DiscoverError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+}
+
+/// Who and what a `check` or `fuzz --target` run aims at: the endpoint,
+/// both principals, which tools, and how each request is bounded and
+/// seeded. Each job embeds it in its own settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetSettings {
+    /// The MCP endpoint URL.
+    pub mcp_url: String,
+    /// Bearer token of the principal that runs the flows.
+    pub principal: String,
+    /// Bearer token of a second principal (cross-principal probes).
+    pub other_principal: String,
+    /// Only these tools (empty: every tool `tools/list` names).
+    pub tools: Vec<String>,
+    /// Tools never called.
+    pub skip_tools: Vec<String>,
+    /// Tools whose completion must happen at most once (besides those the
+    /// server marks via annotations or its description).
+    pub single_use: Vec<String>,
+    /// Bound on every request (`check`: on every check too).
+    pub timeout: Duration,
+    /// Seed for generated answers (`fuzz`: and for its cases).
+    pub seed: u64,
+}
+
+impl TargetSettings {
+    /// `mcp_url` as the demo principals `alice` / `bob`, every tool, with
+    /// this bound and seed.
+    pub fn new(mcp_url: impl Into<String>, timeout: Duration, seed: u64) -> Self {
+        TargetSettings {
+            mcp_url: mcp_url.into(),
+            principal: "alice".into(),
+            other_principal: "bob".into(),
+            tools: Vec::new(),
+            skip_tools: Vec::new(),
+            single_use: Vec::new(),
+            timeout,
+            seed,
+        }
+    }
+
+    /// The discovery of this target, of `generation` (`None`: every
+    /// generation it speaks).
+    pub fn discovery(&self, generation: Option<Generation>) -> Settings {
+        Settings {
+            principal: self.principal.clone(),
+            timeout: self.timeout,
+            tools: self.tools.clone(),
+            skip_tools: self.skip_tools.clone(),
+            single_use: self.single_use.clone(),
+            generation,
+            seed: self.seed,
+            ..Settings::new(self.mcp_url.clone())
+        }
+    }
 }
 
 /// How discovery runs.

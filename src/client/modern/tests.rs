@@ -4,6 +4,7 @@ use super::*;
 use crate::client::policy::Mutation;
 use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use crate::schema::{RequestedSchema, validate_content};
+use bytes::Bytes;
 
 const FORM_SCHEMA: &str = r#"{"type":"object","properties":{
     "environment":{"type":"string","enum":["staging","production"]},

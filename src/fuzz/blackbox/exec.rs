@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::client::raw::{Exchange, RawRequest, Rpc};
 use crate::discover::modern::{WalkEnd, call_request, walk};
-use crate::discover::{Wire, all_modes, legacy};
+use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
 use crate::protocol::Generation;
@@ -105,12 +105,14 @@ impl Target {
     fn wire(&self) -> NetWire {
         let first = self.ids.fetch_add(1000, Ordering::Relaxed);
         NetWire::new(
-            self.http.clone(),
-            &self.mcp_url,
-            &self.principal,
-            self.timeout,
-            self.seed,
-            first,
+            WireCore::new(
+                self.http.clone(),
+                &self.mcp_url,
+                &self.principal,
+                self.timeout,
+                self.seed,
+            )
+            .first_id(first),
         )
     }
 

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
-use crate::discover::{self, DiscoverError, FirstReply};
+use crate::discover::{self, DiscoverError, FirstReply, TargetSettings};
 use crate::fuzz::harness::wire::Logged;
 use crate::protocol::Generation;
 
@@ -41,31 +41,19 @@ use summary::{Listed, Summary};
 /// How a run goes.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The MCP endpoint.
-    pub mcp_url: String,
-    /// Token of the principal the flows run as.
-    pub principal: String,
-    /// Token of another principal (cross-principal retries run when the
-    /// server authenticates, or when this was given explicitly).
-    pub other_principal: String,
-    /// Whether `other_principal` was given explicitly.
+    /// The endpoint, principals (cross-principal retries run when the
+    /// server authenticates, or when the other was given explicitly),
+    /// tools, bound on every request (a hang is a reply later than it) and
+    /// the seed of the cases.
+    pub target: TargetSettings,
+    /// Whether `target.other_principal` was given explicitly.
     pub other_given: bool,
     /// Only this generation (`None`: every one spoken).
     pub generation: Option<Generation>,
-    /// Only these tools (empty: all).
-    pub tools: Vec<String>,
-    /// Never these tools.
-    pub skip_tools: Vec<String>,
-    /// Tools whose completion must happen at most once, besides declared ones.
-    pub single_use: Vec<String>,
     /// How long to fuzz (discovery not included).
     pub duration: Duration,
     /// Most HTTP requests (discovery not included).
     pub max_requests: u64,
-    /// Bound on every request (a hang is a reply later than this).
-    pub timeout: Duration,
-    /// The seed of the cases.
-    pub seed: u64,
     /// Where findings and the summary go (`.../fuzz`).
     pub out_dir: PathBuf,
     /// Most candidates tried when minimising one finding.
@@ -79,18 +67,11 @@ impl Settings {
     /// requests, 5 s per request, seed 1, findings under `reports/fuzz`.
     pub fn new(mcp_url: impl Into<String>) -> Self {
         Settings {
-            mcp_url: mcp_url.into(),
-            principal: "alice".into(),
-            other_principal: "bob".into(),
+            target: TargetSettings::new(mcp_url, Duration::from_secs(5), 1),
             other_given: false,
             generation: None,
-            tools: Vec::new(),
-            skip_tools: Vec::new(),
-            single_use: Vec::new(),
             duration: Duration::from_secs(60),
             max_requests: 100_000,
-            timeout: Duration::from_secs(5),
-            seed: 1,
             out_dir: PathBuf::from("reports/fuzz"),
             minimise_budget: 24,
             progress: None,
@@ -162,22 +143,14 @@ fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
 
 /// Discovers the target and builds what the cases run against.
 pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
-    let mut ds = discover::Settings::new(s.mcp_url.clone());
-    ds.principal = s.principal.clone();
-    ds.timeout = s.timeout;
-    ds.tools = s.tools.clone();
-    ds.skip_tools = s.skip_tools.clone();
-    ds.single_use = s.single_use.clone();
-    ds.generation = s.generation;
-    ds.seed = s.seed;
-    let d = discover::discover(&ds).await?;
+    let d = discover::discover(&s.target.discovery(s.generation)).await?;
     Ok(Target {
-        mcp_url: s.mcp_url.clone(),
-        principal: s.principal.clone(),
+        mcp_url: s.target.mcp_url.clone(),
+        principal: s.target.principal.clone(),
         other_principal: (s.other_given || d.auth.principals_matter())
-            .then(|| s.other_principal.clone()),
-        timeout: s.timeout,
-        seed: s.seed,
+            .then(|| s.target.other_principal.clone()),
+        timeout: s.target.timeout,
+        seed: s.target.seed,
         modern: tool_infos(&d, Generation::Modern),
         legacy: tool_infos(&d, Generation::Legacy),
         speaks_modern: d.modern.is_some(),
@@ -203,8 +176,8 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         .collect();
     let started = Instant::now();
     let mut summary = Summary {
-        target: s.mcp_url.clone(),
-        seed: s.seed,
+        target: s.target.mcp_url.clone(),
+        seed: s.target.seed,
         generations: gens.iter().map(|(g, _)| g.to_string()).collect(),
         tools: gens
             .iter()
@@ -232,7 +205,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             summary.stopped = "max-requests".into();
             break;
         }
-        let Some(c) = case::generate(s.seed, index, &gens) else {
+        let Some(c) = case::generate(s.target.seed, index, &gens) else {
             break;
         };
         index += 1;
@@ -374,7 +347,7 @@ async fn minimise_finding(
             what,
             generation: c.generation,
             tool: tool.to_owned(),
-            seed: s.seed,
+            seed: s.target.seed,
             case: c.index,
             original_ops: c.ops.iter().map(Op::name).collect(),
             ops: best_ops,

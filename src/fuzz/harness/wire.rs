@@ -6,7 +6,6 @@
 use std::future::poll_fn;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,7 +15,7 @@ use http_body_util::{BodyExt as _, Full};
 use tower_service::Service;
 
 use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
-use crate::discover::Wire;
+use crate::discover::{Wire, WireCore};
 
 /// Label prefix of requests whose HTTP framing (`Accept`, `Content-Type`)
 /// was broken on purpose: a plain-text refusal of them is fair.
@@ -102,12 +101,7 @@ where
 /// A [`Wire`] that calls a service in process.
 pub struct ServiceWire<S> {
     service: S,
-    http: reqwest::Client,
-    mcp_url: String,
-    token: String,
-    timeout: Duration,
-    seed: u64,
-    ids: AtomicI64,
+    core: WireCore,
     log: Mutex<Vec<Logged>>,
 }
 
@@ -117,13 +111,8 @@ impl<S> ServiceWire<S> {
     pub fn new(service: S, mcp_url: &str, token: &str, timeout: Duration, seed: u64) -> Self {
         ServiceWire {
             service,
-            // Never used to send (no socket is opened): `Wire` wants one.
-            http: reqwest::Client::new(),
-            mcp_url: mcp_url.to_owned(),
-            token: token.to_owned(),
-            timeout,
-            seed,
-            ids: AtomicI64::new(1),
+            // Its client never sends (no socket is opened): `Wire` wants one.
+            core: WireCore::new(reqwest::Client::new(), mcp_url, token, timeout, seed),
             log: Mutex::new(Vec::new()),
         }
     }
@@ -233,23 +222,8 @@ pub async fn call<S: McpService>(
 }
 
 impl<S: McpService> Wire for ServiceWire<S> {
-    fn http(&self) -> &reqwest::Client {
-        &self.http
-    }
-    fn mcp_url(&self) -> &str {
-        &self.mcp_url
-    }
-    fn token(&self) -> &str {
-        &self.token
-    }
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-    fn next_id(&self) -> i64 {
-        self.ids.fetch_add(1, Ordering::Relaxed)
+    fn core(&self) -> &WireCore {
+        &self.core
     }
     fn record(&self, exchange: Exchange) {
         // Hand-read streams record here; nothing of the harness does.
@@ -257,7 +231,7 @@ impl<S: McpService> Wire for ServiceWire<S> {
     }
     fn send(&self, req: RawRequest) -> BoxFuture<'_, Result<RawReply, RawError>> {
         Box::pin(async move {
-            let (reply, panic) = call(&self.service, &req, self.timeout).await;
+            let (reply, panic) = call(&self.service, &req, self.core.timeout).await;
             self.push(Logged {
                 request: req,
                 reply: reply.clone(),

@@ -18,7 +18,7 @@ async fn a_silent_server_ends_the_run_within_the_timeout() {
         }
     });
     let mut s = Settings::new(format!("http://{addr}/mcp"));
-    s.timeout = Duration::from_millis(500);
+    s.target.timeout = Duration::from_millis(500);
     s.deadline = Duration::from_secs(5);
     let started = Instant::now();
     let out = tokio::time::timeout(Duration::from_secs(20), check::run(s, None, &[]))

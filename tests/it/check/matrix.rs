@@ -34,7 +34,7 @@ async fn check_server(flaws: &[Flaw], generation: Generation) -> Report {
     let server = start(config).await.expect("server starts");
     let mut s = Settings::new(server.mcp_url());
     // Generous: many servers share two cores while the matrix runs.
-    s.timeout = Duration::from_secs(8);
+    s.target.timeout = Duration::from_secs(8);
     s.deadline = Duration::from_secs(90);
     s.wait_expiry = Some(WAIT_EXPIRY);
     let report = check::run(s, Some(generation), &[])
@@ -421,7 +421,7 @@ async fn sse_responses_are_inspected_and_clean() {
     };
     let server = start(config).await.expect("server starts");
     let mut s = Settings::new(server.mcp_url());
-    s.timeout = Duration::from_secs(4);
+    s.target.timeout = Duration::from_secs(4);
     let r = check::run(s, Some(Generation::Modern), &[])
         .await
         .expect("check runs");

@@ -20,9 +20,9 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn check_sdk(sdk: Sdk, only: &[&str]) -> Report {
     let server = Server::start(sdk);
     let mut s = Settings::new(server.url.clone());
-    s.principal = "alice".into();
-    s.other_principal = "bob".into();
-    s.timeout = Duration::from_secs(10);
+    s.target.principal = "alice".into();
+    s.target.other_principal = "bob".into();
+    s.target.timeout = Duration::from_secs(10);
     s.deadline = Duration::from_secs(240);
     let only: Vec<String> = only.iter().map(|o| (*o).to_owned()).collect();
     let report = check::run(s, None, &only).await.expect("check runs");
