@@ -569,7 +569,7 @@ fn print_report(r: &run::RunReport) {
         "elicitkit load: plan {} against {} — {verdict}",
         s.plan, s.target
     );
-    if s.ended_by != "duration" {
+    if s.ended_by != crate::load::exec::engine::EndReason::Duration.as_str() {
         println!(
             "  ended by {}: {}",
             s.ended_by,

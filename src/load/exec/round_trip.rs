@@ -15,8 +15,8 @@
 
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
-    AnswerPolicy, CallTemplate, Endpoint, Expectations, FlowConfig, H1Lane, LegResult, ModernFlow,
-    RoundTrip, Step, Target, ToolCall,
+    AnswerPolicy, CallTemplate, Endpoint, Exchange, Expectations, FlowConfig, H1Lane, LegReply,
+    LegResult, ModernFlow, Outgoing, RoundTrip, Target, ToolCall, drive,
 };
 use crate::load::metrics::instances::UNKNOWN;
 use crate::load::metrics::recorder::Recorder;
@@ -182,75 +182,26 @@ impl LoadContext {
         idx: usize,
     ) -> Option<(RoundTrip, u64)> {
         let n = self.next_seq();
-        let mut flow = self.flow_for(idx, n)?;
-        let started = Instant::now();
-        let mut out = flow.start();
-        let mut reserved = 0;
+        let flow = self.flow_for(idx, n)?;
         let k = self.endpoints.len().max(1);
-        let mut at = (n % k as u64) as usize;
-        let mut calls = 0u32;
-        // The lane held, and the endpoint it is for (`None` inside: that
-        // endpoint needs reqwest).
-        let mut lane: Option<(usize, Option<H1Lane>)> = None;
-        let mut instances = Vec::with_capacity(4);
-        let table = self.recorder.instances();
-        let ended = loop {
-            if !self.reserve() {
-                break None;
-            }
-            reserved += 1;
-            if matches!(out.target, Target::Mcp) {
-                if calls > 0 {
-                    at = (at + 1) % k;
-                }
-                calls += 1;
-            }
-            if lane.as_ref().map(|(i, _)| *i) != Some(at) {
-                if let Some((i, Some(l))) = lane.take() {
-                    self.put_lane(i, l);
-                }
-                lane = Some((at, self.take_lane(at)));
-            }
-            let on_lane = lane
-                .as_mut()
-                .and_then(|(_, l)| l.as_mut())
-                .and_then(|l| l.uri_for(&out.target).map(|uri| (l, uri)));
-            let (reply, by) = match on_lane {
-                Some((l, uri)) => {
-                    let reply = l.exchange_at(uri, &out, self.plan.timeout).await;
-                    (reply, l.answered_by().map(|b| table.intern(b)))
-                }
-                None => {
-                    let endpoint = &self.endpoints[at.min(self.endpoints.len() - 1)];
-                    let (reply, by) = crate::client::http::exchange_answered(
-                        http,
-                        endpoint,
-                        &out,
-                        self.plan.timeout,
-                    )
-                    .await;
-                    (reply, by.map(|b| table.intern(b.as_bytes())))
-                }
-            };
-            instances.push(by.unwrap_or(UNKNOWN));
-            let step = match reply {
-                Ok(reply) => flow.on_reply(reply),
-                Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
-            };
-            match step {
-                Step::Send(next) => out = next,
-                Step::Done(mut rt) => {
-                    rt.total = started.elapsed();
-                    instances.truncate(rt.legs.len());
-                    rt.instances = instances;
-                    break Some((rt, reserved));
-                }
-            }
+        let mut lanes = Lanes {
+            ctx: self,
+            http,
+            k,
+            at: (n % k as u64) as usize,
+            calls: 0,
+            lane: None,
+            instances: Vec::with_capacity(4),
+            reserved: 0,
         };
-        if let Some((i, Some(l))) = lane {
+        let ended = drive(flow, &mut lanes).await;
+        if let Some((i, Some(l))) = lanes.lane.take() {
             self.put_lane(i, l);
         }
-        ended
+        let mut rt = ended.ok()?;
+        lanes.instances.truncate(rt.legs.len());
+        rt.instances = lanes.instances;
+        Some((rt, lanes.reserved))
     }
 
     /// An idle lane to endpoint `i`, or a new one (`None` when that
@@ -429,6 +380,85 @@ pub fn weighted_order(scenarios: &[ScenarioSpec]) -> Vec<usize> {
         order.push(best);
     }
     order
+}
+
+/// How a load round trip's legs travel: each one under the hard request
+/// cap, MCP calls rotated over the targets (the first to the next target in
+/// turn, each later call to the one after), over a pooled [`H1Lane`] when
+/// the endpoint allows, else reqwest; each leg's answering instance noted.
+struct Lanes<'a> {
+    ctx: &'a LoadContext,
+    http: &'a reqwest::Client,
+    /// How many targets.
+    k: usize,
+    /// The target the next MCP call goes to.
+    at: usize,
+    /// MCP calls sent so far.
+    calls: u32,
+    /// The lane held, and the endpoint it is for (`None` inside: that
+    /// endpoint needs reqwest).
+    lane: Option<(usize, Option<H1Lane>)>,
+    /// The answering instance of each leg, in order.
+    instances: Vec<u16>,
+    /// Requests reserved under the cap.
+    reserved: u64,
+}
+
+/// The request cap was reached (or the run stopped): the round trip is
+/// abandoned unrecorded.
+struct CapReached;
+
+impl Exchange for Lanes<'_> {
+    type Stop = CapReached;
+
+    fn before(&mut self, out: &Outgoing) -> Result<(), CapReached> {
+        if !self.ctx.reserve() {
+            return Err(CapReached);
+        }
+        self.reserved += 1;
+        if matches!(out.target, Target::Mcp) {
+            if self.calls > 0 {
+                self.at = (self.at + 1) % self.k;
+            }
+            self.calls += 1;
+        }
+        Ok(())
+    }
+
+    async fn send(&mut self, out: &Outgoing) -> LegReply {
+        let (ctx, at) = (self.ctx, self.at);
+        if self.lane.as_ref().map(|(i, _)| *i) != Some(at) {
+            if let Some((i, Some(l))) = self.lane.take() {
+                ctx.put_lane(i, l);
+            }
+            self.lane = Some((at, ctx.take_lane(at)));
+        }
+        let table = ctx.recorder.instances();
+        let on_lane = self
+            .lane
+            .as_mut()
+            .and_then(|(_, l)| l.as_mut())
+            .and_then(|l| l.uri_for(&out.target).map(|uri| (l, uri)));
+        let (reply, by) = match on_lane {
+            Some((l, uri)) => {
+                let reply = l.exchange_at(uri, out, ctx.plan.timeout).await;
+                (reply, l.answered_by().map(|b| table.intern(b)))
+            }
+            None => {
+                let endpoint = &ctx.endpoints[at.min(ctx.endpoints.len() - 1)];
+                let (reply, by) = crate::client::http::exchange_answered(
+                    self.http,
+                    endpoint,
+                    out,
+                    ctx.plan.timeout,
+                )
+                .await;
+                (reply, by.map(|b| table.intern(b.as_bytes())))
+            }
+        };
+        self.instances.push(by.unwrap_or(UNKNOWN));
+        reply
+    }
 }
 
 #[cfg(test)]
