@@ -2,7 +2,7 @@
 //! how, whose token), the [`HttpReply`] or [`LegFailure`] that came back,
 //! and the [`Step`] a flow takes next. Plain HTTP data, no protocol: the
 //! MRTR client ([`super::modern`]), the 2025-11-25 client, the browser and
-//! the drivers ([`super::http`], [`super::h1`]) share them.
+//! the drivers ([`super::drive`], [`super::http`], [`super::h1`]) share them.
 
 use super::outcome::RoundTrip;
 use bytes::Bytes;
