@@ -33,6 +33,6 @@ pub use model::{
 };
 pub use parse::{SCHEMA_RULES, parse_schema, validate_schema};
 pub use secrets::{
-    asks_for_secret, contains_clickable_url, form_request_findings, form_secret_findings,
-    split_words, url_findings, url_findings_at,
+    SecretAsk, asks_for_secret, contains_clickable_url, form_request_findings,
+    form_secret_findings, secret_ask, split_words, url_findings, url_findings_at,
 };

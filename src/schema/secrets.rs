@@ -183,45 +183,110 @@ const NEGATIONS: &[&str] = &[
     "not", "never", "no", "without", "avoid", "nor", "neither", "nobody", "none",
 ];
 
+/// How plainly a text asks for a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SecretAsk {
+    /// A secret word in passing (a PIN, a code, "secret"): worth a review.
+    Word,
+    /// It names a password, API key, token, client secret, private key or
+    /// card number/CVC outright.
+    Plain,
+}
+
+/// Secret words that name the secret outright (a field so named or titled
+/// asks for it): passwords, API keys, tokens, client secrets, private keys,
+/// card numbers and card codes.
+const PLAIN_WORDS: &[&str] = &[
+    "password",
+    "passwords",
+    "passwd",
+    "pwd",
+    "passphrase",
+    "apikey",
+    "apikeys",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "accesstoken",
+    "refreshtoken",
+    "bearertoken",
+    "authtoken",
+    "apitoken",
+    "idtoken",
+    "sessiontoken",
+    "clientsecret",
+    "token",
+    "cvv",
+    "cvc",
+    "cvv2",
+    "cvc2",
+    "creditcard",
+    "cardnumber",
+];
+
+/// Phrases that name the secret outright (see [`PLAIN_WORDS`]).
+const PLAIN_PHRASES: &[&[&str]] = &[
+    &["api", "key"],
+    &["api", "keys"],
+    &["private", "key"],
+    &["secret", "key"],
+    &["access", "key"],
+    &["client", "secret"],
+    &["credit", "card"],
+    &["debit", "card"],
+    &["payment", "card"],
+    &["card", "number"],
+    &["card", "no"],
+    &["cc", "number"],
+];
+
 /// True when `text` (a field name, title or description) asks for a secret.
 pub fn asks_for_secret(text: &str) -> bool {
+    secret_ask(text).is_some()
+}
+
+/// How plainly `text` asks for a secret, if it does (the plainest sentence
+/// decides).
+pub fn secret_ask(text: &str) -> Option<SecretAsk> {
     let normalised = text.replace("n't", " not").replace("n’t", " not");
     normalised
         .split(['.', '!', '?', ';', '\n'])
-        .any(sentence_asks_for_secret)
+        .filter_map(sentence_secret_ask)
+        .max()
 }
 
-fn sentence_asks_for_secret(text: &str) -> bool {
+fn sentence_secret_ask(text: &str) -> Option<SecretAsk> {
     let words = split_words(text);
     let has = |set: &[&str], w: &str| set.contains(&w);
+    let phrase_at = |i: usize, phrase: &[&str]| {
+        let end = i + phrase.len();
+        end <= words.len()
+            && words[i..end].iter().zip(phrase.iter()).all(|(a, b)| a == b)
+            && !words.get(end).is_some_and(|n| has(META_AFTER, n))
+    };
+    let mut found = None;
     for (i, w) in words.iter().enumerate() {
         if words.get(i + 1).is_some_and(|n| has(META_AFTER, n)) {
             continue;
         }
         if words[..i].iter().any(|x| has(NEGATIONS, x)) {
-            return false;
+            break;
         }
-        if w == "token" {
-            let near_quantity = words.iter().any(|x| has(TOKEN_QUANTITY, x));
-            if !near_quantity {
-                return true;
+        let ask = if w == "token" {
+            if words.iter().any(|x| has(TOKEN_QUANTITY, x)) {
+                continue;
             }
+            SecretAsk::Plain
+        } else if has(PLAIN_WORDS, w) || PLAIN_PHRASES.iter().any(|p| phrase_at(i, p)) {
+            SecretAsk::Plain
+        } else if has(SECRET_WORDS, w) || SECRET_PHRASES.iter().any(|p| phrase_at(i, p)) {
+            SecretAsk::Word
+        } else {
             continue;
-        }
-        if has(SECRET_WORDS, w) {
-            return true;
-        }
-        for phrase in SECRET_PHRASES {
-            let end = i + phrase.len();
-            if end <= words.len()
-                && words[i..end].iter().zip(phrase.iter()).all(|(a, b)| a == b)
-                && !words.get(end).is_some_and(|n| has(META_AFTER, n))
-            {
-                return true;
-            }
-        }
+        };
+        found = found.max(Some(ask));
     }
-    false
+    found
 }
 
 /// True when `text` holds something a client would render as a link
@@ -249,27 +314,71 @@ fn url_finding(out: &mut Vec<Finding>, pointer: String, what: &str) {
     ));
 }
 
+/// The `form-asks-for-secret` finding of one free-input field, if any.
+/// A name or title that names a password, API key, token, client secret,
+/// private key or card number/CVC (or `format: password`, which the model
+/// drops and `password_format` reports) asks plainly: a MUST, as the spec
+/// says. A secret word only in the description, or a weaker word (PIN,
+/// code, "secret") anywhere, is a SHOULD to review.
+fn secret_field_finding(
+    out: &mut Vec<Finding>,
+    ptr: &str,
+    name: &str,
+    field: &FieldSchema,
+    password_format: bool,
+) {
+    let named = [Some(name), field.title()]
+        .into_iter()
+        .flatten()
+        .filter_map(secret_ask)
+        .max();
+    let described = field.description().and_then(secret_ask);
+    let plain = password_format || named == Some(SecretAsk::Plain);
+    let (severity, why) = if plain {
+        let said = if password_format {
+            "its format is password"
+        } else if secret_ask(name) == Some(SecretAsk::Plain) {
+            "its name names one"
+        } else {
+            "its title names one"
+        };
+        (
+            Severity::Must,
+            format!(
+                "field \"{name}\" asks for a secret ({said}): a form MUST NOT ask for passwords, \
+                 API keys, tokens or card data; send the user to a URL-mode page instead"
+            ),
+        )
+    } else if named.is_some() || described.is_some() {
+        (
+            Severity::Should,
+            format!(
+                "field \"{name}\" appears to ask for a secret (a word match: review it); \
+                 secrets belong in URL mode, never in a form"
+            ),
+        )
+    } else {
+        return;
+    };
+    out.push(Finding::new(severity, ptr, "form-asks-for-secret", why));
+}
+
 /// Secret-asking fields and clickable URLs in a parsed form schema.
 /// Pointers are into the schema (`/properties/password`).
 pub fn form_secret_findings(schema: &RequestedSchema) -> Vec<Finding> {
+    secret_and_url_findings(schema, &[])
+}
+
+/// [`form_secret_findings`], with the names of the fields whose raw schema
+/// says `format: password` (not a format of the spec, so not in the model).
+fn secret_and_url_findings(schema: &RequestedSchema, password_fields: &[&str]) -> Vec<Finding> {
     let mut out = Vec::new();
     for (name, field) in &schema.properties {
         let ptr = pointer_push("/properties", name);
         let free_input = matches!(field, FieldSchema::String(_) | FieldSchema::Number(_));
-        if free_input
-            && (asks_for_secret(name)
-                || field.title().is_some_and(asks_for_secret)
-                || field.description().is_some_and(asks_for_secret))
-        {
-            out.push(Finding::new(
-                Severity::Should,
-                ptr.as_str(),
-                "form-asks-for-secret",
-                format!(
-                    "field \"{name}\" appears to ask for a secret (a word match: review it); \
-                     secrets belong in URL mode, never in a form"
-                ),
-            ));
+        if free_input {
+            let password_format = password_fields.contains(&name.as_str());
+            secret_field_finding(&mut out, &ptr, name, field, password_format);
         }
         if field.title().is_some_and(contains_clickable_url) {
             url_finding(&mut out, pointer_push(&ptr, "title"), "the title");
@@ -327,7 +436,15 @@ pub fn form_request_findings(params: &Value) -> Vec<Finding> {
     if let Some(schema) = params.get("requestedSchema")
         && let (Some(model), _) = parse_schema(schema)
     {
-        for mut f in form_secret_findings(&model) {
+        let password_fields: Vec<&str> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(_, v)| v.get("format").and_then(Value::as_str) == Some("password"))
+            .map(|(k, _)| k.as_str())
+            .collect();
+        for mut f in secret_and_url_findings(&model, &password_fields) {
             f.pointer.insert_str(0, "/requestedSchema");
             out.push(f);
         }
@@ -762,8 +879,71 @@ mod tests {
                 ("/properties/pick", "form-contains-url"),
             ]
         );
-        assert_eq!(f[1].severity, Severity::Should);
+        // A field named password asks plainly: the spec's MUST.
+        assert_eq!(f[1].severity, Severity::Must);
         assert_eq!(f[0].severity, Severity::Should);
+    }
+
+    /// (pointer, severity) of every form-asks-for-secret finding of a form.
+    fn secret_rows(props: Value) -> Vec<(String, Severity)> {
+        form_request_findings(&json!({"message": "m",
+            "requestedSchema": {"type": "object", "properties": props}}))
+        .into_iter()
+        .filter(|f| f.rule == "form-asks-for-secret")
+        .map(|f| (f.pointer, f.severity))
+        .collect()
+    }
+
+    #[test]
+    fn secret_fields_by_strength() {
+        let p = |n: &str| format!("/requestedSchema/properties/{n}");
+        // The spec's own example of what a form must not do.
+        assert_eq!(
+            secret_rows(json!({"api_key": {"type": "string", "title": "Enter your API key"}})),
+            [(p("api_key"), Severity::Must)]
+        );
+        // A password by its title only; by format only.
+        assert_eq!(
+            secret_rows(json!({"pw": {"type": "string", "title": "Your account password"}})),
+            [(p("pw"), Severity::Must)]
+        );
+        assert_eq!(
+            secret_rows(json!({"value": {"type": "string", "format": "password"}})),
+            [(p("value"), Severity::Must)]
+        );
+        for (name, title) in [
+            ("token", "GitHub token"),
+            ("secret", "Client secret"),
+            ("key", "SSH private key"),
+            ("cc", "Card number"),
+            ("code", "CVC"),
+        ] {
+            assert_eq!(
+                secret_rows(json!({name: {"type": "string", "title": title}})),
+                [(p(name), Severity::Must)],
+                "{title}"
+            );
+        }
+        // Weak: a secret word only in the description, or a weaker word.
+        assert_eq!(
+            secret_rows(json!({"note": {"type": "string",
+                "description": "The password you use for the portal"}})),
+            [(p("note"), Severity::Should)]
+        );
+        assert_eq!(
+            secret_rows(json!({"pin": {"type": "string", "title": "PIN"}})),
+            [(p("pin"), Severity::Should)]
+        );
+        // A warning against secrets asks for none.
+        assert!(
+            secret_rows(json!({"note": {"type": "string",
+                "description": "Never paste your password or API key here"}}))
+            .is_empty()
+        );
+        assert!(
+            secret_rows(json!({"max_tokens": {"type": "number", "title": "Max tokens"}}))
+                .is_empty()
+        );
     }
 
     #[test]

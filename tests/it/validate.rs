@@ -68,10 +68,21 @@ fn broken_messages_fail_with_the_rule_named() {
 }
 
 #[test]
-fn a_secret_asking_form_is_flagged_for_review() {
-    // A word match is a heuristic (spec digest §6.A 7): reported as SHOULD,
-    // so it does not fail the run on its own.
-    let o = validate(&[&fixture("form_asks_for_password.json")]);
+fn a_form_that_names_a_secret_fails_and_a_word_match_is_for_review() {
+    // A field named password, and the spec's own example (an API key in a
+    // form): the MUST of §3.6 rule 1, exit 1.
+    for f in ["form_asks_for_password.json", "form_asks_for_api_key.json"] {
+        let o = validate(&[&fixture(f)]);
+        assert_eq!(code(&o), 1, "{f}: {}", stdout(&o));
+        assert!(
+            stdout(&o).contains("MUST") && stdout(&o).contains("form-asks-for-secret"),
+            "{f}: {}",
+            stdout(&o)
+        );
+    }
+    // A secret word only in a description is a heuristic (spec digest
+    // §6.A 7): SHOULD, for review, and it does not fail the run.
+    let o = validate(&[&fixture("form_mentions_a_secret.json")]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     assert!(
         stdout(&o).contains("form-asks-for-secret"),

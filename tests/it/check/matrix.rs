@@ -203,9 +203,9 @@ fn expectations() -> Vec<Case> {
             ],
         ),
         (
-            // A word match is a heuristic: WARN for review (§6.A 7).
+            // A field named api_key asks plainly: the MUST of §3.6 rule 1.
             Flaw::SecretInForm,
-            vec![("mrtr-schema-findings", Warn)],
+            vec![("mrtr-schema-findings", Fail)],
             vec![
                 "mrtr-cap-none",
                 "mrtr-tamper-bit-flip",
@@ -349,7 +349,7 @@ async fn legacy_flaws_fail_their_checks() {
         ),
         (
             Flaw::SecretInForm,
-            vec![("legacy-schema-findings", Warn)],
+            vec![("legacy-schema-findings", Fail)],
             vec![
                 "legacy-cap-none",
                 "legacy-request-shape",
