@@ -17,6 +17,7 @@ use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw}
 use crate::client::content::{InvalidKind, invalid_content};
 use crate::findings::Severity;
 use crate::protocol::codes;
+use crate::protocol::mrtr::REQUEST_STATE;
 use serde_json::{Map, Value, json};
 
 /// The checks of this family.
@@ -353,5 +354,5 @@ async fn state_shape(p: Probe) -> Verdict {
         .await;
         tally.file(what, reply, control.as_ref(), &values);
     }
-    tally.verdict(&r0.tool.name, "requestState")
+    tally.verdict(&r0.tool.name, REQUEST_STATE)
 }

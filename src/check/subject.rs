@@ -9,7 +9,7 @@ use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::raw::Rpc;
 use crate::discover::modern::{WalkEnd, walk};
-use crate::protocol::mrtr::InputRequiredResult;
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use serde_json::{Map, Value};
 
 /// Most rounds walked to reach a state or a completion.
@@ -141,7 +141,7 @@ pub async fn retry_raw(
     let mut req = p.call_request(label, tool, &all_modes(), responses, None);
     if let Some(s) = state {
         let mut body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
-        body["params"]["requestState"] = s;
+        body["params"][REQUEST_STATE] = s;
         req = req.body(body.to_string());
     }
     let r = p.send(req).await.map_err(|e| e.to_string())?;
