@@ -22,7 +22,6 @@
 
 mod claim;
 mod counters;
-mod error;
 mod id;
 mod mask;
 mod memory;
@@ -35,12 +34,12 @@ mod sqlite;
 
 pub use self::redis::RedisStore;
 pub use claim::{Claim, KEEP_FOREVER, Taken};
-pub use error::StoreError;
 pub use id::{ID_LEN, is_plausible_id, new_id};
 pub use mask::mask_secret;
 pub use memory::MemoryStore;
 pub use record::{
     AuditEntry, Completion, Counters, MAX_FIELD_LEN, Mode, NewRecord, Outcome, Record, Status,
+    StoreError,
 };
 pub use retention::Purged;
 pub use sqlite::SqliteStore;
