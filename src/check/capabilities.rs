@@ -6,9 +6,10 @@
 //! request (§4.2).
 
 use super::judge::{answers_for, elicitations};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::codes;

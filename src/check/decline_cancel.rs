@@ -6,8 +6,9 @@
 //! check timing out. A JSON-RPC error for a plain refusal is a WARN (§6.A 12).
 
 use super::flows::config;
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
+use super::registry::{Check, check};
 use crate::client::outcome::{ErrorClass, Outcome, RoundTrip};
 use crate::client::policy::AnswerPolicy;
 use crate::findings::Severity;

@@ -2,8 +2,9 @@
 //! requests are answered validly (URL pages completed as a browser would),
 //! and a multi-round flow gets a *new* `requestState` each round.
 
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
+use super::registry::{Check, check};
 use crate::client::modern::FlowConfig;
 use crate::client::outcome::{Outcome, RoundTrip};
 use crate::client::policy::AnswerPolicy;

@@ -10,11 +10,12 @@
 //! was accepted; anything else is "could not tell" (INFO), never a FAIL.
 
 use super::judge::{answer_values, is_input_required, same_outcome};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::Probe;
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::content::{InvalidKind, invalid_content};
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::protocol::codes;
 use crate::protocol::mrtr::REQUEST_STATE;

@@ -10,9 +10,10 @@ use super::judge::{answer_values, same_outcome};
 use super::legacy_session::{
     Answer, CallOptions, Streamed, call, call_with, initialize_request, modes_seen, open,
 };
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use crate::findings::{Finding, Severity};
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::validate::validate_elicit_params;

@@ -2,9 +2,10 @@
 //! re-exported for the checks) and the session checks (§3.1, §3.2, §6.A 1, 19): handshake, 404 after DELETE, 400 on a
 //! bad `MCP-Protocol-Version`, 400 without a session id.
 
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::RawRequest;
+use super::registry::{Check, check};
+use crate::client::raw::RawRequest;
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::version::LEGACY;
 use serde_json::{Value, json};

@@ -4,10 +4,10 @@
 //! machine while recording every exchange as evidence.
 
 use super::model::Exchange;
-use super::raw::{self, RawError, RawReply, RawRequest};
 use crate::client::http::{Endpoint, exchange};
 use crate::client::modern::{FlowConfig, HttpMethod, ModernFlow, Outgoing, Step, ToolCall};
 use crate::client::outcome::RoundTrip;
+use crate::client::raw::{self, RawError, RawReply, RawRequest};
 use crate::discover::{self, AuthSeen, View, Wire};
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};

@@ -4,10 +4,11 @@
 //! call's id is recorded (the client rule is broken on purpose: INFO).
 
 use super::judge::{answers_for, is_input_required};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::{self, Rpc};
+use super::registry::{Check, check};
 use super::subject::{Round, first_at_state, retry, state_subjects};
+use crate::client::raw::{self, Rpc};
 use crate::findings::Severity;
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use serde_json::{Map, Value, json};

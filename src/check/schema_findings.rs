@@ -5,8 +5,9 @@
 //! happy path.
 
 use super::input_required_shape::{findings_of, is_shape_rule, verdict_of};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{FirstReply, Probe, all_modes};
+use super::registry::{Check, check};
 use crate::client::modern::FlowConfig;
 use crate::client::policy::AnswerPolicy;
 

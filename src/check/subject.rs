@@ -7,7 +7,7 @@
 use super::judge::is_input_required;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use crate::client::raw::Rpc;
 use crate::discover::modern::{WalkEnd, walk};
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use serde_json::{Map, Value};
@@ -233,6 +233,6 @@ pub fn result_text(result: &Value) -> String {
         .get("content")
         .and_then(Value::as_array)
         .and_then(|c| c.iter().find_map(|x| x.get("text").and_then(Value::as_str)))
-        .map(|t| super::mask::shorten(t, 120))
+        .map(|t| crate::client::mask::shorten(t, 120))
         .unwrap_or_else(|| "(no text content)".into())
 }
