@@ -15,6 +15,8 @@
 //! Backends: [`MemoryStore`], [`SqliteStore`] and [`RedisStore`] (shared by
 //! every instance behind a load balancer); [`open_url`] picks one from a
 //! spec string. [`model`] checks any backend against a reference model.
+//! Each is an uncounted backend inside one counting wrapper (`counters`),
+//! which keeps the [`Counters`] every backend reports.
 //!
 //! All time-dependent calls take `now_ms` (ms since the Unix epoch) from the
 //! caller, so tests and the model checker drive an explicit clock; servers
