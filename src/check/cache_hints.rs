@@ -7,9 +7,10 @@
 //! milliseconds) and `cacheScope` (`"public" | "private"`) are both required.
 //! Methods the server does not offer (`-32601`) are left out.
 
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use serde_json::{Value, json};
 
 /// The checks of this family.

@@ -3,12 +3,15 @@
 //! bring an input request for a mode the client did not declare; a server
 //! that needs the capability answers `-32021` (HTTP 400) with an *object*
 //! `requiredCapabilities`. And no capability carries over from an earlier
-//! request (§4.2).
+//! request (§4.2). The 2025-11-25 twins (`legacy-cap-*`, [`legacy_checks`])
+//! gate the modes pushed on a session the same way.
 
 use super::judge::{answers_for, elicitations};
-use super::model::{Check, Verdict};
+use super::legacy_session::{Answer, modes_seen, run_all};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::codes;
@@ -271,4 +274,101 @@ async fn no_carry_over(p: Probe) -> Verdict {
         }
         Err(e) => Verdict::fail(format!("no reply to the retry: {e}")),
     }
+}
+
+/// The 2025-11-25 twins: the same gating on a session (§6.A 3–5).
+pub fn legacy_checks() -> Vec<Check> {
+    vec![
+        check!(
+            "legacy-cap-none",
+            "§2.4, §3.6 rule 2 / §6.A 3",
+            Must,
+            Legacy,
+            "a client without the elicitation capability never gets elicitation/create",
+            legacy_cap_none
+        ),
+        check!(
+            "legacy-cap-form-only",
+            "§2.4, §3.6 rule 2 / §6.A 4",
+            Must,
+            Legacy,
+            "a client declaring {} or {form:{}} never gets URL mode",
+            legacy_cap_form_only
+        ),
+        check!(
+            "legacy-cap-url-only",
+            "§2.4, §3.6 rule 2 / §6.A 5",
+            Must,
+            Legacy,
+            "a client declaring {url:{}} never gets form mode (mode omitted counts as form)",
+            legacy_cap_url_only
+        ),
+    ]
+}
+
+async fn legacy_gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
+    let allowed = caps.elicit_modes();
+    let runs = match run_all(&p, &caps, true, Answer::Observe).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let mut problems = Vec::new();
+    for (t, s) in &runs {
+        let seen = modes_seen(&s.elicitations);
+        let bad = ElicitModes {
+            form: seen.form && !allowed.form,
+            url: seen.url && !allowed.url,
+        };
+        if bad.any() {
+            let modes = [(bad.form, "form"), (bad.url, "URL")]
+                .iter()
+                .filter(|(b, _)| *b)
+                .map(|(_, m)| *m)
+                .collect::<Vec<_>>()
+                .join(" and ");
+            problems.push(format!(
+                "{}: {modes} mode sent to a client declaring {what}",
+                t.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Verdict::pass(format!(
+            "no undeclared mode under {what} ({} tools)",
+            runs.len()
+        ))
+    } else {
+        Verdict::fail(problems.join("; "))
+    }
+}
+
+async fn legacy_cap_none(p: Probe) -> Verdict {
+    legacy_gate(p, ClientCapabilities::none(), "{}").await
+}
+
+async fn legacy_cap_form_only(p: Probe) -> Verdict {
+    let a = legacy_gate(
+        p.clone(),
+        ClientCapabilities::elicitation_empty(),
+        "{elicitation:{}}",
+    )
+    .await;
+    if !matches!(a, Verdict::Pass(_)) {
+        return a;
+    }
+    legacy_gate(
+        p,
+        ClientCapabilities::with_modes(true, false),
+        "{elicitation:{form:{}}}",
+    )
+    .await
+}
+
+async fn legacy_cap_url_only(p: Probe) -> Verdict {
+    legacy_gate(
+        p,
+        ClientCapabilities::with_modes(false, true),
+        "{elicitation:{url:{}}}",
+    )
+    .await
 }

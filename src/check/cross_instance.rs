@@ -10,10 +10,11 @@
 use serde_json::{Map, Value};
 
 use super::judge::{is_input_required, rpc_state_rejection};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use super::subject::{at_state, reading, result_text, state_round_is_form, state_subjects};
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::protocol::headers::INSTANCE as INSTANCE_HEADER;
 

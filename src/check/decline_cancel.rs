@@ -4,12 +4,17 @@
 //! refusal has its own deadline ([`refusal_deadline`]): a server that does
 //! not answer after a decline fails here with that said, rather than the
 //! check timing out. A JSON-RPC error for a plain refusal is a WARN (§6.A 12).
+//! The 2025-11-25 twins (`legacy-decline`, `legacy-cancel`,
+//! [`legacy_checks`]) refuse pushed elicitations under the same deadline.
 
 use super::flows::config;
-use super::model::{Check, Verdict};
-use super::probe::{Probe, ToolProfile};
+use super::legacy_session::{Answer, call, eliciting, ended, open};
+use super::model::Verdict;
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::registry::{Check, check};
 use crate::client::outcome::{ErrorClass, Outcome, RoundTrip};
 use crate::client::policy::AnswerPolicy;
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use std::time::Duration;
 
@@ -122,4 +127,81 @@ async fn decline(p: Probe) -> Verdict {
 
 async fn cancel(p: Probe) -> Verdict {
     refuse(p, AnswerPolicy::Cancel, "cancel").await
+}
+
+/// The 2025-11-25 twins: declining and cancelling a pushed elicitation (§6.A 12).
+pub fn legacy_checks() -> Vec<Check> {
+    vec![
+        check!(
+            "legacy-decline",
+            "§2.3, §4.10 / §6.A 12",
+            Must,
+            Legacy,
+            "declining ends the call with a response, no crash or hang",
+            legacy_decline
+        ),
+        check!(
+            "legacy-cancel",
+            "§2.3, §4.10 / §6.A 12",
+            Must,
+            Legacy,
+            "cancelling ends the call with a response, no crash or hang",
+            legacy_cancel
+        ),
+    ]
+}
+
+async fn legacy_refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
+    // The refusal has its own deadline: a hang is this check's finding, and
+    // the first one ends the check (the others would hang as long).
+    let deadline = refusal_deadline(&p);
+    let bounded = p.bounded(deadline);
+    let tools = eliciting(&p, &answer);
+    if tools.is_empty() {
+        return p.target().no_subject("no tool elicits");
+    }
+    let s = match open(&bounded, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::fail(e),
+    };
+    let mut lines = Vec::new();
+    let mut protocol_errors = Vec::new();
+    for t in &tools {
+        let st = call(&bounded, &s, &t.name, &t.arguments, answer.clone()).await;
+        match ended(&t.name, &st) {
+            Ok(line) => {
+                if matches!(st.response, Some(Rpc::Error(_))) {
+                    protocol_errors.push(line.clone());
+                }
+                lines.push(line);
+            }
+            Err(why) if why.contains("timeout") => {
+                return Verdict::fail(format!(
+                    "no answer within {deadline:?} after {what}: the call hangs ({why})"
+                ))
+                .expecting(format!(
+                    "the call ends promptly after a {what} (a result, a tool error or an error)"
+                ));
+            }
+            Err(why) => return Verdict::fail(format!("after {what}: {why}")),
+        }
+    }
+    if !protocol_errors.is_empty() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "a protocol error answered a plain {what}: {}",
+                protocol_errors.join("; ")
+            ),
+        );
+    }
+    Verdict::pass(lines.join("; "))
+}
+
+async fn legacy_decline(p: Probe) -> Verdict {
+    legacy_refuse(p, Answer::Decline, "decline").await
+}
+
+async fn legacy_cancel(p: Probe) -> Verdict {
+    legacy_refuse(p, Answer::Cancel, "cancel").await
 }

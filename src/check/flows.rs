@@ -1,12 +1,18 @@
 //! Happy paths (§6.B 10): every eliciting tool completes when its input
 //! requests are answered validly (URL pages completed as a browser would),
-//! and a multi-round flow gets a *new* `requestState` each round.
+//! and a multi-round flow gets a *new* `requestState` each round. The
+//! 2025-11-25 twin (`legacy-happy-path`, [`legacy_checks`]) answers pushed
+//! elicitations on a session.
 
-use super::model::{Check, Verdict};
+use super::legacy_session::{ended, run_answered};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
+use super::registry::{Check, check};
 use crate::client::modern::FlowConfig;
 use crate::client::outcome::{Outcome, RoundTrip};
 use crate::client::policy::AnswerPolicy;
+use crate::client::raw::Rpc;
+use crate::findings::Severity;
 use std::collections::HashSet;
 
 /// The checks of this family.
@@ -108,4 +114,36 @@ async fn multi_round(p: Probe) -> Verdict {
         "every round had a new state: {}",
         seen_multi.join(", ")
     ))
+}
+
+/// The 2025-11-25 twin: the happy path on a session (§3.2).
+pub fn legacy_checks() -> Vec<Check> {
+    vec![check!(
+        "legacy-happy-path",
+        "§3.2",
+        Must,
+        Legacy,
+        "each eliciting tool finishes with a result when answered validly",
+        legacy_happy_path
+    )]
+}
+
+async fn legacy_happy_path(p: Probe) -> Verdict {
+    let runs = match run_answered(&p).await {
+        Ok(r) => r,
+        Err(v) => return v,
+    };
+    let mut ok = Vec::new();
+    for (t, s) in &runs {
+        match (&s.response, ended(&t.name, s)) {
+            (Some(Rpc::Result(_)), Ok(line)) => ok.push(line),
+            (_, Ok(line)) | (_, Err(line)) => return Verdict::fail(line),
+        }
+    }
+    let off = p.target().off_origin_notes();
+    if !off.is_empty() {
+        ok.extend(off);
+        return Verdict::violation(Severity::Info, ok.join("; "));
+    }
+    Verdict::pass(ok.join("; "))
 }

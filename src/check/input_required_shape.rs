@@ -4,8 +4,9 @@
 //! the raw JSON. Uses `protocol::validate`; schema content and URL safety
 //! are the `schema_findings` family.
 
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{FirstReply, Probe};
+use super::registry::{Check, check};
 use crate::findings::{Finding, Severity};
 use crate::protocol::Generation;
 use crate::protocol::validate::{Options, validate_document};
@@ -112,7 +113,7 @@ async fn shape(p: Probe) -> Verdict {
             p.record(super::model::Exchange {
                 label: format!("tools/call {} #1 (from discovery)", t.name),
                 request: format!("tools/call {} with every capability", t.name),
-                response: super::mask::body(raw.as_bytes()),
+                response: crate::client::mask::body(raw.as_bytes()),
             });
             all.extend(
                 findings_of(raw, is_shape_rule)

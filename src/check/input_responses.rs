@@ -10,13 +10,15 @@
 //! was accepted; anything else is "could not tell" (INFO), never a FAIL.
 
 use super::judge::{answer_values, is_input_required, same_outcome};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::Probe;
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::content::{InvalidKind, invalid_content};
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::protocol::codes;
+use crate::protocol::mrtr::REQUEST_STATE;
 use serde_json::{Map, Value, json};
 
 /// The checks of this family.
@@ -353,5 +355,5 @@ async fn state_shape(p: Probe) -> Verdict {
         .await;
         tally.file(what, reply, control.as_ref(), &values);
     }
-    tally.verdict(&r0.tool.name, "requestState")
+    tally.verdict(&r0.tool.name, REQUEST_STATE)
 }

@@ -3,8 +3,8 @@
 //! (a tampered state refused because of a header error is no pass), and
 //! reading round trips from the client's state machine.
 
-use super::raw::Rpc;
 use crate::client::outcome::{ErrorClass, Outcome, RoundTrip};
+use crate::client::raw::Rpc;
 use serde_json::Value;
 
 pub use crate::client::rejection::{INTEGRITY, UNRELATED_CODES, state_rejection};

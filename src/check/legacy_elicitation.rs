@@ -1,22 +1,24 @@
-//! 2025-11-25 elicitation over the session stream (§2, §3, §6.A 2–18): no
-//! elicitation before `initialized`; capability gating (none, form only,
-//! URL only); request shape (`elicitationId` present and unique) and schema
-//! findings; the answer POST gets 202; happy path, decline and cancel; an
-//! error reply to an undeclared mode; invalid answers; completion notices
-//! only for issued ids; the `-32042` shape.
+//! 2025-11-25 elicitation over the session stream (§2, §3, §6.A 2–18), the
+//! rules without a 2026-07-28 twin: no elicitation before `initialized`;
+//! request shape (`elicitationId` present and unique); the answer POST gets
+//! 202; an error reply to an undeclared mode; invalid answers; completion
+//! notices only for issued ids; the `-32042` shape. The twins (capability
+//! gating, schema findings, happy path, decline and cancel) sit beside
+//! their MRTR checks in `capabilities`, `schema_findings`, `flows` and
+//! `decline_cancel`.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
 use super::judge::{answer_values, same_outcome};
 use super::legacy_session::{
-    Answer, CallOptions, Streamed, call, call_with, initialize_request, modes_seen, open,
+    Answer, CallOptions, all_elicitations, call, call_with, elicit_findings, ended,
+    initialize_request, open, run_all, run_answered,
 };
-use super::model::{Check, Verdict};
-use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use super::model::Verdict;
+use super::probe::{Probe, all_modes};
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use crate::findings::{Finding, Severity};
-use crate::protocol::capabilities::ElicitModes;
-use crate::protocol::validate::validate_elicit_params;
-use crate::protocol::{ClientCapabilities, Generation, codes};
+use crate::protocol::{ClientCapabilities, codes};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -32,30 +34,6 @@ pub fn checks() -> Vec<Check> {
             before_initialized
         ),
         check!(
-            "legacy-cap-none",
-            "§2.4, §3.6 rule 2 / §6.A 3",
-            Must,
-            Legacy,
-            "a client without the elicitation capability never gets elicitation/create",
-            cap_none
-        ),
-        check!(
-            "legacy-cap-form-only",
-            "§2.4, §3.6 rule 2 / §6.A 4",
-            Must,
-            Legacy,
-            "a client declaring {} or {form:{}} never gets URL mode",
-            cap_form_only
-        ),
-        check!(
-            "legacy-cap-url-only",
-            "§2.4, §3.6 rule 2 / §6.A 5",
-            Must,
-            Legacy,
-            "a client declaring {url:{}} never gets form mode (mode omitted counts as form)",
-            cap_url_only
-        ),
-        check!(
             "legacy-request-shape",
             "§2.1, §3.4 / §6.A 6, 9",
             Must,
@@ -64,44 +42,12 @@ pub fn checks() -> Vec<Check> {
             request_shape
         ),
         check!(
-            "legacy-schema-findings",
-            "§2.2, §3.6 rules 1 and 4 / §6.A 6-9",
-            Must,
-            Legacy,
-            "requested schemas are valid, forms ask for no secrets, URLs are safe",
-            schema_findings
-        ),
-        check!(
             "legacy-answer-202",
             "§3.2 / §6.A 15",
             Must,
             Legacy,
             "the POSTed elicitation answer gets 202 with an empty body",
             answer_202
-        ),
-        check!(
-            "legacy-happy-path",
-            "§3.2",
-            Must,
-            Legacy,
-            "each eliciting tool finishes with a result when answered validly",
-            happy_path
-        ),
-        check!(
-            "legacy-decline",
-            "§2.3, §4.10 / §6.A 12",
-            Must,
-            Legacy,
-            "declining ends the call with a response, no crash or hang",
-            decline
-        ),
-        check!(
-            "legacy-cancel",
-            "§2.3, §4.10 / §6.A 12",
-            Must,
-            Legacy,
-            "cancelling ends the call with a response, no crash or hang",
-            cancel
         ),
         check!(
             "legacy-error-reply",
@@ -144,41 +90,6 @@ pub fn checks() -> Vec<Check> {
             url_required_error
         ),
     ]
-}
-
-fn eliciting(p: &Probe, answer: &Answer) -> Vec<ToolProfile> {
-    let completes_pages = matches!(
-        answer,
-        Answer::Accept {
-            complete_pages: true
-        }
-    );
-    p.target()
-        .tools
-        .iter()
-        .filter(|t| t.elicits() && !(completes_pages && p.target().off_origin(t).is_some()))
-        .cloned()
-        .collect()
-}
-
-/// Runs every eliciting tool once on a fresh session with `caps`.
-async fn run_all(
-    p: &Probe,
-    caps: &ClientCapabilities,
-    initialized: bool,
-    answer: Answer,
-) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
-    let tools = eliciting(p, &answer);
-    if tools.is_empty() {
-        return Err(p.target().no_subject("no tool elicits"));
-    }
-    let s = open(p, caps, initialized).await.map_err(Verdict::fail)?;
-    let mut out = Vec::new();
-    for t in tools {
-        let st = call(p, &s, &t.name, &t.arguments, answer.clone()).await;
-        out.push((t, st));
-    }
-    Ok(out)
 }
 
 /// The `elicitation/create` requests among server messages seen before
@@ -265,90 +176,6 @@ async fn before_initialized(p: Probe) -> Verdict {
     .expecting("no server request other than ping or logging before notifications/initialized")
 }
 
-async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
-    let allowed = caps.elicit_modes();
-    let runs = match run_all(&p, &caps, true, Answer::Observe).await {
-        Ok(r) => r,
-        Err(v) => return v,
-    };
-    let mut problems = Vec::new();
-    for (t, s) in &runs {
-        let seen = modes_seen(&s.elicitations);
-        let bad = ElicitModes {
-            form: seen.form && !allowed.form,
-            url: seen.url && !allowed.url,
-        };
-        if bad.any() {
-            let modes = [(bad.form, "form"), (bad.url, "URL")]
-                .iter()
-                .filter(|(b, _)| *b)
-                .map(|(_, m)| *m)
-                .collect::<Vec<_>>()
-                .join(" and ");
-            problems.push(format!(
-                "{}: {modes} mode sent to a client declaring {what}",
-                t.name
-            ));
-        }
-    }
-    if problems.is_empty() {
-        Verdict::pass(format!(
-            "no undeclared mode under {what} ({} tools)",
-            runs.len()
-        ))
-    } else {
-        Verdict::fail(problems.join("; "))
-    }
-}
-
-async fn cap_none(p: Probe) -> Verdict {
-    gate(p, ClientCapabilities::none(), "{}").await
-}
-
-async fn cap_form_only(p: Probe) -> Verdict {
-    let a = gate(
-        p.clone(),
-        ClientCapabilities::elicitation_empty(),
-        "{elicitation:{}}",
-    )
-    .await;
-    if !matches!(a, Verdict::Pass(_)) {
-        return a;
-    }
-    gate(
-        p,
-        ClientCapabilities::with_modes(true, false),
-        "{elicitation:{form:{}}}",
-    )
-    .await
-}
-
-async fn cap_url_only(p: Probe) -> Verdict {
-    gate(
-        p,
-        ClientCapabilities::with_modes(false, true),
-        "{elicitation:{url:{}}}",
-    )
-    .await
-}
-
-/// Every elicitation params seen when each eliciting tool runs twice.
-async fn all_elicitations(p: &Probe) -> Result<Vec<(String, Value)>, Verdict> {
-    let mut out = Vec::new();
-    for _ in 0..2 {
-        for (t, s) in run_all(p, &all_modes(), true, Answer::Observe).await? {
-            out.extend(s.elicitations.into_iter().map(|e| (t.name.clone(), e)));
-        }
-    }
-    Ok(out)
-}
-
-fn findings(params: &Value) -> Vec<Finding> {
-    let mut out = Vec::new();
-    validate_elicit_params(params, Generation::Legacy, "", &mut out);
-    out
-}
-
 async fn request_shape(p: Probe) -> Verdict {
     let all = match all_elicitations(&p).await {
         Ok(a) => a,
@@ -358,7 +185,7 @@ async fn request_shape(p: Probe) -> Verdict {
     let mut ids = HashSet::new();
     for (tool, e) in &all {
         found.extend(
-            findings(e)
+            elicit_findings(e)
                 .into_iter()
                 .filter(|f| is_shape_rule(&f.rule) || f.rule.starts_with("legacy-"))
                 .map(|f| (tool.clone(), f)),
@@ -380,34 +207,8 @@ async fn request_shape(p: Probe) -> Verdict {
     verdict_of(found, &format!("{} elicitation requests", all.len()))
 }
 
-async fn schema_findings(p: Probe) -> Verdict {
-    let all = match all_elicitations(&p).await {
-        Ok(a) => a,
-        Err(v) => return v,
-    };
-    let found = all
-        .iter()
-        .flat_map(|(tool, e)| {
-            findings(e)
-                .into_iter()
-                .filter(|f| !is_shape_rule(&f.rule) && !f.rule.starts_with("legacy-"))
-                .map(|f| (tool.clone(), f))
-        })
-        .collect();
-    verdict_of(found, &format!("{} elicitation requests", all.len()))
-}
-
 async fn answer_202(p: Probe) -> Verdict {
-    let runs = match run_all(
-        &p,
-        &all_modes(),
-        true,
-        Answer::Accept {
-            complete_pages: true,
-        },
-    )
-    .await
-    {
+    let runs = match run_answered(&p).await {
         Ok(r) => r,
         Err(v) => return v,
     };
@@ -431,110 +232,6 @@ async fn answer_202(p: Probe) -> Verdict {
     } else {
         Verdict::fail(format!("answer POSTs got {}", bad.join(", ")))
     }
-}
-
-fn ended(t: &str, s: &Streamed) -> Result<String, String> {
-    if s.status >= 500 {
-        return Err(format!("{t}: HTTP {}", s.status));
-    }
-    match (&s.response, &s.failure) {
-        (Some(Rpc::Result(v)), _) => Ok(format!(
-            "{t}: {}",
-            if v.get("isError").and_then(Value::as_bool) == Some(true) {
-                "tool error result"
-            } else {
-                "result"
-            }
-        )),
-        (Some(Rpc::Error(e)), _) => Ok(format!("{t}: error {}", e.code)),
-        (Some(Rpc::Missing(why)), _) => Err(format!("{t}: {why}")),
-        (None, Some(f)) => Err(format!("{t}: {f}")),
-        (None, None) => Err(format!("{t}: the stream ended without the call's response")),
-    }
-}
-
-async fn happy_path(p: Probe) -> Verdict {
-    let runs = match run_all(
-        &p,
-        &all_modes(),
-        true,
-        Answer::Accept {
-            complete_pages: true,
-        },
-    )
-    .await
-    {
-        Ok(r) => r,
-        Err(v) => return v,
-    };
-    let mut ok = Vec::new();
-    for (t, s) in &runs {
-        match (&s.response, ended(&t.name, s)) {
-            (Some(Rpc::Result(_)), Ok(line)) => ok.push(line),
-            (_, Ok(line)) | (_, Err(line)) => return Verdict::fail(line),
-        }
-    }
-    let off = p.target().off_origin_notes();
-    if !off.is_empty() {
-        ok.extend(off);
-        return Verdict::violation(Severity::Info, ok.join("; "));
-    }
-    Verdict::pass(ok.join("; "))
-}
-
-async fn refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
-    // The refusal has its own deadline: a hang is this check's finding, and
-    // the first one ends the check (the others would hang as long).
-    let deadline = super::decline_cancel::refusal_deadline(&p);
-    let bounded = p.bounded(deadline);
-    let tools = eliciting(&p, &answer);
-    if tools.is_empty() {
-        return p.target().no_subject("no tool elicits");
-    }
-    let s = match open(&bounded, &all_modes(), true).await {
-        Ok(s) => s,
-        Err(e) => return Verdict::fail(e),
-    };
-    let mut lines = Vec::new();
-    let mut protocol_errors = Vec::new();
-    for t in &tools {
-        let st = call(&bounded, &s, &t.name, &t.arguments, answer.clone()).await;
-        match ended(&t.name, &st) {
-            Ok(line) => {
-                if matches!(st.response, Some(Rpc::Error(_))) {
-                    protocol_errors.push(line.clone());
-                }
-                lines.push(line);
-            }
-            Err(why) if why.contains("timeout") => {
-                return Verdict::fail(format!(
-                    "no answer within {deadline:?} after {what}: the call hangs ({why})"
-                ))
-                .expecting(format!(
-                    "the call ends promptly after a {what} (a result, a tool error or an error)"
-                ));
-            }
-            Err(why) => return Verdict::fail(format!("after {what}: {why}")),
-        }
-    }
-    if !protocol_errors.is_empty() {
-        return Verdict::violation(
-            Severity::Should,
-            format!(
-                "a protocol error answered a plain {what}: {}",
-                protocol_errors.join("; ")
-            ),
-        );
-    }
-    Verdict::pass(lines.join("; "))
-}
-
-async fn decline(p: Probe) -> Verdict {
-    refuse(p, Answer::Decline, "decline").await
-}
-
-async fn cancel(p: Probe) -> Verdict {
-    refuse(p, Answer::Cancel, "cancel").await
 }
 
 async fn error_reply(p: Probe) -> Verdict {
@@ -649,16 +346,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
 }
 
 async fn complete_notification(p: Probe) -> Verdict {
-    let runs = match run_all(
-        &p,
-        &all_modes(),
-        true,
-        Answer::Accept {
-            complete_pages: true,
-        },
-    )
-    .await
-    {
+    let runs = match run_answered(&p).await {
         Ok(r) => r,
         Err(v) => return v,
     };

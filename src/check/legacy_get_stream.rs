@@ -8,9 +8,10 @@
 //! within the rules.
 
 use super::legacy_session::{Answer, CallOptions, call_with, close, open};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 
 /// The checks of this family.

@@ -7,9 +7,10 @@
 
 use super::decline_cancel::refusal_deadline;
 use super::legacy_session::{Answer, CallOptions, call_with, close, open, request};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use serde_json::{Value, json};
 
 /// The checks of this family.

@@ -1,18 +1,109 @@
 //! 2025-11-25 sessions: the observing driver (from [`crate::discover::legacy`],
-//! re-exported for the checks) and the session checks (§3.1, §3.2, §6.A 1, 19): handshake, 404 after DELETE, 400 on a
+//! re-exported for the checks), the runs the elicitation checks of that
+//! generation share ([`run_all`], [`ended`]), and the session checks (§3.1, §3.2, §6.A 1, 19): handshake, 404 after DELETE, 400 on a
 //! bad `MCP-Protocol-Version`, 400 without a session id.
 
-use super::model::{Check, Verdict};
-use super::probe::{Probe, all_modes};
-use super::raw::RawRequest;
+use super::model::Verdict;
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::registry::{Check, check};
+use crate::client::raw::{RawRequest, Rpc};
+use crate::findings::Finding;
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::validate::validate_elicit_params;
 use crate::protocol::version::LEGACY;
+use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
 
 pub use crate::discover::legacy::{
     Answer, CallOptions, Session, Streamed, call, call_with, close, initialize_request, modes_seen,
     open, request, watch_get,
 };
+
+/// The tools that elicit; when `answer` completes URL pages, only those
+/// whose pages are on the target's origin.
+pub fn eliciting(p: &Probe, answer: &Answer) -> Vec<ToolProfile> {
+    let completes_pages = matches!(
+        answer,
+        Answer::Accept {
+            complete_pages: true
+        }
+    );
+    p.target()
+        .tools
+        .iter()
+        .filter(|t| t.elicits() && !(completes_pages && p.target().off_origin(t).is_some()))
+        .cloned()
+        .collect()
+}
+
+/// Runs every eliciting tool once on a fresh session with `caps`.
+pub async fn run_all(
+    p: &Probe,
+    caps: &ClientCapabilities,
+    initialized: bool,
+    answer: Answer,
+) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
+    let tools = eliciting(p, &answer);
+    if tools.is_empty() {
+        return Err(p.target().no_subject("no tool elicits"));
+    }
+    let s = open(p, caps, initialized).await.map_err(Verdict::fail)?;
+    let mut out = Vec::new();
+    for t in tools {
+        let st = call(p, &s, &t.name, &t.arguments, answer.clone()).await;
+        out.push((t, st));
+    }
+    Ok(out)
+}
+
+/// [`run_all`] with every mode declared and every elicitation accepted
+/// (URL pages completed).
+pub async fn run_answered(p: &Probe) -> Result<Vec<(ToolProfile, Streamed)>, Verdict> {
+    let answer = Answer::Accept {
+        complete_pages: true,
+    };
+    run_all(p, &all_modes(), true, answer).await
+}
+
+/// Every elicitation params seen when each eliciting tool runs twice.
+pub async fn all_elicitations(p: &Probe) -> Result<Vec<(String, Value)>, Verdict> {
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        for (t, s) in run_all(p, &all_modes(), true, Answer::Observe).await? {
+            out.extend(s.elicitations.into_iter().map(|e| (t.name.clone(), e)));
+        }
+    }
+    Ok(out)
+}
+
+/// What the validator says about one `elicitation/create` params object.
+pub fn elicit_findings(params: &Value) -> Vec<Finding> {
+    let mut out = Vec::new();
+    validate_elicit_params(params, Generation::Legacy, "", &mut out);
+    out
+}
+
+/// How the call of tool `t` ended: a line for a response (a result, a tool
+/// error, a JSON-RPC error), or why there was none (5xx, a broken stream).
+pub fn ended(t: &str, s: &Streamed) -> Result<String, String> {
+    if s.status >= 500 {
+        return Err(format!("{t}: HTTP {}", s.status));
+    }
+    match (&s.response, &s.failure) {
+        (Some(Rpc::Result(v)), _) => Ok(format!(
+            "{t}: {}",
+            if v.get("isError").and_then(Value::as_bool) == Some(true) {
+                "tool error result"
+            } else {
+                "result"
+            }
+        )),
+        (Some(Rpc::Error(e)), _) => Ok(format!("{t}: error {}", e.code)),
+        (Some(Rpc::Missing(why)), _) => Err(format!("{t}: {why}")),
+        (None, Some(f)) => Err(format!("{t}: {f}")),
+        (None, None) => Err(format!("{t}: the stream ended without the call's response")),
+    }
+}
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {

@@ -4,9 +4,10 @@
 //! 400 with `supported` and `requested`), removed methods, GET/DELETE, and
 //! no session ids. Every error must echo the request id.
 
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::{self, RawRequest, Rpc};
+use super::registry::{Check, check};
+use crate::client::raw::{self, RawRequest, Rpc};
 use crate::protocol::codes;
 use crate::protocol::headers;
 use crate::protocol::jsonrpc::RequestId;

@@ -1,51 +1,12 @@
-//! What a check is and what it produces: the [`Check`] descriptor, the
-//! [`Verdict`] a check body returns, and the [`CheckResult`] row the runner
-//! hands to the renderers.
+//! What a check produces: the [`Verdict`] a check body returns, and the
+//! [`CheckResult`] row the runner hands to the renderers (the descriptor,
+//! [`super::registry::Check`], is in the registry).
 
 use crate::findings::Severity;
 use crate::protocol::Generation;
-use futures::future::BoxFuture;
 use serde::Serialize;
 use std::fmt;
 use std::time::Duration;
-
-use super::probe::Probe;
-
-/// The body of a check: given a [`Probe`] (target, discovered tools and an
-/// evidence recorder), it returns a verdict.
-pub type CheckFn = fn(Probe) -> BoxFuture<'static, Verdict>;
-
-/// One conformance check: which rule it checks and how.
-#[derive(Clone, Copy)]
-pub struct Check {
-    /// Stable kebab-case id, e.g. `mrtr-tamper-bit-flip`.
-    pub id: &'static str,
-    /// Spec reference: spec-digest section and rule, e.g. `§4.7 S7 / §6.B 11`.
-    pub rule: &'static str,
-    /// Strength of the rule: MUST → FAIL, SHOULD → WARN, INFO.
-    pub severity: Severity,
-    /// Which protocol generation it applies to.
-    pub generation: Generation,
-    /// One line saying what is checked.
-    pub title: &'static str,
-    /// The check body.
-    pub run: CheckFn,
-    /// The file that defines it (`src/check/<family>.rs`), filled in by
-    /// the `check!` macro; `check --list` shows it.
-    pub source: &'static str,
-}
-
-impl fmt::Debug for Check {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Check")
-            .field("id", &self.id)
-            .field("rule", &self.rule)
-            .field("severity", &self.severity)
-            .field("source", &self.source)
-            .field("generation", &self.generation)
-            .finish_non_exhaustive()
-    }
-}
 
 /// What a check body concludes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,11 +15,12 @@ use super::decline_cancel::{refusal_deadline, refuse_flow};
 use super::flows::run_flow;
 use super::judge::{answer_values, same_outcome};
 use super::legacy_session::{Answer, Session, call, open};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use crate::client::outcome::Outcome;
 use crate::client::policy::AnswerPolicy;
+use crate::client::raw::Rpc;
 use crate::protocol::Generation;
 use serde_json::{Map, Value};
 

@@ -5,9 +5,10 @@
 //! so a refusal is about the header and nothing else.
 
 use super::legacy_session::initialize_request;
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::RawRequest;
+use super::registry::{Check, check};
+use crate::client::raw::RawRequest;
 use crate::findings::Severity;
 use crate::protocol::Generation;
 use serde_json::json;

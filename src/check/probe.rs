@@ -4,12 +4,12 @@
 //! machine while recording every exchange as evidence.
 
 use super::model::Exchange;
-use super::raw::{self, RawError, RawReply, RawRequest};
 use crate::client::drive::{self, LegReply, drive};
 use crate::client::http::{Endpoint, exchange};
 use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
 use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
+use crate::client::raw::{self, RawError, RawReply, RawRequest};
 use crate::discover::{self, AuthSeen, TargetSettings, View, Wire, WireCore};
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
@@ -399,7 +399,7 @@ impl Probe {
             p["inputResponses"] = r;
         }
         if let Some(s) = state {
-            p["requestState"] = Value::from(s);
+            p[crate::protocol::mrtr::REQUEST_STATE] = Value::from(s);
         }
         self.modern_request(label, "tools/call", p, caps)
     }

@@ -8,8 +8,9 @@
 //! a correct server does), `Actual:` (what this one did, never cut) and
 //! the exchanges behind the verdict.
 
+use super::Report;
 use super::model::{CheckResult, Status};
-use super::{Report, mask};
+use crate::client::mask;
 use crate::report::format::{escape_xml, md_cell};
 use std::fmt::Write as _;
 

@@ -7,11 +7,12 @@
 //! (S8a); an old state must expire (S8b, with `--wait-expiry`).
 
 use super::judge::{is_input_required, rpc_state_rejection};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use super::state_decode::reencodings;
 use super::subject::{Completed, complete, first_at_state, reading, result_text, retry};
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use serde_json::Value;
 

@@ -3,9 +3,10 @@
 //! `resources/read` (S1).
 
 use super::judge::{answers_for, is_input_required};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
+use crate::client::raw::Rpc;
 use crate::protocol::mrtr::InputRequiredResult;
 use serde_json::{Value, json};
 

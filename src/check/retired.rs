@@ -4,8 +4,9 @@
 //! client (the case where `-32042` used to be the answer).
 
 use super::flows::config;
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::Probe;
+use super::registry::{Check, check};
 use crate::client::policy::AnswerPolicy;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::body::decode_body;

@@ -4,12 +4,13 @@
 //! call's id is recorded (the client rule is broken on purpose: INFO).
 
 use super::judge::{answers_for, is_input_required};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::{self, Rpc};
+use super::registry::{Check, check};
 use super::subject::{Round, first_at_state, retry, state_subjects};
+use crate::client::raw::{self, Rpc};
 use crate::findings::Severity;
-use crate::protocol::mrtr::InputRequiredResult;
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -193,7 +194,7 @@ async fn same_id(p: Probe) -> Verdict {
     };
     let mut params = json!({"name": t.name, "arguments": t.arguments});
     for round in 0..4 {
-        let label = if params.get("requestState").is_some() {
+        let label = if params.get(REQUEST_STATE).is_some() {
             format!(
                 "tools/call {} retry with the state, reusing id {id}",
                 t.name
@@ -201,7 +202,7 @@ async fn same_id(p: Probe) -> Verdict {
         } else {
             format!("tools/call {} leg {} with id {id}", t.name, round + 1)
         };
-        let with_state = params.get("requestState").is_some();
+        let with_state = params.get(REQUEST_STATE).is_some();
         let reply = match p.send(post(label, params.clone())).await {
             Ok(r) => r,
             Err(e) => return Verdict::violation(Severity::Info, format!("no reply: {e}")),
@@ -221,7 +222,7 @@ async fn same_id(p: Probe) -> Verdict {
                     "inputResponses": answers_for(&ir, p.settings().target.seed),
                 });
                 if let Some(s) = ir.request_state {
-                    params["requestState"] = Value::String(s);
+                    params[REQUEST_STATE] = Value::String(s);
                 }
             }
             _ if with_state => {

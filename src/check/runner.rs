@@ -5,8 +5,9 @@
 //! and after an action, or time its replies, run alone ([`EXCLUSIVE_CHECKS`]):
 //! another check's calls would change what they read.
 
-use super::model::{Check, CheckResult, Status, Verdict};
+use super::model::{CheckResult, Status, Verdict};
 use super::probe::{Probe, Target};
+use super::registry::Check;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;

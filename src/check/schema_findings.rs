@@ -2,11 +2,14 @@
 //! shape, defaults, secrets asked in a form, links in forms) and every
 //! URL-mode URL (§3.6 rule 4: scheme, HTTPS, credentials or personal data in
 //! the URL). Rounds after the first are covered by running each form tool's
-//! happy path.
+//! happy path. The 2025-11-25 twin (`legacy-schema-findings`,
+//! [`legacy_checks`]) reads the elicitations pushed on a session.
 
 use super::input_required_shape::{findings_of, is_shape_rule, verdict_of};
-use super::model::{Check, Verdict};
+use super::legacy_session::{all_elicitations, elicit_findings};
+use super::model::Verdict;
 use super::probe::{FirstReply, Probe, all_modes};
+use super::registry::{Check, check};
 use crate::client::modern::FlowConfig;
 use crate::client::policy::AnswerPolicy;
 
@@ -62,4 +65,33 @@ async fn schema_findings(p: Probe) -> Verdict {
         return Verdict::skip("no tool answered input_required");
     }
     verdict_of(all, &format!("the requests of {seen} eliciting tools"))
+}
+
+/// The 2025-11-25 twin: the same findings on pushed elicitations (§6.A 6–9).
+pub fn legacy_checks() -> Vec<Check> {
+    vec![check!(
+        "legacy-schema-findings",
+        "§2.2, §3.6 rules 1 and 4 / §6.A 6-9",
+        Must,
+        Legacy,
+        "requested schemas are valid, forms ask for no secrets, URLs are safe",
+        legacy_schema_findings
+    )]
+}
+
+async fn legacy_schema_findings(p: Probe) -> Verdict {
+    let all = match all_elicitations(&p).await {
+        Ok(a) => a,
+        Err(v) => return v,
+    };
+    let found = all
+        .iter()
+        .flat_map(|(tool, e)| {
+            elicit_findings(e)
+                .into_iter()
+                .filter(|f| !is_shape_rule(&f.rule) && !f.rule.starts_with("legacy-"))
+                .map(|f| (tool.clone(), f))
+        })
+        .collect();
+    verdict_of(found, &format!("{} elicitation requests", all.len()))
 }

@@ -8,12 +8,13 @@
 //! base64url, JSON and JWT-style payloads inside).
 
 use super::legacy_session::{Answer, call, close, open};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use super::state_decode::find_in;
 use super::subject::complete;
 use crate::client::browser::SECRET_MARKER;
+use crate::client::raw::Rpc;
 use crate::protocol::Generation;
 
 /// The checks of this family.

@@ -5,9 +5,10 @@
 //! when the request set no `logLevel`.
 
 use super::judge::answers_for;
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::RawReply;
+use super::registry::{Check, check};
+use crate::client::raw::RawReply;
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::mrtr::InputRequiredResult;
 use serde_json::{Value, json};

@@ -11,12 +11,13 @@
 //! string, which `mrtr-replay-final-retry` probes).
 
 use super::judge::{INTEGRITY, is_input_required, rpc_state_rejection};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use super::registry::{Check, check};
 use super::state_decode::{reencodings, same_bytes};
 use super::subject::{Round, at_state, first_at_state, reading, retry, state_subjects};
 use crate::client::policy::Mutation;
+use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::state::tamper;
 use serde_json::Value;

@@ -7,9 +7,9 @@
 use super::judge::is_input_required;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::Rpc;
+use crate::client::raw::Rpc;
 use crate::discover::modern::{WalkEnd, walk};
-use crate::protocol::mrtr::InputRequiredResult;
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use serde_json::{Map, Value};
 
 /// Most rounds walked to reach a state or a completion.
@@ -141,7 +141,7 @@ pub async fn retry_raw(
     let mut req = p.call_request(label, tool, &all_modes(), responses, None);
     if let Some(s) = state {
         let mut body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
-        body["params"]["requestState"] = s;
+        body["params"][REQUEST_STATE] = s;
         req = req.body(body.to_string());
     }
     let r = p.send(req).await.map_err(|e| e.to_string())?;
@@ -233,6 +233,6 @@ pub fn result_text(result: &Value) -> String {
         .get("content")
         .and_then(Value::as_array)
         .and_then(|c| c.iter().find_map(|x| x.get("text").and_then(Value::as_str)))
-        .map(|t| super::mask::shorten(t, 120))
+        .map(|t| crate::client::mask::shorten(t, 120))
         .unwrap_or_else(|| "(no text content)".into())
 }

@@ -12,9 +12,10 @@
 //! These checks run alone.
 
 use super::legacy_session::{close, open, request};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, all_modes};
-use super::raw::RawRequest;
+use super::registry::{Check, check};
+use crate::client::raw::RawRequest;
 use crate::findings::Severity;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

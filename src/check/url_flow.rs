@@ -5,12 +5,13 @@
 
 use super::flows::run_flow;
 use super::legacy_session::{self, Answer};
-use super::model::{Check, Verdict};
+use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::raw::RawRequest;
+use super::registry::{Check, check};
 use crate::client::browser::{HtmlForm, find_form};
 use crate::client::outcome::Outcome;
 use crate::client::policy::AnswerPolicy;
+use crate::client::raw::RawRequest;
 use crate::protocol::Generation;
 use crate::protocol::mrtr::InputRequiredResult;
 use serde_json::Value;

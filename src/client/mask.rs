@@ -3,6 +3,7 @@
 //! `password`, ...), form-encoded secret fields and strings that look like
 //! API keys are replaced by `***`; long texts are shortened.
 
+use crate::protocol::mrtr::REQUEST_STATE;
 use crate::schema::asks_for_secret;
 use serde_json::Value;
 
@@ -27,7 +28,7 @@ pub fn header_value(name: &str, value: &str) -> String {
 
 fn secret_key(key: &str) -> bool {
     // `requestState` and `progressToken` are opaque, not secrets.
-    !matches!(key, "requestState" | "progressToken" | "tokens") && asks_for_secret(key)
+    !matches!(key, REQUEST_STATE | "progressToken" | "tokens") && asks_for_secret(key)
 }
 
 fn looks_like_api_key(s: &str) -> bool {

@@ -25,7 +25,7 @@ use crate::protocol::elicitation::{self, ElicitAction, ElicitRequestParams, Elic
 use crate::protocol::headers::request_headers;
 use crate::protocol::jsonrpc::{Message, Outcome as RpcOutcome, RequestId, peek_result};
 use crate::protocol::mrtr::{
-    InputRequiredResult, METHOD_TOOLS_CALL, RequestMeta, ResultHead, ResultType,
+    InputRequiredResult, METHOD_TOOLS_CALL, REQUEST_STATE, RequestMeta, ResultHead, ResultType,
 };
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, VecDeque};
@@ -131,7 +131,9 @@ impl CallTemplate {
             let _ = serde_json::to_writer(&mut b, r);
         }
         if let Some(st) = &extra.state {
-            b.extend_from_slice(br#","requestState":"#);
+            b.push(b',');
+            let _ = serde_json::to_writer(&mut b, REQUEST_STATE);
+            b.push(b':');
             let _ = serde_json::to_writer(&mut b, st);
         }
         b.extend_from_slice(br#","_meta":"#);

@@ -10,7 +10,7 @@ use super::wire::Wire;
 use crate::client::content::answers_for;
 use crate::client::raw::{self, RawRequest, Rpc};
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
-use crate::protocol::mrtr::InputRequiredResult;
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use crate::protocol::{ResultType, codes};
 use serde_json::{Map, Value, json};
 
@@ -115,7 +115,7 @@ pub fn call_request<W: Wire + ?Sized>(
         p["inputResponses"] = r;
     }
     if let Some(s) = state {
-        p["requestState"] = Value::from(s);
+        p[REQUEST_STATE] = Value::from(s);
     }
     request(w, label, "tools/call", p, caps)
 }

@@ -18,6 +18,10 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key on results: server info.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// The `requestState` key: the opaque state an `InputRequiredResult` issues
+/// and a retry's `params` echo.
+pub const REQUEST_STATE: &str = "requestState";
+
 /// `server/discover`.
 pub const METHOD_DISCOVER: &str = "server/discover";
 /// `tools/call`.
@@ -270,7 +274,7 @@ impl InputRequiredResult {
             );
         }
         if let Some(s) = &self.request_state {
-            m.insert("requestState".into(), s.clone().into());
+            m.insert(REQUEST_STATE.into(), s.clone().into());
         }
         if let Some(meta) = &self.meta {
             m.insert("_meta".into(), meta.clone());
@@ -295,7 +299,7 @@ impl InputRequiredResult {
                     .collect()
             });
         let request_state = obj
-            .get("requestState")
+            .get(REQUEST_STATE)
             .and_then(Value::as_str)
             .map(str::to_owned);
         Some(InputRequiredResult {

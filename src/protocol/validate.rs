@@ -4,7 +4,7 @@
 
 use super::codes;
 use super::jsonrpc::{ParseError, parse_json};
-use super::mrtr::INPUT_REQUEST_METHODS;
+use super::mrtr::{INPUT_REQUEST_METHODS, REQUEST_STATE};
 use super::version::Generation;
 use crate::findings::{Finding, Severity, pointer_push};
 use crate::schema;
@@ -128,11 +128,11 @@ pub fn validate_value(
     }
     if obj.contains_key("resultType")
         || obj.contains_key("inputRequests")
-        || obj.contains_key("requestState")
+        || obj.contains_key(REQUEST_STATE)
     {
         if ResultTypeSeen::of(obj) == ResultTypeSeen::InputRequired
             || obj.contains_key("inputRequests")
-            || obj.contains_key("requestState")
+            || obj.contains_key(REQUEST_STATE)
         {
             validate_input_required(obj, "", out);
             return (DocumentKind::InputRequiredResult, Some(Generation::Modern));
@@ -262,7 +262,7 @@ fn validate_framed(
     }
     if ResultTypeSeen::of(r) == ResultTypeSeen::InputRequired
         || r.contains_key("inputRequests")
-        || r.contains_key("requestState")
+        || r.contains_key(REQUEST_STATE)
     {
         validate_input_required(r, "/result", out);
         return (DocumentKind::InputRequiredResult, Some(Generation::Modern));
@@ -340,7 +340,7 @@ pub fn validate_input_required(r: &Map<String, Value>, ptr: &str, out: &mut Vec<
         )),
     }
     let reqs = r.get("inputRequests");
-    let state = r.get("requestState");
+    let state = r.get(REQUEST_STATE);
     if reqs.is_none() && state.is_none() {
         out.push(must(
             ptr,
@@ -352,7 +352,7 @@ pub fn validate_input_required(r: &Map<String, Value>, ptr: &str, out: &mut Vec<
         && !s.is_string()
     {
         out.push(must(
-            pointer_push(ptr, "requestState"),
+            pointer_push(ptr, REQUEST_STATE),
             "request-state-type",
             "requestState must be a string",
         ));

@@ -11,7 +11,7 @@
 //!   idle socket that never speaks, is closed then.
 //! - **busy**: a request is being handled or its response (an SSE stream,
 //!   say) is still being written. No connection timeout applies; the body
-//!   read timeout is the handler's (see `http::read_body`).
+//!   read timeout is the handler's (see `body::read_body`).
 //! - **idle**: the last response is done and nothing new has arrived. The
 //!   keep-alive timeout closes it.
 //!

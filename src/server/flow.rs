@@ -32,6 +32,7 @@ use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_s
 
 use super::app::App;
 use super::auth::cookie;
+use super::body::{BodyError, body_timed_out, read_body};
 use super::browser_session::{BROWSER_SESSION_TTL, LOGIN_CSRF_TTL, plausible_token, random_token};
 use super::flaw::Flaw;
 use super::log_text::LogText;
@@ -188,10 +189,10 @@ fn form_fields(body: &[u8], names: &[&str]) -> Vec<Option<String>> {
 
 /// The form body, or the response that says why there is none.
 async fn read_form(app: &App, body: Body, timing: &Timing) -> Result<axum::body::Bytes, Response> {
-    match super::http::read_body(app, body, MAX_FORM_BYTES).await {
+    match read_body(app, body, MAX_FORM_BYTES).await {
         Ok(b) => Ok(b),
-        Err(super::http::BodyError::TimedOut) => Err(super::http::body_timed_out()),
-        Err(super::http::BodyError::TooLarge) => Err(html(
+        Err(BodyError::TimedOut) => Err(body_timed_out()),
+        Err(BodyError::TooLarge) => Err(html(
             StatusCode::PAYLOAD_TOO_LARGE,
             "Too large",
             "<p>The form is too large.</p>",

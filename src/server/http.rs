@@ -27,6 +27,7 @@ use crate::protocol::legacy::METHOD_INITIALIZE;
 use crate::protocol::version::{LEGACY, MODERN};
 
 use super::app::App;
+use super::body::{BodyError, body_timed_out, read_body, too_large};
 use super::flaw::Flaw;
 use super::log_text::LogText;
 use super::origin::Refusal;
@@ -158,53 +159,6 @@ async fn mcp_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -
     let mut timing = Timing::start();
     let resp = post_inner(&app, &headers, body, &mut timing).await;
     reply::with_timing(resp, &timing)
-}
-
-fn too_large(max: usize) -> Response {
-    reply::error(
-        None,
-        &RpcError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            codes::INVALID_REQUEST,
-            format!("request body exceeds the {max}-byte limit"),
-        ),
-    )
-}
-
-/// Why a request body could not be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyError {
-    /// Longer than the limit (413).
-    TooLarge,
-    /// Not all there within `--body-read-timeout` (408; the connection closes).
-    TimedOut,
-}
-
-/// Reads a request body of at most `max` bytes within the body-read timeout.
-pub async fn read_body(app: &App, body: Body, max: usize) -> Result<axum::body::Bytes, BodyError> {
-    match tokio::time::timeout(app.cfg.body_read_timeout, axum::body::to_bytes(body, max)).await {
-        Ok(Ok(b)) => Ok(b),
-        Ok(Err(_)) => Err(BodyError::TooLarge),
-        Err(_) => {
-            tracing::info!("request body not received within --body-read-timeout");
-            Err(BodyError::TimedOut)
-        }
-    }
-}
-
-/// 408 for a body that did not arrive in time; the connection is closed.
-pub fn body_timed_out() -> Response {
-    let mut r = reply::error(
-        None,
-        &RpcError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            codes::INVALID_REQUEST,
-            "the request body did not arrive in time",
-        ),
-    );
-    r.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
 }
 
 async fn post_inner(

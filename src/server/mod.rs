@@ -12,8 +12,8 @@
 //! - [`origin`]: the `Origin`/`Host` allow-list (DNS-rebinding defence);
 //!   `remote`: the public URL links name, and the warnings before serving
 //!   beyond loopback.
-//! - `http`: routes, the origin guard, body cap, generation choice;
-//!   `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
+//! - `http`: routes, the origin guard, generation choice; `body`: the body
+//!   cap and read timeout; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
 //!   per originating request, its outcome kept for repeats.
@@ -29,6 +29,7 @@
 mod accept;
 mod app;
 pub mod auth;
+mod body;
 mod browser_session;
 pub mod config;
 mod conn_phase;

@@ -24,7 +24,7 @@ use crate::protocol::jsonrpc::Request;
 use crate::protocol::legacy::Implementation;
 use crate::protocol::mrtr::{
     META_SERVER_INFO, METHOD_DISCOVER, METHOD_TOOLS_CALL, METHOD_TOOLS_LIST, REMOVED_METHODS,
-    RequestMeta,
+    REQUEST_STATE, RequestMeta,
 };
 use crate::protocol::version::{MODERN, SUPPORTED};
 use crate::protocol::{ElicitAction, Generation};
@@ -203,7 +203,7 @@ async fn dispatch(
         METHOD_TOOLS_LIST => {
             if app.flaw(Flaw::InputRequiredOnList) {
                 let token: [u8; 16] = rand::random();
-                let v = json!({"requestState": token.iter().map(|b| format!("{b:02x}")).collect::<String>()});
+                let v = json!({REQUEST_STATE: token.iter().map(|b| format!("{b:02x}")).collect::<String>()});
                 return Ok(finish(app, v, "input_required"));
             }
             Ok(finish(app, cacheable(app, tools_list()), "complete"))
@@ -300,7 +300,7 @@ async fn tools_call(
         Some(Value::Object(m)) => Some(m),
         Some(_) => return Err(bad_shape(app, "params.inputResponses must be an object")),
     };
-    let state = match obj.get("requestState") {
+    let state = match obj.get(REQUEST_STATE) {
         None => None,
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return Err(bad_shape(app, "params.requestState must be a string")),
@@ -474,6 +474,6 @@ fn ask(
                 "could not seal requestState",
             )
         })?;
-    let v = json!({"inputRequests": requests, "requestState": token});
+    let v = json!({"inputRequests": requests, REQUEST_STATE: token});
     Ok(finish(app, v, "input_required"))
 }

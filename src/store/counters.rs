@@ -1,72 +1,203 @@
-//! Lock-free operation counters shared by the backends.
+//! Operation counting, done once for every backend: a backend implements
+//! [`Backend`] (the store operations, uncounted) and [`Counted`] wraps it
+//! into a [`Store`] that keeps the lock-free [`Counters`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::record::Counters;
+use serde_json::Value;
 
-/// Atomic cells behind [`Counters`].
-#[derive(Debug, Default)]
-pub(crate) struct CounterCells {
-    pub created: AtomicU64,
-    pub applied: AtomicU64,
-    pub already_done: AtomicU64,
-    pub rejected: AtomicU64,
-    pub expired: AtomicU64,
-    pub claims_won: AtomicU64,
-    pub claims_lost: AtomicU64,
-    pub purged_records: AtomicU64,
-    pub purged_audit: AtomicU64,
-    pub purged_claims: AtomicU64,
-    pub backend_calls: AtomicU64,
+use super::record::Counters;
+use super::{
+    AuditEntry, Claim, Completion, NewRecord, Outcome, Purged, Record, Store, StoreError, Taken,
+};
+
+/// The store operations of one backend, without counters. Each method has
+/// the contract of the [`Store`] method of the same name; the two that can
+/// move records to `Expired` add how many they moved to `expiries` as they go,
+/// so a call that fails part-way still counts what it did.
+pub(crate) trait Backend: Send + Sync {
+    /// See [`Store::create`].
+    fn create(&self, new: &NewRecord) -> Result<Record, StoreError>;
+
+    /// See [`Store::get`].
+    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError>;
+
+    /// See [`Store::complete`]; adds 1 to `expiries` when this call moved the
+    /// due record to `Expired`.
+    fn complete(
+        &self,
+        id: &str,
+        principal: &str,
+        outcome: Outcome,
+        now_ms: u64,
+        expiries: &mut u64,
+    ) -> Result<Completion, StoreError>;
+
+    /// See [`Store::expire_due`]; adds each record it moves to `expiries`.
+    fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError>;
+
+    /// See [`Store::audit`].
+    fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError>;
+
+    /// See [`Store::claim`].
+    fn claim(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+    ) -> Result<Claim, StoreError>;
+
+    /// See [`Store::claimed`].
+    fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError>;
+
+    /// See [`Store::purge`].
+    fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError>;
+
+    /// Round trips to a backing service so far ([`Counters::backend_calls`]).
+    fn backend_calls(&self) -> u64 {
+        0
+    }
+
+    /// See [`Store::backend_name`].
+    fn backend_name(&self) -> &'static str;
 }
 
-impl CounterCells {
-    /// Adds `n` to `cell`.
-    pub fn add(cell: &AtomicU64, n: u64) {
-        cell.fetch_add(n, Ordering::Relaxed);
-    }
+/// A backend with its operation counters: the [`Store`] that
+/// [`super::MemoryStore`], [`super::SqliteStore`] and [`super::RedisStore`]
+/// name.
+#[derive(Debug, Default)]
+pub struct Counted<B> {
+    pub(super) backend: B,
+    cells: CounterCells,
+}
 
-    /// A point-in-time copy.
-    pub fn snapshot(&self) -> Counters {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        Counters {
-            created: g(&self.created),
-            applied: g(&self.applied),
-            already_done: g(&self.already_done),
-            rejected: g(&self.rejected),
-            expired: g(&self.expired),
-            claims_won: g(&self.claims_won),
-            claims_lost: g(&self.claims_lost),
-            purged_records: g(&self.purged_records),
-            purged_audit: g(&self.purged_audit),
-            purged_claims: g(&self.purged_claims),
-            backend_calls: g(&self.backend_calls),
+impl<B> Counted<B> {
+    /// Wraps `backend` with counters at zero.
+    pub(super) fn wrap(backend: B) -> Self {
+        Counted {
+            backend,
+            cells: CounterCells::default(),
         }
     }
+}
 
-    /// Counts the answer of one `claim` call.
-    pub fn count_claim(&self, won: bool) {
-        let cell = if won {
-            &self.claims_won
-        } else {
-            &self.claims_lost
+/// Atomic cells behind [`Counters`] (all but `backend_calls`, which the
+/// backend keeps).
+#[derive(Debug, Default)]
+struct CounterCells {
+    created: AtomicU64,
+    applied: AtomicU64,
+    already_done: AtomicU64,
+    rejected: AtomicU64,
+    expired: AtomicU64,
+    claims_won: AtomicU64,
+    claims_lost: AtomicU64,
+    purged_records: AtomicU64,
+    purged_audit: AtomicU64,
+    purged_claims: AtomicU64,
+}
+
+/// Adds `n` to `cell`.
+fn add(cell: &AtomicU64, n: u64) {
+    cell.fetch_add(n, Ordering::Relaxed);
+}
+
+impl<B: Backend> Store for Counted<B> {
+    fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
+        let r = self.backend.create(new);
+        if r.is_ok() {
+            add(&self.cells.created, 1);
+        }
+        r
+    }
+
+    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError> {
+        self.backend.get(id, now_ms)
+    }
+
+    fn complete(
+        &self,
+        id: &str,
+        principal: &str,
+        outcome: Outcome,
+        now_ms: u64,
+    ) -> Result<Completion, StoreError> {
+        let mut expired = 0;
+        let r = self
+            .backend
+            .complete(id, principal, outcome, now_ms, &mut expired);
+        add(&self.cells.expired, expired);
+        let cell = match &r {
+            Ok(Completion::Applied(_)) => &self.cells.applied,
+            Ok(Completion::AlreadyDone(_)) => &self.cells.already_done,
+            Err(_) => &self.cells.rejected,
         };
-        Self::add(cell, 1);
+        add(cell, 1);
+        r
     }
 
-    /// Counts what one `purge` call deleted.
-    pub fn count_purge(&self, p: &super::Purged) {
-        Self::add(&self.purged_records, p.records);
-        Self::add(&self.purged_audit, p.audit);
-        Self::add(&self.purged_claims, p.claims);
+    fn expire_due(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let mut expired = 0;
+        let r = self.backend.expire_due(now_ms, &mut expired);
+        add(&self.cells.expired, expired);
+        r
     }
 
-    /// Counts the answer of one `complete` call.
-    pub fn count_completion<T>(&self, r: &Result<super::Completion, T>) {
-        match r {
-            Ok(super::Completion::Applied(_)) => Self::add(&self.applied, 1),
-            Ok(super::Completion::AlreadyDone(_)) => Self::add(&self.already_done, 1),
-            Err(_) => Self::add(&self.rejected, 1),
+    fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        self.backend.audit(id)
+    }
+
+    fn claim(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+    ) -> Result<Claim, StoreError> {
+        let r = self.backend.claim(key, outcome, keep_until_ms);
+        if let Ok(claim) = &r {
+            let cell = if claim.is_won() {
+                &self.cells.claims_won
+            } else {
+                &self.cells.claims_lost
+            };
+            add(cell, 1);
         }
+        r
+    }
+
+    fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {
+        self.backend.claimed(key)
+    }
+
+    fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError> {
+        let r = self.backend.purge(now_ms, retention_ms);
+        if let Ok(p) = &r {
+            add(&self.cells.purged_records, p.records);
+            add(&self.cells.purged_audit, p.audit);
+            add(&self.cells.purged_claims, p.claims);
+        }
+        r
+    }
+
+    fn counters(&self) -> Counters {
+        let c = &self.cells;
+        let g = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
+        Counters {
+            created: g(&c.created),
+            applied: g(&c.applied),
+            already_done: g(&c.already_done),
+            rejected: g(&c.rejected),
+            expired: g(&c.expired),
+            claims_won: g(&c.claims_won),
+            claims_lost: g(&c.claims_lost),
+            purged_records: g(&c.purged_records),
+            purged_audit: g(&c.purged_audit),
+            purged_claims: g(&c.purged_claims),
+            backend_calls: self.backend.backend_calls(),
+        }
+    }
+
+    fn backend_name(&self) -> &'static str {
+        self.backend.backend_name()
     }
 }

@@ -6,12 +6,12 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::claim::check_key;
-use super::counters::CounterCells;
+use super::counters::{Backend, Counted};
 use super::record::settle_against;
 use super::retention::cutoff;
 use super::{
-    AuditEntry, Claim, Completion, Counters, NewRecord, Outcome, Purged, Record, Status, Store,
-    StoreError, Taken, new_id,
+    AuditEntry, Claim, Completion, NewRecord, Outcome, Purged, Record, Status, StoreError, Taken,
+    new_id,
 };
 
 /// A record and its audit log.
@@ -56,50 +56,28 @@ struct Inner {
 
 /// Memory backend. The compare-and-set is the check-then-write under one
 /// mutex, so concurrent completions are linearised.
-#[derive(Debug, Default)]
-pub struct MemoryStore {
-    inner: Mutex<Inner>,
-    counters: CounterCells,
-}
+pub type MemoryStore = Counted<MemoryBackend>;
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
     }
+}
 
+/// The uncounted memory backend behind [`MemoryStore`].
+#[derive(Debug, Default)]
+pub struct MemoryBackend {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryBackend {
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
         self.inner.lock().map_err(|_| StoreError::Poisoned)
     }
-
-    fn complete_locked(
-        &self,
-        inner: &mut Inner,
-        id: &str,
-        principal: &str,
-        outcome: Outcome,
-        now_ms: u64,
-    ) -> Result<Completion, StoreError> {
-        let entry = inner.entries.get_mut(id).ok_or(StoreError::NotFound)?;
-        if entry.record.principal != principal {
-            return Err(StoreError::WrongPrincipal);
-        }
-        let target = outcome.status();
-        if entry.record.status == Status::Pending {
-            if entry.record.is_due(now_ms) {
-                entry.transition(Status::Expired, None, now_ms);
-                CounterCells::add(&self.counters.expired, 1);
-                return Err(StoreError::Expired);
-            }
-            entry.record.result = outcome.into_result();
-            entry.transition(target, Some(principal), now_ms);
-            return Ok(Completion::Applied(entry.record.clone()));
-        }
-        settle_against(entry.record.clone(), target)
-    }
 }
 
-impl Store for MemoryStore {
+impl Backend for MemoryBackend {
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
         new.validate()?;
         let mut inner = self.lock()?;
@@ -122,7 +100,6 @@ impl Store for MemoryStore {
                 audit,
             }),
         );
-        CounterCells::add(&self.counters.created, 1);
         Ok(record)
     }
 
@@ -140,15 +117,28 @@ impl Store for MemoryStore {
         principal: &str,
         outcome: Outcome,
         now_ms: u64,
+        expiries: &mut u64,
     ) -> Result<Completion, StoreError> {
         let mut inner = self.lock()?;
-        let r = self.complete_locked(&mut inner, id, principal, outcome, now_ms);
-        drop(inner);
-        self.counters.count_completion(&r);
-        r
+        let entry = inner.entries.get_mut(id).ok_or(StoreError::NotFound)?;
+        if entry.record.principal != principal {
+            return Err(StoreError::WrongPrincipal);
+        }
+        let target = outcome.status();
+        if entry.record.status == Status::Pending {
+            if entry.record.is_due(now_ms) {
+                entry.transition(Status::Expired, None, now_ms);
+                *expiries += 1;
+                return Err(StoreError::Expired);
+            }
+            entry.record.result = outcome.into_result();
+            entry.transition(target, Some(principal), now_ms);
+            return Ok(Completion::Applied(entry.record.clone()));
+        }
+        settle_against(entry.record.clone(), target)
     }
 
-    fn expire_due(&self, now_ms: u64) -> Result<usize, StoreError> {
+    fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
         let mut inner = self.lock()?;
         let mut n = 0;
         for entry in inner.entries.values_mut() {
@@ -157,7 +147,7 @@ impl Store for MemoryStore {
                 n += 1;
             }
         }
-        CounterCells::add(&self.counters.expired, n as u64);
+        *expiries += n as u64;
         Ok(n)
     }
 
@@ -191,8 +181,6 @@ impl Store for MemoryStore {
                 Claim::Won
             }
         };
-        drop(inner);
-        self.counters.count_claim(claim.is_won());
         Ok(claim)
     }
 
@@ -232,13 +220,7 @@ impl Store for MemoryStore {
         if inner.claims.capacity() > 4 * inner.claims.len().max(1024) {
             inner.claims.shrink_to_fit();
         }
-        drop(inner);
-        self.counters.count_purge(&purged);
         Ok(purged)
-    }
-
-    fn counters(&self) -> Counters {
-        self.counters.snapshot()
     }
 
     fn backend_name(&self) -> &'static str {

@@ -15,6 +15,8 @@
 //! Backends: [`MemoryStore`], [`SqliteStore`] and [`RedisStore`] (shared by
 //! every instance behind a load balancer); [`open_url`] picks one from a
 //! spec string. [`model`] checks any backend against a reference model.
+//! Each is an uncounted backend inside one counting wrapper (`counters`),
+//! which keeps the [`Counters`] every backend reports.
 //!
 //! All time-dependent calls take `now_ms` (ms since the Unix epoch) from the
 //! caller, so tests and the model checker drive an explicit clock; servers
@@ -22,7 +24,6 @@
 
 mod claim;
 mod counters;
-mod error;
 mod id;
 mod mask;
 mod memory;
@@ -35,12 +36,12 @@ mod sqlite;
 
 pub use self::redis::RedisStore;
 pub use claim::{Claim, KEEP_FOREVER, Taken};
-pub use error::StoreError;
 pub use id::{ID_LEN, is_plausible_id, new_id};
 pub use mask::mask_secret;
 pub use memory::MemoryStore;
 pub use record::{
     AuditEntry, Completion, Counters, MAX_FIELD_LEN, Mode, NewRecord, Outcome, Record, Status,
+    StoreError,
 };
 pub use retention::Purged;
 pub use sqlite::SqliteStore;

@@ -21,19 +21,20 @@
 //! Counters are this process's, like the other backends'.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ::redis::{Connection, RedisError, Script};
 use serde_json::Value;
 
 use super::claim::check_key;
-use super::counters::CounterCells;
+use super::counters::{Backend, Counted};
 use super::record::settle_against;
 use super::redis_lua;
 use super::retention::cutoff;
 use super::{
-    AuditEntry, Claim, Completion, Counters, NewRecord, Outcome, Purged, Record, Status, Store,
-    StoreError, Taken, is_plausible_id, new_id,
+    AuditEntry, Claim, Completion, NewRecord, Outcome, Purged, Record, Status, StoreError, Taken,
+    is_plausible_id, new_id,
 };
 
 /// Prefix of every key this backend writes.
@@ -57,16 +58,20 @@ struct Scripts {
 }
 
 /// Redis backend; see the module docs.
-pub struct RedisStore {
+pub type RedisStore = Counted<RedisBackend>;
+
+/// The uncounted Redis backend behind [`RedisStore`].
+pub struct RedisBackend {
     client: ::redis::Client,
     pool: Mutex<Vec<Connection>>,
     scripts: Scripts,
-    counters: CounterCells,
+    /// Round trips so far ([`super::Counters::backend_calls`]).
+    calls: AtomicU64,
 }
 
-impl std::fmt::Debug for RedisStore {
+impl std::fmt::Debug for RedisBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisStore").finish_non_exhaustive()
+        f.debug_struct("RedisBackend").finish_non_exhaustive()
     }
 }
 
@@ -182,11 +187,23 @@ impl RedisStore {
     /// Connects to `url` (`redis://HOST:PORT/DB`) and checks with a PING
     /// that Redis answers.
     pub fn open(url: &str) -> Result<Self, StoreError> {
+        RedisBackend::open(url).map(Counted::wrap)
+    }
+
+    /// Keys of every claim currently held whose key starts with `prefix`
+    /// (a bounded SCAN; for tests and operators counting side effects).
+    pub fn claim_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.backend.claim_keys(prefix)
+    }
+}
+
+impl RedisBackend {
+    fn open(url: &str) -> Result<Self, StoreError> {
         let client = ::redis::Client::open(url).map_err(|e| StoreError::BadSpec {
             spec: url.to_owned(),
             reason: e.to_string(),
         })?;
-        let store = RedisStore {
+        let store = RedisBackend {
             client,
             pool: Mutex::new(Vec::new()),
             scripts: Scripts {
@@ -196,7 +213,7 @@ impl RedisStore {
                 purge: Script::new(redis_lua::PURGE),
                 claim: Script::new(redis_lua::CLAIM),
             },
-            counters: CounterCells::default(),
+            calls: AtomicU64::new(0),
         };
         store.with_conn(|c| ::redis::cmd("PING").query::<String>(c))?;
         Ok(store)
@@ -223,7 +240,7 @@ impl RedisStore {
             None => self.connect()?,
         };
         let r = f(&mut conn);
-        CounterCells::add(&self.counters.backend_calls, 1);
+        self.calls.fetch_add(1, Ordering::Relaxed);
         let keep = match &r {
             Ok(_) => true,
             Err(e) => !unavailable(e),
@@ -237,9 +254,7 @@ impl RedisStore {
         r.map_err(map_err)
     }
 
-    /// Keys of every claim currently held whose key starts with `prefix`
-    /// (a bounded SCAN; for tests and operators counting side effects).
-    pub fn claim_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+    fn claim_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let pattern = format!("{KEY_PREFIX}claim:{prefix}*");
         let full: Vec<String> = self.with_conn(|c| {
             let mut out = Vec::new();
@@ -265,13 +280,58 @@ impl RedisStore {
             .filter_map(|k| k.strip_prefix(&strip).map(str::to_owned))
             .collect())
     }
+}
 
-    fn complete_inner(
+impl Backend for RedisBackend {
+    fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
+        new.validate()?;
+        let creation = AuditEntry {
+            at_ms: new.created_at_ms,
+            from: None,
+            to: Status::Pending,
+            actor_principal: Some(new.principal.clone()),
+            version: 0,
+        };
+        let creation = to_json(&creation)?;
+        loop {
+            let rec = Record::from_new(new_id(), new);
+            let created: i64 = self.with_conn(|c| {
+                let mut inv = self.scripts.create.prepare_invoke();
+                inv.arg(KEY_PREFIX)
+                    .arg(&rec.id)
+                    .arg(rec.created_at_ms)
+                    .arg(rec.expires_at_ms)
+                    .arg(&creation);
+                for (k, v) in fields_of(&rec) {
+                    inv.arg(k).arg(v);
+                }
+                inv.invoke(c)
+            })?;
+            if created == 1 {
+                return Ok(rec);
+            }
+        }
+    }
+
+    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError> {
+        if !is_plausible_id(id) {
+            return Ok(None);
+        }
+        let key = format!("{KEY_PREFIX}rec:{id}");
+        let flat: Vec<String> = self.with_conn(|c| ::redis::cmd("HGETALL").arg(&key).query(c))?;
+        if flat.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(record_of(id, &flat)?.seen_at(now_ms)))
+    }
+
+    fn complete(
         &self,
         id: &str,
         principal: &str,
         outcome: Outcome,
         now_ms: u64,
+        expiries: &mut u64,
     ) -> Result<Completion, StoreError> {
         if !is_plausible_id(id) {
             return Err(StoreError::NotFound);
@@ -309,7 +369,7 @@ impl RedisStore {
             "nf" => Err(StoreError::NotFound),
             "wp" => Err(StoreError::WrongPrincipal),
             "expired" => {
-                CounterCells::add(&self.counters.expired, 1);
+                *expiries += 1;
                 Err(StoreError::Expired)
             }
             "applied" => Ok(Completion::Applied(record_of(id, flat)?)),
@@ -317,65 +377,8 @@ impl RedisStore {
             other => Err(corrupt(id, format!("unexpected script reply {other:?}"))),
         }
     }
-}
 
-impl Store for RedisStore {
-    fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
-        new.validate()?;
-        let creation = AuditEntry {
-            at_ms: new.created_at_ms,
-            from: None,
-            to: Status::Pending,
-            actor_principal: Some(new.principal.clone()),
-            version: 0,
-        };
-        let creation = to_json(&creation)?;
-        loop {
-            let rec = Record::from_new(new_id(), new);
-            let created: i64 = self.with_conn(|c| {
-                let mut inv = self.scripts.create.prepare_invoke();
-                inv.arg(KEY_PREFIX)
-                    .arg(&rec.id)
-                    .arg(rec.created_at_ms)
-                    .arg(rec.expires_at_ms)
-                    .arg(&creation);
-                for (k, v) in fields_of(&rec) {
-                    inv.arg(k).arg(v);
-                }
-                inv.invoke(c)
-            })?;
-            if created == 1 {
-                CounterCells::add(&self.counters.created, 1);
-                return Ok(rec);
-            }
-        }
-    }
-
-    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError> {
-        if !is_plausible_id(id) {
-            return Ok(None);
-        }
-        let key = format!("{KEY_PREFIX}rec:{id}");
-        let flat: Vec<String> = self.with_conn(|c| ::redis::cmd("HGETALL").arg(&key).query(c))?;
-        if flat.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(record_of(id, &flat)?.seen_at(now_ms)))
-    }
-
-    fn complete(
-        &self,
-        id: &str,
-        principal: &str,
-        outcome: Outcome,
-        now_ms: u64,
-    ) -> Result<Completion, StoreError> {
-        let r = self.complete_inner(id, principal, outcome, now_ms);
-        self.counters.count_completion(&r);
-        r
-    }
-
-    fn expire_due(&self, now_ms: u64) -> Result<usize, StoreError> {
+    fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
         let entry = to_json(&expiry_entry(now_ms))?;
         let mut moved = 0usize;
         loop {
@@ -389,7 +392,7 @@ impl Store for RedisStore {
                     .invoke(c)
             })?;
             moved += n;
-            CounterCells::add(&self.counters.expired, n as u64);
+            *expiries += n as u64;
             if scanned < PURGE_BATCH {
                 return Ok(moved);
             }
@@ -438,7 +441,6 @@ impl Store for RedisStore {
         } else {
             Claim::Taken(taken_of(key, &prior)?)
         };
-        self.counters.count_claim(claim.is_won());
         Ok(claim)
     }
 
@@ -469,12 +471,11 @@ impl Store for RedisStore {
                 break;
             }
         }
-        self.counters.count_purge(&purged);
         Ok(purged)
     }
 
-    fn counters(&self) -> Counters {
-        self.counters.snapshot()
+    fn backend_calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
     }
 
     fn backend_name(&self) -> &'static str {

@@ -29,12 +29,12 @@ use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehav
 use serde_json::Value;
 
 use super::claim::check_key;
-use super::counters::CounterCells;
+use super::counters::{Backend, Counted};
 use super::record::settle_against;
 use super::retention::cutoff;
 use super::{
-    AuditEntry, Claim, Completion, Counters, Mode, NewRecord, Outcome, Purged, Record, Status,
-    Store, StoreError, Taken, is_plausible_id, new_id,
+    AuditEntry, Claim, Completion, Mode, NewRecord, Outcome, Purged, Record, Status, StoreError,
+    Taken, is_plausible_id, new_id,
 };
 
 /// Schema version written to `PRAGMA user_version`.
@@ -97,10 +97,12 @@ const SELECT_RECORD: &str = "SELECT id, principal, client_id, request_digest, mo
      created_at_ms, expires_at_ms, version, csrf_token, result FROM elicitations WHERE id = ?1";
 
 /// SQLite backend; see the module docs.
+pub type SqliteStore = Counted<SqliteBackend>;
+
+/// The uncounted SQLite backend behind [`SqliteStore`].
 #[derive(Debug)]
-pub struct SqliteStore {
+pub struct SqliteBackend {
     conn: Mutex<Connection>,
-    counters: CounterCells,
 }
 
 /// Clamps a caller's clock to SQLite's integer range.
@@ -242,6 +244,21 @@ impl SqliteStore {
     /// `synchronous=FULL` and a 5 s busy timeout, and creates (or upgrades)
     /// the schema. Refuses files written by a newer schema version.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        SqliteBackend::open(path.as_ref()).map(Counted::wrap)
+    }
+
+    /// Bytes the database file and its WAL take on disk now.
+    pub fn file_bytes(path: impl AsRef<Path>) -> u64 {
+        let p = path.as_ref();
+        let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let mut wal = p.as_os_str().to_owned();
+        wal.push("-wal");
+        len(p) + len(Path::new(&wal))
+    }
+}
+
+impl SqliteBackend {
+    fn open(path: &Path) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(5))?;
         let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
@@ -267,9 +284,8 @@ impl SqliteStore {
         tx.execute_batch(INDEXES_V2)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         tx.commit()?;
-        Ok(SqliteStore {
+        Ok(SqliteBackend {
             conn: Mutex::new(conn),
-            counters: CounterCells::default(),
         })
     }
 
@@ -314,15 +330,6 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Bytes the database file and its WAL take on disk now.
-    pub fn file_bytes(path: impl AsRef<Path>) -> u64 {
-        let p = path.as_ref();
-        let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-        let mut wal = p.as_os_str().to_owned();
-        wal.push("-wal");
-        len(p) + len(Path::new(&wal))
-    }
-
     /// Moves one due record to `Expired` inside `tx`; true if it moved.
     fn expire_one(tx: &Transaction<'_>, rec: &Record, now_ms: u64) -> Result<bool, StoreError> {
         let changed = tx.execute(
@@ -342,13 +349,58 @@ impl SqliteStore {
         }
         Ok(changed == 1)
     }
+}
 
-    fn complete_inner(
+impl Backend for SqliteBackend {
+    fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
+        new.validate()?;
+        let mut conn = self.lock()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let record = loop {
+            let rec = Record::from_new(new_id(), new);
+            let inserted = tx.execute(
+                "INSERT OR IGNORE INTO elicitations (id, principal, client_id, request_digest, \
+                 mode, status, created_at_ms, expires_at_ms, version, csrf_token, result) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, 0, ?8, NULL)",
+                params![
+                    rec.id,
+                    rec.principal,
+                    rec.client_id,
+                    &rec.request_digest[..],
+                    rec.mode.as_str(),
+                    sql_time(rec.created_at_ms),
+                    sql_time(rec.expires_at_ms),
+                    rec.csrf_token,
+                ],
+            )?;
+            if inserted == 1 {
+                break rec;
+            }
+        };
+        let entry = AuditEntry {
+            at_ms: new.created_at_ms,
+            from: None,
+            to: Status::Pending,
+            actor_principal: Some(new.principal.clone()),
+            version: 0,
+        };
+        insert_audit(&tx, &record.id, &entry)?;
+        tx.commit()?;
+        Ok(record)
+    }
+
+    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError> {
+        let conn = self.lock()?;
+        Ok(load(&conn, id)?.map(|r| r.seen_at(now_ms)))
+    }
+
+    fn complete(
         &self,
         id: &str,
         principal: &str,
         outcome: Outcome,
         now_ms: u64,
+        expiries: &mut u64,
     ) -> Result<Completion, StoreError> {
         let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -362,7 +414,7 @@ impl SqliteStore {
         }
         if rec.is_due(now_ms) {
             if Self::expire_one(&tx, &rec, now_ms)? {
-                CounterCells::add(&self.counters.expired, 1);
+                *expiries += 1;
             }
             tx.commit()?;
             return Err(StoreError::Expired);
@@ -410,65 +462,8 @@ impl SqliteStore {
         tx.commit()?;
         Ok(Completion::Applied(done))
     }
-}
 
-impl Store for SqliteStore {
-    fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
-        new.validate()?;
-        let mut conn = self.lock()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let record = loop {
-            let rec = Record::from_new(new_id(), new);
-            let inserted = tx.execute(
-                "INSERT OR IGNORE INTO elicitations (id, principal, client_id, request_digest, \
-                 mode, status, created_at_ms, expires_at_ms, version, csrf_token, result) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, ?7, 0, ?8, NULL)",
-                params![
-                    rec.id,
-                    rec.principal,
-                    rec.client_id,
-                    &rec.request_digest[..],
-                    rec.mode.as_str(),
-                    sql_time(rec.created_at_ms),
-                    sql_time(rec.expires_at_ms),
-                    rec.csrf_token,
-                ],
-            )?;
-            if inserted == 1 {
-                break rec;
-            }
-        };
-        let entry = AuditEntry {
-            at_ms: new.created_at_ms,
-            from: None,
-            to: Status::Pending,
-            actor_principal: Some(new.principal.clone()),
-            version: 0,
-        };
-        insert_audit(&tx, &record.id, &entry)?;
-        tx.commit()?;
-        CounterCells::add(&self.counters.created, 1);
-        Ok(record)
-    }
-
-    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError> {
-        let conn = self.lock()?;
-        Ok(load(&conn, id)?.map(|r| r.seen_at(now_ms)))
-    }
-
-    fn complete(
-        &self,
-        id: &str,
-        principal: &str,
-        outcome: Outcome,
-        now_ms: u64,
-    ) -> Result<Completion, StoreError> {
-        let r = self.complete_inner(id, principal, outcome, now_ms);
-        self.counters.count_completion(&r);
-        r
-    }
-
-    fn expire_due(&self, now_ms: u64) -> Result<usize, StoreError> {
+    fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
         let mut conn = self.lock()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let moved: Vec<(String, i64)> = {
@@ -491,7 +486,7 @@ impl Store for SqliteStore {
             insert_audit(&tx, id, &entry)?;
         }
         tx.commit()?;
-        CounterCells::add(&self.counters.expired, moved.len() as u64);
+        *expiries += moved.len() as u64;
         Ok(moved.len())
     }
 
@@ -549,7 +544,6 @@ impl Store for SqliteStore {
             tx.commit()?;
             claim
         };
-        self.counters.count_claim(claim.is_won());
         Ok(claim)
     }
 
@@ -583,12 +577,7 @@ impl Store for SqliteStore {
         if !purged.is_empty() {
             self.hand_back_free_pages()?;
         }
-        self.counters.count_purge(&purged);
         Ok(purged)
-    }
-
-    fn counters(&self) -> Counters {
-        self.counters.snapshot()
     }
 
     fn backend_name(&self) -> &'static str {

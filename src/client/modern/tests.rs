@@ -50,7 +50,7 @@ fn sse_reply(v: Value) -> HttpReply {
 fn input_required(id: i64, requests: Value, state: Option<&str>) -> Value {
     let mut r = json!({"resultType":"input_required","inputRequests":requests});
     if let Some(s) = state {
-        r["requestState"] = json!(s);
+        r[REQUEST_STATE] = json!(s);
     }
     json!({"jsonrpc":"2.0","id":id,"result":r})
 }
@@ -124,7 +124,7 @@ fn first_call_carries_meta_and_headers() {
     assert_eq!(b["id"], json!(1));
     assert_eq!(b["method"], json!("tools/call"));
     assert_eq!(b["params"]["arguments"]["service"], json!("api"));
-    assert!(b["params"].get("requestState").is_none());
+    assert!(b["params"].get(REQUEST_STATE).is_none());
     assert!(b["params"].get("inputResponses").is_none());
     let meta = &b["params"]["_meta"];
     assert_eq!(meta[META_PROTOCOL_VERSION], json!("2026-07-28"));
@@ -141,7 +141,7 @@ fn accept_valid_form_round_trip() {
     assert_eq!(retry.leg, "tools/call #2 retry");
     let b = body_of(&retry);
     assert_eq!(b["id"], json!(2), "a retry uses a new id");
-    assert_eq!(b["params"]["requestState"], json!("st-1"));
+    assert_eq!(b["params"][REQUEST_STATE], json!("st-1"));
     let answer = &b["params"]["inputResponses"]["confirm"];
     assert_eq!(answer["action"], json!("accept"));
     let model = RequestedSchema::from_value(&serde_json::from_str(FORM_SCHEMA).unwrap())
@@ -177,7 +177,7 @@ fn multi_round_sse_echoes_each_state_byte_for_byte() {
         ))));
         let b = body_of(&out);
         assert_eq!(b["id"], json!(id + 1));
-        assert_eq!(b["params"]["requestState"].as_str(), Some(*st));
+        assert_eq!(b["params"][REQUEST_STATE].as_str(), Some(*st));
         assert!(b["params"]["inputResponses"].get(&key).is_some());
         id += 1;
     }
@@ -192,16 +192,16 @@ fn multi_round_sse_echoes_each_state_byte_for_byte() {
 fn no_state_given_means_none_sent_and_load_shedding_retries() {
     let mut f = flow(AnswerPolicy::AcceptValid);
     let retry = one_round(&mut f, None);
-    assert!(body_of(&retry)["params"].get("requestState").is_none());
+    assert!(body_of(&retry)["params"].get(REQUEST_STATE).is_none());
     // requestState only (load shedding): retry at once, without inputResponses.
     let mut f = flow(AnswerPolicy::AcceptValid);
     let _ = f.start();
     let out = send(f.on_reply(json_reply(
         200,
-        json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}),
+        json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required",REQUEST_STATE:"s"}}),
     )));
     let b = body_of(&out);
-    assert_eq!(b["params"]["requestState"], json!("s"));
+    assert_eq!(b["params"][REQUEST_STATE], json!("s"));
     assert!(b["params"].get("inputResponses").is_none());
 }
 
@@ -643,7 +643,7 @@ fn tampered_state_must_be_rejected() {
     let m = Mutation::FlipChar { index: 3 };
     let mut f = flow(AnswerPolicy::TamperState(m.clone()));
     let retry = one_round(&mut f, Some("rs1.abcdef.ghij"));
-    let sent = body_of(&retry)["params"]["requestState"]
+    let sent = body_of(&retry)["params"][REQUEST_STATE]
         .as_str()
         .unwrap()
         .to_owned();
@@ -705,7 +705,7 @@ fn cross_principal_retry_uses_the_other_token() {
     let mut f = flow(AnswerPolicy::CrossPrincipalReplay);
     let retry = one_round(&mut f, Some("st"));
     assert_eq!(retry.auth, Auth::Other);
-    assert_eq!(body_of(&retry)["params"]["requestState"], json!("st"));
+    assert_eq!(body_of(&retry)["params"][REQUEST_STATE], json!("st"));
     let rt = done(f.on_reply(json_reply(
         200,
         rpc_error(2, -32602, Some("wrong_principal")),
@@ -974,11 +974,11 @@ fn a_tampered_state_must_be_refused_for_that_reason() {
 fn tamper_waits_for_the_first_round_that_carries_a_state() {
     let mut f = strict(AnswerPolicy::TamperState(Mutation::FlipChar { index: 0 }));
     let r1 = one_round(&mut f, None);
-    assert!(body_of(&r1)["params"].get("requestState").is_none());
+    assert!(body_of(&r1)["params"].get(REQUEST_STATE).is_none());
     let r2 = send(f.on_reply(json_reply(
         200,
         input_required(2, json!({"more": form_request()}), Some("abc")),
     )));
-    let sent = body_of(&r2)["params"]["requestState"].clone();
+    let sent = body_of(&r2)["params"][REQUEST_STATE].clone();
     assert!(sent.is_string() && sent != "abc", "{sent}");
 }

@@ -12,6 +12,7 @@ use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
 use crate::protocol::Generation;
+use crate::protocol::mrtr::REQUEST_STATE;
 
 use super::case::Op;
 use super::oracle::{MUTATED, Oracle, completes, judge};
@@ -277,7 +278,7 @@ impl Target {
         if let Some(s) = &sent_state
             && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
         {
-            v["params"]["requestState"] = s.clone();
+            v["params"][REQUEST_STATE] = s.clone();
             req.body = v.to_string().into_bytes();
         }
         if let Some(o) = other {

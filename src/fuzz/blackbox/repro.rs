@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::client::raw::{RawReply, Rpc};
 use crate::protocol::headers::SESSION_ID;
+use crate::protocol::mrtr::REQUEST_STATE;
 
 use super::Finding;
 
@@ -39,7 +40,7 @@ fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
 fn issued_state(r: &RawReply) -> Option<String> {
     match r.rpc() {
         Rpc::Result(v) => v
-            .get("requestState")
+            .get(REQUEST_STATE)
             .and_then(Value::as_str)
             .map(str::to_owned),
         _ => None,

@@ -54,7 +54,7 @@ use crate::discover::modern::{WalkEnd, call_request, list_tools, walk};
 use crate::discover::{Wire, all_modes, args, is_single_use, page};
 use crate::findings::Severity;
 use crate::protocol::body::decode_body;
-use crate::protocol::mrtr::InputRequiredResult;
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use crate::protocol::{Generation, ResultType, validate};
 
 use super::mutation::{AnswerMutation, BodyMutation, HeaderMutation, StateMutation};
@@ -683,7 +683,7 @@ impl<S: McpService> Run<'_, S> {
         if let Some(s) = state {
             // `call_request` takes only text states; put any JSON in.
             if let Ok(mut v) = serde_json::from_slice::<Value>(&req.body) {
-                v["params"]["requestState"] = s;
+                v["params"][REQUEST_STATE] = s;
                 req.body = v.to_string().into_bytes();
             }
         }
