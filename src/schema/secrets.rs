@@ -1,15 +1,18 @@
 //! Secret and URL heuristics (spec §3.6 rules 1 and 4).
 //!
-//! **Forms.** A free-input field (string or number) whose name, title or
-//! description asks for a password, passphrase, API key, access/refresh/
-//! bearer token, secret, private key, card number, CVV/CVC, PIN, SSN,
-//! OTP/2FA code and the like is a SHOULD finding `form-asks-for-secret`
-//! for manual review (spec digest §6.A 7: the rule is a MUST, but a word
-//! match is only a heuristic): secrets belong in URL mode. Words under a
-//! negation in the same sentence (`do not give us your PIN`, `we never ask
-//! for your password`, `without a password`) do not count: a warning
-//! against secrets is not a request for one. Text is split into words (on punctuation,
-//! `snake_case`, `kebab-case` and `camelCase`/`APIKey` boundaries) and
+//! **Forms.** A free-input field (string or number) that asks for a secret
+//! is a `form-asks-for-secret` finding (spec §3.6 rule 1, a MUST: secrets
+//! belong in URL mode). Its severity follows how plainly it asks
+//! ([`SecretAsk`]): a name or title that names a password, API key, token,
+//! client secret, private key or card number/CVC, or `format: password`, is
+//! MUST; a secret word only in the description, or a weaker word anywhere
+//! (PIN, SSN, OTP/2FA or verification code, "secret", IBAN, seed phrase…),
+//! is SHOULD, for review (a word match is a heuristic, spec digest §6.A 7).
+//! Words under a negation in the same sentence (`do not give us your PIN`,
+//! `we never ask for your password`, `without a password`) do not count: a
+//! warning against secrets is not a request for one. Text is split into
+//! words (on punctuation, `snake_case`, `kebab-case` and `camelCase`/`APIKey`
+//! boundaries) and
 //! matched word by word, so `secretary`, `passport`, `tokenizer` or
 //! `keyboard` never match. A word followed by a meta word (`password
 //! length`, `token count`, `pin type`...) does not count, and `token` does
