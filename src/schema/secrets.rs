@@ -46,34 +46,13 @@ use crate::findings::{Finding, Severity, pointer_push};
 /// Most findings [`url_findings`] reports for one URL.
 pub const MAX_URL_FINDINGS: usize = 16;
 
-/// Words that are secrets on their own.
-const SECRET_WORDS: &[&str] = &[
-    "password",
-    "passwords",
-    "passwd",
-    "pwd",
-    "passphrase",
+/// Secret words that do not name the secret outright (see [`PLAIN_WORDS`]
+/// for those): a field asking with one of them is for review.
+const WEAK_WORDS: &[&str] = &[
     "passcode",
     "secret",
     "secrets",
-    "apikey",
-    "apikeys",
-    "privatekey",
-    "secretkey",
-    "accesskey",
-    "accesstoken",
-    "refreshtoken",
-    "bearertoken",
-    "authtoken",
-    "apitoken",
-    "idtoken",
-    "sessiontoken",
-    "clientsecret",
     "bearer",
-    "cvv",
-    "cvc",
-    "cvv2",
-    "cvc2",
     "csc",
     "pin",
     "ssn",
@@ -81,30 +60,18 @@ const SECRET_WORDS: &[&str] = &[
     "totp",
     "2fa",
     "mfa",
-    "creditcard",
-    "cardnumber",
     "iban",
     "credential",
     "credentials",
     "mnemonic",
 ];
 
-/// Word sequences that are secrets together.
-const SECRET_PHRASES: &[&[&str]] = &[
-    &["api", "key"],
-    &["api", "keys"],
-    &["private", "key"],
-    &["secret", "key"],
-    &["access", "key"],
+/// Word sequences that are secrets together, without naming them outright
+/// (see [`PLAIN_PHRASES`]).
+const WEAK_PHRASES: &[&[&str]] = &[
     &["signing", "key"],
     &["encryption", "key"],
     &["license", "key"],
-    &["credit", "card"],
-    &["debit", "card"],
-    &["payment", "card"],
-    &["card", "number"],
-    &["card", "no"],
-    &["cc", "number"],
     &["security", "code"],
     &["verification", "code"],
     &["auth", "code"],
@@ -282,7 +249,7 @@ fn sentence_secret_ask(text: &str) -> Option<SecretAsk> {
             SecretAsk::Plain
         } else if has(PLAIN_WORDS, w) || PLAIN_PHRASES.iter().any(|p| phrase_at(i, p)) {
             SecretAsk::Plain
-        } else if has(SECRET_WORDS, w) || SECRET_PHRASES.iter().any(|p| phrase_at(i, p)) {
+        } else if has(WEAK_WORDS, w) || WEAK_PHRASES.iter().any(|p| phrase_at(i, p)) {
             SecretAsk::Word
         } else {
             continue;
