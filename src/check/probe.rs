@@ -48,7 +48,7 @@ impl Settings {
     /// check, 120 s overall, 4 checks at a time.
     pub fn new(mcp_url: impl Into<String>) -> Self {
         Settings {
-            target: TargetSettings::new(mcp_url, Duration::from_secs(10), 0x00e1_1c17),
+            target: TargetSettings::new(mcp_url, Duration::from_secs(10), discover::Settings::SEED),
             principals_given: false,
             deadline: Duration::from_secs(120),
             wait_expiry: None,

@@ -15,7 +15,7 @@
 //! interrupted by Ctrl-C (the report is written and marked so).
 
 use super::{exit, usage_error};
-use crate::discover::{self, Discovery};
+use crate::discover::{self, Discovery, TargetSettings};
 use crate::load::run::{self, Options, Verdict};
 use crate::load::spec::generate;
 use crate::load::spec::overrides::{self, Overrides};
@@ -283,15 +283,14 @@ fn discovery_settings(
     generation: Option<Generation>,
     principal: Option<&str>,
 ) -> discover::Settings {
-    let mut s = discover::Settings::new(target);
-    s.tools = tools.to_vec();
-    s.skip_tools = skip.to_vec();
-    s.generation = generation;
-    s.timeout = Duration::from_secs(5);
+    // The target as check and fuzz describe it; discovery's own seed.
+    let mut t = TargetSettings::new(target, Duration::from_secs(5), discover::Settings::SEED);
+    t.tools = tools.to_vec();
+    t.skip_tools = skip.to_vec();
     if let Some(p) = principal {
-        s.principal = p.to_owned();
+        t.principal = p.to_owned();
     }
-    s
+    t.discovery(generation)
 }
 
 /// Prints what discovery called and found, to stderr.

@@ -255,6 +255,11 @@ pub enum RawError {
     /// Connection or I/O failure.
     #[error("transport error: {0}")]
     Transport(String),
+    /// The connection closed on an oversized request, and a plain request
+    /// sent right after was answered: the server refused this one (the
+    /// 431/413 it wrote was lost with the connection), it did not fail.
+    #[error("refused and closed: {0}")]
+    Refused(String),
 }
 
 /// Sends `req`, reads the whole reply within `timeout`, and returns the

@@ -136,6 +136,9 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Discovery's default seed for generated answers.
+    pub const SEED: u64 = 0x00e1_1c17;
+
     /// Defaults for `mcp_url`: principal `alice`, 10 s per request, both
     /// generations, up to 3 rounds walked, 4 tools at a time.
     pub fn new(mcp_url: impl Into<String>) -> Self {
@@ -149,7 +152,7 @@ impl Settings {
             generation: None,
             max_walk: 3,
             concurrency: 4,
-            seed: 0x00e1_1c17,
+            seed: Settings::SEED,
         }
     }
 

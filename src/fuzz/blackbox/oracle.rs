@@ -108,6 +108,8 @@ pub fn judge(
             Some((Oracle::Hang, format!("{label}: no reply within {t:?}")))
         }
         Err(RawError::Transport(e)) => Some((Oracle::ConnectionReset, format!("{label}: {e}"))),
+        // A server closing on an oversized request is refusing it.
+        Err(RawError::Refused(_)) => None,
         Ok(r) if r.status >= 500 => Some((
             Oracle::ServerError,
             format!(

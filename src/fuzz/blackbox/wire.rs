@@ -45,6 +45,38 @@ impl NetWire {
     }
 }
 
+/// Header bytes past which a server may refuse a request and close
+/// (common limits are 8 or 16 KiB in all; 4 KiB leaves room for the rest).
+const BIG_HEADERS: usize = 4 * 1024;
+/// Body bytes past which a server may refuse a request and close.
+const BIG_BODY: usize = 32 * 1024;
+
+fn header_bytes(req: &RawRequest) -> usize {
+    req.headers.iter().map(|(k, v)| k.len() + v.len() + 4).sum()
+}
+
+/// Whether `req` is large enough that a server may refuse it (431, 413)
+/// and close the connection while it is still being written.
+fn oversized(req: &RawRequest) -> bool {
+    header_bytes(req) > BIG_HEADERS || req.body.len() > BIG_BODY
+}
+
+impl NetWire {
+    /// Whether the endpoint answers a plain `ping` POST (any HTTP status)
+    /// right after `failed`: a server that refused an oversized request is
+    /// alive; one that crashed is not. Not logged: it is the oracle's
+    /// control, not part of the case.
+    async fn answers_a_plain_request(&self, failed: &RawRequest) -> bool {
+        let ping = RawRequest::new("control ping", reqwest::Method::POST, &failed.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .token(failed.token.as_deref())
+            .body(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#.to_vec());
+        let (_, reply) = raw::send(&self.core.http, &ping, self.core.timeout).await;
+        reply.is_ok()
+    }
+}
+
 impl Wire for NetWire {
     fn core(&self) -> &WireCore {
         &self.core
@@ -56,7 +88,18 @@ impl Wire for NetWire {
     }
     fn send(&self, req: RawRequest) -> BoxFuture<'_, Result<RawReply, RawError>> {
         Box::pin(async move {
-            let (_, reply) = raw::send(&self.core.http, &req, self.core.timeout).await;
+            let (_, mut reply) = raw::send(&self.core.http, &req, self.core.timeout).await;
+            if let Err(RawError::Transport(e)) = &reply
+                && oversized(&req)
+                && self.answers_a_plain_request(&req).await
+            {
+                reply = Err(RawError::Refused(format!(
+                    "{e} (a request with {} header bytes and a {} byte body; a plain request \
+                     right after was answered)",
+                    header_bytes(&req),
+                    req.body.len()
+                )));
+            }
             if let Ok(mut v) = self.log.lock() {
                 v.push(Logged {
                     request: req,
@@ -66,5 +109,130 @@ impl Wire for NetWire {
             }
             reply
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::blackbox::oracle::{Oracle, judge};
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// What the test server does with a request whose head passes 4 KiB.
+    #[derive(Clone, Copy, PartialEq)]
+    enum OnBig {
+        /// Writes a 431 and closes before reading the body.
+        Refuse,
+        /// Closes before reading the body, writing nothing: what a client
+        /// sees when the 431 is lost with the connection.
+        Close,
+        /// Closes and stops listening (a crash, as far as a client can tell).
+        Die,
+    }
+
+    /// A server on loopback that answers each small request `200 {}`.
+    async fn server(on_big: OnBig) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = l.accept().await {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let head_end = loop {
+                    match c.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break None,
+                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                    }
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break Some(i + 4);
+                    }
+                    if buf.len() > 4096 {
+                        break None;
+                    }
+                };
+                let Some(end) = head_end else {
+                    if on_big == OnBig::Refuse {
+                        let _ = c
+                            .write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                            .await;
+                    }
+                    drop(c);
+                    if on_big == OnBig::Die {
+                        return;
+                    }
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                while buf.len() < end + len {
+                    match c.read(&mut chunk).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                    }
+                }
+                let _ = c
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}")
+                    .await;
+            }
+        });
+        url
+    }
+
+    fn wire(url: &str) -> NetWire {
+        let http = reqwest::Client::builder().build().unwrap();
+        NetWire::new(WireCore::new(http, url, "alice", Duration::from_secs(5), 1))
+    }
+
+    /// A JSON-RPC call with a 16 KiB header and a 1 MiB body.
+    fn oversized_call(url: &str) -> RawRequest {
+        RawRequest::new("tools/list", reqwest::Method::POST, url)
+            .header("content-type", "application/json")
+            .header("mcp-name", "n".repeat(16 * 1024))
+            .body(
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"pad":"{}"}}}}"#,
+                    "a".repeat(1 << 20)
+                )
+                .into_bytes(),
+            )
+    }
+
+    #[tokio::test]
+    async fn a_server_that_refuses_an_oversized_request_and_closes_is_no_reset() {
+        for on_big in [OnBig::Refuse, OnBig::Close] {
+            let url = server(on_big).await;
+            let w = wire(&url);
+            let req = oversized_call(&url);
+            let reply = w.send(req.clone()).await;
+            // The refusal is read whole (431) or, when the close cut the
+            // write, recognised by the control request that follows.
+            let seen = match &reply {
+                Ok(r) => r.status == 431,
+                Err(RawError::Refused(_)) => true,
+                Err(_) => false,
+            };
+            assert!(seen, "{reply:?}");
+            if on_big == OnBig::Close {
+                assert!(matches!(&reply, Err(RawError::Refused(_))), "{reply:?}");
+            }
+            let judged = judge(&req, &reply, &url).map(|(o, _)| o);
+            assert_ne!(judged, Some(Oracle::ConnectionReset), "{reply:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_dies_on_an_oversized_request_is_still_a_reset() {
+        let url = server(OnBig::Die).await;
+        let w = wire(&url);
+        let req = oversized_call(&url);
+        let reply = w.send(req.clone()).await;
+        assert!(matches!(&reply, Err(RawError::Transport(_))), "{reply:?}");
+        let judged = judge(&req, &reply, &url).map(|(o, _)| o);
+        assert_eq!(judged, Some(Oracle::ConnectionReset), "{reply:?}");
     }
 }

@@ -231,7 +231,7 @@ impl Config {
             tools: Vec::new(),
             skip_tools: Vec::new(),
             max_rounds: 3,
-            seed: 0x00e1_1c17,
+            seed: crate::discover::Settings::SEED,
             fresh_every: 1000,
         }
     }
