@@ -8,8 +8,12 @@
 //! `tools/list`; on 2025-11-25 `tools/list` within a session) over one
 //! keep-alive HTTP/1.1 connection and times, per reply, the gap between its
 //! response head and the end of its body. When a meaningful share of the
-//! replies stall 30–220 ms in their tail (the window load uses) it WARNs.
-//! These checks run alone.
+//! replies stall 30–220 ms in their tail (the window load uses), it takes a
+//! second look on a fresh connection whose client ACKs every segment at once
+//! (`TCP_QUICKACK`): Nagle + delayed ACK stalls vanish then, while a busy
+//! machine's or a slow server's stay. Only stalls that vanish WARN; stalls
+//! that stay are INFO (slow, not the Nagle signature). These checks run
+//! alone.
 
 use super::legacy_session::{close, open, request};
 use super::model::Verdict;
@@ -66,38 +70,152 @@ impl Timing {
     }
 }
 
-/// The verdict over the timings of the counted replies.
-pub fn judge(timings: &[Timing], what: &str) -> Verdict {
-    if timings.is_empty() {
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The stalled replies' tails when they form a pattern, sorted (ms).
+fn stall_pattern(timings: &[Timing]) -> Option<Vec<f64>> {
+    let mut tails: Vec<f64> = timings
+        .iter()
+        .filter(|t| t.stalled())
+        .map(|t| ms(t.tail))
+        .collect();
+    if !crate::client::stall::is_pattern(tails.len() as u64, timings.len() as u64) {
+        return None;
+    }
+    tails.sort_by(f64::total_cmp);
+    Some(tails)
+}
+
+/// The verdict over the timings of the counted replies (`first`) and, when
+/// they stall, of the second look with immediate ACKs (`quick`: `None` when
+/// it could not be taken, with the reason).
+pub fn judge(first: &[Timing], quick: Option<Result<&[Timing], String>>, what: &str) -> Verdict {
+    if first.is_empty() {
         return Verdict::skip("no reply was timed");
     }
-    let stalled: Vec<&Timing> = timings.iter().filter(|t| t.stalled()).collect();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let worst = timings.iter().map(|t| t.tail).max().unwrap_or_default();
-    if crate::client::stall::is_pattern(stalled.len() as u64, timings.len() as u64) {
-        let mut tails: Vec<f64> = stalled.iter().map(|t| ms(t.tail)).collect();
-        tails.sort_by(f64::total_cmp);
-        let median = tails[tails.len() / 2];
-        return Verdict::violation(
-            Severity::Should,
-            format!(
-                "{}. {} of {} {what} replies on one keep-alive connection took {:.0}–{:.0} ms \
-                 (median {median:.0} ms) from their head to the end of their body",
-                crate::client::stall::ADVICE,
-                stalled.len(),
-                timings.len(),
-                tails[0],
-                tails[tails.len() - 1],
-            ),
-        )
-        .expecting("each reply's body follows its head without a delayed-ACK wait (< 30 ms)");
+    let Some(tails) = stall_pattern(first) else {
+        let worst = first.iter().map(|t| t.tail).max().unwrap_or_default();
+        return Verdict::pass(format!(
+            "{} of {} {what} replies stalled in their tail (slowest tail {:.1} ms)",
+            first.iter().filter(|t| t.stalled()).count(),
+            first.len(),
+            ms(worst)
+        ));
+    };
+    let seen = format!(
+        "{} of {} {what} replies on one keep-alive connection took {:.0}–{:.0} ms (median \
+         {:.0} ms) from their head to the end of their body",
+        tails.len(),
+        first.len(),
+        tails[0],
+        tails[tails.len() - 1],
+        tails[tails.len() / 2],
+    );
+    let quick = match quick {
+        Some(Ok(q)) if !q.is_empty() => q,
+        Some(Ok(_)) => return Verdict::info(format!("{seen}; the second look timed no reply")),
+        Some(Err(e)) => {
+            return Verdict::info(format!(
+                "{seen}; not confirmed as Nagle + delayed ACK: the second look failed: {e}"
+            ));
+        }
+        None => {
+            return Verdict::info(format!(
+                "{seen}; not confirmed as Nagle + delayed ACK (the second look needs \
+                 TCP_QUICKACK, which only Linux has)"
+            ));
+        }
+    };
+    let quick_stalls = quick.iter().filter(|t| t.stalled()).count();
+    let share = |n: usize, of: usize| n as f64 / of as f64;
+    if stall_pattern(quick).is_some()
+        || share(quick_stalls, quick.len()) * 4.0 > share(tails.len(), first.len())
+    {
+        return Verdict::info(format!(
+            "{seen}; but {quick_stalls} of {} replies stalled as well when the client ACKed \
+             every segment at once, so this is not Nagle + delayed ACK: the server or the \
+             machine is slow",
+            quick.len()
+        ));
     }
-    Verdict::pass(format!(
-        "{} of {} {what} replies stalled in their tail (slowest tail {:.1} ms)",
-        stalled.len(),
-        timings.len(),
-        ms(worst)
-    ))
+    Verdict::violation(
+        Severity::Should,
+        format!(
+            "{}. {seen}; with the client ACKing at once, {quick_stalls} of {} did (the \
+             delayed-ACK signature)",
+            crate::client::stall::ADVICE,
+            quick.len()
+        ),
+    )
+    .expecting("each reply's body follows its head without a delayed-ACK wait (< 30 ms)")
+}
+
+/// A connection whose client side can ACK every segment at once
+/// (`TCP_QUICKACK`, re-armed around each read and write because Linux
+/// leaves quick-ACK mode on its own).
+struct Conn {
+    stream: tokio::net::TcpStream,
+    quick_ack: bool,
+}
+
+impl Conn {
+    fn arm(&self) {
+        #[cfg(target_os = "linux")]
+        if self.quick_ack {
+            use std::os::fd::AsRawFd as _;
+            let one: libc::c_int = 1;
+            // SAFETY: the fd is the open socket `self.stream` owns, and the
+            // option value is a c_int of the size passed.
+            unsafe {
+                libc::setsockopt(
+                    self.stream.as_raw_fd(),
+                    libc::IPPROTO_TCP,
+                    libc::TCP_QUICKACK,
+                    (&raw const one).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for Conn {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        this.arm();
+        std::pin::Pin::new(&mut this.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Conn {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = std::pin::Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.arm();
+        r
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
 }
 
 /// A request to send on the connection.
@@ -122,10 +240,12 @@ fn to_hyper(req: &RawRequest, host: &str) -> Option<hyper::Request<Full<Bytes>>>
 
 /// Sends `make(i)` for each `i` on one keep-alive connection and times each
 /// reply; the first reply (a fresh connection) is not returned. Ends early
-/// once the outcome is plain (many stalls already).
+/// once the outcome is plain (many stalls already). With `quick_ack` the
+/// client ACKs every segment at once.
 async fn time_replies(
     p: &Probe,
     make: impl Fn(usize) -> RawRequest,
+    quick_ack: bool,
 ) -> Result<Vec<Timing>, String> {
     let url = url::Url::parse(&p.settings().target.mcp_url).map_err(|e| e.to_string())?;
     if url.scheme() != "http" {
@@ -146,7 +266,8 @@ async fn time_replies(
         .map_err(|_| "connect timed out".to_owned())?
         .map_err(|e| format!("connect: {e}"))?;
     stream.set_nodelay(true).map_err(|e| e.to_string())?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let io = TokioIo::new(Conn { stream, quick_ack });
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| format!("handshake: {e}"))?;
     let driver = tokio::spawn(conn);
@@ -211,17 +332,19 @@ async fn time_replies(
     }
     driver.abort();
     p.record(super::model::Exchange {
-        label: format!("{} requests on one keep-alive connection", out.len() + 1),
+        label: format!(
+            "{} requests on one keep-alive connection{}",
+            out.len() + 1,
+            if quick_ack {
+                " (second look: the client ACKs at once)"
+            } else {
+                ""
+            }
+        ),
         request: make(0).evidence(),
         response: out
             .iter()
-            .map(|t| {
-                format!(
-                    "head {:.1} ms, tail {:.1} ms",
-                    t.head.as_secs_f64() * 1000.0,
-                    t.tail.as_secs_f64() * 1000.0
-                )
-            })
+            .map(|t| format!("head {:.1} ms, tail {:.1} ms", ms(t.head), ms(t.tail)))
             .collect::<Vec<_>>()
             .join("\n"),
     });
@@ -272,12 +395,22 @@ fn cheap_request(p: &Probe) -> (String, Box<dyn Fn(usize) -> RawRequest + Send +
     }
 }
 
+/// Times the replies, and when they stall, takes the second look.
+async fn look_twice(p: &Probe, make: impl Fn(usize) -> RawRequest, what: &str) -> Verdict {
+    let first = match time_replies(p, &make, false).await {
+        Ok(t) => t,
+        Err(e) => return Verdict::skip(e),
+    };
+    if stall_pattern(&first).is_none() || !cfg!(target_os = "linux") {
+        return judge(&first, None, what);
+    }
+    let quick = time_replies(p, &make, true).await;
+    judge(&first, Some(quick.as_deref().map_err(Clone::clone)), what)
+}
+
 async fn modern(p: Probe) -> Verdict {
     let (what, make) = cheap_request(&p);
-    match time_replies(&p, make).await {
-        Ok(t) => judge(&t, &what),
-        Err(e) => Verdict::skip(e),
-    }
+    look_twice(&p, make, &what).await
 }
 
 async fn legacy(p: Probe) -> Verdict {
@@ -294,12 +427,9 @@ async fn legacy(p: Probe) -> Verdict {
             json!({}),
         )
     };
-    let out = time_replies(&p, make).await;
+    let verdict = look_twice(&p, make, "session tools/list").await;
     close(&p, &s).await;
-    match out {
-        Ok(t) => judge(&t, "session tools/list"),
-        Err(e) => Verdict::skip(e),
-    }
+    verdict
 }
 
 #[cfg(test)]
@@ -313,21 +443,39 @@ mod tests {
         }
     }
 
+    fn severity(v: &Verdict) -> Option<Option<Severity>> {
+        match v {
+            Verdict::Violation { severity, .. } => Some(*severity),
+            _ => None,
+        }
+    }
+
     #[test]
-    fn a_share_of_delayed_ack_tails_is_a_finding() {
-        let mut quick: Vec<Timing> = (0..60).map(|_| t(1)).collect();
-        assert!(matches!(judge(&quick, "x"), Verdict::Pass(_)));
+    fn only_stalls_that_vanish_with_immediate_acks_are_a_finding() {
+        let fine: Vec<Timing> = (0..60).map(|_| t(1)).collect();
+        assert!(matches!(judge(&fine, None, "x"), Verdict::Pass(_)));
         // Two stalls are noise; nine of sixty are a pattern.
-        quick[3] = t(41);
-        quick[9] = t(44);
-        assert!(matches!(judge(&quick, "x"), Verdict::Pass(_)));
-        for (i, x) in quick.iter_mut().enumerate().skip(20).take(7) {
+        let mut stalls = fine.clone();
+        stalls[3] = t(41);
+        stalls[9] = t(44);
+        assert!(matches!(judge(&stalls, None, "x"), Verdict::Pass(_)));
+        for (i, x) in stalls.iter_mut().enumerate().skip(20).take(7) {
             *x = t(40 + i as u64 % 5);
         }
-        assert!(matches!(judge(&quick, "x"), Verdict::Violation { .. }));
+        // Gone with immediate ACKs: the Nagle signature, a WARN.
+        let v = judge(&stalls, Some(Ok(&fine)), "x");
+        assert_eq!(severity(&v), Some(Some(Severity::Should)), "{v:?}");
+        // Still there: a slow machine or server, INFO.
+        let v = judge(&stalls, Some(Ok(&stalls)), "x");
+        assert_eq!(severity(&v), Some(Some(Severity::Info)), "{v:?}");
+        // Unconfirmed (no second look, or it failed): INFO, never a WARN.
+        let v = judge(&stalls, None, "x");
+        assert_eq!(severity(&v), Some(Some(Severity::Info)), "{v:?}");
+        let v = judge(&stalls, Some(Err("reset".into())), "x");
+        assert_eq!(severity(&v), Some(Some(Severity::Info)), "{v:?}");
         // A slow server is not a stall.
         let slow: Vec<Timing> = (0..20).map(|_| t(900)).collect();
-        assert!(matches!(judge(&slow, "x"), Verdict::Pass(_)));
-        assert!(matches!(judge(&[], "x"), Verdict::Skip(_)));
+        assert!(matches!(judge(&slow, None, "x"), Verdict::Pass(_)));
+        assert!(matches!(judge(&[], None, "x"), Verdict::Skip(_)));
     }
 }
