@@ -141,13 +141,64 @@ fn request_id(req: &RawRequest) -> Option<RequestId> {
         .and_then(|v| v.get("id").and_then(RequestId::from_value))
 }
 
-/// Sends `req` and expects HTTP `status` with JSON-RPC error `code` carrying the request id.
-pub async fn expect_error(p: &Probe, req: RawRequest, status: u16, code: i64) -> Verdict {
+/// Sends `control` (the same request, correctly framed) and then `req`,
+/// and expects HTTP `status` with JSON-RPC error `code` carrying the request
+/// id. A control that does not succeed means the refusal cannot be pinned
+/// on the framing: the check says it could not tell.
+pub async fn expect_error(
+    p: &Probe,
+    control: RawRequest,
+    req: RawRequest,
+    status: u16,
+    code: i64,
+) -> Verdict {
     let id = request_id(&req);
+    let control_label = control.label.clone();
+    let control = p.send(control).await.map_err(|e| e.to_string());
     let reply = match p.send(req).await {
         Ok(r) => r,
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
+    judge_error(&control_label, control.as_ref(), &reply, id, status, code)
+}
+
+/// The verdict on a framing error `reply`, given its `control`.
+fn judge_error(
+    control_label: &str,
+    control: Result<&raw::RawReply, &String>,
+    reply: &raw::RawReply,
+    id: Option<RequestId>,
+    status: u16,
+    code: i64,
+) -> Verdict {
+    let exact =
+        reply.status == status && reply.rpc().code() == Some(code) && reply.response_id() == id;
+    match control {
+        Ok(c) if (200..300).contains(&c.status) && matches!(c.rpc(), Rpc::Result(_)) => {}
+        // The control fails otherwise (e.g. an unknown tool): the framing
+        // error, which the control did not get, was still judged first.
+        Ok(c) if exact && c.rpc().code() != Some(code) => {
+            return Verdict::pass(format!(
+                "HTTP {status} with error {code} and the request id ({control_label} got HTTP \
+                 {} and {} instead)",
+                c.status,
+                c.rpc().describe()
+            ));
+        }
+        Ok(c) => {
+            return Verdict::info(format!(
+                "could not tell: {control_label} already gets HTTP {} and {}, so the reply to \
+                 the misframed request (HTTP {} and {}) says nothing about the framing",
+                c.status,
+                c.rpc().describe(),
+                reply.status,
+                reply.rpc().describe()
+            ));
+        }
+        Err(e) => {
+            return Verdict::info(format!("could not tell: {control_label} got no reply: {e}"));
+        }
+    }
     let rpc = reply.rpc();
     let mut problems = Vec::new();
     match &rpc {
@@ -169,10 +220,13 @@ pub async fn expect_error(p: &Probe, req: RawRequest, status: u16, code: i64) ->
     }
     if problems.is_empty() {
         Verdict::pass(format!(
-            "HTTP {status} with error {code} and the request id"
+            "HTTP {status} with error {code} and the request id ({control_label} succeeds)"
         ))
     } else {
-        Verdict::fail(problems.join("; "))
+        Verdict::fail(format!(
+            "{} ({control_label} succeeds)",
+            problems.join("; ")
+        ))
     }
 }
 
@@ -187,9 +241,14 @@ fn list_request(p: &Probe, label: &str, params: Value) -> RawRequest {
     .token(Some(&p.settings().target.principal))
 }
 
+/// The control of the `tools/list` probes.
+fn list_control(p: &Probe) -> RawRequest {
+    correct_list(p, "control: a correct tools/list")
+}
+
 async fn meta_missing(p: Probe) -> Verdict {
     let req = list_request(&p, "tools/list without _meta", json!({}));
-    expect_error(&p, req, 400, codes::INVALID_PARAMS).await
+    expect_error(&p, list_control(&p), req, 400, codes::INVALID_PARAMS).await
 }
 
 fn meta_without(key: &str) -> Value {
@@ -206,7 +265,7 @@ async fn meta_missing_version(p: Probe) -> Verdict {
         "tools/list, _meta without protocolVersion",
         meta_without(META_PROTOCOL_VERSION),
     );
-    expect_error(&p, req, 400, codes::INVALID_PARAMS).await
+    expect_error(&p, list_control(&p), req, 400, codes::INVALID_PARAMS).await
 }
 
 async fn meta_missing_caps(p: Probe) -> Verdict {
@@ -215,7 +274,7 @@ async fn meta_missing_caps(p: Probe) -> Verdict {
         "tools/list, _meta without clientCapabilities",
         meta_without(META_CLIENT_CAPABILITIES),
     );
-    expect_error(&p, req, 400, codes::INVALID_PARAMS).await
+    expect_error(&p, list_control(&p), req, 400, codes::INVALID_PARAMS).await
 }
 
 async fn client_info_optional(p: Probe) -> Verdict {
@@ -247,18 +306,18 @@ async fn version_mismatch(p: Probe) -> Verdict {
     // The body says 2026-07-28; the header names another (well-formed) version.
     let req = correct_list(&p, "tools/list, MCP-Protocol-Version differs from _meta")
         .header(headers::PROTOCOL_VERSION, "2026-07-29");
-    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+    expect_error(&p, list_control(&p), req, 400, codes::HEADER_MISMATCH).await
 }
 
 async fn method_missing(p: Probe) -> Verdict {
     let req = correct_list(&p, "tools/list without Mcp-Method").without_header(headers::METHOD);
-    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+    expect_error(&p, list_control(&p), req, 400, codes::HEADER_MISMATCH).await
 }
 
 async fn method_mismatch(p: Probe) -> Verdict {
     let req = correct_list(&p, "tools/list with Mcp-Method: prompts/list")
         .header(headers::METHOD, "prompts/list");
-    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+    expect_error(&p, list_control(&p), req, 400, codes::HEADER_MISMATCH).await
 }
 
 fn some_tool(p: &Probe) -> (String, Value) {
@@ -269,30 +328,29 @@ fn some_tool(p: &Probe) -> (String, Value) {
         .unwrap_or_else(|| ("elicitkit-probe".into(), json!({})))
 }
 
+/// A correctly framed `tools/call` of `name`.
+fn call(p: &Probe, label: &str, name: &str, args: &Value) -> RawRequest {
+    p.modern_request(
+        label,
+        "tools/call",
+        json!({"name": name, "arguments": args}),
+        &all_modes(),
+    )
+}
+
 async fn name_missing(p: Probe) -> Verdict {
     let (name, args) = some_tool(&p);
-    let req = p
-        .modern_request(
-            "tools/call without Mcp-Name",
-            "tools/call",
-            json!({"name": name, "arguments": args}),
-            &all_modes(),
-        )
-        .without_header(headers::NAME);
-    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+    let control = call(&p, "control: a correct tools/call", &name, &args);
+    let req = call(&p, "tools/call without Mcp-Name", &name, &args).without_header(headers::NAME);
+    expect_error(&p, control, req, 400, codes::HEADER_MISMATCH).await
 }
 
 async fn name_mismatch(p: Probe) -> Verdict {
     let (name, args) = some_tool(&p);
-    let req = p
-        .modern_request(
-            "tools/call with Mcp-Name of another tool",
-            "tools/call",
-            json!({"name": name, "arguments": args}),
-            &all_modes(),
-        )
+    let control = call(&p, "control: a correct tools/call", &name, &args);
+    let req = call(&p, "tools/call with Mcp-Name of another tool", &name, &args)
         .header(headers::NAME, format!("{name}-other"));
-    expect_error(&p, req, 400, codes::HEADER_MISMATCH).await
+    expect_error(&p, control, req, 400, codes::HEADER_MISMATCH).await
 }
 
 async fn base64_decoded(p: Probe) -> Verdict {
@@ -301,14 +359,13 @@ async fn base64_decoded(p: Probe) -> Verdict {
     // itself encoded), so the server must decode it even for an ASCII name.
     let (name, args) = some_tool(&p);
     let sentinel = format!("=?base64?{}?=", STANDARD.encode(name.as_bytes()));
-    let req = p
-        .modern_request(
-            "tools/call with Mcp-Name as a base64 sentinel",
-            "tools/call",
-            json!({"name": name, "arguments": args}),
-            &all_modes(),
-        )
-        .header(headers::NAME, sentinel.clone());
+    let req = call(
+        &p,
+        "tools/call with Mcp-Name as a base64 sentinel",
+        &name,
+        &args,
+    )
+    .header(headers::NAME, sentinel.clone());
     match p.send(req).await {
         Ok(r) => match r.rpc() {
             Rpc::Error(e) if e.code == codes::HEADER_MISMATCH => Verdict::fail(format!(
@@ -461,5 +518,85 @@ async fn no_session_id(p: Probe) -> Verdict {
             None => Verdict::pass("no Mcp-Session-Id on the reply"),
         },
         Err(e) => Verdict::fail(format!("no reply: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::findings::Severity;
+
+    fn reply(status: u16, body: Value) -> raw::RawReply {
+        raw::RawReply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_string().into(),
+            elapsed: std::time::Duration::ZERO,
+        }
+    }
+
+    fn error(id: i64, code: i64) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "x"}})
+    }
+
+    #[test]
+    fn a_refusal_counts_only_against_a_control_that_succeeds() {
+        let ok = reply(200, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        let not_found = reply(404, error(2, codes::METHOD_NOT_FOUND));
+        let id = Some(RequestId::Number(2));
+        let judge = |c: &raw::RawReply, r: &raw::RawReply| {
+            judge_error("control", Ok(c), r, id.clone(), 400, codes::HEADER_MISMATCH)
+        };
+        // Every call gets 404: the framing cannot be observed.
+        let v = judge(&reply(404, error(1, codes::METHOD_NOT_FOUND)), &not_found);
+        assert!(
+            matches!(
+                v,
+                Verdict::Violation {
+                    severity: Some(Severity::Info),
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+        // The control succeeds: the 404 is about the framing.
+        let v = judge(&ok, &not_found);
+        assert!(
+            matches!(v, Verdict::Violation { severity: None, .. }),
+            "{v:?}"
+        );
+        let v = judge(&ok, &reply(400, error(2, codes::HEADER_MISMATCH)));
+        assert!(matches!(v, Verdict::Pass(_)), "{v:?}");
+        // An unknown tool's control fails, yet the framing error came first.
+        let unknown = reply(200, error(1, codes::INVALID_PARAMS));
+        let v = judge(&unknown, &reply(400, error(2, codes::HEADER_MISMATCH)));
+        assert!(matches!(v, Verdict::Pass(_)), "{v:?}");
+        // A refusal of everything is not a pass either.
+        let v = judge(
+            &reply(400, error(1, codes::HEADER_MISMATCH)),
+            &reply(400, error(2, codes::HEADER_MISMATCH)),
+        );
+        assert!(
+            matches!(
+                v,
+                Verdict::Violation {
+                    severity: Some(Severity::Info),
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+        let e = "connection refused".to_owned();
+        let v = judge_error("control", Err(&e), &ok, id, 400, codes::HEADER_MISMATCH);
+        assert!(
+            matches!(
+                v,
+                Verdict::Violation {
+                    severity: Some(Severity::Info),
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
     }
 }
