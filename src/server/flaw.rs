@@ -57,11 +57,13 @@ pub enum Flaw {
     /// `connect_billing` puts the typed API key, in clear, into the
     /// `requestState` payload of one more round after the page.
     SecretInState,
+    /// A foreign `Host` is served; a foreign `Origin` still gets 403.
+    NoHostCheck,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 21] = [
+    pub const ALL: [Flaw; 22] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -76,6 +78,7 @@ impl Flaw {
         Flaw::InputRequiredOnList,
         Flaw::LegacyUrlWithoutId,
         Flaw::NoOriginCheck,
+        Flaw::NoHostCheck,
         Flaw::NoCacheHints,
         Flaw::BadShapeNotFound,
         Flaw::ElicitOnGetStream,
@@ -102,6 +105,7 @@ impl Flaw {
             Flaw::InputRequiredOnList => "input-required-on-list",
             Flaw::LegacyUrlWithoutId => "legacy-url-without-id",
             Flaw::NoOriginCheck => "no-origin-check",
+            Flaw::NoHostCheck => "no-host-check",
             Flaw::NoCacheHints => "no-cache-hints",
             Flaw::BadShapeNotFound => "bad-shape-not-found",
             Flaw::ElicitOnGetStream => "elicit-on-get-stream",
@@ -129,6 +133,7 @@ impl Flaw {
             Flaw::InputRequiredOnList => "§4.7 S1",
             Flaw::LegacyUrlWithoutId => "§2.1, §6.A 9",
             Flaw::NoOriginCheck => "§3.2, §4.3, §6.A 19",
+            Flaw::NoHostCheck => "§3.2, §4.3 (hardening)",
             Flaw::NoCacheHints => "§4.4a (SEP-2549)",
             Flaw::BadShapeNotFound => "§4.7 S9, §6.B 19",
             Flaw::ElicitOnGetStream => "§3.2, §6.A 16",
@@ -168,6 +173,7 @@ impl Flaw {
                 "2025-11-25 URL-mode elicitation/create has no elicitationId"
             }
             Flaw::NoOriginCheck => "a foreign Origin or Host is served as if allowed (no 403)",
+            Flaw::NoHostCheck => "a foreign Host is served; a foreign Origin still gets 403",
             Flaw::NoCacheHints => "2026-07-28 list and discover results omit ttlMs and cacheScope",
             Flaw::BadShapeNotFound => {
                 "a tools/call with non-object inputResponses or non-string requestState gets 404 + -32601"

@@ -123,7 +123,7 @@ async fn run_cases(cases: Vec<Case>, generation: Generation) -> Vec<String> {
 /// Each flaw, the checks it must break (with the status their severity
 /// gives), and unrelated checks that must still pass.
 fn expectations() -> Vec<Case> {
-    use Status::{Fail, Warn};
+    use Status::{Fail, Info, Warn};
     vec![
         (
             Flaw::AcceptTamperedState,
@@ -248,6 +248,11 @@ fn expectations() -> Vec<Case> {
             vec!["mrtr-meta-missing", "mrtr-happy-path", "mrtr-cache-hints"],
         ),
         (
+            Flaw::NoHostCheck,
+            vec![("mrtr-origin-validated", Info)],
+            vec!["mrtr-meta-missing", "mrtr-happy-path", "mrtr-cache-hints"],
+        ),
+        (
             Flaw::NoCacheHints,
             vec![("mrtr-cache-hints", Fail)],
             vec![
@@ -322,7 +327,7 @@ async fn clean_reference_server_passes_every_legacy_check() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn legacy_flaws_fail_their_checks() {
-    use Status::{Fail, Warn};
+    use Status::{Fail, Info, Warn};
     let cases: Vec<Case> = vec![
         (
             Flaw::LegacyUrlWithoutId,
@@ -382,6 +387,11 @@ async fn legacy_flaws_fail_their_checks() {
         (
             Flaw::NoOriginCheck,
             vec![("legacy-origin-validated", Fail)],
+            vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            Flaw::NoHostCheck,
+            vec![("legacy-origin-validated", Info)],
             vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
         ),
         (

@@ -120,6 +120,13 @@ async fn foreign_origin_and_host_get_403_on_both_generations() {
         assert_eq!(initialize_with(&s, foreign).await, 200, "{foreign:?}");
     }
     s.server.shutdown().await;
+
+    // no-host-check: the Host alone is let through; Origin still guards.
+    let s = start(with(Flaw::NoHostCheck)).await;
+    assert_eq!(list_with(&s, &[EVIL_HOST]).await, 200);
+    assert_eq!(list_with(&s, &[EVIL_ORIGIN]).await, 403);
+    assert_eq!(list_with(&s, &[EVIL_ORIGIN, EVIL_HOST]).await, 403);
+    s.server.shutdown().await;
 }
 
 // ---- no-cache-hints ----
