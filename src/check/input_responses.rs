@@ -186,6 +186,17 @@ impl Tally {
         }
     }
 
+    /// The next walk failed with `e`: after a crash the run is judged on
+    /// what was seen (`None`: stop and judge); before any, it is a SKIP.
+    fn halt(&mut self, e: String) -> Option<Verdict> {
+        if self.crashed.is_empty() {
+            return Some(Verdict::skip(e));
+        }
+        self.crashed
+            .push(format!("and then the next flow could not start: {e}"));
+        None
+    }
+
     fn verdict(self, tool: &str, field: &str) -> Verdict {
         if !self.crashed.is_empty() || !self.not_found.is_empty() {
             let mut parts = Vec::new();
@@ -280,7 +291,10 @@ async fn malformed(p: Probe) -> Verdict {
     for (what, value) in variants {
         let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
-            Err(e) => return Verdict::skip(e),
+            Err(e) => match tally.halt(e) {
+                Some(skip) => return skip,
+                None => break,
+            },
         };
         values.extend(answer_values(&value));
         let mut answers = r.answers.clone();
@@ -314,7 +328,10 @@ async fn responses_shape(p: Probe) -> Verdict {
     ] {
         let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
-            Err(e) => return Verdict::skip(e),
+            Err(e) => match tally.halt(e) {
+                Some(skip) => return skip,
+                None => break,
+            },
         };
         let reply = retry_raw(
             &p,
@@ -343,7 +360,10 @@ async fn state_shape(p: Probe) -> Verdict {
     ] {
         let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
-            Err(e) => return Verdict::skip(e),
+            Err(e) => match tally.halt(e) {
+                Some(skip) => return skip,
+                None => break,
+            },
         };
         let reply = retry_raw(
             &p,
@@ -356,4 +376,35 @@ async fn state_shape(p: Probe) -> Verdict {
         tally.file(what, reply, control.as_ref(), &values);
     }
     tally.verdict(&r0.tool.name, REQUEST_STATE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crash_seen_once_stays_a_failure_when_the_server_then_goes_away() {
+        let mut t = Tally::default();
+        // Before any crash, a flow that cannot start is a SKIP.
+        assert!(matches!(t.halt("reset".into()), Some(Verdict::Skip(_))));
+        t.file(
+            "an array",
+            Ok((Rpc::Missing("html".into()), 500)),
+            None,
+            &[],
+        );
+        assert!(t.halt("connection reset".into()).is_none());
+        let v = t.verdict("deploy", "inputResponses");
+        let Verdict::Violation {
+            severity, detail, ..
+        } = &v
+        else {
+            panic!("{v:?}")
+        };
+        assert_eq!(*severity, Some(Severity::Must));
+        assert!(
+            detail.contains("HTTP 500") && detail.contains("connection reset"),
+            "{detail}"
+        );
+    }
 }
