@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::oracle::Oracle;
+use super::rerun::Verdict;
+use crate::report::format::md_cell;
 
 /// One finding as the summary lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +29,9 @@ pub struct Listed {
     pub at_secs: f64,
     /// Later cases that hit the same oracle on the same tool.
     pub repeats: u64,
+    /// Whether `repro.sh`, re-run against the target, showed it again.
+    #[serde(flatten)]
+    pub rerun: Verdict,
 }
 
 /// Everything a run did.
@@ -100,7 +105,7 @@ impl Summary {
         for f in &self.findings {
             let _ = writeln!(
                 s,
-                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  {}\n  reproduce: {}/repro.sh",
+                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
                 f.oracle,
                 f.generation,
                 f.tool,
@@ -111,7 +116,8 @@ impl Summary {
                     f.ops.join(" ")
                 },
                 f.what,
-                f.dir
+                f.dir,
+                f.rerun.short()
             );
         }
         s
@@ -132,21 +138,22 @@ impl Summary {
             self.stopped
         );
         for (o, n) in &self.findings_per_oracle {
-            let _ = writeln!(s, "| {o} | {n} |");
+            let _ = writeln!(s, "| {} | {n} |", md_cell(o));
         }
         if !self.findings.is_empty() {
-            s.push_str("\n| finding | generation | tool | ops (minimised) | at | what |\n|---|---|---|---|---|---|\n");
+            s.push_str("\n| finding | generation | tool | ops (minimised) | at | what | reproduced |\n|---|---|---|---|---|---|---|\n");
             for f in &self.findings {
                 let _ = writeln!(
                     s,
-                    "| [{}]({}/repro.sh) | {} | {} | {} | {:.1} s | {} |",
-                    f.oracle,
-                    f.dir,
-                    f.generation,
-                    f.tool,
-                    f.ops.join(" "),
+                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {:.1} s | {} | {} |",
+                    md_cell(f.oracle.name()),
+                    md_cell(&f.dir),
+                    md_cell(&f.generation),
+                    md_cell(&f.tool),
+                    md_cell(&f.ops.join(" ")),
                     f.at_secs,
-                    crate::report::format::md_cell(&f.what)
+                    md_cell(&f.what),
+                    md_cell(&f.rerun.short())
                 );
             }
         }
