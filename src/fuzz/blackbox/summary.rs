@@ -160,3 +160,56 @@ impl Summary {
         s
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::blackbox::rerun::Reproduced;
+
+    /// A multi-line HTML error page, and pipes in any cell, keep each
+    /// finding on one table row of its own.
+    #[test]
+    fn every_markdown_cell_is_escaped() {
+        let mut s = Summary {
+            target: "http://127.0.0.1:1/mcp".into(),
+            seed: 1,
+            generations: vec!["2026-07-28".into()],
+            tools: BTreeMap::new(),
+            execs: 1,
+            requests: 1,
+            elapsed_secs: 1.0,
+            execs_per_sec: 1.0,
+            stopped: "duration".into(),
+            findings_per_oracle: BTreeMap::new(),
+            first_finding_secs: None,
+            findings: vec![Listed {
+                dir: "001-server-error-mrtr-a|b".into(),
+                oracle: Oracle::ServerError,
+                generation: "2026-07-28".into(),
+                tool: "a|b\nc".into(),
+                ops: vec!["body:x|y".into()],
+                what: "HTTP 500 (<html>\r\n<body>|</body>\n</html>)".into(),
+                at_secs: 0.5,
+                repeats: 0,
+                rerun: Verdict {
+                    reproduced: Reproduced::No,
+                    detail: "HTTP 200\n| ok".into(),
+                },
+            }],
+        };
+        s.count();
+        let md = s.markdown();
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.contains("server-error]("))
+            .collect();
+        assert_eq!(rows.len(), 1, "{md}");
+        let unescaped = rows[0].replace("\\|", "");
+        assert_eq!(unescaped.matches('|').count(), 8, "{md}");
+        assert!(rows[0].ends_with("| no (HTTP 200 \\| ok) |"), "{md}");
+        assert!(md.lines().all(|l| !l.starts_with("<body>")), "{md}");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["findings"][0]["reproduced"], "no");
+        assert_eq!(json["findings"][0]["reproduced_detail"], "HTTP 200\n| ok");
+    }
+}
