@@ -109,6 +109,9 @@ pub struct Streamed {
     pub errors: Vec<Value>,
 }
 
+/// The label of the POSTs answering an `elicitation/create`.
+pub const ANSWER_POST: &str = "elicitation answer POST";
+
 /// A 2025-11-25 `initialize` request with the given capabilities.
 pub fn initialize_request(url: &str, token: Option<&str>, id: i64, caps: &Value) -> RawRequest {
     let body = json!({
@@ -526,7 +529,7 @@ pub async fn call_with<W: Wire + ?Sized>(
                 }
                 a => json!({"jsonrpc":"2.0","id":sid,"result":answer_value(a, &params, p.seed())}),
             };
-            let mut post = session_post(p, "elicitation answer POST", s, reply);
+            let mut post = session_post(p, ANSWER_POST, s, reply);
             if let Some(t) = &opts.answer_token {
                 post = post.token(Some(t));
             }

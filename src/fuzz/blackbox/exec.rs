@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::client::raw::{Exchange, RawRequest, Rpc};
+use crate::client::raw::{Exchange, RawRequest};
 use crate::discover::modern::{WalkEnd, call_request, walk};
 use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
@@ -15,8 +15,12 @@ use crate::protocol::Generation;
 use crate::protocol::mrtr::REQUEST_STATE;
 
 use super::case::Op;
-use super::oracle::{MUTATED, Oracle, completes, judge};
+use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
 use super::wire::NetWire;
+
+/// Label (after `case N `) of the control: the mutated retry's answers,
+/// without a state.
+pub const CONTROL: &str = "control: the same answers, no requestState";
 
 /// A tool as the fuzzer uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,7 +307,7 @@ impl Target {
                 // The control: the same answers and credentials, no state.
                 let mut control = call_request(
                     &run.w,
-                    format!("case {index} control: the same answers, no requestState"),
+                    format!("case {index} {CONTROL}"),
                     &tool.name,
                     &tool.args,
                     &caps,
@@ -454,50 +458,11 @@ impl Target {
             ));
             let st = legacy::call(&run.w, &s, &tool.name, &tool.args, a).await;
             run.check()?;
-            let what = |w: &str| format!("case {index} {} answered {action}: {w}", tool.name);
-            let worst = st
-                .answer_replies
-                .iter()
-                .map(|(status, _)| *status)
-                .chain([st.status])
-                .max()
-                .unwrap_or(0);
-            if worst >= 500 {
-                let on = if st.status >= 500 {
-                    "call"
-                } else {
-                    "answer POST"
-                };
-                return Err(Hit {
-                    oracle: Oracle::ServerError,
-                    what: what(&format!("HTTP {worst} on the {on}")),
-                });
-            }
-            if let Some(f) = &st.failure {
-                let oracle = if f.starts_with("timeout") {
-                    Oracle::Hang
-                } else {
-                    Oracle::ConnectionReset
-                };
+            if let Some((oracle, w)) = judge_call(&st) {
                 return Err(Hit {
                     oracle,
-                    what: what(f),
+                    what: format!("case {index} {} answered {action}: {w}", tool.name),
                 });
-            }
-            match &st.response {
-                Some(Rpc::Missing(why)) => {
-                    return Err(Hit {
-                        oracle: Oracle::NotJsonRpc,
-                        what: what(why),
-                    });
-                }
-                None if !st.abandoned && (200..300).contains(&st.status) => {
-                    return Err(Hit {
-                        oracle: Oracle::NotJsonRpc,
-                        what: what("the stream ended without the call's response"),
-                    });
-                }
-                _ => {}
             }
         }
         legacy::close(&run.w, &s).await;

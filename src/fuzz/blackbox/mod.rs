@@ -11,7 +11,8 @@
 //! state (or another principal) completing where the control (the same
 //! answers, no state) does not, a single-use request completing twice.
 //! Each finding is delta-debugged over its op list ([`minimise`]) and
-//! written as a reproducer ([`repro`]); the run ends with a [`summary`].
+//! written as a reproducer ([`repro`]), which is re-run against the target
+//! before it is reported ([`rerun`]); the run ends with a [`summary`].
 //! Every run is bounded by a duration and a request count.
 //!
 //! - [`wire`]: the recording network wire.
@@ -21,6 +22,7 @@ pub mod exec;
 pub mod minimise;
 pub mod oracle;
 pub mod repro;
+pub mod rerun;
 pub mod summary;
 pub mod wire;
 
@@ -98,8 +100,9 @@ pub struct Finding {
     pub ops: Vec<Op>,
     /// The ops as generated.
     pub original_ops: Vec<String>,
-    /// Whether the minimised ops showed the oracle again.
-    pub reproduced: bool,
+    /// Whether the minimised ops showed the oracle again (in-process; the
+    /// re-run of `repro.sh` is [`rerun`]'s verdict).
+    pub minimised_reproduced: bool,
     /// The minimised run's requests and replies.
     pub log: Vec<Logged>,
     /// Its 2025-11-25 streamed calls.
@@ -233,7 +236,10 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                         g_short(f.generation),
                         tool
                     );
-                    repro::write(&s.out_dir.join(&dir), &f)?;
+                    let fdir = s.out_dir.join(&dir);
+                    repro::write(&fdir, &f)?;
+                    let rerun = rerun::rerun(&fdir, &f).await;
+                    repro::write_finding(&fdir, &f, &rerun)?;
                     let i = summary.findings.len();
                     summary.findings.push(Listed {
                         dir,
@@ -244,13 +250,19 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                         what: f.what.clone(),
                         at_secs: at,
                         repeats: 0,
+                        rerun: rerun.clone(),
                     });
                     seen.insert(sig, i);
                     seen.insert(min_sig, i);
                     if s.progress.is_some() {
                         eprintln!(
-                            "[{:>5.1}s] FINDING {} [{} {}]: {}",
-                            at, f.oracle, f.generation, tool, f.what
+                            "[{:>5.1}s] FINDING {} [{} {}]: {} (reproduced: {})",
+                            at,
+                            f.oracle,
+                            f.generation,
+                            tool,
+                            f.what,
+                            rerun.short()
                         );
                     }
                 }
@@ -332,7 +344,7 @@ async fn minimise_finding(
         best_ops = ops;
         best = Some(ex);
     }
-    let reproduced = best.is_some() || min == c.ops;
+    let minimised_reproduced = best.is_some() || min == c.ops;
     let ex = match best {
         Some(ex) => ex,
         None => {
@@ -351,7 +363,7 @@ async fn minimise_finding(
             case: c.index,
             original_ops: c.ops.iter().map(Op::name).collect(),
             ops: best_ops,
-            reproduced,
+            minimised_reproduced,
             log: ex.log,
             streamed: ex.streamed,
             legacy_call: ex.legacy_call,

@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
+use crate::discover::legacy::Streamed;
 use crate::fuzz::harness::wire::{FRAMING, MALFORMED};
 
 /// Label prefix of requests carrying a mutation.
@@ -134,5 +135,42 @@ pub fn judge(
                 _ => None,
             }
         }
+    }
+}
+
+/// Judges a 2025-11-25 call read from its stream: a 5xx on the call or an
+/// answer POST, no response within the timeout (a hang) or a broken stream
+/// (a reset), or a stream that ends without a JSON-RPC response.
+pub fn judge_call(st: &Streamed) -> Option<(Oracle, String)> {
+    let worst = st
+        .answer_replies
+        .iter()
+        .map(|(status, _)| *status)
+        .chain([st.status])
+        .max()
+        .unwrap_or(0);
+    if worst >= 500 {
+        let on = if st.status >= 500 {
+            "call"
+        } else {
+            "answer POST"
+        };
+        return Some((Oracle::ServerError, format!("HTTP {worst} on the {on}")));
+    }
+    if let Some(f) = &st.failure {
+        let oracle = if f.starts_with("timeout") {
+            Oracle::Hang
+        } else {
+            Oracle::ConnectionReset
+        };
+        return Some((oracle, f.clone()));
+    }
+    match &st.response {
+        Some(Rpc::Missing(why)) => Some((Oracle::NotJsonRpc, why.clone())),
+        None if !st.abandoned && (200..300).contains(&st.status) => Some((
+            Oracle::NotJsonRpc,
+            "the stream ended without the call's response".into(),
+        )),
+        _ => None,
     }
 }

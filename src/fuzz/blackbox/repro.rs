@@ -1,8 +1,16 @@
 //! Reproducers: each finding's folder holds `repro.sh` (curl, one request
-//! per step, the JSON bodies beside it), `finding.json` and the masked
-//! exchanges. States the server issued during the run are not baked in:
-//! the script captures them from the replies it gets and puts them where
-//! the bodies used them (a state changed beyond a prefix stays literal).
+//! per step, each body a file beside it sent with `--data-binary @file`),
+//! `finding.json` and the masked exchanges.
+//!
+//! States the server issued during the run are not baked in: the script
+//! reads them from the replies it gets (JSON-aware: `jq`, else `python3`)
+//! and fills them into the bodies that used them (`@@S1@@` in `NN.body`,
+//! JSON-escaped again, byte for byte), so any state works, quotes,
+//! backslashes and non-ASCII included. A state changed beyond a prefix stays
+//! literal. The script writes each reply (`curl -i`) and curl's exit status
+//! to `$OUT`, which [`super::rerun`] reads back.
+//!
+//! - `sh/send.sh`, `sh/json.sh`: the shell helpers every script carries.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -10,10 +18,25 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::client::raw::{RawReply, Rpc};
+use crate::discover::legacy::ANSWER_POST;
+use crate::fuzz::harness::wire::Logged;
 use crate::protocol::headers::SESSION_ID;
 use crate::protocol::mrtr::REQUEST_STATE;
 
 use super::Finding;
+use super::rerun::Verdict;
+
+/// `send`, `show`, `sid_of`.
+const SEND_SH: &str = include_str!("sh/send.sh");
+/// `state_of`, `eid_of`, `capture`, `fill` (jq or python3).
+const JSON_SH: &str = include_str!("sh/json.sh");
+
+/// Exit status of a `repro.sh` that has neither jq nor python3.
+pub const NO_JSON_TOOL: i32 = 3;
+/// Step name of the 2025-11-25 call's stream.
+pub const STREAM: &str = "stream";
+/// Step name of the answer to its `elicitation/create`.
+pub const ANSWER: &str = "answer";
 
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -37,6 +60,12 @@ fn replace_bytes(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `s` as it stands between the quotes of a JSON string.
+fn json_escaped(s: &str) -> String {
+    let q = Value::from(s).to_string();
+    q[1..q.len() - 1].to_owned()
+}
+
 fn issued_state(r: &RawReply) -> Option<String> {
     match r.rpc() {
         Rpc::Result(v) => v
@@ -47,19 +76,47 @@ fn issued_state(r: &RawReply) -> Option<String> {
     }
 }
 
-/// The shell variable a request's bearer token comes from.
-fn token_expr(token: &str, f: &Finding) -> String {
+/// Whether `repro.sh` sends this logged request as a step of its own (the
+/// 2025-11-25 answer POSTs are sent by the stream step instead, with the
+/// id of the `elicitation/create` the script sees).
+pub fn replayed(f: &Finding, l: &Logged) -> bool {
+    !(f.legacy_call.is_some() && l.request.label == ANSWER_POST)
+}
+
+/// The file stem of the step for log entry `i`: `01`, `02`, ...
+pub fn step_name(i: usize) -> String {
+    format!("{:02}", i + 1)
+}
+
+/// Every request's `--max-time`, in seconds.
+pub fn max_time(f: &Finding) -> u64 {
+    f.timeout_secs.ceil() as u64 + 1
+}
+
+/// The `Authorization` argument of a request with bearer `token`.
+fn auth_arg(token: &str, f: &Finding) -> String {
     if token == f.principal {
-        "$TOKEN".into()
+        "\"Authorization: Bearer $TOKEN\"".into()
     } else if Some(token) == f.other_principal.as_deref() {
-        "$OTHER_TOKEN".into()
+        "\"Authorization: Bearer $OTHER_TOKEN\"".into()
     } else {
-        token.into()
+        quote(&format!("Authorization: Bearer {token}"))
     }
 }
 
-/// Writes the finding's folder: `repro.sh`, `NN.body` files,
-/// `finding.json`, `exchanges.txt`.
+/// The `TOKEN=...` line: the demo principals have defaults, any other
+/// token must come from the environment.
+fn token_line(var: &str, env: &str, token: &str) -> String {
+    if matches!(token, "alice" | "bob") {
+        format!("{var}=${{{env}:-{token}}}")
+    } else {
+        format!("{var}=${{{env}:?export {env} (the token the run used)}}")
+    }
+}
+
+/// Writes the finding's folder: `repro.sh`, `NN.body` files and
+/// `exchanges.txt` (`finding.json` comes with the re-run's verdict, from
+/// [`write_finding`]).
 pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut sh = String::new();
@@ -69,57 +126,62 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         "# elicitkit fuzz finding: {} ({} {}, case {} of seed {})",
         f.oracle, f.generation, f.tool, f.case, f.seed
     );
-    let _ = writeln!(sh, "# {}", f.what.replace('\n', " "));
+    let _ = writeln!(sh, "# {}", f.what.replace(['\r', '\n'], " "));
     let _ = writeln!(sh, "# ops: {}", f.op_names().join(" "));
     let _ = writeln!(
         sh,
-        "# Re-run against a server like the one fuzzed: URL=... ./repro.sh. States the\n# server issues are captured from its replies; the last request shows the finding."
+        "# Re-run against a server like the one fuzzed: URL=... ./repro.sh. Each body is a\n\
+         # file beside this script; states the server issues are read from its replies\n\
+         # (jq, else python3) and filled in where a body has @@S1@@, @@S2@@, ...\n\
+         # Replies go to $OUT (default: a new temporary folder): NN.reply as curl -i\n\
+         # wrote it, NN.exit curl's exit status. The last request shows the finding."
     );
     let _ = writeln!(sh, "set -u\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)");
-    let _ = writeln!(sh, "URL=${{URL:-{}}}", f.mcp_url);
-    let demo = |t: &str| matches!(t, "alice" | "bob");
+    let _ = writeln!(sh, "URL=${{URL:-{}}}", quote(&f.mcp_url));
     let _ = writeln!(
         sh,
-        "TOKEN=${{ELICITKIT_PRINCIPAL:-{}}}",
-        if demo(&f.principal) {
-            f.principal.as_str()
-        } else {
-            "?export ELICITKIT_PRINCIPAL (the token of the run's principal)"
-        }
+        "{}",
+        token_line("TOKEN", "ELICITKIT_PRINCIPAL", &f.principal)
     );
     if let Some(o) = &f.other_principal {
         let _ = writeln!(
             sh,
-            "OTHER_TOKEN=${{ELICITKIT_OTHER_PRINCIPAL:-{}}}",
-            if demo(o) {
-                o.as_str()
-            } else {
-                "?export ELICITKIT_OTHER_PRINCIPAL"
-            }
+            "{}",
+            token_line("OTHER_TOKEN", "ELICITKIT_OTHER_PRINCIPAL", o)
         );
     }
-    let _ = writeln!(sh, "OUT=$(mktemp -d)\necho \"replies in $OUT\"\nSID=\n");
-    let max_time = f.timeout_secs.ceil() as u64 + 1;
+    let _ = writeln!(
+        sh,
+        "OUT=${{OUT:-$(mktemp -d)}}\nmkdir -p \"$OUT\"\necho \"replies in $OUT\"\nMAX={}\nSID=\n",
+        max_time(f)
+    );
+    sh.push_str(SEND_SH);
+    let reads_json = f.legacy_call.is_some()
+        || f.log
+            .iter()
+            .any(|l| replayed(f, l) && l.reply.as_ref().ok().and_then(issued_state).is_some());
+    if reads_json {
+        sh.push_str(JSON_SH);
+    }
+    sh.push('\n');
     let mut states: Vec<String> = Vec::new();
     let mut sid: Option<String> = None;
-    let mut in_group = false;
+    let mut group: Vec<String> = Vec::new();
     for (i, l) in f.log.iter().enumerate() {
-        let n = format!("{:02}", i + 1);
-        let concurrent = l.request.label.contains("concurrent copy");
-        if in_group && !concurrent {
-            let _ = writeln!(sh, "wait\n");
-            in_group = false;
+        if !replayed(f, l) {
+            continue;
         }
-        let mut body = l.request.body.clone();
-        for (k, s) in states.iter().enumerate() {
-            body = replace_bytes(&body, s.as_bytes(), format!("@@S{}@@", k + 1).as_bytes());
+        let n = step_name(i);
+        let concurrent = l.request.label.contains("concurrent copy");
+        if !concurrent {
+            end_group(&mut sh, &mut group);
         }
         let _ = writeln!(
             sh,
             "echo {}",
             quote(&format!("== {n}: {}", l.request.label))
         );
-        let mut cmd = format!("curl -sS -i --max-time {max_time} -X {} ", l.request.method);
+        let mut cmd = format!("send {n} -X {} ", l.request.method);
         cmd.push_str(&if l.request.url == f.mcp_url {
             "\"$URL\"".to_owned()
         } else {
@@ -133,65 +195,52 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
             }
         }
         if let Some(t) = &l.request.token {
-            cmd.push_str(&format!(
-                " -H \"Authorization: Bearer {}\"",
-                token_expr(t, f)
-            ));
+            cmd.push_str(&format!(" -H {}", auth_arg(t, f)));
         }
-        if body.is_empty() {
-            let _ = write!(sh, "{cmd} > \"$OUT/{n}.reply\"");
-        } else {
+        let body = templated(&l.request.body, &states);
+        if !body.is_empty() {
+            if !l
+                .request
+                .headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
+                // As sent: no Content-Type (curl would add a form one).
+                cmd.push_str(" -H 'Content-Type:'");
+            }
             std::fs::write(dir.join(format!("{n}.body")), &body)?;
-            let subst: String = (1..=states.len())
-                .map(|k| format!(" -e \"s|@@S{k}@@|$S{k}|g\""))
-                .collect();
-            let feed = if states.is_empty() {
-                format!("cat \"$DIR/{n}.body\"")
+            if body == l.request.body {
+                cmd.push_str(&format!(" --data-binary @\"$DIR/{n}.body\""));
             } else {
-                format!("sed{subst} \"$DIR/{n}.body\"")
-            };
-            let _ = write!(sh, "{feed} | {cmd} --data-binary @- > \"$OUT/{n}.reply\"");
+                let _ = writeln!(sh, "fill \"$DIR/{n}.body\" \"$OUT/{n}.body\"");
+                cmd.push_str(&format!(" --data-binary @\"$OUT/{n}.body\""));
+            }
         }
         if concurrent {
-            let _ = writeln!(sh, " &");
-            in_group = true;
+            let _ = writeln!(sh, "{cmd} &");
+            group.push(n);
             continue;
         }
-        let _ = writeln!(
-            sh,
-            " || echo \"(curl exit $?: no complete reply)\"\ncat \"$OUT/{n}.reply\"; echo"
-        );
+        let _ = writeln!(sh, "{cmd}\nshow {n}");
         if let Ok(r) = &l.reply {
             if let Some(s) = issued_state(r)
                 && !states.contains(&s)
             {
                 states.push(s);
-                let k = states.len();
-                let _ = writeln!(
-                    sh,
-                    "S{k}=$(tr -d '\\r' < \"$OUT/{n}.reply\" | grep -o '\"requestState\":\"[^\"]*\"' | head -1 | sed 's/^\"requestState\":\"//; s/\"$//')"
-                );
+                let _ = writeln!(sh, "capture S{} \"$OUT/{n}.reply\"", states.len());
             }
             if let Some(s) = r.header(SESSION_ID)
                 && sid.as_deref() != Some(s)
             {
                 sid = Some(s.to_owned());
-                let _ = writeln!(
-                    sh,
-                    "SID=$(tr -d '\\r' < \"$OUT/{n}.reply\" | grep -i '^mcp-session-id:' | head -1 | cut -d' ' -f2)"
-                );
+                let _ = writeln!(sh, "SID=$(sid_of \"$OUT/{n}.reply\")");
             }
         }
         sh.push('\n');
     }
-    if in_group {
-        let _ = writeln!(
-            sh,
-            "wait\nfor f in \"$OUT\"/*.reply; do echo \"== $f\"; cat \"$f\"; echo; done"
-        );
-    }
+    end_group(&mut sh, &mut group);
     if let Some((call, action)) = &f.legacy_call {
-        legacy_call(&mut sh, dir, call, action, max_time)?;
+        legacy_call(&mut sh, dir, call, action)?;
     }
     let path = dir.join("repro.sh");
     std::fs::write(&path, sh)?;
@@ -208,7 +257,37 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
     for e in &f.streamed {
         let _ = writeln!(ex, "--- {}\n{}\n-> {}\n", e.label, e.request, e.response);
     }
-    std::fs::write(dir.join("exchanges.txt"), ex)?;
+    std::fs::write(dir.join("exchanges.txt"), ex)
+}
+
+/// `body` with each issued state (as JSON-escaped in it) replaced by its
+/// placeholder `@@Sk@@`; longer states first, so none eats into another.
+fn templated(body: &[u8], states: &[String]) -> Vec<u8> {
+    let mut order: Vec<usize> = (0..states.len()).collect();
+    order.sort_by_key(|&k| std::cmp::Reverse(states[k].len()));
+    order.into_iter().fold(body.to_vec(), |b, k| {
+        replace_bytes(
+            &b,
+            json_escaped(&states[k]).as_bytes(),
+            format!("@@S{}@@", k + 1).as_bytes(),
+        )
+    })
+}
+
+/// Waits for a group of concurrent steps and shows their replies.
+fn end_group(sh: &mut String, group: &mut Vec<String>) {
+    if group.is_empty() {
+        return;
+    }
+    let _ = writeln!(sh, "wait");
+    for n in group.drain(..) {
+        let _ = writeln!(sh, "show {n}");
+    }
+    sh.push('\n');
+}
+
+/// Writes `finding.json`: the finding and how its re-run went.
+pub fn write_finding(dir: &Path, f: &Finding, rerun: &Verdict) -> std::io::Result<()> {
     let json = json!({
         "oracle": f.oracle,
         "what": f.what,
@@ -220,7 +299,9 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         "ops_debug": f.ops.iter().map(|o| format!("{o:?}")).collect::<Vec<_>>(),
         "ops_before_minimising": f.original_ops,
         "requests": f.log.len(),
-        "reproduced": f.reproduced,
+        "minimised_reproduced": f.minimised_reproduced,
+        "reproduced": rerun.reproduced,
+        "reproduced_detail": rerun.detail,
     });
     std::fs::write(
         dir.join("finding.json"),
@@ -229,26 +310,43 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
 }
 
 /// The 2025-11-25 call: the stream in the background, the answer POSTed
-/// when `elicitation/create` shows up on it.
-fn legacy_call(
-    sh: &mut String,
-    dir: &Path,
-    call: &Value,
-    action: &str,
-    max_time: u64,
-) -> std::io::Result<()> {
+/// when `elicitation/create` shows up on it; none when nothing shows up
+/// (the call's own reply then shows what the server did).
+fn legacy_call(sh: &mut String, dir: &Path, call: &Value, action: &str) -> std::io::Result<()> {
     std::fs::write(dir.join("call.body"), call.to_string())?;
-    let headers = "-H 'Accept: application/json, text/event-stream' -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2025-11-25' -H \"Mcp-Session-Id: $SID\" -H \"Authorization: Bearer $TOKEN\"";
+    let answer = format!(
+        r#"{{"jsonrpc":"2.0","id":%s,"result":{{"action":{}}}}}"#,
+        Value::from(action)
+    );
     let _ = writeln!(
         sh,
-        "echo '== tools/call (stream), answered with {action}'\n\
-         curl -sS -N -i --max-time {max_time} -X POST \"$URL\" {headers} --data-binary @\"$DIR/call.body\" > \"$OUT/stream.txt\" &\n\
+        "echo {title}\n\
+         LEGACY=(-H 'Accept: application/json, text/event-stream' -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2025-11-25' -H \"Mcp-Session-Id: $SID\" -H \"Authorization: Bearer $TOKEN\")\n\
+         send {STREAM} -N -X POST \"$URL\" \"${{LEGACY[@]}}\" --data-binary @\"$DIR/call.body\" &\n\
          CALL=$!\n\
-         for _ in $(seq 1 50); do grep -q 'elicitation/create' \"$OUT/stream.txt\" 2>/dev/null && break; sleep 0.1; done\n\
-         EID=$(grep 'elicitation/create' \"$OUT/stream.txt\" | head -1 | grep -o '\"id\":\\(\"[^\"]*\"\\|[0-9]*\\)' | head -1 | cut -d: -f2)\n\
-         printf '{{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{{\"action\":\"{action}\"}}}}' \"$EID\" | curl -sS -i --max-time {max_time} -X POST \"$URL\" {headers} --data-binary @-\n\
-         echo; wait $CALL || echo \"(the call's stream: curl exit $?)\"\n\
-         cat \"$OUT/stream.txt\"; echo"
+         EID=\n\
+         for _ in $(seq 1 $((MAX * 10))); do\n\
+         \x20 if grep -q elicitation/create \"$OUT/{STREAM}.reply\" 2>/dev/null && EID=$(eid_of \"$OUT/{STREAM}.reply\"); then break; fi\n\
+         \x20 kill -0 \"$CALL\" 2>/dev/null || break\n\
+         \x20 sleep 0.1\n\
+         done\n\
+         [ -n \"$EID\" ] || EID=$(eid_of \"$OUT/{STREAM}.reply\" 2>/dev/null) || EID=\n\
+         if [ -n \"$EID\" ]; then\n\
+         \x20 printf {answer} \"$EID\" > \"$OUT/{ANSWER}.body\"\n\
+         \x20 echo {answer_title}\n\
+         \x20 send {ANSWER} -X POST \"$URL\" \"${{LEGACY[@]}}\" --data-binary @\"$OUT/{ANSWER}.body\"\n\
+         \x20 show {ANSWER}\n\
+         else\n\
+         \x20 echo \"(no elicitation/create on the stream within ${{MAX}}s: no answer sent; the call's reply shows what the server did)\"\n\
+         fi\n\
+         wait \"$CALL\"\n\
+         echo '== the call'\"'\"'s stream'\n\
+         show {STREAM}",
+        title = quote(&format!(
+            "== tools/call (stream), {action} once elicitation/create arrives"
+        )),
+        answer = quote(&answer),
+        answer_title = quote(&format!("== {ANSWER_POST} ({action})")),
     );
     Ok(())
 }
@@ -265,5 +363,18 @@ mod tests {
         );
         assert_eq!(replace_bytes(b"\xffSS", b"SS", b"x"), b"\xffx".to_vec());
         assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn states_are_templated_in_their_json_escaped_form() {
+        let s = "a\"b\\c|d&e/f\u{e9}";
+        let body = json!({"params": {REQUEST_STATE: s, "x": format!("{s}tail")}})
+            .to_string()
+            .into_bytes();
+        let t = String::from_utf8(templated(&body, &[s.to_owned()])).unwrap();
+        assert_eq!(
+            t,
+            r#"{"params":{"requestState":"@@S1@@","x":"@@S1@@tail"}}"#
+        );
     }
 }

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::oracle::Oracle;
+use super::rerun::Verdict;
+use crate::report::format::md_cell;
 
 /// One finding as the summary lists it.
 #[derive(Debug, Clone, Serialize)]
@@ -27,6 +29,9 @@ pub struct Listed {
     pub at_secs: f64,
     /// Later cases that hit the same oracle on the same tool.
     pub repeats: u64,
+    /// Whether `repro.sh`, re-run against the target, showed it again.
+    #[serde(flatten)]
+    pub rerun: Verdict,
 }
 
 /// Everything a run did.
@@ -100,7 +105,7 @@ impl Summary {
         for f in &self.findings {
             let _ = writeln!(
                 s,
-                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  {}\n  reproduce: {}/repro.sh",
+                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
                 f.oracle,
                 f.generation,
                 f.tool,
@@ -111,7 +116,8 @@ impl Summary {
                     f.ops.join(" ")
                 },
                 f.what,
-                f.dir
+                f.dir,
+                f.rerun.short()
             );
         }
         s
@@ -132,24 +138,78 @@ impl Summary {
             self.stopped
         );
         for (o, n) in &self.findings_per_oracle {
-            let _ = writeln!(s, "| {o} | {n} |");
+            let _ = writeln!(s, "| {} | {n} |", md_cell(o));
         }
         if !self.findings.is_empty() {
-            s.push_str("\n| finding | generation | tool | ops (minimised) | at | what |\n|---|---|---|---|---|---|\n");
+            s.push_str("\n| finding | generation | tool | ops (minimised) | at | what | reproduced |\n|---|---|---|---|---|---|---|\n");
             for f in &self.findings {
                 let _ = writeln!(
                     s,
-                    "| [{}]({}/repro.sh) | {} | {} | {} | {:.1} s | {} |",
-                    f.oracle,
-                    f.dir,
-                    f.generation,
-                    f.tool,
-                    f.ops.join(" "),
+                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {:.1} s | {} | {} |",
+                    md_cell(f.oracle.name()),
+                    md_cell(&f.dir),
+                    md_cell(&f.generation),
+                    md_cell(&f.tool),
+                    md_cell(&f.ops.join(" ")),
                     f.at_secs,
-                    crate::report::format::md_cell(&f.what)
+                    md_cell(&f.what),
+                    md_cell(&f.rerun.short())
                 );
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::blackbox::rerun::Reproduced;
+
+    /// A multi-line HTML error page, and pipes in any cell, keep each
+    /// finding on one table row of its own.
+    #[test]
+    fn every_markdown_cell_is_escaped() {
+        let mut s = Summary {
+            target: "http://127.0.0.1:1/mcp".into(),
+            seed: 1,
+            generations: vec!["2026-07-28".into()],
+            tools: BTreeMap::new(),
+            execs: 1,
+            requests: 1,
+            elapsed_secs: 1.0,
+            execs_per_sec: 1.0,
+            stopped: "duration".into(),
+            findings_per_oracle: BTreeMap::new(),
+            first_finding_secs: None,
+            findings: vec![Listed {
+                dir: "001-server-error-mrtr-a|b".into(),
+                oracle: Oracle::ServerError,
+                generation: "2026-07-28".into(),
+                tool: "a|b\nc".into(),
+                ops: vec!["body:x|y".into()],
+                what: "HTTP 500 (<html>\r\n<body>|</body>\n</html>)".into(),
+                at_secs: 0.5,
+                repeats: 0,
+                rerun: Verdict {
+                    reproduced: Reproduced::No,
+                    detail: "HTTP 200\n| ok".into(),
+                },
+            }],
+        };
+        s.count();
+        let md = s.markdown();
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| l.contains("server-error]("))
+            .collect();
+        assert_eq!(rows.len(), 1, "{md}");
+        let unescaped = rows[0].replace("\\|", "");
+        assert_eq!(unescaped.matches('|').count(), 8, "{md}");
+        assert!(rows[0].ends_with("| no (HTTP 200 \\| ok) |"), "{md}");
+        assert!(md.lines().all(|l| !l.starts_with("<body>")), "{md}");
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["findings"][0]["reproduced"], "no");
+        assert_eq!(json["findings"][0]["reproduced_detail"], "HTTP 200\n| ok");
     }
 }

@@ -79,7 +79,13 @@ fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
     let fj: Value =
         serde_json::from_str(&std::fs::read_to_string(fdir.join("finding.json")).unwrap()).unwrap();
     assert_eq!(fj["oracle"], oracle);
-    assert_eq!(fj["reproduced"], true, "{fj}");
+    assert_eq!(fj["minimised_reproduced"], true, "{fj}");
+    // The fuzzer re-ran repro.sh against the server before reporting it.
+    assert_eq!(fj["reproduced"], "yes", "{fj}");
+    assert_eq!(f["reproduced"], "yes", "{f}");
+    let md = std::fs::read_to_string(dir.path().join("t/fuzz/summary.md")).unwrap();
+    assert!(md.contains("| yes |"), "{md}");
+    assert!(stdout.contains("(reproduced: yes)"), "{stdout}");
     // Minimised: never more ops than generated.
     assert!(
         fj["ops"].as_array().unwrap().len()
