@@ -24,6 +24,8 @@ pub mod oracle;
 pub mod repro;
 pub mod rerun;
 pub mod summary;
+#[cfg(test)]
+mod test_http;
 pub mod wire;
 
 use std::collections::BTreeMap;

@@ -491,11 +491,12 @@ mod tests {
         assert!(!case_request("case 71 t retry", 7));
     }
 
+    use super::super::test_http::{Read, read_request};
     use crate::client::raw::RawRequest;
     use crate::protocol::Generation;
     use serde_json::{Value, json};
     use std::sync::{Arc, Mutex};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     /// Requests the fake server saw: head, body.
     type Seen = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
@@ -513,31 +514,10 @@ mod tests {
             while let Ok((mut c, _)) = l.accept().await {
                 let (log, answer) = (log.clone(), answer.clone());
                 tokio::spawn(async move {
-                    let mut buf = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    let end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        match c.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                        }
+                    let Read::Request { head, body } = read_request(&mut c, usize::MAX).await
+                    else {
+                        return;
                     };
-                    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-                    let len: usize = head
-                        .to_ascii_lowercase()
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    while buf.len() < end + len {
-                        match c.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                        }
-                    }
-                    let body = buf[end..end + len].to_vec();
                     let (bytes, hold) = answer(&head, &body);
                     log.lock().unwrap().push((head, body));
                     let _ = c.write_all(&bytes).await;

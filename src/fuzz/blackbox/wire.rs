@@ -114,10 +114,11 @@ impl Wire for NetWire {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_http::{Read, read_request};
     use super::*;
     use crate::fuzz::blackbox::oracle::{Oracle, judge};
     use std::time::Duration;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     /// What the test server does with a request whose head passes 4 KiB.
     #[derive(Clone, Copy, PartialEq)]
@@ -137,42 +138,20 @@ mod tests {
         let url = format!("http://{}/mcp", l.local_addr().unwrap());
         tokio::spawn(async move {
             while let Ok((mut c, _)) = l.accept().await {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    match c.read(&mut chunk).await {
-                        Ok(0) | Err(_) => break None,
-                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
-                    }
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break Some(i + 4);
-                    }
-                    if buf.len() > 4096 {
-                        break None;
-                    }
-                };
-                let Some(end) = head_end else {
-                    if on_big == OnBig::Refuse {
-                        let _ = c
-                            .write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
-                            .await;
-                    }
-                    drop(c);
-                    if on_big == OnBig::Die {
-                        return;
-                    }
-                    continue;
-                };
-                let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(0);
-                while buf.len() < end + len {
-                    match c.read(&mut chunk).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                match read_request(&mut c, 4096).await {
+                    Read::Request { .. } => {}
+                    Read::Truncated => continue,
+                    Read::NoHead => {
+                        if on_big == OnBig::Refuse {
+                            let _ = c
+                                .write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n")
+                                .await;
+                        }
+                        drop(c);
+                        if on_big == OnBig::Die {
+                            return;
+                        }
+                        continue;
                     }
                 }
                 let _ = c
