@@ -171,35 +171,32 @@ fn judge_error(
     status: u16,
     code: i64,
 ) -> Verdict {
-    let exact =
-        reply.status == status && reply.rpc().code() == Some(code) && reply.response_id() == id;
-    match control {
-        Ok(c) if (200..300).contains(&c.status) && matches!(c.rpc(), Rpc::Result(_)) => {}
-        // The control fails otherwise (e.g. an unknown tool): the framing
-        // error, which the control did not get, was still judged first.
-        Ok(c) if exact && c.rpc().code() != Some(code) => {
-            return Verdict::pass(format!(
-                "HTTP {status} with error {code} and the request id ({control_label} got HTTP \
-                 {} and {} instead)",
-                c.status,
-                c.rpc().describe()
-            ));
-        }
-        Ok(c) => {
-            return Verdict::info(format!(
-                "could not tell: {control_label} already gets HTTP {} and {}, so the reply to \
-                 the misframed request (HTTP {} and {}) says nothing about the framing",
-                c.status,
-                c.rpc().describe(),
-                reply.status,
-                reply.rpc().describe()
-            ));
-        }
+    let rpc = reply.rpc();
+    let exact = reply.status == status && rpc.code() == Some(code) && reply.response_id() == id;
+    let (c_status, c_rpc) = match control {
+        Ok(c) => (c.status, c.rpc()),
         Err(e) => {
             return Verdict::info(format!("could not tell: {control_label} got no reply: {e}"));
         }
+    };
+    if !(200..300).contains(&c_status) || !matches!(c_rpc, Rpc::Result(_)) {
+        // The control fails otherwise (e.g. an unknown tool): the framing
+        // error, which the control did not get, was still judged first.
+        if exact && c_rpc.code() != Some(code) {
+            return Verdict::pass(format!(
+                "HTTP {status} with error {code} and the request id ({control_label} got HTTP \
+                 {c_status} and {} instead)",
+                c_rpc.describe()
+            ));
+        }
+        return Verdict::info(format!(
+            "could not tell: {control_label} already gets HTTP {c_status} and {}, so the reply \
+             to the misframed request (HTTP {} and {}) says nothing about the framing",
+            c_rpc.describe(),
+            reply.status,
+            rpc.describe()
+        ));
     }
-    let rpc = reply.rpc();
     let mut problems = Vec::new();
     match &rpc {
         Rpc::Error(e) if e.code == code => {}
