@@ -65,6 +65,50 @@ pub struct Hit {
     pub oracle: Oracle,
     /// What happened.
     pub what: String,
+    /// The request that carried the mutation, or (none carried it) the
+    /// one the oracle fired on.
+    pub sent: Sent,
+}
+
+/// What a request was sent as: its JSON-RPC method and, for a
+/// `tools/call`, the tool it called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The JSON-RPC method (the HTTP method for a body without one, such
+    /// as a session's `DELETE`).
+    pub method: String,
+    /// The tool, for `tools/call`.
+    pub tool: Option<String>,
+}
+
+impl Sent {
+    /// A `tools/call` of `tool`.
+    pub fn call(tool: &str) -> Self {
+        Sent {
+            method: "tools/call".into(),
+            tool: Some(tool.to_owned()),
+        }
+    }
+
+    /// Read from a request's body (unmutated requests only: a mutated
+    /// body may no longer parse, so the flow says what it sent instead).
+    pub fn of(req: &RawRequest) -> Self {
+        let v = crate::protocol::jsonrpc::parse_json(&req.body).unwrap_or(Value::Null);
+        match v.get("method").and_then(Value::as_str) {
+            Some("tools/call") => Sent {
+                method: "tools/call".into(),
+                tool: v["params"]["name"].as_str().map(str::to_owned),
+            },
+            Some(m) => Sent {
+                method: m.to_owned(),
+                tool: None,
+            },
+            None => Sent {
+                method: req.method.to_string(),
+                tool: None,
+            },
+        }
+    }
 }
 
 /// What running one case did.
@@ -80,11 +124,13 @@ pub struct Exec {
     pub legacy_call: Option<(Value, String)>,
 }
 
-/// One flow's wire and the log judged so far.
+/// One flow's wire, the log judged so far and what its mutated request
+/// (labelled [`MUTATED`]) was sent as.
 struct Run<'t> {
     t: &'t Target,
     w: NetWire,
     log: Vec<Logged>,
+    mutated: Option<Sent>,
 }
 
 impl Run<'_> {
@@ -95,7 +141,11 @@ impl Run<'_> {
         self.log.extend(new);
         for l in &self.log[start..] {
             if let Some((oracle, what)) = judge(&l.request, &l.reply, &self.t.mcp_url) {
-                return Err(Hit { oracle, what });
+                let sent = match &self.mutated {
+                    Some(m) if l.request.label.contains(MUTATED.trim()) => m.clone(),
+                    _ => Sent::of(&l.request),
+                };
+                return Err(Hit { oracle, what, sent });
             }
         }
         Ok(())
@@ -134,6 +184,7 @@ impl Target {
             t: self,
             w: self.wire(),
             log: Vec::new(),
+            mutated: None,
         };
         let mut out = Exec::default();
         let res = match g {
@@ -146,6 +197,7 @@ impl Target {
                 hit = Hit {
                     oracle: Oracle::Unresponsive,
                     what: format!("after {}: the server no longer answers", hit.what),
+                    sent: hit.sent,
                 };
             }
             out.hit = Some(hit);
@@ -274,6 +326,7 @@ impl Target {
                 "retry".into()
             }
         );
+        run.mutated = Some(Sent::call(&tool.name));
         let mut req = call_request(&run.w, label, &tool.name, &tool.args, &caps, answers, None);
         if let Some(s) = &sent_state
             && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
@@ -336,7 +389,11 @@ impl Target {
                         ),
                     )
                 };
-                return Err(Hit { oracle, what });
+                return Err(Hit {
+                    oracle,
+                    what,
+                    sent: Sent::call(&tool.name),
+                });
             }
             completions += 1;
         }
@@ -388,6 +445,7 @@ impl Target {
                     "single-use tool {}: one request completed {completions} times",
                     tool.name
                 ),
+                sent: Sent::call(&tool.name),
             });
         }
         Ok(())
@@ -423,6 +481,10 @@ impl Target {
                 if malformed { MALFORMED } else { "" },
                 names.join(" ")
             );
+            run.mutated = Some(Sent {
+                method: "tools/list".into(),
+                tool: None,
+            });
             let mut req = legacy::request(&run.w, &s, &label, "tools/list", json!({}));
             for op in &hb {
                 match op {
@@ -471,6 +533,7 @@ impl Target {
                 return Err(Hit {
                     oracle: Oracle::ServerError,
                     what: what(&format!("HTTP {worst} on the {on}")),
+                    sent: Sent::call(&tool.name),
                 });
             }
             if let Some(f) = &st.failure {
@@ -482,6 +545,7 @@ impl Target {
                 return Err(Hit {
                     oracle,
                     what: what(f),
+                    sent: Sent::call(&tool.name),
                 });
             }
             match &st.response {
@@ -489,12 +553,14 @@ impl Target {
                     return Err(Hit {
                         oracle: Oracle::NotJsonRpc,
                         what: what(why),
+                        sent: Sent::call(&tool.name),
                     });
                 }
                 None if !st.abandoned && (200..300).contains(&st.status) => {
                     return Err(Hit {
                         oracle: Oracle::NotJsonRpc,
                         what: what("the stream ended without the call's response"),
+                        sent: Sent::call(&tool.name),
                     });
                 }
                 _ => {}
