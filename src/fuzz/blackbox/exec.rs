@@ -69,6 +69,50 @@ pub struct Hit {
     pub oracle: Oracle,
     /// What happened.
     pub what: String,
+    /// The request that carried the mutation, or (none carried it) the
+    /// one the oracle fired on.
+    pub sent: Sent,
+}
+
+/// What a request was sent as: its JSON-RPC method and, for a
+/// `tools/call`, the tool it called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The JSON-RPC method (the HTTP method for a body without one, such
+    /// as a session's `DELETE`).
+    pub method: String,
+    /// The tool, for `tools/call`.
+    pub tool: Option<String>,
+}
+
+impl Sent {
+    /// A `tools/call` of `tool`.
+    pub fn call(tool: &str) -> Self {
+        Sent {
+            method: "tools/call".into(),
+            tool: Some(tool.to_owned()),
+        }
+    }
+
+    /// Read from a request's body (unmutated requests only: a mutated
+    /// body may no longer parse, so the flow says what it sent instead).
+    pub fn of(req: &RawRequest) -> Self {
+        let v = crate::protocol::jsonrpc::parse_json(&req.body).unwrap_or(Value::Null);
+        match v.get("method").and_then(Value::as_str) {
+            Some("tools/call") => Sent {
+                method: "tools/call".into(),
+                tool: v["params"]["name"].as_str().map(str::to_owned),
+            },
+            Some(m) => Sent {
+                method: m.to_owned(),
+                tool: None,
+            },
+            None => Sent {
+                method: req.method.to_string(),
+                tool: None,
+            },
+        }
+    }
 }
 
 /// What running one case did.
@@ -84,11 +128,13 @@ pub struct Exec {
     pub legacy_call: Option<(Value, String)>,
 }
 
-/// One flow's wire and the log judged so far.
+/// One flow's wire, the log judged so far and what its mutated request
+/// (labelled [`MUTATED`]) was sent as.
 struct Run<'t> {
     t: &'t Target,
     w: NetWire,
     log: Vec<Logged>,
+    mutated: Option<Sent>,
 }
 
 impl Run<'_> {
@@ -99,7 +145,11 @@ impl Run<'_> {
         self.log.extend(new);
         for l in &self.log[start..] {
             if let Some((oracle, what)) = judge(&l.request, &l.reply, &self.t.mcp_url) {
-                return Err(Hit { oracle, what });
+                let sent = match &self.mutated {
+                    Some(m) if l.request.label.contains(MUTATED.trim()) => m.clone(),
+                    _ => Sent::of(&l.request),
+                };
+                return Err(Hit { oracle, what, sent });
             }
         }
         Ok(())
@@ -138,6 +188,7 @@ impl Target {
             t: self,
             w: self.wire(),
             log: Vec::new(),
+            mutated: None,
         };
         let mut out = Exec::default();
         let res = match g {
@@ -150,6 +201,7 @@ impl Target {
                 hit = Hit {
                     oracle: Oracle::Unresponsive,
                     what: format!("after {}: the server no longer answers", hit.what),
+                    sent: hit.sent,
                 };
             }
             out.hit = Some(hit);
@@ -278,6 +330,7 @@ impl Target {
                 "retry".into()
             }
         );
+        run.mutated = Some(Sent::call(&tool.name));
         let mut req = call_request(&run.w, label, &tool.name, &tool.args, &caps, answers, None);
         if let Some(s) = &sent_state
             && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
@@ -340,7 +393,11 @@ impl Target {
                         ),
                     )
                 };
-                return Err(Hit { oracle, what });
+                return Err(Hit {
+                    oracle,
+                    what,
+                    sent: Sent::call(&tool.name),
+                });
             }
             completions += 1;
         }
@@ -392,6 +449,7 @@ impl Target {
                     "single-use tool {}: one request completed {completions} times",
                     tool.name
                 ),
+                sent: Sent::call(&tool.name),
             });
         }
         Ok(())
@@ -427,6 +485,10 @@ impl Target {
                 if malformed { MALFORMED } else { "" },
                 names.join(" ")
             );
+            run.mutated = Some(Sent {
+                method: "tools/list".into(),
+                tool: None,
+            });
             let mut req = legacy::request(&run.w, &s, &label, "tools/list", json!({}));
             for op in &hb {
                 match op {
@@ -462,6 +524,7 @@ impl Target {
                 return Err(Hit {
                     oracle,
                     what: format!("case {index} {} answered {action}: {w}", tool.name),
+                    sent: Sent::call(&tool.name),
                 });
             }
         }

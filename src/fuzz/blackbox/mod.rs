@@ -10,15 +10,18 @@
 //! a hang past the timeout, the server no longer answering, a changed
 //! state (or another principal) completing where the control (the same
 //! answers, no state) does not, a single-use request completing twice.
-//! Each finding is delta-debugged over its op list ([`minimise`]) and
-//! written as a reproducer ([`repro`]), which is re-run against the target
-//! before it is reported ([`rerun`]); the run ends with a [`summary`].
+//! Each hit is delta-debugged over its op list ([`minimise`]), filed under
+//! its root cause ([`group`]: oracle, generation, method, op kinds; the
+//! tools and cases counted) and, the first time, written as a reproducer
+//! ([`repro`]), which is re-run against the target before it is reported
+//! ([`rerun`]); the run ends with a [`summary`].
 //! Every run is bounded by a duration and a request count.
 //!
 //! - [`wire`]: the recording network wire.
 
 pub mod case;
 pub mod exec;
+pub mod group;
 pub mod minimise;
 pub mod oracle;
 pub mod repro;
@@ -39,6 +42,7 @@ use crate::protocol::Generation;
 
 use case::Op;
 use exec::{Target, ToolInfo};
+use group::{Groups, RootCause};
 use oracle::Oracle;
 use summary::{Listed, Summary};
 
@@ -92,7 +96,10 @@ pub struct Finding {
     pub what: String,
     /// Generation.
     pub generation: Generation,
-    /// Tool.
+    /// The JSON-RPC method the mutation was sent to (see [`group`]).
+    pub method: String,
+    /// The case's tool (the flow `repro.sh` runs; a `tools/list`
+    /// mutation does not call it).
     pub tool: String,
     /// The run's seed.
     pub seed: u64,
@@ -164,12 +171,6 @@ pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
     })
 }
 
-/// One finding per oracle, generation and tool: later cases that hit it
-/// again count as repeats (another mutation showing the same defect).
-fn signature(g: Generation, tool: &str, oracle: Oracle) -> String {
-    format!("{g} {tool} {oracle}")
-}
-
 /// Runs the fuzzer against a prepared target; writes each finding and the
 /// summary under `s.out_dir`.
 pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
@@ -202,7 +203,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         first_finding_secs: None,
         findings: Vec::new(),
     };
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups = Groups::default();
     let mut last_progress = Instant::now();
     let mut index = 0u64;
     while started.elapsed() < s.duration {
@@ -217,52 +218,50 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         let ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
         summary.execs += 1;
         summary.requests += ex.log.len() as u64;
-        if let Some(hit) = &ex.hit {
-            let tool = t.tools(c.generation)[c.tool].name.clone();
-            let sig = signature(c.generation, &tool, hit.oracle);
-            if let Some(&i) = seen.get(&sig) {
-                summary.findings[i].repeats += 1;
-            } else {
+        if let Some(hit) = ex.hit.clone() {
+            let tool = hit.sent.tool.as_deref();
+            let pre = RootCause::new(hit.oracle, c.generation, &hit.sent.method, &c.ops);
+            if !groups.repeat(&pre, tool) {
                 let at = started.elapsed().as_secs_f64();
-                let (f, extra) = minimise_finding(s, t, &c, hit.oracle, &tool, ex).await;
+                let bound = Bound {
+                    until: started + s.duration,
+                    requests: s.max_requests.saturating_sub(summary.requests),
+                };
+                let (f, extra) = minimise_finding(s, t, &c, &hit, ex, bound).await;
                 summary.requests += extra;
-                let min_sig = signature(c.generation, &tool, f.oracle);
-                if let Some(&i) = seen.get(&min_sig) {
-                    summary.findings[i].repeats += 1;
-                    seen.insert(sig, i);
-                } else {
+                let cause = RootCause::new(f.oracle, f.generation, &f.method, &f.ops);
+                if groups.file(&pre, &cause, tool).is_none() {
                     let dir = format!(
                         "{:03}-{}-{}-{}",
-                        summary.findings.len() + 1,
+                        groups.listed.len() + 1,
                         f.oracle,
+                        slug(&f.method),
                         g_short(f.generation),
-                        tool
                     );
                     let fdir = s.out_dir.join(&dir);
                     repro::write(&fdir, &f)?;
                     let rerun = rerun::rerun(&fdir, &f).await;
                     repro::write_finding(&fdir, &f, &rerun)?;
-                    let i = summary.findings.len();
-                    summary.findings.push(Listed {
+                    let listed = Listed {
                         dir,
                         oracle: f.oracle,
                         generation: f.generation.to_string(),
-                        tool: tool.clone(),
+                        method: f.method.clone(),
                         ops: f.op_names(),
+                        tools: tool.into_iter().map(str::to_owned).collect(),
+                        count: 1,
                         what: f.what.clone(),
                         at_secs: at,
-                        repeats: 0,
                         rerun: rerun.clone(),
-                    });
-                    seen.insert(sig, i);
-                    seen.insert(min_sig, i);
+                    };
+                    groups.add(&pre, cause, tool, listed);
                     if s.progress.is_some() {
                         eprintln!(
                             "[{:>5.1}s] FINDING {} [{} {}]: {} (reproduced: {})",
                             at,
                             f.oracle,
                             f.generation,
-                            tool,
+                            f.method,
                             f.what,
                             rerun.short()
                         );
@@ -284,10 +283,11 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                 summary.execs,
                 summary.execs as f64 / e.max(1e-9),
                 summary.requests,
-                summary.findings.len()
+                groups.listed.len()
             );
         }
     }
+    summary.findings = groups.listed;
     summary.elapsed_secs = started.elapsed().as_secs_f64();
     summary.execs_per_sec = summary.execs as f64 / summary.elapsed_secs.max(1e-9);
     summary.count();
@@ -299,6 +299,14 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
     Ok(summary)
 }
 
+/// A method as part of a folder name: `tools/call` -> `tools-call`.
+fn slug(method: &str) -> String {
+    method
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
 fn g_short(g: Generation) -> &'static str {
     match g {
         Generation::Modern => "mrtr",
@@ -306,32 +314,44 @@ fn g_short(g: Generation) -> &'static str {
     }
 }
 
-/// Delta-debugs the case's ops down to those the oracle still needs, and
-/// keeps the last run that showed it. Returns the finding and the
-/// requests minimisation sent.
+/// What is left of the run for minimising: it sends nothing past either.
+struct Bound {
+    until: Instant,
+    requests: u64,
+}
+
+/// Delta-debugs the case's ops down to those the oracle still needs (on
+/// the same method), and keeps the last run that showed it. Returns the
+/// finding and the requests minimisation sent.
 async fn minimise_finding(
     s: &Settings,
     t: &Target,
     c: &case::Case,
-    oracle: Oracle,
-    tool: &str,
+    hit: &exec::Hit,
     first: exec::Exec,
+    bound: Bound,
 ) -> (Finding, u64) {
-    let hit = first.hit.clone().unwrap_or(exec::Hit {
-        oracle,
-        what: String::new(),
-    });
+    let oracle = hit.oracle;
+    let method = hit.sent.method.as_str();
     let mut best: Option<exec::Exec> = None;
     let mut best_ops: Vec<Op> = c.ops.clone();
     let requests = std::cell::Cell::new(0u64);
     let kept: std::cell::RefCell<Vec<(Vec<Op>, exec::Exec)>> = Default::default();
-    let (requests_ref, kept_ref) = (&requests, &kept);
+    let (requests_ref, kept_ref, bound) = (&requests, &kept, &bound);
     let min = minimise::ddmin(
         c.ops.clone(),
         |ops: Vec<Op>| async move {
+            if Instant::now() >= bound.until || requests_ref.get() >= bound.requests {
+                return false;
+            }
             let ex = t.exec(c.generation, c.tool, &ops, c.index).await;
             requests_ref.set(requests_ref.get() + ex.log.len() as u64);
-            let ok = ex.hit.as_ref().map(|h| h.oracle) == Some(oracle);
+            // The same oracle on the same method: another method would be
+            // another root cause.
+            let ok = ex
+                .hit
+                .as_ref()
+                .is_some_and(|h| h.oracle == oracle && h.sent.method == method);
             if ok {
                 kept_ref.borrow_mut().push((ops, ex));
             }
@@ -360,7 +380,8 @@ async fn minimise_finding(
             oracle,
             what,
             generation: c.generation,
-            tool: tool.to_owned(),
+            method: method.to_owned(),
+            tool: t.tools(c.generation)[c.tool].name.clone(),
             seed: s.target.seed,
             case: c.index,
             original_ops: c.ops.iter().map(Op::name).collect(),

@@ -554,6 +554,7 @@ mod tests {
             what: "w".into(),
             generation: g,
             tool: "t".into(),
+            method: "tools/call".into(),
             seed: 1,
             case: 0,
             ops: Vec::new(),

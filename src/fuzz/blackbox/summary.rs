@@ -10,7 +10,8 @@ use super::oracle::Oracle;
 use super::rerun::Verdict;
 use crate::report::format::md_cell;
 
-/// One finding as the summary lists it.
+/// One finding (one root cause, see [`super::group`]) as the summary
+/// lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Listed {
     /// Folder under `fuzz/`.
@@ -19,19 +20,53 @@ pub struct Listed {
     pub oracle: Oracle,
     /// Generation.
     pub generation: String,
-    /// Tool.
-    pub tool: String,
-    /// Minimised ops.
+    /// The JSON-RPC method the mutation was sent to (`tools/call`,
+    /// `tools/list`, `initialize`, ...).
+    pub method: String,
+    /// Minimised ops (of the first hit; their kinds are the key).
     pub ops: Vec<String>,
-    /// What happened.
+    /// The tools called by the requests it was seen on, first seen first
+    /// (none for a method other than `tools/call`).
+    pub tools: Vec<String>,
+    /// Cases that showed it.
+    pub count: u64,
+    /// What happened (the first time).
     pub what: String,
     /// Seconds into the run it was first seen.
     pub at_secs: f64,
-    /// Later cases that hit the same oracle on the same tool.
-    pub repeats: u64,
     /// Whether `repro.sh`, re-run against the target, showed it again.
     #[serde(flatten)]
     pub rerun: Verdict,
+}
+
+impl Listed {
+    /// Counts one more case that showed it, on `tool`.
+    pub fn seen_on(&mut self, tool: Option<&str>) {
+        self.count += 1;
+        if let Some(t) = tool
+            && !self.tools.iter().any(|x| x == t)
+        {
+            self.tools.push(t.to_owned());
+        }
+    }
+
+    /// `17 cases, tools deploy, book` (no tools: just the cases).
+    fn seen(&self) -> String {
+        let cases = if self.count == 1 { "case" } else { "cases" };
+        if self.tools.is_empty() {
+            format!("{} {cases}", self.count)
+        } else {
+            format!("{} {cases}, tools {}", self.count, self.tools.join(", "))
+        }
+    }
+
+    fn ops_text(&self) -> String {
+        if self.ops.is_empty() {
+            "(none)".into()
+        } else {
+            self.ops.join(" ")
+        }
+    }
 }
 
 /// Everything a run did.
@@ -105,16 +140,13 @@ impl Summary {
         for f in &self.findings {
             let _ = writeln!(
                 s,
-                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
+                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  seen in {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
                 f.oracle,
                 f.generation,
-                f.tool,
+                f.method,
                 f.at_secs,
-                if f.ops.is_empty() {
-                    "(none)".into()
-                } else {
-                    f.ops.join(" ")
-                },
+                f.ops_text(),
+                f.seen(),
                 f.what,
                 f.dir,
                 f.rerun.short()
@@ -141,16 +173,18 @@ impl Summary {
             let _ = writeln!(s, "| {} | {n} |", md_cell(o));
         }
         if !self.findings.is_empty() {
-            s.push_str("\n| finding | generation | tool | ops (minimised) | at | what | reproduced |\n|---|---|---|---|---|---|---|\n");
+            s.push_str("\n| finding | generation | method | ops (minimised) | cases | tools | at | what | reproduced |\n|---|---|---|---|---|---|---|---|---|\n");
             for f in &self.findings {
                 let _ = writeln!(
                     s,
-                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {:.1} s | {} | {} |",
+                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {} | {} | {:.1} s | {} | {} |",
                     md_cell(f.oracle.name()),
                     md_cell(&f.dir),
                     md_cell(&f.generation),
-                    md_cell(&f.tool),
-                    md_cell(&f.ops.join(" ")),
+                    md_cell(&f.method),
+                    md_cell(&f.ops_text()),
+                    f.count,
+                    md_cell(&f.tools.join(", ")),
                     f.at_secs,
                     md_cell(&f.what),
                     md_cell(&f.rerun.short())
@@ -186,11 +220,12 @@ mod tests {
                 dir: "001-server-error-mrtr-a|b".into(),
                 oracle: Oracle::ServerError,
                 generation: "2026-07-28".into(),
-                tool: "a|b\nc".into(),
+                method: "tools/call".into(),
                 ops: vec!["body:x|y".into()],
+                tools: vec!["a|b\nc".into()],
+                count: 1,
                 what: "HTTP 500 (<html>\r\n<body>|</body>\n</html>)".into(),
                 at_secs: 0.5,
-                repeats: 0,
                 rerun: Verdict {
                     reproduced: Reproduced::No,
                     detail: "HTTP 200\n| ok".into(),
@@ -205,7 +240,7 @@ mod tests {
             .collect();
         assert_eq!(rows.len(), 1, "{md}");
         let unescaped = rows[0].replace("\\|", "");
-        assert_eq!(unescaped.matches('|').count(), 8, "{md}");
+        assert_eq!(unescaped.matches('|').count(), 10, "{md}");
         assert!(rows[0].ends_with("| no (HTTP 200 \\| ok) |"), "{md}");
         assert!(md.lines().all(|l| !l.starts_with("<body>")), "{md}");
         let json = serde_json::to_value(&s).unwrap();

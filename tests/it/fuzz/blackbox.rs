@@ -134,6 +134,69 @@ fn a_crash_on_decline_is_a_server_error() {
     );
 }
 
+/// `crash-on-decline` breaks every tool that asks: one finding (oracle,
+/// generation, method, minimised op kinds) listing the tools and counting
+/// the cases, in a folder that names no tool. 2025-11-25 only: every one
+/// of its cases with a decline reaches the tool (seed 1: the first at
+/// case 3, four tools within a second).
+#[test]
+fn one_bug_on_every_tool_is_one_finding_listing_the_tools() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["crash-on-decline"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--duration", "6s", "--generation", "2025-11-25"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let s = summary(dir.path());
+    let findings = s["findings"].as_array().unwrap();
+    let keys: std::collections::BTreeSet<String> = findings
+        .iter()
+        .map(|f| {
+            let mut ops: Vec<&str> = f["ops"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o.as_str().unwrap())
+                .collect();
+            ops.sort_unstable();
+            ops.dedup();
+            format!(
+                "{} {} {} {ops:?}",
+                f["oracle"], f["generation"], f["method"]
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), findings.len(), "one row per root cause: {s}");
+    let f = findings
+        .iter()
+        .find(|f| f["ops"] == serde_json::json!(["answers:decline"]))
+        .unwrap_or_else(|| panic!("no decline finding: {stdout}"));
+    assert_eq!(f["method"], "tools/call", "{f}");
+    assert_eq!(f["generation"], "2025-11-25", "{f}");
+    assert!(f["count"].as_u64().unwrap() > 1, "{f}");
+    let tools = f["tools"].as_array().unwrap();
+    assert!(tools.len() > 1, "{f}");
+    let dir_name = f["dir"].as_str().unwrap();
+    assert!(dir_name.ends_with("-tools-call-legacy"), "{dir_name}");
+    assert!(
+        tools
+            .iter()
+            .all(|t| !dir_name.contains(t.as_str().unwrap())),
+        "{dir_name}"
+    );
+    let first = tools[0].as_str().unwrap();
+    assert!(
+        stdout.contains("[2025-11-25 tools/call]") && stdout.contains(first),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("t/fuzz/summary.md")).unwrap();
+    assert!(md.contains("| tools/call | answers:decline |"), "{md}");
+}
+
 #[test]
 fn a_hang_on_cancel_is_a_hang() {
     let _ = finds(

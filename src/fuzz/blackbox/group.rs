@@ -1,0 +1,213 @@
+//! One finding per root cause. Two hits are one root cause when the same
+//! [`Oracle`] fires, in the same generation, on the same JSON-RPC method,
+//! after the same minimised op kinds; the tool and the ops' payloads (which
+//! character flipped, which JSON type, how deep, how many copies) do not
+//! count, so one missing check shows once however many tools it breaks.
+//!
+//! - Op kinds are [`Op::name`]s as a set: `state:flip_char` and
+//!   `state:truncate` stay apart (a server may verify a state's tag yet
+//!   accept a prefix of it), the order ops were applied in does not.
+//! - The generation stays in the key: the two are separate code paths in a
+//!   server (sessions and streams against stateless retries), fixed apart
+//!   and reproduced apart.
+//! - The method is the one of the request that carried the mutation (or
+//!   that the oracle fired on), so a 2025-11-25 `tools/list` mutation is a
+//!   `tools/list` finding, not one of the tool the case happened to pick.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::protocol::Generation;
+
+use super::case::Op;
+use super::oracle::Oracle;
+use super::summary::Listed;
+
+/// What makes two hits one finding.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RootCause {
+    /// The oracle that fired.
+    pub oracle: Oracle,
+    /// The generation spoken.
+    pub generation: Generation,
+    /// The JSON-RPC method of the request that carried the mutation.
+    pub method: String,
+    /// The kinds of the (minimised) ops.
+    pub kinds: BTreeSet<String>,
+}
+
+impl RootCause {
+    /// The cause of `oracle` firing on `method` after `ops`.
+    pub fn new(oracle: Oracle, generation: Generation, method: &str, ops: &[Op]) -> Self {
+        RootCause {
+            oracle,
+            generation,
+            method: method.to_owned(),
+            kinds: ops.iter().map(Op::name).collect(),
+        }
+    }
+}
+
+/// The findings of a run, one per root cause, with the hits counted.
+#[derive(Debug, Default)]
+pub struct Groups {
+    /// The findings, in the order found.
+    pub listed: Vec<Listed>,
+    causes: HashMap<RootCause, usize>,
+    /// Unminimised causes (with the tool) already minimised, and the
+    /// finding they went to: a case like one minimised before is counted
+    /// without minimising it again.
+    cases: HashMap<(RootCause, Option<String>), usize>,
+}
+
+impl Groups {
+    /// Counts a hit whose unminimised cause `pre` on `tool` was minimised
+    /// before; false when it was not (minimise it, then [`Groups::file`]).
+    pub fn repeat(&mut self, pre: &RootCause, tool: Option<&str>) -> bool {
+        let key = (pre.clone(), tool.map(str::to_owned));
+        match self.cases.get(&key) {
+            Some(&i) => {
+                self.listed[i].seen_on(tool);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Counts a minimised hit on the finding of its `cause`, remembering
+    /// `pre` for [`Groups::repeat`]; `None` when the cause is new (list it
+    /// with [`Groups::add`]).
+    pub fn file(
+        &mut self,
+        pre: &RootCause,
+        cause: &RootCause,
+        tool: Option<&str>,
+    ) -> Option<usize> {
+        let i = *self.causes.get(cause)?;
+        self.listed[i].seen_on(tool);
+        self.cases.insert((pre.clone(), tool.map(str::to_owned)), i);
+        Some(i)
+    }
+
+    /// Lists the finding of a new `cause` (its first hit counted in
+    /// `listed`); returns its index.
+    pub fn add(
+        &mut self,
+        pre: &RootCause,
+        cause: RootCause,
+        tool: Option<&str>,
+        listed: Listed,
+    ) -> usize {
+        let i = self.listed.len();
+        self.listed.push(listed);
+        self.cases.insert((pre.clone(), tool.map(str::to_owned)), i);
+        self.cases
+            .insert((cause.clone(), tool.map(str::to_owned)), i);
+        self.causes.insert(cause, i);
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuzz::blackbox::rerun::{Reproduced, Verdict};
+    use crate::fuzz::mutation::{AnswerMutation, BodyMutation, JsonKind, StateMutation};
+
+    fn listed(cause: &RootCause, tool: Option<&str>) -> Listed {
+        Listed {
+            dir: String::new(),
+            oracle: cause.oracle,
+            generation: cause.generation.to_string(),
+            method: cause.method.clone(),
+            ops: cause.kinds.iter().cloned().collect(),
+            tools: tool.into_iter().map(str::to_owned).collect(),
+            count: 1,
+            what: String::new(),
+            at_secs: 0.0,
+            rerun: Verdict {
+                reproduced: Reproduced::Unknown,
+                detail: String::new(),
+            },
+        }
+    }
+
+    /// Files a minimised hit as the run does.
+    fn hit(g: &mut Groups, pre: &RootCause, cause: RootCause, tool: Option<&str>) -> usize {
+        if let Some(i) = g.file(pre, &cause, tool) {
+            return i;
+        }
+        let l = listed(&cause, tool);
+        g.add(pre, cause, tool, l)
+    }
+
+    const MODERN: Generation = Generation::Modern;
+
+    #[test]
+    fn one_mutation_on_two_tools_is_one_finding() {
+        let mut g = Groups::default();
+        let id = |k| {
+            RootCause::new(
+                Oracle::ServerError,
+                MODERN,
+                "tools/call",
+                &[Op::Body(BodyMutation::IdType(k))],
+            )
+        };
+        // Another tool, another JSON type for the id, ops in another
+        // order before minimising: the same root cause.
+        let pre_b = RootCause::new(
+            Oracle::ServerError,
+            MODERN,
+            "tools/call",
+            &[Op::Replay, Op::Body(BodyMutation::IdType(JsonKind::Null))],
+        );
+        let a = hit(
+            &mut g,
+            &id(JsonKind::Object),
+            id(JsonKind::Object),
+            Some("deploy"),
+        );
+        let b = hit(&mut g, &pre_b, id(JsonKind::Null), Some("book"));
+        assert_eq!(a, b);
+        assert_eq!(g.listed.len(), 1);
+        assert_eq!(g.listed[0].count, 2);
+        assert_eq!(g.listed[0].tools, ["deploy", "book"]);
+        // The same case again on a tool seen: counted, no minimising.
+        assert!(g.repeat(&pre_b, Some("book")));
+        assert!(!g.repeat(&pre_b, Some("deploy")));
+        assert_eq!(g.listed[0].count, 3);
+        assert_eq!(g.listed[0].tools, ["deploy", "book"]);
+    }
+
+    #[test]
+    fn another_method_kind_oracle_or_generation_is_another_finding() {
+        let mut g = Groups::default();
+        let ops = [Op::Body(BodyMutation::Truncated { at: 3 })];
+        let call = RootCause::new(Oracle::ServerError, MODERN, "tools/call", &ops);
+        let list = RootCause::new(Oracle::ServerError, MODERN, "tools/list", &ops);
+        let legacy = RootCause::new(Oracle::ServerError, Generation::Legacy, "tools/call", &ops);
+        let hang = RootCause::new(Oracle::Hang, MODERN, "tools/call", &ops);
+        let truncate = RootCause::new(
+            Oracle::ServerError,
+            MODERN,
+            "tools/call",
+            &[Op::State(StateMutation::Truncate { count: 1 })],
+        );
+        let decline = RootCause::new(
+            Oracle::ServerError,
+            MODERN,
+            "tools/call",
+            &[Op::Answers(AnswerMutation::Decline)],
+        );
+        for c in [&call, &legacy, &hang, &truncate, &decline] {
+            hit(&mut g, c, c.clone(), Some("deploy"));
+        }
+        // A `tools/list` hit names no tool.
+        hit(&mut g, &list, list.clone(), None);
+        assert_eq!(g.listed.len(), 6);
+        assert!(g.listed.iter().all(|l| l.count == 1));
+        hit(&mut g, &list, list.clone(), None);
+        assert_eq!(g.listed[5].count, 2);
+        assert!(g.listed[5].tools.is_empty());
+    }
+}
