@@ -114,6 +114,7 @@ async fn shape(p: Probe) -> Verdict {
                 label: format!("tools/call {} #1 (from discovery)", t.name),
                 request: format!("tools/call {} with every capability", t.name),
                 response: crate::client::mask::body(raw.as_bytes()),
+                status: None,
             });
             all.extend(
                 findings_of(raw, is_shape_rule)

@@ -331,6 +331,7 @@ impl Probe {
                     label: label.to_owned(),
                     request,
                     response: "no reply (still pending when the check ended)".into(),
+                    status: None,
                 });
                 v.len() - 1
             }
@@ -493,6 +494,7 @@ fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, 
     .token(Some("x"))
     .body(out.body.clone());
     req.headers = out.headers.clone();
+    let status = reply.ok().map(|r| r.status);
     let response = match reply {
         Ok(r) => RawReply {
             status: r.status,
@@ -511,5 +513,6 @@ fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, 
         label: out.leg.clone(),
         request: req.evidence(),
         response,
+        status,
     }
 }

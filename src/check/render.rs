@@ -340,6 +340,7 @@ mod tests {
                 label: "tools/call #2".into(),
                 request: "POST /mcp".into(),
                 response: "HTTP 200".into(),
+                status: Some(200),
             }],
         };
         let results = vec![

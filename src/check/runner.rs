@@ -136,14 +136,61 @@ pub async fn run_one(
             )
         }
     };
-    let mut r = row(check, status, detail, elapsed, probe.evidence());
-    if let Some(e) = expected {
+    let evidence = probe.evidence();
+    let (status, detail, crashed) = server_errors_fail(status, detail, &evidence);
+    let mut r = row(check, status, detail, elapsed, evidence);
+    if crashed {
+        r.expected = "no 5xx reply, whatever the request (a server error is a failure \
+                      whatever the check saw after it)"
+            .into();
+    } else if let Some(e) = expected {
         r.expected = e;
     }
     if r.is_finding() {
         r.actual = Some(r.detail.clone());
     }
     r
+}
+
+/// A 5xx reply anywhere in a check's exchanges fails the row, whatever the
+/// check concluded from what followed it (a crash seen once is not undone
+/// by a recovery, a skip or a timeout). Returns whether it did.
+fn server_errors_fail(
+    status: Status,
+    detail: String,
+    evidence: &[super::model::Exchange],
+) -> (Status, String, bool) {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for e in evidence {
+        if let Some(s) = e.status.filter(|s| *s >= 500) {
+            let what = format!("HTTP {s} on '{}'", e.label);
+            match seen.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((what, 1)),
+            }
+        }
+    }
+    let seen: Vec<String> = seen
+        .into_iter()
+        .map(|(w, n)| if n > 1 { format!("{w} (x{n})") } else { w })
+        .collect();
+    let was = match &status {
+        _ if seen.is_empty() => return (status, detail, false),
+        Status::Fail => return (status, detail, false),
+        Status::Pass => "passed",
+        Status::Warn => "warned",
+        Status::Info => "noted",
+        Status::Skip(_) => "skipped",
+        Status::Timeout => "timed out",
+    };
+    (
+        Status::Fail,
+        format!(
+            "server error: {}; the check otherwise {was}: {detail}",
+            seen.join(", ")
+        ),
+        true,
+    )
 }
 
 fn row(
@@ -166,5 +213,56 @@ fn row(
         link: super::links::spec_link(check.generation, check.rule),
         elapsed,
         evidence,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::model::Exchange;
+
+    fn ex(label: &str, status: Option<u16>) -> Exchange {
+        Exchange {
+            label: label.into(),
+            request: String::new(),
+            response: String::new(),
+            status,
+        }
+    }
+
+    #[test]
+    fn a_5xx_fails_the_row_whatever_the_check_concluded() {
+        let log = [
+            ex("tools/call a", Some(200)),
+            ex("tools/call b", Some(503)),
+            ex("tools/call b", Some(503)),
+        ];
+        for before in [
+            Status::Pass,
+            Status::Warn,
+            Status::Info,
+            Status::Skip("the server stopped answering".into()),
+            Status::Timeout,
+        ] {
+            let (s, d, crashed) = server_errors_fail(before.clone(), "x".into(), &log);
+            assert_eq!(s, Status::Fail, "{before:?}");
+            assert!(crashed);
+            assert!(
+                d.starts_with("server error: HTTP 503 on 'tools/call b' (x2);"),
+                "{d}"
+            );
+            assert!(d.ends_with(": x"), "{d}");
+        }
+    }
+
+    #[test]
+    fn without_a_5xx_the_verdict_stands() {
+        let log = [ex("a", Some(200)), ex("b", Some(404)), ex("c", None)];
+        for before in [Status::Pass, Status::Warn, Status::Timeout] {
+            let (s, d, crashed) = server_errors_fail(before.clone(), "x".into(), &log);
+            assert_eq!((s, d.as_str(), crashed), (before, "x", false));
+        }
+        let (s, d, crashed) = server_errors_fail(Status::Fail, "own".into(), &[ex("a", Some(500))]);
+        assert_eq!((s, d.as_str(), crashed), (Status::Fail, "own", false));
     }
 }

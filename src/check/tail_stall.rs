@@ -347,6 +347,7 @@ async fn time_replies(
             .map(|t| format!("head {:.1} ms, tail {:.1} ms", ms(t.head), ms(t.tail)))
             .collect::<Vec<_>>()
             .join("\n"),
+        status: None,
     });
     match failure {
         Some(f) if out.len() < 5 => Err(f),

@@ -32,6 +32,10 @@ pub struct Exchange {
     pub request: String,
     /// Status line, headers and body, or what went wrong instead.
     pub response: String,
+    /// The reply's HTTP status, if one came; where one record holds several
+    /// replies (a call read together with its GET stream), the highest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 /// A request exactly as it will be sent.
@@ -311,15 +315,16 @@ pub async fn send(
         Ok(r) => r,
         Err(_) => Err(RawError::Timeout(timeout)),
     };
-    let response = match &outcome {
-        Ok(r) => r.evidence(),
-        Err(e) => e.to_string(),
+    let (response, status) = match &outcome {
+        Ok(r) => (r.evidence(), Some(r.status)),
+        Err(e) => (e.to_string(), None),
     };
     (
         Exchange {
             label: req.label.clone(),
             request: req.evidence(),
             response,
+            status,
         },
         outcome,
     )

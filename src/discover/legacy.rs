@@ -327,6 +327,7 @@ pub async fn watch_get<W: Wire + ?Sized>(
         label: "GET stream (watched)".into(),
         request: req.evidence(),
         response: transcript,
+        status,
     });
     (status, requests)
 }
@@ -375,6 +376,10 @@ pub async fn call_with<W: Wire + ?Sized>(
             label: req.label.clone(),
             request: evidence.clone(),
             response: mask::shorten(&text, 4 * mask::MAX_EVIDENCE_CHARS),
+            status: [Some(out.status).filter(|s| *s > 0), out.get_status]
+                .into_iter()
+                .flatten()
+                .max(),
         });
     };
     let (get_status, get_body) = if opts.get_stream {

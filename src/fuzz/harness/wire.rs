@@ -47,6 +47,7 @@ impl Logged {
                 (Ok(r), None) => r.evidence(),
                 (Err(e), None) => e.to_string(),
             },
+            status: self.reply.as_ref().ok().map(|r| r.status),
         }
     }
 }

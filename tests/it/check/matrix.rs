@@ -108,6 +108,17 @@ async fn run_cases(cases: Vec<Case>, generation: Generation) -> Vec<String> {
                 ));
             }
         }
+        for row in &r.results {
+            let crashed = row.evidence.iter().any(|e| e.status >= Some(500));
+            if crashed && row.status != Status::Fail {
+                problems.push(format!(
+                    "--flaw {flaw}: {} saw a 5xx but is {:?}\n{}",
+                    row.id,
+                    row.status,
+                    table(&r)
+                ));
+            }
+        }
         let must_fail = broken
             .iter()
             .any(|(_, s)| matches!(s, Status::Fail | Status::Timeout));
@@ -214,7 +225,9 @@ fn expectations() -> Vec<Case> {
         ),
         (
             Flaw::CrashOnDecline,
-            vec![("mrtr-decline", Fail)],
+            // The no-action check declines too: its 5xx fails it, though
+            // it could not otherwise tell (a 5xx is never undone).
+            vec![("mrtr-decline", Fail), ("mrtr-decline-no-action", Fail)],
             vec!["mrtr-cancel", "mrtr-happy-path", "mrtr-tamper-bit-flip"],
         ),
         (
