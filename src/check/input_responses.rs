@@ -1,7 +1,8 @@
 //! `inputResponses` and `requestState` validation (S9, §6.B 17–19): unknown
 //! extra keys are ignored; missing or wrong-key answers get a new
 //! `input_required`, not an error; malformed answers (a number, `null`, an
-//! array, content of the wrong type, an unknown action) and malformed
+//! array, an unknown action; content that fails its schema is
+//! [`super::invalid_content`]'s) and malformed
 //! fields (`inputResponses` that is not an object, `requestState` that is
 //! not a string) get a JSON-RPC error (`-32602`) or a re-prompt. HTTP 404 /
 //! `-32601` (the call taken for an unknown method) and any 5xx are
@@ -14,7 +15,6 @@ use super::model::Verdict;
 use super::probe::Probe;
 use super::registry::{Check, check};
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
-use crate::client::content::{InvalidKind, invalid_content};
 use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::protocol::codes;
@@ -45,7 +45,7 @@ pub fn checks() -> Vec<Check> {
             "§4.7 S9, §4.10 / §6.B 19",
             Must,
             Modern,
-            "a malformed answer (number, null, array, unknown action, content of the wrong type) gets an error or a re-prompt: never 404/-32601 or a 5xx (FAIL), never accepted as valid (WARN)",
+            "a malformed answer (number, null, array, unknown action) gets an error or a re-prompt: never 404/-32601 or a 5xx (FAIL), never accepted as valid (WARN)",
             malformed
         ),
         check!(
@@ -143,7 +143,7 @@ async fn missing(p: Probe) -> Verdict {
 
 /// How the replies to a set of malformed inputs read.
 #[derive(Default)]
-struct Tally {
+pub(super) struct Tally {
     crashed: Vec<String>,
     not_found: Vec<String>,
     accepted: Vec<String>,
@@ -154,7 +154,7 @@ struct Tally {
 impl Tally {
     /// Files one reply; `control` is the result of the same round answered
     /// validly, `values` the answer values of both calls.
-    fn file(
+    pub(super) fn file(
         &mut self,
         what: &str,
         reply: Result<(Rpc, u16), String>,
@@ -186,9 +186,15 @@ impl Tally {
         }
     }
 
+    /// Files a reply that is right without reading it (e.g. the same form
+    /// asked for again on a 2025-11-25 stream).
+    pub(super) fn fine(&mut self, what: String) {
+        self.fine.push(what);
+    }
+
     /// The next walk failed with `e`: after a crash the run is judged on
     /// what was seen (`None`: stop and judge); before any, it is a SKIP.
-    fn halt(&mut self, e: String) -> Option<Verdict> {
+    pub(super) fn halt(&mut self, e: String) -> Option<Verdict> {
         if self.crashed.is_empty() {
             return Some(Verdict::skip(e));
         }
@@ -197,7 +203,7 @@ impl Tally {
         None
     }
 
-    fn verdict(self, tool: &str, field: &str) -> Verdict {
+    pub(super) fn verdict(self, tool: &str, field: &str) -> Verdict {
         if !self.crashed.is_empty() || !self.not_found.is_empty() {
             let mut parts = Vec::new();
             if !self.not_found.is_empty() {
@@ -246,7 +252,7 @@ impl Tally {
 }
 
 /// The result of `r`'s round answered validly (the control), on a fresh walk.
-async fn control_result(p: &Probe, r: &Round) -> Option<Value> {
+pub(super) async fn control_result(p: &Probe, r: &Round) -> Option<Value> {
     let fresh = at_state(p, &r.tool).await.ok()?;
     let label = format!("control: tools/call {} valid retry", r.tool.name);
     match retry(p, &r.tool, &label, &fresh.answers, &fresh.state).await {
@@ -266,25 +272,12 @@ async fn malformed(p: Probe) -> Verdict {
         .next()
         .cloned()
         .unwrap_or_else(|| "input".into());
-    let schema = r0
-        .ir
-        .input_requests
-        .as_ref()
-        .and_then(|m| m.get(&key))
-        .and_then(|r| r.params.get("requestedSchema").cloned())
-        .unwrap_or(Value::Null);
-    let mut variants: Vec<(&str, Value)> = vec![
+    let variants: Vec<(&str, Value)> = vec![
         ("a number", json!(42)),
         ("null", Value::Null),
         ("an array", json!([])),
         ("an unknown action", json!({"action": "maybe"})),
     ];
-    if let Some(c) = invalid_content(&schema, InvalidKind::WrongType, p.settings().target.seed) {
-        variants.push((
-            "content of the wrong type",
-            json!({"action": "accept", "content": c}),
-        ));
-    }
     let control = control_result(&p, &r0).await;
     let mut values = answer_values(&Value::Object(r0.answers.clone()));
     let mut tally = Tally::default();

@@ -8,14 +8,17 @@
 //! `decline_cancel`.
 
 use super::input_required_shape::{is_shape_rule, verdict_of};
-use super::judge::{answer_values, same_outcome};
+use super::input_responses::Tally;
+use super::invalid_content::{KINDS, describe};
+use super::judge::answer_values;
 use super::legacy_session::{
-    Answer, CallOptions, all_elicitations, call, call_with, elicit_findings, ended,
+    Answer, CallOptions, all_elicitations, call, call_with, close, elicit_findings, ended,
     initialize_request, open, run_all, run_answered,
 };
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
+use crate::client::content::{invalid_content, valid_content};
 use crate::client::raw::Rpc;
 use crate::findings::{Finding, Severity};
 use crate::protocol::{ClientCapabilities, codes};
@@ -249,100 +252,80 @@ async fn error_reply(p: Probe) -> Verdict {
     Verdict::pass(lines.join("; "))
 }
 
+/// [`super::invalid_content`]'s twin: each kind of invalid content on every
+/// form tool, each on a session of its own; the same form pushed again is a
+/// re-prompt, a result of the valid answer's shape (the control) is
+/// acceptance.
 async fn invalid_answers(p: Probe) -> Verdict {
-    let Some(t) = p
+    let tools: Vec<_> = p
         .target()
         .tools
         .iter()
-        .find(|t| t.elicits() && t.modes().form && !t.modes().url)
+        .filter(|t| t.elicits() && t.modes().form && !t.modes().url)
         .cloned()
-    else {
+        .collect();
+    if tools.is_empty() {
         return Verdict::skip("no form tool elicits");
-    };
-    let s = match open(&p, &all_modes(), true).await {
-        Ok(s) => s,
-        Err(e) => return Verdict::fail(e),
-    };
-    let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid).await;
-    // Asked again: the same form pushed once more (a next round has another).
-    let schema_of = |e: &Value| e.get("requestedSchema").cloned();
-    let reprompted = st.elicitations.len() > 1
-        && schema_of(&st.elicitations[1]) == st.elicitations.first().and_then(schema_of);
-    match (&st.response, reprompted) {
-        (_, true) => Verdict::pass(format!(
-            "{}: the server asked again after invalid content",
-            t.name
-        )),
-        (Some(Rpc::Result(v)), false)
-            if v.get("isError").and_then(Value::as_bool) != Some(true) =>
-        {
-            // "Completed without isError" is not yet "accepted": compare
-            // with the result of valid content (the control).
-            let schema = st
-                .elicitations
-                .first()
-                .and_then(schema_of)
-                .unwrap_or(Value::Null);
-            let seed = p.settings().target.seed;
-            let mut values = answer_values(&Value::Object(crate::client::content::valid_content(
-                &schema, seed,
-            )));
-            values.extend(answer_values(&Value::Object(
-                crate::client::content::invalid_content(
-                    &schema,
-                    crate::client::content::InvalidKind::WrongType,
-                    seed,
-                )
-                .unwrap_or_default(),
-            )));
-            let control = match open(&p, &all_modes(), true).await {
-                Ok(s2) => {
-                    call(
-                        &p,
-                        &s2,
-                        &t.name,
-                        &t.arguments,
-                        Answer::Accept {
-                            complete_pages: true,
-                        },
-                    )
-                    .await
-                    .response
-                }
-                Err(_) => None,
-            };
-            match control {
-                Some(Rpc::Result(c)) if same_outcome(&c, v, &values) => Verdict::fail(format!(
-                    "{}: content that fails the schema was accepted like valid content: \
-                     \"{}\" (valid content: \"{}\")",
-                    t.name,
-                    super::subject::result_text(v),
-                    super::subject::result_text(&c)
-                ))
-                .expecting(
-                    "invalid content is refused (an error, a tool error) or asked for again",
-                ),
-                _ => Verdict::violation(
-                    Severity::Info,
-                    format!(
-                        "{}: could not tell: the call completed without isError (\"{}\"), but not \
-                         with the result valid content gets; the server may refuse in plain text",
-                        t.name,
-                        super::subject::result_text(v)
-                    ),
-                ),
-            }
-        }
-        (Some(_), false) => Verdict::pass(format!("{}: invalid content was refused", t.name)),
-        (None, false) => Verdict::violation(
-            Severity::Must,
-            format!(
-                "{}: {}",
-                t.name,
-                st.failure.unwrap_or_else(|| "no response".into())
-            ),
-        ),
     }
+    let seed = p.settings().target.seed;
+    let schema_of = |e: &Value| e.get("requestedSchema").cloned();
+    let mut tally = Tally::default();
+    for t in &tools {
+        let schema = t
+            .rounds
+            .first()
+            .and_then(|r| schema_of(&r.result))
+            .unwrap_or(Value::Null);
+        let kinds: Vec<_> = KINDS
+            .into_iter()
+            .filter_map(|k| invalid_content(&schema, k, seed).map(|c| (k, c)))
+            .collect();
+        if kinds.is_empty() {
+            continue;
+        }
+        let control = match open(&p, &all_modes(), true).await {
+            Ok(s) => {
+                let answer = Answer::Accept {
+                    complete_pages: true,
+                };
+                let st = call(&p, &s, &t.name, &t.arguments, answer).await;
+                close(&p, &s).await;
+                match st.response {
+                    Some(Rpc::Result(v)) => Some(v),
+                    _ => None,
+                }
+            }
+            Err(_) => None,
+        };
+        let mut values = answer_values(&Value::Object(valid_content(&schema, seed)));
+        for (kind, content) in kinds {
+            let what = format!("{}: {}", t.name, describe(kind));
+            values.extend(answer_values(&Value::Object(content)));
+            let s = match open(&p, &all_modes(), true).await {
+                Ok(s) => s,
+                Err(e) => match tally.halt(e) {
+                    Some(skip) => return skip,
+                    None => break,
+                },
+            };
+            let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid(kind)).await;
+            close(&p, &s).await;
+            // Asked again: the same form pushed once more.
+            let reprompted = st.elicitations.len() > 1
+                && schema_of(&st.elicitations[1]) == st.elicitations.first().and_then(schema_of);
+            if reprompted {
+                tally.fine(format!("{what}: the same form asked for again"));
+                continue;
+            }
+            let reply = match (st.response, st.failure) {
+                (Some(rpc), _) => Ok((rpc, st.status)),
+                (None, f) => Err(f.unwrap_or_else(|| "no response".into())),
+            };
+            tally.file(&what, reply, control.as_ref(), &values);
+        }
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    tally.verdict(&names.join(", "), "form content")
 }
 
 async fn complete_notification(p: Probe) -> Verdict {

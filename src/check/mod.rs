@@ -24,7 +24,8 @@
 //! - One file per family of checks: [`meta_headers`], [`origin`],
 //!   [`cache_hints`], [`capabilities`], [`result_type`],
 //!   [`input_required_shape`], [`schema_findings`], [`flows`],
-//!   [`state_tamper`], [`replay`], [`cross_instance`], [`input_responses`], [`decline_cancel`],
+//!   [`state_tamper`], [`replay`], [`cross_instance`], [`input_responses`], [`invalid_content`],
+//!   [`decline_cancel`],
 //!   [`no_action`], [`url_flow`], [`secret_echo`], [`retired`], [`sse`],
 //!   [`robustness`], [`tail_stall`], and the 2025-11-25 families
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
@@ -37,6 +38,7 @@ pub mod decline_cancel;
 pub mod flows;
 pub mod input_required_shape;
 pub mod input_responses;
+pub mod invalid_content;
 pub mod judge;
 pub mod legacy_elicitation;
 pub mod legacy_get_stream;
@@ -86,6 +88,7 @@ pub fn all_checks() -> Vec<Check> {
     v.extend(replay::checks());
     v.extend(cross_instance::checks());
     v.extend(input_responses::checks());
+    v.extend(invalid_content::checks());
     v.extend(decline_cancel::checks());
     v.extend(no_action::checks());
     v.extend(url_flow::checks());

@@ -51,8 +51,9 @@ pub enum Answer {
     Cancel,
     /// Reply with a JSON-RPC error (e.g. `-32602` for an undeclared mode).
     Error(i64),
-    /// Accept with content of the wrong type for the schema (form mode).
-    Invalid,
+    /// Accept with content that fails the schema in the given way (form
+    /// mode).
+    Invalid(InvalidKind),
     /// Observe only: accept form requests validly, and at the first
     /// URL-mode request stop reading (the stream is dropped unanswered).
     /// Neither decline nor cancel is sent, so flaws on those paths do not
@@ -210,9 +211,9 @@ fn answer_value(answer: &Answer, params: &Value, seed: u64) -> Value {
             let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
             json!({"action":"accept","content": valid_content(schema, seed)})
         }
-        Answer::Invalid => {
+        Answer::Invalid(kind) => {
             let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
-            let content = invalid_content(schema, InvalidKind::WrongType, seed).unwrap_or_default();
+            let content = invalid_content(schema, *kind, seed).unwrap_or_default();
             json!({"action":"accept","content": content})
         }
         Answer::Decline => json!({"action":"decline"}),

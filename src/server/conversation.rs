@@ -140,8 +140,10 @@ pub enum Verdict {
     Malformed(String),
 }
 
-/// Judges `raw` as the answer to an input request expecting `expect`.
-pub fn judge(expect: &Expect, raw: &Value) -> Verdict {
+/// Judges `raw` as the answer to an input request expecting `expect`;
+/// without `validate` (the `accept-invalid-content` flaw) accepted form
+/// content is taken as given.
+pub fn judge(expect: &Expect, raw: &Value, validate: bool) -> Verdict {
     let Some(obj) = raw.as_object() else {
         return Verdict::Malformed("an input response must be an object".into());
     };
@@ -162,6 +164,9 @@ pub fn judge(expect: &Expect, raw: &Value) -> Verdict {
         Expect::Url => Verdict::Answered(json!({"action": "accept"})),
         Expect::Form(schema) => match obj.get("content") {
             None => Verdict::Invalid("accept without content".into()),
+            Some(Value::Object(content)) if !validate => {
+                Verdict::Answered(json!({"action": "accept", "content": content}))
+            }
             Some(Value::Object(content)) => {
                 let findings = validate_content_map(schema, content);
                 if has_must(&findings) {
@@ -212,39 +217,62 @@ mod tests {
         assert_eq!(Conversation::decode(b"{}").unwrap().origin, "");
     }
 
+    fn checked(e: &Expect, raw: &Value) -> Verdict {
+        judge(e, raw, true)
+    }
+
+    #[test]
+    fn without_validation_content_is_taken_as_given() {
+        let s = Expect::Form(confirm_schema());
+        for content in [
+            json!({"confirm":"yes"}),
+            json!({}),
+            json!({"confirm":true,"x":1}),
+        ] {
+            assert_eq!(
+                judge(&s, &json!({"action":"accept","content":content}), false),
+                Verdict::Answered(json!({"action":"accept","content":content}))
+            );
+        }
+        assert!(matches!(
+            judge(&s, &json!({"action":"accept","content":7}), false),
+            Verdict::Malformed(_)
+        ));
+    }
+
     #[test]
     fn judge_sorts_answers() {
         let s = Expect::Form(confirm_schema());
-        assert!(matches!(judge(&s, &json!(3)), Verdict::Malformed(_)));
+        assert!(matches!(checked(&s, &json!(3)), Verdict::Malformed(_)));
         assert!(matches!(
-            judge(&s, &json!({"action":"maybe"})),
+            checked(&s, &json!({"action":"maybe"})),
             Verdict::Malformed(_)
         ));
         assert!(matches!(
-            judge(&s, &json!({"action":"accept","content":7})),
+            checked(&s, &json!({"action":"accept","content":7})),
             Verdict::Malformed(_)
         ));
         assert!(matches!(
-            judge(&s, &json!({"action":"accept","content":{"confirm":"yes"}})),
+            checked(&s, &json!({"action":"accept","content":{"confirm":"yes"}})),
             Verdict::Invalid(_)
         ));
         assert!(matches!(
-            judge(&s, &json!({"action":"accept"})),
+            checked(&s, &json!({"action":"accept"})),
             Verdict::Invalid(_)
         ));
         assert_eq!(
-            judge(
+            checked(
                 &s,
                 &json!({"action":"accept","content":{"confirm":true,"extra":1}})
             ),
             Verdict::Answered(json!({"action":"accept","content":{"confirm":true}}))
         );
         assert_eq!(
-            judge(&s, &json!({"action":"decline","content":{"x":1}})),
+            checked(&s, &json!({"action":"decline","content":{"x":1}})),
             Verdict::Answered(json!({"action":"decline"}))
         );
         assert_eq!(
-            judge(&Expect::Url, &json!({"action":"accept"})),
+            checked(&Expect::Url, &json!({"action":"accept"})),
             Verdict::Answered(json!({"action":"accept"}))
         );
     }

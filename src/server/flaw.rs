@@ -59,11 +59,15 @@ pub enum Flaw {
     SecretInState,
     /// A foreign `Host` is served; a foreign `Origin` still gets 403.
     NoHostCheck,
+    /// Accepted form content is not validated against the requested
+    /// schema: missing required fields, wrong types, values out of range or
+    /// outside the enum are taken as given.
+    AcceptInvalidContent,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 22] = [
+    pub const ALL: [Flaw; 23] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -86,6 +90,7 @@ impl Flaw {
         Flaw::ActOnDecline,
         Flaw::LeakSecret,
         Flaw::SecretInState,
+        Flaw::AcceptInvalidContent,
     ];
 
     /// The command-line name.
@@ -113,6 +118,7 @@ impl Flaw {
             Flaw::ActOnDecline => "act-on-decline",
             Flaw::LeakSecret => "leak-secret",
             Flaw::SecretInState => "secret-in-state",
+            Flaw::AcceptInvalidContent => "accept-invalid-content",
         }
     }
 
@@ -141,6 +147,7 @@ impl Flaw {
             Flaw::ActOnDecline => "§2.3, §4.10",
             Flaw::LeakSecret => "§3.6 rule 6",
             Flaw::SecretInState => "§3.6 rule 6, §4.7 S7",
+            Flaw::AcceptInvalidContent => "§3.6, §4.7 S9",
         }
     }
 
@@ -190,6 +197,9 @@ impl Flaw {
             Flaw::LeakSecret => "connect_billing echoes the typed API key in its result",
             Flaw::SecretInState => {
                 "connect_billing seals the typed API key in clear into one more requestState"
+            }
+            Flaw::AcceptInvalidContent => {
+                "form answers are taken as given, never validated against the requested schema"
             }
         }
     }

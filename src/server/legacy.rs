@@ -668,7 +668,7 @@ impl Call<'_> {
                 return w;
             }
         };
-        match judge(expect, &raw) {
+        match judge(expect, &raw, !self.app.flaw(Flaw::AcceptInvalidContent)) {
             Verdict::Malformed(m) => {
                 self.settle(mode, &record_id, StoreOutcome::Cancelled).await;
                 Waited::ClientError(m)

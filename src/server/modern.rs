@@ -385,7 +385,7 @@ async fn tools_call(
             let Some(expect) = tools::expect(tool, &ctx, &key) else {
                 continue;
             };
-            match judge(&expect, raw) {
+            match judge(&expect, raw, !app.flaw(Flaw::AcceptInvalidContent)) {
                 Verdict::Answered(v) => {
                     let action = v.get("action").and_then(Value::as_str);
                     if action == Some(ElicitAction::Decline.as_str())

@@ -224,6 +224,15 @@ fn expectations() -> Vec<Case> {
             ],
         ),
         (
+            Flaw::AcceptInvalidContent,
+            vec![("mrtr-invalid-content", Warn)],
+            vec![
+                "mrtr-input-responses-malformed",
+                "mrtr-happy-path",
+                "mrtr-decline",
+            ],
+        ),
+        (
             Flaw::CrashOnDecline,
             // The no-action check declines too: its 5xx fails it, though
             // it could not otherwise tell (a 5xx is never undone).
@@ -386,6 +395,11 @@ async fn legacy_flaws_fail_their_checks() {
                 "legacy-happy-path",
                 "legacy-cap-none",
             ],
+        ),
+        (
+            Flaw::AcceptInvalidContent,
+            vec![("legacy-invalid-answers", Warn)],
+            vec!["legacy-happy-path", "legacy-decline", "legacy-error-reply"],
         ),
         (
             Flaw::CrashOnDecline,
