@@ -5,7 +5,11 @@
 //! page's secret fields; then every reply of the flow, every `requestState`
 //! issued after the page, and the final result are searched for the
 //! marker, decoded where they are encoded (dot-separated parts, base64 /
-//! base64url, JSON and JWT-style payloads inside).
+//! base64url, JSON and JWT-style payloads inside). Every other text field
+//! of the page gets its own marker ([`TYPED_MARKER`]): a field not named
+//! like a secret may still hold one, so what was typed there readable in a
+//! later `requestState` is a WARN (the state travels through the client);
+//! in a reply or the result it is not judged (a name echoed back is normal).
 
 use super::legacy_session::{Answer, call, close, open};
 use super::model::Verdict;
@@ -13,8 +17,9 @@ use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
 use super::state_decode::find_in;
 use super::subject::complete;
-use crate::client::browser::SECRET_MARKER;
+use crate::client::browser::{SECRET_MARKER, TYPED_MARKER};
 use crate::client::raw::Rpc;
+use crate::findings::Severity;
 use crate::protocol::Generation;
 
 /// The checks of this family.
@@ -47,13 +52,11 @@ fn url_tools(p: &Probe) -> Vec<ToolProfile> {
         .collect()
 }
 
-/// Where the marker shows in any of `(what, text)`, as sentences.
-fn leaks(texts: &[(String, String)]) -> Vec<String> {
+/// Where `marker` shows in any of `(what, text)`, as sentences.
+fn leaks(texts: &[(String, String)], marker: &str) -> Vec<String> {
     texts
         .iter()
-        .filter_map(|(what, text)| {
-            find_in(text, SECRET_MARKER).map(|how| format!("in {what} ({how})"))
-        })
+        .filter_map(|(what, text)| find_in(text, marker).map(|how| format!("in {what} ({how})")))
         .collect()
 }
 
@@ -63,6 +66,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
         return Verdict::skip("no tool elicits in URL mode with a page on the target's origin");
     }
     let mut found = Vec::new();
+    let mut typed = Vec::new();
     let mut clean = Vec::new();
     let mut unreached = Vec::new();
     for t in &tools {
@@ -128,7 +132,16 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
                 v
             }
         };
-        let l = leaks(&texts);
+        let states: Vec<(String, String)> = texts
+            .iter()
+            .filter(|(what, _)| what.starts_with("requestState"))
+            .cloned()
+            .collect();
+        let t_leaks = leaks(&states, TYPED_MARKER);
+        if !t_leaks.is_empty() {
+            typed.push(format!("{}: {}", t.name, t_leaks.join("; ")));
+        }
+        let l = leaks(&texts, SECRET_MARKER);
         if l.is_empty() {
             clean.push(format!("{} ({} messages searched)", t.name, texts.len()));
         } else {
@@ -143,6 +156,20 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
         ))
         .expecting(
             "the page's secret stays on the server: the client sees at most a masked form of it",
+        );
+    }
+    if !typed.is_empty() {
+        return Verdict::violation(
+            Severity::Should,
+            format!(
+                "a value typed into a text field of the flow page (a test value starting \
+                 {TYPED_MARKER}; the field is not named like a secret, but may hold one) is \
+                 readable in a later requestState: {}",
+                typed.join("; ")
+            ),
+        )
+        .expecting(
+            "what the user types on the page stays on the server, or the state is encrypted",
         );
     }
     if clean.is_empty() {

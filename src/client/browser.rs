@@ -49,6 +49,11 @@ pub struct FieldRules {
 /// passwords): a marker checks search for in later replies and states.
 pub const SECRET_MARKER: &str = "ekSECRET";
 
+/// The prefix of every other free-text value the browser types (names,
+/// notes, the local part of emails), so checks can find what was typed on a
+/// page in later replies and states, whatever the field is called.
+pub const TYPED_MARKER: &str = "ektyped";
+
 /// The secret-like value typed into field `salt` of a form filled with `seed`.
 pub fn secret_value(seed: u64, salt: u64) -> String {
     format!("{SECRET_MARKER}{}", hex(seed, salt, 24))
@@ -392,10 +397,10 @@ fn number_in(r: &FieldRules) -> String {
 impl HtmlForm {
     /// The name/value pairs a browser would submit, with visible fields filled
     /// deterministically from `seed` (password and key-like fields get a
-    /// marked secret, [`secret_value`]; emails, URLs, numbers a plausible
-    /// value; other empty text fields `elicitkit<hex>`), every value kept to
-    /// its field's `pattern`, length and range attributes. The first named
-    /// submit button is included, as if clicked.
+    /// marked secret, [`secret_value`]; URLs and numbers a plausible value;
+    /// emails and other empty text fields a [`TYPED_MARKER`] one), every
+    /// value kept to its field's `pattern`, length and range attributes. The
+    /// first named submit button is included, as if clicked.
     pub fn fill(&self, seed: u64) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let mut radios_done: Vec<&str> = Vec::new();
@@ -432,7 +437,8 @@ impl HtmlForm {
                 }
                 "password" => Some(constrain(f, secret_value(seed, salt), salt)),
                 "email" => Some(given.unwrap_or_else(|| {
-                    constrain(f, format!("user{}@example.com", hex(seed, salt, 8)), salt)
+                    let local = format!("{TYPED_MARKER}{}", hex(seed, salt, 8));
+                    constrain(f, format!("{local}@example.com"), salt)
                 })),
                 "url" => {
                     Some(given.unwrap_or_else(|| constrain(f, "https://example.com/".into(), salt)))
@@ -443,7 +449,7 @@ impl HtmlForm {
                     Some(constrain(f, secret_value(seed, salt), salt))
                 }
                 _ => Some(given.unwrap_or_else(|| {
-                    constrain(f, format!("elicitkit{}", hex(seed, salt, 8)), salt)
+                    constrain(f, format!("{TYPED_MARKER}{}", hex(seed, salt, 8)), salt)
                 })),
             };
             if let Some(v) = value {
@@ -573,7 +579,8 @@ mod tests {
         assert_eq!(get("csrf"), Some("xyz"));
         assert!(get("api_key").unwrap().starts_with(SECRET_MARKER));
         assert!(get("email").unwrap().ends_with("@example.com"));
-        assert!(get("note").unwrap().starts_with("elicitkit"));
+        assert!(get("note").unwrap().starts_with(TYPED_MARKER));
+        assert!(get("email").unwrap().starts_with(TYPED_MARKER));
         assert!(get("t").is_some());
         assert_eq!(get("s"), Some("a"));
         assert_eq!(get("c1"), Some("on"));

@@ -63,11 +63,15 @@ pub enum Flaw {
     /// schema: missing required fields, wrong types, values out of range or
     /// outside the enum are taken as given.
     AcceptInvalidContent,
+    /// `connect_billing` puts the contact name typed on its page (not a
+    /// secret field), in clear, into the `requestState` payload of one
+    /// more round after the page.
+    TypedInState,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 23] = [
+    pub const ALL: [Flaw; 24] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -91,6 +95,7 @@ impl Flaw {
         Flaw::LeakSecret,
         Flaw::SecretInState,
         Flaw::AcceptInvalidContent,
+        Flaw::TypedInState,
     ];
 
     /// The command-line name.
@@ -119,6 +124,7 @@ impl Flaw {
             Flaw::LeakSecret => "leak-secret",
             Flaw::SecretInState => "secret-in-state",
             Flaw::AcceptInvalidContent => "accept-invalid-content",
+            Flaw::TypedInState => "typed-in-state",
         }
     }
 
@@ -148,6 +154,7 @@ impl Flaw {
             Flaw::LeakSecret => "§3.6 rule 6",
             Flaw::SecretInState => "§3.6 rule 6, §4.7 S7",
             Flaw::AcceptInvalidContent => "§3.6, §4.7 S9",
+            Flaw::TypedInState => "§3.6 rule 6, §4.7 S7 (SHOULD)",
         }
     }
 
@@ -200,6 +207,9 @@ impl Flaw {
             }
             Flaw::AcceptInvalidContent => {
                 "form answers are taken as given, never validated against the requested schema"
+            }
+            Flaw::TypedInState => {
+                "connect_billing seals the contact name typed on its page in clear into one more requestState"
             }
         }
     }

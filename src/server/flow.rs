@@ -170,6 +170,7 @@ pub async fn page(
          <form method=\"post\" action=\"/flow/{id}\">\n\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\n\
          <label>API key <input type=\"password\" name=\"api_key\" autocomplete=\"off\" required></label>\n\
+         <label>Billing contact (optional) <input type=\"text\" name=\"contact\" maxlength=\"128\"></label>\n\
          <button type=\"submit\">Connect</button>\n</form>",
         id = escape_html(&rec.id),
         csrf = escape_html(csrf)
@@ -221,8 +222,12 @@ pub async fn submit(
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    let mut fields = form_fields(&bytes, &["csrf", "api_key"]).into_iter();
-    let (csrf, key) = (fields.next().flatten(), fields.next().flatten());
+    let mut fields = form_fields(&bytes, &["csrf", "api_key", "contact"]).into_iter();
+    let (csrf, key, contact) = (
+        fields.next().flatten(),
+        fields.next().flatten(),
+        fields.next().flatten(),
+    );
     if !csrf.as_deref().is_some_and(|c| rec.csrf_matches(c)) {
         tracing::info!("flow page submit with a bad CSRF token");
         return html(
@@ -244,11 +249,16 @@ pub async fn submit(
     }
     // Only the masked key is kept, except under the flaws that need the key
     // itself later (to leak it to the client or seal it into a state).
-    let outcome = if app.flaw(Flaw::LeakSecret) || app.flaw(Flaw::SecretInState) {
-        Outcome::Completed(json!({"masked": mask_secret(key), "key": key}))
-    } else {
-        Outcome::Completed(json!({"masked": mask_secret(key)}))
-    };
+    // The optional contact name is kept only under the flaw that seals it.
+    let mut kept = json!({"masked": mask_secret(key)});
+    if app.flaw(Flaw::LeakSecret) || app.flaw(Flaw::SecretInState) {
+        kept["key"] = key.into();
+    }
+    if app.flaw(Flaw::TypedInState) {
+        let contact: String = contact.unwrap_or_default().chars().take(128).collect();
+        kept["contact"] = contact.into();
+    }
+    let outcome = Outcome::Completed(kept);
     let owner = rec.principal.clone();
     let rid = rec.id.clone();
     let res = app

@@ -18,10 +18,12 @@ use crate::store::{Status, mask_secret};
 
 /// The input key of the billing elicitation.
 pub const KEY: &str = "billing";
-/// The input key of the extra confirmation round (`secret-in-state` only).
+/// The input key of the extra confirmation round (`secret-in-state` and
+/// `typed-in-state` only).
 const CONFIRM_KEY: &str = "billing_confirm";
 const MEMO_FLOW: &str = "flow";
 const MEMO_KEY: &str = "api_key";
+const MEMO_CONTACT: &str = "contact";
 
 static CONFIRM_FORM: LazyLock<FormSpec> = LazyLock::new(|| {
     FormSpec::new(json!({
@@ -128,15 +130,20 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
                             .map(str::to_owned)
                     };
                     let typed = field("key");
-                    if ctx.app.flaw(Flaw::SecretInState) {
+                    let secret_in_state = ctx.app.flaw(Flaw::SecretInState);
+                    if secret_in_state || ctx.app.flaw(Flaw::TypedInState) {
                         match conv.action(CONFIRM_KEY) {
                             None => {
-                                // The flaw: the typed key rides, in clear, in
-                                // the payload of the state this round seals.
-                                conv.memo.insert(
-                                    MEMO_KEY.into(),
-                                    typed.clone().unwrap_or_default().into(),
-                                );
+                                // The flaws: what was typed on the page (the
+                                // key, or the contact name) rides, in clear,
+                                // in the payload of the state this round seals.
+                                let (memo, value) = if secret_in_state {
+                                    (MEMO_KEY, typed.clone())
+                                } else {
+                                    (MEMO_CONTACT, field("contact"))
+                                };
+                                conv.memo
+                                    .insert(memo.into(), value.unwrap_or_default().into());
                                 return Ok(Step::Ask(vec![Ask::form(
                                     CONFIRM_KEY,
                                     "The billing page was submitted. Connect billing with that key?"

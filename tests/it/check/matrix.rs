@@ -24,7 +24,7 @@ async fn check_server(flaws: &[Flaw], generation: Generation) -> Report {
         // A key sealed into a state is only readable with an integrity-only
         // codec: the leak check must find it there (and does not guess
         // through encryption).
-        codec: if flaws.contains(&Flaw::SecretInState) {
+        codec: if flaws.contains(&Flaw::SecretInState) || flaws.contains(&Flaw::TypedInState) {
             CodecName::HmacSha256
         } else {
             ServerConfig::default().codec
@@ -319,6 +319,12 @@ fn expectations() -> Vec<Case> {
                 "mrtr-decline",
                 "mrtr-tamper-bit-flip",
             ],
+        ),
+        (
+            // A text field not named like a secret, readable in the state.
+            Flaw::TypedInState,
+            vec![("mrtr-url-secret-not-returned", Warn)],
+            vec!["mrtr-url-cross-user", "mrtr-decline", "mrtr-happy-path"],
         ),
     ]
 }
