@@ -36,12 +36,7 @@ pub fn checks() -> Vec<Check> {
 }
 
 fn no_principals(p: &Probe) -> Option<Verdict> {
-    (!p.target().principals_matter()).then(|| {
-        Verdict::skip(
-            "the server authenticates nobody (anonymous requests and unknown tokens are served \
-             alike): there is no principal to bind; name two with --principal and --other-principal",
-        )
-    })
+    (!p.target().principals_matter()).then(super::identity::no_identity)
 }
 
 async fn session(p: Probe) -> Verdict {

@@ -36,6 +36,7 @@ pub mod capabilities;
 pub mod cross_instance;
 pub mod decline_cancel;
 pub mod flows;
+pub mod identity;
 pub mod input_required_shape;
 pub mod input_responses;
 pub mod invalid_content;
@@ -221,24 +222,42 @@ pub async fn run(
     let deadline = std::time::Instant::now() + settings.deadline;
     let mut results = Vec::new();
     let mut tools = Vec::new();
+    let t = &settings.target;
+    let identity = identity::evidence(
+        &found,
+        http.clone(),
+        &t.principal,
+        &t.other_principal,
+        t.timeout,
+    )
+    .await;
     for g in found.generations() {
         let Some(view) = found.view(g) else { continue };
         let mut target = Target::from_view(settings.clone(), http.clone(), view, found.auth);
+        target.identity.clone_from(&identity);
         target.root_causes = root_causes(&target);
         tools.extend(target.tools.iter().map(|t| summarize(g, t)));
         let target = std::sync::Arc::new(target);
         results.extend(runner::run_checks_until(target, &checks, deadline).await);
     }
-    let auth = match (found.auth.anonymous_refused, found.auth.checks_tokens) {
+    let mut auth = match (found.auth.anonymous_refused, found.auth.checks_tokens) {
         (true, _) => "refuses anonymous requests",
         (false, true) => "serves anonymous requests, refuses unknown tokens",
         (false, false) => "serves anonymous requests and any token alike",
-    };
+    }
+    .to_owned();
+    if settings.principals_given {
+        auth.push_str("; users: as named by --principal and --other-principal");
+    } else if identity.is_empty() {
+        auth.push_str("; users: no sign the server knows them, so cross-principal probes skip");
+    } else {
+        auth.push_str(&format!("; users: known, because {}", identity.join("; ")));
+    }
     Ok(Report {
         target: settings.target.mcp_url.clone(),
         generations: found.generations(),
         tools,
-        auth: auth.into(),
+        auth,
         tally: Tally::of(&results),
         results,
     })

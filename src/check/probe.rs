@@ -88,6 +88,8 @@ pub struct Target {
     pub discover: Option<Value>,
     /// What the server does with credentials.
     pub auth: AuthSeen,
+    /// Each sign that the server knows its users ([`super::identity`]).
+    pub identity: Vec<String>,
     /// Findings about a tool that make its dependent checks moot (e.g. it
     /// asks a client for sampling it did not declare): reported once, by the
     /// check named here, and pointed to by the others.
@@ -123,6 +125,7 @@ impl Target {
             tools: Vec::new(),
             discover: None,
             auth: AuthSeen::default(),
+            identity: Vec::new(),
             root_causes: Vec::new(),
             wire,
         }
@@ -142,10 +145,11 @@ impl Target {
         t
     }
 
-    /// Whether cross-principal probes mean something: the server
-    /// authenticates or validates tokens, or the user named two principals.
+    /// Whether cross-principal probes mean something: the server shows a
+    /// sign that it knows its users ([`Target::identity`]), or the user named
+    /// two principals.
     pub fn principals_matter(&self) -> bool {
-        self.auth.principals_matter() || self.settings.principals_given
+        !self.identity.is_empty() || self.settings.principals_given
     }
 
     /// Why checks on `tool` would only repeat a finding reported elsewhere.

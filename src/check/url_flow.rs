@@ -164,13 +164,7 @@ async fn page(
 /// Why page checks mean nothing on this target, if they do not: a page
 /// that opens for anyone is only a defect where the server knows its users.
 fn no_identity(p: &Probe) -> Option<Verdict> {
-    (!p.target().principals_matter()).then(|| {
-        Verdict::skip(
-            "no user identity to check the page's visitor against: the server authenticates \
-             nobody (anonymous requests and unknown tokens are served alike); name two \
-             principals with --principal and --other-principal if it does",
-        )
-    })
+    (!p.target().principals_matter()).then(super::identity::no_identity)
 }
 
 async fn page_requires_auth(p: Probe) -> Verdict {

@@ -265,7 +265,9 @@ impl App {
             let c = self
                 .sealer
                 .verify_in(token.as_bytes(), now_ms(), &mut buf)?;
-            if c.principal != principal && !self.flaw(Flaw::IgnorePrincipal) {
+            let unchecked =
+                self.flaw(Flaw::IgnorePrincipal) || self.flaw(Flaw::IgnoreStatePrincipal);
+            if c.principal != principal && !unchecked {
                 return Err(StateError::WrongPrincipal);
             }
             if &c.request_digest != digest && !self.flaw(Flaw::IgnoreRequestBinding) {

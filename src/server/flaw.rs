@@ -67,11 +67,14 @@ pub enum Flaw {
     /// secret field), in clear, into the `requestState` payload of one
     /// more round after the page.
     TypedInState,
+    /// The principal bound into a `requestState` is not compared with the
+    /// caller; sessions and flow pages stay bound to their users.
+    IgnoreStatePrincipal,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 24] = [
+    pub const ALL: [Flaw; 25] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -96,6 +99,7 @@ impl Flaw {
         Flaw::SecretInState,
         Flaw::AcceptInvalidContent,
         Flaw::TypedInState,
+        Flaw::IgnoreStatePrincipal,
     ];
 
     /// The command-line name.
@@ -125,6 +129,7 @@ impl Flaw {
             Flaw::SecretInState => "secret-in-state",
             Flaw::AcceptInvalidContent => "accept-invalid-content",
             Flaw::TypedInState => "typed-in-state",
+            Flaw::IgnoreStatePrincipal => "ignore-state-principal",
         }
     }
 
@@ -155,6 +160,7 @@ impl Flaw {
             Flaw::SecretInState => "§3.6 rule 6, §4.7 S7",
             Flaw::AcceptInvalidContent => "§3.6, §4.7 S9",
             Flaw::TypedInState => "§3.6 rule 6, §4.7 S7 (SHOULD)",
+            Flaw::IgnoreStatePrincipal => "§4.7 S8a",
         }
     }
 
@@ -210,6 +216,9 @@ impl Flaw {
             }
             Flaw::TypedInState => {
                 "connect_billing seals the contact name typed on its page in clear into one more requestState"
+            }
+            Flaw::IgnoreStatePrincipal => {
+                "states are not checked against the calling principal (sessions and flow pages still are)"
             }
         }
     }

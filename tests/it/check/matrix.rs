@@ -487,3 +487,72 @@ async fn sse_responses_are_inspected_and_clean() {
         table(&r)
     );
 }
+
+/// Identity from evidence: a server that serves anonymous requests and any
+/// named token, with no `--principal` flags given. Where sessions and flow
+/// pages are bound to their users, the cross-principal probes run with the
+/// default two names (and find a state that completes for another user);
+/// where nothing is bound, they skip and say so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn users_are_inferred_from_evidence_not_only_from_401() {
+    let run = |flaws: Vec<Flaw>| async move {
+        let config = ServerConfig {
+            flaws: flaws.iter().copied().collect::<FlawSet>(),
+            anonymous_principal: Some("anon".into()),
+            ..ServerConfig::default()
+        };
+        let server = start(config).await.expect("server starts");
+        let mut s = Settings::new(server.mcp_url());
+        s.target.timeout = Duration::from_secs(8);
+        let only = [
+            "mrtr-cross-principal".to_owned(),
+            "mrtr-url-cross-user".to_owned(),
+            "legacy-cross-principal".to_owned(),
+        ];
+        let r = check::run(s, None, &only).await.expect("check runs");
+        server.shutdown().await;
+        r
+    };
+    let clean = run(vec![]).await;
+    assert!(
+        clean.auth.contains("users: known, because"),
+        "{}",
+        clean.auth
+    );
+    assert!(
+        clean.auth.contains("session serves its principal"),
+        "{}",
+        clean.auth
+    );
+    for id in [
+        "mrtr-cross-principal",
+        "mrtr-url-cross-user",
+        "legacy-cross-principal-session",
+    ] {
+        assert_eq!(status_of(&clean, id), &Status::Pass, "{}", table(&clean));
+    }
+    let states_unbound = run(vec![Flaw::IgnoreStatePrincipal]).await;
+    assert_eq!(
+        status_of(&states_unbound, "mrtr-cross-principal"),
+        &Status::Warn,
+        "{}",
+        table(&states_unbound)
+    );
+    let nothing_bound = run(vec![Flaw::IgnorePrincipal]).await;
+    assert!(
+        nothing_bound.auth.contains("no sign the server knows them"),
+        "{}",
+        nothing_bound.auth
+    );
+    for id in [
+        "mrtr-cross-principal",
+        "mrtr-url-cross-user",
+        "legacy-cross-principal-session",
+    ] {
+        assert!(
+            matches!(status_of(&nothing_bound, id), Status::Skip(why) if why.contains("no sign")),
+            "{}",
+            table(&nothing_bound)
+        );
+    }
+}

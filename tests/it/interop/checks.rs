@@ -102,8 +102,9 @@ fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
 const REPLAY: &str =
     "the same state and answers completed twice; if this action must not repeat, this is a MUST";
 const STALL: &str = elicitkit::client::stall::ADVICE;
-const NO_IDENTITY: &str = "no user identity to check the page's visitor against";
-const NOBODY: &str = "the server authenticates nobody";
+/// The skip of a cross-principal or flow-page probe on a server that shows
+/// no sign of knowing its users.
+const NO_USERS: &str = "no sign that the server knows its users";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn typescript_sdk_findings() {
@@ -131,17 +132,13 @@ async fn typescript_sdk_findings() {
             // character) decodes to the same bytes and verifies: integrity holds.
             ("mrtr-tamper-reencode", Info, "integrity holds"),
             // No authentication at all: the page and principal checks cannot apply.
-            ("mrtr-url-page-requires-auth", SkipBecause(NO_IDENTITY), ""),
-            ("mrtr-url-cross-user", SkipBecause(NO_IDENTITY), ""),
-            (
-                "legacy-url-page-requires-auth",
-                SkipBecause(NO_IDENTITY),
-                "",
-            ),
-            ("legacy-url-cross-user", SkipBecause(NO_IDENTITY), ""),
-            ("mrtr-cross-principal", SkipBecause(NOBODY), ""),
-            ("legacy-cross-principal-session", SkipBecause(NOBODY), ""),
-            ("legacy-cross-principal-answer", SkipBecause(NOBODY), ""),
+            ("mrtr-url-page-requires-auth", SkipBecause(NO_USERS), ""),
+            ("mrtr-url-cross-user", SkipBecause(NO_USERS), ""),
+            ("legacy-url-page-requires-auth", SkipBecause(NO_USERS), ""),
+            ("legacy-url-cross-user", SkipBecause(NO_USERS), ""),
+            ("mrtr-cross-principal", SkipBecause(NO_USERS), ""),
+            ("legacy-cross-principal-session", SkipBecause(NO_USERS), ""),
+            ("legacy-cross-principal-answer", SkipBecause(NO_USERS), ""),
             ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
             // Every 2026-07-28 reply is JSON.
             ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
@@ -240,17 +237,13 @@ async fn rmcp_findings() {
             // schemars forms carry a root `title` (the struct name), both generations.
             ("mrtr-schema-findings", Warn, "/requestedSchema/title"),
             ("legacy-schema-findings", Warn, "/requestedSchema/title"),
-            ("mrtr-url-page-requires-auth", SkipBecause(NO_IDENTITY), ""),
-            ("mrtr-url-cross-user", SkipBecause(NO_IDENTITY), ""),
-            (
-                "legacy-url-page-requires-auth",
-                SkipBecause(NO_IDENTITY),
-                "",
-            ),
-            ("legacy-url-cross-user", SkipBecause(NO_IDENTITY), ""),
-            ("mrtr-cross-principal", SkipBecause(NOBODY), ""),
-            ("legacy-cross-principal-session", SkipBecause(NOBODY), ""),
-            ("legacy-cross-principal-answer", SkipBecause(NOBODY), ""),
+            ("mrtr-url-page-requires-auth", SkipBecause(NO_USERS), ""),
+            ("mrtr-url-cross-user", SkipBecause(NO_USERS), ""),
+            ("legacy-url-page-requires-auth", SkipBecause(NO_USERS), ""),
+            ("legacy-url-cross-user", SkipBecause(NO_USERS), ""),
+            ("mrtr-cross-principal", SkipBecause(NO_USERS), ""),
+            ("legacy-cross-principal-session", SkipBecause(NO_USERS), ""),
+            ("legacy-cross-principal-answer", SkipBecause(NO_USERS), ""),
             ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
         ],
     );
