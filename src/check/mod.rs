@@ -46,6 +46,7 @@ pub mod links;
 pub mod meta_headers;
 pub mod model;
 pub mod no_action;
+pub mod offered;
 pub mod origin;
 pub mod probe;
 pub mod registry;
@@ -171,7 +172,7 @@ fn summarize(g: Generation, t: &probe::ToolProfile) -> ToolSummary {
     ToolSummary {
         generation: g,
         name: t.name.clone(),
-        elicits: t.describe(),
+        elicits: t.describe_on(g),
         single_use: t.single_use,
     }
 }
