@@ -104,14 +104,10 @@ async fn cache_hints(p: Probe) -> Verdict {
         return Verdict::skip("no cacheable method answered with a result");
     }
     if problems.is_empty() {
-        let notes = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", notes.join("; "))
-        };
         return Verdict::pass(format!(
-            "ttlMs and cacheScope on every result of {}{notes}",
-            seen.join(", ")
+            "ttlMs and cacheScope on every result of {}{}",
+            seen.join(", "),
+            offered::aside(&notes)
         ));
     }
     Verdict::fail(problems.join("; ")).expecting(

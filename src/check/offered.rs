@@ -61,6 +61,16 @@ pub fn first_get(list: &Rpc) -> Result<Follow, String> {
     })
 }
 
+/// Notes on what was not probed, as ` (a; b)` after a verdict's detail
+/// (empty when there are none).
+pub fn aside(notes: &[String]) -> String {
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    }
+}
+
 /// The first entry of `key` in a list reply, or why there is none.
 fn first_of<'a>(list: &'a Rpc, method: &str, key: &str) -> Result<&'a Value, String> {
     let follow = if key == "resources" {

@@ -136,12 +136,10 @@ async fn result_type(p: Probe) -> Verdict {
             None => "no tools/call probed: no tool is listed (or selected)".into(),
         });
     }
-    let notes = if notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", notes.join("; "))
-    };
-    Verdict::pass(format!("{seen} results, each with resultType{notes}"))
+    Verdict::pass(format!(
+        "{seen} results, each with resultType{}",
+        offered::aside(&notes)
+    ))
 }
 
 async fn scope(p: Probe) -> Verdict {
