@@ -336,6 +336,20 @@ mod tests {
     }
 
     #[test]
+    fn the_plain_request_is_one_the_server_offers() {
+        let settings = Settings::new("http://127.0.0.1:9/mcp");
+        let mut t = Target::new(settings, reqwest::Client::new(), Generation::Modern);
+        assert_eq!(t.plain_method(), "tools/list");
+        t.no_tools = Some("the server offers no tools".into());
+        assert_eq!(t.plain_method(), "server/discover");
+        t.discover = Some(serde_json::json!({"capabilities":{"resources":{}}}));
+        assert_eq!(t.plain_method(), "resources/list");
+        t.generation = Generation::Legacy;
+        t.discover = Some(serde_json::json!({"capabilities":{}}));
+        assert_eq!(t.plain_method(), "ping");
+    }
+
+    #[test]
     fn flow_pages_on_another_origin_are_recognised() {
         let settings = Settings::new("http://127.0.0.1:9/mcp");
         let http = reqwest::Client::new();

@@ -813,6 +813,20 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_tool_list_says_whether_tools_were_declared() {
+        let none = no_tools_why(
+            Some(&json!({"capabilities":{"prompts":{}}})),
+            "error -32601",
+        );
+        assert!(none.starts_with("the server offers no tools"), "{none}");
+        let failed = no_tools_why(Some(&json!({"capabilities":{"tools":{}}})), "HTTP 500");
+        assert!(
+            failed.contains("although the server declares tools"),
+            "{failed}"
+        );
+    }
+
+    #[test]
     fn single_use_detection() {
         let none: Vec<String> = Vec::new();
         assert!(is_single_use(
