@@ -152,3 +152,23 @@ async fn without_tools_a_read_and_get_without_result_type_or_hints_are_found() {
         "{t}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_tools_the_sse_hygiene_of_a_plain_request_is_judged() {
+    let config = ServerConfig {
+        offer_tools: false,
+        response: elicitkit::server::ResponseMode::Sse,
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server starts");
+    let mut s = Settings::new(server.mcp_url());
+    s.target.timeout = Duration::from_secs(8);
+    let only = ["mrtr-sse-hygiene".to_owned()];
+    let r = check::run(s, Some(Generation::Modern), &only)
+        .await
+        .expect("check runs");
+    server.shutdown().await;
+    let t = table(&r);
+    assert_eq!(row(&r, "mrtr-sse-hygiene").status, Status::Pass, "{t}");
+    assert!(sent(&r, "mrtr-sse-hygiene", "prompts/list"), "{t}");
+}
