@@ -5,9 +5,15 @@
 //! In `schema/2026-07-28/schema.ts` these results extend `CacheableResult`,
 //! whose `ttlMs` (a number, `@minimum 0`; the page: an integer of
 //! milliseconds) and `cacheScope` (`"public" | "private"`) are both required.
-//! Methods the server does not offer (`-32601`) are left out.
+//! The read is of the first listed resource ([`super::offered`]); a result
+//! without `resultType` reads as complete unless it asks for input (§4.4;
+//! `mrtr-result-type` reports the missing declaration). `prompts/get` is
+//! not cacheable (§4.4a lists it nowhere). Methods the server does not
+//! offer (`-32601`) are left out.
 
+use super::judge::asks_for_input;
 use super::model::Verdict;
+use super::offered;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
 use crate::client::raw::Rpc;
@@ -46,8 +52,9 @@ pub fn hint_problems(result: &Value) -> Vec<String> {
 async fn cache_hints(p: Probe) -> Verdict {
     let caps = all_modes();
     let mut problems = Vec::new();
-    let mut seen = Vec::new();
-    let mut first_resource: Option<String> = None;
+    let mut seen: Vec<String> = Vec::new();
+    let mut read = None;
+    let mut notes = Vec::new();
     for method in [
         "server/discover",
         "tools/list",
@@ -58,41 +65,39 @@ async fn cache_hints(p: Probe) -> Verdict {
         let Ok(r) = p.modern(method, method, json!({}), &caps).await else {
             continue;
         };
-        let Rpc::Result(v) = r.rpc() else { continue };
-        if v.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        let rpc = r.rpc();
+        if method == "resources/list" {
+            match offered::first_read(&rpc) {
+                Ok(f) => read = Some(f),
+                Err(why) => notes.push(why),
+            }
+        }
+        let Rpc::Result(v) = rpc else { continue };
+        if asks_for_input(&v) {
             continue;
         }
-        if method == "resources/list" {
-            first_resource = v
-                .get("resources")
-                .and_then(Value::as_array)
-                .and_then(|a| a.first())
-                .and_then(|x| x.get("uri"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-        }
-        seen.push(method);
+        seen.push(method.to_owned());
         let bad = hint_problems(&v);
         if !bad.is_empty() {
             problems.push(format!("{method}: {}", bad.join(", ")));
         }
     }
-    if let Some(uri) = first_resource
-        && let Ok(r) = p
-            .modern(
-                "resources/read",
-                "resources/read",
-                json!({"uri": uri}),
-                &caps,
-            )
-            .await
-        && let Rpc::Result(v) = r.rpc()
-        && v.get("resultType").and_then(Value::as_str) == Some("complete")
+    if let Some(f) = read
+        && let Ok(r) = p.modern(f.label.clone(), f.method, f.params, &caps).await
     {
-        seen.push("resources/read");
-        let bad = hint_problems(&v);
-        if !bad.is_empty() {
-            problems.push(format!("resources/read {uri}: {}", bad.join(", ")));
+        match r.rpc() {
+            Rpc::Result(v) if asks_for_input(&v) => notes.push(format!(
+                "{} asks for input: its final result not inspected",
+                f.label
+            )),
+            Rpc::Result(v) => {
+                let bad = hint_problems(&v);
+                if !bad.is_empty() {
+                    problems.push(format!("{}: {}", f.label, bad.join(", ")));
+                }
+                seen.push(f.label);
+            }
+            other => notes.push(format!("{} answered {}", f.label, other.describe())),
         }
     }
     if seen.is_empty() {
@@ -100,8 +105,9 @@ async fn cache_hints(p: Probe) -> Verdict {
     }
     if problems.is_empty() {
         return Verdict::pass(format!(
-            "ttlMs and cacheScope on every result of {}",
-            seen.join(", ")
+            "ttlMs and cacheScope on every result of {}{}",
+            seen.join(", "),
+            offered::aside(&notes)
         ));
     }
     Verdict::fail(problems.join("; ")).expecting(

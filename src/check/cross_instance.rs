@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::judge::{is_input_required, rpc_state_rejection};
+use super::judge::{asks_for_input, rpc_state_rejection};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -63,7 +63,7 @@ async fn send_to(
 
 fn completed(rpc: &Rpc) -> bool {
     matches!(rpc, Rpc::Result(v)
-        if !is_input_required(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
+        if !asks_for_input(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
 }
 
 /// The instance that issues states: the target's answer to a first call.
@@ -148,7 +148,7 @@ async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, St
         .expecting("every instance opens every other instance's states (one key ring)"));
     }
     if let Rpc::Result(v) = &there.rpc
-        && is_input_required(v)
+        && asks_for_input(v)
     {
         return Err(format!(
             "{}: the other instance opened the state but asked another round",

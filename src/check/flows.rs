@@ -42,6 +42,7 @@ pub fn config(p: &Probe, policy: AnswerPolicy) -> FlowConfig {
     let mut cfg = FlowConfig::with_policy(policy);
     cfg.capabilities = all_modes();
     cfg.seed = p.settings().target.seed;
+    cfg.read_by_shape = true;
     cfg
 }
 
@@ -71,7 +72,12 @@ async fn happy_path(p: Probe) -> Verdict {
     let mut bad = Vec::new();
     for t in &tools {
         let rt = run_flow(&p, t, AnswerPolicy::AcceptValid).await;
-        let line = format!("{}: {}", t.name, describe(&rt));
+        let mut line = format!("{}: {}", t.name, describe(&rt));
+        if t.undeclared_rounds() {
+            line.push_str(
+                " (its rounds say no resultType, read by their shape: see mrtr-result-type)",
+            );
+        }
         if rt.outcome == Outcome::Success {
             ok.push(line);
         } else {

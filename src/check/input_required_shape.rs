@@ -38,6 +38,13 @@ pub fn is_shape_rule(rule: &str) -> bool {
         )
 }
 
+/// [`is_shape_rule`] less a missing `resultType`: `mrtr-result-type`
+/// reports that once, for every result, and this check judges the rest of
+/// the shape of a round that asks without saying so.
+fn judged_here(rule: &str) -> bool {
+    is_shape_rule(rule) && rule != "result-type-missing"
+}
+
 /// The JSON documents of a reply body: the body itself, or (an SSE
 /// stream) the data of each event.
 pub fn documents(raw: &str) -> Vec<String> {
@@ -117,7 +124,7 @@ async fn shape(p: Probe) -> Verdict {
                 status: None,
             });
             all.extend(
-                findings_of(raw, is_shape_rule)
+                findings_of(raw, judged_here)
                     .into_iter()
                     .map(|f| (t.name.clone(), f)),
             );

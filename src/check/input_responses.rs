@@ -10,7 +10,7 @@
 //! answered validly): only a result of the same shape shows the bad input
 //! was accepted; anything else is "could not tell" (INFO), never a FAIL.
 
-use super::judge::{answer_values, is_input_required, same_outcome};
+use super::judge::{answer_values, asks_for_input, same_outcome};
 use super::model::Verdict;
 use super::probe::Probe;
 use super::registry::{Check, check};
@@ -127,7 +127,7 @@ async fn missing(p: Probe) -> Verdict {
         .await
         {
             Err(e) => problems.push(format!("{what}: no reply: {e}")),
-            Ok((Rpc::Result(v), _)) if is_input_required(&v) => {}
+            Ok((Rpc::Result(v), _)) if asks_for_input(&v) => {}
             Ok((other, status)) => problems.push(format!("{what}: {}", reading(&other, status))),
         }
     }
@@ -171,7 +171,7 @@ impl Tally {
                     .push(format!("{what}: {}", reading(&rpc, status)))
             }
             Ok((Rpc::Result(v), status))
-                if !is_input_required(&v) && v.get("isError") != Some(&json!(true)) =>
+                if !asks_for_input(&v) && v.get("isError") != Some(&json!(true)) =>
             {
                 match control {
                     Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(
@@ -256,7 +256,7 @@ pub(super) async fn control_result(p: &Probe, r: &Round) -> Option<Value> {
     let fresh = at_state(p, &r.tool).await.ok()?;
     let label = format!("control: tools/call {} valid retry", r.tool.name);
     match retry(p, &r.tool, &label, &fresh.answers, &fresh.state).await {
-        Ok((Rpc::Result(v), _)) if !is_input_required(&v) => Some(v),
+        Ok((Rpc::Result(v), _)) if !asks_for_input(&v) => Some(v),
         _ => None,
     }
 }

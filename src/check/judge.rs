@@ -174,10 +174,10 @@ pub fn same_outcome(a: &Value, b: &Value, values: &[String]) -> bool {
     (!wa.is_empty() && wa == wb) || (!sa.is_empty() && sa == sb)
 }
 
-/// True when a result is `resultType: "input_required"`.
-pub fn is_input_required(result: &Value) -> bool {
-    result.get("resultType").and_then(Value::as_str) == Some("input_required")
-}
+/// Whether a result asks for input, declared or by shape: every verdict
+/// about re-prompts reads replies this way, and `mrtr-result-type` alone
+/// reports a missing declaration.
+pub use crate::protocol::mrtr::asks_for_input;
 
 #[cfg(test)]
 mod tests {

@@ -55,8 +55,11 @@ async fn session(p: Probe) -> Verdict {
     let req = request(
         &p,
         &s,
-        "tools/list on the session as another principal",
-        "tools/list",
+        &format!(
+            "{} on the session as another principal",
+            p.target().plain_method()
+        ),
+        p.target().plain_method(),
         json!({}),
     )
     .token(Some(&other));

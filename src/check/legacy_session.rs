@@ -224,8 +224,8 @@ async fn deleted_404(p: Probe) -> Verdict {
         .send(request(
             &p,
             &s,
-            "tools/list on the deleted session",
-            "tools/list",
+            &format!("{} on the deleted session", p.target().plain_method()),
+            p.target().plain_method(),
             json!({}),
         ))
         .await
@@ -244,8 +244,11 @@ async fn bad_version(p: Probe) -> Verdict {
     let req = request(
         &p,
         &s,
-        "tools/list with MCP-Protocol-Version: 1999-01-01",
-        "tools/list",
+        &format!(
+            "{} with MCP-Protocol-Version: 1999-01-01",
+            p.target().plain_method()
+        ),
+        p.target().plain_method(),
         json!({}),
     )
     .header(PROTOCOL_VERSION, "1999-01-01");
@@ -272,8 +275,8 @@ async fn missing_session(p: Probe) -> Verdict {
         .send(request(
             &p,
             &bare,
-            "tools/list without MCP-Session-Id",
-            "tools/list",
+            &format!("{} without MCP-Session-Id", p.target().plain_method()),
+            p.target().plain_method(),
             json!({}),
         ))
         .await

@@ -227,24 +227,29 @@ fn judge_error(
     }
 }
 
-fn list_request(p: &Probe, label: &str, params: Value) -> RawRequest {
+/// A request of [`super::probe::Target::plain_method`] (`tools/list`
+/// on a server with tools) labelled `METHOD{what}`.
+fn list_request(p: &Probe, what: &str, params: Value) -> RawRequest {
+    let method = p.target().plain_method();
     raw::modern_post(
-        label,
+        format!("{method}{what}"),
         &p.settings().target.mcp_url,
         p.target().next_id(),
-        "tools/list",
+        method,
         Some(params),
     )
     .token(Some(&p.settings().target.principal))
 }
 
-/// The control of the `tools/list` probes.
+/// The control of the list probes.
 fn list_control(p: &Probe) -> RawRequest {
-    correct_list(p, "control: a correct tools/list")
+    let mut r = correct_list(p, "");
+    r.label = format!("control: a correct {}", p.target().plain_method());
+    r
 }
 
 async fn meta_missing(p: Probe) -> Verdict {
-    let req = list_request(&p, "tools/list without _meta", json!({}));
+    let req = list_request(&p, " without _meta", json!({}));
     expect_error(&p, list_control(&p), req, 400, codes::INVALID_PARAMS).await
 }
 
@@ -259,7 +264,7 @@ fn meta_without(key: &str) -> Value {
 async fn meta_missing_version(p: Probe) -> Verdict {
     let req = list_request(
         &p,
-        "tools/list, _meta without protocolVersion",
+        ", _meta without protocolVersion",
         meta_without(META_PROTOCOL_VERSION),
     );
     expect_error(&p, list_control(&p), req, 400, codes::INVALID_PARAMS).await
@@ -268,7 +273,7 @@ async fn meta_missing_version(p: Probe) -> Verdict {
 async fn meta_missing_caps(p: Probe) -> Verdict {
     let req = list_request(
         &p,
-        "tools/list, _meta without clientCapabilities",
+        ", _meta without clientCapabilities",
         meta_without(META_CLIENT_CAPABILITIES),
     );
     expect_error(&p, list_control(&p), req, 400, codes::INVALID_PARAMS).await
@@ -277,16 +282,17 @@ async fn meta_missing_caps(p: Probe) -> Verdict {
 async fn client_info_optional(p: Probe) -> Verdict {
     let req = list_request(
         &p,
-        "tools/list, _meta without clientInfo",
+        ", _meta without clientInfo",
         meta_without(META_CLIENT_INFO),
     );
+    let method = p.target().plain_method();
     match p.send(req).await {
         Ok(r) => match r.rpc() {
             Rpc::Result(_) if r.status == 200 => {
-                Verdict::pass("tools/list succeeded without clientInfo")
+                Verdict::pass(format!("{method} succeeded without clientInfo"))
             }
             other => Verdict::fail(format!(
-                "tools/list without clientInfo got HTTP {} and {}: servers must not require clientInfo",
+                "{method} without clientInfo got HTTP {} and {}: servers must not require clientInfo",
                 r.status,
                 other.describe()
             )),
@@ -301,19 +307,23 @@ fn correct_list(p: &Probe, label: &str) -> RawRequest {
 
 async fn version_mismatch(p: Probe) -> Verdict {
     // The body says 2026-07-28; the header names another (well-formed) version.
-    let req = correct_list(&p, "tools/list, MCP-Protocol-Version differs from _meta")
+    let req = correct_list(&p, ", MCP-Protocol-Version differs from _meta")
         .header(headers::PROTOCOL_VERSION, "2026-07-29");
     expect_error(&p, list_control(&p), req, 400, codes::HEADER_MISMATCH).await
 }
 
 async fn method_missing(p: Probe) -> Verdict {
-    let req = correct_list(&p, "tools/list without Mcp-Method").without_header(headers::METHOD);
+    let req = correct_list(&p, " without Mcp-Method").without_header(headers::METHOD);
     expect_error(&p, list_control(&p), req, 400, codes::HEADER_MISMATCH).await
 }
 
 async fn method_mismatch(p: Probe) -> Verdict {
-    let req = correct_list(&p, "tools/list with Mcp-Method: prompts/list")
-        .header(headers::METHOD, "prompts/list");
+    let other = match p.target().plain_method() {
+        "prompts/list" => "resources/list",
+        _ => "prompts/list",
+    };
+    let req =
+        correct_list(&p, &format!(" with Mcp-Method: {other}")).header(headers::METHOD, other);
     expect_error(&p, list_control(&p), req, 400, codes::HEADER_MISMATCH).await
 }
 
@@ -384,7 +394,7 @@ async fn version_unsupported(p: Probe) -> Verdict {
     meta[META_PROTOCOL_VERSION] = json!(bogus);
     let req = list_request(
         &p,
-        "tools/list with protocol version 2099-12-31",
+        " with protocol version 2099-12-31",
         json!({"_meta": meta}),
     )
     .header(headers::PROTOCOL_VERSION, bogus);
@@ -507,7 +517,7 @@ async fn get_delete_405(p: Probe) -> Verdict {
 }
 
 async fn no_session_id(p: Probe) -> Verdict {
-    match p.send(correct_list(&p, "tools/list")).await {
+    match p.send(correct_list(&p, "")).await {
         Ok(r) => match r.header(headers::SESSION_ID) {
             Some(_) => {
                 Verdict::fail("a 2026-07-28 reply carries Mcp-Session-Id: sessions are gone")

@@ -49,6 +49,7 @@ pub mod links;
 pub mod meta_headers;
 pub mod model;
 pub mod no_action;
+pub mod offered;
 pub mod origin;
 pub mod probe;
 pub mod registry;
@@ -175,7 +176,7 @@ fn summarize(g: Generation, t: &probe::ToolProfile) -> ToolSummary {
     ToolSummary {
         generation: g,
         name: t.name.clone(),
-        elicits: t.describe(),
+        elicits: t.describe_on(g),
         single_use: t.single_use,
     }
 }
@@ -354,6 +355,20 @@ mod tests {
                 c.id
             );
         }
+    }
+
+    #[test]
+    fn the_plain_request_is_one_the_server_offers() {
+        let settings = Settings::new("http://127.0.0.1:9/mcp");
+        let mut t = Target::new(settings, reqwest::Client::new(), Generation::Modern);
+        assert_eq!(t.plain_method(), "tools/list");
+        t.no_tools = Some("the server offers no tools".into());
+        assert_eq!(t.plain_method(), "server/discover");
+        t.discover = Some(serde_json::json!({"capabilities":{"resources":{}}}));
+        assert_eq!(t.plain_method(), "resources/list");
+        t.generation = Generation::Legacy;
+        t.discover = Some(serde_json::json!({"capabilities":{}}));
+        assert_eq!(t.plain_method(), "ping");
     }
 
     #[test]

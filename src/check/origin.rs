@@ -42,7 +42,9 @@ pub fn checks() -> Vec<Check> {
 
 fn request(p: &Probe, g: Generation, label: &str) -> RawRequest {
     match g {
-        Generation::Modern => p.modern_request(label, "tools/list", json!({}), &all_modes()),
+        Generation::Modern => {
+            p.modern_request(label, p.target().plain_method(), json!({}), &all_modes())
+        }
         Generation::Legacy => {
             let mut r = initialize_request(
                 &p.settings().target.mcp_url,
@@ -66,7 +68,7 @@ fn foreign_host(mcp_url: &str) -> String {
 
 async fn judge(p: Probe, g: Generation) -> Verdict {
     let what = match g {
-        Generation::Modern => "tools/list",
+        Generation::Modern => p.target().plain_method(),
         Generation::Legacy => "initialize",
     };
     match p.send(request(&p, g, &format!("control: {what}"))).await {

@@ -90,6 +90,9 @@ pub struct Target {
     pub auth: AuthSeen,
     /// Each sign that the server knows its users ([`super::identity`]).
     pub identity: Vec<String>,
+    /// Why the server listed no tool, when it gave no list (see
+    /// [`View::no_tools`]).
+    pub no_tools: Option<String>,
     /// Findings about a tool that make its dependent checks moot (e.g. it
     /// asks a client for sampling it did not declare): reported once, by the
     /// check named here, and pointed to by the others.
@@ -126,6 +129,7 @@ impl Target {
             discover: None,
             auth: AuthSeen::default(),
             identity: Vec::new(),
+            no_tools: None,
             root_causes: Vec::new(),
             wire,
         }
@@ -142,6 +146,7 @@ impl Target {
         t.tools = view.tools.clone();
         t.discover = view.server.clone();
         t.auth = auth;
+        t.no_tools = view.no_tools.clone();
         t
     }
 
@@ -150,6 +155,29 @@ impl Target {
     /// two principals.
     pub fn principals_matter(&self) -> bool {
         !self.identity.is_empty() || self.settings.principals_given
+    }
+
+    /// A request this server answers with a result, for checks that need
+    /// some valid request to misframe or time: `tools/list` while the
+    /// server lists tools, else the list of prompts or resources it
+    /// declares (methods of both generations), else the one every server
+    /// of the generation must answer (`server/discover`, `ping`).
+    pub fn plain_method(&self) -> &'static str {
+        if self.no_tools.is_none() {
+            return "tools/list";
+        }
+        let declares = |c: &str| {
+            self.discover
+                .as_ref()
+                .and_then(|d| d.get("capabilities"))
+                .is_some_and(|caps| caps.get(c).is_some())
+        };
+        match self.generation {
+            _ if declares("prompts") => "prompts/list",
+            _ if declares("resources") => "resources/list",
+            Generation::Modern => "server/discover",
+            Generation::Legacy => "ping",
+        }
     }
 
     /// Why checks on `tool` would only repeat a finding reported elsewhere.
@@ -231,6 +259,12 @@ impl Target {
     /// A skip that says why there is nothing to probe, pointing to the
     /// root-cause findings that took tools out.
     pub fn no_subject(&self, why: &str) -> super::model::Verdict {
+        if let Some(none) = &self.no_tools {
+            return super::model::Verdict::skip(format!("{why}: {none}"));
+        }
+        if self.tools.is_empty() {
+            return super::model::Verdict::skip(format!("{why}: no tool is listed (or selected)"));
+        }
         if self.root_causes.is_empty() {
             return super::model::Verdict::skip(why);
         }

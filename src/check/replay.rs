@@ -6,7 +6,7 @@
 //! `--single-use`). A state presented by another principal must be refused
 //! (S8a); an old state must expire (S8b, with `--wait-expiry`).
 
-use super::judge::{is_input_required, rpc_state_rejection};
+use super::judge::{asks_for_input, rpc_state_rejection};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
 use super::registry::{Check, check};
@@ -58,7 +58,7 @@ enum Replayed {
 
 fn completed_again(rpc: &Rpc) -> bool {
     matches!(rpc, Rpc::Result(v)
-        if !is_input_required(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
+        if !asks_for_input(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
 }
 
 async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {

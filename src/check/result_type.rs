@@ -1,9 +1,12 @@
-//! `resultType` on every 2026-07-28 result (§4.4), and `input_required`
-//! only where MRTR is allowed: `tools/call`, `prompts/get`,
-//! `resources/read` (S1).
+//! `resultType` on every 2026-07-28 result (§4.4): discover, the lists,
+//! the first listed resource's read and prompt's get ([`offered`]), each
+//! tool's first call and retry (a round that asks without saying so is
+//! read by its shape, and named here); and `input_required` only where
+//! MRTR is allowed: `tools/call`, `prompts/get`, `resources/read` (S1).
 
-use super::judge::{answers_for, is_input_required};
+use super::judge::{answers_for, asks_for_input};
 use super::model::Verdict;
+use super::offered::{self, Follow};
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
 use crate::client::raw::Rpc;
@@ -40,6 +43,10 @@ fn judge_type(what: &str, rpc: &Rpc, problems: &mut Vec<String>, seen: &mut usiz
             Some(other) => problems.push(format!(
                 "{what}: resultType {other} (no extension was advertised)"
             )),
+            None if asks_for_input(v) => problems.push(format!(
+                "{what}: no resultType on a round that asks for input (it carries \
+                 inputRequests or requestState; read as input_required by its shape)"
+            )),
             None => problems.push(format!("{what}: no resultType")),
         }
     }
@@ -48,10 +55,34 @@ fn judge_type(what: &str, rpc: &Rpc, problems: &mut Vec<String>, seen: &mut usiz
 async fn result_type(p: Probe) -> Verdict {
     let caps = all_modes();
     let mut problems = Vec::new();
+    let mut notes = Vec::new();
     let mut seen = 0usize;
-    for method in ["server/discover", "tools/list"] {
-        if let Ok(r) = p.modern(method, method, json!({}), &caps).await {
-            judge_type(method, &r.rpc(), &mut problems, &mut seen);
+    let mut follows: Vec<Follow> = Vec::new();
+    for method in [
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    ] {
+        let Ok(r) = p.modern(method, method, json!({}), &caps).await else {
+            continue;
+        };
+        let rpc = r.rpc();
+        judge_type(method, &rpc, &mut problems, &mut seen);
+        let follow = match method {
+            "resources/list" => offered::first_read(&rpc),
+            "prompts/list" => offered::first_get(&rpc),
+            _ => continue,
+        };
+        match follow {
+            Ok(f) => follows.push(f),
+            Err(why) => notes.push(why),
+        }
+    }
+    for f in follows {
+        if let Ok(r) = p.modern(f.label.clone(), f.method, f.params, &caps).await {
+            judge_type(&f.label, &r.rpc(), &mut problems, &mut seen);
         }
     }
     let tools: Vec<_> = p.target().tools.clone();
@@ -67,7 +98,7 @@ async fn result_type(p: Probe) -> Verdict {
             &mut problems,
             &mut seen,
         );
-        let Some(v) = rpc.result().filter(|v| is_input_required(v)) else {
+        let Some(v) = rpc.result().filter(|v| asks_for_input(v)) else {
             continue;
         };
         let Some(ir) = InputRequiredResult::from_value(v) else {
@@ -99,7 +130,16 @@ async fn result_type(p: Probe) -> Verdict {
     if seen == 0 {
         return Verdict::skip("no request produced a result to inspect");
     }
-    Verdict::pass(format!("{seen} results, each with resultType"))
+    if tools.is_empty() {
+        notes.push(match &p.target().no_tools {
+            Some(why) => format!("no tools/call probed: {why}"),
+            None => "no tools/call probed: no tool is listed (or selected)".into(),
+        });
+    }
+    Verdict::pass(format!(
+        "{seen} results, each with resultType{}",
+        offered::aside(&notes)
+    ))
 }
 
 async fn scope(p: Probe) -> Verdict {
@@ -123,7 +163,7 @@ async fn scope(p: Probe) -> Verdict {
         };
         if let Rpc::Result(v) = r.rpc() {
             answered += 1;
-            if is_input_required(&v) {
+            if asks_for_input(&v) {
                 offenders.push(method);
             }
         }

@@ -3,7 +3,7 @@
 //! connections mid-call leaves it healthy; a retry that reuses the first
 //! call's id is recorded (the client rule is broken on purpose: INFO).
 
-use super::judge::{answers_for, is_input_required};
+use super::judge::{answers_for, asks_for_input};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -213,7 +213,7 @@ async fn same_id(p: Probe) -> Verdict {
         let rpc = reply.rpc();
         let ir = rpc
             .result()
-            .filter(|v| is_input_required(v))
+            .filter(|v| asks_for_input(v))
             .and_then(InputRequiredResult::from_value);
         match ir {
             Some(ir) if !with_state => {

@@ -8,9 +8,8 @@
 use super::input_required_shape::{findings_of, is_shape_rule, verdict_of};
 use super::legacy_session::{all_elicitations, elicit_findings};
 use super::model::Verdict;
-use super::probe::{FirstReply, Probe, all_modes};
+use super::probe::{FirstReply, Probe};
 use super::registry::{Check, check};
-use crate::client::modern::FlowConfig;
 use crate::client::policy::AnswerPolicy;
 
 /// The checks of this family.
@@ -46,13 +45,12 @@ async fn schema_findings(p: Probe) -> Verdict {
             continue;
         }
         // Later rounds: replay the flow and inspect every input_required body.
-        let mut cfg = FlowConfig::with_policy(AnswerPolicy::AcceptValid);
-        cfg.capabilities = all_modes();
-        cfg.seed = p.settings().target.seed;
+        let cfg = super::flows::config(&p, AnswerPolicy::AcceptValid);
         let (_, bodies) = p.flow_with_bodies(t.call(), cfg).await;
         for (i, body) in bodies.iter().enumerate().skip(1) {
             let body = String::from_utf8_lossy(body);
-            if body.contains("\"input_required\"") {
+            // Declared or not (`mrtr-result-type` reports a missing one).
+            if body.contains("\"input_required\"") || body.contains("\"inputRequests\"") {
                 all.extend(
                     findings_of(&body, not_shape)
                         .into_iter()

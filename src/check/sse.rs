@@ -66,8 +66,9 @@ async fn sse_hygiene(p: Probe) -> Verdict {
     let caps = all_modes();
     let mut problems = Vec::new();
     let mut streams = 0;
-    if let Ok(r) = p.modern("tools/list", "tools/list", json!({}), &caps).await {
-        streams += usize::from(inspect("tools/list", &r, &mut problems));
+    let plain = p.target().plain_method();
+    if let Ok(r) = p.modern(plain, plain, json!({}), &caps).await {
+        streams += usize::from(inspect(plain, &r, &mut problems));
     }
     let tools = p.target().eliciting_tools();
     for t in &tools {

@@ -10,7 +10,7 @@
 //! so it is reported as INFO (it matters to replay guards keyed on the wire
 //! string, which `mrtr-replay-final-retry` probes).
 
-use super::judge::{INTEGRITY, is_input_required, rpc_state_rejection};
+use super::judge::{INTEGRITY, asks_for_input, rpc_state_rejection};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -170,7 +170,7 @@ async fn judge_retry(
     match &rpc {
         Rpc::Result(v)
             if binding
-                && !is_input_required(v)
+                && !asks_for_input(v)
                 && v.get("isError").and_then(Value::as_bool) == Some(true) =>
         {
             Verdict::pass(format!(
@@ -406,7 +406,7 @@ async fn unsolicited(p: Probe) -> Verdict {
     let rpc = reply.rpc();
     match &rpc {
         Rpc::Error(e) => Verdict::pass(format!("{}: rejected with error {}", tool.name, e.code)),
-        Rpc::Result(v) if is_input_required(v) => Verdict::pass(format!(
+        Rpc::Result(v) if asks_for_input(v) => Verdict::pass(format!(
             "{}: ignored: the server asked for input as on a first call",
             tool.name
         )),
@@ -431,7 +431,7 @@ async fn unsolicited(p: Probe) -> Verdict {
             );
             match p.send(control).await.map(|r| r.rpc()) {
                 Ok(Rpc::Result(v))
-                    if !is_input_required(&v)
+                    if !asks_for_input(&v)
                         && v.get("isError").and_then(Value::as_bool) != Some(true) =>
                 {
                     Verdict::violation(

@@ -4,7 +4,7 @@
 //! end ([`complete`]), through discovery's own walk. Tamper, replay,
 //! binding, shape and `inputResponses` probes all start from here.
 
-use super::judge::is_input_required;
+use super::judge::asks_for_input;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use crate::client::raw::Rpc;
@@ -216,7 +216,7 @@ pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict
 /// How a reply to a probe that should be refused reads, in a few words.
 pub fn reading(rpc: &Rpc, status: u16) -> String {
     match rpc {
-        Rpc::Result(v) if is_input_required(v) => {
+        Rpc::Result(v) if asks_for_input(v) => {
             format!("HTTP {status}, input_required (a re-prompt)")
         }
         Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {

@@ -383,11 +383,12 @@ fn cheap_request(p: &Probe) -> (String, Box<dyn Fn(usize) -> RawRequest + Send +
             )
         }
         None => (
-            "tools/list".into(),
+            p.target().plain_method().into(),
             Box::new(|i| {
+                let plain = p.target().plain_method();
                 p.modern_request(
-                    format!("tools/list #{}", i + 1),
-                    "tools/list",
+                    format!("{plain} #{}", i + 1),
+                    plain,
                     json!({}),
                     &all_modes(),
                 )
@@ -423,12 +424,13 @@ async fn legacy(p: Probe) -> Verdict {
         request(
             &p,
             &s,
-            &format!("tools/list #{} on the session", i + 1),
-            "tools/list",
+            &format!("{} #{} on the session", p.target().plain_method(), i + 1),
+            p.target().plain_method(),
             json!({}),
         )
     };
-    let verdict = look_twice(&p, make, "session tools/list").await;
+    let what = format!("session {}", p.target().plain_method());
+    let verdict = look_twice(&p, make, &what).await;
     close(&p, &s).await;
     verdict
 }

@@ -1,6 +1,8 @@
 //! `elicitkit check`: run the conformance checks against a server and print
 //! the table. Exit 0 when no MUST check failed, 1 when one did (or timed
-//! out), 2 on usage errors or an unreachable target.
+//! out), 2 on usage errors or a target that is unreachable or not MCP (with
+//! `--format json`, a document naming the error). A server without tools
+//! is checked with every check that needs none.
 
 use super::{exit, usage_error};
 use crate::check::render::{Format, render};
@@ -21,8 +23,8 @@ const CHECK_HELP: &str = "Examples:
                                                       # two instances of one deployment
   elicitkit check --list                              # every check, its level and spec page
 
-Exit codes: 0 no MUST check failed; 1 a MUST check failed or timed out; 2 usage error or
-unreachable target.";
+Exit codes: 0 no MUST check failed; 1 a MUST check failed or timed out; 2 usage error, or
+a target that is unreachable or does not answer as an MCP server.";
 
 /// Arguments of `elicitkit check`.
 #[derive(Debug, Parser)]
@@ -137,6 +139,19 @@ pub fn settings(args: &Args, target: &str) -> Settings {
     s
 }
 
+/// Writes `text` to `--output`, or to stdout.
+fn write_out(args: &Args, text: &str) -> Result<(), String> {
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
 /// Runs `elicitkit check`.
 pub fn run(args: Args) -> ExitCode {
     if args.list {
@@ -167,16 +182,18 @@ pub fn run(args: Args) -> ExitCode {
     );
     let report = match runtime.block_on(crate::check::run(settings, generation, &args.only)) {
         Ok(r) => r,
-        Err(e) => return usage_error(e),
+        Err(e) => {
+            // A JSON consumer still gets a document saying why there is no report.
+            if args.format == Format::Json {
+                let doc = serde_json::json!({"target": target, "error": e.to_string()});
+                let _ = write_out(&args, &format!("{doc:#}\n"));
+            }
+            return usage_error(e);
+        }
     };
     let text = render(&report, args.format, args.verbose);
-    match &args.output {
-        Some(path) => {
-            if let Err(e) = std::fs::write(path, &text) {
-                return usage_error(format!("cannot write {}: {e}", path.display()));
-            }
-        }
-        None => print!("{text}"),
+    if let Err(e) = write_out(&args, &text) {
+        return usage_error(e);
     }
     if report.failed() {
         exit::failed()

@@ -155,6 +155,11 @@ pub struct Args {
     /// purged. Example: --sweep-interval 5s
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub sweep_interval: Duration,
+    /// Offer no tools: no tools capability, tools/list and tools/call
+    /// answer -32601; the resource and the prompt stay (a server that only
+    /// serves resources and prompts, for `check`).
+    #[arg(long)]
+    pub no_tools: bool,
     /// Switch on a deliberate defect (repeatable); see --list-flaws.
     /// Example: --flaw no-origin-check
     #[arg(long = "flaw", value_name = "NAME")]
@@ -269,6 +274,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         },
         retention: args.retention,
         sweep_interval: args.sweep_interval,
+        offer_tools: !args.no_tools,
         flaws: args.flaws.iter().copied().collect::<FlawSet>(),
         instance_id: args.instance_id.clone(),
         ..ServerConfig::default()

@@ -182,6 +182,11 @@ pub struct FlowConfig {
     /// elsewhere are not followed (the round trip is skipped, saying so).
     /// `None` follows any page.
     pub page_origin: Option<String>,
+    /// Read a result without `resultType` by its shape
+    /// ([`ResultType::read`]) instead of ending the flow as a protocol
+    /// violation. The checker does: `mrtr-result-type` reports the missing
+    /// declaration once, and every other check judges what the flow did.
+    pub read_by_shape: bool,
 }
 
 /// Stricter expectations a load scenario sets (the checker judges these
@@ -232,6 +237,7 @@ impl Default for FlowConfig {
             expect: Expectations::LENIENT,
             pinned: None,
             page_origin: None,
+            read_by_shape: false,
         }
     }
 }
@@ -583,7 +589,11 @@ impl ModernFlow {
                         )),
                     );
                 }
-                match ResultType::of(&v) {
+                let declared = match ResultType::of(&v) {
+                    None if self.cfg.read_by_shape => Some(ResultType::read(&v)),
+                    d => d,
+                };
+                match declared {
                     None => (
                         complete,
                         Event::Violation(

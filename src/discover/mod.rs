@@ -42,9 +42,6 @@ pub enum DiscoverError {
     /// Something answered, but not as an MCP server (of the wanted generation).
     #[error("target {0} does not answer as an MCP server: {1}")]
     NotMcp(String, String),
-    /// `tools/list` failed.
-    #[error("tools/list failed on {0}: {1}")]
-    ToolsList(String, String),
     /// A `--tool` or `--skip-tool` name the server does not list.
     #[error("tool {0:?} is not in the server's tools/list (it lists: {1})")]
     UnknownTool(String, String),
@@ -244,6 +241,15 @@ impl ToolProfile {
         v
     }
 
+    /// Whether a 2026-07-28 round asked without saying `resultType` (it
+    /// was read by its shape). Meaningless on 2025-11-25, whose rounds are
+    /// pushed `elicitation/create` params, not results.
+    pub fn undeclared_rounds(&self) -> bool {
+        self.rounds
+            .iter()
+            .any(|r| crate::protocol::ResultType::of(&r.result).is_none())
+    }
+
     /// Whether some round issued a `requestState`.
     pub fn issues_state(&self) -> bool {
         self.state_round.is_some()
@@ -263,6 +269,17 @@ impl ToolProfile {
             self.descriptor.get("inputSchema").unwrap_or(&Value::Null),
             n,
         )
+    }
+
+    /// [`ToolProfile::describe`], noting on 2026-07-28 rounds read by
+    /// their shape because they said no `resultType`.
+    pub fn describe_on(&self, generation: Generation) -> String {
+        let d = self.describe();
+        if generation == Generation::Modern && self.elicits() && self.undeclared_rounds() {
+            format!("{d}; no resultType: rounds read by their shape")
+        } else {
+            d
+        }
     }
 
     /// One line: what its first call did.
@@ -312,6 +329,10 @@ pub struct View {
     pub listed: Vec<String>,
     /// `server/discover` (2026-07-28) or `initialize` (2025-11-25) result.
     pub server: Option<Value>,
+    /// Why no tool is listed when `tools/list` gave no list: the server
+    /// offers none (no `tools` capability, `-32601`) or the call failed.
+    /// Discovery goes on: the checks that need no tool still run.
+    pub no_tools: Option<String>,
 }
 
 /// What the target does with credentials.
@@ -388,7 +409,7 @@ impl Discovery {
                     "{} {:<24} {}",
                     v.generation.version(),
                     t.name,
-                    t.describe()
+                    t.describe_on(v.generation)
                 ));
             }
         }
@@ -494,9 +515,10 @@ async fn modern_view(
     server: Option<Value>,
 ) -> Result<View, DiscoverError> {
     let caps = all_modes();
-    let listed = modern::list_tools(w, &caps)
-        .await
-        .map_err(|e| DiscoverError::ToolsList(settings.mcp_url.clone(), e))?;
+    let (listed, no_tools) = match modern::list_tools(w, &caps).await {
+        Ok(l) => (l, None),
+        Err(e) => (Vec::new(), Some(no_tools_why(server.as_ref(), &e))),
+    };
     let mut tools = select(settings, &listed)?;
     let pending: Vec<_> = tools
         .iter()
@@ -530,7 +552,22 @@ async fn modern_view(
         tools,
         listed: listed_names(&listed),
         server,
+        no_tools,
     })
+}
+
+/// Why a server gave no tool list: `tools/list` answered `answer`, and
+/// the server's capabilities (`server/discover` or `initialize`) do or do
+/// not name `tools`.
+fn no_tools_why(server: Option<&Value>, answer: &str) -> String {
+    let declared = server
+        .and_then(|s| s.get("capabilities"))
+        .is_some_and(|c| c.get("tools").is_some());
+    if declared {
+        format!("tools/list failed although the server declares tools: {answer}")
+    } else {
+        format!("the server offers no tools (no tools capability; tools/list answered {answer})")
+    }
 }
 
 /// The first elicitation a tool pushes, on a session of its own (POST and
@@ -565,15 +602,20 @@ async fn legacy_view(
         .send(list)
         .await
         .map_err(|e| DiscoverError::Unreachable(url.clone(), e.to_string()))?;
-    let listed = match reply.rpc() {
-        Rpc::Result(v) => v
-            .get("tools")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default(),
-        other => return Err(DiscoverError::ToolsList(url, other.describe())),
-    };
     legacy::close(w, &session).await;
+    let (listed, no_tools) = match reply.rpc() {
+        Rpc::Result(v) => (
+            v.get("tools")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            None,
+        ),
+        other => (
+            Vec::new(),
+            Some(no_tools_why(Some(&session.init), &other.describe())),
+        ),
+    };
     let mut tools = select(settings, &listed)?;
     // Each tool on its own session, all at once: a server that (correctly)
     // waits for `initialized`, or is slow to push, costs one window, not one
@@ -622,6 +664,7 @@ async fn legacy_view(
         tools,
         listed: listed_names(&listed),
         server: Some(session.init),
+        no_tools,
     })
 }
 
@@ -767,6 +810,20 @@ mod tests {
         );
         let sub = url::Url::parse("http://h/api/").unwrap();
         assert!(endpoint_hint(&sub, not_found, "not probed").contains("http://h/api/mcp?"));
+    }
+
+    #[test]
+    fn a_missing_tool_list_says_whether_tools_were_declared() {
+        let none = no_tools_why(
+            Some(&json!({"capabilities":{"prompts":{}}})),
+            "error -32601",
+        );
+        assert!(none.starts_with("the server offers no tools"), "{none}");
+        let failed = no_tools_why(Some(&json!({"capabilities":{"tools":{}}})), "HTTP 500");
+        assert!(
+            failed.contains("although the server declares tools"),
+            "{failed}"
+        );
     }
 
     #[test]

@@ -10,8 +10,8 @@ use super::wire::Wire;
 use crate::client::content::answers_for;
 use crate::client::raw::{self, RawRequest, Rpc};
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
-use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
-use crate::protocol::{ResultType, codes};
+use crate::protocol::codes;
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE, asks_for_input};
 use serde_json::{Map, Value, json};
 
 /// One `input_required` round a walk saw.
@@ -210,7 +210,9 @@ pub async fn walk<W: Wire + ?Sized>(
                 return walked;
             }
         };
-        if ResultType::of(&v) != Some(ResultType::InputRequired) {
+        // Read by shape: a round without `resultType` still asks (the
+        // checker's `mrtr-result-type` reports the missing declaration).
+        if !asks_for_input(&v) {
             walked.end = WalkEnd::Complete {
                 is_error: v.get("isError").and_then(Value::as_bool).unwrap_or(false),
                 result: v,

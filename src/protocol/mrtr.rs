@@ -179,13 +179,37 @@ impl ResultType {
         }
     }
 
-    /// Reads `result.resultType`; `None` when absent or not a string (an older server).
+    /// Reads `result.resultType` as declared; `None` when absent or not a
+    /// string (an older server, or a defect).
     pub fn of(result: &Value) -> Option<Self> {
         result
             .get("resultType")
             .and_then(Value::as_str)
             .map(Self::parse)
     }
+
+    /// How a result reads: its declared `resultType`, else its shape. A
+    /// result without one that carries `inputRequests` or `requestState`
+    /// asks for input all the same; any other reads as `complete`, as §4.4
+    /// has clients read an older server. Whether the declaration is
+    /// missing is [`ResultType::of`]'s question.
+    pub fn read(result: &Value) -> Self {
+        Self::of(result).unwrap_or_else(|| {
+            let mrtr = result.get("inputRequests").is_some_and(Value::is_object)
+                || result.get(REQUEST_STATE).is_some_and(Value::is_string);
+            if mrtr {
+                ResultType::InputRequired
+            } else {
+                ResultType::Complete
+            }
+        })
+    }
+}
+
+/// True when a result asks for input: it says `input_required`, or says
+/// nothing and has the shape of an `InputRequiredResult` ([`ResultType::read`]).
+pub fn asks_for_input(result: &Value) -> bool {
+    ResultType::read(result) == ResultType::InputRequired
 }
 
 /// The members of a result that decide a client's verdict — `resultType`
@@ -388,6 +412,19 @@ mod tests {
         assert_eq!(ResultType::of(&v), Some(ResultType::InputRequired));
         assert_eq!(ResultType::of(&json!({"content":[]})), None);
         assert_eq!(ResultType::parse("task"), ResultType::Other("task".into()));
+    }
+
+    #[test]
+    fn a_result_without_result_type_reads_by_shape() {
+        let asks = json!({"inputRequests":{"k":{"method":"elicitation/create","params":{}}}});
+        assert_eq!(ResultType::of(&asks), None);
+        assert!(asks_for_input(&asks));
+        assert!(asks_for_input(&json!({"requestState":"s"})));
+        assert!(!asks_for_input(&json!({"content":[]})));
+        // A declaration wins over the shape (the validator reports the clash).
+        let declared = json!({"resultType":"complete","inputRequests":{}});
+        assert_eq!(ResultType::read(&declared), ResultType::Complete);
+        assert!(asks_for_input(&json!({"resultType":"input_required"})));
     }
 
     #[test]

@@ -87,6 +87,10 @@ pub struct ServerConfig {
     /// Most HTTP connections open at once (lowered to what the descriptor
     /// limit allows); at the cap the longest-idle connection is shed.
     pub max_connections: usize,
+    /// Offer the demo tools (the default). Without them the server
+    /// declares no `tools` capability and answers `tools/list` and
+    /// `tools/call` with `-32601`; its resource and prompt stay.
+    pub offer_tools: bool,
     /// Deliberate defects (empty = correct).
     pub flaws: FlawSet,
     /// How long `hang-on-cancel` hangs before answering anyway.
@@ -125,6 +129,7 @@ impl Default for ServerConfig {
             sessions: super::sessions::SessionLimits::default(),
             retention: Duration::from_secs(600),
             sweep_interval: Duration::from_secs(30),
+            offer_tools: true,
             flaws: FlawSet::none(),
             hang_limit: Duration::from_secs(60),
             instance_id: None,

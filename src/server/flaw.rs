@@ -39,7 +39,7 @@ pub enum Flaw {
     LegacyUrlWithoutId,
     /// A foreign `Origin` or `Host` is served as if allowed (DNS rebinding).
     NoOriginCheck,
-    /// 2026-07-28 list (and discover) results omit `ttlMs` and `cacheScope`.
+    /// 2026-07-28 list, read and discover results omit `ttlMs` and `cacheScope`.
     NoCacheHints,
     /// A `tools/call` whose `inputResponses` is not an object or whose
     /// `requestState` is not a string gets HTTP 404 + `-32601`.
@@ -194,7 +194,9 @@ impl Flaw {
             }
             Flaw::NoOriginCheck => "a foreign Origin or Host is served as if allowed (no 403)",
             Flaw::NoHostCheck => "a foreign Host is served; a foreign Origin still gets 403",
-            Flaw::NoCacheHints => "2026-07-28 list and discover results omit ttlMs and cacheScope",
+            Flaw::NoCacheHints => {
+                "2026-07-28 list, read and discover results omit ttlMs and cacheScope"
+            }
             Flaw::BadShapeNotFound => {
                 "a tools/call with non-object inputResponses or non-string requestState gets 404 + -32601"
             }

@@ -206,7 +206,7 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
     );
     let result = json!({
         "protocolVersion": LEGACY,
-        "capabilities": super::modern::server_capabilities(Generation::Legacy),
+        "capabilities": super::modern::server_capabilities(Generation::Legacy, app.cfg.offer_tools),
         "serverInfo": Implementation::elicitkit(),
         "instructions": "elicitkit reference server: demo tools that elicit in form and URL mode.",
     });
@@ -311,7 +311,11 @@ async fn request(
 ) -> Response {
     let mode = app.cfg.response;
     let params = req.params.as_ref();
-    match req.method.as_str() {
+    let method = req.method.as_str();
+    if !app.cfg.offer_tools && matches!(method, "tools/list" | "tools/call") {
+        return reply::error(Some(&req.id), &RpcError::method_not_found(method));
+    }
+    match method {
         "ping" => reply::result(&req.id, &json!({}), mode),
         "logging/setLevel" => match params.and_then(|p| p.get("level")).and_then(Value::as_str) {
             Some(l) if LOG_LEVELS.contains(&l) => reply::result(&req.id, &json!({}), mode),
@@ -324,17 +328,27 @@ async fn request(
             ),
         },
         "tools/list" => reply::result(&req.id, &super::modern::tools_list(), mode),
-        "prompts/list" => reply::result(&req.id, &json!({"prompts": []}), mode),
-        "resources/list" => reply::result(&req.id, &json!({"resources": []}), mode),
+        "prompts/list" => reply::result(&req.id, &super::catalog::prompts_list(), mode),
+        "resources/list" => reply::result(&req.id, &super::catalog::resources_list(), mode),
         "resources/templates/list" => {
             reply::result(&req.id, &json!({"resourceTemplates": []}), mode)
         }
         // 2025-11-25 names a missing resource -32002 (2026-07-28 moved to -32602).
-        "resources/read" => reply::error(
-            Some(&req.id),
-            &super::modern::unknown_resource(params, codes::RETIRED_RESOURCE_NOT_FOUND),
-        ),
-        "prompts/get" => reply::error(Some(&req.id), &super::modern::unknown_prompt(params)),
+        "resources/read" => {
+            match super::modern::param(params, "uri").and_then(super::catalog::read) {
+                Some(v) => reply::result(&req.id, &v, mode),
+                None => reply::error(
+                    Some(&req.id),
+                    &super::modern::unknown_resource(params, codes::RETIRED_RESOURCE_NOT_FOUND),
+                ),
+            }
+        }
+        "prompts/get" => {
+            match super::modern::param(params, "name").and_then(super::catalog::get_prompt) {
+                Some(v) => reply::result(&req.id, &v, mode),
+                None => reply::error(Some(&req.id), &super::modern::unknown_prompt(params)),
+            }
+        }
         "tools/call" => match prepare_call(&req) {
             Ok((tool, Ok(args))) => stream_call(app, session, req.id, tool, args, principal),
             Ok((_, Err(bad))) => reply::result(&req.id, &bad.to_value(), mode),

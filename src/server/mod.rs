@@ -31,6 +31,7 @@ mod app;
 pub mod auth;
 mod body;
 mod browser_session;
+mod catalog;
 pub mod config;
 mod conn_phase;
 mod conversation;

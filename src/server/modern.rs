@@ -31,6 +31,7 @@ use crate::protocol::{ElicitAction, Generation};
 use crate::state::request_digest;
 
 use super::app::App;
+use super::catalog;
 use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
 use super::once::{self, Finished, Origin};
@@ -73,23 +74,25 @@ fn cacheable(app: &App, mut v: Value) -> Value {
     v
 }
 
-/// The server capabilities: tools, plus (empty) prompts and resources;
-/// 2025-11-25 adds `logging` (its `logging/setLevel` is accepted; no log
-/// messages are ever sent).
-pub fn server_capabilities(generation: Generation) -> Value {
+/// The server capabilities: tools (unless `offer_tools` is off), prompts
+/// and resources; 2025-11-25 adds `logging` (its `logging/setLevel` is
+/// accepted; no log messages are ever sent).
+pub fn server_capabilities(generation: Generation, offer_tools: bool) -> Value {
     let mut caps = json!({
-        "tools": {"listChanged": false},
         "prompts": {"listChanged": false},
         "resources": {"subscribe": false, "listChanged": false},
     });
+    if offer_tools {
+        caps["tools"] = json!({"listChanged": false});
+    }
     if generation == Generation::Legacy {
         caps["logging"] = json!({});
     }
     caps
 }
 
-/// The error for `resources/read` of a URI this server does not serve
-/// (it serves none): `code` with the URI in `data` (SEP-2164).
+/// The error for `resources/read` of a URI this server does not serve:
+/// `code` with the URI in `data` (SEP-2164).
 pub fn unknown_resource(params: Option<&Value>, code: i64) -> RpcError {
     match params.and_then(|p| p.get("uri")).and_then(Value::as_str) {
         Some(uri) => RpcError::new(StatusCode::BAD_REQUEST, code, "Resource not found")
@@ -98,7 +101,7 @@ pub fn unknown_resource(params: Option<&Value>, code: i64) -> RpcError {
     }
 }
 
-/// The error for `prompts/get` (this server has no prompts).
+/// The error for `prompts/get` of a prompt this server does not have.
 pub fn unknown_prompt(params: Option<&Value>) -> RpcError {
     match params.and_then(|p| p.get("name")).and_then(Value::as_str) {
         Some(name) => RpcError::invalid_params(format!("unknown prompt {name:?}")),
@@ -198,8 +201,15 @@ async fn dispatch(
         )
         .with_data(json!({"supported": SUPPORTED, "requested": meta.protocol_version})));
     }
+    if !app.cfg.offer_tools && matches!(method, METHOD_TOOLS_LIST | METHOD_TOOLS_CALL) {
+        return Err(RpcError::method_not_found(method));
+    }
     match method {
-        METHOD_DISCOVER => Ok(finish(app, cacheable(app, discover()), "complete")),
+        METHOD_DISCOVER => Ok(finish(
+            app,
+            cacheable(app, discover(app.cfg.offer_tools)),
+            "complete",
+        )),
         METHOD_TOOLS_LIST => {
             if app.flaw(Flaw::InputRequiredOnList) {
                 let token: [u8; 16] = rand::random();
@@ -210,12 +220,12 @@ async fn dispatch(
         }
         "prompts/list" => Ok(finish(
             app,
-            cacheable(app, json!({"prompts": []})),
+            cacheable(app, catalog::prompts_list()),
             "complete",
         )),
         "resources/list" => Ok(finish(
             app,
-            cacheable(app, json!({"resources": []})),
+            cacheable(app, catalog::resources_list()),
             "complete",
         )),
         "resources/templates/list" => Ok(finish(
@@ -223,8 +233,15 @@ async fn dispatch(
             cacheable(app, json!({"resourceTemplates": []})),
             "complete",
         )),
-        "resources/read" => Err(unknown_resource(params, codes::INVALID_PARAMS)),
-        "prompts/get" => Err(unknown_prompt(params)),
+        "resources/read" => match param(params, "uri").and_then(catalog::read) {
+            Some(v) => Ok(finish(app, cacheable(app, v), "complete")),
+            None => Err(unknown_resource(params, codes::INVALID_PARAMS)),
+        },
+        // A prompt result is not cacheable (§4.4a lists no prompts/get).
+        "prompts/get" => match param(params, "name").and_then(catalog::get_prompt) {
+            Some(v) => Ok(finish(app, v, "complete")),
+            None => Err(unknown_prompt(params)),
+        },
         METHOD_TOOLS_CALL => {
             let params = params.unwrap_or(&EMPTY_ARGS);
             tools_call(app, headers, params, &meta, principal, timing).await
@@ -233,11 +250,16 @@ async fn dispatch(
     }
 }
 
+/// A string member of the request's params (`uri`, `name`).
+pub fn param<'a>(params: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    params.and_then(|p| p.get(key)).and_then(Value::as_str)
+}
+
 /// The `server/discover` result (without `resultType`).
-pub fn discover() -> Value {
+pub fn discover(offer_tools: bool) -> Value {
     json!({
         "supportedVersions": SUPPORTED,
-        "capabilities": server_capabilities(Generation::Modern),
+        "capabilities": server_capabilities(Generation::Modern, offer_tools),
         "instructions": "elicitkit reference server: demo tools that elicit in form and URL mode.",
     })
 }

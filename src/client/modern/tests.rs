@@ -206,6 +206,40 @@ fn no_state_given_means_none_sent_and_load_shedding_retries() {
 }
 
 #[test]
+fn a_missing_result_type_ends_the_flow_unless_read_by_shape() {
+    let undeclared = |v: Value| {
+        let mut r = v;
+        r["result"].as_object_mut().unwrap().remove("resultType");
+        json_reply(200, r)
+    };
+    let mut f = flow(AnswerPolicy::AcceptValid);
+    let _ = f.start();
+    let rt = done(f.on_reply(undeclared(input_required(
+        1,
+        json!({"q": form_request()}),
+        Some("s"),
+    ))));
+    assert_eq!(
+        rt.outcome.error_class(),
+        Some(ErrorClass::ProtocolViolation)
+    );
+
+    let mut cfg = FlowConfig::with_policy(AnswerPolicy::AcceptValid);
+    cfg.read_by_shape = true;
+    let mut f = ModernFlow::new(ToolCall::new("deploy", json!({"service":"api"})), cfg);
+    let _ = f.start();
+    let retry = send(f.on_reply(undeclared(input_required(
+        1,
+        json!({"q": form_request()}),
+        Some("s"),
+    ))));
+    assert_eq!(body_of(&retry)["params"][REQUEST_STATE], json!("s"));
+    let rt = done(f.on_reply(undeclared(complete(2, false))));
+    assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
+    assert_eq!(rt.rounds, 1);
+}
+
+#[test]
 fn protocol_violations_are_typed() {
     let cases: Vec<(HttpReply, &str)> = vec![
         (

@@ -83,7 +83,7 @@ pub fn completes(reply: &Result<RawReply, RawError>) -> bool {
     let Ok(r) = reply else { return false };
     match r.rpc() {
         Rpc::Result(v) => {
-            v.get("resultType").and_then(Value::as_str) != Some("input_required")
+            !crate::protocol::mrtr::asks_for_input(&v)
                 && v.get("isError").and_then(Value::as_bool) != Some(true)
         }
         _ => false,

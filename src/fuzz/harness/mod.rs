@@ -54,8 +54,8 @@ use crate::discover::modern::{WalkEnd, call_request, list_tools, walk};
 use crate::discover::{Wire, all_modes, args, is_single_use, page};
 use crate::findings::Severity;
 use crate::protocol::body::decode_body;
-use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
-use crate::protocol::{Generation, ResultType, validate};
+use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE, asks_for_input};
+use crate::protocol::{Generation, validate};
 
 use super::mutation::{AnswerMutation, BodyMutation, HeaderMutation, StateMutation};
 use wire::{FRAMING, Logged, MALFORMED, McpService, ServiceWire};
@@ -402,8 +402,7 @@ fn is_complete(reply: &Result<RawReply, RawError>) -> Option<Value> {
     let r = reply.as_ref().ok()?;
     match r.rpc() {
         Rpc::Result(v)
-            if ResultType::of(&v) != Some(ResultType::InputRequired)
-                && v.get("isError").and_then(Value::as_bool) != Some(true) =>
+            if !asks_for_input(&v) && v.get("isError").and_then(Value::as_bool) != Some(true) =>
         {
             Some(v)
         }
@@ -706,7 +705,7 @@ impl<S: McpService> Run<'_, S> {
         let Rpc::Result(v) = r.rpc() else {
             return Ok(());
         };
-        if ResultType::of(&v) != Some(ResultType::InputRequired) {
+        if !asks_for_input(&v) {
             return Ok(());
         }
         let ir = InputRequiredResult::from_value(&v).unwrap_or_default();

@@ -458,6 +458,7 @@ mod tests {
                 listed: tools.iter().map(|t| t.name.clone()).collect(),
                 tools,
                 server: None,
+                no_tools: None,
             }),
             legacy: None,
             auth: AuthSeen::default(),

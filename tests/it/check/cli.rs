@@ -37,6 +37,25 @@ async fn usage_errors_and_unreachable_targets_exit_2() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("unreachable"));
+    // A JSON consumer gets a document saying why there is no report.
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        "http://127.0.0.1:1/mcp",
+        "--timeout",
+        "2s",
+        "--format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON document");
+    assert!(
+        v["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("unreachable")),
+        "{v}"
+    );
     let out = elicitkit(args(&[
         "check",
         "--target",
@@ -91,6 +110,61 @@ async fn clean_server_exits_0_with_junit() {
         "{xml}"
     );
     assert!(!xml.contains("<failure"), "{xml}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_without_tools_exits_0_with_a_json_report() {
+    let config = ServerConfig {
+        offer_tools: false,
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server");
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        &server.mcp_url(),
+        "--format",
+        "json",
+        "--only",
+        "mrtr-meta",
+        "--only",
+        "mrtr-cache-hints",
+        "--only",
+        "mrtr-result-type",
+        "--only",
+        "mrtr-happy-path",
+        "--only",
+        "legacy-handshake",
+    ]))
+    .await;
+    server.shutdown().await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(
+        v["generations"],
+        serde_json::json!(["2026-07-28", "2025-11-25"])
+    );
+    let status = |id: &str| {
+        v["results"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["id"] == id))
+            .map(|r| r["status"].clone())
+            .unwrap_or_else(|| panic!("no row {id}: {v}"))
+    };
+    for id in [
+        "mrtr-meta-missing",
+        "mrtr-cache-hints",
+        "mrtr-result-type",
+        "legacy-handshake",
+    ] {
+        assert_eq!(status(id), "pass", "{id}");
+    }
+    assert_eq!(status("mrtr-happy-path"), "skip");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -246,12 +246,19 @@ fn expectations() -> Vec<Case> {
             vec!["mrtr-decline", "mrtr-happy-path", "mrtr-tamper-bit-flip"],
         ),
         (
+            // Rounds without resultType are still read as rounds (by their
+            // shape): the flows run and pass, and the absence is reported
+            // once, by mrtr-result-type.
             Flaw::MissingResultType,
             vec![("mrtr-result-type", Fail)],
             vec![
                 "mrtr-meta-missing",
                 "mrtr-header-method-missing",
                 "mrtr-version-unsupported",
+                "mrtr-happy-path",
+                "mrtr-input-required-shape",
+                "mrtr-tamper-bit-flip",
+                "mrtr-decline",
             ],
         ),
         (
@@ -333,6 +340,39 @@ fn expectations() -> Vec<Case> {
 async fn every_flaw_fails_its_matching_check_and_only_that() {
     let problems = run_cases(expectations(), Generation::Modern).await;
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rounds_without_result_type_are_flows_and_the_finding_names_the_tool() {
+    let config = ServerConfig {
+        flaws: [Flaw::MissingResultType].into_iter().collect::<FlawSet>(),
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server starts");
+    let mut s = Settings::new(server.mcp_url());
+    s.target.timeout = Duration::from_secs(8);
+    s.target.tools = vec!["deploy".into()];
+    let only = ["mrtr-result-type".to_owned(), "mrtr-happy-path".to_owned()];
+    let r = check::run(s, Some(Generation::Modern), &only)
+        .await
+        .expect("check runs");
+    server.shutdown().await;
+    let t = table(&r);
+    let deploy = r.tools.iter().find(|x| x.name == "deploy").expect("deploy");
+    assert!(
+        deploy.elicits.starts_with("elicits (form") && deploy.elicits.contains("no resultType"),
+        "{t}"
+    );
+    let rt = r.get("mrtr-result-type").expect("row");
+    assert_eq!(rt.status, Status::Fail, "{t}");
+    assert!(
+        rt.detail
+            .contains("tools/call deploy #1: no resultType on a round that asks for input"),
+        "{t}"
+    );
+    let happy = r.get("mrtr-happy-path").expect("row");
+    assert_eq!(happy.status, Status::Pass, "{t}");
+    assert!(happy.detail.contains("see mrtr-result-type"), "{t}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
