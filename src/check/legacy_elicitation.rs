@@ -139,6 +139,7 @@ async fn before_initialized(p: Probe) -> Verdict {
             .map(str::to_owned),
         init: result,
         initialized_status: None,
+        get: Default::default(),
     };
     let window = (p.settings().target.timeout / 4).min(std::time::Duration::from_secs(2));
     let (status, requests) = super::legacy_session::watch_get(&p, &s, window).await;

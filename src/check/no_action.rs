@@ -356,6 +356,7 @@ mod tests {
             rounds: Vec::new(),
             state_round: None,
             off_origin: None,
+            elicits_on_get: false,
         };
         let (a, own_a) = own_values(&t, 900_003);
         let (_, own_b) = own_values(&t, 900_004);
