@@ -11,7 +11,7 @@ use super::input_required_shape::{is_shape_rule, verdict_of};
 use super::judge::{answer_values, same_outcome};
 use super::legacy_session::{
     Answer, CallOptions, all_elicitations, call, call_with, elicit_findings, ended,
-    initialize_request, open, run_all, run_answered,
+    initialize_request, open, run_all, run_answered, unanswered,
 };
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
@@ -241,11 +241,25 @@ async fn error_reply(p: Probe) -> Verdict {
         Err(v) => return v,
     };
     let mut lines = Vec::new();
+    let mut untold = Vec::new();
     for (t, s) in &runs {
+        if let Some(why) = unanswered(&t.name, s) {
+            untold.push(why);
+            continue;
+        }
         match ended(&t.name, s) {
             Ok(line) => lines.push(line),
             Err(why) => return Verdict::fail(format!("after a -32602 reply: {why}")),
         }
+    }
+    if lines.is_empty() {
+        return Verdict::skip(format!(
+            "could not tell: no -32602 reply was sent: {}",
+            untold.join("; ")
+        ));
+    }
+    if !untold.is_empty() {
+        lines.push(format!("could not tell: {}", untold.join("; ")));
     }
     Verdict::pass(lines.join("; "))
 }
@@ -265,6 +279,9 @@ async fn invalid_answers(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(e),
     };
     let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid).await;
+    if let Some(why) = unanswered(&t.name, &st) {
+        return Verdict::skip(format!("could not tell: no invalid content was sent: {why}"));
+    }
     // Asked again: the same form pushed once more (a next round has another).
     let schema_of = |e: &Value| e.get("requestedSchema").cloned();
     let reprompted = st.elicitations.len() > 1

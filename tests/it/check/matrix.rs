@@ -423,6 +423,68 @@ async fn legacy_flaws_fail_their_checks() {
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
+/// Checks that answer an elicitation in a way of their own, when no
+/// elicitation arrives (the GET stream kept closed, as if discovery had not
+/// seen the tools push there): each row says nothing was answered, never
+/// that the server mishandled an answer it was not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unseen_elicitations_are_never_judged_as_answered() {
+    use elicitkit::check::runner::run_checks;
+    use elicitkit::check::{all_checks, probe::Target};
+    use elicitkit::discover;
+    // Short: a call the server gives up on ends with a tool error (and no
+    // elicitation) well within each check's bounds. Long: the call hangs
+    // past the refusal deadline, as against the third-party server.
+    for give_up in [Duration::from_secs(1), Duration::from_secs(30)] {
+        let config = ServerConfig {
+            flaws: [Flaw::ElicitOnGetStream].into_iter().collect::<FlawSet>(),
+            elicitation_timeout: give_up,
+            ..ServerConfig::default()
+        };
+        let server = start(config).await.expect("server starts");
+        let mut s = Settings::new(server.mcp_url());
+        // legacy-decline-no-action calls each tool three times.
+        s.target.timeout = Duration::from_secs(20);
+        let found = discover::discover(&s.discovery(Some(Generation::Legacy)))
+            .await
+            .expect("discovers");
+        let mut view = found.view(Generation::Legacy).expect("2025-11-25").clone();
+        for t in view.tools.iter_mut().filter(|t| t.elicits()) {
+            assert!(t.elicits_on_get, "discovery saw {} push on GET", t.name);
+            t.elicits_on_get = false;
+        }
+        let http = discover::http_client().expect("client");
+        let target = Target::from_view(s, http, &view, found.auth);
+        let ids: &[&str] = if give_up < Duration::from_secs(2) {
+            &[
+                "legacy-decline",
+                "legacy-cancel",
+                "legacy-error-reply",
+                "legacy-invalid-answers",
+                "legacy-decline-no-action",
+            ]
+        } else {
+            &["legacy-decline", "legacy-cancel"]
+        };
+        let checks: Vec<_> = all_checks()
+            .into_iter()
+            .filter(|c| ids.contains(&c.id))
+            .collect();
+        let rows = run_checks(std::sync::Arc::new(target), &checks).await;
+        server.shutdown().await;
+        assert_eq!(rows.len(), ids.len());
+        for row in &rows {
+            let said = format!("{give_up:?}: {} {:?}: {}", row.id, row.status, row.detail);
+            assert!(
+                matches!(row.status, Status::Skip(_) | Status::Info),
+                "{said}"
+            );
+            assert!(row.detail.contains("no elicitation arrived"), "{said}");
+            assert!(row.detail.contains("could not tell"), "{said}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sse_responses_are_inspected_and_clean() {
     let config = ServerConfig {
