@@ -225,7 +225,8 @@ async fn one_tool(
         let refusal = match run(p, via, tool, &args, what).await {
             Ok(v) => v,
             Err(why) if why.contains(NO_ELICITATION) => {
-                seen.unsure.push(format!("{name}: no {what} was sent: {why}"));
+                seen.unsure
+                    .push(format!("{name}: no {what} was sent: {why}"));
                 continue;
             }
             Err(why) if why.starts_with("timeout") => {

@@ -516,7 +516,10 @@ async fn elicitation_goes_on_the_post_stream_unless_the_flaw_moves_it() {
     let quiet = tokio::time::timeout(std::time::Duration::from_millis(500), post.next()).await;
     assert!(quiet.is_err(), "nothing on the POST stream: {quiet:?}");
     let mut get = SseReader::new(open_get(&s, "bob", &sid).await);
-    let req = get.next().await.expect("the elicitation, on the GET stream");
+    let req = get
+        .next()
+        .await
+        .expect("the elicitation, on the GET stream");
     assert_eq!(req["method"], "elicitation/create", "{req}");
     let code = legacy_answer(
         &s,
@@ -544,10 +547,7 @@ async fn the_flaw_gives_up_when_no_get_stream_opens_in_time() {
     let fin = post.next().await.expect("a message on the POST stream");
     assert_eq!(fin["id"], 1, "the call's result, no elicitation: {fin}");
     assert_eq!(fin["result"]["isError"], true, "{fin}");
-    assert!(
-        fin.to_string().contains("not answered in time"),
-        "{fin}"
-    );
+    assert!(fin.to_string().contains("not answered in time"), "{fin}");
     assert_eq!(stats(&s).await["side_effects"]["deployments"], 0);
     s.server.shutdown().await;
 }
