@@ -280,7 +280,9 @@ async fn invalid_answers(p: Probe) -> Verdict {
     };
     let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid).await;
     if let Some(why) = unanswered(&t.name, &st) {
-        return Verdict::skip(format!("could not tell: no invalid content was sent: {why}"));
+        return Verdict::skip(format!(
+            "could not tell: no invalid content was sent: {why}"
+        ));
     }
     // Asked again: the same form pushed once more (a next round has another).
     let schema_of = |e: &Value| e.get("requestedSchema").cloned();
@@ -492,41 +494,59 @@ async fn stream_rules(p: Probe) -> Verdict {
             ),
         );
     }
-    if st.elicitations.is_empty() {
+    let n = st.elicitations.len();
+    if n == 0 {
+        let get = if st.get_status == Some(200) {
+            " nor on the session's GET stream"
+        } else {
+            ""
+        };
         return Verdict::violation(
             Severity::Should,
             format!(
-                "{}: no elicitation/create on the call's POST stream",
+                "{}: no elicitation/create on the call's POST stream{get}",
                 t.name
             ),
         );
     }
-    if st.response.is_none() {
-        return Verdict::violation(
-            Severity::Should,
-            format!(
-                "{}: the final response did not arrive on the POST stream ({})",
-                t.name,
-                st.failure.unwrap_or_default()
-            ),
-        );
+    // A tool that pushes on the GET stream is called with it open (the
+    // driver does so), so its elicitations are seen, and judged here by the
+    // rule's first clause: they SHOULD travel on the call's POST stream.
+    let mut problems = Vec::new();
+    if st.via_get == n {
+        problems.push(format!(
+            "{}: its {n} elicitation(s) arrived only on the session's GET stream, none on the \
+             call's POST stream (legacy-get-stream reports the same)",
+            t.name
+        ));
+    } else if st.via_get > 0 {
+        problems.push(format!(
+            "{}: {} of {n} elicitation(s) arrived on the session's GET stream, not the call's \
+             POST stream (legacy-get-stream reports the same)",
+            t.name, st.via_get
+        ));
     }
-    match st.after_response {
-        Some((_, extra)) if extra > 0 => Verdict::violation(
-            Severity::Should,
-            format!("{}: {extra} message(s) after the final response", t.name),
-        ),
-        Some((false, _)) => Verdict::violation(
-            Severity::Should,
-            format!(
-                "{}: the stream stayed open after the final response",
-                t.name
-            ),
-        ),
-        _ => Verdict::pass(format!(
-            "{}: {} elicitation(s) and the response on the POST stream, which then closed",
+    match (&st.response, st.after_response) {
+        (None, _) => problems.push(format!(
+            "{}: the final response did not arrive on the POST stream ({})",
             t.name,
-            st.elicitations.len()
+            st.failure.clone().unwrap_or_default()
         )),
+        (Some(_), Some((_, extra))) if extra > 0 => problems.push(format!(
+            "{}: {extra} message(s) after the final response",
+            t.name
+        )),
+        (Some(_), Some((false, _))) => problems.push(format!(
+            "{}: the stream stayed open after the final response",
+            t.name
+        )),
+        _ => {}
     }
+    if !problems.is_empty() {
+        return Verdict::violation(Severity::Should, problems.join("; "));
+    }
+    Verdict::pass(format!(
+        "{}: {n} elicitation(s) and the response on the POST stream, which then closed",
+        t.name
+    ))
 }

@@ -395,9 +395,11 @@ async fn legacy_flaws_fail_their_checks() {
             vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
         ),
         (
+            // Its elicitations never travel on the call's POST stream: the
+            // first clause of §6.A 16, judged by both rows of that rule.
             Flaw::ElicitOnGetStream,
-            vec![("legacy-get-stream", Warn)],
-            vec!["legacy-happy-path", "legacy-stream-rules", "legacy-decline"],
+            vec![("legacy-get-stream", Warn), ("legacy-stream-rules", Warn)],
+            vec!["legacy-happy-path", "legacy-decline", "legacy-cancel"],
         ),
         (
             Flaw::NoNodelay,
@@ -421,6 +423,48 @@ async fn legacy_flaws_fail_their_checks() {
     ];
     let problems = run_cases(cases, Generation::Legacy).await;
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// A server whose tools push their elicitations only on the session's GET
+/// stream gets the clean server's 2025-11-25 table: each check drives such
+/// a tool with that stream open. Only the two rows of §6.A 16 that say
+/// elicitations SHOULD travel on the call's POST stream differ (WARN).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn get_stream_tools_get_the_clean_legacy_table() {
+    // One after the other: timing checks in other tests suffer from load.
+    let clean = check_server(&[], Generation::Legacy).await;
+    let flawed = check_server(&[Flaw::ElicitOnGetStream], Generation::Legacy).await;
+    let both = format!(
+        "clean:\n{}\nelicit-on-get-stream:\n{}",
+        table(&clean),
+        table(&flawed)
+    );
+    let differ = ["legacy-get-stream", "legacy-stream-rules"];
+    for id in differ {
+        assert_eq!(status_of(&flawed, id), &Status::Warn, "{id}\n{both}");
+    }
+    for row in &flawed.results {
+        assert!(
+            !matches!(row.status, Status::Fail | Status::Timeout),
+            "{} is {:?}\n{both}",
+            row.id,
+            row.status
+        );
+        if !differ.contains(&row.id) {
+            assert_eq!(
+                &row.status,
+                status_of(&clean, row.id),
+                "{} differs from the clean server's\n{both}",
+                row.id
+            );
+        }
+    }
+    assert_eq!(flawed.results.len(), clean.results.len(), "{both}");
+    // The answered paths end as on the clean server, tool by tool.
+    for id in ["legacy-happy-path", "legacy-decline", "legacy-cancel"] {
+        let detail = |r: &Report| r.get(id).map(|x| x.detail.clone());
+        assert_eq!(detail(&flawed), detail(&clean), "{id}\n{both}");
+    }
 }
 
 /// Checks that answer an elicitation in a way of their own, when no
