@@ -8,7 +8,7 @@
 //! [`legacy_checks`]) refuse pushed elicitations under the same deadline.
 
 use super::flows::config;
-use super::legacy_session::{Answer, call, eliciting, ended, open};
+use super::legacy_session::{Answer, call, eliciting, ended, open, unanswered};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -166,8 +166,19 @@ async fn legacy_refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
     };
     let mut lines = Vec::new();
     let mut protocol_errors = Vec::new();
+    // Calls that showed no elicitation: nothing was refused, so they say
+    // nothing about a refusal (a silent one ends the calls: they would
+    // wait as long each).
+    let mut untold = Vec::new();
     for t in &tools {
         let st = call(&bounded, &s, &t.name, &t.arguments, answer.clone()).await;
+        if let Some(why) = unanswered(&t.name, &st) {
+            untold.push(why);
+            if st.response.is_none() {
+                break;
+            }
+            continue;
+        }
         match ended(&t.name, &st) {
             Ok(line) => {
                 if matches!(st.response, Some(Rpc::Error(_))) {
@@ -194,6 +205,15 @@ async fn legacy_refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
                 protocol_errors.join("; ")
             ),
         );
+    }
+    if lines.is_empty() {
+        return Verdict::skip(format!(
+            "could not tell: no {what} was sent: {}",
+            untold.join("; ")
+        ));
+    }
+    if !untold.is_empty() {
+        lines.push(format!("could not tell: {}", untold.join("; ")));
     }
     Verdict::pass(lines.join("; "))
 }

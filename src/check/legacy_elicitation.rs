@@ -13,7 +13,7 @@ use super::invalid_content::{KINDS, describe};
 use super::judge::answer_values;
 use super::legacy_session::{
     Answer, CallOptions, all_elicitations, call, call_with, close, elicit_findings, ended,
-    initialize_request, open, run_all, run_answered,
+    initialize_request, open, run_all, run_answered, unanswered,
 };
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
@@ -142,6 +142,7 @@ async fn before_initialized(p: Probe) -> Verdict {
             .map(str::to_owned),
         init: result,
         initialized_status: None,
+        get: Default::default(),
     };
     let window = (p.settings().target.timeout / 4).min(std::time::Duration::from_secs(2));
     let (status, requests) = super::legacy_session::watch_get(&p, &s, window).await;
@@ -243,11 +244,25 @@ async fn error_reply(p: Probe) -> Verdict {
         Err(v) => return v,
     };
     let mut lines = Vec::new();
+    let mut untold = Vec::new();
     for (t, s) in &runs {
+        if let Some(why) = unanswered(&t.name, s) {
+            untold.push(why);
+            continue;
+        }
         match ended(&t.name, s) {
             Ok(line) => lines.push(line),
             Err(why) => return Verdict::fail(format!("after a -32602 reply: {why}")),
         }
+    }
+    if lines.is_empty() {
+        return Verdict::skip(format!(
+            "could not tell: no -32602 reply was sent: {}",
+            untold.join("; ")
+        ));
+    }
+    if !untold.is_empty() {
+        lines.push(format!("could not tell: {}", untold.join("; ")));
     }
     Verdict::pass(lines.join("; "))
 }
@@ -270,6 +285,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
     let seed = p.settings().target.seed;
     let schema_of = |e: &Value| e.get("requestedSchema").cloned();
     let mut tally = Tally::default();
+    let (mut sent, mut unsent) = (0, Vec::new());
     for t in &tools {
         let schema = t
             .rounds
@@ -310,6 +326,11 @@ async fn invalid_answers(p: Probe) -> Verdict {
             };
             let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid(kind)).await;
             close(&p, &s).await;
+            if let Some(why) = unanswered(&t.name, &st) {
+                unsent.push(why);
+                continue;
+            }
+            sent += 1;
             // Asked again: the same form pushed once more.
             let reprompted = st.elicitations.len() > 1
                 && schema_of(&st.elicitations[1]) == st.elicitations.first().and_then(schema_of);
@@ -323,6 +344,12 @@ async fn invalid_answers(p: Probe) -> Verdict {
             };
             tally.file(&what, reply, control.as_ref(), &values);
         }
+    }
+    if sent == 0 && !unsent.is_empty() {
+        return Verdict::skip(format!(
+            "could not tell: no invalid content was sent: {}",
+            unsent.join("; ")
+        ));
     }
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     tally.verdict(&names.join(", "), "form content")
@@ -457,41 +484,59 @@ async fn stream_rules(p: Probe) -> Verdict {
             ),
         );
     }
-    if st.elicitations.is_empty() {
+    let n = st.elicitations.len();
+    if n == 0 {
+        let get = if st.get_status == Some(200) {
+            " nor on the session's GET stream"
+        } else {
+            ""
+        };
         return Verdict::violation(
             Severity::Should,
             format!(
-                "{}: no elicitation/create on the call's POST stream",
+                "{}: no elicitation/create on the call's POST stream{get}",
                 t.name
             ),
         );
     }
-    if st.response.is_none() {
-        return Verdict::violation(
-            Severity::Should,
-            format!(
-                "{}: the final response did not arrive on the POST stream ({})",
-                t.name,
-                st.failure.unwrap_or_default()
-            ),
-        );
+    // A tool that pushes on the GET stream is called with it open (the
+    // driver does so), so its elicitations are seen, and judged here by the
+    // rule's first clause: they SHOULD travel on the call's POST stream.
+    let mut problems = Vec::new();
+    if st.via_get == n {
+        problems.push(format!(
+            "{}: its {n} elicitation(s) arrived only on the session's GET stream, none on the \
+             call's POST stream (legacy-get-stream reports the same)",
+            t.name
+        ));
+    } else if st.via_get > 0 {
+        problems.push(format!(
+            "{}: {} of {n} elicitation(s) arrived on the session's GET stream, not the call's \
+             POST stream (legacy-get-stream reports the same)",
+            t.name, st.via_get
+        ));
     }
-    match st.after_response {
-        Some((_, extra)) if extra > 0 => Verdict::violation(
-            Severity::Should,
-            format!("{}: {extra} message(s) after the final response", t.name),
-        ),
-        Some((false, _)) => Verdict::violation(
-            Severity::Should,
-            format!(
-                "{}: the stream stayed open after the final response",
-                t.name
-            ),
-        ),
-        _ => Verdict::pass(format!(
-            "{}: {} elicitation(s) and the response on the POST stream, which then closed",
+    match (&st.response, st.after_response) {
+        (None, _) => problems.push(format!(
+            "{}: the final response did not arrive on the POST stream ({})",
             t.name,
-            st.elicitations.len()
+            st.failure.clone().unwrap_or_default()
         )),
+        (Some(_), Some((_, extra))) if extra > 0 => problems.push(format!(
+            "{}: {extra} message(s) after the final response",
+            t.name
+        )),
+        (Some(_), Some((false, _))) => problems.push(format!(
+            "{}: the stream stayed open after the final response",
+            t.name
+        )),
+        _ => {}
     }
+    if !problems.is_empty() {
+        return Verdict::violation(Severity::Should, problems.join("; "));
+    }
+    Verdict::pass(format!(
+        "{}: {n} elicitation(s) and the response on the POST stream, which then closed",
+        t.name
+    ))
 }

@@ -4,8 +4,10 @@
 //! elicitation sent on the GET stream is judged like one on the POST
 //! stream (the call must still finish). An elicitation that belongs to a
 //! tool call but arrives only on the GET stream is a WARN: it SHOULD travel
-//! on that call's own POST stream. A server without a GET stream (405) is
-//! within the rules.
+//! on that call's own POST stream (`legacy-stream-rules` judges the same
+//! clause on its one call). A server without a GET stream (405) is within
+//! the rules. Every other check calls a tool discovery saw push on the GET
+//! stream with that stream open too, so it is judged like any other.
 
 use super::legacy_session::{Answer, CallOptions, call_with, close, open};
 use super::model::Verdict;

@@ -105,6 +105,22 @@ pub fn ended(t: &str, s: &Streamed) -> Result<String, String> {
     }
 }
 
+/// What a row says when a call showed no `elicitation/create` at all.
+pub const NO_ELICITATION: &str = "no elicitation arrived";
+
+/// Why the call of tool `t` tells nothing about how the server takes an
+/// answer: no `elicitation/create` arrived, so no answer (decline, cancel,
+/// error, invalid content) was ever sent. `None` when one arrived.
+pub fn unanswered(t: &str, s: &Streamed) -> Option<String> {
+    if !s.elicitations.is_empty() {
+        return None;
+    }
+    let how = match ended(t, s) {
+        Ok(line) | Err(line) => line,
+    };
+    Some(format!("{how} ({NO_ELICITATION}, so none was answered)"))
+}
+
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
     vec![

@@ -395,6 +395,7 @@ mod tests {
             }],
             state_round: None,
             off_origin: None,
+            elicits_on_get: false,
         };
         assert_eq!(
             t.off_origin(&tool),

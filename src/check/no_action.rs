@@ -14,7 +14,7 @@
 use super::decline_cancel::{refusal_deadline, refuse_flow};
 use super::flows::run_flow;
 use super::judge::{answer_values, same_outcome};
-use super::legacy_session::{Answer, Session, call, open};
+use super::legacy_session::{Answer, NO_ELICITATION, Session, call, open, unanswered};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -171,6 +171,11 @@ async fn run(
                 p.bounded(refusal_deadline(p))
             };
             let st = call(&p, s, &tool.name, &tool.arguments, answer).await;
+            if how != "accept"
+                && let Some(why) = unanswered(&tool.name, &st)
+            {
+                return Err(why);
+            }
             match st.response {
                 Some(Rpc::Result(v)) => Ok(v),
                 Some(other) => Err(other.describe()),
@@ -219,6 +224,11 @@ async fn one_tool(
         let (args, own) = own_values(tool, n(p));
         let refusal = match run(p, via, tool, &args, what).await {
             Ok(v) => v,
+            Err(why) if why.contains(NO_ELICITATION) => {
+                seen.unsure
+                    .push(format!("{name}: no {what} was sent: {why}"));
+                continue;
+            }
             Err(why) if why.starts_with("timeout") => {
                 seen.hung.push(format!(
                     "{name}: no answer within {deadline:?} after {what} ({why})"
@@ -356,6 +366,7 @@ mod tests {
             rounds: Vec::new(),
             state_round: None,
             off_origin: None,
+            elicits_on_get: false,
         };
         let (a, own_a) = own_values(&t, 900_003);
         let (_, own_b) = own_values(&t, 900_004);

@@ -508,6 +508,13 @@ impl Wire for Probe {
     fn timeout(&self) -> Duration {
         self.request_timeout()
     }
+    /// What discovery saw of `tool` on this target.
+    fn pushes_on_get(&self, tool: &str) -> bool {
+        self.target
+            .tools
+            .iter()
+            .any(|t| t.name == tool && t.elicits_on_get)
+    }
     fn record(&self, exchange: Exchange) {
         Probe::record(self, exchange);
     }

@@ -34,6 +34,30 @@ pub struct Session {
     pub init: Value,
     /// Status of `notifications/initialized` (None: not sent).
     pub initialized_status: Option<u16>,
+    /// The standalone GET stream, once a call opened it.
+    pub get: KeptGet,
+}
+
+/// A session's standalone GET stream, kept open from the call that opened
+/// it for the session's later calls, as a client keeps it. A server may
+/// allow one per session (409 for another) and not notice at once that a
+/// dropped one is gone; its next elicitation would go there, unread.
+/// Calls that use it take turns.
+#[derive(Clone, Default)]
+pub struct KeptGet(std::sync::Arc<tokio::sync::Mutex<Option<OpenGet>>>);
+
+impl std::fmt::Debug for KeptGet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptGet")
+    }
+}
+
+/// An open GET stream: its status, the rest of its body and the parser
+/// holding any event half read.
+struct OpenGet {
+    status: Option<u16>,
+    body: BoxStream<'static, (Src, Result<Bytes, String>)>,
+    parser: SseParser,
 }
 
 /// How the driver answers each `elicitation/create`.
@@ -71,7 +95,8 @@ pub struct CallOptions {
     /// and does anything follow?
     pub watch_close: bool,
     /// Also open the session's standalone GET stream and serve the
-    /// elicitations that arrive there.
+    /// elicitations that arrive there. Implied for a tool the wire knows
+    /// pushes there ([`Wire::pushes_on_get`]).
     pub get_stream: bool,
     /// Send the tool call with this token instead of the wire's principal.
     pub call_token: Option<String>,
@@ -159,6 +184,7 @@ pub async fn open<W: Wire + ?Sized>(
         sid: reply.header(SESSION_ID).map(str::to_owned),
         init: result,
         initialized_status: None,
+        get: KeptGet::default(),
     };
     if initialized {
         let req = session_post(
@@ -285,6 +311,7 @@ async fn open_get<W: Wire + ?Sized>(
     let body = resp
         .bytes_stream()
         .map(|c| (Src::Get, c.map_err(|e| e.to_string())))
+        .fuse()
         .boxed();
     (Some(status), body)
 }
@@ -334,7 +361,8 @@ pub async fn watch_get<W: Wire + ?Sized>(
 }
 
 /// Calls `tool` on `s`, reads the stream to the call's response (bounded by
-/// the wire's timeout), answering every `elicitation/create` with `answer`.
+/// the wire's timeout), answering every `elicitation/create` with `answer`
+/// (on the GET stream too, for a tool that pushes there).
 pub async fn call<W: Wire + ?Sized>(
     p: &W,
     s: &Session,
@@ -383,23 +411,50 @@ pub async fn call_with<W: Wire + ?Sized>(
                 .max(),
         });
     };
-    let (get_status, get_body) = if opts.get_stream {
-        let wait = p.timeout().min(Duration::from_secs(2));
-        open_get(p, s, wait, &mut transcript).await
+    // A tool known to push on the GET stream is never called without it:
+    // its elicitation would wait there unseen and the call look hung.
+    let mut kept = if opts.get_stream || p.pushes_on_get(tool) {
+        Some(s.get.0.lock().await)
     } else {
-        (None, stream::empty().boxed())
+        None
+    };
+    let (get_status, get_body, get_parser) = match kept.as_deref_mut().map(Option::take) {
+        Some(Some(g)) => {
+            let _ = writeln!(transcript, "(GET stream: kept open from an earlier call)");
+            (g.status, g.body, g.parser)
+        }
+        Some(None) => {
+            let wait = p.timeout().min(Duration::from_secs(2));
+            let (status, body) = open_get(p, s, wait, &mut transcript).await;
+            (status, body, SseParser::new())
+        }
+        None => (None, stream::empty().boxed(), SseParser::new()),
     };
     out.get_status = get_status;
+    // Puts an open GET stream back for the session's next call.
+    let keep = |kept: Option<&mut Option<OpenGet>>, body, parser| {
+        if let Some(slot) = kept
+            && get_status == Some(200)
+        {
+            *slot = Some(OpenGet {
+                status: get_status,
+                body,
+                parser,
+            });
+        }
+    };
     let resp = match tokio::time::timeout_at(deadline, builder(p, &req).send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             out.failure = Some(format!("transport: {e}"));
             record(&out, &transcript);
+            keep(kept.as_deref_mut(), get_body, get_parser);
             return out;
         }
         Err(_) => {
             out.failure = Some("timeout before the response headers".into());
             record(&out, &transcript);
+            keep(kept.as_deref_mut(), get_body, get_parser);
             return out;
         }
     };
@@ -426,7 +481,7 @@ pub async fn call_with<W: Wire + ?Sized>(
         .chain(stream::iter([(Src::Post, Ok(Bytes::new()))]));
     // An empty chunk marks the end of the POST body.
     let mut merged = stream::select(post_body.boxed(), get_body);
-    let mut parsers = [SseParser::new(), SseParser::new()];
+    let mut parsers = [SseParser::new(), get_parser];
     let mut whole = Vec::new();
     let mut pending: Vec<(Value, Value)> = Vec::new();
     'read: loop {
@@ -579,6 +634,8 @@ pub async fn call_with<W: Wire + ?Sized>(
         out.after_response = Some((closed, extra));
     }
     record(&out, &transcript);
+    let [_, get_parser] = parsers;
+    keep(kept.as_deref_mut(), merged.into_inner().1, get_parser);
     out
 }
 

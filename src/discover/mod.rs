@@ -208,6 +208,10 @@ pub struct ToolProfile {
     pub state_round: Option<usize>,
     /// A flow page on another origin that discovery did not follow.
     pub off_origin: Option<String>,
+    /// 2025-11-25: its elicitation arrived on the session's standalone GET
+    /// stream, not on the call's POST stream. Every later call of it opens
+    /// the GET stream too (see [`Wire::pushes_on_get`]).
+    pub elicits_on_get: bool,
 }
 
 impl ToolProfile {
@@ -308,7 +312,12 @@ impl ToolProfile {
                 } else {
                     format!(", asks for {}", others.join(", "))
                 };
-                format!("elicits ({mode}{state}{others})")
+                let on_get = if self.elicits_on_get {
+                    ", on the GET stream"
+                } else {
+                    ""
+                };
+                format!("elicits ({mode}{state}{others}{on_get})")
             }
             FirstReply::Complete { is_error: false } => "does not elicit".into(),
             FirstReply::Complete { is_error: true } => "does not elicit (isError result)".into(),
@@ -482,6 +491,7 @@ fn profile(settings: &Settings, d: &Value) -> Option<ToolProfile> {
         rounds: Vec::new(),
         state_round: None,
         off_origin: None,
+        elicits_on_get: false,
     })
 }
 
@@ -626,6 +636,7 @@ async fn legacy_view(
         .collect()
         .await;
     for (t, streamed) in tools.iter_mut().zip(peeks) {
+        t.elicits_on_get = streamed.via_get > 0;
         t.first = match (streamed.elicitations.first(), &streamed.response) {
             (Some(e), _) => {
                 t.rounds.push(RoundSeen {

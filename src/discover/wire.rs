@@ -91,6 +91,13 @@ pub trait Wire: Send + Sync {
     fn next_id(&self) -> i64 {
         self.core().next_id()
     }
+    /// Whether `tool` is known to push its 2025-11-25 elicitations on the
+    /// session's standalone GET stream ([`super::ToolProfile::elicits_on_get`]):
+    /// the legacy driver then opens that stream for every call of it.
+    fn pushes_on_get(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
+    }
     /// Adds an exchange to the record (streams read by hand record here).
     fn record(&self, exchange: Exchange);
     /// Sends `req` under the timeout and records the exchange.

@@ -44,8 +44,9 @@ pub enum Flaw {
     /// A `tools/call` whose `inputResponses` is not an object or whose
     /// `requestState` is not a string gets HTTP 404 + `-32601`.
     BadShapeNotFound,
-    /// 2025-11-25: with the session's GET stream open, a call's
-    /// `elicitation/create` goes there instead of on the call's own stream.
+    /// 2025-11-25: a call's `elicitation/create` goes only on the
+    /// session's GET stream (waiting, up to the elicitation timeout, for
+    /// the client to open one), never on the call's own stream.
     ElicitOnGetStream,
     /// TCP_NODELAY off and each body written after its head: replies stall
     /// on Nagle + delayed ACK (~40 ms on loopback).
@@ -201,7 +202,7 @@ impl Flaw {
                 "a tools/call with non-object inputResponses or non-string requestState gets 404 + -32601"
             }
             Flaw::ElicitOnGetStream => {
-                "2025-11-25 elicitation/create goes on the session's GET stream, not the call's POST stream"
+                "2025-11-25 elicitation/create goes only on the session's GET stream, waiting (up to the elicitation timeout) for one to open; never on the call's POST stream"
             }
             Flaw::NoNodelay => {
                 "TCP_NODELAY off and bodies written after their heads: replies stall ~40 ms"

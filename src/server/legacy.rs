@@ -247,7 +247,8 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
 /// Handles `GET /mcp` with a session header: opens the session's
 /// standalone SSE stream (one per session; a second gets 409) for server
 /// messages that belong to no request. The reference server sends none
-/// there (only a priming event) unless the `elicit-on-get-stream` flaw is on.
+/// there (only a priming event) unless the `elicit-on-get-stream` flaw is on
+/// (then every elicitation goes there).
 pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
     let Some(principal) = app.principal_of(headers, false) else {
         return reply::status(StatusCode::UNAUTHORIZED);
@@ -651,16 +652,17 @@ impl Call<'_> {
             o.remove("elicitationId");
         }
         let request = reply::request_json(&sid, METHOD_CREATE, &params);
-        let sent = if app.flaw(Flaw::ElicitOnGetStream) && self.session.has_get_stream() {
+        let sent = if app.flaw(Flaw::ElicitOnGetStream) {
             // The flaw: the request leaves its call's stream for the GET one.
-            self.session.send_on_get_stream(&request).await || stream.send(&request).await
-        } else {
-            stream.send(&request).await
-        };
-        let answer = if sent {
-            self.wait(stream, rx, timeout).await
+            self.send_on_get_stream(stream, &request, timeout).await
+        } else if stream.send(&request).await {
+            Ok(())
         } else {
             Err(Waited::Gone)
+        };
+        let answer = match sent {
+            Ok(()) => self.wait(stream, rx, timeout).await,
+            Err(w) => Err(w),
         };
         lock(&self.session.pending).remove(&sid);
         drop_one(&app.stats.pending_elicitations);
@@ -726,6 +728,35 @@ impl Call<'_> {
                     }
                 }
                 Waited::Answer(v)
+            }
+        }
+    }
+
+    /// The `elicit-on-get-stream` flaw's send: `request` goes on the
+    /// session's GET stream; while none is open it waits for the client to
+    /// open one (up to `timeout`: then [`Waited::TimedOut`]), as servers
+    /// that push only there do. Never on the call's own stream.
+    async fn send_on_get_stream(
+        &self,
+        stream: &Stream,
+        request: &str,
+        timeout: Duration,
+    ) -> Result<(), Waited> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut opened = self.session.get_opened();
+        let mut closed = self.session.closed.subscribe();
+        let mut closing = self.app.closing.clone();
+        loop {
+            if self.session.send_on_get_stream(request).await {
+                return Ok(());
+            }
+            tokio::select! {
+                r = opened.changed() => r.map_err(|_| Waited::Gone)?,
+                _ = tokio::time::sleep_until(deadline) => return Err(Waited::TimedOut),
+                _ = self.cancel.notified() => return Err(Waited::Gone),
+                _ = closed.wait_for(|c| *c) => return Err(Waited::Gone),
+                _ = closing.wait_for(|c| *c) => return Err(Waited::Gone),
+                _ = stream.tx.closed() => return Err(Waited::Gone),
             }
         }
     }

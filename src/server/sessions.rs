@@ -79,6 +79,8 @@ pub struct Session {
     /// Flips to `true` when the session is deleted.
     pub(super) closed: watch::Sender<bool>,
     get_stream: Mutex<Option<mpsc::Sender<String>>>,
+    /// Bumped each time a GET stream opens (see [`Session::get_opened`]).
+    get_opened: watch::Sender<u64>,
     get_next: AtomicU64,
     /// When a request last named it (ms since the Unix epoch).
     last_used_ms: AtomicU64,
@@ -104,6 +106,7 @@ impl Session {
             calls: Mutex::new(HashMap::new()),
             closed,
             get_stream: Mutex::new(None),
+            get_opened: watch::channel(0).0,
             get_next: AtomicU64::new(1),
             last_used_ms: AtomicU64::new(crate::store::now_ms()),
             last_use: AtomicU64::new(USE_ORDER.fetch_add(1, Ordering::Relaxed)),
@@ -147,7 +150,15 @@ impl Session {
         }
         let (tx, rx) = mpsc::channel(16);
         *slot = Some(tx);
+        drop(slot);
+        self.get_opened.send_modify(|n| *n += 1);
         Some(rx)
+    }
+
+    /// Changes each time a GET stream opens: subscribe before looking
+    /// with [`Session::has_get_stream`] and no opening is missed.
+    pub(super) fn get_opened(&self) -> watch::Receiver<u64> {
+        self.get_opened.subscribe()
     }
 
     /// True while a client holds the GET stream open.

@@ -37,6 +37,9 @@ pub struct ToolInfo {
     pub elicits: bool,
     /// Whether a walk of it reached a `requestState`.
     pub has_state: bool,
+    /// 2025-11-25: whether discovery saw its elicitation arrive on the
+    /// session's GET stream (its calls then open that stream).
+    pub elicits_on_get: bool,
 }
 
 /// The target, as discovery described it.
@@ -168,6 +171,13 @@ impl Target {
                 self.seed,
             )
             .first_id(first),
+        )
+        .get_pushers(
+            self.legacy
+                .iter()
+                .filter(|t| t.elicits_on_get)
+                .map(|t| t.name.clone())
+                .collect(),
         )
     }
 

@@ -149,6 +149,7 @@ fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
             single_use: t.single_use,
             elicits: t.elicits(),
             has_state: t.issues_state(),
+            elicits_on_get: t.elicits_on_get,
         })
         .collect()
 }

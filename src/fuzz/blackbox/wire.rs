@@ -16,6 +16,7 @@ pub struct NetWire {
     core: WireCore,
     log: Mutex<Vec<Logged>>,
     streamed: Mutex<Vec<Exchange>>,
+    get_pushers: Vec<String>,
 }
 
 impl NetWire {
@@ -25,6 +26,16 @@ impl NetWire {
             core,
             log: Mutex::new(Vec::new()),
             streamed: Mutex::new(Vec::new()),
+            get_pushers: Vec::new(),
+        }
+    }
+
+    /// The same wire, knowing which tools push their 2025-11-25
+    /// elicitations on the session's GET stream ([`Wire::pushes_on_get`]).
+    pub fn get_pushers(self, tools: Vec<String>) -> Self {
+        NetWire {
+            get_pushers: tools,
+            ..self
         }
     }
 
@@ -80,6 +91,9 @@ impl NetWire {
 impl Wire for NetWire {
     fn core(&self) -> &WireCore {
         &self.core
+    }
+    fn pushes_on_get(&self, tool: &str) -> bool {
+        self.get_pushers.iter().any(|t| t == tool)
     }
     fn record(&self, exchange: Exchange) {
         if let Ok(mut v) = self.streamed.lock() {

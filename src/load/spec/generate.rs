@@ -447,6 +447,7 @@ mod tests {
             rounds: if elicits { vec![round] } else { Vec::new() },
             state_round: state.then_some(0),
             off_origin: None,
+            elicits_on_get: false,
         }
     }
 

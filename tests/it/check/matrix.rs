@@ -468,9 +468,11 @@ async fn legacy_flaws_fail_their_checks() {
             vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
         ),
         (
+            // Its elicitations never travel on the call's POST stream: the
+            // first clause of §6.A 16, judged by both rows of that rule.
             Flaw::ElicitOnGetStream,
-            vec![("legacy-get-stream", Warn)],
-            vec!["legacy-happy-path", "legacy-stream-rules", "legacy-decline"],
+            vec![("legacy-get-stream", Warn), ("legacy-stream-rules", Warn)],
+            vec!["legacy-happy-path", "legacy-decline", "legacy-cancel"],
         ),
         (
             Flaw::NoNodelay,
@@ -494,6 +496,110 @@ async fn legacy_flaws_fail_their_checks() {
     ];
     let problems = run_cases(cases, Generation::Legacy).await;
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// A server whose tools push their elicitations only on the session's GET
+/// stream gets the clean server's 2025-11-25 table: each check drives such
+/// a tool with that stream open. Only the two rows of §6.A 16 that say
+/// elicitations SHOULD travel on the call's POST stream differ (WARN).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn get_stream_tools_get_the_clean_legacy_table() {
+    // One after the other: timing checks in other tests suffer from load.
+    let clean = check_server(&[], Generation::Legacy).await;
+    let flawed = check_server(&[Flaw::ElicitOnGetStream], Generation::Legacy).await;
+    let both = format!(
+        "clean:\n{}\nelicit-on-get-stream:\n{}",
+        table(&clean),
+        table(&flawed)
+    );
+    let differ = ["legacy-get-stream", "legacy-stream-rules"];
+    for id in differ {
+        assert_eq!(status_of(&flawed, id), &Status::Warn, "{id}\n{both}");
+    }
+    for row in &flawed.results {
+        assert!(
+            !matches!(row.status, Status::Fail | Status::Timeout),
+            "{} is {:?}\n{both}",
+            row.id,
+            row.status
+        );
+        if !differ.contains(&row.id) {
+            assert_eq!(
+                &row.status,
+                status_of(&clean, row.id),
+                "{} differs from the clean server's\n{both}",
+                row.id
+            );
+        }
+    }
+    assert_eq!(flawed.results.len(), clean.results.len(), "{both}");
+    // The answered paths end as on the clean server, tool by tool.
+    for id in ["legacy-happy-path", "legacy-decline", "legacy-cancel"] {
+        let detail = |r: &Report| r.get(id).map(|x| x.detail.clone());
+        assert_eq!(detail(&flawed), detail(&clean), "{id}\n{both}");
+    }
+}
+
+/// Checks that answer an elicitation in a way of their own, when no
+/// elicitation arrives (the GET stream kept closed, as if discovery had not
+/// seen the tools push there): each row says nothing was answered, never
+/// that the server mishandled an answer it was not sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unseen_elicitations_are_never_judged_as_answered() {
+    use elicitkit::check::runner::run_checks;
+    use elicitkit::check::{all_checks, probe::Target};
+    use elicitkit::discover;
+    // Short: a call the server gives up on ends with a tool error (and no
+    // elicitation) well within each check's bounds. Long: the call hangs
+    // past the refusal deadline, as against the third-party server.
+    for give_up in [Duration::from_secs(1), Duration::from_secs(30)] {
+        let config = ServerConfig {
+            flaws: [Flaw::ElicitOnGetStream].into_iter().collect::<FlawSet>(),
+            elicitation_timeout: give_up,
+            ..ServerConfig::default()
+        };
+        let server = start(config).await.expect("server starts");
+        let mut s = Settings::new(server.mcp_url());
+        // legacy-decline-no-action calls each tool three times.
+        s.target.timeout = Duration::from_secs(20);
+        let found = discover::discover(&s.discovery(Some(Generation::Legacy)))
+            .await
+            .expect("discovers");
+        let mut view = found.view(Generation::Legacy).expect("2025-11-25").clone();
+        for t in view.tools.iter_mut().filter(|t| t.elicits()) {
+            assert!(t.elicits_on_get, "discovery saw {} push on GET", t.name);
+            t.elicits_on_get = false;
+        }
+        let http = discover::http_client().expect("client");
+        let target = Target::from_view(s, http, &view, found.auth);
+        let ids: &[&str] = if give_up < Duration::from_secs(2) {
+            &[
+                "legacy-decline",
+                "legacy-cancel",
+                "legacy-error-reply",
+                "legacy-invalid-answers",
+                "legacy-decline-no-action",
+            ]
+        } else {
+            &["legacy-decline", "legacy-cancel"]
+        };
+        let checks: Vec<_> = all_checks()
+            .into_iter()
+            .filter(|c| ids.contains(&c.id))
+            .collect();
+        let rows = run_checks(std::sync::Arc::new(target), &checks).await;
+        server.shutdown().await;
+        assert_eq!(rows.len(), ids.len());
+        for row in &rows {
+            let said = format!("{give_up:?}: {} {:?}: {}", row.id, row.status, row.detail);
+            assert!(
+                matches!(row.status, Status::Skip(_) | Status::Info),
+                "{said}"
+            );
+            assert!(row.detail.contains("no elicitation arrived"), "{said}");
+            assert!(row.detail.contains("could not tell"), "{said}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -231,6 +231,26 @@ fn the_clean_server_gives_no_finding_and_exits_0() {
     assert!(dir.path().join("t/fuzz/summary.md").exists());
 }
 
+/// A server pushing its 2025-11-25 elicitations only on the session's GET
+/// stream: the fuzzer calls its tools with that stream open, so a decline
+/// or cancel reaches the elicitation and no call looks hung.
+#[test]
+fn a_get_stream_pusher_gives_no_hang_finding() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["elicit-on-get-stream"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--generation", "2025-11-25", "--duration", "10s"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert!(s["execs"].as_u64().unwrap() > 50, "{s}");
+}
+
 #[test]
 fn unusable_targets_exit_2_and_help_shows_examples() {
     let dir = tempfile::tempdir().unwrap();

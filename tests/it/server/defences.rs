@@ -509,10 +509,46 @@ async fn elicitation_goes_on_the_post_stream_unless_the_flaw_moves_it() {
         "the answer still counts: {fin}"
     );
     assert_eq!(stats(&s).await["side_effects"]["deployments"], 1);
-    // without a GET stream the flaw has nowhere else to send it
+    // Without a GET stream the elicitation waits for one, never taking
+    // the call's POST stream; it goes out once the client opens it.
     let sid = legacy_init(&s, "bob", caps_form()).await;
     let mut post = legacy_call(&s, "bob", &sid, 1, "deploy", json!({"service":"web"})).await;
-    assert_eq!(post.next().await.unwrap()["method"], "elicitation/create");
+    let quiet = tokio::time::timeout(std::time::Duration::from_millis(500), post.next()).await;
+    assert!(quiet.is_err(), "nothing on the POST stream: {quiet:?}");
+    let mut get = SseReader::new(open_get(&s, "bob", &sid).await);
+    let req = get
+        .next()
+        .await
+        .expect("the elicitation, on the GET stream");
+    assert_eq!(req["method"], "elicitation/create", "{req}");
+    let code = legacy_answer(
+        &s,
+        "bob",
+        &sid,
+        &req["id"],
+        json!({"action":"accept","content":{"environment":"staging","confirm":true}}),
+    )
+    .await;
+    assert_eq!(code, 202);
+    let fin = post.next().await.expect("the result on the POST stream");
+    assert_eq!(fin["result"]["isError"], false, "{fin}");
+    s.server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_flaw_gives_up_when_no_get_stream_opens_in_time() {
+    let s = start(ServerConfig {
+        elicitation_timeout: std::time::Duration::from_millis(300),
+        ..with(Flaw::ElicitOnGetStream)
+    })
+    .await;
+    let sid = legacy_init(&s, "alice", caps_form()).await;
+    let mut post = legacy_call(&s, "alice", &sid, 1, "deploy", json!({"service":"web"})).await;
+    let fin = post.next().await.expect("a message on the POST stream");
+    assert_eq!(fin["id"], 1, "the call's result, no elicitation: {fin}");
+    assert_eq!(fin["result"]["isError"], true, "{fin}");
+    assert!(fin.to_string().contains("not answered in time"), "{fin}");
+    assert_eq!(stats(&s).await["side_effects"]["deployments"], 0);
     s.server.shutdown().await;
 }
 
