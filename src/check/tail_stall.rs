@@ -9,11 +9,12 @@
 //! keep-alive HTTP/1.1 connection and times, per reply, the gap between its
 //! response head and the end of its body. When a meaningful share of the
 //! replies stall 30–220 ms in their tail (the window load uses), it takes a
-//! second look on a fresh connection whose client ACKs every segment at once
-//! (`TCP_QUICKACK`): Nagle + delayed ACK stalls vanish then, while a busy
-//! machine's or a slow server's stay. Only stalls that vanish WARN; stalls
-//! that stay are INFO (slow, not the Nagle signature). These checks run
-//! alone.
+//! second look with each request on a fresh connection, whose first data
+//! segments the client's kernel ACKs at once (so the look does not depend
+//! on how soon a busy machine schedules the checker; `TCP_QUICKACK` is armed
+//! as well): Nagle + delayed ACK stalls vanish then, while a busy machine's
+//! or a slow server's stay. Only stalls that vanish WARN; stalls that stay
+//! are INFO (slow, not the Nagle signature). These checks run alone.
 
 use super::legacy_session::{close, open, request};
 use super::model::Verdict;
@@ -30,6 +31,8 @@ use std::time::{Duration, Instant};
 /// Requests sent on the connection (the first, on a fresh connection, is
 /// not counted).
 pub const REQUESTS: usize = 80;
+/// Requests of the second look, each on its own connection.
+pub const FRESH_REQUESTS: usize = 20;
 pub use crate::client::stall::{STALL_MAX, STALL_MIN};
 
 /// The checks of this family.
@@ -123,8 +126,7 @@ pub fn judge(first: &[Timing], quick: Option<Result<&[Timing], String>>, what: &
         }
         None => {
             return Verdict::info(format!(
-                "{seen}; not confirmed as Nagle + delayed ACK (the second look needs \
-                 TCP_QUICKACK, which only Linux has)"
+                "{seen}; not confirmed as Nagle + delayed ACK (no second look was taken)"
             ));
         }
     };
@@ -238,15 +240,27 @@ fn to_hyper(req: &RawRequest, host: &str) -> Option<hyper::Request<Full<Bytes>>>
     b.body(Full::new(Bytes::from(req.body.clone()))).ok()
 }
 
-/// Sends `make(i)` for each `i` on one keep-alive connection and times each
-/// reply; the first reply (a fresh connection) is not returned. Ends early
-/// once the outcome is plain (many stalls already). With `quick_ack` the
-/// client ACKs every segment at once.
-async fn time_replies(
-    p: &Probe,
-    make: impl Fn(usize) -> RawRequest,
-    quick_ack: bool,
-) -> Result<Vec<Timing>, String> {
+/// How the replies are timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// Every request on one keep-alive connection; the first reply (on the
+    /// fresh connection) is not counted.
+    Reused,
+    /// Every request on a fresh connection whose client ACKs at once: the
+    /// kernel ACKs the first data segments of a connection immediately
+    /// (whatever the load on the machine), and `TCP_QUICKACK` is armed too.
+    Fresh,
+}
+
+/// An HTTP/1.1 connection to the target: its sender, the task driving it
+/// and the `Host` value.
+type Connected = (
+    hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+    String,
+);
+
+async fn connect(p: &Probe, quick_ack: bool) -> Result<Connected, String> {
     let url = url::Url::parse(&p.settings().target.mcp_url).map_err(|e| e.to_string())?;
     if url.scheme() != "http" {
         return Err("tail timing needs a plain http target (TLS hides the segments)".into());
@@ -267,16 +281,41 @@ async fn time_replies(
         .map_err(|e| format!("connect: {e}"))?;
     stream.set_nodelay(true).map_err(|e| e.to_string())?;
     let io = TokioIo::new(Conn { stream, quick_ack });
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+    let (sender, conn) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| format!("handshake: {e}"))?;
-    let driver = tokio::spawn(conn);
+    Ok((sender, tokio::spawn(conn), authority))
+}
+
+/// Sends `make(i)` for each `i` as `look` says and times each reply. Ends
+/// early once the outcome is plain (many stalls already).
+async fn time_replies(
+    p: &Probe,
+    make: impl Fn(usize) -> RawRequest,
+    look: Look,
+) -> Result<Vec<Timing>, String> {
+    let limit = p.settings().target.timeout;
+    let (mut sender, mut driver, authority) = connect(p, look == Look::Fresh).await?;
     let started = Instant::now();
     let mut out = Vec::new();
     let mut failure = None;
-    for i in 0..REQUESTS + 1 {
+    let count = match look {
+        Look::Reused => REQUESTS + 1,
+        Look::Fresh => FRESH_REQUESTS,
+    };
+    for i in 0..count {
         if started.elapsed() > limit / 2 {
             break;
+        }
+        if look == Look::Fresh && i > 0 {
+            driver.abort();
+            match connect(p, true).await {
+                Ok((s, d, _)) => (sender, driver) = (s, d),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
         }
         let raw = make(i);
         let Some(req) = to_hyper(&raw, &authority) else {
@@ -319,7 +358,7 @@ async fn time_replies(
             failure = Some(format!("reply {}: the body did not end", i + 1));
             break;
         }
-        if i > 0 {
+        if i > 0 || look == Look::Fresh {
             out.push(Timing {
                 head,
                 tail: t_head.elapsed(),
@@ -332,15 +371,13 @@ async fn time_replies(
     }
     driver.abort();
     p.record(super::model::Exchange {
-        label: format!(
-            "{} requests on one keep-alive connection{}",
-            out.len() + 1,
-            if quick_ack {
-                " (second look: the client ACKs at once)"
-            } else {
-                ""
-            }
-        ),
+        label: match look {
+            Look::Reused => format!("{} requests on one keep-alive connection", out.len() + 1),
+            Look::Fresh => format!(
+                "second look: {} requests, each on a fresh connection the client ACKs at once",
+                out.len()
+            ),
+        },
         request: make(0).evidence(),
         response: out
             .iter()
@@ -399,14 +436,14 @@ fn cheap_request(p: &Probe) -> (String, Box<dyn Fn(usize) -> RawRequest + Send +
 
 /// Times the replies, and when they stall, takes the second look.
 async fn look_twice(p: &Probe, make: impl Fn(usize) -> RawRequest, what: &str) -> Verdict {
-    let first = match time_replies(p, &make, false).await {
+    let first = match time_replies(p, &make, Look::Reused).await {
         Ok(t) => t,
         Err(e) => return Verdict::skip(e),
     };
-    if stall_pattern(&first).is_none() || !cfg!(target_os = "linux") {
+    if stall_pattern(&first).is_none() {
         return judge(&first, None, what);
     }
-    let quick = time_replies(p, &make, true).await;
+    let quick = time_replies(p, &make, Look::Fresh).await;
     judge(&first, Some(quick.as_deref().map_err(Clone::clone)), what)
 }
 
