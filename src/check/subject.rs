@@ -168,16 +168,14 @@ pub async fn retry(
 }
 
 /// The state tools in the order probes try them: tools whose state round
-/// is a form first (they can be answered without a browser), then the rest;
-/// tools whose flow pages are on another origin are left out.
+/// is a form first (they can be answered without a browser), then those
+/// whose flow pages are on the target's origin, then those whose pages are
+/// on another origin. These stay subjects: walking to the state round and
+/// retrying there never opens a page; probes that complete a flow
+/// ([`complete`]) choose their own tools.
 pub fn state_subjects(p: &Probe) -> Vec<ToolProfile> {
-    let mut tools: Vec<ToolProfile> = p
-        .target()
-        .state_tools()
-        .into_iter()
-        .filter(|t| p.target().off_origin(t).is_none())
-        .collect();
-    tools.sort_by_key(|t| !state_round_is_form(t));
+    let mut tools: Vec<ToolProfile> = p.target().state_tools();
+    tools.sort_by_key(|t| (!state_round_is_form(t), p.target().off_origin(t).is_some()));
     tools
 }
 

@@ -702,3 +702,24 @@ async fn users_are_inferred_from_evidence_not_only_from_401() {
         );
     }
 }
+
+/// A URL tool whose flow page is on another origin (here: the target is
+/// named `localhost`, the server's pages `127.0.0.1`) stays a state subject
+/// for probes that never open the page: with one form tool beside it, the
+/// other-tool probe has its two subjects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn off_origin_url_tools_stay_state_subjects() {
+    let server = start(ServerConfig::default()).await.expect("server starts");
+    let url = server.mcp_url().replace("127.0.0.1", "localhost");
+    let mut s = Settings::new(url);
+    s.target.timeout = Duration::from_secs(8);
+    s.target.tools = vec!["deploy".into(), "connect_billing".into()];
+    let only = ["mrtr-tamper-other-tool".to_owned()];
+    let r = check::run(s, Some(Generation::Modern), &only)
+        .await
+        .expect("check runs");
+    server.shutdown().await;
+    let row = r.get("mrtr-tamper-other-tool").expect("the row");
+    assert_eq!(row.status, Status::Pass, "{}", table(&r));
+    assert!(row.detail.contains("connect_billing"), "{}", table(&r));
+}
