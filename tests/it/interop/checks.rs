@@ -115,6 +115,13 @@ async fn typescript_sdk_findings() {
         &r,
         Sdk::Ts,
         &[
+            // Seen: the initialize reply and the GET stream; a tools/call
+            // stream before `initialized` is not observable.
+            (
+                "legacy-no-elicit-before-initialized",
+                Info,
+                "not observable",
+            ),
             // NOTES "Response framing": the documented isLegacyRequest routing
             // sends GET and DELETE to the session arm, which answers 400.
             ("mrtr-get-delete-405", Warn, "GET: HTTP 400"),
@@ -153,10 +160,6 @@ async fn typescript_sdk_findings() {
     // plan_trip seals its state only from round 2: it is the tamper subject.
     let bit = r.get("mrtr-tamper-bit-flip").expect("row");
     assert!(bit.detail.starts_with("plan_trip"), "{}", bit.detail);
-    // The SDK elicits before `initialized` only when a tool is called first,
-    // which a correct client never does: nothing to observe.
-    let early = r.get("legacy-no-elicit-before-initialized").expect("row");
-    assert_eq!(early.status, Status::Pass, "{}", early.detail);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -168,6 +171,13 @@ async fn python_sdk_findings() {
         &r,
         Sdk::Python,
         &[
+            // Seen: the initialize reply and the GET stream; a tools/call
+            // stream before `initialized` is not observable.
+            (
+                "legacy-no-elicit-before-initialized",
+                Info,
+                "not observable",
+            ),
             // SDK finding 1: check_client_capability ignores the modes, so
             // connect_account sends URL mode to form-only clients.
             ("mrtr-cap-elicitation-empty", Fail, "connect_account"),
@@ -220,6 +230,13 @@ async fn rmcp_findings() {
         &r,
         Sdk::Rmcp,
         &[
+            // Seen: the initialize reply and the GET stream; a tools/call
+            // stream before `initialized` is not observable.
+            (
+                "legacy-no-elicit-before-initialized",
+                Info,
+                "not observable",
+            ),
             // NOTES (e): Origin is validated only when allowed_origins is set
             // (default off); Host is (403).
             ("mrtr-origin-validated", Fail, "does not validate Origin"),
