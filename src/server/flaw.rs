@@ -71,11 +71,14 @@ pub enum Flaw {
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
     IgnoreStatePrincipal,
+    /// 2025-11-25: a GET stream opened before `notifications/initialized`
+    /// gets an `elicitation/create` at once.
+    ElicitBeforeInitialized,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 25] = [
+    pub const ALL: [Flaw; 26] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -101,6 +104,7 @@ impl Flaw {
         Flaw::AcceptInvalidContent,
         Flaw::TypedInState,
         Flaw::IgnoreStatePrincipal,
+        Flaw::ElicitBeforeInitialized,
     ];
 
     /// The command-line name.
@@ -131,6 +135,7 @@ impl Flaw {
             Flaw::AcceptInvalidContent => "accept-invalid-content",
             Flaw::TypedInState => "typed-in-state",
             Flaw::IgnoreStatePrincipal => "ignore-state-principal",
+            Flaw::ElicitBeforeInitialized => "elicit-before-initialized",
         }
     }
 
@@ -162,6 +167,7 @@ impl Flaw {
             Flaw::AcceptInvalidContent => "§3.6, §4.7 S9",
             Flaw::TypedInState => "§3.6 rule 6, §4.7 S7 (SHOULD)",
             Flaw::IgnoreStatePrincipal => "§4.7 S8a",
+            Flaw::ElicitBeforeInitialized => "§3.1, §6.A 2",
         }
     }
 
@@ -222,6 +228,9 @@ impl Flaw {
             }
             Flaw::IgnoreStatePrincipal => {
                 "states are not checked against the calling principal (sessions and flow pages still are)"
+            }
+            Flaw::ElicitBeforeInitialized => {
+                "a 2025-11-25 GET stream opened before initialized gets an elicitation/create at once"
             }
         }
     }

@@ -275,8 +275,15 @@ pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
     };
     let closed = session.closed.subscribe();
     let closing = app.closing.clone();
-    let priming =
-        futures::stream::once(async { Ok::<_, Infallible>(encode_event(Some("g0"), "")) });
+    let mut first = vec![encode_event(Some("g0"), "")];
+    if app.flaw(Flaw::ElicitBeforeInitialized) && !session.initialized.load(Ordering::Acquire) {
+        let early = json!({"jsonrpc": "2.0", "id": "early-1", "method": "elicitation/create",
+            "params": {"mode": "form", "message": "What should we call you?",
+                "requestedSchema": {"type": "object",
+                    "properties": {"name": {"type": "string", "title": "Name"}}}}});
+        first.push(encode_event(Some("g-early"), &early.to_string()));
+    }
+    let priming = futures::stream::iter(first.into_iter().map(Ok::<_, Infallible>));
     let events = futures::stream::unfold(
         (rx, closed, closing),
         |(mut rx, mut closed, mut closing)| async move {

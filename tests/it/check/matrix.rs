@@ -443,6 +443,11 @@ async fn legacy_flaws_fail_their_checks() {
             ],
         ),
         (
+            Flaw::ElicitBeforeInitialized,
+            vec![("legacy-no-elicit-before-initialized", Warn)],
+            vec!["legacy-happy-path", "legacy-get-stream", "legacy-handshake"],
+        ),
+        (
             Flaw::AcceptInvalidContent,
             vec![("legacy-invalid-answers", Warn)],
             vec!["legacy-happy-path", "legacy-decline", "legacy-error-reply"],
