@@ -46,6 +46,8 @@
 //!   page of SVG charts) and Prometheus text, and capacity across instance
 //!   counts (`capacity.md`, `capacity.json`); `report::format` holds the
 //!   one HTML, XML and Markdown-cell escaper and the `ms` formatter.
+//! - [`oracle`]: the rules a reply is judged by, one implementation each,
+//!   shared by `check`, `fuzz` and `load`.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness
@@ -68,6 +70,8 @@ pub mod findings;
 pub mod fuzz;
 #[cfg(feature = "net")]
 pub mod load;
+#[cfg(feature = "net")]
+pub mod oracle;
 pub mod protocol;
 pub mod report;
 pub mod schema;

@@ -17,7 +17,7 @@ use super::registry::{Check, check};
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::raw::Rpc;
 use crate::findings::Severity;
-use crate::protocol::codes;
+use crate::oracle::reply::{ShapeReply, shape_reply};
 use crate::protocol::mrtr::REQUEST_STATE;
 use serde_json::{Map, Value, json};
 
@@ -161,16 +161,18 @@ impl Tally {
         control: Option<&Value>,
         values: &[String],
     ) {
-        match reply {
-            Err(e) => self.crashed.push(format!("{what}: {e}")),
-            Ok((_, status)) if status >= 500 => self.crashed.push(format!("{what}: HTTP {status}")),
-            Ok((rpc, status))
-                if status == 404 || rpc.code() == Some(codes::METHOD_NOT_FOUND) =>
-            {
-                self.not_found
-                    .push(format!("{what}: {}", reading(&rpc, status)))
+        let (rpc, status) = match reply {
+            Err(e) => return self.crashed.push(format!("{what}: {e}")),
+            Ok(x) => x,
+        };
+        match (shape_reply(&rpc, status), rpc) {
+            (ShapeReply::ServerError(status), _) => {
+                self.crashed.push(format!("{what}: HTTP {status}"))
             }
-            Ok((Rpc::Result(v), status))
+            (ShapeReply::UnknownMethod, rpc) => self
+                .not_found
+                .push(format!("{what}: {}", reading(&rpc, status))),
+            (ShapeReply::Other, Rpc::Result(v))
                 if !asks_for_input(&v) && v.get("isError") != Some(&json!(true)) =>
             {
                 match control {
@@ -182,7 +184,9 @@ impl Tally {
                     )),
                 }
             }
-            Ok((rpc, status)) => self.fine.push(format!("{what}: {}", reading(&rpc, status))),
+            (ShapeReply::Other, rpc) => {
+                self.fine.push(format!("{what}: {}", reading(&rpc, status)))
+            }
         }
     }
 

@@ -38,16 +38,8 @@ pub fn checks() -> Vec<Check> {
 fn judge_type(what: &str, rpc: &Rpc, problems: &mut Vec<String>, seen: &mut usize) {
     if let Rpc::Result(v) = rpc {
         *seen += 1;
-        match v.get("resultType") {
-            Some(Value::String(t)) if t == "complete" || t == "input_required" => {}
-            Some(other) => problems.push(format!(
-                "{what}: resultType {other} (no extension was advertised)"
-            )),
-            None if asks_for_input(v) => problems.push(format!(
-                "{what}: no resultType on a round that asks for input (it carries \
-                 inputRequests or requestState; read as input_required by its shape)"
-            )),
-            None => problems.push(format!("{what}: no resultType")),
+        if let Some(problem) = crate::oracle::reply::result_type_problem(v) {
+            problems.push(format!("{what}: {problem}"));
         }
     }
 }
@@ -163,7 +155,7 @@ async fn scope(p: Probe) -> Verdict {
         };
         if let Rpc::Result(v) = r.rpc() {
             answered += 1;
-            if asks_for_input(&v) {
+            if crate::oracle::reply::input_required_out_of_scope(method, &v) {
                 offenders.push(method);
             }
         }

@@ -6,6 +6,8 @@ use serde_json::Value;
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::Streamed;
 use crate::fuzz::harness::wire::{FRAMING, MALFORMED};
+use crate::protocol::headers::PROTOCOL_VERSION;
+use crate::protocol::version::MODERN;
 
 /// Label prefix of requests carrying a mutation.
 pub const MUTATED: &str = "[mutated] ";
@@ -33,11 +35,20 @@ pub enum Oracle {
     ForeignPrincipalAccepted,
     /// A single-use tool's request completed more than once.
     SingleUseTwice,
+    /// A 2026-07-28 result without a `resultType`, or with one no
+    /// extension was advertised for (§4.4).
+    ResultType,
+    /// `input_required` in answer to a method MRTR is not allowed on (S1).
+    InputRequiredOutOfScope,
+    /// A `tools/call` whose `inputResponses` or `requestState` has the
+    /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
+    /// unknown method) instead of invalid params or a re-prompt (S9).
+    ShapeAsUnknownMethod,
 }
 
 impl Oracle {
     /// Every oracle, in report order.
-    pub const ALL: [Oracle; 8] = [
+    pub const ALL: [Oracle; 11] = [
         Oracle::ServerError,
         Oracle::ConnectionReset,
         Oracle::NotJsonRpc,
@@ -46,6 +57,9 @@ impl Oracle {
         Oracle::TamperedStateAccepted,
         Oracle::ForeignPrincipalAccepted,
         Oracle::SingleUseTwice,
+        Oracle::ResultType,
+        Oracle::InputRequiredOutOfScope,
+        Oracle::ShapeAsUnknownMethod,
     ];
 
     /// Stable kebab-case name.
@@ -59,6 +73,9 @@ impl Oracle {
             Oracle::TamperedStateAccepted => "tampered-state-accepted",
             Oracle::ForeignPrincipalAccepted => "foreign-principal-accepted",
             Oracle::SingleUseTwice => "single-use-twice",
+            Oracle::ResultType => "result-type",
+            Oracle::InputRequiredOutOfScope => "input-required-out-of-scope",
+            Oracle::ShapeAsUnknownMethod => "shape-as-unknown-method",
         }
     }
 
@@ -132,10 +149,62 @@ pub fn judge(
                     Oracle::NotJsonRpc,
                     format!("{label}: the reply is not a JSON-RPC response: {why}"),
                 )),
-                _ => None,
+                Rpc::Missing(_) => None,
+                rpc => judge_modern(req, &rpc, r.status),
             }
         }
     }
+}
+
+/// The 2026-07-28 rules of [`crate::oracle::reply`] on one reply to a
+/// JSON-RPC request sent as that generation.
+fn judge_modern(req: &RawRequest, rpc: &Rpc, status: u16) -> Option<(Oracle, String)> {
+    use crate::oracle::reply::{
+        ShapeReply, input_required_out_of_scope, misshapen_field, result_type_problem, shape_reply,
+    };
+    let modern = req
+        .headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case(PROTOCOL_VERSION) && v == MODERN);
+    if !modern {
+        return None;
+    }
+    let body: Value = serde_json::from_slice(&req.body).ok()?;
+    let method = body.get("method")?.as_str()?;
+    // A dual-era server may answer the 2025-11-25 handshake as that
+    // generation, whatever the header says.
+    if method == "initialize" {
+        return None;
+    }
+    let label = &req.label;
+    if let Rpc::Result(v) = rpc {
+        if input_required_out_of_scope(method, v) {
+            return Some((
+                Oracle::InputRequiredOutOfScope,
+                format!(
+                    "{label}: {method} answered input_required (MRTR is only for tools/call, prompts/get, resources/read)"
+                ),
+            ));
+        }
+        if let Some(problem) = result_type_problem(v) {
+            return Some((Oracle::ResultType, format!("{label}: {method}: {problem}")));
+        }
+    }
+    let params = body.get("params").unwrap_or(&Value::Null);
+    if method == "tools/call"
+        && let Some(field) = misshapen_field(params)
+        && shape_reply(rpc, status) == ShapeReply::UnknownMethod
+    {
+        return Some((
+            Oracle::ShapeAsUnknownMethod,
+            format!(
+                "{label}: {field} of the wrong JSON type got HTTP {status}, {} (taken for an \
+                 unknown method, not invalid params)",
+                rpc.describe()
+            ),
+        ));
+    }
+    None
 }
 
 /// Judges a 2025-11-25 call read from its stream: a 5xx on the call or an
@@ -172,5 +241,85 @@ pub fn judge_call(st: &Streamed) -> Option<(Oracle, String)> {
             "the stream ended without the call's response".into(),
         )),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::raw::modern_post;
+    use serde_json::json;
+
+    const URL: &str = "http://127.0.0.1:1/mcp";
+
+    fn reply(status: u16, body: Value) -> Result<RawReply, RawError> {
+        Ok(RawReply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_string().into(),
+            elapsed: std::time::Duration::ZERO,
+        })
+    }
+
+    fn oracle(req: &RawRequest, r: &Result<RawReply, RawError>) -> Option<Oracle> {
+        judge(req, r, URL).map(|(o, _)| o)
+    }
+
+    #[test]
+    fn the_mrtr_reply_rules_judge_modern_replies_only() {
+        let ir = json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}});
+        let list = modern_post("tools/list", URL, 1, "tools/list", Some(json!({})));
+        assert_eq!(
+            oracle(&list, &reply(200, ir.clone())),
+            Some(Oracle::InputRequiredOutOfScope)
+        );
+        let call = modern_post(
+            "tools/call",
+            URL,
+            1,
+            "tools/call",
+            Some(json!({"name":"t"})),
+        );
+        assert_eq!(oracle(&call, &reply(200, ir)), None);
+        let bare = json!({"jsonrpc":"2.0","id":1,"result":{"content":[]}});
+        assert_eq!(
+            oracle(&call, &reply(200, bare.clone())),
+            Some(Oracle::ResultType)
+        );
+        let complete = json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}});
+        assert_eq!(oracle(&call, &reply(200, complete)), None);
+        // The same bare result to a 2025-11-25 request is that generation's.
+        let mut legacy = call.clone();
+        legacy
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case(PROTOCOL_VERSION));
+        legacy = legacy.header(PROTOCOL_VERSION, "2025-11-25");
+        assert_eq!(oracle(&legacy, &reply(200, bare)), None);
+    }
+
+    #[test]
+    fn a_misshapen_field_taken_for_an_unknown_method_is_found() {
+        let bad = modern_post(
+            "tools/call",
+            URL,
+            1,
+            "tools/call",
+            Some(json!({"name":"t","inputResponses":[]})),
+        );
+        let not_found = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}});
+        assert_eq!(
+            oracle(&bad, &reply(404, not_found.clone())),
+            Some(Oracle::ShapeAsUnknownMethod)
+        );
+        let invalid = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}});
+        assert_eq!(oracle(&bad, &reply(400, invalid)), None);
+        let fine = modern_post(
+            "tools/call",
+            URL,
+            1,
+            "tools/call",
+            Some(json!({"name":"t"})),
+        );
+        assert_eq!(oracle(&fine, &reply(404, not_found)), None);
     }
 }

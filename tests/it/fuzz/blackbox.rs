@@ -124,6 +124,25 @@ fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     assert_eq!(f["tool"], "delete_file");
 }
 
+/// The 2026-07-28 reply rules `check` uses ([`elicitkit::oracle::reply`])
+/// fire in the fuzzer on the flaws that break them.
+#[test]
+fn the_mrtr_reply_rules_fire_on_their_flaws() {
+    // (`input-required-on-list` leaves no tool listed, so the fuzzer has
+    // nothing to drive there: left for discovery's own findings.)
+    for (flaw, oracle) in [
+        ("missing-result-type", "result-type"),
+        ("bad-shape-not-found", "shape-as-unknown-method"),
+    ] {
+        let _ = finds(
+            flaw,
+            oracle,
+            &["--duration", "8s", "--generation", "2026-07-28"],
+            8.0,
+        );
+    }
+}
+
 #[test]
 fn a_crash_on_decline_is_a_server_error() {
     let _ = finds(
@@ -274,8 +293,12 @@ fn unusable_targets_exit_2_and_help_shows_examples() {
     );
 }
 
+/// rmcp's one known defect the fuzzer can see (check's
+/// `mrtr-input-responses-shape` and `mrtr-request-state-shape` FAIL on it
+/// too): a wrongly typed `inputResponses` or `requestState` is taken for an
+/// unknown method. Nothing else: no crash, no false finding.
 #[test]
-fn the_rmcp_interop_server_gives_no_crash_and_no_false_finding() {
+fn the_rmcp_interop_server_gives_only_its_known_defect() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = interop::Server::start(interop::Sdk::Rmcp);
     let dir = tempfile::tempdir().unwrap();
@@ -290,5 +313,14 @@ fn the_rmcp_interop_server_gives_no_crash_and_no_false_finding() {
     });
     drop(server);
     assert!(summary.execs > 20, "{}", summary.text());
-    assert!(summary.findings.is_empty(), "{}", summary.text());
+    assert!(!summary.findings.is_empty(), "{}", summary.text());
+    for f in &summary.findings {
+        assert_eq!(
+            f.oracle.name(),
+            "shape-as-unknown-method",
+            "{}",
+            summary.text()
+        );
+        assert_eq!(f.rerun.reproduced.to_string(), "yes", "{}", summary.text());
+    }
 }

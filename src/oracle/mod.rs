@@ -1,0 +1,9 @@
+//! Oracles: one implementation of each rule a reply is judged by, shared by
+//! `check`, `fuzz` and `load` (a command that needs one calls it here).
+//!
+//! - [`reply`]: rules on one 2026-07-28 reply: `resultType` declared and
+//!   known (§4.4), `input_required` only where MRTR is allowed (S1), and how
+//!   a request with a wrongly typed `inputResponses` or `requestState` was
+//!   answered (S9).
+
+pub mod reply;
