@@ -138,20 +138,36 @@ impl LoadContext {
         }
     }
 
-    /// A fresh sequence number (seeds and JSON-RPC ids differ per round
-    /// trip): the whole run's number, so segments of a distributed run
+    /// A fresh sequence number (seeds and markers differ per round trip):
+    /// the whole run's number, so segments of a distributed run
     /// (`--segment I/N`) never share one.
     pub fn next_seq(&self) -> u64 {
         let local = self.seq.fetch_add(1, Ordering::Relaxed);
         self.plan.segment.global(local)
     }
 
-    /// The MRTR flow for round trip `n` of scenario `idx` of the plan.
+    /// Puts each round trip's marker into argument `args[i]` of scenario
+    /// `i` (`None`: that scenario has no free-string argument to carry it;
+    /// see [`crate::client::marker`]).
+    pub fn mark(mut self, args: &[Option<String>]) -> Self {
+        for ((tpl, _), arg) in self.flows.iter_mut().zip(args) {
+            if let Some(arg) = arg {
+                *tpl = Arc::new(CallTemplate::clone(tpl).with_marker_in(arg));
+            }
+        }
+        self
+    }
+
+    /// The MRTR flow for round trip `n` of scenario `idx` of the plan. Every
+    /// round trip numbers its JSON-RPC ids from 1, as a fresh client does,
+    /// so concurrent round trips reuse the same ids: an id alone cannot
+    /// tell whose a reply is, its marker `n` can.
     pub fn flow_for(&self, idx: usize, n: u64) -> Option<ModernFlow> {
         let (tpl, cfg) = self.flows.get(idx)?;
         let mut cfg = cfg.clone();
         cfg.seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        cfg.first_id = 1 + (n as i64 % 1_000_000) * 16;
+        cfg.first_id = 1;
+        cfg.marker = Some(n);
         Some(ModernFlow::with_template(tpl.clone(), cfg))
     }
 
