@@ -71,11 +71,15 @@ pub enum Flaw {
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
     IgnoreStatePrincipal,
+    /// 2026-07-28 `tools/call` replies go through one process-wide slot:
+    /// overlapping calls get the last result put there, whoever's it is
+    /// (responses of one client sent to another, as in GHSA-345p-7cg4-v4c7).
+    CrossTalk,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 25] = [
+    pub const ALL: [Flaw; 26] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -101,6 +105,7 @@ impl Flaw {
         Flaw::AcceptInvalidContent,
         Flaw::TypedInState,
         Flaw::IgnoreStatePrincipal,
+        Flaw::CrossTalk,
     ];
 
     /// The command-line name.
@@ -131,6 +136,7 @@ impl Flaw {
             Flaw::AcceptInvalidContent => "accept-invalid-content",
             Flaw::TypedInState => "typed-in-state",
             Flaw::IgnoreStatePrincipal => "ignore-state-principal",
+            Flaw::CrossTalk => "cross-talk",
         }
     }
 
@@ -162,6 +168,7 @@ impl Flaw {
             Flaw::AcceptInvalidContent => "§3.6, §4.7 S9",
             Flaw::TypedInState => "§3.6 rule 6, §4.7 S7 (SHOULD)",
             Flaw::IgnoreStatePrincipal => "§4.7 S8a",
+            Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
         }
     }
 
@@ -222,6 +229,9 @@ impl Flaw {
             }
             Flaw::IgnoreStatePrincipal => {
                 "states are not checked against the calling principal (sessions and flow pages still are)"
+            }
+            Flaw::CrossTalk => {
+                "overlapping 2026-07-28 tools/call requests share one reply slot: a call may get another's result"
             }
         }
     }
