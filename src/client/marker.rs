@@ -26,10 +26,18 @@ pub enum Attribution {
     Unattributed,
 }
 
-/// Appends the marker of round trip `n` to `out`.
-pub fn write(out: &mut Vec<u8>, n: u64) {
+/// Appends ` ek-rt-<n>` (a space, then round trip `n`'s marker) to `out`,
+/// a string argument's JSON text.
+pub fn append(out: &mut Vec<u8>, n: u64) {
+    out.push(b' ');
     out.extend_from_slice(PREFIX.as_bytes());
     out.extend_from_slice(n.to_string().as_bytes());
+}
+
+/// [`append`] to a string argument's value.
+pub fn append_str(out: &mut String, n: u64) {
+    use std::fmt::Write as _;
+    let _ = write!(out, " {PREFIX}{n}");
 }
 
 /// Reads the markers in `body` against round trip `ours` (`None`: this
@@ -51,6 +59,19 @@ pub fn attribute(body: &[u8], ours: Option<u64>) -> Attribution {
         foreign.get_or_insert(n);
     }
     foreign.map_or(Attribution::Unattributed, Attribution::Foreign)
+}
+
+/// The evidence of a misroute: `body`, the reply to `leg` of round trip
+/// `n`, carries another round trip's marker and not ours (`sent`: ours went
+/// out with the request). `None` when the reply is ours or unattributed.
+pub fn misroute(body: &[u8], n: u64, sent: bool, leg: &str) -> Option<String> {
+    match attribute(body, sent.then_some(n)) {
+        Attribution::Foreign(other) => Some(format!(
+            "the reply to {leg} of round trip {PREFIX}{n} carries round trip \
+             {PREFIX}{other}'s marker (a response meant for another request)"
+        )),
+        _ => None,
+    }
 }
 
 /// The argument of `args` that can carry a marker under the tool's
@@ -85,9 +106,12 @@ mod tests {
 
     #[test]
     fn markers_attribute_replies() {
-        let mut m = Vec::new();
-        write(&mut m, 42);
-        assert_eq!(m, b"ek-rt-42");
+        let mut m = b"web".to_vec();
+        append(&mut m, 42);
+        assert_eq!(m, b"web ek-rt-42");
+        let mut s = String::from("web");
+        append_str(&mut s, 42);
+        assert_eq!(s.as_bytes(), m);
         let own = br#"{"text":"Deploy web ek-rt-42?"}"#;
         assert_eq!(attribute(own, Some(42)), Attribution::Ours);
         // A longer number is another round trip, not a prefix match.

@@ -158,8 +158,7 @@ impl CallTemplate {
         match (self.marker_at, marker) {
             (Some(at), Some(n)) => {
                 b.extend_from_slice(&self.arguments_json.as_bytes()[..at]);
-                b.push(b' ');
-                marker::write(&mut b, n);
+                marker::append(&mut b, n);
                 b.extend_from_slice(&self.arguments_json.as_bytes()[at..]);
             }
             _ => b.extend_from_slice(self.arguments_json.as_bytes()),
@@ -549,19 +548,10 @@ impl ModernFlow {
         self.cfg.marker.filter(|_| self.tpl.is_marked())
     }
 
-    /// A reply carrying another round trip's marker (and not ours): the
-    /// evidence of a misroute, naming both round trips.
+    /// The evidence of a misroute in a reply (see [`marker::misroute`]).
     fn misroute(&self, body: &[u8]) -> Option<String> {
         let n = self.cfg.marker?;
-        match marker::attribute(body, self.sent_marker()) {
-            marker::Attribution::Foreign(other) => Some(format!(
-                "the reply to {} of round trip {p}{n} carries round trip {p}{other}'s marker \
-                 (a response meant for another request)",
-                self.current_call_leg(),
-                p = marker::PREFIX,
-            )),
-            _ => None,
-        }
+        marker::misroute(body, n, self.tpl.is_marked(), &self.current_call_leg())
     }
 
     fn last_sent_id(&self) -> RequestId {

@@ -422,7 +422,7 @@ fn goose_error(e: &goose::GooseError) -> String {
 /// Asks the target what an MCP client would before the run: does it speak
 /// the generations the plan's scenarios use, and does it list their tools?
 /// `Ok` holds, per scenario, the argument that can carry a round trip's
-/// marker under its tool's `inputSchema` (2026-07-28 scenarios only); `Err`
+/// marker under its tool's `inputSchema`; `Err`
 /// is a one-line reason.
 pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>, String> {
     use crate::client::raw::Rpc;
@@ -499,11 +499,10 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>
             if (g == Generation::Legacy) != sc.is_legacy() {
                 continue;
             }
-            if g == Generation::Modern
-                && let Some(schema) = tools
-                    .iter()
-                    .find(|d| d.get("name").and_then(serde_json::Value::as_str) == Some(&sc.tool))
-                    .and_then(|d| d.get("inputSchema"))
+            if let Some(schema) = tools
+                .iter()
+                .find(|d| d.get("name").and_then(serde_json::Value::as_str) == Some(&sc.tool))
+                .and_then(|d| d.get("inputSchema"))
             {
                 markers[i] = crate::client::marker::free_string_argument(schema, &sc.arguments);
             }

@@ -94,6 +94,8 @@ pub struct LoadContext {
     flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
     /// Idle HTTP/1.1 lanes to each endpoint (plain `http` targets only).
     lanes: Vec<Mutex<Vec<H1Lane>>>,
+    /// Per scenario, the argument that carries each round trip's marker.
+    markers: Vec<Option<String>>,
 }
 
 impl LoadContext {
@@ -135,6 +137,7 @@ impl LoadContext {
             stop: AtomicBool::new(false),
             seq: AtomicU64::new(0),
             legacy_pool: Mutex::new(Vec::new()),
+            markers: Vec::new(),
         }
     }
 
@@ -155,6 +158,7 @@ impl LoadContext {
                 *tpl = Arc::new(CallTemplate::clone(tpl).with_marker_in(arg));
             }
         }
+        self.markers = args.to_vec();
         self
     }
 
@@ -234,12 +238,14 @@ impl LoadContext {
         }
     }
 
-    /// Runs one 2025-11-25 round trip on a pooled session (a new session is
-    /// opened when the pool is empty; its handshake legs join this round
-    /// trip's legs).
+    /// Runs one 2025-11-25 round trip of scenario `idx` on a pooled session
+    /// (a new session is opened when the pool is empty; its handshake legs
+    /// join this round trip's legs). Its ids continue the session's own
+    /// sequence; its marker goes where [`Self::mark`] said.
     pub async fn legacy_round_trip(
         &self,
         http: &reqwest::Client,
+        idx: usize,
         spec: &ScenarioSpec,
     ) -> Option<(RoundTrip, u64)> {
         if !self.reserve() {
@@ -274,13 +280,26 @@ impl LoadContext {
             }
         };
         let pinned = (!spec.answers.is_empty()).then_some(&spec.answers);
+        let n = self.next_seq();
+        let mut arguments = spec.arguments.clone();
+        let marked = match self.markers.get(idx).and_then(|m| m.as_ref()) {
+            Some(arg) => match arguments.get_mut(arg) {
+                Some(serde_json::Value::String(v)) => {
+                    crate::client::marker::append_str(v, n);
+                    true
+                }
+                _ => false,
+            },
+            None => false,
+        };
         let mut rt = client
             .call_tool_as(
                 &spec.tool,
-                spec.arguments.clone(),
+                arguments,
                 &policy_for(spec),
                 expectations_for(spec),
                 pinned,
+                Some((n, marked)),
             )
             .await;
         rt.name = spec.name.clone();
@@ -315,7 +334,7 @@ impl LoadContext {
         let spec = self.plan.scenarios.get(idx)?;
         let _in_flight = self.recorder.begin();
         if spec.is_legacy() {
-            self.legacy_round_trip(http, spec).await
+            self.legacy_round_trip(http, idx, spec).await
         } else {
             self.modern_round_trip(http, idx).await
         }

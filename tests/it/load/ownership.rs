@@ -104,3 +104,18 @@ fn a_correct_server_misroutes_nothing_at_64_users() {
     assert!(n(&o["outcomes"]["success"]) > 500, "a real run: {s:#}");
     eprintln!("clean serve, 64 users: 0 misrouted of {total} round trips");
 }
+
+#[test]
+fn a_correct_server_misroutes_nothing_on_2025_11_25_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "duration = \"2s\"\ntimeout = \"5s\"\nmax_requests = 100000\n[load]\nusers = 16\n\
+         [scenarios.push]\nkind = \"form-accept\"\ngeneration = \"2025-11-25\"\n\
+         tool = \"deploy\"\narguments = { service = \"web\" }\n",
+    );
+    let (out, s) = load(&["--plan", &plan], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}\n{s:#}", stderr(&out));
+    assert_eq!(misroute_threshold(&s)["passed"], true);
+    assert!(n(&s["scenarios"]["push"]["outcomes"]["success"]) > 50, "{s:#}");
+}
