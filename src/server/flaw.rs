@@ -71,9 +71,10 @@ pub enum Flaw {
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
     IgnoreStatePrincipal,
-    /// 2026-07-28 `tools/call` replies go through one process-wide slot:
-    /// overlapping calls get the last result put there, whoever's it is
-    /// (responses of one client sent to another, as in GHSA-345p-7cg4-v4c7).
+    /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
+    /// responses) go through one process-wide slot: overlapping calls get
+    /// the last result put there, whoever's it is (responses of one client
+    /// sent to another, as in GHSA-345p-7cg4-v4c7).
     CrossTalk,
 }
 
@@ -231,7 +232,7 @@ impl Flaw {
                 "states are not checked against the calling principal (sessions and flow pages still are)"
             }
             Flaw::CrossTalk => {
-                "overlapping 2026-07-28 tools/call requests share one reply slot: a call may get another's result"
+                "overlapping tools/call requests share one result slot: a call may get another's result"
             }
         }
     }
