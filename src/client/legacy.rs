@@ -152,6 +152,44 @@ struct CallState<'p> {
     violations: Vec<String>,
     invalid_schema: Option<Value>,
     moved_on: bool,
+    /// The round trip's number and whether its marker went out (see
+    /// [`super::marker`]); `None` attributes nothing.
+    owner: Option<(u64, bool)>,
+    /// The evidence of the first misrouted message.
+    misrouted: Option<String>,
+}
+
+impl<'p> CallState<'p> {
+    fn new(
+        policy: &'p AnswerPolicy,
+        expect: Expectations,
+        pinned: Option<&'p Map<String, Value>>,
+        owner: Option<(u64, bool)>,
+    ) -> Self {
+        CallState {
+            policy,
+            expect,
+            pinned,
+            rt: RoundTrip::new(policy.name()),
+            probe: Probe::Normal,
+            applied: false,
+            reprompted: false,
+            violations: Vec::new(),
+            invalid_schema: None,
+            moved_on: false,
+            owner,
+            misrouted: None,
+        }
+    }
+
+    /// Ends the call when `bytes` (a message of it) carry another round
+    /// trip's marker, keeping the evidence for [`judge`].
+    fn misroute(&mut self, bytes: &[u8]) -> Option<Final> {
+        let (n, sent) = self.owner?;
+        let why = super::marker::misroute(bytes, n, sent, "tools/call (stream)")?;
+        self.misrouted = Some(why.clone());
+        Some(Final::Violation(why))
+    }
 }
 
 fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> Leg {
@@ -378,12 +416,16 @@ impl LegacyClient {
         arguments: Map<String, Value>,
         policy: &AnswerPolicy,
     ) -> RoundTrip {
-        self.call_tool_as(name, arguments, policy, Expectations::LENIENT, None)
+        self.call_tool_as(name, arguments, policy, Expectations::LENIENT, None, None)
             .await
     }
 
     /// [`LegacyClient::call_tool`] judged against `expect`, with answers
-    /// `pinned` by field name laid over the generated content.
+    /// `pinned` by field name laid over the generated content. `owner` is
+    /// the round trip's number and whether its marker is in `arguments`:
+    /// every message of the call (`elicitation/create`, the final
+    /// response) carrying another round trip's marker makes it
+    /// [`ErrorClass::Misrouted`].
     pub async fn call_tool_as(
         &mut self,
         name: &str,
@@ -391,20 +433,10 @@ impl LegacyClient {
         policy: &AnswerPolicy,
         expect: Expectations,
         pinned: Option<&Map<String, Value>>,
+        owner: Option<(u64, bool)>,
     ) -> RoundTrip {
         let wall = Instant::now();
-        let mut st = CallState {
-            policy,
-            expect,
-            pinned,
-            rt: RoundTrip::new(policy.name()),
-            probe: Probe::Normal,
-            applied: false,
-            reprompted: false,
-            violations: Vec::new(),
-            invalid_schema: None,
-            moved_on: false,
-        };
+        let mut st = CallState::new(policy, expect, pinned, owner);
         if matches!(
             policy,
             AnswerPolicy::TamperState(_)
@@ -615,6 +647,9 @@ impl LegacyClient {
                     ));
                 }
                 (Src::Post, Chunk::End) => {
+                    if let Some(f) = st.misroute(&post_buf) {
+                        return f;
+                    }
                     let ok = (200..300).contains(&post_status);
                     let decoded = match decode_body(Some(&post_ct), &post_buf) {
                         Ok(d) => d,
@@ -649,6 +684,9 @@ impl LegacyClient {
     ) -> Option<Final> {
         if data.trim().is_empty() {
             return None; // priming event
+        }
+        if let Some(f) = st.misroute(data.as_bytes()) {
+            return Some(f);
         }
         match parse_json(data.as_bytes()).and_then(message_from_value) {
             Ok(m) => self.on_message(m, src, id, deadline, st).await,
@@ -1047,6 +1085,9 @@ fn failed_leg(name: &str, f: &LegFailure, elapsed: Duration) -> Leg {
 
 /// Judges the end of a call against the policy.
 fn judge(st: &mut CallState<'_>, fin: Final) -> Outcome {
+    if let Some(why) = st.misrouted.take() {
+        return Outcome::unexpected(ErrorClass::Misrouted, why);
+    }
     let fin = match fin {
         Final::Failed(LegFailure::Timeout) => {
             return Outcome::unexpected(
@@ -1146,5 +1187,28 @@ fn judge(st: &mut CallState<'_>, fin: Final) -> Outcome {
                 },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_with_another_round_trips_marker_is_misrouted() {
+        let policy = AnswerPolicy::AcceptValid;
+        let mut st = CallState::new(&policy, Expectations::STRICT, None, Some((7, true)));
+        let ours = br#"{"method":"elicitation/create","params":{"message":"Deploy web ek-rt-7?"}}"#;
+        assert!(st.misroute(ours).is_none());
+        assert!(st.misroute(b"{\"result\":{}}").is_none(), "unattributed");
+        let theirs =
+            br#"{"method":"elicitation/create","params":{"message":"Deploy web ek-rt-8?"}}"#;
+        let fin = st.misroute(theirs).expect("misrouted");
+        let out = judge(&mut st, fin);
+        assert_eq!(out.error_class(), Some(ErrorClass::Misrouted));
+        assert!(format!("{out:?}").contains("ek-rt-8"), "{out:?}");
+        // Without an owner nothing is attributed.
+        let mut st = CallState::new(&policy, Expectations::STRICT, None, None);
+        assert!(st.misroute(theirs).is_none());
     }
 }

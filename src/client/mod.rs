@@ -18,6 +18,7 @@
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
 //! - [`stall`]: what a Nagle + delayed-ACK tail stall is (load and check).
+//! - [`marker`]: round-trip markers that make replies attributable.
 //! - `content`: valid and invalid form content for answers.
 
 pub mod browser;
@@ -27,6 +28,7 @@ pub mod h1;
 pub mod http;
 pub mod leg;
 pub mod legacy;
+pub mod marker;
 pub mod mask;
 pub mod modern;
 pub mod outcome;

@@ -15,6 +15,7 @@
 use super::browser;
 use super::content;
 use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
+use super::marker;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
 use super::rejection;
@@ -68,6 +69,9 @@ pub struct CallTemplate {
     protocol_version: String,
     name_json: String,
     arguments_json: String,
+    /// Where in `arguments_json` a round trip's marker goes (inside the
+    /// marked string, after its value), when one argument carries it.
+    marker_at: Option<usize>,
     meta_json: String,
     headers: Vec<(String, String)>,
 }
@@ -98,9 +102,35 @@ impl CallTemplate {
             meta_json: meta.to_value().to_string(),
             name_json,
             arguments_json,
+            marker_at: None,
             headers,
             call,
         }
+    }
+
+    /// This template with each round trip's marker
+    /// ([`FlowConfig::marker`]) appended, after a space, to the string
+    /// argument `arg`; unchanged when `arg` is not a string argument.
+    pub fn with_marker_in(mut self, arg: &str) -> Self {
+        const SLOT: &str = "\u{1}ek-marker-slot\u{1}";
+        let mut args = self.call.arguments.clone();
+        let Some(Value::String(v)) = args.get_mut(arg) else {
+            return self;
+        };
+        v.push_str(SLOT);
+        let json = Value::Object(args).to_string();
+        let slot = Value::from(SLOT).to_string();
+        let slot = &slot[1..slot.len() - 1];
+        if let Some(at) = json.find(slot) {
+            self.arguments_json = format!("{}{}", &json[..at], &json[at + slot.len()..]);
+            self.marker_at = Some(at);
+        }
+        self
+    }
+
+    /// Whether round trips under this template carry a marker.
+    pub fn is_marked(&self) -> bool {
+        self.marker_at.is_some()
     }
 
     /// The tool call.
@@ -114,8 +144,9 @@ impl CallTemplate {
             && self.protocol_version == cfg.generation_meta.protocol_version
     }
 
-    /// The JSON-RPC `tools/call` body with id `id` and the retry's extras.
-    fn body(&self, id: i64, extra: &RetryParams) -> Vec<u8> {
+    /// The JSON-RPC `tools/call` body with id `id`, the round trip's
+    /// marker (where the template has a slot for it) and the retry's extras.
+    fn body(&self, id: i64, marker: Option<u64>, extra: &RetryParams) -> Vec<u8> {
         let mut b = Vec::with_capacity(
             96 + self.name_json.len() + self.arguments_json.len() + self.meta_json.len(),
         );
@@ -124,7 +155,14 @@ impl CallTemplate {
         b.extend_from_slice(br#","method":"tools/call","params":{"name":"#);
         b.extend_from_slice(self.name_json.as_bytes());
         b.extend_from_slice(br#","arguments":"#);
-        b.extend_from_slice(self.arguments_json.as_bytes());
+        match (self.marker_at, marker) {
+            (Some(at), Some(n)) => {
+                b.extend_from_slice(&self.arguments_json.as_bytes()[..at]);
+                marker::append(&mut b, n);
+                b.extend_from_slice(&self.arguments_json.as_bytes()[at..]);
+            }
+            _ => b.extend_from_slice(self.arguments_json.as_bytes()),
+        }
         if let Some(r) = &extra.responses {
             b.extend_from_slice(br#","inputResponses":"#);
             // Serializing a Value into a Vec cannot fail.
@@ -166,6 +204,11 @@ pub struct FlowConfig {
     pub generation_meta: RequestMeta,
     /// JSON-RPC id of the first request; each later request uses the next integer.
     pub first_id: i64,
+    /// The round trip's run-wide number: its [`marker`] goes into the
+    /// template's marked argument, and every MCP reply is attributed by the
+    /// markers it carries (another's is [`ErrorClass::Misrouted`]). `None`
+    /// attributes nothing.
+    pub marker: Option<u64>,
     /// Name for the round trip (defaults to the policy's name).
     pub scenario: Option<String>,
     /// Keep the final tool result as a JSON tree in
@@ -232,6 +275,7 @@ impl Default for FlowConfig {
             policy: AnswerPolicy::AcceptValid,
             seed: 0,
             first_id: 1,
+            marker: None,
             scenario: None,
             keep_final_result: true,
             expect: Expectations::LENIENT,
@@ -381,6 +425,13 @@ impl ModernFlow {
         match std::mem::replace(&mut self.pending, Pending::Call) {
             Pending::Call => {
                 leg.name = self.current_call_leg();
+                if let Some(why) = self.misroute(&reply.body) {
+                    leg.result = LegResult::Http {
+                        status: reply.status,
+                    };
+                    self.rt.legs.push(leg);
+                    return self.finish(Outcome::unexpected(ErrorClass::Misrouted, why));
+                }
                 let (result, event) = self.interpret(&reply);
                 leg.result = result;
                 self.rt.legs.push(leg);
@@ -487,9 +538,20 @@ impl ModernFlow {
             target: Target::Mcp,
             method: HttpMethod::Post,
             headers: self.tpl.headers.clone(),
-            body: self.tpl.body(id, extra),
+            body: self.tpl.body(id, self.sent_marker(), extra),
             auth,
         }
+    }
+
+    /// The marker this round trip's calls carry, if any.
+    fn sent_marker(&self) -> Option<u64> {
+        self.cfg.marker.filter(|_| self.tpl.is_marked())
+    }
+
+    /// The evidence of a misroute in a reply (see [`marker::misroute`]).
+    fn misroute(&self, body: &[u8]) -> Option<String> {
+        let n = self.cfg.marker?;
+        marker::misroute(body, n, self.tpl.is_marked(), &self.current_call_leg())
     }
 
     fn last_sent_id(&self) -> RequestId {

@@ -96,11 +96,14 @@ pub enum ErrorClass {
     /// reason (framing, capability or method errors; HTTP errors without a
     /// JSON-RPC error).
     WrongRejection,
+    /// A reply carried another round trip's marker: the server answered
+    /// this request with a response meant for someone else.
+    Misrouted,
 }
 
 impl ErrorClass {
     /// Every class, in declaration order.
-    pub const ALL: [ErrorClass; 12] = [
+    pub const ALL: [ErrorClass; 13] = [
         ErrorClass::StateRejected,
         ErrorClass::StateAccepted,
         ErrorClass::ContentAccepted,
@@ -113,6 +116,7 @@ impl ErrorClass {
         ErrorClass::DidNotElicit,
         ErrorClass::ToolError,
         ErrorClass::WrongRejection,
+        ErrorClass::Misrouted,
     ];
 
     /// Stable snake_case name (a metric label).
@@ -130,6 +134,7 @@ impl ErrorClass {
             ErrorClass::DidNotElicit => "did_not_elicit",
             ErrorClass::ToolError => "tool_error",
             ErrorClass::WrongRejection => "wrong_rejection",
+            ErrorClass::Misrouted => "misrouted",
         }
     }
 }

@@ -258,12 +258,18 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
             (s.mcp_url(), Some(s))
         }
     };
-    preflight(plan, &mcp_url)
+    let mut markers = preflight(plan, &mcp_url)
         .await
         .map_err(RunError::Preflight)?;
-    // Every other target must serve the same plan (its reasons name it).
+    // Every other target must serve the same plan (its reasons name it);
+    // a marker goes only where every target takes it.
     for url in &plan.target.more_urls {
-        preflight(plan, url).await.map_err(RunError::Preflight)?;
+        let theirs = preflight(plan, url).await.map_err(RunError::Preflight)?;
+        for (m, t) in markers.iter_mut().zip(theirs) {
+            if *m != t {
+                *m = None;
+            }
+        }
     }
     let stream = match &opts.ndjson {
         Some(path) => Some(
@@ -313,6 +319,7 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
         progress: opts.progress,
         comments,
         stream,
+        markers,
     };
     Ok(Prepared { engine, info, late })
 }

@@ -11,6 +11,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
+use crate::protocol::jsonrpc::RequestId;
 use crate::state::{Claims, Sealer, StateError};
 use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id, now_ms};
 
@@ -50,6 +51,8 @@ pub struct App {
     pub closing: watch::Receiver<bool>,
     /// The [`super::config::INSTANCE_HEADER`] value of every response.
     pub instance: axum::http::HeaderValue,
+    /// The one reply slot of [`Flaw::CrossTalk`].
+    reply_slot: Mutex<Option<(RequestId, Value)>>,
 }
 
 impl App {
@@ -80,7 +83,20 @@ impl App {
             blocking_store,
             closing,
             instance,
+            reply_slot: Mutex::new(None),
         }
+    }
+
+    /// [`Flaw::CrossTalk`]: puts this call's reply (`id`, `result`) into
+    /// the process-wide slot, lets overlapping calls overwrite it for a
+    /// moment, then answers with whatever the slot holds (another call's
+    /// reply when one came in meanwhile; its own when the slot was taken).
+    pub async fn cross_talk(&self, id: RequestId, result: Value) -> (RequestId, Value) {
+        let put = |v| self.reply_slot.lock().map(|mut s| s.replace(v)).ok();
+        put((id.clone(), result.clone()));
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        let taken = self.reply_slot.lock().ok().and_then(|mut s| s.take());
+        taken.unwrap_or((id, result))
     }
 
     /// The principal behind a request: its bearer token, else (for

@@ -74,11 +74,16 @@ pub enum Flaw {
     /// 2025-11-25: a GET stream opened before `notifications/initialized`
     /// gets an `elicitation/create` at once.
     ElicitBeforeInitialized,
+    /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
+    /// responses) go through one process-wide slot: overlapping calls get
+    /// the last result put there, whoever's it is (responses of one client
+    /// sent to another, as in GHSA-345p-7cg4-v4c7).
+    CrossTalk,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 26] = [
+    pub const ALL: [Flaw; 27] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -105,6 +110,7 @@ impl Flaw {
         Flaw::TypedInState,
         Flaw::IgnoreStatePrincipal,
         Flaw::ElicitBeforeInitialized,
+        Flaw::CrossTalk,
     ];
 
     /// The command-line name.
@@ -136,6 +142,7 @@ impl Flaw {
             Flaw::TypedInState => "typed-in-state",
             Flaw::IgnoreStatePrincipal => "ignore-state-principal",
             Flaw::ElicitBeforeInitialized => "elicit-before-initialized",
+            Flaw::CrossTalk => "cross-talk",
         }
     }
 
@@ -168,6 +175,7 @@ impl Flaw {
             Flaw::TypedInState => "§3.6 rule 6, §4.7 S7 (SHOULD)",
             Flaw::IgnoreStatePrincipal => "§4.7 S8a",
             Flaw::ElicitBeforeInitialized => "§3.1, §6.A 2",
+            Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
         }
     }
 
@@ -231,6 +239,9 @@ impl Flaw {
             }
             Flaw::ElicitBeforeInitialized => {
                 "a 2025-11-25 GET stream opened before initialized gets an elicitation/create at once"
+            }
+            Flaw::CrossTalk => {
+                "overlapping tools/call requests share one result slot: a call may get another's result"
             }
         }
     }

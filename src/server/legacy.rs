@@ -498,7 +498,12 @@ impl Call<'_> {
     }
 
     async fn send_result(&self, stream: &mut Stream, id: &RequestId, v: &Value) {
-        let json = reply::response_json(Some(id), Some(v), None);
+        let json = if self.app.flaw(Flaw::CrossTalk) {
+            let (id, v) = self.app.cross_talk(id.clone(), v.clone()).await;
+            reply::response_json(Some(&id), Some(&v), None)
+        } else {
+            reply::response_json(Some(id), Some(v), None)
+        };
         stream.send(&json).await;
     }
 

@@ -151,6 +151,10 @@ pub async fn handle(
     timing: &mut Timing,
 ) -> Response {
     match dispatch(app, headers, &req, principal, timing).await {
+        Ok(v) if req.method == METHOD_TOOLS_CALL && app.flaw(Flaw::CrossTalk) => {
+            let (id, v) = app.cross_talk(req.id.clone(), v).await;
+            reply::result(&id, &v, app.cfg.response)
+        }
         Ok(v) => reply::result(&req.id, &v, app.cfg.response),
         Err(e) => {
             tracing::debug!(

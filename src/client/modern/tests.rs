@@ -1016,3 +1016,76 @@ fn tamper_waits_for_the_first_round_that_carries_a_state() {
     let sent = body_of(&r2)["params"][REQUEST_STATE].clone();
     assert!(sent.is_string() && sent != "abc", "{sent}");
 }
+
+/// A flow whose `service` argument carries round trip 7's marker.
+fn marked_flow() -> ModernFlow {
+    let cfg = FlowConfig {
+        marker: Some(7),
+        ..FlowConfig::with_policy(AnswerPolicy::AcceptValid)
+    };
+    let call = ToolCall::new("deploy", json!({"service":"api", "n": 1}));
+    let tpl = CallTemplate::new(call, &cfg).with_marker_in("service");
+    ModernFlow::with_template(Arc::new(tpl), cfg)
+}
+
+fn form_asking(id: i64, message: &str) -> Value {
+    let mut req = form_request();
+    req["params"]["message"] = json!(message);
+    input_required(id, json!({"confirm": req}), Some("s"))
+}
+
+#[test]
+fn every_call_carries_the_marker_and_replies_are_attributed() {
+    // Ours echoed: the flow goes on; the retry carries the marker too.
+    let mut f = marked_flow();
+    let b = body_of(&f.start());
+    assert_eq!(
+        b["params"]["arguments"],
+        json!({"service":"api ek-rt-7", "n": 1})
+    );
+    let retry = send(f.on_reply(json_reply(200, form_asking(1, "Deploy api ek-rt-7?"))));
+    assert_eq!(
+        body_of(&retry)["params"]["arguments"]["service"],
+        "api ek-rt-7"
+    );
+    // No marker in the reply: unattributable, not a misroute.
+    let rt = done(f.on_reply(json_reply(200, complete(2, false))));
+    assert!(rt.outcome.is_ok(), "{:?}", rt.outcome);
+
+    // Another round trip's marker, under a colliding id: a misroute naming both.
+    let mut f = marked_flow();
+    let _ = f.start();
+    let rt = done(f.on_reply(json_reply(200, form_asking(1, "Deploy api ek-rt-9?"))));
+    assert_eq!(rt.outcome.error_class(), Some(ErrorClass::Misrouted));
+    let why = format!("{:?}", rt.outcome);
+    assert!(why.contains("ek-rt-7") && why.contains("ek-rt-9"), "{why}");
+
+    // The final result is checked as well.
+    let mut f = marked_flow();
+    let _ = f.start();
+    let _ = send(f.on_reply(json_reply(200, form_asking(1, "Deploy api ek-rt-7?"))));
+    let mut last = complete(2, false);
+    last["result"]["content"][0]["text"] = json!("Deployed api ek-rt-70 to staging.");
+    let rt = done(f.on_reply(json_reply(200, last)));
+    assert_eq!(rt.outcome.error_class(), Some(ErrorClass::Misrouted));
+}
+
+#[test]
+fn an_unmarked_template_sends_its_arguments_unchanged() {
+    let cfg = FlowConfig {
+        marker: Some(7),
+        ..FlowConfig::default()
+    };
+    let call = ToolCall::new("deploy", json!({"service":"api"}));
+    // Not a string argument: no slot, nothing to attribute ours by.
+    let tpl = CallTemplate::new(call, &cfg).with_marker_in("missing");
+    assert!(!tpl.is_marked());
+    let mut f = ModernFlow::with_template(Arc::new(tpl), cfg);
+    assert_eq!(
+        body_of(&f.start())["params"]["arguments"],
+        json!({"service":"api"})
+    );
+    // Any marker in a reply is then another round trip's.
+    let rt = done(f.on_reply(json_reply(200, form_asking(1, "Deploy ek-rt-3?"))));
+    assert_eq!(rt.outcome.error_class(), Some(ErrorClass::Misrouted));
+}

@@ -148,6 +148,9 @@ pub struct Engine {
     pub comments: Vec<String>,
     /// The interval stream (`--out ndjson=FILE`).
     pub stream: Option<IntervalStream>,
+    /// Per plan scenario, the argument that carries each round trip's
+    /// marker (from the preflight; see [`LoadContext::mark`]).
+    pub markers: Vec<Option<String>>,
 }
 
 impl Engine {
@@ -189,11 +192,10 @@ impl Engine {
         if let Some(s) = stream {
             recorder.stream_to(s.clone(), label);
         }
-        let ctx = Arc::new(LoadContext::new(
-            plan.clone(),
-            mcp_url.to_owned(),
-            recorder.clone(),
-        ));
+        let ctx = Arc::new(
+            LoadContext::new(plan.clone(), mcp_url.to_owned(), recorder.clone())
+                .mark(&self.markers),
+        );
         let end = Arc::new(EndState::default());
         let done = Arc::new(AtomicBool::new(false));
         let goose = timeline.model == Model::Closed;
@@ -419,8 +421,10 @@ fn goose_error(e: &goose::GooseError) -> String {
 
 /// Asks the target what an MCP client would before the run: does it speak
 /// the generations the plan's scenarios use, and does it list their tools?
-/// `Err` is a one-line reason.
-pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
+/// `Ok` holds, per scenario, the argument that can carry a round trip's
+/// marker under its tool's `inputSchema`; `Err`
+/// is a one-line reason.
+pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>, String> {
     use crate::client::raw::Rpc;
     use crate::discover::{self, Wire, all_modes, legacy, modern, wire::Log};
     use crate::protocol::Generation;
@@ -447,8 +451,9 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
     gens.dedup();
     gens.sort_by_key(|g| *g == Generation::Legacy);
     gens.dedup();
+    let mut markers = vec![None; plan.scenarios.len()];
     for g in gens {
-        let names: Vec<String> = match g {
+        let tools: Vec<serde_json::Value> = match g {
             Generation::Modern => modern::list_tools(&log, &caps)
                 .await
                 .map_err(|e| format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}"))?,
@@ -481,19 +486,26 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
                     }
                 }
             }
-        }
-        .iter()
-        .filter_map(|d| {
-            d.get("name")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
-        })
-        .collect();
-        for sc in plan
-            .scenarios
+        };
+        let names: Vec<String> = tools
             .iter()
-            .filter(|s| (g == Generation::Legacy) == s.is_legacy())
-        {
+            .filter_map(|d| {
+                d.get("name")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect();
+        for (i, sc) in plan.scenarios.iter().enumerate() {
+            if (g == Generation::Legacy) != sc.is_legacy() {
+                continue;
+            }
+            if let Some(schema) = tools
+                .iter()
+                .find(|d| d.get("name").and_then(serde_json::Value::as_str) == Some(&sc.tool))
+                .and_then(|d| d.get("inputSchema"))
+            {
+                markers[i] = crate::client::marker::free_string_argument(schema, &sc.arguments);
+            }
             if !names.contains(&sc.tool) {
                 return Err(format!(
                     "scenario {}: {mcp_url} lists no tool {:?} on {} (it lists: {})",
@@ -505,7 +517,7 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(markers)
 }
 
 /// Waits until `at` (wall clock), with a progress line on stderr when

@@ -94,6 +94,8 @@ pub struct LoadContext {
     flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
     /// Idle HTTP/1.1 lanes to each endpoint (plain `http` targets only).
     lanes: Vec<Mutex<Vec<H1Lane>>>,
+    /// Per scenario, the argument that carries each round trip's marker.
+    markers: Vec<Option<String>>,
 }
 
 impl LoadContext {
@@ -135,23 +137,41 @@ impl LoadContext {
             stop: AtomicBool::new(false),
             seq: AtomicU64::new(0),
             legacy_pool: Mutex::new(Vec::new()),
+            markers: Vec::new(),
         }
     }
 
-    /// A fresh sequence number (seeds and JSON-RPC ids differ per round
-    /// trip): the whole run's number, so segments of a distributed run
+    /// A fresh sequence number (seeds and markers differ per round trip):
+    /// the whole run's number, so segments of a distributed run
     /// (`--segment I/N`) never share one.
     pub fn next_seq(&self) -> u64 {
         let local = self.seq.fetch_add(1, Ordering::Relaxed);
         self.plan.segment.global(local)
     }
 
-    /// The MRTR flow for round trip `n` of scenario `idx` of the plan.
+    /// Puts each round trip's marker into argument `args[i]` of scenario
+    /// `i` (`None`: that scenario has no free-string argument to carry it;
+    /// see [`crate::client::marker`]).
+    pub fn mark(mut self, args: &[Option<String>]) -> Self {
+        for ((tpl, _), arg) in self.flows.iter_mut().zip(args) {
+            if let Some(arg) = arg {
+                *tpl = Arc::new(CallTemplate::clone(tpl).with_marker_in(arg));
+            }
+        }
+        self.markers = args.to_vec();
+        self
+    }
+
+    /// The MRTR flow for round trip `n` of scenario `idx` of the plan. Every
+    /// round trip numbers its JSON-RPC ids from 1, as a fresh client does,
+    /// so concurrent round trips reuse the same ids: an id alone cannot
+    /// tell whose a reply is, its marker `n` can.
     pub fn flow_for(&self, idx: usize, n: u64) -> Option<ModernFlow> {
         let (tpl, cfg) = self.flows.get(idx)?;
         let mut cfg = cfg.clone();
         cfg.seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        cfg.first_id = 1 + (n as i64 % 1_000_000) * 16;
+        cfg.first_id = 1;
+        cfg.marker = Some(n);
         Some(ModernFlow::with_template(tpl.clone(), cfg))
     }
 
@@ -218,12 +238,14 @@ impl LoadContext {
         }
     }
 
-    /// Runs one 2025-11-25 round trip on a pooled session (a new session is
-    /// opened when the pool is empty; its handshake legs join this round
-    /// trip's legs).
+    /// Runs one 2025-11-25 round trip of scenario `idx` on a pooled session
+    /// (a new session is opened when the pool is empty; its handshake legs
+    /// join this round trip's legs). Its ids continue the session's own
+    /// sequence; its marker goes where [`Self::mark`] said.
     pub async fn legacy_round_trip(
         &self,
         http: &reqwest::Client,
+        idx: usize,
         spec: &ScenarioSpec,
     ) -> Option<(RoundTrip, u64)> {
         if !self.reserve() {
@@ -258,13 +280,26 @@ impl LoadContext {
             }
         };
         let pinned = (!spec.answers.is_empty()).then_some(&spec.answers);
+        let n = self.next_seq();
+        let mut arguments = spec.arguments.clone();
+        let marked = match self.markers.get(idx).and_then(|m| m.as_ref()) {
+            Some(arg) => match arguments.get_mut(arg) {
+                Some(serde_json::Value::String(v)) => {
+                    crate::client::marker::append_str(v, n);
+                    true
+                }
+                _ => false,
+            },
+            None => false,
+        };
         let mut rt = client
             .call_tool_as(
                 &spec.tool,
-                spec.arguments.clone(),
+                arguments,
                 &policy_for(spec),
                 expectations_for(spec),
                 pinned,
+                Some((n, marked)),
             )
             .await;
         rt.name = spec.name.clone();
@@ -299,7 +334,7 @@ impl LoadContext {
         let spec = self.plan.scenarios.get(idx)?;
         let _in_flight = self.recorder.begin();
         if spec.is_legacy() {
-            self.legacy_round_trip(http, spec).await
+            self.legacy_round_trip(http, idx, spec).await
         } else {
             self.modern_round_trip(http, idx).await
         }

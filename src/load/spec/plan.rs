@@ -385,7 +385,9 @@ impl Plan {
 
     /// Every threshold the run is judged by, each flagged when it is a
     /// default rather than written in the plan: `error_rate < 1%` (unless
-    /// the plan sets its own error rate), and per scenario `ok(S) > 0` (no
+    /// the plan sets its own error rate), `misrouted < 1` (no reply meant
+    /// for another round trip, unless the plan sets its own limit), and per
+    /// scenario `ok(S) > 0` (no
     /// scenario without a success) and `skipped_rate(S) < 50%` (a scenario
     /// that mostly cannot apply its policy says so).
     pub fn all_thresholds(&self) -> Vec<(Threshold, bool)> {
@@ -402,6 +404,7 @@ impl Plan {
             }
         };
         add("error_rate < 1%".into());
+        add("misrouted < 1".into());
         for s in &self.scenarios {
             add(format!("ok({}) > 0", s.name));
             add(format!("skipped_rate({}) < 50%", s.name));

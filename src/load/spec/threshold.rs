@@ -1,6 +1,6 @@
 //! Pass/fail thresholds of a plan: `"p99(retry) < 50ms"`, `"p50(e2e) < 10ms"`,
 //! `"error_rate < 0.1%"`, `"rps > 100"`, `"ok(form-accept) > 0"`,
-//! `"skipped_rate(tamper) < 50%"`.
+//! `"skipped_rate(tamper) < 50%"`, `"misrouted < 1"`.
 //!
 //! Latency selectors: `first` (the `tools/call #1` leg), `retry` (every
 //! `tools/call #n retry` leg), `e2e` (whole round trips), or an exact leg
@@ -34,6 +34,9 @@ pub enum Metric {
     Ok(String),
     /// Skipped attempts of one scenario over all its attempts (0–1).
     SkippedRate(String),
+    /// Round trips that got a reply meant for another round trip (a count;
+    /// see [`crate::client::marker`]).
+    Misrouted,
 }
 
 /// Which legs a latency threshold reads.
@@ -162,6 +165,12 @@ impl Threshold {
         };
         let (metric, limit) = match lhs {
             "error_rate" => (Metric::ErrorRate, parse_rate(rhs).map_err(|w| err(&w))?),
+            "misrouted" => {
+                let v: f64 = rhs
+                    .parse()
+                    .map_err(|_| err("misrouted needs a count, e.g. \"misrouted < 1\""))?;
+                (Metric::Misrouted, finite_nonneg(v).map_err(|w| err(&w))?)
+            }
             _ if scenario_arg("ok").is_some() => {
                 let v: f64 = rhs
                     .parse()
@@ -241,7 +250,7 @@ impl Threshold {
                 format!("{} {}%", self.cmp.as_str(), self.limit * 100.0)
             }
             Metric::Rps => format!("{} {}/s", self.cmp.as_str(), self.limit),
-            Metric::Ok(_) => format!("{} {}", self.cmp.as_str(), self.limit),
+            Metric::Ok(_) | Metric::Misrouted => format!("{} {}", self.cmp.as_str(), self.limit),
         }
     }
 
@@ -253,7 +262,7 @@ impl Threshold {
             Metric::ErrorRate | Metric::SkippedRate(_) => format!("{:.2}%", v * 100.0),
             Metric::Rps => format!("{v:.1}/s"),
             // A count: never "-0" (a negated zero prints its sign).
-            Metric::Ok(_) => format!("{:.0}", if v == 0.0 { 0.0 } else { v }),
+            Metric::Ok(_) | Metric::Misrouted => format!("{:.0}", if v == 0.0 { 0.0 } else { v }),
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod baseline;
 
+use crate::client::ErrorClass;
 use crate::load::exec::engine::EndReason;
 use crate::load::metrics::hlog::{E2E, GAP, INST, LEG, STATE};
 use crate::load::metrics::set::{MetricSet, is_error_label};
@@ -77,6 +78,13 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
             let all = of(&|_| true);
             (all > 0).then(|| of(&|l| l == "skipped") as f64 / all as f64)
         }
+        Metric::Misrouted => Some(
+            set.outcome_counts()
+                .iter()
+                .filter(|((_, l), _)| l == ErrorClass::Misrouted.as_str())
+                .map(|(_, n)| *n)
+                .sum::<u64>() as f64,
+        ),
     }
 }
 
@@ -125,7 +133,7 @@ pub fn chart_limit(t: &Threshold) -> Option<ThresholdLimit> {
         }
         Metric::ErrorRate => ("error_rate", String::new(), 0.0, t.limit * 100.0, "%"),
         Metric::Rps => ("rps", String::new(), 0.0, t.limit, "/s"),
-        Metric::Ok(_) | Metric::SkippedRate(_) => return None,
+        Metric::Ok(_) | Metric::SkippedRate(_) | Metric::Misrouted => return None,
     };
     Some(ThresholdLimit {
         metric: metric.into(),

@@ -85,6 +85,18 @@ fn discovered_plans_succeed_on_every_eliciting_tool() {
             sdk.name()
         );
         assert_eq!(s["round_trips"]["unexpected"], 0, "{}:\n{all}", sdk.name());
+        // Concurrent round trips reuse ids; none got another's reply.
+        assert_eq!(s["errors"]["misrouted"].as_u64().unwrap_or(0), 0);
+        let misrouted = s["thresholds"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["expr"] == "misrouted < 1"));
+        assert_eq!(
+            misrouted.map(|t| &t["passed"]),
+            Some(&Value::Bool(true)),
+            "{}: {:#}",
+            sdk.name(),
+            s["thresholds"]
+        );
         let calls = s["discovery"].as_array().map_or(0, Vec::len);
         assert!(calls > 5, "{}: discovery calls are reported", sdk.name());
         assert!(
