@@ -16,7 +16,10 @@
 //! Every round trip runs as one of the plan's principals
 //! ([`crate::load::spec::principals`]): a closed-model user always as the
 //! same one, open-model round trips as each in turn. Pooled lanes take the
-//! round trip's tokens; 2025-11-25 sessions are pooled per principal.
+//! round trip's tokens. 2025-11-25 sessions are pooled per principal for
+//! closed-model users (a user keeps its own sessions); open-model round
+//! trips share one pool whose new sessions take the principals in turn,
+//! so sessions stay about as many as the round trips in flight.
 
 use crate::client::h1::bearer;
 use crate::client::legacy::{LegacyClient, LegacyConfig};
@@ -100,9 +103,11 @@ pub struct LoadContext {
     principals: Vec<Principal>,
     /// The next principal of the open model's rotation.
     turn: AtomicU64,
-    /// Idle 2025-11-25 sessions, per principal (a session is its
-    /// principal's).
+    /// Idle 2025-11-25 sessions of closed-model users, per principal (a
+    /// session is its principal's).
     legacy_pools: Vec<Mutex<Vec<LegacyClient>>>,
+    /// Idle 2025-11-25 sessions of open-model round trips, any principal.
+    shared_pool: Mutex<Vec<LegacyClient>>,
     /// Each scenario's call template and flow settings, built once (same
     /// order as the plan's scenarios).
     flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
@@ -158,6 +163,7 @@ impl LoadContext {
             stop: AtomicBool::new(false),
             seq: AtomicU64::new(0),
             legacy_pools: principals.iter().map(|_| Mutex::new(Vec::new())).collect(),
+            shared_pool: Mutex::new(Vec::new()),
             principals,
             turn: AtomicU64::new(0),
         }
@@ -284,19 +290,24 @@ impl LoadContext {
     }
 
     /// Runs one 2025-11-25 round trip on a pooled session (a new session is
-    /// opened when the pool is empty; its handshake legs join this round
-    /// trip's legs).
+    /// opened as `principal` when the pool is empty; its handshake legs
+    /// join this round trip's legs). The pool is `principal`'s own for a
+    /// closed-model user, the shared one for the open model (`user` none).
     pub async fn legacy_round_trip(
         &self,
         http: &reqwest::Client,
         spec: &ScenarioSpec,
         principal: usize,
+        user: Option<usize>,
     ) -> Option<(RoundTrip, u64)> {
         if !self.reserve() {
             return None;
         }
         let started = Instant::now();
-        let pool = self.legacy_pools.get(principal)?;
+        let pool = match user {
+            Some(_) => self.legacy_pools.get(principal)?,
+            None => &self.shared_pool,
+        };
         let pooled = pool.lock().ok().and_then(|mut p| p.pop());
         let (mut client, mut handshake) = match pooled {
             Some(c) => (c, Vec::new()),
@@ -374,7 +385,7 @@ impl LoadContext {
         let _in_flight = self.recorder.begin();
         let principal = self.principal_for(user);
         if spec.is_legacy() {
-            self.legacy_round_trip(http, spec, principal).await
+            self.legacy_round_trip(http, spec, principal, user).await
         } else {
             self.modern_round_trip(http, idx, principal).await
         }
@@ -385,6 +396,7 @@ impl LoadContext {
         let clients: Vec<LegacyClient> = self
             .legacy_pools
             .iter()
+            .chain(std::iter::once(&self.shared_pool))
             .flat_map(|pool| {
                 pool.lock()
                     .map(|mut p| std::mem::take(&mut *p))
