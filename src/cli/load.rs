@@ -21,6 +21,7 @@ use crate::load::spec::generate;
 use crate::load::spec::overrides::{self, Overrides};
 use crate::load::spec::parse;
 use crate::load::spec::plan::Plan;
+use crate::load::spec::principals::Principals;
 use crate::load::spec::shape::Model;
 use crate::protocol::Generation;
 use clap::Args as ClapArgs;
@@ -41,6 +42,9 @@ pub const LOAD_EXAMPLES: &str = "Examples:
   elicitkit load                                    # smoke plan, embedded reference server
   elicitkit load --target http://127.0.0.1:3000/mcp # discover the server, load every eliciting tool
   elicitkit load --target URL --tool place_order --duration 30s --rate 200
+  elicitkit load --target URL --users 512 --principals 64   # 64 principals, 8 users each
+  elicitkit load --target URL --users 64 --principal-file tokens.txt  # real tokens, round robin
+  elicitkit load --target URL --principal alice      # every user is alice
   elicitkit load --target http://127.0.0.1:9001/mcp,http://127.0.0.1:9002/mcp  # two instances, retries cross
   elicitkit load --rate 2000 --duration 30s --warmup 5s  # open model; the first 5 s are not measured
   elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
@@ -82,10 +86,24 @@ pub struct Args {
     /// Only this generation when discovering: 2025-11-25 or 2026-07-28.
     #[arg(long, value_name = "VERSION")]
     pub generation: Option<Generation>,
-    /// Bearer token of the principal the calls run as (default: the
-    /// plan's, else `alice`).
+    /// Every user runs as this one bearer token (default: each user is
+    /// its own principal; see --principals). Discovery runs as it too;
+    /// --principals and --principal-file win over it for the users.
     #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
     pub principal: Option<String>,
+    /// Spread the users over N generated principals, `ek-user-0001` …
+    /// (tokens that name the principal, as the reference server's demo
+    /// auth takes them); users take them round robin. Default: one per
+    /// user (open model: one per round trip allowed in flight), at most
+    /// 1024, unless --principal or the plan's `token` names one. E.g.
+    /// --users 512 --principals 64.
+    #[arg(long, value_name = "N", conflicts_with = "principal_file")]
+    pub principals: Option<usize>,
+    /// Real tokens for the users, one a line (`#` comments and blank lines
+    /// skipped); users take them round robin, e.g. --principal-file
+    /// tokens.txt. The report names the file, never a token.
+    #[arg(long, value_name = "FILE")]
+    pub principal_file: Option<PathBuf>,
     /// The measured window (e.g. 5s, 1m): the results cover exactly this
     /// much traffic; the users' launch and --warmup come before it. With a
     /// plan's stages or ramp, scales them to last this long after the warm-up.
@@ -236,6 +254,8 @@ fn overrides(args: &Args) -> Overrides {
     Overrides {
         target: args.target.clone(),
         principal: args.principal.clone(),
+        principals: args.principals,
+        principal_file: args.principal_file.clone(),
         tools: args.tools.clone(),
         skip_tools: args.skip_tools.clone(),
         workers: args.workers,
@@ -491,7 +511,8 @@ pub struct PlanArgs {
     /// Only this generation: 2025-11-25 or 2026-07-28.
     #[arg(long, value_name = "VERSION")]
     pub generation: Option<Generation>,
-    /// Bearer token of the principal the calls run as.
+    /// Bearer token discovery runs as; written into the plan as every
+    /// user's (without it, each user is its own principal).
     #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
     pub principal: Option<String>,
     /// Run length written into the plan.
@@ -519,6 +540,11 @@ pub fn run_plan(args: PlanArgs) -> ExitCode {
         duration: args.duration,
         users: args.users.max(1),
         token: settings.principal.clone(),
+        principals: if args.principal.is_some() {
+            Principals::Single
+        } else {
+            Principals::PerUser
+        },
         ..generate::Options::default()
     };
     let (d, g) = match rt.block_on(discovered_plan(&settings, &opts)) {
@@ -577,6 +603,9 @@ fn print_report(r: &run::RunReport) {
     }
     if let Some(w) = crate::report::window_text(s) {
         println!("  {w}");
+    }
+    if let Some(p) = s.settings.get("principals") {
+        println!("  principals: {p}");
     }
     let c = &s.round_trips;
     println!(

@@ -53,6 +53,12 @@ struct Open {
 /// messages of up to [`crate::protocol::jsonrpc::MAX_MESSAGE_BYTES`]).
 pub const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
+/// The `Authorization` value for bearer `token` (`None`: the token cannot
+/// be a header value).
+pub fn bearer(token: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("Bearer {token}")).ok()
+}
+
 /// One keep-alive HTTP/1.1 connection to the MCP endpoint.
 pub struct H1Lane {
     addr: String,
@@ -102,7 +108,6 @@ impl H1Lane {
             Some(q) => format!("{}?{q}", url.path()),
             None => url.path().to_owned(),
         };
-        let bearer = |t: &str| HeaderValue::from_str(&format!("Bearer {t}")).ok();
         Some(H1Lane {
             base: url.clone(),
             addr: format!("{host}:{port}"),
@@ -118,6 +123,18 @@ impl H1Lane {
             answered: None,
             replied: false,
         })
+    }
+
+    /// Makes the next requests run as another principal: `primary` and
+    /// `other` are [`bearer`] values (a load run spreads its users over
+    /// many principals; a pooled lane serves whichever user takes it).
+    pub fn authorize(&mut self, primary: &HeaderValue, other: &HeaderValue) {
+        if self.primary != *primary {
+            self.primary = primary.clone();
+        }
+        if self.other.as_ref() != Some(other) {
+            self.other = Some(other.clone());
+        }
     }
 
     /// The request target (path and query) of `target` when it is on this

@@ -138,6 +138,11 @@ fn settings(plan: &Plan, capacity: bool) -> std::collections::BTreeMap<String, S
     put("interval", d(plan.interval));
     put("max requests", plan.max_requests.to_string());
     put("max in flight", plan.max_in_flight.to_string());
+    let t = &plan.target;
+    put(
+        "principals",
+        t.principals.describe(&plan.shape, plan.max_in_flight),
+    );
     put("seed", plan.seed.to_string());
     put("target workers", plan.target.workers.to_string());
     put(

@@ -71,6 +71,9 @@ pub fn render(s: &Summary) -> String {
     if let Some(w) = super::window_text(s) {
         let _ = writeln!(o, "- {w}");
     }
+    if let Some(p) = s.settings.get("principals") {
+        let _ = writeln!(o, "- principals: {p}");
+    }
     let r = &s.round_trips;
     let _ = writeln!(
         o,

@@ -175,27 +175,106 @@ pub fn format_admits_range(format: StringFormat, min: u64, max: Option<u64>) -> 
     }
 }
 
+/// The length of the value [`sample_format`] builds when the schema leaves
+/// it free: `user0001@example.com`, `https://example.com/x`, `2026-01-02`,
+/// `2026-01-02T03:04:05Z` (no fraction: some validators take at most
+/// microseconds).
+pub fn natural_len(format: StringFormat) -> usize {
+    match format {
+        StringFormat::Email => 20,
+        StringFormat::Uri => 21,
+        StringFormat::Date => 10,
+        StringFormat::DateTime => 20,
+    }
+}
+
+/// Most characters of an e-mail local part (RFC 5321), and of a domain.
+const MAX_LOCAL: usize = 64;
+const MAX_DOMAIN: usize = 253;
+/// Most characters of one domain label.
+const MAX_LABEL: usize = 63;
+
 /// Builds a valid value of `format` with exactly `len` characters (ASCII),
 /// varied by `r`; `None` when no such value exists.
+///
+/// Values are ones the strict validators servers use accept too (zod,
+/// pydantic's email-validator, JSON Schema format checkers): e-mails have
+/// a local part of letters and digits (at most 64) and a domain under a
+/// TLD of two letters or more (`example.com`, `x.io` when short); URIs are
+/// `https://` with a host under such a TLD. Only lengths the schema forces
+/// below that (under 6 for an e-mail, 12 for a URI) get the shortest values
+/// elicitkit's own check accepts (`a@x.c`, `x:a`): the schema comes first.
 pub fn sample_format(format: StringFormat, len: usize, r: u64) -> Option<String> {
     if !format_admits_len(format, len as u64) {
         return None;
     }
     let letter = |i: u64| char::from(b'a' + ((r >> (i % 48)) % 26) as u8);
+    // `user0001`-like: letters, then four digits when there is room.
+    let local = |n: usize| -> String {
+        let digits = format!("{:04}", 1 + r % 9999);
+        let mut l = String::with_capacity(n);
+        if n >= 8 {
+            l.push_str("user");
+            l.push_str(&digits);
+        }
+        let mut i = 0u64;
+        while l.len() < n {
+            l.push(letter(i));
+            i += 1;
+        }
+        l
+    };
     let mut s = String::with_capacity(len);
     match format {
         StringFormat::Email => {
-            // The local part pads; the domain is fixed.
-            let domain = if len >= 6 { "x.io" } else { "x.c" };
-            for i in 0..(len - 1 - domain.len()) {
-                s.push(letter(i as u64));
+            if len < 6 {
+                // `a@x.c`: only a schema's maxLength asks for this.
+                s.push_str(&local(len - 4));
+                s.push_str("@x.c");
+            } else if len < 13 {
+                s.push_str(&local(len - 5));
+                s.push_str("@x.io");
+            } else if len - 12 <= MAX_LOCAL {
+                s.push_str(&local(len - 12));
+                s.push_str("@example.com");
+            } else if len <= 1 + MAX_LOCAL + MAX_DOMAIN {
+                // The local part is full: the domain grows by labels (a
+                // label needs two characters with its dot: one more goes
+                // to the domain when a single one is left).
+                let mut extra = len - 1 - MAX_LOCAL - "example.com".len();
+                let l = if extra == 1 { MAX_LOCAL - 1 } else { MAX_LOCAL };
+                extra += MAX_LOCAL - l;
+                s.push_str(&local(l));
+                s.push('@');
+                let mut i = 0u64;
+                while extra > 0 {
+                    // A label and its dot; never a lone dot.
+                    let label = if extra == MAX_LABEL + 2 {
+                        MAX_LABEL - 1
+                    } else {
+                        (extra - 1).min(MAX_LABEL)
+                    };
+                    for _ in 0..label {
+                        s.push(letter(i));
+                        i += 1;
+                    }
+                    s.push('.');
+                    extra -= label + 1;
+                }
+                s.push_str("example.com");
+            } else {
+                // Longer than any real address: only the schema wants it.
+                s.push_str(&local(len - 12));
+                s.push_str("@example.com");
             }
-            s.push('@');
-            s.push_str(domain);
         }
         StringFormat::Uri => {
             if len >= 20 {
                 s.push_str("https://example.com/");
+            } else if len >= 13 {
+                s.push_str("https://x.io/");
+            } else if len == 12 {
+                s.push_str("https://x.io");
             } else {
                 s.push_str("x:");
             }
@@ -336,5 +415,92 @@ mod tests {
         ] {
             assert!(!is_date_time(bad), "{bad}");
         }
+    }
+
+    /// A host name as strict validators want it: labels of letters, digits
+    /// and inner `-` (at most 63), at most 253 in all, under a TLD of two
+    /// letters or more (zod's `[A-Za-z]{2,}`).
+    fn strict_domain(d: &str) -> bool {
+        let labels: Vec<&str> = d.split('.').collect();
+        let tld = labels.last().copied().unwrap_or("");
+        d.len() <= 253
+            && labels.len() >= 2
+            && tld.len() >= 2
+            && tld.bytes().all(|b| b.is_ascii_alphabetic())
+            && labels.iter().all(|l| {
+                (1..=63).contains(&l.len())
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
+    }
+
+    /// An address zod, pydantic (email-validator) and RFC 5321 all take.
+    fn strict_email(s: &str) -> bool {
+        let Some((local, domain)) = s.split_once('@') else {
+            return false;
+        };
+        (1..=64).contains(&local.len())
+            && local.bytes().all(|b| b.is_ascii_alphanumeric())
+            && strict_domain(domain)
+    }
+
+    /// `https://host/path` with a strict host.
+    fn strict_uri(s: &str) -> bool {
+        let Some(rest) = s.strip_prefix("https://") else {
+            return false;
+        };
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        strict_domain(host) && path.bytes().all(|b| b.is_ascii_alphanumeric())
+    }
+
+    /// zod's default `datetime()`: `Z` only, optional fraction.
+    fn strict_date_time(s: &str) -> bool {
+        let b = s.as_bytes();
+        is_date_time(s)
+            && b[10] == b'T'
+            && s.ends_with('Z')
+            && b[19..b.len() - 1].iter().enumerate().all(|(i, c)| {
+                if i == 0 {
+                    *c == b'.'
+                } else {
+                    c.is_ascii_digit()
+                }
+            })
+    }
+
+    #[test]
+    fn samples_pass_strict_validators_whenever_the_length_allows() {
+        for r in [0u64, 7, 9998, u64::MAX, 0x1234_5678_9abc_def0] {
+            for len in 6..=(1 + 64 + 253) {
+                let e = sample_format(StringFormat::Email, len, r).unwrap();
+                assert_eq!(e.len(), len);
+                assert!(strict_email(&e), "len {len}: {e}");
+            }
+            for len in 12..=300 {
+                let u = sample_format(StringFormat::Uri, len, r).unwrap();
+                assert_eq!(u.len(), len);
+                assert!(strict_uri(&u), "len {len}: {u}");
+            }
+            for len in [20, 22, 27, 40] {
+                let d = sample_format(StringFormat::DateTime, len, r).unwrap();
+                assert!(strict_date_time(&d), "{d}");
+            }
+            // The natural values: user0001@example.com and its kind.
+            let e = sample_format(StringFormat::Email, natural_len(StringFormat::Email), r);
+            let e = e.unwrap();
+            assert!(e.starts_with("user") && e.ends_with("@example.com"), "{e}");
+            assert!(e[4..8].bytes().all(|b| b.is_ascii_digit()), "{e}");
+            let u = sample_format(StringFormat::Uri, natural_len(StringFormat::Uri), r);
+            assert!(u.unwrap().starts_with("https://example.com/"));
+            let d = sample_format(StringFormat::DateTime, 20, r).unwrap();
+            assert!(!d.contains('.'), "no fraction at the natural length: {d}");
+        }
+        // Shorter than any strict value: the schema's length wins, and the
+        // value is still one elicitkit's own check accepts.
+        let e = sample_format(StringFormat::Email, 5, 3).unwrap();
+        assert!(is_email(&e) && !strict_email(&e), "{e}");
+        let u = sample_format(StringFormat::Uri, 5, 3).unwrap();
+        assert!(is_absolute_uri(&u) && !strict_uri(&u), "{u}");
     }
 }

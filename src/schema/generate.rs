@@ -19,7 +19,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::content::InvalidKind;
-use super::formats::sample_format;
+use super::formats::{format_admits_len, natural_len, sample_format};
 use super::limits::MAX_BOUND;
 use super::model::{
     BooleanField, EnumOption, FieldSchema, MultiSelectField, MultiSelectStyle, NumberField,
@@ -92,33 +92,26 @@ fn unformatted_string(len: usize, rng: &mut SeedRng) -> String {
         .collect()
 }
 
-/// A length in `[lo, hi]` (hi capped near lo) admitted by `format`.
-fn pick_format_len(format: StringFormat, lo: u64, hi: u64, rng: &mut SeedRng) -> Option<usize> {
-    let (lo, hi) = match format {
-        StringFormat::Date => (lo.max(10), hi.min(10)),
-        StringFormat::DateTime => {
-            let short_fits = lo <= 20 && hi >= 20;
-            let long_fits = hi >= lo.max(22);
-            if short_fits && (!long_fits || rng.one_in(2)) {
-                (20, 20)
-            } else {
-                (lo.max(22), hi)
-            }
-        }
-        StringFormat::Email => (lo.max(5), hi),
-        StringFormat::Uri => (lo.max(3), hi),
-    };
-    if lo > hi {
-        return None;
-    }
-    Some(rng.between(lo, hi.min(lo.saturating_add(24))) as usize)
+/// A length in `[lo, hi]` admitted by `format`: its natural one
+/// ([`natural_len`], what servers' validators take most surely) when the
+/// bounds allow, else the admitted length nearest to it.
+fn pick_format_len(format: StringFormat, lo: u64, hi: u64) -> Option<usize> {
+    let want = natural_len(format) as u64;
+    let near = want.clamp(lo, hi);
+    // Date-times have no 21-character form: the nearest admitted one.
+    [near, near + 1, near.saturating_sub(1)]
+        .into_iter()
+        .filter(|l| (lo..=hi).contains(l))
+        .find(|l| format_admits_len(format, *l))
+        .or_else(|| (lo..=hi.min(lo.saturating_add(64))).find(|l| format_admits_len(format, *l)))
+        .map(|l| l as usize)
 }
 
 fn string_value(f: &StringField, rng: &mut SeedRng) -> String {
     let lo = f.min_length.unwrap_or(0).min(MAX_BOUND);
     let hi = f.max_length.unwrap_or(u64::MAX).max(lo);
     if let Some(fmt) = f.format
-        && let Some(len) = pick_format_len(fmt, lo, hi, rng)
+        && let Some(len) = pick_format_len(fmt, lo, hi)
         && let Some(s) = sample_format(fmt, len, rng.next_u64())
     {
         return s;
@@ -689,6 +682,47 @@ mod tests {
             assert!(validate_content_map(&s, &c).is_empty());
             // No finite value lies outside [-MAX, MAX].
             assert!(generate_invalid(&s, InvalidKind::OutOfRange, seed).is_none());
+        }
+    }
+
+    #[test]
+    fn formatted_answers_are_the_natural_values_within_the_schemas_lengths() {
+        use crate::schema::formats::matches_format;
+        let field = |format, min_length, max_length| {
+            FieldSchema::String(StringField {
+                format: Some(format),
+                min_length,
+                max_length,
+                ..Default::default()
+            })
+        };
+        let cases = [
+            (StringFormat::Email, None, None, 20),
+            (StringFormat::Uri, None, None, 21),
+            (StringFormat::Date, None, None, 10),
+            (StringFormat::DateTime, None, None, 20),
+            (StringFormat::Email, Some(30), None, 30),
+            (StringFormat::Email, None, Some(9), 9),
+            (StringFormat::Email, None, Some(5), 5),
+            (StringFormat::DateTime, Some(21), None, 22),
+        ];
+        for (format, lo, hi, len) in cases {
+            let s = RequestedSchema {
+                properties: vec![("v".into(), field(format, lo, hi))],
+                required: vec!["v".into()],
+                ..Default::default()
+            };
+            for seed in 0..20 {
+                let c = generate_valid(&s, seed);
+                let v = c["v"].as_str().unwrap();
+                assert_eq!(v.len(), len, "{format:?} {lo:?}..{hi:?}: {v}");
+                assert!(matches_format(format, v), "{v}");
+                assert!(validate_content_map(&s, &c).is_empty(), "{v}");
+                if format == StringFormat::Email && len >= 6 {
+                    let tld = v.rsplit('.').next().unwrap();
+                    assert!(tld.len() >= 2, "a TLD of two letters or more: {v}");
+                }
+            }
         }
     }
 }

@@ -211,7 +211,9 @@ async fn round_trip(
         tokio::time::sleep(idle).await;
         return Ok(());
     }
-    let Some((rt, reserved)) = ctx.round_trip(&user.client, idx).await else {
+    // Goose numbers its users from 0; each keeps its principal.
+    let who = Some(user.weighted_users_index);
+    let Some((rt, reserved)) = ctx.round_trip(&user.client, idx, who).await else {
         tokio::time::sleep(idle).await;
         return Ok(());
     };

@@ -421,10 +421,42 @@ fn goose_error(e: &goose::GooseError) -> String {
 
 /// Asks the target what an MCP client would before the run: does it speak
 /// the generations the plan's scenarios use, and does it list their tools?
-/// `Ok` holds, per scenario, the argument that can carry a round trip's
-/// marker under its tool's `inputSchema`; `Err`
-/// is a one-line reason.
+/// Asked as the plan's token, then as the users' first principal when that
+/// is another: a server that knows only its own tokens refuses generated
+/// names, and is told so before any load. `Ok` holds, per scenario, the
+/// argument that can carry a round trip's marker under its tool's
+/// `inputSchema`; `Err` is a one-line reason.
 pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>, String> {
+    use crate::load::spec::principals::Principals;
+    let t = &plan.target;
+    let markers = preflight_as(plan, mcp_url, &t.token).await?;
+    let first = t
+        .principals
+        .tokens(&t.token, &plan.shape, plan.max_in_flight)
+        .swap_remove(0);
+    if first == t.token {
+        return Ok(markers);
+    }
+    let who = match &t.principals {
+        Principals::File { path, .. } => format!("the first token of {path}"),
+        _ => format!("the generated principal {first:?}"),
+    };
+    preflight_as(plan, mcp_url, &first).await.map_err(|e| {
+        format!(
+            "the users run as distinct principals, and {who} is refused ({e}); give the \
+             users' tokens with --principal-file FILE (one a line), or run every user as \
+             one principal with --principal TOKEN"
+        )
+    })?;
+    Ok(markers)
+}
+
+/// [`preflight`] as bearer `token`.
+async fn preflight_as(
+    plan: &Plan,
+    mcp_url: &str,
+    token: &str,
+) -> Result<Vec<Option<String>>, String> {
     use crate::client::raw::Rpc;
     use crate::discover::{self, Wire, all_modes, legacy, modern, wire::Log};
     use crate::protocol::Generation;
@@ -432,7 +464,7 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>
     let log = Log::new(
         http,
         mcp_url,
-        &plan.target.token,
+        token,
         plan.timeout.max(Duration::from_secs(2)),
         plan.seed,
     );

@@ -197,7 +197,7 @@ async fn round_trip(ctx: Arc<LoadContext>, http: reqwest::Client, idx: usize, in
         armed: true,
     };
     if let Some(spec) = ctx.plan.scenarios.get(idx)
-        && let Some((rt, reserved)) = ctx.round_trip(&http, idx).await
+        && let Some((rt, reserved)) = ctx.round_trip(&http, idx, None).await
     {
         ctx.recorder
             .record(&spec.name, &rt, intended.elapsed(), reserved);

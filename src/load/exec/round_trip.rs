@@ -12,7 +12,16 @@
 //! retry crosses to another instance, as MRTR permits; its flow pages go
 //! where its last call went. Each leg's answering instance is noted in
 //! [`RoundTrip::instances`] (see [`crate::load::metrics::instances`]).
+//!
+//! Every round trip runs as one of the plan's principals
+//! ([`crate::load::spec::principals`]): a closed-model user always as the
+//! same one, open-model round trips as each in turn. Pooled lanes take the
+//! round trip's tokens. 2025-11-25 sessions are pooled per principal for
+//! closed-model users (a user keeps its own sessions); open-model round
+//! trips share one pool whose new sessions take the principals in turn,
+//! so sessions stay about as many as the round trips in flight.
 
+use crate::client::h1::bearer;
 use crate::client::legacy::{LegacyClient, LegacyConfig};
 use crate::client::{
     AnswerPolicy, CallTemplate, Endpoint, Exchange, Expectations, FlowConfig, H1Lane, LegReply,
@@ -21,6 +30,8 @@ use crate::client::{
 use crate::load::metrics::instances::UNKNOWN;
 use crate::load::metrics::recorder::Recorder;
 use crate::load::spec::plan::{Plan, ScenarioKind, ScenarioSpec};
+use crate::load::spec::principals::other_for;
+use http::HeaderValue;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,7 +99,15 @@ pub struct LoadContext {
     /// Set to stop starting new round trips (dead target, Ctrl-C, end).
     pub stop: AtomicBool,
     seq: AtomicU64,
-    legacy_pool: Mutex<Vec<LegacyClient>>,
+    /// The principals round trips run as.
+    principals: Vec<Principal>,
+    /// The next principal of the open model's rotation.
+    turn: AtomicU64,
+    /// Idle 2025-11-25 sessions of closed-model users, per principal (a
+    /// session is its principal's).
+    legacy_pools: Vec<Mutex<Vec<LegacyClient>>>,
+    /// Idle 2025-11-25 sessions of open-model round trips, any principal.
+    shared_pool: Mutex<Vec<LegacyClient>>,
     /// Each scenario's call template and flow settings, built once (same
     /// order as the plan's scenarios).
     flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
@@ -102,6 +121,15 @@ impl LoadContext {
     /// A context for `plan` against `mcp_url` (and the plan's
     /// `target.more_urls`).
     pub fn new(plan: Plan, mcp_url: String, recorder: Arc<Recorder>) -> Self {
+        let t = &plan.target;
+        let tokens = t
+            .principals
+            .tokens(&t.token, &plan.shape, plan.max_in_flight);
+        let principals: Vec<Principal> = tokens
+            .iter()
+            .enumerate()
+            .map(|(i, own)| Principal::new(own, &other_for(own, &t.other_token, &tokens, i)))
+            .collect();
         let endpoints: Vec<Endpoint> = std::iter::once(mcp_url)
             .chain(plan.target.more_urls.iter().cloned())
             .map(|mcp_url| Endpoint {
@@ -136,7 +164,10 @@ impl LoadContext {
             cap_reached: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             seq: AtomicU64::new(0),
-            legacy_pool: Mutex::new(Vec::new()),
+            legacy_pools: principals.iter().map(|_| Mutex::new(Vec::new())).collect(),
+            shared_pool: Mutex::new(Vec::new()),
+            principals,
+            turn: AtomicU64::new(0),
             markers: Vec::new(),
         }
     }
@@ -175,6 +206,44 @@ impl LoadContext {
         Some(ModernFlow::with_template(tpl.clone(), cfg))
     }
 
+    /// How many principals the round trips run as.
+    pub fn principal_count(&self) -> usize {
+        self.principals.len()
+    }
+
+    /// The principal of closed-model user `user` (its index in this
+    /// process; the segment makes it the whole run's), or, for `None`,
+    /// the next one in turn.
+    pub fn principal_for(&self, user: Option<usize>) -> usize {
+        let n = self.principals.len().max(1) as u64;
+        let k = match user {
+            Some(u) => self.plan.segment.global(u as u64),
+            None => self.turn.fetch_add(1, Ordering::Relaxed),
+        };
+        (k % n) as usize
+    }
+
+    /// Principal `p`'s own token (the first principal's when out of range).
+    pub fn principal_token(&self, p: usize) -> &str {
+        self.principals
+            .get(p)
+            .or(self.principals.first())
+            .map_or(self.plan.target.token.as_str(), |w| w.token.as_str())
+    }
+
+    /// Principal `p`'s tokens on endpoint `at`, for the reqwest path.
+    fn endpoint_as(&self, at: usize, p: usize) -> Endpoint {
+        let e = &self.endpoints[at.min(self.endpoints.len() - 1)];
+        match self.principals.get(p) {
+            Some(who) => Endpoint {
+                mcp_url: e.mcp_url.clone(),
+                primary_token: who.token.clone(),
+                other_token: Some(who.other.clone()),
+            },
+            None => e.clone(),
+        }
+    }
+
     /// Reserves one request against the cap; on refusal marks the cap.
     pub fn reserve(&self) -> bool {
         if self.stop.load(Ordering::Relaxed) {
@@ -200,6 +269,7 @@ impl LoadContext {
         &self,
         http: &reqwest::Client,
         idx: usize,
+        principal: usize,
     ) -> Option<(RoundTrip, u64)> {
         let n = self.next_seq();
         let flow = self.flow_for(idx, n)?;
@@ -209,6 +279,7 @@ impl LoadContext {
             http,
             k,
             at: (n % k as u64) as usize,
+            principal,
             calls: 0,
             lane: None,
             instances: Vec::with_capacity(4),
@@ -239,20 +310,28 @@ impl LoadContext {
     }
 
     /// Runs one 2025-11-25 round trip of scenario `idx` on a pooled session
-    /// (a new session is opened when the pool is empty; its handshake legs
-    /// join this round trip's legs). Its ids continue the session's own
+    /// (a new session is opened as `principal` when the pool is empty; its
+    /// handshake legs join this round trip's legs). The pool is
+    /// `principal`'s own for a closed-model user, the shared one for the
+    /// open model (`user` none). Its ids continue the session's own
     /// sequence; its marker goes where [`Self::mark`] said.
     pub async fn legacy_round_trip(
         &self,
         http: &reqwest::Client,
         idx: usize,
         spec: &ScenarioSpec,
+        principal: usize,
+        user: Option<usize>,
     ) -> Option<(RoundTrip, u64)> {
         if !self.reserve() {
             return None;
         }
         let started = Instant::now();
-        let pooled = self.legacy_pool.lock().ok().and_then(|mut p| p.pop());
+        let pool = match user {
+            Some(_) => self.legacy_pools.get(principal)?,
+            None => &self.shared_pool,
+        };
+        let pooled = pool.lock().ok().and_then(|mut p| p.pop());
         let (mut client, mut handshake) = match pooled {
             Some(c) => (c, Vec::new()),
             None => {
@@ -267,7 +346,7 @@ impl LoadContext {
                 // New sessions are spread over the targets (a session
                 // stays where it began).
                 let n = self.next_seq() as usize % self.endpoints.len().max(1);
-                let endpoint = self.endpoints.get(n).unwrap_or(&self.endpoint).clone();
+                let endpoint = self.endpoint_as(n, principal);
                 match LegacyClient::connect(http.clone(), endpoint, cfg).await {
                     Ok(c) => {
                         let legs = c.handshake_legs().to_vec();
@@ -322,33 +401,66 @@ impl LoadContext {
                 .collect();
         }
         if rt.outcome.is_ok()
-            && let Ok(mut pool) = self.legacy_pool.lock()
+            && let Ok(mut pool) = pool.lock()
         {
             pool.push(client);
         }
         Some((rt, 1))
     }
 
-    /// Runs one round trip of scenario `idx` (either generation) over `http`.
-    pub async fn round_trip(&self, http: &reqwest::Client, idx: usize) -> Option<(RoundTrip, u64)> {
+    /// Runs one round trip of scenario `idx` (either generation) over
+    /// `http`, as closed-model user `user`'s principal (`None`: the next
+    /// principal in turn).
+    pub async fn round_trip(
+        &self,
+        http: &reqwest::Client,
+        idx: usize,
+        user: Option<usize>,
+    ) -> Option<(RoundTrip, u64)> {
         let spec = self.plan.scenarios.get(idx)?;
         let _in_flight = self.recorder.begin();
+        let principal = self.principal_for(user);
         if spec.is_legacy() {
-            self.legacy_round_trip(http, idx, spec).await
+            self.legacy_round_trip(http, idx, spec, principal, user)
+                .await
         } else {
-            self.modern_round_trip(http, idx).await
+            self.modern_round_trip(http, idx, principal).await
         }
     }
 
     /// Ends every pooled legacy session (DELETE), best effort and bounded.
     pub async fn close_legacy_sessions(&self) {
         let clients: Vec<LegacyClient> = self
-            .legacy_pool
-            .lock()
-            .map(|mut p| std::mem::take(&mut *p))
-            .unwrap_or_default();
+            .legacy_pools
+            .iter()
+            .chain(std::iter::once(&self.shared_pool))
+            .flat_map(|pool| {
+                pool.lock()
+                    .map(|mut p| std::mem::take(&mut *p))
+                    .unwrap_or_default()
+            })
+            .collect();
         for c in clients {
             let _ = tokio::time::timeout(Duration::from_secs(2), c.close()).await;
+        }
+    }
+}
+
+/// One principal's tokens, and as `Authorization` values for the lanes
+/// (`None`: a token is not a header value; its round trips use reqwest).
+#[derive(Debug)]
+struct Principal {
+    token: String,
+    other: String,
+    auth: Option<(HeaderValue, HeaderValue)>,
+}
+
+impl Principal {
+    fn new(token: &str, other: &str) -> Principal {
+        Principal {
+            auth: bearer(token).zip(bearer(other)),
+            token: token.to_owned(),
+            other: other.to_owned(),
         }
     }
 }
@@ -428,6 +540,8 @@ struct Lanes<'a> {
     k: usize,
     /// The target the next MCP call goes to.
     at: usize,
+    /// The principal the round trip runs as.
+    principal: usize,
     /// MCP calls sent so far.
     calls: u32,
     /// The lane held, and the endpoint it is for (`None` inside: that
@@ -469,21 +583,29 @@ impl Exchange for Lanes<'_> {
             self.lane = Some((at, ctx.take_lane(at)));
         }
         let table = ctx.recorder.instances();
+        let auth = ctx
+            .principals
+            .get(self.principal)
+            .and_then(|p| p.auth.as_ref());
         let on_lane = self
             .lane
             .as_mut()
             .and_then(|(_, l)| l.as_mut())
-            .and_then(|l| l.uri_for(&out.target).map(|uri| (l, uri)));
+            .zip(auth)
+            .and_then(|(l, (primary, other))| {
+                l.authorize(primary, other);
+                l.uri_for(&out.target).map(|uri| (l, uri))
+            });
         let (reply, by) = match on_lane {
             Some((l, uri)) => {
                 let reply = l.exchange_at(uri, out, ctx.plan.timeout).await;
                 (reply, l.answered_by().map(|b| table.intern(b)))
             }
             None => {
-                let endpoint = &ctx.endpoints[at.min(ctx.endpoints.len() - 1)];
+                let endpoint = ctx.endpoint_as(at, self.principal);
                 let (reply, by) = crate::client::http::exchange_answered(
                     self.http,
-                    endpoint,
+                    &endpoint,
                     out,
                     ctx.plan.timeout,
                 )
@@ -500,6 +622,7 @@ impl Exchange for Lanes<'_> {
 mod tests {
     use super::*;
     use crate::load::spec::parse::parse_plan;
+    use crate::load::spec::principals::Principals;
 
     #[test]
     fn weights_are_honoured_and_interleaved() {
@@ -532,6 +655,69 @@ mod tests {
         assert_eq!(by("url-flow"), AnswerPolicy::AcceptValid);
         let url = p.scenarios.iter().find(|s| s.name == "url-flow").unwrap();
         assert_eq!(url.tool, "connect_billing");
+    }
+
+    fn context(plan: &str, principals: Option<Principals>) -> LoadContext {
+        let mut p = parse_plan(plan, "p.toml", "p").unwrap();
+        if let Some(who) = principals {
+            p.target.principals = who;
+        }
+        let rec = Arc::new(Recorder::new(Duration::from_secs(1), &[]).unwrap());
+        LoadContext::new(p, "http://127.0.0.1:9/mcp".into(), rec)
+    }
+
+    #[test]
+    fn each_user_runs_as_its_own_principal_and_never_as_the_other() {
+        let ctx = context("[load]\nusers = 64\n[scenarios.form-accept]\n", None);
+        assert_eq!(ctx.principal_count(), 64);
+        let mine: Vec<&str> = (0..64)
+            .map(|u| ctx.principal_token(ctx.principal_for(Some(u))))
+            .collect();
+        let distinct: std::collections::HashSet<&&str> = mine.iter().collect();
+        assert_eq!(distinct.len(), 64, "{mine:?}");
+        for (u, own) in mine.iter().enumerate() {
+            let e = ctx.endpoint_as(0, ctx.principal_for(Some(u)));
+            assert_eq!(e.primary_token, *own);
+            assert_ne!(e.other_token.as_deref(), Some(*own));
+        }
+        let one = context(
+            "[target]\ntoken = \"alice\"\n[load]\nusers = 8\n[scenarios.form-accept]\n",
+            None,
+        );
+        assert_eq!(one.principal_count(), 1);
+        assert_eq!(one.principal_token(one.principal_for(Some(5))), "alice");
+    }
+
+    #[test]
+    fn file_tokens_are_taken_round_robin() {
+        let tokens: Vec<String> = ["t-a", "t-b", "mallory"].map(String::from).to_vec();
+        let ctx = context(
+            "[load]\nusers = 7\n[scenarios.form-accept]\n",
+            Some(Principals::File {
+                path: "tokens.txt".into(),
+                tokens,
+            }),
+        );
+        let by_user: Vec<&str> = (0..7)
+            .map(|u| ctx.principal_token(ctx.principal_for(Some(u))))
+            .collect();
+        assert_eq!(
+            by_user,
+            ["t-a", "t-b", "mallory", "t-a", "t-b", "mallory", "t-a"]
+        );
+        let open: Vec<&str> = (0..4)
+            .map(|_| ctx.principal_token(ctx.principal_for(None)))
+            .collect();
+        assert_eq!(
+            open,
+            ["t-a", "t-b", "mallory", "t-a"],
+            "open model: in turn"
+        );
+        // The plan's other principal is in the file: its own user probes
+        // as another token of the file.
+        let e = ctx.endpoint_as(0, 2);
+        assert_eq!(e.primary_token, "mallory");
+        assert_eq!(e.other_token.as_deref(), Some("t-a"));
     }
 
     #[test]

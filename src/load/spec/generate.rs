@@ -16,6 +16,7 @@
 //! page on another origin are listed in comments and left out.
 
 use super::plan::{self, LoadShape, Plan, ScenarioKind, ScenarioSpec, TargetSpec};
+use super::principals::Principals;
 use crate::client::Mutation;
 use crate::discover::{Discovery, ToolProfile, View};
 use crate::protocol::Generation;
@@ -198,8 +199,11 @@ pub struct Options {
     pub users: usize,
     /// Per-request timeout.
     pub timeout: Duration,
-    /// Bearer token of the principal.
+    /// Bearer token of the principal (the discovery's; every user's with
+    /// [`Principals::Single`]).
     pub token: String,
+    /// Who the virtual users are.
+    pub principals: Principals,
 }
 
 impl Default for Options {
@@ -209,6 +213,7 @@ impl Default for Options {
             users: 4,
             timeout: plan::DEFAULT_TIMEOUT,
             token: "alice".into(),
+            principals: Principals::PerUser,
         }
     }
 }
@@ -227,6 +232,7 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
                 workers: 1,
                 token: opts.token.clone(),
                 other_token: "mallory".into(),
+                principals: opts.principals.clone(),
             },
             duration: opts.duration,
             warmup: Duration::ZERO,
@@ -371,11 +377,35 @@ pub fn to_toml(g: &Generated, d: &Discovery) -> String {
         "url = {}",
         Value::from(p.target.url.as_deref().unwrap_or(""))
     );
-    let _ = writeln!(
-        o,
-        "token = {}   # bearer token of the principal the calls run as\n",
-        Value::from(p.target.token.as_str())
-    );
+    match &p.target.principals {
+        Principals::Single => {
+            let _ = writeln!(
+                o,
+                "token = {}   # every user runs as this principal\n",
+                Value::from(p.target.token.as_str())
+            );
+        }
+        Principals::Pool { count } => {
+            let _ = writeln!(
+                o,
+                "principals = {count}   # users take ek-user-NNNN names\n"
+            );
+        }
+        Principals::File { path, .. } => {
+            let _ = writeln!(
+                o,
+                "principal_file = {}   # one token a line, taken round robin\n",
+                Value::from(path.as_str())
+            );
+        }
+        Principals::PerUser => {
+            let _ = writeln!(
+                o,
+                "# Each user is its own principal (ek-user-0001, …). Or: principals = N,\n\
+                 # principal_file = \"tokens.txt\", or token = \"alice\" for one principal.\n"
+            );
+        }
+    }
     if let LoadShape::Closed { users, .. } = p.shape {
         let _ = writeln!(
             o,

@@ -13,6 +13,8 @@
 //! - [`segment`]: distributed load on one engine: `--segment I/N` (k6's
 //!   execution segments: shares of users, rate and cap that add up exactly;
 //!   disjoint ids and seeds) and `--start-at` (a synchronized start).
+//! - [`principals`]: who the virtual users are (a principal per user by
+//!   default, a pool, a token file, or one token).
 //! - [`threshold`]: `p99(retry) < 50ms`, `error_rate < 0.1%`, `rps > 100`.
 //! - [`generate`]: plans built from discovery (`load --target`, `elicitkit plan`).
 
@@ -20,6 +22,7 @@ pub mod generate;
 pub mod overrides;
 pub mod parse;
 pub mod plan;
+pub mod principals;
 pub mod segment;
 pub mod shape;
 pub mod threshold;

@@ -5,6 +5,7 @@
 //! (`--segment I/N`).
 
 use super::plan::{CapacitySpec, LoadShape, Plan};
+use super::principals::{self, Principals};
 use super::segment::Segment;
 use super::shape::{self, Model};
 use super::threshold::Threshold;
@@ -15,8 +16,12 @@ use std::time::Duration;
 pub struct Overrides {
     /// `--target URL[,URL...]`: the target(s) instead of the plan's.
     pub target: Option<String>,
-    /// `--principal`: the bearer token.
+    /// `--principal`: every user runs as this bearer token.
     pub principal: Option<String>,
+    /// `--principals N`: a pool of N generated principals.
+    pub principals: Option<usize>,
+    /// `--principal-file FILE`: tokens, one a line, taken round robin.
+    pub principal_file: Option<std::path::PathBuf>,
     /// `--tool` (repeatable): keep only the scenarios calling these.
     pub tools: Vec<String>,
     /// `--skip-tool` (repeatable): drop the scenarios calling these.
@@ -102,9 +107,7 @@ impl Plan {
             plan.target.url = Some(urls.remove(0));
             plan.target.more_urls = urls;
         }
-        if let Some(t) = &o.principal {
-            plan.target.token = t.clone();
-        }
+        apply_principals(o, plan)?;
         if !o.tools.is_empty() || !o.skip_tools.is_empty() {
             for t in &o.tools {
                 if !plan.scenarios.iter().any(|s| &s.tool == t) {
@@ -184,6 +187,32 @@ impl Plan {
         plan.split(seg)?;
         Ok(whole)
     }
+}
+
+/// Applies `--principal`, then `--principals` or `--principal-file`
+/// (clap refuses both), which win: `--principal` may come from
+/// `ELICITKIT_PRINCIPAL`, and still names the token discovery runs as.
+fn apply_principals(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+    if let Some(t) = &o.principal {
+        if t.is_empty() {
+            return Err("--principal needs a token".into());
+        }
+        plan.target.token = t.clone();
+        plan.target.principals = Principals::Single;
+    }
+    if let Some(count) = o.principals {
+        if !(1..=principals::MAX).contains(&count) {
+            return Err(format!("--principals must be 1 to {}", principals::MAX));
+        }
+        plan.target.principals = Principals::Pool { count };
+    }
+    if let Some(path) = &o.principal_file {
+        plan.target.principals = Principals::File {
+            path: path.display().to_string(),
+            tokens: principals::read_file(path)?,
+        };
+    }
+    Ok(())
 }
 
 /// Applies `--users`, `--rate`, `--stage`, `--model`, `--warmup` and

@@ -5,6 +5,7 @@ use super::plan::{
     CapacitySpec, DEFAULT_MAX_REQUESTS, DEFAULT_STALL, DEFAULT_TIMEOUT, LoadShape, Plan,
     ScenarioKind, ScenarioSpec, TargetSpec,
 };
+use super::principals::{self, Principals};
 use super::segment::Segment;
 use super::shape::{self, Model, Stage};
 use super::threshold::{Threshold, ThresholdError};
@@ -60,6 +61,8 @@ struct RawTarget {
     workers: Option<usize>,
     token: Option<String>,
     other_token: Option<String>,
+    principals: Option<toml::Spanned<usize>>,
+    principal_file: Option<toml::Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -185,7 +188,53 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             Some(u.get_ref().clone())
         }
     };
+    let t = &raw.target;
+    let principals = match (&t.principal_file, &t.principals, &t.token) {
+        (Some(f), Some(_), _) | (Some(f), None, Some(_)) => {
+            return Err(at(
+                Some(f.span()),
+                "target.principal_file",
+                "give one of `token` (every user is it), `principals = N` or \
+                 `principal_file`, not several"
+                    .into(),
+            ));
+        }
+        (Some(f), None, None) => {
+            // Relative to the plan file, like any path a plan names.
+            let p = Path::new(file)
+                .parent()
+                .unwrap_or(Path::new(""))
+                .join(f.get_ref());
+            let tokens = principals::read_file(&p)
+                .map_err(|e| at(Some(f.span()), "target.principal_file", e))?;
+            Principals::File {
+                path: p.display().to_string(),
+                tokens,
+            }
+        }
+        (None, Some(n), Some(_)) => {
+            return Err(at(
+                Some(n.span()),
+                "target.principals",
+                "give either `token` (every user is it) or `principals = N`, not both".into(),
+            ));
+        }
+        (None, Some(n), None) => {
+            let count = *n.get_ref();
+            if !(1..=principals::MAX).contains(&count) {
+                return Err(at(
+                    Some(n.span()),
+                    "target.principals",
+                    format!("must be 1 to {}", principals::MAX),
+                ));
+            }
+            Principals::Pool { count }
+        }
+        (None, None, Some(_)) => Principals::Single,
+        (None, None, None) => Principals::PerUser,
+    };
     let target = TargetSpec {
+        principals,
         url,
         more_urls: Vec::new(),
         workers: raw.target.workers.unwrap_or(1).max(1),
@@ -803,5 +852,38 @@ mutation = "truncate"
         // 7 over 8: round(7·5/8) = round(7·4/8) = 4, so 5/8 gets none.
         let e = whole.clone().split(seg(5, 8)).unwrap_err();
         assert!(e.contains("raise --max-requests to at least 8"), "{e}");
+    }
+
+    #[test]
+    fn the_target_says_who_the_users_are() {
+        use crate::load::spec::principals::Principals;
+        let sc = "\n[scenarios.form-accept]\n";
+        let who =
+            |t: &str| parse_plan(&format!("{t}{sc}"), "w.toml", "w").map(|p| p.target.principals);
+        assert_eq!(who("").unwrap(), Principals::PerUser);
+        assert_eq!(
+            who("[target]\ntoken = \"alice\"\n").unwrap(),
+            Principals::Single
+        );
+        assert_eq!(
+            who("[target]\nprincipals = 8\n").unwrap(),
+            Principals::Pool { count: 8 }
+        );
+        let e = who("[target]\ntoken = \"a\"\nprincipals = 8\n").unwrap_err();
+        assert_eq!(e.key, "target.principals");
+        let e = who("[target]\nprincipals = 0\n").unwrap_err();
+        assert!(e.to_string().contains("must be 1 to"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tokens.txt"), "t1\nt2\n").unwrap();
+        let plan = dir.path().join("p.toml");
+        std::fs::write(
+            &plan,
+            format!("[target]\nprincipal_file = \"tokens.txt\"\n{sc}"),
+        )
+        .unwrap();
+        match load_file(&plan).unwrap().target.principals {
+            Principals::File { tokens, .. } => assert_eq!(tokens, ["t1", "t2"]),
+            other => panic!("{other:?}"),
+        }
     }
 }

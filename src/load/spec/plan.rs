@@ -7,6 +7,7 @@
 //! runs, the rate steps and the SLO. `loadtests/README.md` documents every
 //! key; [`super::parse`] reads them.
 
+use super::principals::Principals;
 use super::segment::Segment;
 use super::shape::{self, Model, Stage, Timeline};
 use super::threshold::Threshold;
@@ -217,10 +218,15 @@ pub struct TargetSpec {
     pub more_urls: Vec<String>,
     /// Worker threads of the embedded server.
     pub workers: usize,
-    /// Bearer token of the principal.
+    /// Bearer token of the principal with [`Principals::Single`] (and of
+    /// the preflight).
     pub token: String,
-    /// Bearer token of another principal (cross-principal probes).
+    /// Bearer token of another principal (cross-principal probes); a
+    /// user whose own token it is takes another (see
+    /// [`super::principals::other_for`]).
     pub other_token: String,
+    /// Who the virtual users are.
+    pub principals: Principals,
 }
 
 /// Capacity search default: number of halvings after the coarse steps.
@@ -434,6 +440,11 @@ impl Plan {
         if seg.is_whole() {
             return Ok(());
         }
+        // Segments draw from the whole run's principals.
+        plan.target.principals = plan
+            .target
+            .principals
+            .fixed(&plan.shape, plan.max_in_flight);
         let n = this.count;
         let cap = this.share(plan.max_requests);
         if cap == 0 {

@@ -60,16 +60,29 @@ fn ok_of(s: &Value, scenario: &str) -> u64 {
 #[test]
 fn discovered_plans_succeed_on_every_eliciting_tool() {
     let dir = tempfile::tempdir().unwrap();
+    // The Python server knows only its own tokens: its users are given
+    // them (mallory is the other principal); the others take any name, so
+    // each user is its own generated principal.
+    let tokens = dir.path().join("tokens.txt");
+    std::fs::write(&tokens, "# the Python server's principals\nalice\nbob\n").unwrap();
+    let tokens = tokens.display().to_string();
     for sdk in Sdk::ALL {
         let server = Server::start(sdk);
         let id = sdk.name().replace(' ', "_");
-        let (out, s) = load(
-            &["--target", &server.url, "--duration", "4s"],
-            dir.path(),
-            &id,
-        );
+        let mut args = vec!["--target", &server.url, "--duration", "4s"];
+        if sdk == Sdk::Python {
+            args.extend(["--principal-file", &tokens]);
+        }
+        let (out, s) = load(&args, dir.path(), &id);
         let all = text(&out);
         assert_eq!(out.status.code(), Some(0), "{}:\n{all}", sdk.name());
+        let principals = s["settings"]["principals"].as_str().unwrap_or("");
+        let want = if sdk == Sdk::Python {
+            "2 (tokens from"
+        } else {
+            "4 (one per user"
+        };
+        assert!(principals.starts_with(want), "{}: {principals}", sdk.name());
         for tool in ["place_order", "plan_trip", "connect_account"] {
             for scenario in [format!("{tool}-accept"), format!("{tool}-legacy-accept")] {
                 assert!(
@@ -105,6 +118,35 @@ fn discovered_plans_succeed_on_every_eliciting_tool() {
             sdk.name()
         );
     }
+}
+
+/// A server that knows only its own tokens refuses the generated
+/// principals: the run stops before any load and says what to give.
+#[test]
+fn a_server_that_refuses_generated_principals_is_named_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(Sdk::Python);
+    let (out, s) = load(
+        &[
+            "--target",
+            &server.url,
+            "--duration",
+            "2s",
+            "--principal",
+            "alice",
+            "--principals",
+            "3",
+        ],
+        dir.path(),
+        "refused",
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(s.is_null(), "nothing measured: {s}");
+    assert!(
+        all.contains("\"ek-user-0001\" is refused") && all.contains("--principal-file"),
+        "{all}"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@ mod cli;
 mod instances;
 mod k8s_manifests;
 mod ownership;
+mod principals;
 mod report_html;
 mod segment;
 mod shape;
