@@ -13,7 +13,7 @@ use super::judge::{asks_for_input, rpc_state_rejection};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
-use super::subject::{at_state, reading, result_text, state_round_is_form, state_subjects};
+use super::subject::{at_state, reading, result_text, subjects};
 use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::protocol::headers::INSTANCE as INSTANCE_HEADER;
@@ -91,15 +91,10 @@ async fn cross_instance(p: Probe) -> Verdict {
             "could not tell: --other-instance is the --target URL itself, so nothing crosses",
         );
     }
-    let tools: Vec<ToolProfile> = state_subjects(&p)
-        .into_iter()
-        .filter(state_round_is_form)
-        .collect();
-    if tools.is_empty() {
-        return p
-            .target()
-            .no_subject("no tool issues a requestState in a form round");
-    }
+    let tools = match subjects(&p, true) {
+        Ok(t) => t,
+        Err(skip) => return skip,
+    };
     let mut notes = Vec::new();
     for t in &tools {
         match one_tool(&p, &other, t).await {

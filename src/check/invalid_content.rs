@@ -13,7 +13,7 @@ use super::judge::answer_values;
 use super::model::Verdict;
 use super::probe::Probe;
 use super::registry::{Check, check};
-use super::subject::{at_state, retry, state_round_is_form, state_subjects};
+use super::subject::{at_state, retry, subjects};
 use crate::client::content::{InvalidKind, invalid_content};
 use serde_json::Value;
 
@@ -55,15 +55,10 @@ pub fn describe(kind: InvalidKind) -> &'static str {
 }
 
 async fn every_form(p: Probe) -> Verdict {
-    let tools: Vec<_> = state_subjects(&p)
-        .into_iter()
-        .filter(state_round_is_form)
-        .collect();
-    if tools.is_empty() {
-        return p
-            .target()
-            .no_subject("no tool issues a requestState in a form round");
-    }
+    let tools = match subjects(&p, true) {
+        Ok(t) => t,
+        Err(skip) => return skip,
+    };
     let seed = p.settings().target.seed;
     let mut tally = Tally::default();
     let mut tried = 0;

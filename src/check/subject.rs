@@ -186,10 +186,10 @@ pub fn state_round_is_form(t: &ToolProfile) -> bool {
         .is_some_and(|r| r.modes.form && !r.modes.url)
 }
 
-/// The first subject that reaches its state round this time, or a skip
-/// saying why none did. `form_only` keeps to subjects whose state round is
-/// a form (probes that send form content).
-pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict> {
+/// [`state_subjects`], kept to those whose state round is a form when
+/// `form_only` (probes that send form content), or the skip saying there
+/// are none.
+pub fn subjects(p: &Probe, form_only: bool) -> Result<Vec<ToolProfile>, Verdict> {
     let tools: Vec<ToolProfile> = state_subjects(p)
         .into_iter()
         .filter(|t| !form_only || state_round_is_form(t))
@@ -201,6 +201,13 @@ pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict
             "no tool issues a requestState in any round"
         }));
     }
+    Ok(tools)
+}
+
+/// The first subject that reaches its state round this time, or a skip
+/// saying why none did ([`subjects`] says which are tried).
+pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict> {
+    let tools = subjects(p, form_only)?;
     let mut why = Vec::new();
     for t in &tools {
         match at_state(p, t).await {

@@ -107,11 +107,14 @@ pub fn completes(reply: &Result<RawReply, RawError>) -> bool {
     }
 }
 
-fn is_rpc_request(req: &RawRequest) -> bool {
-    req.method == reqwest::Method::POST
-        && serde_json::from_slice::<Value>(&req.body)
-            .ok()
-            .is_some_and(|v| v.get("id").is_some() && v.get("method").is_some())
+/// The body of a POSTed JSON-RPC request (an `id` and a `method`), parsed.
+fn rpc_request_body(req: &RawRequest) -> Option<Value> {
+    if req.method != reqwest::Method::POST {
+        return None;
+    }
+    serde_json::from_slice::<Value>(&req.body)
+        .ok()
+        .filter(|v| v.get("id").is_some() && v.get("method").is_some())
 }
 
 /// Judges one exchange against the per-reply oracles.
@@ -137,9 +140,11 @@ pub fn judge(
             ),
         )),
         Ok(r) => {
-            let body_is_rpc =
-                req.url == mcp_url && (is_rpc_request(req) || label.contains(MALFORMED.trim()));
-            if !body_is_rpc || label.starts_with(FRAMING) {
+            if req.url != mcp_url || label.starts_with(FRAMING) {
+                return None;
+            }
+            let body = rpc_request_body(req);
+            if body.is_none() && !label.contains(MALFORMED.trim()) {
                 return None;
             }
             let mutated = label.contains(MUTATED.trim());
@@ -150,15 +155,20 @@ pub fn judge(
                     format!("{label}: the reply is not a JSON-RPC response: {why}"),
                 )),
                 Rpc::Missing(_) => None,
-                rpc => judge_modern(req, &rpc, r.status),
+                rpc => judge_modern(req, body.as_ref()?, &rpc, r.status),
             }
         }
     }
 }
 
 /// The 2026-07-28 rules of [`crate::oracle::reply`] on one reply to a
-/// JSON-RPC request sent as that generation.
-fn judge_modern(req: &RawRequest, rpc: &Rpc, status: u16) -> Option<(Oracle, String)> {
+/// JSON-RPC request (`body`, parsed) sent as that generation.
+fn judge_modern(
+    req: &RawRequest,
+    body: &Value,
+    rpc: &Rpc,
+    status: u16,
+) -> Option<(Oracle, String)> {
     use crate::oracle::reply::{
         ShapeReply, input_required_out_of_scope, misshapen_field, result_type_problem, shape_reply,
     };
@@ -169,7 +179,6 @@ fn judge_modern(req: &RawRequest, rpc: &Rpc, status: u16) -> Option<(Oracle, Str
     if !modern {
         return None;
     }
-    let body: Value = serde_json::from_slice(&req.body).ok()?;
     let method = body.get("method")?.as_str()?;
     // A dual-era server may answer the 2025-11-25 handshake as that
     // generation, whatever the header says.
