@@ -9,8 +9,14 @@
 //! - [`instances`]: which instance answered each leg (`elicitkit-instance`,
 //!   else the peer address), interned; per-instance counts and latency, and
 //!   the retries that crossed instances.
+//! - [`gaps`]: service gaps, spells with round trips in flight and none
+//!   answered.
+//! - [`generator`]: the generator's own health (schedule slip, CPU), which
+//!   makes a verdict INCONCLUSIVE.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
 
+pub mod gaps;
+pub mod generator;
 pub mod hlog;
 pub mod instances;
 pub mod recorder;
