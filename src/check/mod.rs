@@ -27,7 +27,9 @@
 //!   [`state_tamper`], [`replay`], [`cross_instance`], [`input_responses`], [`invalid_content`],
 //!   [`decline_cancel`],
 //!   [`no_action`], [`url_flow`], [`secret_echo`], [`retired`], [`sse`],
-//!   [`robustness`], [`tail_stall`], and the 2025-11-25 families
+//!   [`robustness`], [`tail_stall`], [`isolation`] (concurrent clients get
+//!   their own replies: the load generator's ownership oracle), and the
+//!   2025-11-25 families
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
 //!   [`legacy_principal`].
 
@@ -40,6 +42,7 @@ pub mod identity;
 pub mod input_required_shape;
 pub mod input_responses;
 pub mod invalid_content;
+pub mod isolation;
 pub mod judge;
 pub mod legacy_elicitation;
 pub mod legacy_get_stream;
@@ -117,6 +120,9 @@ pub fn all_checks() -> Vec<Check> {
     place_after(&mut v, "legacy-happy-path", decline_cancel::legacy_checks());
     v.extend(legacy_get_stream::checks());
     v.extend(legacy_principal::checks());
+    // The isolation burst runs last in each generation's part of the
+    // report (it loads the server a little).
+    v.extend(isolation::checks());
     v
 }
 

@@ -186,9 +186,16 @@ impl<'p> CallState<'p> {
     /// trip's marker, keeping the evidence for [`judge`].
     fn misroute(&mut self, bytes: &[u8]) -> Option<Final> {
         let (n, sent) = self.owner?;
-        let why = super::marker::misroute(bytes, n, sent, "tools/call (stream)")?;
-        self.misrouted = Some(why.clone());
-        Some(Final::Violation(why))
+        match super::marker::judge(bytes, n, sent, "tools/call (stream)") {
+            Ok(ours) => {
+                self.rt.attributed |= ours;
+                None
+            }
+            Err(why) => {
+                self.misrouted = Some(why.clone());
+                Some(Final::Violation(why))
+            }
+        }
     }
 }
 

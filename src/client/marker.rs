@@ -61,17 +61,25 @@ pub fn attribute(body: &[u8], ours: Option<u64>) -> Attribution {
     foreign.map_or(Attribution::Unattributed, Attribution::Foreign)
 }
 
-/// The evidence of a misroute: `body`, the reply to `leg` of round trip
-/// `n`, carries another round trip's marker and not ours (`sent`: ours went
-/// out with the request). `None` when the reply is ours or unattributed.
-pub fn misroute(body: &[u8], n: u64, sent: bool, leg: &str) -> Option<String> {
+/// Whose `body` is, the reply to `leg` of round trip `n` (`sent`: our
+/// marker went out with the request): `Ok(true)` ours, `Ok(false)` no
+/// marker, `Err` the evidence of a misroute (another round trip's marker
+/// and not ours).
+pub fn judge(body: &[u8], n: u64, sent: bool, leg: &str) -> Result<bool, String> {
     match attribute(body, sent.then_some(n)) {
-        Attribution::Foreign(other) => Some(format!(
+        Attribution::Ours => Ok(true),
+        Attribution::Unattributed => Ok(false),
+        Attribution::Foreign(other) => Err(format!(
             "the reply to {leg} of round trip {PREFIX}{n} carries round trip \
              {PREFIX}{other}'s marker (a response meant for another request)"
         )),
-        _ => None,
     }
+}
+
+/// The evidence of a misroute ([`judge`]'s `Err`); `None` when the reply
+/// is ours or unattributed.
+pub fn misroute(body: &[u8], n: u64, sent: bool, leg: &str) -> Option<String> {
+    judge(body, n, sent, leg).err()
 }
 
 /// The argument of `args` that can carry a marker under the tool's

@@ -549,9 +549,15 @@ impl ModernFlow {
     }
 
     /// The evidence of a misroute in a reply (see [`marker::misroute`]).
-    fn misroute(&self, body: &[u8]) -> Option<String> {
+    fn misroute(&mut self, body: &[u8]) -> Option<String> {
         let n = self.cfg.marker?;
-        marker::misroute(body, n, self.tpl.is_marked(), &self.current_call_leg())
+        match marker::judge(body, n, self.tpl.is_marked(), &self.current_call_leg()) {
+            Ok(ours) => {
+                self.rt.attributed |= ours;
+                None
+            }
+            Err(why) => Some(why),
+        }
     }
 
     fn last_sent_id(&self) -> RequestId {

@@ -228,6 +228,10 @@ pub struct RoundTrip {
     /// with `legs`; empty when the driver does not track instances.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<u16>,
+    /// A reply carried this round trip's own marker (see
+    /// [`super::marker`]): its replies could be attributed.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub attributed: bool,
 }
 
 impl RoundTrip {
@@ -238,6 +242,7 @@ impl RoundTrip {
             legs: Vec::new(),
             total: Duration::ZERO,
             rounds: 0,
+            attributed: false,
             outcome: Outcome::Skipped("not run".into()),
             request_states: Vec::new(),
             final_result: None,

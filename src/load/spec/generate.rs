@@ -128,6 +128,23 @@ fn scenario(
     }
 }
 
+/// The scenario that answers every round of tool `t` (generation `g`) as
+/// a user accepting would: `<tool>[-legacy]-accept`, weight 4.
+pub fn accept_scenario(t: &ToolProfile, g: Generation) -> ScenarioSpec {
+    let kind = if t.modes().url {
+        ScenarioKind::UrlFlow
+    } else if t.rounds.len() > 1 {
+        ScenarioKind::MultiRound
+    } else {
+        ScenarioKind::FormAccept
+    };
+    let suffix = match g {
+        Generation::Modern => "",
+        Generation::Legacy => "-legacy",
+    };
+    scenario(format!("{}{suffix}-accept", t.name), kind, 4, t, g)
+}
+
 fn scenarios_of(view: &View, mcp_url: &str, out: &mut Generated) -> Vec<ScenarioSpec> {
     let g = view.generation;
     let suffix = match g {
@@ -144,15 +161,8 @@ fn scenarios_of(view: &View, mcp_url: &str, out: &mut Generated) -> Vec<Scenario
             });
             continue;
         }
-        let accept = if t.modes().url {
-            ScenarioKind::UrlFlow
-        } else if t.rounds.len() > 1 {
-            ScenarioKind::MultiRound
-        } else {
-            ScenarioKind::FormAccept
-        };
         let base = &t.name;
-        v.push(scenario(format!("{base}{suffix}-accept"), accept, 4, t, g));
+        v.push(accept_scenario(t, g));
         v.push(scenario(
             format!("{base}{suffix}-decline"),
             ScenarioKind::FormDecline,
@@ -218,40 +228,47 @@ impl Default for Options {
     }
 }
 
+/// The plan every generated one starts from: `mcp_url` under `opts`, the
+/// closed model with `opts.users`, default limits and thresholds, no
+/// scenarios yet.
+pub fn base_plan(mcp_url: &str, opts: &Options) -> Plan {
+    Plan {
+        name: "discovered".into(),
+        source: format!("<discovered from {mcp_url}>"),
+        description: format!("Generated from discovery of {mcp_url}"),
+        target: TargetSpec {
+            url: Some(mcp_url.to_owned()),
+            more_urls: Vec::new(),
+            workers: 1,
+            token: opts.token.clone(),
+            other_token: "mallory".into(),
+            principals: opts.principals.clone(),
+        },
+        duration: opts.duration,
+        warmup: Duration::ZERO,
+        max_requests: plan::DEFAULT_MAX_REQUESTS,
+        timeout: opts.timeout,
+        shape: LoadShape::Closed {
+            users: opts.users,
+            hatch_rate: opts.users as f64,
+        },
+        max_in_flight: 1024,
+        scenarios: Vec::new(),
+        thresholds: Vec::new(),
+        capacity: None,
+        seed: 1,
+        interval: Duration::from_secs(1),
+        stall: plan::DEFAULT_STALL,
+        default_thresholds: true,
+        segment: crate::load::spec::segment::Segment::WHOLE,
+    }
+}
+
 /// The plan discovery implies. `Err` when no tool can be loaded (with the
 /// reasons, one per tool).
 pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String> {
     let mut out = Generated {
-        plan: Plan {
-            name: "discovered".into(),
-            source: format!("<discovered from {}>", d.mcp_url),
-            description: format!("Generated from discovery of {}", d.mcp_url),
-            target: TargetSpec {
-                url: Some(d.mcp_url.clone()),
-                more_urls: Vec::new(),
-                workers: 1,
-                token: opts.token.clone(),
-                other_token: "mallory".into(),
-                principals: opts.principals.clone(),
-            },
-            duration: opts.duration,
-            warmup: Duration::ZERO,
-            max_requests: plan::DEFAULT_MAX_REQUESTS,
-            timeout: opts.timeout,
-            shape: LoadShape::Closed {
-                users: opts.users,
-                hatch_rate: opts.users as f64,
-            },
-            max_in_flight: 1024,
-            scenarios: Vec::new(),
-            thresholds: Vec::new(),
-            capacity: None,
-            seed: 1,
-            interval: Duration::from_secs(1),
-            stall: plan::DEFAULT_STALL,
-            default_thresholds: true,
-            segment: crate::load::spec::segment::Segment::WHOLE,
-        },
+        plan: base_plan(&d.mcp_url, opts),
         left_out: Vec::new(),
         optional: Vec::new(),
     };

@@ -328,6 +328,16 @@ fn expectations() -> Vec<Case> {
             ],
         ),
         (
+            // One reply slot shared by overlapping calls (GHSA-345p-7cg4-v4c7).
+            Flaw::CrossTalk,
+            vec![("mrtr-isolation", Fail)],
+            vec![
+                "mrtr-meta-missing",
+                "mrtr-origin-validated",
+                "mrtr-cache-hints",
+            ],
+        ),
+        (
             // A text field not named like a secret, readable in the state.
             Flaw::TypedInState,
             vec![("mrtr-url-secret-not-returned", Warn)],
@@ -461,6 +471,11 @@ async fn legacy_flaws_fail_their_checks() {
             Flaw::HangOnCancel,
             vec![("legacy-cancel", Fail)],
             vec!["legacy-decline", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            Flaw::CrossTalk,
+            vec![("legacy-isolation", Fail)],
+            vec!["legacy-handshake", "legacy-origin-validated"],
         ),
         (
             Flaw::NoOriginCheck,
