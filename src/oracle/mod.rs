@@ -5,5 +5,8 @@
 //!   known (§4.4), `input_required` only where MRTR is allowed (S1), and how
 //!   a request with a wrongly typed `inputResponses` or `requestState` was
 //!   answered (S9).
+//! - [`replay`]: a request completing again from the same state and
+//!   answers (S8): an error for single-use tools, a warning elsewhere.
 
+pub mod replay;
 pub mod reply;

@@ -11,6 +11,7 @@ use crate::discover::modern::{WalkEnd, call_request, walk};
 use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
+use crate::oracle::replay::{self, Twice};
 use crate::protocol::Generation;
 use crate::protocol::mrtr::REQUEST_STATE;
 
@@ -341,7 +342,15 @@ impl Target {
             }
         );
         run.mutated = Some(Sent::call(&tool.name));
-        let mut req = call_request(&run.w, label, &tool.name, &tool.args, &caps, answers, None);
+        let mut req = call_request(
+            &run.w,
+            label,
+            &tool.name,
+            &tool.args,
+            &caps,
+            answers.clone(),
+            None,
+        );
         if let Some(s) = &sent_state
             && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
         {
@@ -364,7 +373,13 @@ impl Target {
             return Ok(());
         };
         let tampered = matches!(&sent_state, Some(Value::String(s)) if !equivalent(&state, s));
+        // Whether the retry sent exactly the valid state and answers (a
+        // replay of it is then the same request sent twice).
+        let faithful = sent_state.as_ref() == Some(&Value::from(state.clone()))
+            && answers.as_ref() == Some(&Value::Object(valid.clone()))
+            && !ops.iter().any(|o| matches!(o, Op::Body(_)));
         let mut completions = 0;
+        let mut same = 0;
         if completes(&reply) {
             if tampered || other.is_some() {
                 // The control: the same answers and credentials, no state.
@@ -410,6 +425,7 @@ impl Target {
                 });
             }
             completions += 1;
+            same += usize::from(faithful);
         }
         let valid_retry = |label: String, w: &NetWire| {
             call_request(
@@ -432,7 +448,9 @@ impl Target {
                             &run.w,
                         ))
                         .await;
-                    completions += usize::from(completes(&r));
+                    let n = usize::from(completes(&r));
+                    completions += n;
+                    same += n;
                 }
                 Op::Concurrent { copies } => {
                     let n = 2 + usize::from(copies % 4);
@@ -446,23 +464,43 @@ impl Target {
                         .collect();
                     let replies =
                         futures::future::join_all(reqs.into_iter().map(|r| run.w.send(r))).await;
-                    completions += replies.iter().filter(|r| completes(r)).count();
+                    let n = replies.iter().filter(|r| completes(r)).count();
+                    completions += n;
+                    same += n;
                 }
                 _ => {}
             }
         }
         run.check()?;
-        if tool.single_use && completions > 1 {
-            return Err(Hit {
-                oracle: Oracle::SingleUseTwice,
-                what: format!(
+        // A single-use request completing twice in any form is an error;
+        // elsewhere only the same state and answers completing twice.
+        let twice = match replay::judge(tool.single_use, completions) {
+            Some(Twice::SingleUse) => Some(Twice::SingleUse),
+            _ => replay::judge(tool.single_use, same),
+        };
+        let (oracle, what) = match twice {
+            None => return Ok(()),
+            Some(Twice::SingleUse) => (
+                Oracle::SingleUseTwice,
+                format!(
                     "single-use tool {}: one request completed {completions} times",
                     tool.name
                 ),
-                sent: Sent::call(&tool.name),
-            });
-        }
-        Ok(())
+            ),
+            Some(Twice::MayRepeat) => (
+                Oracle::ReplayAccepted,
+                format!(
+                    "{}: the same requestState and inputResponses completed {same} times \
+                     (a warning: if the action must not repeat, run with --single-use {})",
+                    tool.name, tool.name
+                ),
+            ),
+        };
+        Err(Hit {
+            oracle,
+            what,
+            sent: Sent::call(&tool.name),
+        })
     }
 
     async fn legacy_flow(

@@ -9,7 +9,8 @@
 //! The [`oracle`]s: 5xx, connection reset, a reply that is not JSON-RPC,
 //! a hang past the timeout, the server no longer answering, a changed
 //! state (or another principal) completing where the control (the same
-//! answers, no state) does not, a single-use request completing twice.
+//! answers, no state) does not, a single-use request completing twice (and,
+//! as a warning, any request replayed with the same state and answers).
 //! Each hit is delta-debugged over its op list ([`minimise`]), filed under
 //! its root cause ([`group`]: oracle, generation, method, op kinds; the
 //! tools and cases counted) and, the first time, written as a reproducer
@@ -37,6 +38,7 @@ use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
 use crate::discover::{self, DiscoverError, FirstReply, TargetSettings};
+use crate::findings::Severity;
 use crate::fuzz::harness::wire::Logged;
 use crate::protocol::Generation;
 
@@ -246,6 +248,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                     let listed = Listed {
                         dir,
                         oracle: f.oracle,
+                        severity: f.oracle.severity(),
                         generation: f.generation.to_string(),
                         method: f.method.clone(),
                         ops: f.op_names(),
@@ -258,8 +261,13 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                     groups.add(&pre, cause, tool, listed);
                     if s.progress.is_some() {
                         eprintln!(
-                            "[{:>5.1}s] FINDING {} [{} {}]: {} (reproduced: {})",
+                            "[{:>5.1}s] {} {} [{} {}]: {} (reproduced: {})",
                             at,
+                            if f.oracle.severity() == Severity::Must {
+                                "FINDING"
+                            } else {
+                                "WARNING"
+                            },
                             f.oracle,
                             f.generation,
                             f.method,

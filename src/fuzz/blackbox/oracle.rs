@@ -5,7 +5,9 @@ use serde_json::Value;
 
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::Streamed;
+use crate::findings::Severity;
 use crate::fuzz::harness::wire::{FRAMING, MALFORMED};
+use crate::oracle::replay::Twice;
 use crate::protocol::headers::PROTOCOL_VERSION;
 use crate::protocol::version::MODERN;
 
@@ -35,6 +37,9 @@ pub enum Oracle {
     ForeignPrincipalAccepted,
     /// A single-use tool's request completed more than once.
     SingleUseTwice,
+    /// The same `requestState` and `inputResponses`, sent again, completed
+    /// again on a tool not known to be single-use (a warning).
+    ReplayAccepted,
     /// A 2026-07-28 result without a `resultType`, or with one no
     /// extension was advertised for (§4.4).
     ResultType,
@@ -48,7 +53,7 @@ pub enum Oracle {
 
 impl Oracle {
     /// Every oracle, in report order.
-    pub const ALL: [Oracle; 11] = [
+    pub const ALL: [Oracle; 12] = [
         Oracle::ServerError,
         Oracle::ConnectionReset,
         Oracle::NotJsonRpc,
@@ -57,6 +62,7 @@ impl Oracle {
         Oracle::TamperedStateAccepted,
         Oracle::ForeignPrincipalAccepted,
         Oracle::SingleUseTwice,
+        Oracle::ReplayAccepted,
         Oracle::ResultType,
         Oracle::InputRequiredOutOfScope,
         Oracle::ShapeAsUnknownMethod,
@@ -73,9 +79,20 @@ impl Oracle {
             Oracle::TamperedStateAccepted => "tampered-state-accepted",
             Oracle::ForeignPrincipalAccepted => "foreign-principal-accepted",
             Oracle::SingleUseTwice => "single-use-twice",
+            Oracle::ReplayAccepted => "replay-accepted",
             Oracle::ResultType => "result-type",
             Oracle::InputRequiredOutOfScope => "input-required-out-of-scope",
             Oracle::ShapeAsUnknownMethod => "shape-as-unknown-method",
+        }
+    }
+
+    /// How bad it is: every oracle is an error (MUST) but a replay on a
+    /// tool not known to be single-use (SHOULD, a warning; the severity of
+    /// [`crate::oracle::replay::Twice`]).
+    pub fn severity(self) -> Severity {
+        match self {
+            Oracle::ReplayAccepted => Twice::MayRepeat.severity(),
+            _ => Severity::Must,
         }
     }
 
@@ -97,14 +114,9 @@ impl std::fmt::Display for Oracle {
 /// Whether a reply is a final, successful result (not `input_required`,
 /// not `isError`).
 pub fn completes(reply: &Result<RawReply, RawError>) -> bool {
-    let Ok(r) = reply else { return false };
-    match r.rpc() {
-        Rpc::Result(v) => {
-            !crate::protocol::mrtr::asks_for_input(&v)
-                && v.get("isError").and_then(Value::as_bool) != Some(true)
-        }
-        _ => false,
-    }
+    reply
+        .as_ref()
+        .is_ok_and(|r| crate::oracle::replay::completes(&r.rpc()))
 }
 
 /// The body of a POSTed JSON-RPC request (an `id` and a `method`), parsed.

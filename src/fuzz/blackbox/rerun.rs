@@ -335,7 +335,7 @@ pub(crate) fn judge_replies(f: &Finding, out: &Path, killed: Option<String>) -> 
     }
     let seen = match f.oracle {
         Oracle::TamperedStateAccepted | Oracle::ForeignPrincipalAccepted => accepted(f, &steps),
-        Oracle::SingleUseTwice => twice(f, &steps),
+        Oracle::SingleUseTwice | Oracle::ReplayAccepted => twice(f, &steps),
         _ => per_reply(f, out, &steps, stream.as_ref(), answer.as_ref()),
     };
     if let Ok(what) = seen {

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::oracle::Oracle;
 use super::rerun::Verdict;
+use crate::findings::Severity;
 use crate::report::format::md_cell;
 
 /// One finding (one root cause, see [`super::group`]) as the summary
@@ -18,6 +19,8 @@ pub struct Listed {
     pub dir: String,
     /// Oracle.
     pub oracle: Oracle,
+    /// How bad: `MUST` (an error) or `SHOULD` (a warning), from the oracle.
+    pub severity: Severity,
     /// Generation.
     pub generation: String,
     /// The JSON-RPC method the mutation was sent to (`tools/call`,
@@ -99,6 +102,11 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Whether any finding is an error (warnings alone do not fail a run).
+    pub fn failed(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Must)
+    }
+
     /// Counts per oracle from the findings.
     pub fn count(&mut self) {
         self.findings_per_oracle = Oracle::ALL
@@ -140,7 +148,12 @@ impl Summary {
         for f in &self.findings {
             let _ = writeln!(
                 s,
-                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  seen in {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
+                "{} {} [{} {}] at {:.1}s, ops: {}\n  seen in {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
+                if f.severity == Severity::Must {
+                    "FINDING"
+                } else {
+                    "WARNING"
+                },
                 f.oracle,
                 f.generation,
                 f.method,
@@ -173,13 +186,14 @@ impl Summary {
             let _ = writeln!(s, "| {} | {n} |", md_cell(o));
         }
         if !self.findings.is_empty() {
-            s.push_str("\n| finding | generation | method | ops (minimised) | cases | tools | at | what | reproduced |\n|---|---|---|---|---|---|---|---|---|\n");
+            s.push_str("\n| finding | severity | generation | method | ops (minimised) | cases | tools | at | what | reproduced |\n|---|---|---|---|---|---|---|---|---|---|\n");
             for f in &self.findings {
                 let _ = writeln!(
                     s,
-                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {} | {} | {:.1} s | {} | {} |",
+                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {} | {} | {} | {:.1} s | {} | {} |",
                     md_cell(f.oracle.name()),
                     md_cell(&f.dir),
+                    f.severity,
                     md_cell(&f.generation),
                     md_cell(&f.method),
                     md_cell(&f.ops_text()),
@@ -219,6 +233,7 @@ mod tests {
             findings: vec![Listed {
                 dir: "001-server-error-mrtr-a|b".into(),
                 oracle: Oracle::ServerError,
+                severity: Severity::Must,
                 generation: "2026-07-28".into(),
                 method: "tools/call".into(),
                 ops: vec!["body:x|y".into()],
@@ -240,7 +255,7 @@ mod tests {
             .collect();
         assert_eq!(rows.len(), 1, "{md}");
         let unescaped = rows[0].replace("\\|", "");
-        assert_eq!(unescaped.matches('|').count(), 10, "{md}");
+        assert_eq!(unescaped.matches('|').count(), 11, "{md}");
         assert!(rows[0].ends_with("| no (HTTP 200 \\| ok) |"), "{md}");
         assert!(md.lines().all(|l| !l.starts_with("<body>")), "{md}");
         let json = serde_json::to_value(&s).unwrap();

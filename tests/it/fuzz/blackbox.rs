@@ -124,6 +124,71 @@ fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     assert_eq!(f["tool"], "delete_file");
 }
 
+/// The replay rule `check` uses ([`elicitkit::oracle::replay`]): on a
+/// tool not known to be single-use, the same state and answers completing
+/// twice is a warning (listed, reproduced, but the run exits 0); the same
+/// tool named `--single-use` makes it an error (exit 1).
+#[test]
+fn a_replay_is_a_warning_unless_the_tool_is_single_use() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["replayable-side-effect"]);
+    for (extra, oracle, severity, code) in [
+        (&[][..], "replay-accepted", "SHOULD", 0),
+        (
+            &["--single-use", "deploy"][..],
+            "single-use-twice",
+            "MUST",
+            1,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--duration",
+            "6s",
+            "--generation",
+            "2026-07-28",
+            "--tool",
+            "deploy",
+        ];
+        args.extend_from_slice(extra);
+        let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {stdout}");
+        let s = summary(dir.path());
+        let findings = s["findings"].as_array().unwrap();
+        // A replay and concurrent copies are two root causes.
+        assert!(!findings.is_empty(), "{extra:?}: {s}");
+        for f in findings {
+            assert_eq!(f["oracle"], oracle, "{f}");
+            assert_eq!(f["severity"], severity, "{f}");
+            assert_eq!(f["tools"], serde_json::json!(["deploy"]), "{f}");
+            assert_eq!(f["reproduced"], "yes", "{f}");
+        }
+        let word = if code == 0 { "WARNING" } else { "FINDING" };
+        assert!(stdout.contains(&format!("{word} {oracle}")), "{stdout}");
+    }
+    // The clean server refuses every replay of deploy.
+    drop(srv);
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &[
+            "--duration",
+            "4s",
+            "--generation",
+            "2026-07-28",
+            "--tool",
+            "deploy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
+}
+
 /// The 2026-07-28 reply rules `check` uses ([`elicitkit::oracle::reply`])
 /// fire in the fuzzer on the flaws that break them.
 #[test]
