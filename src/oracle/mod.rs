@@ -5,8 +5,11 @@
 //!   known (§4.4), `input_required` only where MRTR is allowed (S1), and how
 //!   a request with a wrongly typed `inputResponses` or `requestState` was
 //!   answered (S9).
+//! - [`capability`]: input requests for an elicitation mode the request
+//!   did not declare (§2.4, S5).
 //! - [`replay`]: a request completing again from the same state and
 //!   answers (S8): an error for single-use tools, a warning elsewhere.
 
+pub mod capability;
 pub mod replay;
 pub mod reply;

@@ -12,8 +12,8 @@ use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
 use crate::oracle::replay::{self, Twice};
-use crate::protocol::Generation;
 use crate::protocol::mrtr::REQUEST_STATE;
+use crate::protocol::{ClientCapabilities, Generation};
 
 use super::case::Op;
 use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
@@ -279,7 +279,11 @@ impl Target {
         ops: &[Op],
         index: u64,
     ) -> Result<(), Hit> {
-        let caps = all_modes();
+        let caps = if ops.contains(&Op::FormOnly) {
+            ClientCapabilities::with_modes(true, false)
+        } else {
+            all_modes()
+        };
         let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
         run.check()?;
         let round = match (&walked.end, walked.state_round()) {
@@ -328,7 +332,7 @@ impl Target {
         let names: Vec<String> = ops.iter().map(Op::name).collect();
         let changes = ops
             .iter()
-            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. }));
+            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. } | Op::FormOnly));
         let label = format!(
             "{}{}{}case {index} {} {}",
             if framing { FRAMING } else { "" },

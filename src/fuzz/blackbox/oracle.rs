@@ -45,6 +45,9 @@ pub enum Oracle {
     ResultType,
     /// `input_required` in answer to a method MRTR is not allowed on (S1).
     InputRequiredOutOfScope,
+    /// An input request for an elicitation mode the request's capabilities
+    /// did not declare (§2.4, S5), e.g. URL mode to a form-only client.
+    UndeclaredMode,
     /// A `tools/call` whose `inputResponses` or `requestState` has the
     /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
     /// unknown method) instead of invalid params or a re-prompt (S9).
@@ -53,7 +56,7 @@ pub enum Oracle {
 
 impl Oracle {
     /// Every oracle, in report order.
-    pub const ALL: [Oracle; 12] = [
+    pub const ALL: [Oracle; 13] = [
         Oracle::ServerError,
         Oracle::ConnectionReset,
         Oracle::NotJsonRpc,
@@ -65,6 +68,7 @@ impl Oracle {
         Oracle::ReplayAccepted,
         Oracle::ResultType,
         Oracle::InputRequiredOutOfScope,
+        Oracle::UndeclaredMode,
         Oracle::ShapeAsUnknownMethod,
     ];
 
@@ -82,6 +86,7 @@ impl Oracle {
             Oracle::ReplayAccepted => "replay-accepted",
             Oracle::ResultType => "result-type",
             Oracle::InputRequiredOutOfScope => "input-required-out-of-scope",
+            Oracle::UndeclaredMode => "undeclared-mode",
             Oracle::ShapeAsUnknownMethod => "shape-as-unknown-method",
         }
     }
@@ -181,6 +186,7 @@ fn judge_modern(
     rpc: &Rpc,
     status: u16,
 ) -> Option<(Oracle, String)> {
+    use crate::oracle::capability::{declared_modes, undeclared};
     use crate::oracle::reply::{
         ShapeReply, input_required_out_of_scope, misshapen_field, result_type_problem, shape_reply,
     };
@@ -212,6 +218,22 @@ fn judge_modern(
         }
     }
     let params = body.get("params").unwrap_or(&Value::Null);
+    if let Rpc::Result(v) = rpc
+        && let Some(modes) = declared_modes(params)
+    {
+        let bad = undeclared(v, modes);
+        if !bad.is_empty() {
+            let list: Vec<String> = bad.iter().map(|(k, m)| format!("{k} ({m} mode)")).collect();
+            return Some((
+                Oracle::UndeclaredMode,
+                format!(
+                    "{label}: {method} asked for {} from a client declaring {}",
+                    list.join(", "),
+                    declared_text(modes)
+                ),
+            ));
+        }
+    }
     if method == "tools/call"
         && let Some(field) = misshapen_field(params)
         && shape_reply(rpc, status) == ShapeReply::UnknownMethod
@@ -226,6 +248,16 @@ fn judge_modern(
         ));
     }
     None
+}
+
+/// The declared modes as a reader would write them.
+fn declared_text(m: crate::protocol::capabilities::ElicitModes) -> &'static str {
+    match (m.form, m.url) {
+        (true, true) => "form and URL mode",
+        (true, false) => "form mode only",
+        (false, true) => "URL mode only",
+        (false, false) => "no elicitation",
+    }
 }
 
 /// Judges a 2025-11-25 call read from its stream: a 5xx on the call or an
@@ -316,6 +348,43 @@ mod tests {
             .retain(|(k, _)| !k.eq_ignore_ascii_case(PROTOCOL_VERSION));
         legacy = legacy.header(PROTOCOL_VERSION, "2025-11-25");
         assert_eq!(oracle(&legacy, &reply(200, bare)), None);
+    }
+
+    #[test]
+    fn an_input_request_for_an_undeclared_mode_is_found() {
+        use crate::protocol::ClientCapabilities;
+        use crate::protocol::mrtr::META_CLIENT_CAPABILITIES;
+        let call = |caps: ClientCapabilities| {
+            modern_post(
+                "tools/call",
+                URL,
+                1,
+                "tools/call",
+                Some(json!({"name": "t", "_meta": {META_CLIENT_CAPABILITIES: caps.to_value()}})),
+            )
+        };
+        let url_ir = json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required",
+            "requestState":"s","inputRequests":{"pay":{"method":"elicitation/create",
+            "params":{"mode":"url","url":"https://x","message":"m"}}}}});
+        let form_only = call(ClientCapabilities::with_modes(true, false));
+        assert_eq!(
+            oracle(&form_only, &reply(200, url_ir.clone())),
+            Some(Oracle::UndeclaredMode)
+        );
+        let both = call(ClientCapabilities::with_modes(true, true));
+        assert_eq!(oracle(&both, &reply(200, url_ir.clone())), None);
+        // A request whose capabilities cannot be read is not judged.
+        let bare = modern_post(
+            "tools/call",
+            URL,
+            1,
+            "tools/call",
+            Some(json!({"name": "t"})),
+        );
+        assert_eq!(oracle(&bare, &reply(200, url_ir)), None);
+        let refused = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"no",
+            "data":{"requiredCapabilities":{"elicitation":{"url":{}}}}}});
+        assert_eq!(oracle(&form_only, &reply(400, refused)), None);
     }
 
     #[test]
