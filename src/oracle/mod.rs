@@ -9,7 +9,11 @@
 //!   did not declare (§2.4, S5).
 //! - [`replay`]: a request completing again from the same state and
 //!   answers (S8): an error for single-use tools, a warning elsewhere.
+//! - [`tamper`]: a tampered (or foreign) state completing, judged against
+//!   a no-state and an untampered control: a finding only where the state
+//!   is shown to be load-bearing (S7, S8a).
 
 pub mod capability;
 pub mod replay;
 pub mod reply;
+pub mod tamper;

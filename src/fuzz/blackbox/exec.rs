@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::client::raw::{Exchange, RawRequest};
+use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
 use crate::discover::modern::{WalkEnd, call_request, walk};
 use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
 use crate::oracle::replay::{self, Twice};
+use crate::oracle::tamper::{self, Control, Controls, Judgement, Outcome};
 use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
@@ -22,6 +23,38 @@ use super::wire::NetWire;
 /// Label (after `case N `) of the control: the mutated retry's answers,
 /// without a state.
 pub const CONTROL: &str = "control: the same answers, no requestState";
+
+/// Label (after `case N `) of the no-state control sent again, to tell a
+/// stable result from one that changes call to call.
+pub const CONTROL_AGAIN: &str = "control again (is the result stable?): the same answers, no state";
+
+/// Label (after `case N `) of the untampered control: a fresh state's
+/// retry, the flow's own principal.
+pub const UNTAMPERED: &str = "untampered control: a fresh requestState and its answers";
+
+/// Whether a case request's label is one of the controls.
+pub fn is_control(label: &str) -> bool {
+    [CONTROL, CONTROL_AGAIN, UNTAMPERED]
+        .iter()
+        .any(|c| label.ends_with(c))
+}
+
+/// The outcome of a reply, as [`tamper::judge`] compares them.
+pub fn outcome(reply: &Result<RawReply, RawError>) -> Outcome {
+    reply
+        .as_ref()
+        .map_or(Outcome::Other, |r| Outcome::of(&r.rpc()))
+}
+
+/// A changed retry that completed, and what its controls need.
+struct Changed<'a> {
+    tool: &'a ToolInfo,
+    caps: &'a ClientCapabilities,
+    index: u64,
+    answers: &'a Map<String, Value>,
+    other: Option<&'a str>,
+    tampered: bool,
+}
 
 /// A tool as the fuzzer uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -386,47 +419,15 @@ impl Target {
         let mut same = 0;
         if completes(&reply) {
             if tampered || other.is_some() {
-                // The control: the same answers and credentials, no state.
-                let mut control = call_request(
-                    &run.w,
-                    format!("case {index} {CONTROL}"),
-                    &tool.name,
-                    &tool.args,
-                    &caps,
-                    Some(Value::Object(valid.clone())),
-                    None,
-                );
-                if let Some(o) = other {
-                    control = control.token(Some(o));
-                }
-                let c = run.w.send(control).await;
-                run.check()?;
-                if completes(&c) {
-                    // The server does not need the state for this tool.
-                    return Ok(());
-                }
-                let (oracle, what) = if tampered {
-                    (
-                        Oracle::TamperedStateAccepted,
-                        format!(
-                            "{}: a retry with a changed requestState completed; the same answers without a state did not",
-                            tool.name
-                        ),
-                    )
-                } else {
-                    (
-                        Oracle::ForeignPrincipalAccepted,
-                        format!(
-                            "{}: {}'s state completed for another principal; the same answers without a state did not",
-                            tool.name, self.principal
-                        ),
-                    )
+                let changed = Changed {
+                    tool,
+                    caps: &caps,
+                    index,
+                    answers: &valid,
+                    other,
+                    tampered,
                 };
-                return Err(Hit {
-                    oracle,
-                    what,
-                    sent: Sent::call(&tool.name),
-                });
+                return self.judge_changed(run, &changed, &reply).await;
             }
             completions += 1;
             same += usize::from(faithful);
@@ -505,6 +506,97 @@ impl Target {
             what,
             sent: Sent::call(&tool.name),
         })
+    }
+
+    /// A changed retry (a tampered state, or another principal) completed:
+    /// sends the controls [`tamper::judge`] asks for, one at a time, and
+    /// files a finding only where the state is shown to be load-bearing.
+    async fn judge_changed(
+        &self,
+        run: &mut Run<'_>,
+        c: &Changed<'_>,
+        reply: &Result<RawReply, RawError>,
+    ) -> Result<(), Hit> {
+        let changed = outcome(reply);
+        let mut controls = Controls::default();
+        let why = loop {
+            match tamper::judge(&changed, &controls) {
+                Judgement::Refused | Judgement::NotShown(_) => return Ok(()),
+                Judgement::Accepted(why) => break why,
+                Judgement::Need(Control::Untampered) => {
+                    controls.untampered = Some(self.untampered(run, c).await);
+                }
+                Judgement::Need(k) => {
+                    let label = if k == Control::NoState {
+                        CONTROL
+                    } else {
+                        CONTROL_AGAIN
+                    };
+                    let mut req = call_request(
+                        &run.w,
+                        format!("case {} {label}", c.index),
+                        &c.tool.name,
+                        &c.tool.args,
+                        c.caps,
+                        Some(Value::Object(c.answers.clone())),
+                        None,
+                    );
+                    if let Some(o) = c.other {
+                        req = req.token(Some(o));
+                    }
+                    let o = outcome(&run.w.send(req).await);
+                    match k {
+                        Control::NoState => controls.no_state = Some(o),
+                        _ => controls.no_state_again = Some(o),
+                    }
+                }
+            }
+            run.check()?;
+        };
+        let (oracle, what) = if c.tampered {
+            (
+                Oracle::TamperedStateAccepted,
+                format!(
+                    "{}: a retry with a changed requestState completed; {why}",
+                    c.tool.name
+                ),
+            )
+        } else {
+            (
+                Oracle::ForeignPrincipalAccepted,
+                format!(
+                    "{}: {}'s state completed for another principal; {why}",
+                    c.tool.name, self.principal
+                ),
+            )
+        };
+        Err(Hit {
+            oracle,
+            what,
+            sent: Sent::call(&c.tool.name),
+        })
+    }
+
+    /// The untampered control: a fresh walk of the tool (the first state
+    /// may be spent) and its retry, as the flow's own principal.
+    async fn untampered(&self, run: &mut Run<'_>, c: &Changed<'_>) -> Outcome {
+        let walked = walk(&run.w, &c.tool.name, &c.tool.args, c.caps, 3, true).await;
+        let Some((state, answers)) = walked
+            .state_round()
+            .and_then(|(_, r)| Some((r.state.clone()?, r.answers.clone())))
+        else {
+            return Outcome::Other;
+        };
+        let req = call_request(
+            &run.w,
+            format!("case {} {UNTAMPERED}", c.index),
+            &c.tool.name,
+            &c.tool.args,
+            c.caps,
+            Some(Value::Object(answers)),
+            Some(&state),
+        );
+        outcome(&run.w.send(req).await)
     }
 
     async fn legacy_flow(

@@ -16,7 +16,7 @@ use crate::discover::legacy::{ANSWER_POST, Streamed};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 
 use super::Finding;
-use super::exec::CONTROL;
+use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
 use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
 use super::repro::{ANSWER, NO_JSON_TOOL, STREAM, max_time, replayed, step_name};
 
@@ -366,31 +366,45 @@ pub(crate) fn judge_replies(f: &Finding, out: &Path, killed: Option<String>) -> 
     }
 }
 
-/// A changed state or another principal completing where the control does
-/// not: `Ok(what was seen)` or `Err(what was seen instead)`.
+/// A changed state or another principal completing where the controls
+/// show the state is load-bearing ([`crate::oracle::tamper::judge`], as in
+/// the run): `Ok(what was seen)` or `Err(what was seen instead)`.
 fn accepted(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
+    use crate::oracle::tamper::{Control, Controls, Judgement, judge};
     let case: Vec<&(&Logged, Step)> = steps
         .iter()
         .filter(|(l, _)| case_request(&l.request.label, f.case))
         .collect();
     let retry = case
         .iter()
-        .find(|(l, _)| !l.request.label.ends_with(CONTROL))
+        .find(|(l, _)| !is_control(&l.request.label))
         .ok_or("the changed retry left no reply")?;
-    let control = case
-        .iter()
-        .find(|(l, _)| l.request.label.ends_with(CONTROL))
-        .ok_or("the control left no reply")?;
-    match (completes(&retry.1.reply), completes(&control.1.reply)) {
-        (true, false) => Ok(format!(
-            "{} completed; the control without a state did not",
-            retry.0.request.label
-        )),
-        (false, _) => Err(format!(
+    let control = |label: &str| {
+        case.iter()
+            .find(|(l, _)| l.request.label.ends_with(label))
+            .map(|(_, s)| outcome(&s.reply))
+    };
+    let controls = Controls {
+        no_state: control(CONTROL),
+        no_state_again: control(CONTROL_AGAIN),
+        untampered: control(UNTAMPERED),
+    };
+    match judge(&outcome(&retry.1.reply), &controls) {
+        Judgement::Accepted(why) => Ok(format!("{} completed; {why}", retry.0.request.label)),
+        Judgement::Refused => Err(format!(
             "the changed retry did not complete ({})",
             describe(&retry.1.reply)
         )),
-        (true, true) => Err("the control without a state completed too".into()),
+        Judgement::NotShown(why) => Err(why),
+        Judgement::Need(k) => Err(format!(
+            "the controls came out differently this time: the {} control the judgement now \
+             needs was not part of the run",
+            match k {
+                Control::NoState => "no-state",
+                Control::NoStateAgain => "repeated no-state",
+                Control::Untampered => "untampered",
+            }
+        )),
     }
 }
 
@@ -400,7 +414,7 @@ fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
         .iter()
         .filter(|(l, s)| {
             case_request(&l.request.label, f.case)
-                && !l.request.label.ends_with(CONTROL)
+                && !is_control(&l.request.label)
                 && completes(&s.reply)
         })
         .count();
@@ -483,6 +497,10 @@ mod tests {
     fn case_requests_are_told_from_the_walk() {
         assert!(case_request("[mutated] case 7 t state:flip_char", 7));
         assert!(case_request(&format!("case 7 {CONTROL}"), 7));
+        for c in [CONTROL, CONTROL_AGAIN, UNTAMPERED] {
+            assert!(is_control(&format!("case 7 {c}")), "{c}");
+        }
+        assert!(!is_control("[mutated] case 7 t state:flip_char"));
         assert!(case_request(
             &format!("{FRAMING}{MALFORMED}{MUTATED}case 7 x"),
             7

@@ -112,6 +112,14 @@ fn tampered_state_accepted_is_found_and_minimised_to_a_state_change() {
         .collect();
     assert_eq!(ops.len(), 1, "{f}");
     assert!(ops[0].starts_with("state:"), "{f}");
+    // Judged against the no-state control ([`elicitkit::oracle::tamper`]):
+    // the state was load-bearing because the same answers without one
+    // did not complete.
+    let what = f["what"].as_str().unwrap();
+    assert!(
+        what.contains("without a state did not complete") && what.contains("stood in"),
+        "{f}"
+    );
 }
 
 #[test]
