@@ -129,12 +129,15 @@ pub fn run(args: Args) -> ExitCode {
     );
     let summary = runtime.block_on(async {
         let target = blackbox::prepare(&s).await.map_err(|e| e.to_string())?;
-        if target.modern.is_empty() && target.legacy.is_empty() {
+        let summary = blackbox::run(&s, &target)
+            .await
+            .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display()))?;
+        // No tool listed: the listing replies were judged; with nothing
+        // found there, there was nothing to fuzz.
+        if target.modern.is_empty() && target.legacy.is_empty() && summary.findings.is_empty() {
             return Err(format!("{}: no tool to fuzz", args.target));
         }
-        blackbox::run(&s, &target)
-            .await
-            .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display()))
+        Ok(summary)
     });
     let summary = match summary {
         Ok(x) => x,

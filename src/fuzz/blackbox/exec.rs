@@ -56,6 +56,15 @@ struct Changed<'a> {
     tampered: bool,
 }
 
+/// The requests [`Target::listings`] sends when no tool is listed.
+pub const LISTINGS: [&str; 5] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
+
 /// A tool as the fuzzer uses it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolInfo {
@@ -254,6 +263,38 @@ impl Target {
         out.log = run.log;
         out.streamed = run.w.take_streamed();
         out
+    }
+
+    /// With no 2026-07-28 tool to call: that generation's listing and
+    /// discover requests,
+    /// each judged by the per-reply oracles (a `tools/list` answering
+    /// `input_required` lists no tool, and is itself the finding). The
+    /// first hit and its log; `None` when nothing fired (or the server
+    /// does not speak 2026-07-28).
+    pub async fn listings(&self) -> Option<(Hit, Vec<Logged>)> {
+        if !self.speaks_modern {
+            return None;
+        }
+        let mut run = Run {
+            t: self,
+            w: self.wire(),
+            log: Vec::new(),
+            mutated: None,
+        };
+        for method in LISTINGS {
+            let req = crate::discover::modern::request(
+                &run.w,
+                format!("listing: {method}"),
+                method,
+                json!({}),
+                &all_modes(),
+            );
+            let _ = run.w.send(req).await;
+            if let Err(hit) = run.check() {
+                return Some((hit, run.log));
+            }
+        }
+        None
     }
 
     /// Whether the server still answers anything (three tries).

@@ -244,8 +244,8 @@ fn url_mode_to_a_form_only_client_is_an_undeclared_mode() {
 /// fire in the fuzzer on the flaws that break them.
 #[test]
 fn the_mrtr_reply_rules_fire_on_their_flaws() {
-    // (`input-required-on-list` leaves no tool listed, so the fuzzer has
-    // nothing to drive there: left for discovery's own findings.)
+    // (`input-required-on-list` leaves no tool listed: see
+    // `input_required_on_the_tool_list_is_found_without_a_tool`.)
     for (flaw, oracle) in [
         ("missing-result-type", "result-type"),
         ("bad-shape-not-found", "shape-as-unknown-method"),
@@ -257,6 +257,52 @@ fn the_mrtr_reply_rules_fire_on_their_flaws() {
             8.0,
         );
     }
+}
+
+/// `input-required-on-list` lists no 2026-07-28 tool, so no case of that
+/// generation can run: its listing replies are judged instead, and the
+/// `tools/list` one is the finding (exit 1, reproduced by its `repro.sh`),
+/// not "no tool" (exit 2); with 2025-11-25 too, its tools are still fuzzed.
+#[test]
+fn input_required_on_the_tool_list_is_found_without_a_tool() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["input-required-on-list"]);
+    for (generation, execs) in [("2026-07-28", false), ("auto", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = fuzz(
+            &srv.mcp_url(),
+            dir.path(),
+            &["--duration", "2s", "--generation", generation],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        let s = summary(dir.path());
+        assert_eq!(s["execs"].as_u64().unwrap() > 0, execs, "{s}");
+        if !execs {
+            assert_eq!(s["stopped"], "no tool listed", "{s}");
+        }
+        let findings = s["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{s}");
+        let f = &findings[0];
+        assert_eq!(f["oracle"], "input-required-out-of-scope", "{f}");
+        assert_eq!(f["method"], "tools/list", "{f}");
+        assert_eq!(f["generation"], "2026-07-28", "{f}");
+        assert_eq!(f["reproduced"], "yes", "{f}");
+    }
+    // Without the flaw the same target lists its tools and is fuzzed.
+    drop(srv);
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--duration", "2s", "--generation", "2026-07-28"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert!(s["execs"].as_u64().unwrap() > 0, "{s}");
 }
 
 #[test]
