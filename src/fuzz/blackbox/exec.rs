@@ -17,7 +17,7 @@ use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
 use super::case::Op;
-use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
+use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
 use super::wire::NetWire;
 
 /// Label (after `case N `) of the control: the mutated retry's answers,
@@ -44,6 +44,16 @@ pub fn outcome(reply: &Result<RawReply, RawError>) -> Outcome {
     reply
         .as_ref()
         .map_or(Outcome::Other, |r| Outcome::of(&r.rpc()))
+}
+
+/// The capabilities a case declares: form mode only with
+/// [`Op::FormOnly`], else every mode.
+fn caps_for(ops: &[Op]) -> ClientCapabilities {
+    if ops.contains(&Op::FormOnly) {
+        ClientCapabilities::with_modes(true, false)
+    } else {
+        all_modes()
+    }
 }
 
 /// A changed retry that completed, and what its controls need.
@@ -353,11 +363,7 @@ impl Target {
         ops: &[Op],
         index: u64,
     ) -> Result<(), Hit> {
-        let caps = if ops.contains(&Op::FormOnly) {
-            ClientCapabilities::with_modes(true, false)
-        } else {
-            all_modes()
-        };
+        let caps = caps_for(ops);
         let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
         run.check()?;
         let round = match (&walked.end, walked.state_round()) {
@@ -648,7 +654,7 @@ impl Target {
         index: u64,
         out: &mut Exec,
     ) -> Result<(), Hit> {
-        let caps = all_modes();
+        let caps = caps_for(ops);
         let session = legacy::open(&run.w, &caps, true).await;
         run.check()?;
         let Ok(s) = session else { return Ok(()) };
@@ -685,16 +691,24 @@ impl Target {
             let _ = run.w.send(req).await;
             run.check()?;
         }
-        // A decline or cancel answers the tool's `elicitation/create`.
-        let answer = ops.iter().find_map(|o| match o {
-            Op::Answers(crate::fuzz::mutation::AnswerMutation::Decline) => {
-                Some((legacy::Answer::Decline, "decline"))
-            }
-            Op::Answers(crate::fuzz::mutation::AnswerMutation::Cancel) => {
-                Some((legacy::Answer::Cancel, "cancel"))
-            }
-            _ => None,
-        });
+        // A decline or cancel answers the tool's `elicitation/create`; a
+        // form-only session declines whatever it is sent, so that the modes
+        // are seen.
+        let answer = ops
+            .iter()
+            .find_map(|o| match o {
+                Op::Answers(crate::fuzz::mutation::AnswerMutation::Decline) => {
+                    Some((legacy::Answer::Decline, "decline"))
+                }
+                Op::Answers(crate::fuzz::mutation::AnswerMutation::Cancel) => {
+                    Some((legacy::Answer::Cancel, "cancel"))
+                }
+                _ => None,
+            })
+            .or_else(|| {
+                ops.contains(&Op::FormOnly)
+                    .then_some((legacy::Answer::Decline, "decline"))
+            });
         if let Some((a, action)) = answer
             && tool.elicits
         {
@@ -705,7 +719,8 @@ impl Target {
             ));
             let st = legacy::call(&run.w, &s, &tool.name, &tool.args, a).await;
             run.check()?;
-            if let Some((oracle, w)) = judge_call(&st) {
+            let judged = judge_call(&st).or_else(|| judge_modes(&st.elicitations, &caps));
+            if let Some((oracle, w)) = judged {
                 return Err(Hit {
                     oracle,
                     what: format!("case {index} {} answered {action}: {w}", tool.name),

@@ -260,6 +260,31 @@ fn declared_text(m: crate::protocol::capabilities::ElicitModes) -> &'static str 
     }
 }
 
+/// Judges the `elicitation/create` params a 2025-11-25 call was sent
+/// against the modes its session declared (`caps`, at `initialize`).
+pub fn judge_modes(
+    elicitations: &[Value],
+    caps: &crate::protocol::ClientCapabilities,
+) -> Option<(Oracle, String)> {
+    use crate::oracle::capability::{mode_allowed, request_mode};
+    let modes = caps.elicit_modes();
+    let bad: Vec<&str> = elicitations
+        .iter()
+        .map(|e| request_mode(Some(e)))
+        .filter(|m| !mode_allowed(modes, m))
+        .collect();
+    (!bad.is_empty()).then(|| {
+        (
+            Oracle::UndeclaredMode,
+            format!(
+                "elicitation/create in {} mode on a session declaring {}",
+                bad.join(", "),
+                declared_text(modes)
+            ),
+        )
+    })
+}
+
 /// Judges a 2025-11-25 call read from its stream: a 5xx on the call or an
 /// answer POST, no response within the timeout (a hang) or a broken stream
 /// (a reset), or a stream that ends without a JSON-RPC response.
@@ -385,6 +410,27 @@ mod tests {
         let refused = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"no",
             "data":{"requiredCapabilities":{"elicitation":{"url":{}}}}}});
         assert_eq!(oracle(&form_only, &reply(400, refused)), None);
+    }
+
+    #[test]
+    fn a_legacy_elicitation_in_an_undeclared_mode_is_found() {
+        use crate::protocol::ClientCapabilities;
+        let url = json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "e"});
+        let form = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}});
+        let form_only = ClientCapabilities::with_modes(true, false);
+        let (o, what) = judge_modes(&[form.clone(), url.clone()], &form_only).unwrap();
+        assert_eq!(o, Oracle::UndeclaredMode);
+        assert!(
+            what.contains("url mode") && what.contains("form mode only"),
+            "{what}"
+        );
+        assert_eq!(judge_modes(std::slice::from_ref(&form), &form_only), None);
+        let both = ClientCapabilities::with_modes(true, true);
+        assert_eq!(judge_modes(&[form.clone(), url], &both), None);
+        // `{elicitation:{}}` is form only; no elicitation capability, none.
+        let url_only = ClientCapabilities::with_modes(false, true);
+        assert!(judge_modes(std::slice::from_ref(&form), &url_only).is_some());
+        assert!(judge_modes(&[form], &ClientCapabilities::none()).is_some());
     }
 
     #[test]

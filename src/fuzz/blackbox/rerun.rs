@@ -14,10 +14,11 @@ use serde::Serialize;
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::{ANSWER_POST, Streamed};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
+use crate::protocol::jsonrpc::Message;
 
 use super::Finding;
 use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
-use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
+use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
 use super::repro::{ANSWER, NO_JSON_TOOL, STREAM, max_time, replayed, step_name};
 
 /// Whether the re-run showed the finding again.
@@ -291,10 +292,20 @@ fn streamed(stream: &Step, answer: Option<&Step>) -> Streamed {
             st.content_type = r.header("content-type").map(str::to_owned);
             if !r.is_sse() {
                 st.response = Some(r.rpc());
-            } else if r.decoded().is_err() {
-                st.failure = Some("undecodable SSE event".into());
-            } else {
+            } else if let Ok(d) = r.decoded() {
+                st.elicitations = d
+                    .messages
+                    .into_iter()
+                    .filter_map(|m| match m {
+                        Message::Request(q) if q.method == "elicitation/create" => {
+                            Some(q.params.unwrap_or(serde_json::Value::Null))
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 st.response = Some(r.rpc()).filter(|x| !matches!(x, Rpc::Missing(_)));
+            } else {
+                st.failure = Some("undecodable SSE event".into());
             }
         }
         Err(RawError::Timeout(_)) => {
@@ -445,7 +456,13 @@ fn per_reply(
         judged.extend(judge(&req, &a.reply, &f.mcp_url));
     }
     if let Some(s) = stream {
-        judged.extend(judge_call(&streamed(s, answer)).map(|(o, w)| (o, format!("the call: {w}"))));
+        let st = streamed(s, answer);
+        judged.extend(judge_call(&st).map(|(o, w)| (o, format!("the call: {w}"))));
+        if let Some(caps) = session_caps(f) {
+            judged.extend(
+                judge_modes(&st.elicitations, &caps).map(|(o, w)| (o, format!("the call: {w}"))),
+            );
+        }
     }
     if let Some((_, what)) = judged.iter().find(|(o, _)| wanted(*o)) {
         return Ok(what.clone());
@@ -460,6 +477,18 @@ fn per_reply(
             ),
             None => "no oracle fired".into(),
         },
+    })
+}
+
+/// The capabilities the finding's 2025-11-25 session declared at
+/// `initialize` (the script sends the same body).
+fn session_caps(f: &Finding) -> Option<crate::protocol::ClientCapabilities> {
+    f.log.iter().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_slice(&l.request.body).ok()?;
+        if v.get("method")?.as_str()? != "initialize" {
+            return None;
+        }
+        serde_json::from_value(v.get("params")?.get("capabilities")?.clone()).ok()
     })
 }
 

@@ -198,46 +198,36 @@ fn a_replay_is_a_warning_unless_the_tool_is_single_use() {
     assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
 }
 
-/// The capability rule `check` uses ([`elicitkit::oracle::capability`]):
-/// cases declaring form mode only meet `connect_billing`'s URL mode on
-/// `--flaw url-to-form-client` (minimised to that one op); the clean
-/// server answers them `-32021`, and the same cases find nothing.
+/// The capability rule `check` uses ([`elicitkit::oracle::capability`]),
+/// on both generations: cases declaring form mode only meet
+/// `connect_billing`'s URL mode on `--flaw url-to-form-client` (an
+/// `input_required` round, or a pushed `elicitation/create`), minimised to
+/// that one op; the clean server refuses them, and the same cases find
+/// nothing.
 #[test]
 fn url_mode_to_a_form_only_client_is_an_undeclared_mode() {
-    let f = finds(
-        "url-to-form-client",
-        "undeclared-mode",
-        &[
+    for generation in ["2026-07-28", "2025-11-25"] {
+        let args = [
             "--duration",
             "6s",
             "--generation",
-            "2026-07-28",
+            generation,
             "--tool",
             "connect_billing",
-        ],
-        6.0,
-    );
-    assert_eq!(f["ops"], serde_json::json!(["caps:form_only"]), "{f}");
-    assert!(f["what"].as_str().unwrap().contains("url mode"), "{f}");
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let srv = serve_with(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = fuzz(
-        &srv.mcp_url(),
-        dir.path(),
-        &[
-            "--duration",
-            "6s",
-            "--generation",
-            "2026-07-28",
-            "--tool",
-            "connect_billing",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let s = summary(dir.path());
-    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
-    assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
+        ];
+        let f = finds("url-to-form-client", "undeclared-mode", &args, 6.0);
+        assert_eq!(f["ops"], serde_json::json!(["caps:form_only"]), "{f}");
+        assert_eq!(f["generation"], generation, "{f}");
+        assert!(f["what"].as_str().unwrap().contains("url mode"), "{f}");
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let srv = serve_with(&[]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+        assert_eq!(out.status.code(), Some(0));
+        let s = summary(dir.path());
+        assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+        assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
+    }
 }
 
 /// The 2026-07-28 reply rules `check` uses ([`elicitkit::oracle::reply`])
