@@ -182,6 +182,9 @@ pub struct Exec {
     pub streamed: Vec<Exchange>,
     /// The 2025-11-25 call replayed by `repro.sh`: (body, answer action).
     pub legacy_call: Option<(Value, String)>,
+    /// Why a changed retry that completed is no finding (the controls did
+    /// not show the state to be load-bearing), for the summary's notes.
+    pub note: Option<String>,
 }
 
 /// One flow's wire, the log judged so far and what its mutated request
@@ -191,6 +194,7 @@ struct Run<'t> {
     w: NetWire,
     log: Vec<Logged>,
     mutated: Option<Sent>,
+    note: Option<String>,
 }
 
 impl Run<'_> {
@@ -252,6 +256,7 @@ impl Target {
             w: self.wire(),
             log: Vec::new(),
             mutated: None,
+            note: None,
         };
         let mut out = Exec::default();
         let res = match g {
@@ -270,6 +275,7 @@ impl Target {
             out.hit = Some(hit);
         }
         let _ = run.check();
+        out.note = run.note.take();
         out.log = run.log;
         out.streamed = run.w.take_streamed();
         out
@@ -290,6 +296,7 @@ impl Target {
             w: self.wire(),
             log: Vec::new(),
             mutated: None,
+            note: None,
         };
         for method in LISTINGS {
             let req = crate::discover::modern::request(
@@ -568,7 +575,20 @@ impl Target {
         let mut controls = Controls::default();
         let why = loop {
             match tamper::judge(&changed, &controls) {
-                Judgement::Refused | Judgement::NotShown(_) => return Ok(()),
+                Judgement::Refused => return Ok(()),
+                Judgement::NotShown(why) => {
+                    let what = if c.tampered {
+                        "a changed requestState"
+                    } else {
+                        "another principal's retry"
+                    };
+                    run.note = Some(format!(
+                        "{} ({}): {what} completed, not reported: {why}",
+                        c.tool.name,
+                        Oracle::from_changed(c.tampered)
+                    ));
+                    return Ok(());
+                }
                 Judgement::Accepted(why) => break why,
                 Judgement::Need(Control::Untampered) => {
                     controls.untampered = Some(self.untampered(run, c).await);
@@ -600,9 +620,10 @@ impl Target {
             }
             run.check()?;
         };
+        let oracle = Oracle::from_changed(c.tampered);
         let (oracle, what) = if c.tampered {
             (
-                Oracle::TamperedStateAccepted,
+                oracle,
                 format!(
                     "{}: a retry with a changed requestState completed; {why}",
                     c.tool.name
@@ -610,7 +631,7 @@ impl Target {
             )
         } else {
             (
-                Oracle::ForeignPrincipalAccepted,
+                oracle,
                 format!(
                     "{}: {}'s state completed for another principal; {why}",
                     c.tool.name, self.principal

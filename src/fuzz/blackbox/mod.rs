@@ -207,6 +207,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         findings_per_oracle: BTreeMap::new(),
         first_finding_secs: None,
         findings: Vec::new(),
+        notes: Vec::new(),
     };
     let mut groups = Groups::default();
     if gens.is_empty() {
@@ -233,9 +234,12 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             break;
         };
         index += 1;
-        let ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
+        let mut ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
         summary.execs += 1;
         summary.requests += ex.log.len() as u64;
+        if let Some(n) = ex.note.take() {
+            summary.note(n);
+        }
         if let Some(hit) = ex.hit.clone() {
             let tool = hit.sent.tool.as_deref();
             let pre = RootCause::new(hit.oracle, c.generation, &hit.sent.method, &c.ops);

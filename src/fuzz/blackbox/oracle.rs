@@ -101,6 +101,16 @@ impl Oracle {
         }
     }
 
+    /// The oracle of a changed retry: a tampered state, or (not tampered)
+    /// another principal's credentials.
+    pub fn from_changed(tampered: bool) -> Self {
+        if tampered {
+            Oracle::TamperedStateAccepted
+        } else {
+            Oracle::ForeignPrincipalAccepted
+        }
+    }
+
     /// Whether a liveness probe should follow (the server may have died).
     pub fn transport_level(self) -> bool {
         matches!(

@@ -99,9 +99,18 @@ pub struct Summary {
     pub first_finding_secs: Option<f64>,
     /// The findings.
     pub findings: Vec<Listed>,
+    /// What an oracle saw but did not report, and why (each once).
+    pub notes: Vec<String>,
 }
 
 impl Summary {
+    /// Adds a note, once.
+    pub fn note(&mut self, n: String) {
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+    }
+
     /// Whether any finding is an error (warnings alone do not fail a run).
     pub fn failed(&self) -> bool {
         self.findings.iter().any(|f| f.severity == Severity::Must)
@@ -165,6 +174,9 @@ impl Summary {
                 f.rerun.short()
             );
         }
+        for n in &self.notes {
+            let _ = writeln!(s, "note: {n}");
+        }
         s
     }
 
@@ -205,6 +217,12 @@ impl Summary {
                 );
             }
         }
+        if !self.notes.is_empty() {
+            s.push_str("\n## Notes (seen, not reported)\n\n");
+            for n in &self.notes {
+                let _ = writeln!(s, "- {}", md_cell(n));
+            }
+        }
         s
     }
 }
@@ -213,6 +231,40 @@ impl Summary {
 mod tests {
     use super::*;
     use crate::fuzz::blackbox::rerun::Reproduced;
+
+    /// A note (a tampered state that completed, not shown load-bearing)
+    /// is kept once and shown in every rendering, without failing the run.
+    #[test]
+    fn notes_are_listed_once_and_do_not_fail_the_run() {
+        let mut s = Summary {
+            target: "t".into(),
+            seed: 1,
+            generations: Vec::new(),
+            tools: BTreeMap::new(),
+            execs: 1,
+            requests: 1,
+            elapsed_secs: 1.0,
+            execs_per_sec: 1.0,
+            stopped: "duration".into(),
+            findings_per_oracle: BTreeMap::new(),
+            first_finding_secs: None,
+            findings: Vec::new(),
+            notes: Vec::new(),
+        };
+        let n = "deploy (tampered-state-accepted): a changed requestState completed, not \
+                 reported: without a state the call completes alike | x";
+        s.note(n.into());
+        s.note(n.into());
+        assert_eq!(s.notes.len(), 1);
+        assert!(!s.failed());
+        assert!(s.text().contains(&format!("note: {n}")), "{}", s.text());
+        let md = s.markdown();
+        assert!(
+            md.contains("## Notes") && md.contains("alike \\| x"),
+            "{md}"
+        );
+        assert_eq!(serde_json::to_value(&s).unwrap()["notes"][0], n);
+    }
 
     /// A multi-line HTML error page, and pipes in any cell, keep each
     /// finding on one table row of its own.
@@ -230,6 +282,7 @@ mod tests {
             stopped: "duration".into(),
             findings_per_oracle: BTreeMap::new(),
             first_finding_secs: None,
+            notes: Vec::new(),
             findings: vec![Listed {
                 dir: "001-server-error-mrtr-a|b".into(),
                 oracle: Oracle::ServerError,
