@@ -122,6 +122,68 @@ fn tampered_state_accepted_is_found_and_minimised_to_a_state_change() {
     );
 }
 
+/// The tamper controls ([`elicitkit::oracle::tamper`]) on a server whose
+/// state is not load-bearing: with `complete-without-state` the same
+/// answers complete without any state, so a tampered state that completes
+/// (`accept-tampered-state`) completes alike and is a note, not a finding;
+/// `complete-without-state` alone refuses the tampered state (no note);
+/// `accept-tampered-state` alone is the finding (the state was needed).
+#[test]
+fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let args = [
+        "--duration",
+        "5s",
+        "--generation",
+        "2026-07-28",
+        "--tool",
+        "deploy",
+    ];
+    for (flaws, found, noted) in [
+        (
+            &["complete-without-state", "accept-tampered-state"][..],
+            false,
+            true,
+        ),
+        (&["complete-without-state"][..], false, false),
+        (&["accept-tampered-state"][..], true, false),
+    ] {
+        let srv = serve_with(flaws);
+        let dir = tempfile::tempdir().unwrap();
+        let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let s = summary(dir.path());
+        let tamper = s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["oracle"] == "tampered-state-accepted")
+            .count();
+        assert_eq!(tamper > 0, found, "{flaws:?}: {stdout}");
+        let notes: Vec<&str> = s["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert_eq!(!notes.is_empty(), noted, "{flaws:?}: {notes:?}");
+        if noted {
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.starts_with("deploy (tampered-state-accepted)")
+                        && n.contains("completes alike")),
+                "{notes:?}"
+            );
+            assert!(stdout.contains("note: deploy"), "{stdout}");
+        }
+        if !found {
+            assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{flaws:?}: {s}");
+            assert_eq!(out.status.code(), Some(0), "{flaws:?}: {stdout}");
+        }
+    }
+}
+
 #[test]
 fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     let f = finds(
