@@ -282,11 +282,10 @@ impl Target {
     }
 
     /// With no 2026-07-28 tool to call: that generation's listing and
-    /// discover requests,
-    /// each judged by the per-reply oracles (a `tools/list` answering
-    /// `input_required` lists no tool, and is itself the finding). The
-    /// first hit and its log; `None` when nothing fired (or the server
-    /// does not speak 2026-07-28).
+    /// discover requests, each judged by the per-reply oracles (a
+    /// `tools/list` answering `input_required` lists no tool, and is itself
+    /// the finding). The first hit and its log; `None` when nothing fired
+    /// (or the server does not speak 2026-07-28).
     pub async fn listings(&self) -> Option<(Hit, Vec<Logged>)> {
         if !self.speaks_modern {
             return None;
@@ -620,26 +619,19 @@ impl Target {
             }
             run.check()?;
         };
-        let oracle = Oracle::from_changed(c.tampered);
-        let (oracle, what) = if c.tampered {
-            (
-                oracle,
-                format!(
-                    "{}: a retry with a changed requestState completed; {why}",
-                    c.tool.name
-                ),
+        let what = if c.tampered {
+            format!(
+                "{}: a retry with a changed requestState completed; {why}",
+                c.tool.name
             )
         } else {
-            (
-                oracle,
-                format!(
-                    "{}: {}'s state completed for another principal; {why}",
-                    c.tool.name, self.principal
-                ),
+            format!(
+                "{}: {}'s state completed for another principal; {why}",
+                c.tool.name, self.principal
             )
         };
         Err(Hit {
-            oracle,
+            oracle: Oracle::from_changed(c.tampered),
             what,
             sent: Sent::call(&c.tool.name),
         })

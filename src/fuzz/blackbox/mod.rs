@@ -8,9 +8,12 @@
 //! headers and JSON text, plus replays and concurrent copies ([`exec`]).
 //! The [`oracle`]s: 5xx, connection reset, a reply that is not JSON-RPC,
 //! a hang past the timeout, the server no longer answering, a changed
-//! state (or another principal) completing where the control (the same
-//! answers, no state) does not, a single-use request completing twice (and,
-//! as a warning, any request replayed with the same state and answers).
+//! state (or another principal) completing where controls (no state, and
+//! an untampered state) show the state load-bearing
+//! ([`crate::oracle::tamper`]; otherwise a note), an input request for a
+//! mode the case did not declare, a single-use request completing twice
+//! (and, as a warning, any request replayed with the same state and
+//! answers).
 //! With no 2026-07-28 tool listed, that generation's listing replies are
 //! judged instead (`input_required` on `tools/list` hides every tool).
 //! Each hit is delta-debugged over its op list ([`minimise`]), filed under
