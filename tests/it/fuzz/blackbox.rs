@@ -184,6 +184,51 @@ fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
     }
 }
 
+/// The same controls judge another principal's retry of a state: on
+/// `--flaw ignore-state-principal` it completes where the same answers
+/// without a state do not (the finding); the clean server refuses it.
+#[test]
+fn a_state_completing_for_another_principal_is_found_against_its_control() {
+    let args = [
+        "--duration",
+        "6s",
+        "--generation",
+        "2026-07-28",
+        "--tool",
+        "deploy",
+        "--other-principal",
+        "bob",
+    ];
+    let f = finds(
+        "ignore-state-principal",
+        "foreign-principal-accepted",
+        &args,
+        6.0,
+    );
+    assert!(
+        f["ops"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("other_principal")),
+        "{f}"
+    );
+    assert!(
+        f["what"]
+            .as_str()
+            .unwrap()
+            .contains("without a state did not complete"),
+        "{f}"
+    );
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert_eq!(s["notes"].as_array().unwrap().len(), 0, "{s}");
+}
+
 #[test]
 fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     let f = finds(
