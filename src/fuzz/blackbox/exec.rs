@@ -745,3 +745,112 @@ impl Target {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_http::{Read, read_request};
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A one-tool 2026-07-28 server on 127.0.0.1 that trusts any
+    /// `requestState` and completes without one too: its result names the
+    /// state's content (`uses_state`) or not. One request per connection.
+    async fn trusting(uses_state: bool) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let Read::Request { body, .. } = read_request(&mut c, usize::MAX).await else {
+                        return;
+                    };
+                    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let p = &req["params"];
+                    let text = |s: &str| {
+                        json!({"resultType": "complete", "content": [{"type": "text",
+                            "text": if uses_state { format!("trip to {s}") } else { "trip booked".into() }}]})
+                    };
+                    let result = match (req["method"].as_str(), p.get(REQUEST_STATE)) {
+                        (Some("tools/call"), Some(Value::String(s))) => text(s),
+                        (Some("tools/call"), _) if p.get("inputResponses").is_some() => {
+                            text("nowhere")
+                        }
+                        (Some("tools/call"), _) => json!({"resultType": "input_required",
+                            "requestState": "Paris", "inputRequests": {"ok": {
+                                "method": "elicitation/create", "params": {"message": "Go?",
+                                "requestedSchema": {"type": "object",
+                                    "properties": {"go": {"type": "boolean"}}, "required": ["go"]}}}}}),
+                        _ => json!({"resultType": "complete"}),
+                    };
+                    let out =
+                        json!({"jsonrpc": "2.0", "id": req["id"], "result": result}).to_string();
+                    let _ = c
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{out}",
+                                out.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                });
+            }
+        });
+        url
+    }
+
+    fn target(url: String) -> Target {
+        Target {
+            mcp_url: url,
+            principal: "alice".into(),
+            other_principal: None,
+            timeout: Duration::from_secs(5),
+            seed: 1,
+            modern: vec![ToolInfo {
+                name: "trip".into(),
+                args: Map::new(),
+                other_args: None,
+                single_use: false,
+                elicits: true,
+                has_state: true,
+                elicits_on_get: false,
+            }],
+            legacy: Vec::new(),
+            speaks_modern: true,
+            http: crate::discover::http_client().unwrap(),
+            ids: AtomicI64::new(1),
+        }
+    }
+
+    /// Both servers complete a tampered state and complete without one.
+    /// Where the state's content shows in the result, the tampered state's
+    /// changed content completed differently from no state and from the
+    /// untampered state: a finding, after both controls. Where it does
+    /// not, the state bears on nothing: a note, no finding.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_trusted_state_is_found_only_where_it_bears_on_the_result() {
+        let tamper = [Op::State(StateMutation::FlipChar { index: 0 })];
+        for uses_state in [true, false] {
+            let t = target(trusting(uses_state).await);
+            let ex = t.exec(Generation::Modern, 0, &tamper, 0).await;
+            let labels: Vec<&str> = ex.log.iter().map(|l| l.request.label.as_str()).collect();
+            for c in [CONTROL, CONTROL_AGAIN, UNTAMPERED] {
+                assert!(labels.iter().any(|l| l.ends_with(c)), "{c}: {labels:?}");
+            }
+            if uses_state {
+                let hit = ex.hit.expect("a finding");
+                assert_eq!(hit.oracle, Oracle::TamperedStateAccepted);
+                assert!(
+                    hit.what.contains("changed content was used"),
+                    "{}",
+                    hit.what
+                );
+                assert_eq!(ex.note, None);
+            } else {
+                assert_eq!(ex.hit, None, "{labels:?}");
+                let note = ex.note.expect("a note");
+                assert!(note.contains("completes alike"), "{note}");
+            }
+        }
+    }
+}
