@@ -47,7 +47,8 @@
 //!   counts (`capacity.md`, `capacity.json`); `report::format` holds the
 //!   one HTML, XML and Markdown-cell escaper and the `ms` formatter.
 //! - [`oracle`]: the rules a reply is judged by, one implementation each,
-//!   shared by `check`, `fuzz` and `load`.
+//!   shared by `check`, `fuzz` and `load` (reply shape, replay, capability
+//!   gating, tampered state against its controls).
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness

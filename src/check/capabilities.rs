@@ -6,12 +6,13 @@
 //! request (§4.2). The 2025-11-25 twins (`legacy-cap-*`, [`legacy_checks`])
 //! gate the modes pushed on a session the same way.
 
-use super::judge::{answers_for, elicitations};
+use super::judge::answers_for;
 use super::legacy_session::{Answer, modes_seen, run_all};
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
 use crate::client::raw::Rpc;
+use crate::oracle::capability::undeclared;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::codes;
@@ -105,13 +106,6 @@ async fn undeclared_input(p: Probe) -> Verdict {
     ))
 }
 
-fn mode_allowed(modes: ElicitModes, mode: &str) -> bool {
-    match mode {
-        "url" => modes.url,
-        _ => modes.form,
-    }
-}
-
 /// Judges one reply to a call made under capabilities allowing `modes`.
 fn judge_gated(
     rpc: &Rpc,
@@ -122,9 +116,8 @@ fn judge_gated(
 ) -> &'static str {
     match rpc {
         Rpc::Result(v) => {
-            let bad: Vec<String> = elicitations(v)
+            let bad: Vec<String> = undeclared(v, modes)
                 .into_iter()
-                .filter(|(_, m)| !mode_allowed(modes, m))
                 .map(|(k, m)| format!("{k} ({m} mode)"))
                 .collect();
             if !bad.is_empty() {

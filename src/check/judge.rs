@@ -66,32 +66,7 @@ pub fn judge_state_probe(rt: &RoundTrip, expected: &[&str]) -> Probed {
 
 pub use crate::client::content::answers_for;
 
-/// The `elicitation/create` input requests of a result, as `(key, mode)`
-/// with `mode` `"form"` or `"url"`.
-pub fn elicitations(result: &Value) -> Vec<(String, &'static str)> {
-    result
-        .get("inputRequests")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter(|(_, r)| {
-                    r.get("method").and_then(Value::as_str) == Some("elicitation/create")
-                })
-                .map(|(k, r)| {
-                    let mode = match r
-                        .get("params")
-                        .and_then(|p| p.get("mode"))
-                        .and_then(Value::as_str)
-                    {
-                        Some("url") => "url",
-                        _ => "form",
-                    };
-                    (k.clone(), mode)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
+pub use crate::oracle::capability::elicitations;
 
 /// Words of `text` with numbers and the given answer values replaced by
 /// one placeholder.

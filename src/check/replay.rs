@@ -6,14 +6,14 @@
 //! `--single-use`). A state presented by another principal must be refused
 //! (S8a); an old state must expire (S8b, with `--wait-expiry`).
 
-use super::judge::{asks_for_input, rpc_state_rejection};
+use super::judge::rpc_state_rejection;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
 use super::registry::{Check, check};
 use super::state_decode::reencodings;
 use super::subject::{Completed, complete, first_at_state, reading, result_text, retry};
 use crate::client::raw::Rpc;
-use crate::findings::Severity;
+use crate::oracle::replay::{Twice, completes, judge};
 use serde_json::Value;
 
 /// The checks of this family.
@@ -56,11 +56,6 @@ enum Replayed {
     NotReached(String),
 }
 
-fn completed_again(rpc: &Rpc) -> bool {
-    matches!(rpc, Rpc::Result(v)
-        if !asks_for_input(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
-}
-
 async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
     let done: Completed = match complete(p, t).await {
         Ok(d) => d,
@@ -80,7 +75,7 @@ async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
         Ok(x) => x,
         Err(e) => return Replayed::Refused(format!("{}: no reply to the replay ({e})", t.name)),
     };
-    if completed_again(&rpc) {
+    if completes(&rpc) {
         return Replayed::Twice(format!(
             "{}: first completion \"{}\", the replay completed again \"{}\"",
             t.name,
@@ -97,7 +92,7 @@ async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
             t.name
         );
         if let Ok((rpc, _)) = retry(p, t, &label, &done.answers, &again).await
-            && completed_again(&rpc)
+            && completes(&rpc)
         {
             return Replayed::Twice(format!(
                 "{}: the exact replay was refused, but the same state re-encoded as {what} \
@@ -132,8 +127,10 @@ async fn replay_final_retry(p: Probe) -> Verdict {
     let mut unreached = Vec::new();
     for t in &tools {
         match replay_one(&p, t).await {
-            Replayed::Twice(line) if t.single_use => twice_single.push(line),
-            Replayed::Twice(line) => twice.push(line),
+            Replayed::Twice(line) => match judge(t.single_use, 2) {
+                Some(Twice::SingleUse) => twice_single.push(line),
+                _ => twice.push(line),
+            },
             Replayed::Refused(line) => refused.push(line),
             Replayed::NotReached(why) => unreached.push(why),
         }
@@ -155,7 +152,7 @@ async fn replay_final_retry(p: Probe) -> Verdict {
     }
     if !twice.is_empty() {
         return Verdict::violation(
-            Severity::Should,
+            Twice::MayRepeat.severity(),
             format!(
                 "the same state and answers completed twice; if this action must not repeat, \
                  this is a MUST (mark the tool destructiveHint, say \"exactly once\" in its \

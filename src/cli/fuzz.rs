@@ -3,8 +3,9 @@
 //! generations. Findings go to `<out>/<run-id>/fuzz/<finding>/repro.sh`,
 //! the summary to `.../fuzz/summary.{json,md}` and the terminal.
 //!
-//! Exit codes ([`EXIT_CODES`]), as `check` and `load`: 0 no finding; 1 a
-//! finding; 2 usage errors or a target that does not answer as an MCP server.
+//! Exit codes ([`EXIT_CODES`]), as `check` and `load`: 0 no finding (or
+//! warnings only); 1 a finding; 2 usage errors or a target that does not
+//! answer as an MCP server.
 
 use super::{exit, usage_error};
 use crate::fuzz::blackbox::{self, Settings};
@@ -15,7 +16,8 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The exit codes, for `--help`.
-pub const EXIT_CODES: &str = "Exit codes: 0 no finding; 1 at least one finding (each has a \
+pub const EXIT_CODES: &str = "Exit codes: 0 no finding (warnings, such as a replay of a tool \
+not known to be single-use, are listed but do not fail); 1 at least one finding (each has a \
 repro.sh); 2 usage error, or a target that does not answer as an MCP server (nothing fuzzed).";
 
 /// `--help` examples.
@@ -127,12 +129,15 @@ pub fn run(args: Args) -> ExitCode {
     );
     let summary = runtime.block_on(async {
         let target = blackbox::prepare(&s).await.map_err(|e| e.to_string())?;
-        if target.modern.is_empty() && target.legacy.is_empty() {
+        let summary = blackbox::run(&s, &target)
+            .await
+            .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display()))?;
+        // No tool listed: the listing replies were judged; with nothing
+        // found there, there was nothing to fuzz.
+        if target.modern.is_empty() && target.legacy.is_empty() && summary.findings.is_empty() {
             return Err(format!("{}: no tool to fuzz", args.target));
         }
-        blackbox::run(&s, &target)
-            .await
-            .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display()))
+        Ok(summary)
     });
     let summary = match summary {
         Ok(x) => x,
@@ -140,9 +145,9 @@ pub fn run(args: Args) -> ExitCode {
     };
     print!("{}", summary.text());
     println!("report: {}", s.out_dir.join("summary.md").display());
-    if summary.findings.is_empty() {
-        exit::ok()
-    } else {
+    if summary.failed() {
         exit::failed()
+    } else {
+        exit::ok()
     }
 }

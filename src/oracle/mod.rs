@@ -5,5 +5,15 @@
 //!   known (§4.4), `input_required` only where MRTR is allowed (S1), and how
 //!   a request with a wrongly typed `inputResponses` or `requestState` was
 //!   answered (S9).
+//! - [`capability`]: input requests for an elicitation mode the request
+//!   did not declare (§2.4, S5).
+//! - [`replay`]: a request completing again from the same state and
+//!   answers (S8): an error for single-use tools, a warning elsewhere.
+//! - [`tamper`]: a tampered (or foreign) state completing, judged against
+//!   a no-state and an untampered control: a finding only where the state
+//!   is shown to be load-bearing (S7, S8a).
 
+pub mod capability;
+pub mod replay;
 pub mod reply;
+pub mod tamper;

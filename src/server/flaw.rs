@@ -79,11 +79,17 @@ pub enum Flaw {
     /// the last result put there, whoever's it is (responses of one client
     /// sent to another, as in GHSA-345p-7cg4-v4c7).
     CrossTalk,
+    /// A 2026-07-28 retry carrying `inputResponses` but no `requestState`
+    /// is answered from those answers alone, as if a state had asked for
+    /// them (a fresh conversation; earlier rounds are lost). Breaks no rule
+    /// by itself: with `accept-tampered-state` it is a server whose state
+    /// is not load-bearing, which the fuzzer's tamper controls must tell.
+    CompleteWithoutState,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 27] = [
+    pub const ALL: [Flaw; 28] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -111,6 +117,7 @@ impl Flaw {
         Flaw::IgnoreStatePrincipal,
         Flaw::ElicitBeforeInitialized,
         Flaw::CrossTalk,
+        Flaw::CompleteWithoutState,
     ];
 
     /// The command-line name.
@@ -143,6 +150,7 @@ impl Flaw {
             Flaw::IgnoreStatePrincipal => "ignore-state-principal",
             Flaw::ElicitBeforeInitialized => "elicit-before-initialized",
             Flaw::CrossTalk => "cross-talk",
+            Flaw::CompleteWithoutState => "complete-without-state",
         }
     }
 
@@ -176,6 +184,7 @@ impl Flaw {
             Flaw::IgnoreStatePrincipal => "§4.7 S8a",
             Flaw::ElicitBeforeInitialized => "§3.1, §6.A 2",
             Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
+            Flaw::CompleteWithoutState => "none (a state not load-bearing)",
         }
     }
 
@@ -242,6 +251,9 @@ impl Flaw {
             }
             Flaw::CrossTalk => {
                 "overlapping tools/call requests share one result slot: a call may get another's result"
+            }
+            Flaw::CompleteWithoutState => {
+                "a 2026-07-28 retry with inputResponses and no requestState is answered from the answers alone"
             }
         }
     }

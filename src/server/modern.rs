@@ -369,8 +369,16 @@ async fn tools_call(
         .map_err(|e| RpcError::invalid_params(format!("params.arguments: {e}")))?;
 
     let ctx = Ctx::new(app, principal, args, digest);
+    let stateless_answers = state.is_none() && app.flaw(Flaw::CompleteWithoutState);
     let (mut conv, round) = match state {
-        None => (Conversation::begin(once::new_origin_id()), 0),
+        None => {
+            let mut conv = Conversation::begin(once::new_origin_id());
+            // complete-without-state: the answers stand in for the state.
+            if let Some(r) = responses.filter(|_| stateless_answers) {
+                conv.asked = r.keys().cloned().collect();
+            }
+            (conv, u32::from(stateless_answers && responses.is_some()))
+        }
         Some(token) => match app.open_state(token, principal, &digest, timing) {
             Ok(Some(claims)) => {
                 let mut conv = Conversation::decode(&claims.payload)
@@ -403,7 +411,7 @@ async fn tools_call(
     {
         return Err(repeat(app, outcome));
     }
-    if let (Some(responses), Some(_)) = (responses, state) {
+    if let Some(responses) = responses.filter(|_| state.is_some() || stateless_answers) {
         for key in std::mem::take(&mut conv.asked) {
             let Some(raw) = responses.get(&key) else {
                 continue;

@@ -29,6 +29,10 @@ pub enum Op {
         /// Copies, modulo.
         copies: u8,
     },
+    /// Declare only form mode (`{elicitation:{form:{}}}`) on every
+    /// 2026-07-28 request of the flow, so a URL-mode input request is seen
+    /// for what it is: one for a mode the client did not declare.
+    FormOnly,
 }
 
 impl Op {
@@ -42,6 +46,7 @@ impl Op {
             Op::OtherPrincipal => "other_principal".into(),
             Op::Replay => "replay".into(),
             Op::Concurrent { .. } => "concurrent".into(),
+            Op::FormOnly => "caps:form_only".into(),
         }
     }
 }

@@ -6,21 +6,74 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::client::raw::{Exchange, RawRequest};
+use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
 use crate::discover::modern::{WalkEnd, call_request, walk};
 use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
-use crate::protocol::Generation;
+use crate::oracle::replay::{self, Twice};
+use crate::oracle::tamper::{self, Control, Controls, Judgement, Outcome};
 use crate::protocol::mrtr::REQUEST_STATE;
+use crate::protocol::{ClientCapabilities, Generation};
 
 use super::case::Op;
-use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
+use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
 use super::wire::NetWire;
 
 /// Label (after `case N `) of the control: the mutated retry's answers,
 /// without a state.
 pub const CONTROL: &str = "control: the same answers, no requestState";
+
+/// Label (after `case N `) of the no-state control sent again, to tell a
+/// stable result from one that changes call to call.
+pub const CONTROL_AGAIN: &str = "control again (is the result stable?): the same answers, no state";
+
+/// Label (after `case N `) of the untampered control: a fresh state's
+/// retry, the flow's own principal.
+pub const UNTAMPERED: &str = "untampered control: a fresh requestState and its answers";
+
+/// Whether a case request's label is one of the controls.
+pub fn is_control(label: &str) -> bool {
+    [CONTROL, CONTROL_AGAIN, UNTAMPERED]
+        .iter()
+        .any(|c| label.ends_with(c))
+}
+
+/// The outcome of a reply, as [`tamper::judge`] compares them.
+pub fn outcome(reply: &Result<RawReply, RawError>) -> Outcome {
+    reply
+        .as_ref()
+        .map_or(Outcome::Other, |r| Outcome::of(&r.rpc()))
+}
+
+/// The capabilities a case declares: form mode only with
+/// [`Op::FormOnly`], else every mode.
+fn caps_for(ops: &[Op]) -> ClientCapabilities {
+    if ops.contains(&Op::FormOnly) {
+        ClientCapabilities::with_modes(true, false)
+    } else {
+        all_modes()
+    }
+}
+
+/// A changed retry that completed, and what its controls need.
+struct Changed<'a> {
+    tool: &'a ToolInfo,
+    caps: &'a ClientCapabilities,
+    index: u64,
+    answers: &'a Map<String, Value>,
+    other: Option<&'a str>,
+    tampered: bool,
+}
+
+/// The requests [`Target::listings`] sends when no tool is listed.
+pub const LISTINGS: [&str; 5] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
 
 /// A tool as the fuzzer uses it.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,6 +182,9 @@ pub struct Exec {
     pub streamed: Vec<Exchange>,
     /// The 2025-11-25 call replayed by `repro.sh`: (body, answer action).
     pub legacy_call: Option<(Value, String)>,
+    /// Why a changed retry that completed is no finding (the controls did
+    /// not show the state to be load-bearing), for the summary's notes.
+    pub note: Option<String>,
 }
 
 /// One flow's wire, the log judged so far and what its mutated request
@@ -138,6 +194,7 @@ struct Run<'t> {
     w: NetWire,
     log: Vec<Logged>,
     mutated: Option<Sent>,
+    note: Option<String>,
 }
 
 impl Run<'_> {
@@ -199,6 +256,7 @@ impl Target {
             w: self.wire(),
             log: Vec::new(),
             mutated: None,
+            note: None,
         };
         let mut out = Exec::default();
         let res = match g {
@@ -217,9 +275,42 @@ impl Target {
             out.hit = Some(hit);
         }
         let _ = run.check();
+        out.note = run.note.take();
         out.log = run.log;
         out.streamed = run.w.take_streamed();
         out
+    }
+
+    /// With no 2026-07-28 tool to call: that generation's listing and
+    /// discover requests, each judged by the per-reply oracles (a
+    /// `tools/list` answering `input_required` lists no tool, and is itself
+    /// the finding). The first hit and its log; `None` when nothing fired
+    /// (or the server does not speak 2026-07-28).
+    pub async fn listings(&self) -> Option<(Hit, Vec<Logged>)> {
+        if !self.speaks_modern {
+            return None;
+        }
+        let mut run = Run {
+            t: self,
+            w: self.wire(),
+            log: Vec::new(),
+            mutated: None,
+            note: None,
+        };
+        for method in LISTINGS {
+            let req = crate::discover::modern::request(
+                &run.w,
+                format!("listing: {method}"),
+                method,
+                json!({}),
+                &all_modes(),
+            );
+            let _ = run.w.send(req).await;
+            if let Err(hit) = run.check() {
+                return Some((hit, run.log));
+            }
+        }
+        None
     }
 
     /// Whether the server still answers anything (three tries).
@@ -278,7 +369,7 @@ impl Target {
         ops: &[Op],
         index: u64,
     ) -> Result<(), Hit> {
-        let caps = all_modes();
+        let caps = caps_for(ops);
         let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
         run.check()?;
         let round = match (&walked.end, walked.state_round()) {
@@ -327,7 +418,7 @@ impl Target {
         let names: Vec<String> = ops.iter().map(Op::name).collect();
         let changes = ops
             .iter()
-            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. }));
+            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. } | Op::FormOnly));
         let label = format!(
             "{}{}{}case {index} {} {}",
             if framing { FRAMING } else { "" },
@@ -341,7 +432,15 @@ impl Target {
             }
         );
         run.mutated = Some(Sent::call(&tool.name));
-        let mut req = call_request(&run.w, label, &tool.name, &tool.args, &caps, answers, None);
+        let mut req = call_request(
+            &run.w,
+            label,
+            &tool.name,
+            &tool.args,
+            &caps,
+            answers.clone(),
+            None,
+        );
         if let Some(s) = &sent_state
             && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
         {
@@ -364,52 +463,27 @@ impl Target {
             return Ok(());
         };
         let tampered = matches!(&sent_state, Some(Value::String(s)) if !equivalent(&state, s));
+        // Whether the retry sent exactly the valid state and answers (a
+        // replay of it is then the same request sent twice).
+        let faithful = sent_state.as_ref() == Some(&Value::from(state.clone()))
+            && answers.as_ref() == Some(&Value::Object(valid.clone()))
+            && !ops.iter().any(|o| matches!(o, Op::Body(_)));
         let mut completions = 0;
+        let mut same = 0;
         if completes(&reply) {
             if tampered || other.is_some() {
-                // The control: the same answers and credentials, no state.
-                let mut control = call_request(
-                    &run.w,
-                    format!("case {index} {CONTROL}"),
-                    &tool.name,
-                    &tool.args,
-                    &caps,
-                    Some(Value::Object(valid.clone())),
-                    None,
-                );
-                if let Some(o) = other {
-                    control = control.token(Some(o));
-                }
-                let c = run.w.send(control).await;
-                run.check()?;
-                if completes(&c) {
-                    // The server does not need the state for this tool.
-                    return Ok(());
-                }
-                let (oracle, what) = if tampered {
-                    (
-                        Oracle::TamperedStateAccepted,
-                        format!(
-                            "{}: a retry with a changed requestState completed; the same answers without a state did not",
-                            tool.name
-                        ),
-                    )
-                } else {
-                    (
-                        Oracle::ForeignPrincipalAccepted,
-                        format!(
-                            "{}: {}'s state completed for another principal; the same answers without a state did not",
-                            tool.name, self.principal
-                        ),
-                    )
+                let changed = Changed {
+                    tool,
+                    caps: &caps,
+                    index,
+                    answers: &valid,
+                    other,
+                    tampered,
                 };
-                return Err(Hit {
-                    oracle,
-                    what,
-                    sent: Sent::call(&tool.name),
-                });
+                return self.judge_changed(run, &changed, &reply).await;
             }
             completions += 1;
+            same += usize::from(faithful);
         }
         let valid_retry = |label: String, w: &NetWire| {
             call_request(
@@ -432,7 +506,9 @@ impl Target {
                             &run.w,
                         ))
                         .await;
-                    completions += usize::from(completes(&r));
+                    let n = usize::from(completes(&r));
+                    completions += n;
+                    same += n;
                 }
                 Op::Concurrent { copies } => {
                     let n = 2 + usize::from(copies % 4);
@@ -446,23 +522,141 @@ impl Target {
                         .collect();
                     let replies =
                         futures::future::join_all(reqs.into_iter().map(|r| run.w.send(r))).await;
-                    completions += replies.iter().filter(|r| completes(r)).count();
+                    let n = replies.iter().filter(|r| completes(r)).count();
+                    completions += n;
+                    same += n;
                 }
                 _ => {}
             }
         }
         run.check()?;
-        if tool.single_use && completions > 1 {
-            return Err(Hit {
-                oracle: Oracle::SingleUseTwice,
-                what: format!(
+        // A single-use request completing twice in any form is an error;
+        // elsewhere only the same state and answers completing twice.
+        let twice = match replay::judge(tool.single_use, completions) {
+            Some(Twice::SingleUse) => Some(Twice::SingleUse),
+            _ => replay::judge(tool.single_use, same),
+        };
+        let (oracle, what) = match twice {
+            None => return Ok(()),
+            Some(Twice::SingleUse) => (
+                Oracle::SingleUseTwice,
+                format!(
                     "single-use tool {}: one request completed {completions} times",
                     tool.name
                 ),
-                sent: Sent::call(&tool.name),
-            });
-        }
-        Ok(())
+            ),
+            Some(Twice::MayRepeat) => (
+                Oracle::ReplayAccepted,
+                format!(
+                    "{}: the same requestState and inputResponses completed {same} times \
+                     (a warning: if the action must not repeat, run with --single-use {})",
+                    tool.name, tool.name
+                ),
+            ),
+        };
+        Err(Hit {
+            oracle,
+            what,
+            sent: Sent::call(&tool.name),
+        })
+    }
+
+    /// A changed retry (a tampered state, or another principal) completed:
+    /// sends the controls [`tamper::judge`] asks for, one at a time, and
+    /// files a finding only where the state is shown to be load-bearing.
+    async fn judge_changed(
+        &self,
+        run: &mut Run<'_>,
+        c: &Changed<'_>,
+        reply: &Result<RawReply, RawError>,
+    ) -> Result<(), Hit> {
+        let changed = outcome(reply);
+        let mut controls = Controls::default();
+        let why = loop {
+            match tamper::judge(&changed, &controls) {
+                Judgement::Refused => return Ok(()),
+                Judgement::NotShown(why) => {
+                    let what = if c.tampered {
+                        "a changed requestState"
+                    } else {
+                        "another principal's retry"
+                    };
+                    run.note = Some(format!(
+                        "{} ({}): {what} completed, not reported: {why}",
+                        c.tool.name,
+                        Oracle::from_changed(c.tampered)
+                    ));
+                    return Ok(());
+                }
+                Judgement::Accepted(why) => break why,
+                Judgement::Need(Control::Untampered) => {
+                    controls.untampered = Some(self.untampered(run, c).await);
+                }
+                Judgement::Need(k) => {
+                    let label = if k == Control::NoState {
+                        CONTROL
+                    } else {
+                        CONTROL_AGAIN
+                    };
+                    let mut req = call_request(
+                        &run.w,
+                        format!("case {} {label}", c.index),
+                        &c.tool.name,
+                        &c.tool.args,
+                        c.caps,
+                        Some(Value::Object(c.answers.clone())),
+                        None,
+                    );
+                    if let Some(o) = c.other {
+                        req = req.token(Some(o));
+                    }
+                    let o = outcome(&run.w.send(req).await);
+                    match k {
+                        Control::NoState => controls.no_state = Some(o),
+                        _ => controls.no_state_again = Some(o),
+                    }
+                }
+            }
+            run.check()?;
+        };
+        let what = if c.tampered {
+            format!(
+                "{}: a retry with a changed requestState completed; {why}",
+                c.tool.name
+            )
+        } else {
+            format!(
+                "{}: {}'s state completed for another principal; {why}",
+                c.tool.name, self.principal
+            )
+        };
+        Err(Hit {
+            oracle: Oracle::from_changed(c.tampered),
+            what,
+            sent: Sent::call(&c.tool.name),
+        })
+    }
+
+    /// The untampered control: a fresh walk of the tool (the first state
+    /// may be spent) and its retry, as the flow's own principal.
+    async fn untampered(&self, run: &mut Run<'_>, c: &Changed<'_>) -> Outcome {
+        let walked = walk(&run.w, &c.tool.name, &c.tool.args, c.caps, 3, true).await;
+        let Some((state, answers)) = walked
+            .state_round()
+            .and_then(|(_, r)| Some((r.state.clone()?, r.answers.clone())))
+        else {
+            return Outcome::Other;
+        };
+        let req = call_request(
+            &run.w,
+            format!("case {} {UNTAMPERED}", c.index),
+            &c.tool.name,
+            &c.tool.args,
+            c.caps,
+            Some(Value::Object(answers)),
+            Some(&state),
+        );
+        outcome(&run.w.send(req).await)
     }
 
     async fn legacy_flow(
@@ -473,7 +667,7 @@ impl Target {
         index: u64,
         out: &mut Exec,
     ) -> Result<(), Hit> {
-        let caps = all_modes();
+        let caps = caps_for(ops);
         let session = legacy::open(&run.w, &caps, true).await;
         run.check()?;
         let Ok(s) = session else { return Ok(()) };
@@ -510,16 +704,24 @@ impl Target {
             let _ = run.w.send(req).await;
             run.check()?;
         }
-        // A decline or cancel answers the tool's `elicitation/create`.
-        let answer = ops.iter().find_map(|o| match o {
-            Op::Answers(crate::fuzz::mutation::AnswerMutation::Decline) => {
-                Some((legacy::Answer::Decline, "decline"))
-            }
-            Op::Answers(crate::fuzz::mutation::AnswerMutation::Cancel) => {
-                Some((legacy::Answer::Cancel, "cancel"))
-            }
-            _ => None,
-        });
+        // A decline or cancel answers the tool's `elicitation/create`; a
+        // form-only session declines whatever it is sent, so that the modes
+        // are seen.
+        let answer = ops
+            .iter()
+            .find_map(|o| match o {
+                Op::Answers(crate::fuzz::mutation::AnswerMutation::Decline) => {
+                    Some((legacy::Answer::Decline, "decline"))
+                }
+                Op::Answers(crate::fuzz::mutation::AnswerMutation::Cancel) => {
+                    Some((legacy::Answer::Cancel, "cancel"))
+                }
+                _ => None,
+            })
+            .or_else(|| {
+                ops.contains(&Op::FormOnly)
+                    .then_some((legacy::Answer::Decline, "decline"))
+            });
         if let Some((a, action)) = answer
             && tool.elicits
         {
@@ -530,7 +732,8 @@ impl Target {
             ));
             let st = legacy::call(&run.w, &s, &tool.name, &tool.args, a).await;
             run.check()?;
-            if let Some((oracle, w)) = judge_call(&st) {
+            let judged = judge_call(&st).or_else(|| judge_modes(&st.elicitations, &caps));
+            if let Some((oracle, w)) = judged {
                 return Err(Hit {
                     oracle,
                     what: format!("case {index} {} answered {action}: {w}", tool.name),
@@ -540,5 +743,114 @@ impl Target {
         }
         legacy::close(&run.w, &s).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_http::{Read, read_request};
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A one-tool 2026-07-28 server on 127.0.0.1 that trusts any
+    /// `requestState` and completes without one too: its result names the
+    /// state's content (`uses_state`) or not. One request per connection.
+    async fn trusting(uses_state: bool) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = l.accept().await {
+                tokio::spawn(async move {
+                    let Read::Request { body, .. } = read_request(&mut c, usize::MAX).await else {
+                        return;
+                    };
+                    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let p = &req["params"];
+                    let text = |s: &str| {
+                        json!({"resultType": "complete", "content": [{"type": "text",
+                            "text": if uses_state { format!("trip to {s}") } else { "trip booked".into() }}]})
+                    };
+                    let result = match (req["method"].as_str(), p.get(REQUEST_STATE)) {
+                        (Some("tools/call"), Some(Value::String(s))) => text(s),
+                        (Some("tools/call"), _) if p.get("inputResponses").is_some() => {
+                            text("nowhere")
+                        }
+                        (Some("tools/call"), _) => json!({"resultType": "input_required",
+                            "requestState": "Paris", "inputRequests": {"ok": {
+                                "method": "elicitation/create", "params": {"message": "Go?",
+                                "requestedSchema": {"type": "object",
+                                    "properties": {"go": {"type": "boolean"}}, "required": ["go"]}}}}}),
+                        _ => json!({"resultType": "complete"}),
+                    };
+                    let out =
+                        json!({"jsonrpc": "2.0", "id": req["id"], "result": result}).to_string();
+                    let _ = c
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{out}",
+                                out.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                });
+            }
+        });
+        url
+    }
+
+    fn target(url: String) -> Target {
+        Target {
+            mcp_url: url,
+            principal: "alice".into(),
+            other_principal: None,
+            timeout: Duration::from_secs(5),
+            seed: 1,
+            modern: vec![ToolInfo {
+                name: "trip".into(),
+                args: Map::new(),
+                other_args: None,
+                single_use: false,
+                elicits: true,
+                has_state: true,
+                elicits_on_get: false,
+            }],
+            legacy: Vec::new(),
+            speaks_modern: true,
+            http: crate::discover::http_client().unwrap(),
+            ids: AtomicI64::new(1),
+        }
+    }
+
+    /// Both servers complete a tampered state and complete without one.
+    /// Where the state's content shows in the result, the tampered state's
+    /// changed content completed differently from no state and from the
+    /// untampered state: a finding, after both controls. Where it does
+    /// not, the state bears on nothing: a note, no finding.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_trusted_state_is_found_only_where_it_bears_on_the_result() {
+        let tamper = [Op::State(StateMutation::FlipChar { index: 0 })];
+        for uses_state in [true, false] {
+            let t = target(trusting(uses_state).await);
+            let ex = t.exec(Generation::Modern, 0, &tamper, 0).await;
+            let labels: Vec<&str> = ex.log.iter().map(|l| l.request.label.as_str()).collect();
+            for c in [CONTROL, CONTROL_AGAIN, UNTAMPERED] {
+                assert!(labels.iter().any(|l| l.ends_with(c)), "{c}: {labels:?}");
+            }
+            if uses_state {
+                let hit = ex.hit.expect("a finding");
+                assert_eq!(hit.oracle, Oracle::TamperedStateAccepted);
+                assert!(
+                    hit.what.contains("changed content was used"),
+                    "{}",
+                    hit.what
+                );
+                assert_eq!(ex.note, None);
+            } else {
+                assert_eq!(ex.hit, None, "{labels:?}");
+                let note = ex.note.expect("a note");
+                assert!(note.contains("completes alike"), "{note}");
+            }
+        }
     }
 }

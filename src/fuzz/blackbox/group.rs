@@ -117,6 +117,7 @@ mod tests {
         Listed {
             dir: String::new(),
             oracle: cause.oracle,
+            severity: cause.oracle.severity(),
             generation: cause.generation.to_string(),
             method: cause.method.clone(),
             ops: cause.kinds.iter().cloned().collect(),

@@ -8,8 +8,14 @@
 //! headers and JSON text, plus replays and concurrent copies ([`exec`]).
 //! The [`oracle`]s: 5xx, connection reset, a reply that is not JSON-RPC,
 //! a hang past the timeout, the server no longer answering, a changed
-//! state (or another principal) completing where the control (the same
-//! answers, no state) does not, a single-use request completing twice.
+//! state (or another principal) completing where controls (no state, and
+//! an untampered state) show the state load-bearing
+//! ([`crate::oracle::tamper`]; otherwise a note), an input request for a
+//! mode the case did not declare, a single-use request completing twice
+//! (and, as a warning, any request replayed with the same state and
+//! answers).
+//! With no 2026-07-28 tool listed, that generation's listing replies are
+//! judged instead (`input_required` on `tools/list` hides every tool).
 //! Each hit is delta-debugged over its op list ([`minimise`]), filed under
 //! its root cause ([`group`]: oracle, generation, method, op kinds; the
 //! tools and cases counted) and, the first time, written as a reproducer
@@ -37,6 +43,7 @@ use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
 use crate::discover::{self, DiscoverError, FirstReply, TargetSettings};
+use crate::findings::Severity;
 use crate::fuzz::harness::wire::Logged;
 use crate::protocol::Generation;
 
@@ -203,8 +210,22 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         findings_per_oracle: BTreeMap::new(),
         first_finding_secs: None,
         findings: Vec::new(),
+        notes: Vec::new(),
     };
     let mut groups = Groups::default();
+    if gens.is_empty() {
+        summary.stopped = "no tool listed".into();
+    }
+    // Spoken, but no 2026-07-28 tool listed: its listing replies may say why.
+    if t.modern.is_empty()
+        && let Some((hit, log)) = t.listings().await
+    {
+        summary.requests += log.len() as u64;
+        let f = listing_finding(s, t, hit, log);
+        let pre = RootCause::new(f.oracle, f.generation, &f.method, &f.ops);
+        let at = started.elapsed().as_secs_f64();
+        file(s, &mut groups, &pre, &f, None, at).await?;
+    }
     let mut last_progress = Instant::now();
     let mut index = 0u64;
     while started.elapsed() < s.duration {
@@ -216,9 +237,12 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             break;
         };
         index += 1;
-        let ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
+        let mut ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
         summary.execs += 1;
         summary.requests += ex.log.len() as u64;
+        if let Some(n) = ex.note.take() {
+            summary.note(n);
+        }
         if let Some(hit) = ex.hit.clone() {
             let tool = hit.sent.tool.as_deref();
             let pre = RootCause::new(hit.oracle, c.generation, &hit.sent.method, &c.ops);
@@ -230,44 +254,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                 };
                 let (f, extra) = minimise_finding(s, t, &c, &hit, ex, bound).await;
                 summary.requests += extra;
-                let cause = RootCause::new(f.oracle, f.generation, &f.method, &f.ops);
-                if groups.file(&pre, &cause, tool).is_none() {
-                    let dir = format!(
-                        "{:03}-{}-{}-{}",
-                        groups.listed.len() + 1,
-                        f.oracle,
-                        slug(&f.method),
-                        g_short(f.generation),
-                    );
-                    let fdir = s.out_dir.join(&dir);
-                    repro::write(&fdir, &f)?;
-                    let rerun = rerun::rerun(&fdir, &f).await;
-                    repro::write_finding(&fdir, &f, &rerun)?;
-                    let listed = Listed {
-                        dir,
-                        oracle: f.oracle,
-                        generation: f.generation.to_string(),
-                        method: f.method.clone(),
-                        ops: f.op_names(),
-                        tools: tool.into_iter().map(str::to_owned).collect(),
-                        count: 1,
-                        what: f.what.clone(),
-                        at_secs: at,
-                        rerun: rerun.clone(),
-                    };
-                    groups.add(&pre, cause, tool, listed);
-                    if s.progress.is_some() {
-                        eprintln!(
-                            "[{:>5.1}s] FINDING {} [{} {}]: {} (reproduced: {})",
-                            at,
-                            f.oracle,
-                            f.generation,
-                            f.method,
-                            f.what,
-                            rerun.short()
-                        );
-                    }
-                }
+                file(s, &mut groups, &pre, &f, tool, at).await?;
                 if f.oracle == Oracle::Unresponsive && !t.alive().await {
                     summary.stopped = "unresponsive".into();
                     break;
@@ -298,6 +285,87 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
     )?;
     std::fs::write(s.out_dir.join("summary.md"), summary.markdown())?;
     Ok(summary)
+}
+
+/// Files finding `f` (first seen `at` seconds in) under its root cause:
+/// a new cause gets its folder, `repro.sh`, re-run and summary row.
+async fn file(
+    s: &Settings,
+    groups: &mut Groups,
+    pre: &RootCause,
+    f: &Finding,
+    tool: Option<&str>,
+    at: f64,
+) -> std::io::Result<()> {
+    let cause = RootCause::new(f.oracle, f.generation, &f.method, &f.ops);
+    if groups.file(pre, &cause, tool).is_some() {
+        return Ok(());
+    }
+    let dir = format!(
+        "{:03}-{}-{}-{}",
+        groups.listed.len() + 1,
+        f.oracle,
+        slug(&f.method),
+        g_short(f.generation),
+    );
+    let fdir = s.out_dir.join(&dir);
+    repro::write(&fdir, f)?;
+    let rerun = rerun::rerun(&fdir, f).await;
+    repro::write_finding(&fdir, f, &rerun)?;
+    let listed = Listed {
+        dir,
+        oracle: f.oracle,
+        severity: f.oracle.severity(),
+        generation: f.generation.to_string(),
+        method: f.method.clone(),
+        ops: f.op_names(),
+        tools: tool.into_iter().map(str::to_owned).collect(),
+        count: 1,
+        what: f.what.clone(),
+        at_secs: at,
+        rerun: rerun.clone(),
+    };
+    groups.add(pre, cause, tool, listed);
+    if s.progress.is_some() {
+        eprintln!(
+            "[{:>5.1}s] {} {} [{} {}]: {} (reproduced: {})",
+            at,
+            if f.oracle.severity() == Severity::Must {
+                "FINDING"
+            } else {
+                "WARNING"
+            },
+            f.oracle,
+            f.generation,
+            f.method,
+            f.what,
+            rerun.short()
+        );
+    }
+    Ok(())
+}
+
+/// The finding of a listing request (no tool, no ops: nothing to minimise).
+fn listing_finding(s: &Settings, t: &Target, hit: exec::Hit, log: Vec<Logged>) -> Finding {
+    Finding {
+        oracle: hit.oracle,
+        what: hit.what,
+        generation: Generation::Modern,
+        method: hit.sent.method,
+        tool: String::new(),
+        seed: s.target.seed,
+        case: 0,
+        ops: Vec::new(),
+        original_ops: Vec::new(),
+        minimised_reproduced: true,
+        log,
+        streamed: Vec::new(),
+        legacy_call: None,
+        mcp_url: t.mcp_url.clone(),
+        principal: t.principal.clone(),
+        other_principal: t.other_principal.clone(),
+        timeout_secs: t.timeout.as_secs_f64(),
+    }
 }
 
 /// A method as part of a folder name: `tools/call` -> `tools-call`.

@@ -5,7 +5,9 @@ use serde_json::Value;
 
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::Streamed;
+use crate::findings::Severity;
 use crate::fuzz::harness::wire::{FRAMING, MALFORMED};
+use crate::oracle::replay::Twice;
 use crate::protocol::headers::PROTOCOL_VERSION;
 use crate::protocol::version::MODERN;
 
@@ -35,11 +37,17 @@ pub enum Oracle {
     ForeignPrincipalAccepted,
     /// A single-use tool's request completed more than once.
     SingleUseTwice,
+    /// The same `requestState` and `inputResponses`, sent again, completed
+    /// again on a tool not known to be single-use (a warning).
+    ReplayAccepted,
     /// A 2026-07-28 result without a `resultType`, or with one no
     /// extension was advertised for (§4.4).
     ResultType,
     /// `input_required` in answer to a method MRTR is not allowed on (S1).
     InputRequiredOutOfScope,
+    /// An input request for an elicitation mode the request's capabilities
+    /// did not declare (§2.4, S5), e.g. URL mode to a form-only client.
+    UndeclaredMode,
     /// A `tools/call` whose `inputResponses` or `requestState` has the
     /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
     /// unknown method) instead of invalid params or a re-prompt (S9).
@@ -48,7 +56,7 @@ pub enum Oracle {
 
 impl Oracle {
     /// Every oracle, in report order.
-    pub const ALL: [Oracle; 11] = [
+    pub const ALL: [Oracle; 13] = [
         Oracle::ServerError,
         Oracle::ConnectionReset,
         Oracle::NotJsonRpc,
@@ -57,8 +65,10 @@ impl Oracle {
         Oracle::TamperedStateAccepted,
         Oracle::ForeignPrincipalAccepted,
         Oracle::SingleUseTwice,
+        Oracle::ReplayAccepted,
         Oracle::ResultType,
         Oracle::InputRequiredOutOfScope,
+        Oracle::UndeclaredMode,
         Oracle::ShapeAsUnknownMethod,
     ];
 
@@ -73,9 +83,31 @@ impl Oracle {
             Oracle::TamperedStateAccepted => "tampered-state-accepted",
             Oracle::ForeignPrincipalAccepted => "foreign-principal-accepted",
             Oracle::SingleUseTwice => "single-use-twice",
+            Oracle::ReplayAccepted => "replay-accepted",
             Oracle::ResultType => "result-type",
             Oracle::InputRequiredOutOfScope => "input-required-out-of-scope",
+            Oracle::UndeclaredMode => "undeclared-mode",
             Oracle::ShapeAsUnknownMethod => "shape-as-unknown-method",
+        }
+    }
+
+    /// How bad it is: every oracle is an error (MUST) but a replay on a
+    /// tool not known to be single-use (SHOULD, a warning; the severity of
+    /// [`crate::oracle::replay::Twice`]).
+    pub fn severity(self) -> Severity {
+        match self {
+            Oracle::ReplayAccepted => Twice::MayRepeat.severity(),
+            _ => Severity::Must,
+        }
+    }
+
+    /// The oracle of a changed retry: a tampered state, or (not tampered)
+    /// another principal's credentials.
+    pub fn from_changed(tampered: bool) -> Self {
+        if tampered {
+            Oracle::TamperedStateAccepted
+        } else {
+            Oracle::ForeignPrincipalAccepted
         }
     }
 
@@ -97,14 +129,9 @@ impl std::fmt::Display for Oracle {
 /// Whether a reply is a final, successful result (not `input_required`,
 /// not `isError`).
 pub fn completes(reply: &Result<RawReply, RawError>) -> bool {
-    let Ok(r) = reply else { return false };
-    match r.rpc() {
-        Rpc::Result(v) => {
-            !crate::protocol::mrtr::asks_for_input(&v)
-                && v.get("isError").and_then(Value::as_bool) != Some(true)
-        }
-        _ => false,
-    }
+    reply
+        .as_ref()
+        .is_ok_and(|r| crate::oracle::replay::completes(&r.rpc()))
 }
 
 /// The body of a POSTed JSON-RPC request (an `id` and a `method`), parsed.
@@ -169,6 +196,7 @@ fn judge_modern(
     rpc: &Rpc,
     status: u16,
 ) -> Option<(Oracle, String)> {
+    use crate::oracle::capability::{declared_modes, undeclared};
     use crate::oracle::reply::{
         ShapeReply, input_required_out_of_scope, misshapen_field, result_type_problem, shape_reply,
     };
@@ -200,6 +228,22 @@ fn judge_modern(
         }
     }
     let params = body.get("params").unwrap_or(&Value::Null);
+    if let Rpc::Result(v) = rpc
+        && let Some(modes) = declared_modes(params)
+    {
+        let bad = undeclared(v, modes);
+        if !bad.is_empty() {
+            let list: Vec<String> = bad.iter().map(|(k, m)| format!("{k} ({m} mode)")).collect();
+            return Some((
+                Oracle::UndeclaredMode,
+                format!(
+                    "{label}: {method} asked for {} from a client declaring {}",
+                    list.join(", "),
+                    declared_text(modes)
+                ),
+            ));
+        }
+    }
     if method == "tools/call"
         && let Some(field) = misshapen_field(params)
         && shape_reply(rpc, status) == ShapeReply::UnknownMethod
@@ -214,6 +258,41 @@ fn judge_modern(
         ));
     }
     None
+}
+
+/// The declared modes as a reader would write them.
+fn declared_text(m: crate::protocol::capabilities::ElicitModes) -> &'static str {
+    match (m.form, m.url) {
+        (true, true) => "form and URL mode",
+        (true, false) => "form mode only",
+        (false, true) => "URL mode only",
+        (false, false) => "no elicitation",
+    }
+}
+
+/// Judges the `elicitation/create` params a 2025-11-25 call was sent
+/// against the modes its session declared (`caps`, at `initialize`).
+pub fn judge_modes(
+    elicitations: &[Value],
+    caps: &crate::protocol::ClientCapabilities,
+) -> Option<(Oracle, String)> {
+    use crate::oracle::capability::{mode_allowed, request_mode};
+    let modes = caps.elicit_modes();
+    let bad: Vec<&str> = elicitations
+        .iter()
+        .map(|e| request_mode(Some(e)))
+        .filter(|m| !mode_allowed(modes, m))
+        .collect();
+    (!bad.is_empty()).then(|| {
+        (
+            Oracle::UndeclaredMode,
+            format!(
+                "elicitation/create in {} mode on a session declaring {}",
+                bad.join(", "),
+                declared_text(modes)
+            ),
+        )
+    })
 }
 
 /// Judges a 2025-11-25 call read from its stream: a 5xx on the call or an
@@ -304,6 +383,64 @@ mod tests {
             .retain(|(k, _)| !k.eq_ignore_ascii_case(PROTOCOL_VERSION));
         legacy = legacy.header(PROTOCOL_VERSION, "2025-11-25");
         assert_eq!(oracle(&legacy, &reply(200, bare)), None);
+    }
+
+    #[test]
+    fn an_input_request_for_an_undeclared_mode_is_found() {
+        use crate::protocol::ClientCapabilities;
+        use crate::protocol::mrtr::META_CLIENT_CAPABILITIES;
+        let call = |caps: ClientCapabilities| {
+            modern_post(
+                "tools/call",
+                URL,
+                1,
+                "tools/call",
+                Some(json!({"name": "t", "_meta": {META_CLIENT_CAPABILITIES: caps.to_value()}})),
+            )
+        };
+        let url_ir = json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required",
+            "requestState":"s","inputRequests":{"pay":{"method":"elicitation/create",
+            "params":{"mode":"url","url":"https://x","message":"m"}}}}});
+        let form_only = call(ClientCapabilities::with_modes(true, false));
+        assert_eq!(
+            oracle(&form_only, &reply(200, url_ir.clone())),
+            Some(Oracle::UndeclaredMode)
+        );
+        let both = call(ClientCapabilities::with_modes(true, true));
+        assert_eq!(oracle(&both, &reply(200, url_ir.clone())), None);
+        // A request whose capabilities cannot be read is not judged.
+        let bare = modern_post(
+            "tools/call",
+            URL,
+            1,
+            "tools/call",
+            Some(json!({"name": "t"})),
+        );
+        assert_eq!(oracle(&bare, &reply(200, url_ir)), None);
+        let refused = json!({"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"no",
+            "data":{"requiredCapabilities":{"elicitation":{"url":{}}}}}});
+        assert_eq!(oracle(&form_only, &reply(400, refused)), None);
+    }
+
+    #[test]
+    fn a_legacy_elicitation_in_an_undeclared_mode_is_found() {
+        use crate::protocol::ClientCapabilities;
+        let url = json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "e"});
+        let form = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {}}});
+        let form_only = ClientCapabilities::with_modes(true, false);
+        let (o, what) = judge_modes(&[form.clone(), url.clone()], &form_only).unwrap();
+        assert_eq!(o, Oracle::UndeclaredMode);
+        assert!(
+            what.contains("url mode") && what.contains("form mode only"),
+            "{what}"
+        );
+        assert_eq!(judge_modes(std::slice::from_ref(&form), &form_only), None);
+        let both = ClientCapabilities::with_modes(true, true);
+        assert_eq!(judge_modes(&[form.clone(), url], &both), None);
+        // `{elicitation:{}}` is form only; no elicitation capability, none.
+        let url_only = ClientCapabilities::with_modes(false, true);
+        assert!(judge_modes(std::slice::from_ref(&form), &url_only).is_some());
+        assert!(judge_modes(&[form], &ClientCapabilities::none()).is_some());
     }
 
     #[test]

@@ -14,10 +14,11 @@ use serde::Serialize;
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::{ANSWER_POST, Streamed};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
+use crate::protocol::jsonrpc::Message;
 
 use super::Finding;
-use super::exec::CONTROL;
-use super::oracle::{MUTATED, Oracle, completes, judge, judge_call};
+use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
+use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
 use super::repro::{ANSWER, NO_JSON_TOOL, STREAM, max_time, replayed, step_name};
 
 /// Whether the re-run showed the finding again.
@@ -291,10 +292,20 @@ fn streamed(stream: &Step, answer: Option<&Step>) -> Streamed {
             st.content_type = r.header("content-type").map(str::to_owned);
             if !r.is_sse() {
                 st.response = Some(r.rpc());
-            } else if r.decoded().is_err() {
-                st.failure = Some("undecodable SSE event".into());
-            } else {
+            } else if let Ok(d) = r.decoded() {
+                st.elicitations = d
+                    .messages
+                    .into_iter()
+                    .filter_map(|m| match m {
+                        Message::Request(q) if q.method == "elicitation/create" => {
+                            Some(q.params.unwrap_or(serde_json::Value::Null))
+                        }
+                        _ => None,
+                    })
+                    .collect();
                 st.response = Some(r.rpc()).filter(|x| !matches!(x, Rpc::Missing(_)));
+            } else {
+                st.failure = Some("undecodable SSE event".into());
             }
         }
         Err(RawError::Timeout(_)) => {
@@ -335,7 +346,7 @@ pub(crate) fn judge_replies(f: &Finding, out: &Path, killed: Option<String>) -> 
     }
     let seen = match f.oracle {
         Oracle::TamperedStateAccepted | Oracle::ForeignPrincipalAccepted => accepted(f, &steps),
-        Oracle::SingleUseTwice => twice(f, &steps),
+        Oracle::SingleUseTwice | Oracle::ReplayAccepted => twice(f, &steps),
         _ => per_reply(f, out, &steps, stream.as_ref(), answer.as_ref()),
     };
     if let Ok(what) = seen {
@@ -366,31 +377,45 @@ pub(crate) fn judge_replies(f: &Finding, out: &Path, killed: Option<String>) -> 
     }
 }
 
-/// A changed state or another principal completing where the control does
-/// not: `Ok(what was seen)` or `Err(what was seen instead)`.
+/// A changed state or another principal completing where the controls
+/// show the state is load-bearing ([`crate::oracle::tamper::judge`], as in
+/// the run): `Ok(what was seen)` or `Err(what was seen instead)`.
 fn accepted(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
+    use crate::oracle::tamper::{Control, Controls, Judgement, judge};
     let case: Vec<&(&Logged, Step)> = steps
         .iter()
         .filter(|(l, _)| case_request(&l.request.label, f.case))
         .collect();
     let retry = case
         .iter()
-        .find(|(l, _)| !l.request.label.ends_with(CONTROL))
+        .find(|(l, _)| !is_control(&l.request.label))
         .ok_or("the changed retry left no reply")?;
-    let control = case
-        .iter()
-        .find(|(l, _)| l.request.label.ends_with(CONTROL))
-        .ok_or("the control left no reply")?;
-    match (completes(&retry.1.reply), completes(&control.1.reply)) {
-        (true, false) => Ok(format!(
-            "{} completed; the control without a state did not",
-            retry.0.request.label
-        )),
-        (false, _) => Err(format!(
+    let control = |label: &str| {
+        case.iter()
+            .find(|(l, _)| l.request.label.ends_with(label))
+            .map(|(_, s)| outcome(&s.reply))
+    };
+    let controls = Controls {
+        no_state: control(CONTROL),
+        no_state_again: control(CONTROL_AGAIN),
+        untampered: control(UNTAMPERED),
+    };
+    match judge(&outcome(&retry.1.reply), &controls) {
+        Judgement::Accepted(why) => Ok(format!("{} completed; {why}", retry.0.request.label)),
+        Judgement::Refused => Err(format!(
             "the changed retry did not complete ({})",
             describe(&retry.1.reply)
         )),
-        (true, true) => Err("the control without a state completed too".into()),
+        Judgement::NotShown(why) => Err(why),
+        Judgement::Need(k) => Err(format!(
+            "the controls came out differently this time: the {} control the judgement now \
+             needs was not part of the run",
+            match k {
+                Control::NoState => "no-state",
+                Control::NoStateAgain => "repeated no-state",
+                Control::Untampered => "untampered",
+            }
+        )),
     }
 }
 
@@ -400,7 +425,7 @@ fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
         .iter()
         .filter(|(l, s)| {
             case_request(&l.request.label, f.case)
-                && !l.request.label.ends_with(CONTROL)
+                && !is_control(&l.request.label)
                 && completes(&s.reply)
         })
         .count();
@@ -431,7 +456,13 @@ fn per_reply(
         judged.extend(judge(&req, &a.reply, &f.mcp_url));
     }
     if let Some(s) = stream {
-        judged.extend(judge_call(&streamed(s, answer)).map(|(o, w)| (o, format!("the call: {w}"))));
+        let st = streamed(s, answer);
+        judged.extend(judge_call(&st).map(|(o, w)| (o, format!("the call: {w}"))));
+        if let Some(caps) = session_caps(f) {
+            judged.extend(
+                judge_modes(&st.elicitations, &caps).map(|(o, w)| (o, format!("the call: {w}"))),
+            );
+        }
     }
     if let Some((_, what)) = judged.iter().find(|(o, _)| wanted(*o)) {
         return Ok(what.clone());
@@ -446,6 +477,18 @@ fn per_reply(
             ),
             None => "no oracle fired".into(),
         },
+    })
+}
+
+/// The capabilities the finding's 2025-11-25 session declared at
+/// `initialize` (the script sends the same body).
+fn session_caps(f: &Finding) -> Option<crate::protocol::ClientCapabilities> {
+    f.log.iter().find_map(|l| {
+        let v: serde_json::Value = serde_json::from_slice(&l.request.body).ok()?;
+        if v.get("method")?.as_str()? != "initialize" {
+            return None;
+        }
+        serde_json::from_value(v.get("params")?.get("capabilities")?.clone()).ok()
     })
 }
 
@@ -483,6 +526,10 @@ mod tests {
     fn case_requests_are_told_from_the_walk() {
         assert!(case_request("[mutated] case 7 t state:flip_char", 7));
         assert!(case_request(&format!("case 7 {CONTROL}"), 7));
+        for c in [CONTROL, CONTROL_AGAIN, UNTAMPERED] {
+            assert!(is_control(&format!("case 7 {c}")), "{c}");
+        }
+        assert!(!is_control("[mutated] case 7 t state:flip_char"));
         assert!(case_request(
             &format!("{FRAMING}{MALFORMED}{MUTATED}case 7 x"),
             7

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::oracle::Oracle;
 use super::rerun::Verdict;
+use crate::findings::Severity;
 use crate::report::format::md_cell;
 
 /// One finding (one root cause, see [`super::group`]) as the summary
@@ -18,6 +19,8 @@ pub struct Listed {
     pub dir: String,
     /// Oracle.
     pub oracle: Oracle,
+    /// How bad: `MUST` (an error) or `SHOULD` (a warning), from the oracle.
+    pub severity: Severity,
     /// Generation.
     pub generation: String,
     /// The JSON-RPC method the mutation was sent to (`tools/call`,
@@ -96,9 +99,23 @@ pub struct Summary {
     pub first_finding_secs: Option<f64>,
     /// The findings.
     pub findings: Vec<Listed>,
+    /// What an oracle saw but did not report, and why (each once).
+    pub notes: Vec<String>,
 }
 
 impl Summary {
+    /// Adds a note, once.
+    pub fn note(&mut self, n: String) {
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+    }
+
+    /// Whether any finding is an error (warnings alone do not fail a run).
+    pub fn failed(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Must)
+    }
+
     /// Counts per oracle from the findings.
     pub fn count(&mut self) {
         self.findings_per_oracle = Oracle::ALL
@@ -140,7 +157,12 @@ impl Summary {
         for f in &self.findings {
             let _ = writeln!(
                 s,
-                "FINDING {} [{} {}] at {:.1}s, ops: {}\n  seen in {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
+                "{} {} [{} {}] at {:.1}s, ops: {}\n  seen in {}\n  {}\n  reproduce: {}/repro.sh (reproduced: {})",
+                if f.severity == Severity::Must {
+                    "FINDING"
+                } else {
+                    "WARNING"
+                },
                 f.oracle,
                 f.generation,
                 f.method,
@@ -151,6 +173,9 @@ impl Summary {
                 f.dir,
                 f.rerun.short()
             );
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "note: {n}");
         }
         s
     }
@@ -173,13 +198,14 @@ impl Summary {
             let _ = writeln!(s, "| {} | {n} |", md_cell(o));
         }
         if !self.findings.is_empty() {
-            s.push_str("\n| finding | generation | method | ops (minimised) | cases | tools | at | what | reproduced |\n|---|---|---|---|---|---|---|---|---|\n");
+            s.push_str("\n| finding | severity | generation | method | ops (minimised) | cases | tools | at | what | reproduced |\n|---|---|---|---|---|---|---|---|---|---|\n");
             for f in &self.findings {
                 let _ = writeln!(
                     s,
-                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {} | {} | {:.1} s | {} | {} |",
+                    "| [{}](<{}/repro.sh>) | {} | {} | {} | {} | {} | {} | {:.1} s | {} | {} |",
                     md_cell(f.oracle.name()),
                     md_cell(&f.dir),
+                    f.severity,
                     md_cell(&f.generation),
                     md_cell(&f.method),
                     md_cell(&f.ops_text()),
@@ -191,6 +217,12 @@ impl Summary {
                 );
             }
         }
+        if !self.notes.is_empty() {
+            s.push_str("\n## Notes (seen, not reported)\n\n");
+            for n in &self.notes {
+                let _ = writeln!(s, "- {}", md_cell(n));
+            }
+        }
         s
     }
 }
@@ -199,6 +231,40 @@ impl Summary {
 mod tests {
     use super::*;
     use crate::fuzz::blackbox::rerun::Reproduced;
+
+    /// A note (a tampered state that completed, not shown load-bearing)
+    /// is kept once and shown in every rendering, without failing the run.
+    #[test]
+    fn notes_are_listed_once_and_do_not_fail_the_run() {
+        let mut s = Summary {
+            target: "t".into(),
+            seed: 1,
+            generations: Vec::new(),
+            tools: BTreeMap::new(),
+            execs: 1,
+            requests: 1,
+            elapsed_secs: 1.0,
+            execs_per_sec: 1.0,
+            stopped: "duration".into(),
+            findings_per_oracle: BTreeMap::new(),
+            first_finding_secs: None,
+            findings: Vec::new(),
+            notes: Vec::new(),
+        };
+        let n = "deploy (tampered-state-accepted): a changed requestState completed, not \
+                 reported: without a state the call completes alike | x";
+        s.note(n.into());
+        s.note(n.into());
+        assert_eq!(s.notes.len(), 1);
+        assert!(!s.failed());
+        assert!(s.text().contains(&format!("note: {n}")), "{}", s.text());
+        let md = s.markdown();
+        assert!(
+            md.contains("## Notes") && md.contains("alike \\| x"),
+            "{md}"
+        );
+        assert_eq!(serde_json::to_value(&s).unwrap()["notes"][0], n);
+    }
 
     /// A multi-line HTML error page, and pipes in any cell, keep each
     /// finding on one table row of its own.
@@ -216,9 +282,11 @@ mod tests {
             stopped: "duration".into(),
             findings_per_oracle: BTreeMap::new(),
             first_finding_secs: None,
+            notes: Vec::new(),
             findings: vec![Listed {
                 dir: "001-server-error-mrtr-a|b".into(),
                 oracle: Oracle::ServerError,
+                severity: Severity::Must,
                 generation: "2026-07-28".into(),
                 method: "tools/call".into(),
                 ops: vec!["body:x|y".into()],
@@ -240,7 +308,7 @@ mod tests {
             .collect();
         assert_eq!(rows.len(), 1, "{md}");
         let unescaped = rows[0].replace("\\|", "");
-        assert_eq!(unescaped.matches('|').count(), 10, "{md}");
+        assert_eq!(unescaped.matches('|').count(), 11, "{md}");
         assert!(rows[0].ends_with("| no (HTTP 200 \\| ok) |"), "{md}");
         assert!(md.lines().all(|l| !l.starts_with("<body>")), "{md}");
         let json = serde_json::to_value(&s).unwrap();

@@ -12,6 +12,7 @@ use std::process::{Command, Output};
 use crate::support::serve::Serve;
 use std::time::Duration;
 
+use elicitkit::findings::Severity;
 use elicitkit::fuzz::blackbox::{self, Settings};
 use serde_json::Value;
 
@@ -111,6 +112,121 @@ fn tampered_state_accepted_is_found_and_minimised_to_a_state_change() {
         .collect();
     assert_eq!(ops.len(), 1, "{f}");
     assert!(ops[0].starts_with("state:"), "{f}");
+    // Judged against the no-state control ([`elicitkit::oracle::tamper`]):
+    // the state was load-bearing because the same answers without one
+    // did not complete.
+    let what = f["what"].as_str().unwrap();
+    assert!(
+        what.contains("without a state did not complete") && what.contains("stood in"),
+        "{f}"
+    );
+}
+
+/// The tamper controls ([`elicitkit::oracle::tamper`]) on a server whose
+/// state is not load-bearing: with `complete-without-state` the same
+/// answers complete without any state, so a tampered state that completes
+/// (`accept-tampered-state`) completes alike and is a note, not a finding;
+/// `complete-without-state` alone refuses the tampered state (no note);
+/// `accept-tampered-state` alone is the finding (the state was needed).
+#[test]
+fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let args = [
+        "--duration",
+        "5s",
+        "--generation",
+        "2026-07-28",
+        "--tool",
+        "deploy",
+    ];
+    for (flaws, found, noted) in [
+        (
+            &["complete-without-state", "accept-tampered-state"][..],
+            false,
+            true,
+        ),
+        (&["complete-without-state"][..], false, false),
+        (&["accept-tampered-state"][..], true, false),
+    ] {
+        let srv = serve_with(flaws);
+        let dir = tempfile::tempdir().unwrap();
+        let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let s = summary(dir.path());
+        let tamper = s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["oracle"] == "tampered-state-accepted")
+            .count();
+        assert_eq!(tamper > 0, found, "{flaws:?}: {stdout}");
+        let notes: Vec<&str> = s["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        assert_eq!(!notes.is_empty(), noted, "{flaws:?}: {notes:?}");
+        if noted {
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.starts_with("deploy (tampered-state-accepted)")
+                        && n.contains("completes alike")),
+                "{notes:?}"
+            );
+            assert!(stdout.contains("note: deploy"), "{stdout}");
+        }
+        if !found {
+            assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{flaws:?}: {s}");
+            assert_eq!(out.status.code(), Some(0), "{flaws:?}: {stdout}");
+        }
+    }
+}
+
+/// The same controls judge another principal's retry of a state: on
+/// `--flaw ignore-state-principal` it completes where the same answers
+/// without a state do not (the finding); the clean server refuses it.
+#[test]
+fn a_state_completing_for_another_principal_is_found_against_its_control() {
+    let args = [
+        "--duration",
+        "6s",
+        "--generation",
+        "2026-07-28",
+        "--tool",
+        "deploy",
+        "--other-principal",
+        "bob",
+    ];
+    let f = finds(
+        "ignore-state-principal",
+        "foreign-principal-accepted",
+        &args,
+        6.0,
+    );
+    assert!(
+        f["ops"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("other_principal")),
+        "{f}"
+    );
+    assert!(
+        f["what"]
+            .as_str()
+            .unwrap()
+            .contains("without a state did not complete"),
+        "{f}"
+    );
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert_eq!(s["notes"].as_array().unwrap().len(), 0, "{s}");
 }
 
 #[test]
@@ -124,12 +240,109 @@ fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     assert_eq!(f["tool"], "delete_file");
 }
 
+/// The replay rule `check` uses ([`elicitkit::oracle::replay`]): on a
+/// tool not known to be single-use, the same state and answers completing
+/// twice is a warning (listed, reproduced, but the run exits 0); the same
+/// tool named `--single-use` makes it an error (exit 1).
+#[test]
+fn a_replay_is_a_warning_unless_the_tool_is_single_use() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["replayable-side-effect"]);
+    for (extra, oracle, severity, code) in [
+        (&[][..], "replay-accepted", "SHOULD", 0),
+        (
+            &["--single-use", "deploy"][..],
+            "single-use-twice",
+            "MUST",
+            1,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--duration",
+            "6s",
+            "--generation",
+            "2026-07-28",
+            "--tool",
+            "deploy",
+        ];
+        args.extend_from_slice(extra);
+        let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{extra:?}: {stdout}");
+        let s = summary(dir.path());
+        let findings = s["findings"].as_array().unwrap();
+        // A replay and concurrent copies are two root causes.
+        assert!(!findings.is_empty(), "{extra:?}: {s}");
+        for f in findings {
+            assert_eq!(f["oracle"], oracle, "{f}");
+            assert_eq!(f["severity"], severity, "{f}");
+            assert_eq!(f["tools"], serde_json::json!(["deploy"]), "{f}");
+            assert_eq!(f["reproduced"], "yes", "{f}");
+        }
+        let word = if code == 0 { "WARNING" } else { "FINDING" };
+        assert!(stdout.contains(&format!("{word} {oracle}")), "{stdout}");
+    }
+    // The clean server refuses every replay of deploy.
+    drop(srv);
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &[
+            "--duration",
+            "4s",
+            "--generation",
+            "2026-07-28",
+            "--tool",
+            "deploy",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
+}
+
+/// The capability rule `check` uses ([`elicitkit::oracle::capability`]),
+/// on both generations: cases declaring form mode only meet
+/// `connect_billing`'s URL mode on `--flaw url-to-form-client` (an
+/// `input_required` round, or a pushed `elicitation/create`), minimised to
+/// that one op; the clean server refuses them, and the same cases find
+/// nothing.
+#[test]
+fn url_mode_to_a_form_only_client_is_an_undeclared_mode() {
+    for generation in ["2026-07-28", "2025-11-25"] {
+        let args = [
+            "--duration",
+            "6s",
+            "--generation",
+            generation,
+            "--tool",
+            "connect_billing",
+        ];
+        let f = finds("url-to-form-client", "undeclared-mode", &args, 6.0);
+        assert_eq!(f["ops"], serde_json::json!(["caps:form_only"]), "{f}");
+        assert_eq!(f["generation"], generation, "{f}");
+        assert!(f["what"].as_str().unwrap().contains("url mode"), "{f}");
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let srv = serve_with(&[]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+        assert_eq!(out.status.code(), Some(0));
+        let s = summary(dir.path());
+        assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+        assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
+    }
+}
+
 /// The 2026-07-28 reply rules `check` uses ([`elicitkit::oracle::reply`])
 /// fire in the fuzzer on the flaws that break them.
 #[test]
 fn the_mrtr_reply_rules_fire_on_their_flaws() {
-    // (`input-required-on-list` leaves no tool listed, so the fuzzer has
-    // nothing to drive there: left for discovery's own findings.)
+    // (`input-required-on-list` leaves no tool listed: see
+    // `input_required_on_the_tool_list_is_found_without_a_tool`.)
     for (flaw, oracle) in [
         ("missing-result-type", "result-type"),
         ("bad-shape-not-found", "shape-as-unknown-method"),
@@ -141,6 +354,52 @@ fn the_mrtr_reply_rules_fire_on_their_flaws() {
             8.0,
         );
     }
+}
+
+/// `input-required-on-list` lists no 2026-07-28 tool, so no case of that
+/// generation can run: its listing replies are judged instead, and the
+/// `tools/list` one is the finding (exit 1, reproduced by its `repro.sh`),
+/// not "no tool" (exit 2); with 2025-11-25 too, its tools are still fuzzed.
+#[test]
+fn input_required_on_the_tool_list_is_found_without_a_tool() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["input-required-on-list"]);
+    for (generation, execs) in [("2026-07-28", false), ("auto", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = fuzz(
+            &srv.mcp_url(),
+            dir.path(),
+            &["--duration", "2s", "--generation", generation],
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+        let s = summary(dir.path());
+        assert_eq!(s["execs"].as_u64().unwrap() > 0, execs, "{s}");
+        if !execs {
+            assert_eq!(s["stopped"], "no tool listed", "{s}");
+        }
+        let findings = s["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{s}");
+        let f = &findings[0];
+        assert_eq!(f["oracle"], "input-required-out-of-scope", "{f}");
+        assert_eq!(f["method"], "tools/list", "{f}");
+        assert_eq!(f["generation"], "2026-07-28", "{f}");
+        assert_eq!(f["reproduced"], "yes", "{f}");
+    }
+    // Without the flaw the same target lists its tools and is fuzzed.
+    drop(srv);
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--duration", "2s", "--generation", "2026-07-28"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert!(s["execs"].as_u64().unwrap() > 0, "{s}");
 }
 
 #[test]
@@ -296,7 +555,9 @@ fn unusable_targets_exit_2_and_help_shows_examples() {
 /// rmcp's one known defect the fuzzer can see (check's
 /// `mrtr-input-responses-shape` and `mrtr-request-state-shape` FAIL on it
 /// too): a wrongly typed `inputResponses` or `requestState` is taken for an
-/// unknown method. Nothing else: no crash, no false finding.
+/// unknown method. Besides it only the warning check gives too
+/// (`mrtr-replay-final-retry` WARN, interop NOTES (a)): its `place_order`
+/// completes again on a replay. No crash, no false finding.
 #[test]
 fn the_rmcp_interop_server_gives_only_its_known_defect() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -314,13 +575,14 @@ fn the_rmcp_interop_server_gives_only_its_known_defect() {
     drop(server);
     assert!(summary.execs > 20, "{}", summary.text());
     assert!(!summary.findings.is_empty(), "{}", summary.text());
+    assert!(summary.failed(), "{}", summary.text());
     for f in &summary.findings {
-        assert_eq!(
-            f.oracle.name(),
-            "shape-as-unknown-method",
-            "{}",
-            summary.text()
-        );
+        let known = match f.oracle.name() {
+            "shape-as-unknown-method" => f.severity == Severity::Must,
+            "replay-accepted" => f.severity == Severity::Should,
+            _ => false,
+        };
+        assert!(known, "{}", summary.text());
         assert_eq!(f.rerun.reproduced.to_string(), "yes", "{}", summary.text());
     }
 }

@@ -1,0 +1,212 @@
+//! A changed request accepted (S7, S8a): a retry whose `requestState` was
+//! tampered with (or that another principal sent) completes. That shows the
+//! server trusted the state only when the state is demonstrably
+//! load-bearing, so the changed retry is judged against controls: the same
+//! answers with no state (sent twice, to tell a stable result from one that
+//! changes call to call) and an untampered retry of a fresh state.
+//!
+//! - No-state does not complete: the state was needed, and the changed one
+//!   stood in for it.
+//! - No-state completes too: the state bears on the call only when the
+//!   untampered retry completes *differently* from no-state (compared on
+//!   `content` and `structuredContent`), and the changed state was trusted
+//!   only when it, too, completed differently from no-state (a server that
+//!   drops a bad state and completes from the answers alone trusted
+//!   nothing).
+
+use crate::client::raw::Rpc;
+use serde_json::{Value, json};
+
+use super::replay::completes;
+
+/// How one retry ended, as far as this rule compares replies.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A final success, with what it said (`content`, `structuredContent`).
+    Completed(Value),
+    /// Anything else: an error, a re-prompt, a tool error, no reply.
+    Other,
+}
+
+impl Outcome {
+    /// The outcome of a reply.
+    pub fn of(rpc: &Rpc) -> Self {
+        match rpc {
+            Rpc::Result(v) if completes(rpc) => Outcome::Completed(json!({
+                "content": v.get("content"),
+                "structuredContent": v.get("structuredContent"),
+            })),
+            _ => Outcome::Other,
+        }
+    }
+}
+
+/// The controls a completed changed retry is judged against.
+#[derive(Debug, Clone, Default)]
+pub struct Controls {
+    /// The same answers (and credentials), no state.
+    pub no_state: Option<Outcome>,
+    /// The same, sent again (only needed when the first completed).
+    pub no_state_again: Option<Outcome>,
+    /// An untampered retry of a fresh state, same principal (only needed
+    /// when no-state completed).
+    pub untampered: Option<Outcome>,
+}
+
+/// A control to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// [`Controls::no_state`].
+    NoState,
+    /// [`Controls::no_state_again`].
+    NoStateAgain,
+    /// [`Controls::untampered`].
+    Untampered,
+}
+
+/// The judgement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Judgement {
+    /// The changed retry did not complete.
+    Refused,
+    /// A finding: why the state was load-bearing and trusted.
+    Accepted(String),
+    /// Completed, but the controls do not show the state was trusted: why.
+    NotShown(String),
+    /// Another control is needed first (the caller sends it and asks again).
+    Need(Control),
+}
+
+/// Judges a changed retry's `outcome` against `c`.
+pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
+    let Outcome::Completed(t) = changed else {
+        return Judgement::Refused;
+    };
+    let Some(none) = &c.no_state else {
+        return Judgement::Need(Control::NoState);
+    };
+    let Outcome::Completed(n) = none else {
+        return Judgement::Accepted(
+            "the same answers without a state did not complete: the state was needed, and the \
+             changed one stood in for it"
+                .into(),
+        );
+    };
+    let Some(again) = &c.no_state_again else {
+        return Judgement::Need(Control::NoStateAgain);
+    };
+    if again != none {
+        return Judgement::NotShown(
+            "without a state the call completes too, with a result that changes from call to \
+             call, so results cannot show what the state adds"
+                .into(),
+        );
+    }
+    let Some(untampered) = &c.untampered else {
+        return Judgement::Need(Control::Untampered);
+    };
+    match untampered {
+        Outcome::Other => Judgement::NotShown(
+            "without a state the call completes too, and the untampered retry did not, so \
+             nothing shows what the state adds"
+                .into(),
+        ),
+        Outcome::Completed(u) if u == n => Judgement::NotShown(
+            "without a state the call completes alike: the state does not bear on the result"
+                .into(),
+        ),
+        Outcome::Completed(_) if t == n => Judgement::NotShown(
+            "the state bears on the result, but the changed one completed like no state at all: \
+             it was dropped, not trusted"
+                .into(),
+        ),
+        Outcome::Completed(u) => Judgement::Accepted(format!(
+            "without a state the call completes differently (the state bears on the result), and \
+             the changed state completed {}",
+            if t == u {
+                "exactly like the untampered one: it was trusted"
+            } else {
+                "differently from both: its changed content was used"
+            }
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(text: &str) -> Outcome {
+        Outcome::Completed(json!({"content": [{"type": "text", "text": text}]}))
+    }
+
+    fn controls(n: Outcome, again: Option<Outcome>, u: Option<Outcome>) -> Controls {
+        Controls {
+            no_state: Some(n),
+            no_state_again: again,
+            untampered: u,
+        }
+    }
+
+    #[test]
+    fn a_refused_or_needed_state_is_told_at_once() {
+        assert_eq!(
+            judge(&Outcome::Other, &Controls::default()),
+            Judgement::Refused
+        );
+        assert_eq!(
+            judge(&done("ok"), &Controls::default()),
+            Judgement::Need(Control::NoState)
+        );
+        let c = controls(Outcome::Other, None, None);
+        assert!(matches!(judge(&done("ok"), &c), Judgement::Accepted(w) if w.contains("needed")));
+    }
+
+    #[test]
+    fn a_state_that_bears_on_the_result_and_is_trusted_is_found() {
+        let c = controls(done("to ?"), None, None);
+        assert_eq!(
+            judge(&done("to Paris"), &c),
+            Judgement::Need(Control::NoStateAgain)
+        );
+        let c = controls(done("to ?"), Some(done("to ?")), None);
+        assert_eq!(
+            judge(&done("to Paris"), &c),
+            Judgement::Need(Control::Untampered)
+        );
+        let c = controls(done("to ?"), Some(done("to ?")), Some(done("to Paris")));
+        assert!(
+            matches!(judge(&done("to Paris"), &c), Judgement::Accepted(w) if w.contains("trusted"))
+        );
+        assert!(
+            matches!(judge(&done("to Rome"), &c), Judgement::Accepted(w) if w.contains("used"))
+        );
+    }
+
+    #[test]
+    fn a_state_not_shown_to_bear_on_the_result_is_no_finding() {
+        // The server completes from the answers alone, state or not.
+        let same = controls(done("ok"), Some(done("ok")), Some(done("ok")));
+        assert!(matches!(judge(&done("ok"), &same), Judgement::NotShown(w) if w.contains("alike")));
+        // The changed state was dropped: it completed like no state.
+        let c = controls(done("to ?"), Some(done("to ?")), Some(done("to Paris")));
+        assert!(
+            matches!(judge(&done("to ?"), &c), Judgement::NotShown(w) if w.contains("dropped"))
+        );
+        // Results that change call to call cannot be compared.
+        let c = controls(done("#1"), Some(done("#2")), Some(done("#3")));
+        assert!(matches!(judge(&done("#4"), &c), Judgement::NotShown(w) if w.contains("changes")));
+        // The untampered retry failed: nothing to compare with.
+        let c = controls(done("ok"), Some(done("ok")), Some(Outcome::Other));
+        assert!(matches!(judge(&done("x"), &c), Judgement::NotShown(_)));
+    }
+
+    #[test]
+    fn outcomes_compare_what_the_result_said() {
+        let a = Rpc::Result(json!({"resultType": "complete", "content": [1], "_meta": {"a": 1}}));
+        let b = Rpc::Result(json!({"resultType": "complete", "content": [1], "_meta": {"a": 2}}));
+        assert_eq!(Outcome::of(&a), Outcome::of(&b));
+        let ir = Rpc::Result(json!({"resultType": "input_required", "requestState": "s"}));
+        assert_eq!(Outcome::of(&ir), Outcome::Other);
+    }
+}
