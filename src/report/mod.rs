@@ -54,9 +54,9 @@ pub mod svg;
 
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    InstanceLegSummary, InstanceSummary, InstancesSummary, LatencyStats, OutcomeCounts,
+    HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary, InstancesSummary, LatencyStats, OutcomeCounts,
     PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdLimit, ThresholdResult,
-    TimelinePoint, WindowSummary, add_error_sample, group_samples,
+    SoakSummary, TimelinePoint, Trend, WindowSummary, add_error_sample, group_samples,
 };
 
 use std::path::Path;

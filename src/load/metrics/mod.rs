@@ -10,7 +10,10 @@
 //!   else the peer address), interned; per-instance counts and latency, and
 //!   the retries that crossed instances.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
+//! - [`health`]: the target process's RSS, descriptors and threads from
+//!   `/proc`, sampled once per interval.
 
+pub mod health;
 pub mod hlog;
 pub mod instances;
 pub mod recorder;

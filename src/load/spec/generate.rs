@@ -251,6 +251,7 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
             stall: plan::DEFAULT_STALL,
             default_thresholds: true,
             segment: crate::load::spec::segment::Segment::WHOLE,
+            soak: None,
         },
         left_out: Vec::new(),
         optional: Vec::new(),

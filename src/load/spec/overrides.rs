@@ -8,6 +8,7 @@ use super::plan::{CapacitySpec, LoadShape, Plan};
 use super::principals::{self, Principals};
 use super::segment::Segment;
 use super::shape::{self, Model};
+use super::soak;
 use super::threshold::Threshold;
 use std::time::Duration;
 
@@ -57,6 +58,10 @@ pub struct Overrides {
     pub search_flags: bool,
     /// `--segment I/N`.
     pub segment: Option<Segment>,
+    /// `--soak DURATION`: a soak with this steady phase.
+    pub soak: Option<Duration>,
+    /// `--cool-down DURATION`: the soak's cool-down.
+    pub cool_down: Option<Duration>,
 }
 
 /// The capacity search's knobs from the command line.
@@ -137,6 +142,7 @@ impl Plan {
             plan.timeout = t;
         }
         apply_shape(o, plan)?;
+        apply_soak(o, plan)?;
         for t in &o.thresholds {
             plan.thresholds
                 .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
@@ -274,6 +280,37 @@ fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
             .map_err(|e| format!("--warmup: {e}"))?;
         plan.duration = t.measured;
     }
+    Ok(())
+}
+
+/// Applies `--soak` and `--cool-down`: the plan's fixed load held for the
+/// soak's steady phase (its measured window), after a warm-up (a tenth of
+/// it unless `--warmup` says), then the cool-down.
+fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+    let Some(steady) = o.soak else {
+        if o.cool_down.is_some() {
+            return Err("--cool-down goes with --soak".into());
+        }
+        return Ok(());
+    };
+    if steady.is_zero() {
+        return Err("--soak must be greater than zero, e.g. --soak 10m".into());
+    }
+    if o.capacity {
+        return Err("--soak with --capacity: a soak holds one load level; search first, then soak at the level you chose".into());
+    }
+    if matches!(plan.shape, LoadShape::Staged { .. }) {
+        return Err(
+            "--soak holds one load level: give --users N or --rate N (or a plan with users or \
+             rate), not stages"
+                .into(),
+        );
+    }
+    plan.duration = steady;
+    if o.warmup.is_none() {
+        plan.warmup = soak::default_warmup(steady);
+    }
+    plan.soak = Some(soak::SoakSpec::new(steady, o.cool_down));
     Ok(())
 }
 

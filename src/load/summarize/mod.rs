@@ -1,7 +1,11 @@
 //! Turns a [`MetricSet`] into a [`Summary`] and evaluates thresholds;
-//! [`baseline`] compares a run with an earlier one (`--baseline`).
+//! [`baseline`] compares a run with an earlier one (`--baseline`);
+//! [`trend`] fits a least-squares line; [`soak`] judges the target's
+//! health samples of a soak (does memory or the descriptor count grow?).
 
 pub mod baseline;
+pub mod soak;
+pub mod trend;
 
 use crate::client::ErrorClass;
 use crate::load::exec::engine::EndReason;
@@ -461,6 +465,7 @@ pub fn build(
             .map(|(n, h)| (n.to_owned(), latency_stats(h)))
             .collect(),
         discovery: Vec::new(),
+        health: None,
     }
 }
 
