@@ -79,11 +79,15 @@ pub enum Flaw {
     /// the last result put there, whoever's it is (responses of one client
     /// sent to another, as in GHSA-345p-7cg4-v4c7).
     CrossTalk,
+    /// Every completed `tools/call` keeps 128 KiB of memory and one open
+    /// descriptor for good (at most 256 MiB and 256 descriptors, so the
+    /// machine survives it).
+    Leak,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 27] = [
+    pub const ALL: [Flaw; 28] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -111,6 +115,7 @@ impl Flaw {
         Flaw::IgnoreStatePrincipal,
         Flaw::ElicitBeforeInitialized,
         Flaw::CrossTalk,
+        Flaw::Leak,
     ];
 
     /// The command-line name.
@@ -143,6 +148,7 @@ impl Flaw {
             Flaw::IgnoreStatePrincipal => "ignore-state-principal",
             Flaw::ElicitBeforeInitialized => "elicit-before-initialized",
             Flaw::CrossTalk => "cross-talk",
+            Flaw::Leak => "leak",
         }
     }
 
@@ -176,6 +182,7 @@ impl Flaw {
             Flaw::IgnoreStatePrincipal => "§4.7 S8a",
             Flaw::ElicitBeforeInitialized => "§3.1, §6.A 2",
             Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
+            Flaw::Leak => "resources (no spec rule)",
         }
     }
 
@@ -242,6 +249,9 @@ impl Flaw {
             }
             Flaw::CrossTalk => {
                 "overlapping tools/call requests share one result slot: a call may get another's result"
+            }
+            Flaw::Leak => {
+                "each completed tools/call keeps 128 KiB and a descriptor (bounded: 256 MiB, 256 fds)"
             }
         }
     }

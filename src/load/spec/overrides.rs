@@ -358,4 +358,39 @@ mod tests {
         };
         assert!(bad.apply(&mut c).is_err());
     }
+
+    #[test]
+    fn a_soak_holds_the_plans_level_for_its_steady_phase() {
+        let plan = |text: &str| super::super::parse::parse_plan(text, "t.toml", "t").unwrap();
+        let fixed = "duration = \"5s\"\n[load]\nrate = 20\n[scenarios.form-accept]\n";
+        let mut p = plan(fixed);
+        let o = Overrides {
+            soak: Some(Duration::from_secs(600)),
+            ..Default::default()
+        };
+        p.apply(&o).unwrap();
+        assert_eq!(p.duration, Duration::from_secs(600));
+        assert_eq!(p.warmup, Duration::from_secs(30), "a tenth, at most 30 s");
+        let s = p.soak.expect("a soak");
+        assert_eq!(s.cool_down, Duration::from_secs(120));
+        assert_eq!(p.shape, LoadShape::Open { rate: 20.0 });
+        let mut p = plan(fixed);
+        let o = Overrides {
+            soak: Some(Duration::from_secs(4)),
+            cool_down: Some(Duration::from_secs(2)),
+            warmup: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        p.apply(&o).unwrap();
+        assert_eq!(p.warmup, Duration::from_secs(1));
+        assert_eq!(p.soak.unwrap().cool_down, Duration::from_secs(2));
+        let staged = "[load]\nmodel = \"open\"\nstages = \"2s:10,2s:0\"\n[scenarios.form-accept]\n";
+        let e = plan(staged).apply(&o).unwrap_err();
+        assert!(e.contains("one load level"), "{e}");
+        let o = Overrides {
+            cool_down: Some(Duration::from_secs(2)),
+            ..Default::default()
+        };
+        assert!(plan(fixed).apply(&o).unwrap_err().contains("--soak"));
+    }
 }

@@ -95,7 +95,7 @@ mod tests {
 
     #[test]
     fn defaults_scale_with_the_steady_phase_within_bounds() {
-        let m = |n| Duration::from_secs(60 * n);
+        let m = |n: u64| Duration::from_secs(60 * n);
         assert_eq!(default_cool_down(m(10)), m(2));
         assert_eq!(default_cool_down(Duration::from_secs(4)), Duration::from_secs(5));
         assert_eq!(default_cool_down(m(120)), m(2));
