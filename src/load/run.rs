@@ -24,8 +24,8 @@ use super::capacity::driver::{self as capacity, Extras};
 use super::exec::cool_down::{self, CutShort};
 use super::exec::engine::{EndReason, Engine, Measured, io_err, preflight, wait_until};
 use super::exec::target::{self, EmbeddedServer, TargetError};
-use super::metrics::{health, hlog};
 use super::metrics::stream::IntervalStream;
+use super::metrics::{health, hlog};
 use super::spec::plan::Plan;
 use super::summarize::{self, RunInfo};
 use crate::report::{self, CapacitySummary, CpuUsage, HealthSummary, Summary};
@@ -285,6 +285,7 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
             (s.mcp_url(), Some(s))
         }
     };
+    let health = health_target(opts, server.as_ref())?;
     let mut markers = preflight(plan, &mcp_url)
         .await
         .map_err(RunError::Preflight)?;
@@ -338,7 +339,6 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
     if opts.start_at.is_some() {
         info.started_unix = hlog::unix_seconds(SystemTime::now());
     }
-    let health = health_target(opts, server.as_ref())?;
     let engine = Engine {
         http,
         mcp_url,
@@ -481,7 +481,9 @@ fn health_summary(plan: &Plan, h: SampledHealth, summary: &mut Summary) {
             cool_down_s: h.cool_down_s,
         };
         let (verdict, failures) = summarize::soak::judge(&h.samples, phases, &spec.limits);
-        summary.diagnoses.extend(summarize::soak::describe(&verdict));
+        summary
+            .diagnoses
+            .extend(summarize::soak::describe(&verdict));
         summary.passed = summary.passed && failures.is_empty();
         summary.failures.extend(failures);
         verdict

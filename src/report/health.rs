@@ -35,7 +35,12 @@ pub fn phases_text(h: &HealthSummary) -> String {
 /// The least-squares line of `metric` over the steady phase, in the
 /// chart's unit, when the soak judged it.
 fn fit_line(h: &HealthSummary, metric: &str) -> Option<Series> {
-    let t: &Trend = h.soak.as_ref()?.trends.iter().find(|t| t.metric == metric)?;
+    let t: &Trend = h
+        .soak
+        .as_ref()?
+        .trends
+        .iter()
+        .find(|t| t.metric == metric)?;
     // The trend holds the slope per minute and the values at the ends;
     // draw the line through the steady end with that slope.
     let (x0, x1) = (h.window_from_s, h.window_to_s);
@@ -61,23 +66,24 @@ pub fn health_svgs(s: &Summary) -> Vec<String> {
     }
     let end = h.samples.last().map_or(1.0, |p| p.t_s).max(1.0);
     let x_label = phases_text(h);
-    let chart = |id: &str, title: &str, y: &str, metric: &str, get: fn(&super::HealthSample) -> f64| {
-        let mut series = vec![Series {
-            name: y.to_owned(),
-            points: h.samples.iter().map(|p| (p.t_s, get(p))).collect(),
-        }];
-        series.extend(fit_line(h, metric));
-        render(&Chart {
-            id: id.into(),
-            title: title.into(),
-            x_label: x_label.clone(),
-            y_label: y.into(),
-            x_range: (0.0, end),
-            x_ticks: linear_ticks(0.0, end, "s"),
-            series,
-            ..Chart::default()
-        })
-    };
+    let chart =
+        |id: &str, title: &str, y: &str, metric: &str, get: fn(&super::HealthSample) -> f64| {
+            let mut series = vec![Series {
+                name: y.to_owned(),
+                points: h.samples.iter().map(|p| (p.t_s, get(p))).collect(),
+            }];
+            series.extend(fit_line(h, metric));
+            render(&Chart {
+                id: id.into(),
+                title: title.into(),
+                x_label: x_label.clone(),
+                y_label: y.into(),
+                x_range: (0.0, end),
+                x_ticks: linear_ticks(0.0, end, "s"),
+                series,
+                ..Chart::default()
+            })
+        };
     vec![
         chart(
             HEALTH_CHARTS[0],
@@ -200,7 +206,11 @@ mod tests {
         let (head, rows) = soak_rows(&summary()).unwrap();
         assert!(head.contains("process 42 (embedded server)"), "{head}");
         assert_eq!(rows[0][0], "rss (MiB)");
-        assert!(rows[0][1].contains("10.00 → 24.00 → 29.00"), "{:?}", rows[0]);
+        assert!(
+            rows[0][1].contains("10.00 → 24.00 → 29.00"),
+            "{:?}",
+            rows[0]
+        );
         assert_eq!(rows[0][3], "LEAKS");
     }
 }

@@ -56,9 +56,10 @@ pub mod svg;
 
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary, InstancesSummary, LatencyStats, OutcomeCounts,
-    PointLatency, SCHEMA_VERSION, ScenarioSummary, Summary, ThresholdLimit, ThresholdResult,
-    SoakSummary, TimelinePoint, Trend, WindowSummary, add_error_sample, group_samples,
+    HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary, InstancesSummary,
+    LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, SoakSummary,
+    Summary, ThresholdLimit, ThresholdResult, TimelinePoint, Trend, WindowSummary,
+    add_error_sample, group_samples,
 };
 
 use std::path::Path;

@@ -79,10 +79,8 @@ impl Sampler {
         let task = {
             let (samples, stop) = (samples.clone(), stop.clone());
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval_at(
-                    tokio::time::Instant::now() + interval,
-                    interval,
-                );
+                let mut tick =
+                    tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 while !stop.load(Ordering::Relaxed) {
                     tick.tick().await;

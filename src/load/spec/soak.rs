@@ -97,12 +97,22 @@ mod tests {
     fn defaults_scale_with_the_steady_phase_within_bounds() {
         let m = |n: u64| Duration::from_secs(60 * n);
         assert_eq!(default_cool_down(m(10)), m(2));
-        assert_eq!(default_cool_down(Duration::from_secs(4)), Duration::from_secs(5));
+        assert_eq!(
+            default_cool_down(Duration::from_secs(4)),
+            Duration::from_secs(5)
+        );
         assert_eq!(default_cool_down(m(120)), m(2));
         assert_eq!(default_warmup(m(10)), Duration::from_secs(30));
-        assert_eq!(default_warmup(Duration::from_secs(20)), Duration::from_secs(2));
+        assert_eq!(
+            default_warmup(Duration::from_secs(20)),
+            Duration::from_secs(2)
+        );
         let s = SoakSpec::new(m(10), Some(Duration::from_secs(7)));
         assert_eq!(s.cool_down, Duration::from_secs(7));
-        assert!(s.describe().contains("10m steady, then 7s"), "{}", s.describe());
+        assert!(
+            s.describe().contains("10m steady, then 7s"),
+            "{}",
+            s.describe()
+        );
     }
 }

@@ -24,20 +24,41 @@ pub struct Phases {
 
 /// Judges `samples`; the summary, and one line per leak for the run's
 /// failures.
-pub fn judge(samples: &[HealthSample], phases: Phases, limits: &SoakLimits) -> (SoakSummary, Vec<String>) {
+pub fn judge(
+    samples: &[HealthSample],
+    phases: Phases,
+    limits: &SoakLimits,
+) -> (SoakSummary, Vec<String>) {
     const MIB: f64 = 1024.0 * 1024.0;
     let quantities: [(&str, &str, f64, f64, fn(&HealthSample) -> f64); 2] = [
-        ("rss", "MiB", limits.rss_mib_per_min, limits.rss_floor_mib, |s| {
-            s.rss_bytes as f64 / MIB
-        }),
-        ("fds", "descriptors", limits.fds_per_min, limits.fds_floor, |s| {
-            s.fds as f64
-        }),
+        (
+            "rss",
+            "MiB",
+            limits.rss_mib_per_min,
+            limits.rss_floor_mib,
+            |s| s.rss_bytes as f64 / MIB,
+        ),
+        (
+            "fds",
+            "descriptors",
+            limits.fds_per_min,
+            limits.fds_floor,
+            |s| s.fds as f64,
+        ),
     ];
     let mut trends = Vec::new();
     let mut failures = Vec::new();
     for (metric, unit, limit, floor, get) in quantities {
-        if let Some(t) = trend(samples, phases, limits.min_r2, metric, unit, limit, floor, get) {
+        if let Some(t) = trend(
+            samples,
+            phases,
+            limits.min_r2,
+            metric,
+            unit,
+            limit,
+            floor,
+            get,
+        ) {
             if t.verdict == "leaks" {
                 failures.push(leak_line(&t, phases));
             }
@@ -138,7 +159,7 @@ fn leak_line(t: &Trend, phases: Phases) -> String {
         _ => "; there was no cool-down to see it return".into(),
     };
     format!(
-        "soak: {} grew {} {}/min (R² {:.2}, {:+} {} over the {:.0} s steady phase, from {} at \
+        "soak: {} grew {} {}/min (R² {:.2}, +{} {} over the {:.0} s steady phase, from {} at \
          the start), beyond the limit of {} {}/min{after}",
         name(&t.metric),
         fmt(t.slope_per_min),
@@ -215,7 +236,11 @@ mod tests {
     #[test]
     fn a_steady_server_is_flat_and_passes() {
         // RSS wobbles by 0.3 MiB, descriptors by one.
-        let s = series(100, |t| 20.0 + 0.3 * (t * 1.7).sin(), |t| 12 + (t as u64 % 2));
+        let s = series(
+            100,
+            |t| 20.0 + 0.3 * (t * 1.7).sin(),
+            |t| 12 + (t as u64 % 2),
+        );
         let (sum, failures) = judge(&s, PHASES, &SoakLimits::default());
         assert!(failures.is_empty(), "{failures:?}");
         assert!(sum.passed);
@@ -227,7 +252,11 @@ mod tests {
     fn growth_that_stays_after_the_cool_down_is_a_leak() {
         // +10 MiB and +30 descriptors a minute under load, kept after it.
         let load_t = |t: f64| t.min(70.0);
-        let s = series(100, |t| 20.0 + load_t(t) / 6.0, |t| 10 + (load_t(t) / 2.0) as u64);
+        let s = series(
+            100,
+            |t| 20.0 + load_t(t) / 6.0,
+            |t| 10 + (load_t(t) / 2.0) as u64,
+        );
         let (sum, failures) = judge(&s, PHASES, &SoakLimits::default());
         assert!(!sum.passed);
         let rss = &sum.trends[0];
@@ -245,13 +274,21 @@ mod tests {
             "{}",
             failures[0]
         );
-        assert!(failures[1].contains("open descriptors grew"), "{}", failures[1]);
+        assert!(
+            failures[1].contains("open descriptors grew"),
+            "{}",
+            failures[1]
+        );
     }
 
     #[test]
     fn growth_given_back_after_the_cool_down_is_not_a_leak() {
         // Descriptors climb with the load and close once it stops.
-        let s = series(100, |_| 20.0, |t| if t <= 70.0 { 10 + (t / 2.0) as u64 } else { 11 });
+        let s = series(
+            100,
+            |_| 20.0,
+            |t| if t <= 70.0 { 10 + (t / 2.0) as u64 } else { 11 },
+        );
         let (sum, failures) = judge(&s, PHASES, &SoakLimits::default());
         assert!(failures.is_empty(), "{failures:?}");
         assert_eq!(sum.trends[1].verdict, "returns");
