@@ -22,6 +22,15 @@ pub struct Phases {
     pub cool_down_s: f64,
 }
 
+/// One judged quantity: its name, unit, limits and how a sample holds it.
+struct Quantity {
+    metric: &'static str,
+    unit: &'static str,
+    limit: f64,
+    floor: f64,
+    get: fn(&HealthSample) -> f64,
+}
+
 /// Judges `samples`; the summary, and one line per leak for the run's
 /// failures.
 pub fn judge(
@@ -30,35 +39,26 @@ pub fn judge(
     limits: &SoakLimits,
 ) -> (SoakSummary, Vec<String>) {
     const MIB: f64 = 1024.0 * 1024.0;
-    let quantities: [(&str, &str, f64, f64, fn(&HealthSample) -> f64); 2] = [
-        (
-            "rss",
-            "MiB",
-            limits.rss_mib_per_min,
-            limits.rss_floor_mib,
-            |s| s.rss_bytes as f64 / MIB,
-        ),
-        (
-            "fds",
-            "descriptors",
-            limits.fds_per_min,
-            limits.fds_floor,
-            |s| s.fds as f64,
-        ),
+    let quantities = [
+        Quantity {
+            metric: "rss",
+            unit: "MiB",
+            limit: limits.rss_mib_per_min,
+            floor: limits.rss_floor_mib,
+            get: |s| s.rss_bytes as f64 / MIB,
+        },
+        Quantity {
+            metric: "fds",
+            unit: "descriptors",
+            limit: limits.fds_per_min,
+            floor: limits.fds_floor,
+            get: |s| s.fds as f64,
+        },
     ];
     let mut trends = Vec::new();
     let mut failures = Vec::new();
-    for (metric, unit, limit, floor, get) in quantities {
-        if let Some(t) = trend(
-            samples,
-            phases,
-            limits.min_r2,
-            metric,
-            unit,
-            limit,
-            floor,
-            get,
-        ) {
+    for q in &quantities {
+        if let Some(t) = trend(samples, phases, limits.min_r2, q) {
             if t.verdict == "leaks" {
                 failures.push(leak_line(&t, phases));
             }
@@ -67,7 +67,7 @@ pub fn judge(
             failures.push(format!(
                 "soak: {} could not be judged: fewer than 3 samples in the steady phase \
                  (a longer --soak, or a shorter interval)",
-                name(metric)
+                name(q.metric)
             ));
         }
     }
@@ -91,17 +91,8 @@ fn name(metric: &str) -> &'static str {
 }
 
 /// One quantity's trend; `None` with fewer than 3 samples in the steady phase.
-#[allow(clippy::too_many_arguments)]
-fn trend(
-    samples: &[HealthSample],
-    phases: Phases,
-    min_r2: f64,
-    metric: &str,
-    unit: &str,
-    limit: f64,
-    floor: f64,
-    get: fn(&HealthSample) -> f64,
-) -> Option<Trend> {
+fn trend(samples: &[HealthSample], phases: Phases, min_r2: f64, q: &Quantity) -> Option<Trend> {
+    let get = q.get;
     let steady: Vec<(f64, f64)> = samples
         .iter()
         .filter(|s| s.t_s >= phases.steady_from_s && s.t_s <= phases.steady_to_s)
@@ -120,7 +111,7 @@ fn trend(
     let retained_pct = after
         .filter(|_| grown > 0.0)
         .map(|a| ((a - baseline) * 100.0 / grown).max(0.0));
-    let beyond = fit.slope > limit && growth > floor;
+    let beyond = fit.slope > q.limit && growth > q.floor;
     let good_fit = fit.r2.is_some_and(|r| r >= min_r2);
     let kept = retained_pct.is_none_or(|r| r > RETAINED_PCT);
     let verdict = match (beyond, good_fit, kept) {
@@ -130,8 +121,8 @@ fn trend(
         (true, true, true) => "leaks",
     };
     Some(Trend {
-        metric: metric.into(),
-        unit: unit.into(),
+        metric: q.metric.into(),
+        unit: q.unit.into(),
         baseline,
         steady_end,
         after,
@@ -139,8 +130,8 @@ fn trend(
         r2: fit.r2,
         samples: fit.n,
         growth,
-        limit_per_min: limit,
-        floor,
+        limit_per_min: q.limit,
+        floor: q.floor,
         retained_pct,
         verdict: verdict.into(),
     })
@@ -300,7 +291,14 @@ mod tests {
         // 10 MiB/min under ±15 MiB of noise: the line explains little of it.
         let jumpy = series(
             100,
-            |t| 40.0 + t.min(70.0) / 6.0 + if t as u64 % 2 == 0 { 15.0 } else { -15.0 },
+            |t| {
+                40.0 + t.min(70.0) / 6.0
+                    + if (t as u64).is_multiple_of(2) {
+                        15.0
+                    } else {
+                        -15.0
+                    }
+            },
             |_| 10,
         );
         let (sum, failures) = judge(&jumpy, PHASES, &SoakLimits::default());

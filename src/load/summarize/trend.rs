@@ -33,7 +33,7 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<Fit> {
         sxy += dx * dy;
         syy += dy * dy;
     }
-    if !(sxx > 0.0) || !sxx.is_finite() || !syy.is_finite() {
+    if sxx <= 0.0 || !sxx.is_finite() || !syy.is_finite() {
         return None;
     }
     let slope = sxy / sxx;
