@@ -695,6 +695,23 @@ fn print_report(r: &run::RunReport) {
                 .map_or("-".into(), |v| format!("{v:.1}"))
         );
     }
+    if let Some(h) = &s.health
+        && let (Some(a), Some(b)) = (h.samples.first(), h.samples.last())
+    {
+        let mib = |v: u64| v as f64 / (1024.0 * 1024.0);
+        println!(
+            "  target health (pid {}, {}): RSS {:.1} → {:.1} MiB, descriptors {} → {}, threads {} → {} ({} samples)",
+            h.pid,
+            h.source,
+            mib(a.rss_bytes),
+            mib(b.rss_bytes),
+            a.fds,
+            b.fds,
+            a.threads,
+            b.threads,
+            h.samples.len()
+        );
+    }
     if let Some(cap) = &s.capacity {
         super::capacity::print(cap);
     }
