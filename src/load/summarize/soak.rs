@@ -151,7 +151,9 @@ fn leak_line(t: &Trend, phases: Phases) -> String {
     };
     format!(
         "soak: {} grew {} {}/min (R² {:.2}, +{} {} over the {:.0} s steady phase, from {} at \
-         the start), beyond the limit of {} {}/min{after}",
+         the start), beyond the limit of {} {}/min{after} (a cache or a retention window longer \
+         than the soak grows this way too until it is full: soak longer than the target keeps \
+         what it keeps)",
         name(&t.metric),
         fmt(t.slope_per_min),
         t.unit,
