@@ -32,7 +32,11 @@ use std::time::Duration;
 /// The exit codes, for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 every threshold held; 1 a threshold failed, or the \
 target stalled or died; 2 usage error, bad plan, or a target that does not answer as an MCP \
-server (nothing measured); 130 interrupted (Ctrl-C; the report is written and marked).";
+server (nothing measured); 3 inconclusive (the generator fell behind its schedule or saturated \
+its own CPU, and nothing failed that it could not have caused: the report says why); 130 interrupted (Ctrl-C; the report is written and marked).";
+
+/// Exit code of a run whose verdict the generator cannot back.
+pub const EXIT_INCONCLUSIVE: u8 = 3;
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -380,6 +384,25 @@ fn generator_threads(plan: &Plan, args: &Args) -> usize {
     crate::load::exec::open::shards_for(peak, cores)
 }
 
+/// Raises this process's descriptor limit for the round trips the plan may
+/// hold in flight (two connections each, at most: a 2025-11-25 call and its
+/// GET stream), or lowers `max_in_flight` to what the limit allows, saying
+/// so: out of descriptors, every connection would fail as the target's
+/// fault.
+fn fit_descriptors(plan: &mut Plan) {
+    let wanted = plan.max_in_flight.saturating_mul(2);
+    let allowed = crate::server::accept::effective_cap(wanted);
+    if allowed < wanted {
+        let lowered = (allowed / 2).max(1);
+        eprintln!(
+            "elicitkit: at most {lowered} round trips in flight (max_in_flight {} lowered): the \
+             descriptor limit (ulimit -n) leaves room for {allowed} connections",
+            plan.max_in_flight
+        );
+        plan.max_in_flight = lowered;
+    }
+}
+
 fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
@@ -469,6 +492,7 @@ pub fn run(args: Args) -> ExitCode {
         Ok(w) => w,
         Err(e) => return usage_error(e),
     };
+    fit_descriptors(&mut plan);
     let rt = match runtime(generator_threads(&plan, &args)) {
         Ok(rt) => rt,
         Err(e) => return usage_error(e),
@@ -502,6 +526,7 @@ pub fn run(args: Args) -> ExitCode {
         Verdict::Passed => exit::ok(),
         Verdict::Failed => exit::failed(),
         Verdict::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        Verdict::Inconclusive => ExitCode::from(EXIT_INCONCLUSIVE),
         Verdict::Unreachable => {
             eprintln!(
                 "elicitkit: the target could not be reached: {}",
@@ -613,6 +638,7 @@ fn print_report(r: &run::RunReport) {
     let s = &r.summary;
     let verdict = match r.verdict {
         Verdict::Interrupted => "INTERRUPTED",
+        Verdict::Inconclusive => "INCONCLUSIVE",
         _ if s.passed => "PASSED",
         _ => "FAILED",
     };
@@ -740,6 +766,9 @@ fn print_report(r: &run::RunReport) {
     }
     for f in &s.failures {
         println!("  failed: {f}");
+    }
+    for p in s.generator_health.iter().flat_map(|g| &g.problems) {
+        println!("  inconclusive: {p}");
     }
     println!("  report: {}", r.dir.join("report.html").display());
 }

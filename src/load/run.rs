@@ -83,6 +83,23 @@ pub enum Verdict {
     Interrupted,
     /// The target could not be reached at all (exit 2).
     Unreachable,
+    /// The generator could not back the verdict (it fell behind its
+    /// schedule or saturated its CPU) and nothing failed that it could not
+    /// have caused (exit 3); the reasons are in `generator_health`.
+    Inconclusive,
+}
+
+impl Verdict {
+    /// The word `summary.json` (`verdict`) and the terminal use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Failed => "failed",
+            Verdict::Interrupted => "interrupted",
+            Verdict::Unreachable => "unreachable",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
 }
 
 /// A finished run.
@@ -229,6 +246,8 @@ struct MeasuredRun {
     capacity: Option<(CapacitySummary, (u64, u64))>,
     gen_cpu: Option<f64>,
     tgt_cpu: Option<f64>,
+    /// Wall time of the load (the cool-down left out).
+    wall: Duration,
     /// The target's health samples, with their source and when the load
     /// ended (seconds since sampling began).
     health: Option<SampledHealth>,
@@ -417,6 +436,7 @@ async fn measure(
     let server_cpu = || engine.server.as_ref().and_then(EmbeddedServer::cpu_seconds);
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server_cpu();
+    let t0 = std::time::Instant::now();
     let sampler = health
         .as_ref()
         .map(|(pid, _)| health::Sampler::start(*pid, plan.interval));
@@ -426,7 +446,10 @@ async fn measure(
     } else {
         (engine.phase(plan, &plan.name).await?, None)
     };
+    // CPU and wall time of the load itself; a soak's cool-down follows.
+    let wall = t0.elapsed();
     let tgt_cpu = tgt0.zip(server_cpu()).map(|(a, b)| b - a);
+    let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
     let health = match (sampler, health) {
         (Some(sampler), Some((pid, source))) => {
             let load_end_s = sampler.elapsed_s();
@@ -463,8 +486,9 @@ async fn measure(
     Ok(MeasuredRun {
         measured,
         capacity,
-        gen_cpu: gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a),
+        gen_cpu,
         tgt_cpu,
+        wall,
         health,
     })
 }
@@ -516,6 +540,7 @@ fn report(
         capacity,
         gen_cpu,
         tgt_cpu,
+        wall,
         health,
     } = run;
     if let Some((by, note)) = &measured.end {
@@ -567,6 +592,11 @@ fn report(
     if let Some(h) = health {
         health_summary(plan, h, &mut summary);
     }
+    let health = generator_health(&measured, gen_cpu, wall);
+    let verdict = verdict(&info, &summary, plan, !health.problems.is_empty());
+    summary.verdict = verdict.as_str().into();
+    summary.passed = summary.passed && verdict != Verdict::Inconclusive;
+    summary.generator_health = Some(health);
     let hlog_path = dir.join("run.hlog");
     std::fs::write(&hlog_path, &measured.hlog).map_err(io_err(&hlog_path))?;
     if let Some(e) = &measured.hlog_error {
@@ -578,8 +608,73 @@ fn report(
             serde_json::to_string_pretty(&summary).map_err(|e| RunError::Setup(e.to_string()))?;
         std::fs::write(path, json + "\n").map_err(io_err(path))?;
     }
-    let verdict = match info.ended_by {
+    Ok(RunReport {
+        summary,
+        dir,
+        verdict,
+    })
+}
+
+/// The generator's health over the run: the open model's slip and its
+/// CPU over its worker threads' time.
+fn generator_health(
+    m: &Measured,
+    gen_cpu: Option<f64>,
+    wall: Duration,
+) -> crate::report::GeneratorHealth {
+    use super::metrics::generator::{CpuShare, problems};
+    let threads = tokio::runtime::Handle::try_current()
+        .map(|h| h.metrics().num_workers())
+        .unwrap_or(1);
+    let cpu = gen_cpu.map(|cpu_s| CpuShare {
+        cpu_s,
+        wall_s: wall.as_secs_f64(),
+        threads,
+    });
+    crate::report::GeneratorHealth {
+        arrivals: m.slip.map(|s| s.arrivals),
+        late_arrivals: m.slip.map(|s| s.late),
+        held_by_in_flight_cap: m.slip.map(|s| s.held),
+        max_slip_ms: m.slip.map(|s| s.max_slip.as_secs_f64() * 1000.0),
+        cpu_busy_pct: cpu.map(|c| c.busy() * 100.0),
+        threads,
+        problems: problems(m.slip, cpu),
+    }
+}
+
+/// The run's verdict. A generator that could not keep up makes it
+/// INCONCLUSIVE, unless the run failed in a way a slow generator cannot
+/// cause: it ended abnormally, or a threshold failed on something other
+/// than timing (latency, rate, service gaps, and error counts made only of
+/// timeouts and failed connections: a generator too busy to read a reply
+/// makes those too).
+fn verdict(info: &RunInfo, summary: &Summary, plan: &Plan, generator_unwell: bool) -> Verdict {
+    use super::spec::threshold::Metric;
+    let only_slow_errors = summary
+        .errors
+        .keys()
+        .all(|k| matches!(k.as_str(), "timeout" | "transport"));
+    let timing = |m: &Metric| match m {
+        Metric::Latency { .. } | Metric::Rps | Metric::ServiceGaps => true,
+        Metric::ErrorRate | Metric::Ok(_) => only_slow_errors,
+        Metric::SkippedRate(_) | Metric::Misrouted => false,
+    };
+    let only_timing_failed = info.ended_by.is_normal()
+        && summary.baseline.as_ref().is_none_or(|b| b.passed)
+        && summary
+            .health
+            .as_ref()
+            .and_then(|h| h.soak.as_ref())
+            .is_none_or(|s| s.passed)
+        && summary.capacity.is_none()
+        && plan
+            .all_thresholds()
+            .iter()
+            .zip(&summary.thresholds)
+            .all(|((t, _), r)| r.passed || timing(&t.metric));
+    match info.ended_by {
         EndReason::Interrupted => Verdict::Interrupted,
+        _ if generator_unwell && only_timing_failed => Verdict::Inconclusive,
         _ if summary.passed => Verdict::Passed,
         EndReason::TargetUnreachable
             if summary.round_trips.total
@@ -588,12 +683,7 @@ fn report(
             Verdict::Unreachable
         }
         _ => Verdict::Failed,
-    };
-    Ok(RunReport {
-        summary,
-        dir,
-        verdict,
-    })
+    }
 }
 
 fn write_report(dir: &Path, summary: &mut Summary, hlog: Option<&str>) -> Result<(), RunError> {

@@ -128,6 +128,14 @@ fn time_chart(
         series,
         refs,
         allow_log: log,
+        bands: s
+            .service_gaps
+            .iter()
+            .map(|g| {
+                let label = format!("service gap: {:.1} s with nothing answered", g.length_s);
+                (g.from_s, g.from_s + g.length_s, label)
+            })
+            .collect(),
     })
 }
 
@@ -386,6 +394,7 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
                 series,
                 refs,
                 allow_log: log,
+                bands: Vec::new(),
             })
         };
     Some((
@@ -506,7 +515,7 @@ fn instances_html(o: &mut String, s: &Summary) {
 /// Renders `report.html`.
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
-    let verdict = if s.passed { "PASSED" } else { "FAILED" };
+    let verdict = s.verdict_word();
     let _ = write!(
         o,
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>elicitkit load: {}</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.fail{{color:#D55E00;font-weight:bold}}.pass{{color:#0072B2}}svg{{display:block;margin:12px 0}}th{{background:#f4f4f4}}</style></head><body><ul id=\"script-errors\"></ul>",
@@ -545,7 +554,17 @@ pub fn render(s: &Summary) -> String {
     if let Some(w) = super::window_text(s) {
         let _ = write!(o, "<p id=\"window\">{}.</p>", esc(&w));
     }
-    for (title, items) in [("Why it failed", &s.failures), ("Diagnoses", &s.diagnoses)] {
+    let gaps: Vec<String> = s.service_gaps.iter().map(super::gap_text).collect();
+    let unwell = s
+        .generator_health
+        .as_ref()
+        .map_or(&[][..], |g| &g.problems[..]);
+    for (title, items) in [
+        ("Why it failed", &s.failures[..]),
+        ("Why it is inconclusive", unwell),
+        ("Service gaps", &gaps[..]),
+        ("Diagnoses", &s.diagnoses[..]),
+    ] {
         if items.is_empty() {
             continue;
         }

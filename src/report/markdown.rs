@@ -45,7 +45,7 @@ fn instances_md(o: &mut String, s: &Summary) {
 /// Renders `summary.md`.
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
-    let verdict = if s.passed { "PASSED" } else { "FAILED" };
+    let verdict = s.verdict_word();
     let _ = writeln!(o, "# elicitkit load: {} ({verdict})\n", s.plan);
     let _ = writeln!(o, "- run: `{}`, model: {}", s.run_id, s.model);
     let _ = writeln!(
@@ -108,6 +108,22 @@ pub fn render(s: &Summary) -> String {
         o.push_str("\n## Why it failed\n\n");
         for f in &s.failures {
             let _ = writeln!(o, "- {f}");
+        }
+    }
+    if let Some(g) = s
+        .generator_health
+        .as_ref()
+        .filter(|g| !g.problems.is_empty())
+    {
+        o.push_str("\n## Why it is inconclusive\n\n");
+        for p in &g.problems {
+            let _ = writeln!(o, "- {p}");
+        }
+    }
+    if !s.service_gaps.is_empty() {
+        o.push_str("\n## Service gaps\n\n");
+        for g in &s.service_gaps {
+            let _ = writeln!(o, "- {}", super::gap_text(g));
         }
     }
     if let Some(c) = &s.baseline {

@@ -56,10 +56,10 @@ pub mod svg;
 
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary, InstancesSummary,
-    LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, SoakSummary,
-    Summary, ThresholdLimit, ThresholdResult, TimelinePoint, Trend, WindowSummary,
-    add_error_sample, group_samples,
+    GeneratorHealth, HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary,
+    InstancesSummary, LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary,
+    ServiceGap, SoakSummary, Summary, ThresholdLimit, ThresholdResult, TimelinePoint, Trend,
+    WindowSummary, add_error_sample, group_samples,
 };
 
 use std::path::Path;
@@ -108,6 +108,18 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
         ]);
     }
     (head, rows)
+}
+
+/// A service gap in words, shared by the verdict, the terminal, Markdown
+/// and HTML.
+pub fn gap_text(g: &ServiceGap) -> String {
+    format!(
+        "service gap: no round trip was answered for {:.1} s while some were in flight \
+         (from {:.1} s to {:.1} s of the measured window)",
+        g.length_s,
+        g.from_s,
+        g.from_s + g.length_s
+    )
 }
 
 /// What the measured window left out, in words, shared by the terminal,

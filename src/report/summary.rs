@@ -392,6 +392,24 @@ pub struct Summary {
     /// What discovery called before the run, when the plan came from it.
     #[serde(default)]
     pub discovery: Vec<String>,
+    /// The verdict: `passed`, `failed`, `inconclusive` (the generator
+    /// could not back it: see `generator_health`) or `interrupted`; empty in
+    /// reports written before it existed (read `passed`).
+    #[serde(default)]
+    pub verdict: String,
+    /// The load generator's health: schedule slip and its own CPU, and why
+    /// the verdict is inconclusive when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_health: Option<GeneratorHealth>,
+    /// Service gaps: spells with round trips in flight and none answered,
+    /// at least `service_gap_floor_ms` long, longest first.
+    #[serde(default)]
+    pub service_gaps: Vec<ServiceGap>,
+    /// From what length a quiet spell counts as a service gap (the larger
+    /// of 2 s and 20× the median end-to-end latency); absent when the
+    /// run's spells are not known (a merged report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_gap_floor_ms: Option<f64>,
     /// The comparison with `--baseline`, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineComparison>,
@@ -484,6 +502,54 @@ pub struct Trend {
     /// `flat`, `noisy` (beyond the limit, poor fit), `returns` (grew, and
     /// gave back over half after the cool-down) or `leaks` (fails the run).
     pub verdict: String,
+}
+
+/// Whether the load generator kept up (see
+/// `crate::load::metrics::generator`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GeneratorHealth {
+    /// Open model: arrivals started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrivals: Option<u64>,
+    /// Open model: of those, late and never held by the in-flight cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_arrivals: Option<u64>,
+    /// Open model: of those, held back a while by the in-flight cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by_in_flight_cap: Option<u64>,
+    /// Open model: the largest slip of an arrival the cap did not hold, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_slip_ms: Option<f64>,
+    /// The generator's CPU over its threads' time, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_pct: Option<f64>,
+    /// Its worker threads.
+    #[serde(default)]
+    pub threads: usize,
+    /// Why it cannot back the verdict (empty: it can).
+    #[serde(default)]
+    pub problems: Vec<String>,
+}
+
+/// A spell in which round trips were in flight and none was answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceGap {
+    /// Start, seconds from the measured window's start.
+    pub from_s: f64,
+    /// Length, seconds.
+    pub length_s: f64,
+}
+
+impl Summary {
+    /// The verdict in capitals for headings: `PASSED`, `FAILED`,
+    /// `INCONCLUSIVE`, `INTERRUPTED` (from `passed` in older reports).
+    pub fn verdict_word(&self) -> String {
+        match self.verdict.as_str() {
+            "" if self.passed => "PASSED".into(),
+            "" => "FAILED".into(),
+            v => v.to_ascii_uppercase(),
+        }
+    }
 }
 
 /// Who answered the legs of a run: per instance (the `elicitkit-instance`

@@ -217,6 +217,8 @@ pub struct Chart {
     pub refs: Vec<RefLine>,
     /// Whether the y axis may turn logarithmic (latency axes).
     pub allow_log: bool,
+    /// Shaded x spans with their labels (service gaps on time charts).
+    pub bands: Vec<(f64, f64, String)>,
 }
 
 /// A line chart (linear y axis from 0, no threshold lines), for callers
@@ -361,6 +363,17 @@ pub fn render(c: &Chart) -> String {
         TOP + ph / 2.0,
         escape_xml(&y_label)
     );
+    for (a, b, label) in &c.bands {
+        let (pa, pb) = (sx(a.max(x0)), sx(b.min(x1)));
+        if pb > pa {
+            let _ = write!(
+                s,
+                r##"<g class="band"><title>{}</title><rect x="{pa:.1}" y="{TOP}" width="{:.1}" height="{ph}" fill="#D55E00" fill-opacity="0.15"/></g>"##,
+                escape_xml(label),
+                pb - pa
+            );
+        }
+    }
     for r in &c.refs {
         let py = sy(r.y);
         let _ = write!(

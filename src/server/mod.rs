@@ -27,7 +27,7 @@
 //! and shuts down gracefully. [`embed::in_process`] gives the router alone,
 //! with no socket (for in-process fuzzing).
 
-mod accept;
+pub mod accept;
 mod app;
 pub mod auth;
 mod body;

@@ -210,6 +210,7 @@ pub async fn search(
             hlog: Vec::new(),
             hlog_error: None,
             end: None,
+            slip: None,
         },
     };
     Ok((measured, summary, totals))

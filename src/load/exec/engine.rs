@@ -130,6 +130,8 @@ pub struct Measured {
     pub hlog_error: Option<String>,
     /// Why it ended early, with a note (none: it ran its course).
     pub end: Option<(EndReason, String)>,
+    /// The open model's schedule slip (none in the closed model).
+    pub slip: Option<crate::load::metrics::generator::SlipCounts>,
 }
 
 /// What every phase of one run shares.
@@ -293,20 +295,22 @@ impl Engine {
             hlog,
             hlog_error,
             end: end.get(),
+            slip: recorder.slip().counts(),
         })
     }
 }
 
+/// Whether process `pid` is still running: gone or a zombie is dead; a
+/// `/proc` file this process cannot open (out of descriptors under a heavy
+/// run) says nothing, so it counts as alive.
 fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            let rest = &s[s.rfind(')')? + 1..];
-            rest.split_whitespace()
-                .next()
-                .map(|st| st != "Z" && st != "X")
-        })
-        .unwrap_or(false)
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rfind(')')
+            .and_then(|at| s[at + 1..].split_whitespace().next())
+            .is_none_or(|st| st != "Z" && st != "X"),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
 }
 
 /// The watcher of one phase: the progress line and the stop conditions,
@@ -372,6 +376,7 @@ impl Watch {
                     format!("{streak} consecutive round trips could not reach the target"),
                 );
             }
+            ctx.recorder.observe_quiet();
             let quiet = ctx.recorder.since_last_answer();
             if quiet >= ctx.plan.stall && !ctx.stop.load(Ordering::Relaxed) {
                 stop(

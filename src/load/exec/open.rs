@@ -144,6 +144,9 @@ impl Shard {
                 continue;
             }
             let intended = start + Duration::from_secs_f64(offset);
+            // Time spent waiting for room under the in-flight cap: the
+            // target's doing, not the generator's (see metrics::generator).
+            let mut held = Duration::ZERO;
             // Drive what is in flight until the slot is due and there is room.
             loop {
                 if self.ctx.stop.load(Ordering::Relaxed) || Instant::now() >= end {
@@ -154,10 +157,12 @@ impl Shard {
                     break;
                 }
                 if full {
+                    let waited = Instant::now();
                     tokio::select! {
                         _ = in_flight.next() => {}
                         _ = tokio::time::sleep_until(end.into()) => break 'schedule,
                     }
+                    held += waited.elapsed();
                     continue;
                 }
                 tokio::select! {
@@ -172,7 +177,12 @@ impl Shard {
                 }
             }
             let idx = self.order[(slot - 1) as usize % self.order.len()];
-            let origin = intended.min(Instant::now());
+            let now = Instant::now();
+            self.ctx
+                .recorder
+                .slip()
+                .note(now.saturating_duration_since(intended), held);
+            let origin = intended.min(now);
             in_flight.push(Box::pin(round_trip(
                 self.ctx.clone(),
                 self.http.clone(),

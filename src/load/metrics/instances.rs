@@ -317,6 +317,7 @@ mod tests {
                 skip_reasons: BTreeMap::new(),
                 window: Default::default(),
                 instances: InstancesSummary::default(),
+                spells: None,
             }
         }
 

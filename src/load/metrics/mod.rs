@@ -9,10 +9,16 @@
 //! - [`instances`]: which instance answered each leg (`elicitkit-instance`,
 //!   else the peer address), interned; per-instance counts and latency, and
 //!   the retries that crossed instances.
+//! - [`gaps`]: service gaps, spells with round trips in flight and none
+//!   answered.
+//! - [`generator`]: the generator's own health (schedule slip, CPU), which
+//!   makes a verdict INCONCLUSIVE.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
 //! - [`health`]: the target process's RSS, descriptors and threads from
 //!   `/proc`, sampled once per interval.
 
+pub mod gaps;
+pub mod generator;
 pub mod health;
 pub mod hlog;
 pub mod instances;

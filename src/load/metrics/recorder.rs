@@ -4,6 +4,8 @@
 //! optional ndjson stream and the run totals, so memory stays flat however
 //! long the run. [`Recorder::finish`] gives the run's [`MetricSet`].
 
+use super::gaps::SpellLog;
+use super::generator::SlipMeter;
 use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, OUT, STATE};
 use super::instances::{self, InstanceBook, InstanceTable};
 use super::set::{Bucket, IntervalStats, MeasuredWindow, MetricSet, is_error_label};
@@ -40,6 +42,8 @@ struct Inner {
     last_in_window: Option<Duration>,
     /// Per-instance figures of the measured round trips.
     book: InstanceBook,
+    /// Quiet spells with round trips in flight ([`super::gaps`]).
+    spells: SpellLog,
 }
 
 /// Shared, thread-safe collector for one run.
@@ -63,8 +67,12 @@ pub struct Recorder {
     anchor_ns: AtomicU64,
     in_flight: AtomicU64,
     in_flight_peak: AtomicU64,
+    /// When the count in flight last rose from zero (ns since `started`).
+    busy_since_ns: AtomicU64,
     /// Instance names seen in replies (see [`super::instances`]).
     instances: InstanceTable,
+    /// The open model's schedule slip ([`super::generator`]).
+    slip: SlipMeter,
 }
 
 /// A round trip in flight; counted down when dropped.
@@ -111,6 +119,7 @@ impl Recorder {
                 after: (0, 0),
                 last_in_window: None,
                 book: InstanceBook::default(),
+                spells: SpellLog::default(),
             }),
             requests: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
@@ -123,7 +132,9 @@ impl Recorder {
             anchor_ns: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             in_flight_peak: AtomicU64::new(0),
+            busy_since_ns: AtomicU64::new(0),
             instances: InstanceTable::default(),
+            slip: SlipMeter::default(),
         })
     }
 
@@ -144,6 +155,9 @@ impl Recorder {
             .anchor_ns
             .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
         let n = self.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        if n == 1 {
+            self.busy_since_ns.store(now - 1, Ordering::Relaxed);
+        }
         self.in_flight_peak.fetch_max(n, Ordering::Relaxed);
         InFlight { recorder: self }
     }
@@ -210,6 +224,28 @@ impl Recorder {
         self.started.elapsed().saturating_sub(last)
     }
 
+    /// The open model's arrivals and their slip.
+    pub fn slip(&self) -> &SlipMeter {
+        &self.slip
+    }
+
+    /// The watcher's look at a quiet spell still under way: with round trips
+    /// in flight, nothing answered since the later of the last answer and
+    /// the moment the count in flight rose from zero ([`super::gaps`]).
+    pub fn observe_quiet(&self) {
+        if self.in_flight.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let from = self
+            .last_answer_ns
+            .load(Ordering::Relaxed)
+            .max(self.busy_since_ns.load(Ordering::Relaxed));
+        let now = self.started.elapsed();
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.spells.note(Duration::from_nanos(from), now);
+        }
+    }
+
     /// Consecutive round trips that ended in a transport failure (reset by
     /// any round trip that got a response): the dead-target detector.
     pub fn transport_streak(&self) -> u64 {
@@ -257,17 +293,23 @@ impl Recorder {
             rt.outcome.error_class(),
             Some(ErrorClass::Timeout | ErrorClass::Transport)
         );
-        if answered {
-            self.last_answer_ns
-                .fetch_max(self.started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
         let now = self.started.elapsed();
+        let last_answer = Duration::from_nanos(if answered {
+            self.last_answer_ns
+                .fetch_max(now.as_nanos() as u64, Ordering::Relaxed)
+        } else {
+            self.last_answer_ns.load(Ordering::Relaxed)
+        });
         let window = self.window_start();
         // A round trip belongs to the window it started in.
         let began = now.saturating_sub(e2e);
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
+        // It was in flight, unanswered, since it began or the last answer.
+        if !rt.legs.is_empty() {
+            inner.spells.note(last_answer.max(began), now);
+        }
         // With no lead, the window opens with the first round trip, whose
         // intended start may precede it by a hair: nothing is "before".
         let early = self.lead > Duration::ZERO && began < window;
@@ -359,6 +401,20 @@ impl Recorder {
             stream.write_interval(phase, unix, &stats);
         }
         inner.timeline.push(stats);
+        // Intervals in which nothing finished are in the timeline too, as
+        // zeros (a frozen target shows as a hole, not as a shorter run).
+        for i in inner.current_index + 1..next_index {
+            let start = self.interval.saturating_mul(i as u32);
+            let empty = Bucket::default().stats(
+                start.as_secs_f64(),
+                self.interval.as_secs_f64(),
+                self.in_flight.load(Ordering::Relaxed),
+            );
+            if let Some((stream, phase)) = &inner.stream {
+                stream.write_interval(phase, self.started_unix + window.as_secs_f64(), &empty);
+            }
+            inner.timeline.push(empty);
+        }
         for (name, h) in &bucket.hists {
             if let Err(e) = inner.hlog.push(name, h, window + start, len)
                 && inner.hlog_error.is_none()
@@ -391,15 +447,18 @@ impl Recorder {
                     skip_reasons: BTreeMap::new(),
                     window: MeasuredWindow::default(),
                     instances: InstancesSummary::default(),
+                    spells: None,
                 },
                 Vec::new(),
                 Some("metrics lock poisoned".into()),
             );
         };
+        let since_window = self.started.elapsed().saturating_sub(window);
         let elapsed = inner
             .last_in_window
-            .unwrap_or_else(|| self.started.elapsed().saturating_sub(window))
+            .unwrap_or(since_window)
             .min(self.measured);
+        let spells = inner.spells.window(window, since_window.min(self.measured));
         let next = inner.current_index + 1;
         if !inner.current.hists.is_empty() || inner.timeline.is_empty() {
             self.rotate(&mut inner, next, Some(elapsed));
@@ -435,6 +494,7 @@ impl Recorder {
                 after: inner.after,
             },
             instances: InstancesSummary::default(),
+            spells: Some(spells),
         };
         set.instances = instances::summarize(&set, Some(&inner.book));
         (

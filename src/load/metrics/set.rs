@@ -56,6 +56,9 @@ pub struct MetricSet {
     /// Which instances answered the measured legs (from merged `.hlog`
     /// files: without the per-leg split).
     pub instances: InstancesSummary,
+    /// Quiet spells with round trips in flight, in the window (none from
+    /// merged `.hlog` files, which do not keep them; see [`super::gaps`]).
+    pub spells: Option<Vec<super::gaps::Spell>>,
 }
 
 /// The measured window of a run: when it began, and the round trips
@@ -152,6 +155,7 @@ impl MetricSet {
                 ..MeasuredWindow::default()
             },
             instances: InstancesSummary::default(),
+            spells: None,
         }
     }
 }

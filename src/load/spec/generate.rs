@@ -355,8 +355,9 @@ pub fn to_toml(g: &Generated, d: &Discovery) -> String {
     }
     let _ = writeln!(
         o,
-        "#\n# Default thresholds apply (error_rate < 1%, and per scenario ok(S) > 0 and\n\
-         # skipped_rate(S) < 50%); add your own below, or set default_thresholds = false.\n"
+        "#\n# Default thresholds apply, as when `load --target` runs without this file:\n\
+         # {}.\n# Add your own below, or set default_thresholds = false.\n",
+        plan::DEFAULT_THRESHOLDS
     );
     let _ = writeln!(o, "name = {}", Value::from(p.name.as_str()));
     let _ = writeln!(o, "description = {}", Value::from(p.description.as_str()));
@@ -371,7 +372,10 @@ pub fn to_toml(g: &Generated, d: &Discovery) -> String {
         "stall = \"{}s\"      # no answer for this long ends the run as stalled",
         p.stall.as_secs().max(1)
     );
-    let _ = writeln!(o, "thresholds = [\n    \"p99(e2e) < 500ms\",\n]\n");
+    let _ = writeln!(
+        o,
+        "thresholds = [\n    # \"p99(e2e) < 500ms\",   # a latency objective: yours to set\n]\n"
+    );
     let _ = writeln!(o, "[target]");
     let _ = writeln!(
         o,
@@ -545,6 +549,19 @@ mod tests {
         assert_eq!(a.arguments["item"], "elicitkit-item-0");
         assert_eq!(a.answers["confirm"], true);
         assert_eq!(back.target.url.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        // One default: the written plan is judged as the discovered one.
+        let exprs = |p: &Plan| -> Vec<String> {
+            let mut e: Vec<String> = p
+                .all_thresholds()
+                .into_iter()
+                .map(|(t, _)| t.expr)
+                .collect();
+            e.sort();
+            e
+        };
+        assert_eq!(exprs(&back), exprs(&g.plan));
+        assert!(exprs(&back).contains(&"service_gaps < 1".to_owned()));
+        assert!(text.contains(plan::DEFAULT_THRESHOLDS), "{text}");
         assert!(text.contains("# Not loaded: 2026-07-28 list"), "{text}");
         assert!(text.contains("# [scenarios.order-replay]"), "{text}");
         let mut single = tool("order", true, true, None);

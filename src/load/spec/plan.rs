@@ -28,6 +28,11 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 /// this long ends as `stalled` (a failure).
 pub const DEFAULT_STALL: Duration = Duration::from_secs(5);
 
+/// The default thresholds in words (see [`Plan::all_thresholds`]); a plan
+/// `plan` writes lists them, and adds no other.
+pub const DEFAULT_THRESHOLDS: &str = "error_rate < 1%, misrouted < 1, service_gaps < 1, and per \
+scenario ok(S) > 0 and skipped_rate(S) < 50%";
+
 /// What a scenario does (its answer policy and generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ScenarioKind {
@@ -393,9 +398,12 @@ impl Plan {
     }
 
     /// Every threshold the run is judged by, each flagged when it is a
-    /// default rather than written in the plan: `error_rate < 1%` (unless
+    /// default rather than written in the plan ([`DEFAULT_THRESHOLDS`], the
+    /// same whether the plan was written or discovered): `error_rate < 1%` (unless
     /// the plan sets its own error rate), `misrouted < 1` (no reply meant
-    /// for another round trip, unless the plan sets its own limit), and per
+    /// for another round trip, unless the plan sets its own limit),
+    /// `service_gaps < 1` (no spell with round trips in flight and none
+    /// answered, see [`crate::load::metrics::gaps`]), and per
     /// scenario `ok(S) > 0` (no
     /// scenario without a success) and `skipped_rate(S) < 50%` (a scenario
     /// that mostly cannot apply its policy says so).
@@ -414,6 +422,7 @@ impl Plan {
         };
         add("error_rate < 1%".into());
         add("misrouted < 1".into());
+        add("service_gaps < 1".into());
         for s in &self.scenarios {
             add(format!("ok({}) > 0", s.name));
             add(format!("skipped_rate({}) < 50%", s.name));

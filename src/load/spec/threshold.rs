@@ -37,6 +37,10 @@ pub enum Metric {
     /// Round trips that got a reply meant for another round trip (a count;
     /// see [`crate::client::marker`]).
     Misrouted,
+    /// Service gaps: spells with round trips in flight and none answered,
+    /// long against the run's own pace (a count; see
+    /// [`crate::load::metrics::gaps`]).
+    ServiceGaps,
 }
 
 /// Which legs a latency threshold reads.
@@ -165,6 +169,12 @@ impl Threshold {
         };
         let (metric, limit) = match lhs {
             "error_rate" => (Metric::ErrorRate, parse_rate(rhs).map_err(|w| err(&w))?),
+            "service_gaps" => {
+                let v: f64 = rhs
+                    .parse()
+                    .map_err(|_| err("service_gaps needs a count, e.g. \"service_gaps < 1\""))?;
+                (Metric::ServiceGaps, finite_nonneg(v).map_err(|w| err(&w))?)
+            }
             "misrouted" => {
                 let v: f64 = rhs
                     .parse()
@@ -250,7 +260,9 @@ impl Threshold {
                 format!("{} {}%", self.cmp.as_str(), self.limit * 100.0)
             }
             Metric::Rps => format!("{} {}/s", self.cmp.as_str(), self.limit),
-            Metric::Ok(_) | Metric::Misrouted => format!("{} {}", self.cmp.as_str(), self.limit),
+            Metric::Ok(_) | Metric::Misrouted | Metric::ServiceGaps => {
+                format!("{} {}", self.cmp.as_str(), self.limit)
+            }
         }
     }
 
@@ -262,7 +274,9 @@ impl Threshold {
             Metric::ErrorRate | Metric::SkippedRate(_) => format!("{:.2}%", v * 100.0),
             Metric::Rps => format!("{v:.1}/s"),
             // A count: never "-0" (a negated zero prints its sign).
-            Metric::Ok(_) | Metric::Misrouted => format!("{:.0}", if v == 0.0 { 0.0 } else { v }),
+            Metric::Ok(_) | Metric::Misrouted | Metric::ServiceGaps => {
+                format!("{:.0}", if v == 0.0 { 0.0 } else { v })
+            }
         }
     }
 

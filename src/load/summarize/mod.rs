@@ -9,6 +9,7 @@ pub mod trend;
 
 use crate::client::ErrorClass;
 use crate::load::exec::engine::EndReason;
+use crate::load::metrics::gaps;
 use crate::load::metrics::hlog::{E2E, GAP, INST, LEG, STATE};
 use crate::load::metrics::set::{MetricSet, is_error_label};
 use crate::load::spec::plan::ScenarioSpec;
@@ -18,6 +19,7 @@ use crate::report::{
     ThresholdResult, TimelinePoint,
 };
 use hdrhistogram::Histogram;
+use std::time::Duration;
 
 /// Percentiles of the spectrum.
 const SPECTRUM: [f64; 12] = [
@@ -82,6 +84,10 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
             let all = of(&|_| true);
             (all > 0).then(|| of(&|l| l == "skipped") as f64 / all as f64)
         }
+        Metric::ServiceGaps => set
+            .spells
+            .as_ref()
+            .map(|s| gaps::gaps(s, median_e2e(set)).len() as f64),
         Metric::Misrouted => Some(
             set.outcome_counts()
                 .iter()
@@ -90,6 +96,24 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
                 .sum::<u64>() as f64,
         ),
     }
+}
+
+/// The run's median end-to-end latency (zero when nothing finished).
+fn median_e2e(set: &MetricSet) -> Duration {
+    let h = set.e2e_all();
+    Duration::from_micros(if h.is_empty() {
+        0
+    } else {
+        h.value_at_percentile(50.0)
+    })
+}
+
+/// The run's service gaps, longest first (empty when not known).
+pub fn service_gaps(set: &MetricSet) -> Vec<gaps::Spell> {
+    set.spells
+        .as_ref()
+        .map(|s| gaps::gaps(s, median_e2e(set)))
+        .unwrap_or_default()
 }
 
 fn error_count(set: &MetricSet) -> u64 {
@@ -137,7 +161,9 @@ pub fn chart_limit(t: &Threshold) -> Option<ThresholdLimit> {
         }
         Metric::ErrorRate => ("error_rate", String::new(), 0.0, t.limit * 100.0, "%"),
         Metric::Rps => ("rps", String::new(), 0.0, t.limit, "/s"),
-        Metric::Ok(_) | Metric::SkippedRate(_) | Metric::Misrouted => return None,
+        Metric::Ok(_) | Metric::SkippedRate(_) | Metric::Misrouted | Metric::ServiceGaps => {
+            return None;
+        }
     };
     Some(ThresholdLimit {
         metric: metric.into(),
@@ -395,6 +421,20 @@ pub fn build(
             Metric::SkippedRate(sc) if r.actual.is_none() => {
                 format!("scenario {sc}: no attempt measured, so its skipped rate is unknown")
             }
+            Metric::ServiceGaps if r.actual.is_some() => {
+                let found = service_gaps(set);
+                let more = match found.len() {
+                    0 | 1 => String::new(),
+                    n => format!(" (and {} more)", n - 1),
+                };
+                format!(
+                    "threshold `{}` failed: {}{more}",
+                    r.expr,
+                    found
+                        .first()
+                        .map_or_else(|| "-".into(), |g| crate::report::gap_text(&g.report()))
+                )
+            }
             Metric::SkippedRate(sc) => format!(
                 "scenario {sc}: {} of its attempts were skipped: {}",
                 r.actual_text,
@@ -465,6 +505,13 @@ pub fn build(
             .map(|(n, h)| (n.to_owned(), latency_stats(h)))
             .collect(),
         discovery: Vec::new(),
+        verdict: if passed { "passed" } else { "failed" }.into(),
+        generator_health: None,
+        service_gaps: service_gaps(set).iter().map(gaps::Spell::report).collect(),
+        service_gap_floor_ms: set
+            .spells
+            .is_some()
+            .then(|| gaps::floor(median_e2e(set)).as_secs_f64() * 1000.0),
         health: None,
     }
 }

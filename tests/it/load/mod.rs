@@ -1,5 +1,6 @@
 mod capacity;
 mod cli;
+mod gaps;
 mod instances;
 mod k8s_manifests;
 mod ownership;

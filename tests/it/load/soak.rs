@@ -18,7 +18,10 @@ fn a_soak_against_a_leaking_server_fails_naming_the_growth() {
     let (out, s) = load(&args, dir.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", stderr(&out));
-    assert_eq!(s["passed"], false);
+    assert_eq!(
+        (&s["passed"], &s["verdict"]),
+        (&false.into(), &"failed".into())
+    );
     let h = &s["health"];
     assert_eq!(h["source"], "--target-pid");
     assert_eq!(n(&h["pid"]), u64::from(srv.pid()));
@@ -65,6 +68,7 @@ fn a_soak_against_a_clean_server_passes() {
     let (out, s) = load(&args, dir.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr(&out));
+    assert_eq!(s["verdict"], "passed");
     let h = &s["health"];
     assert_eq!(h["source"], "embedded server");
     let soak = &h["soak"];

@@ -146,26 +146,19 @@ impl Server {
 
     /// Freezes the server (SIGSTOP): it accepts nothing and answers nothing.
     pub fn pause(&self) {
-        assert!(signal(self.pid(), "STOP"), "kill -STOP {}", self.pid());
+        assert!(
+            super::serve::signal(self.pid(), "STOP"),
+            "kill -STOP {}",
+            self.pid()
+        );
     }
 
     /// Thaws a paused server (SIGCONT).
     pub fn resume(&self) {
-        assert!(signal(self.pid(), "CONT"), "kill -CONT {}", self.pid());
-    }
-}
-
-fn signal(pid: u32, sig: &str) -> bool {
-    Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = signal(self.pid(), "CONT");
-        self.child.kill();
+        assert!(
+            super::serve::signal(self.pid(), "CONT"),
+            "kill -CONT {}",
+            self.pid()
+        );
     }
 }

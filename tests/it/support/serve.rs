@@ -39,3 +39,27 @@ pub fn serve(args: &[&str]) -> Serve {
     c.args(["--workers", "1"]).args(args);
     start(c)
 }
+
+/// Sends `kill -SIG PID`; whether it was delivered.
+pub fn signal(pid: u32, sig: &str) -> bool {
+    Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Freezes process `pid` (SIGSTOP) `after` from now for `lasting`, then
+/// thaws it (SIGCONT), on a thread of its own; join it to know it thawed.
+pub fn freeze_later(
+    pid: u32,
+    after: std::time::Duration,
+    lasting: std::time::Duration,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        assert!(signal(pid, "STOP"), "kill -STOP {pid}");
+        std::thread::sleep(lasting);
+        assert!(signal(pid, "CONT"), "kill -CONT {pid}");
+    })
+}

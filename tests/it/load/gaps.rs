@@ -1,0 +1,110 @@
+//! Service gaps: a target frozen (SIGSTOP) for 4 s of a run, shorter than
+//! the `stall` window that would end it, fails the closed model's default
+//! `service_gaps < 1` with the gap's length, where before it passed with a
+//! fine p99 (the users just waited). Proven both ways: the same run without
+//! the freeze has no gap and passes.
+
+use crate::support::load::*;
+use crate::support::serve;
+use serde_json::Value;
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+/// 4 closed-model users on `deploy` form round trips for 10 s against
+/// `url` (bounded: 200,000 requests; a 10 s timeout and a 20 s stall
+/// window, so a 4 s freeze neither times out nor ends the run).
+fn run(dir: &Path, url: &str) -> (Output, Value) {
+    let plan = write_plan(
+        dir,
+        "name = \"gaps\"\nduration = \"10s\"\ntimeout = \"10s\"\nstall = \"20s\"\n\
+         max_requests = 200000\n[load]\nusers = 4\n\
+         [scenarios.form-accept]\ntool = \"deploy\"\narguments = { service = \"web\" }\n",
+    );
+    load(&["--plan", &plan, "--target", url], dir)
+}
+
+fn gap_threshold(s: &Value) -> &Value {
+    s["thresholds"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["expr"] == "service_gaps < 1"))
+        .unwrap_or_else(|| panic!("no service_gaps threshold: {:#}", s["thresholds"]))
+}
+
+#[test]
+fn a_four_second_freeze_fails_the_closed_model_and_a_steady_run_has_no_gap() {
+    let frozen = serve::serve(&[]);
+    let steady = serve::serve(&[]);
+    let (fd, sd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let thaw = serve::freeze_later(frozen.pid(), Duration::from_secs(3), Duration::from_secs(4));
+    let (url_f, url_s) = (frozen.mcp_url(), steady.mcp_url());
+    let other = std::thread::spawn({
+        let d = sd.path().to_owned();
+        move || run(&d, &url_s)
+    });
+    let (out, s) = run(fd.path(), &url_f);
+    thaw.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", stderr(&out));
+    assert_eq!(s["passed"], false, "{s:#}");
+    assert_eq!(
+        s["ended_by"], "duration",
+        "the freeze is under the stall window"
+    );
+    let gaps = s["service_gaps"].as_array().expect("service_gaps");
+    assert_eq!(gaps.len(), 1, "{gaps:#?}");
+    let len = f(&gaps[0]["length_s"]);
+    assert!((3.0..6.0).contains(&len), "the gap is the freeze: {len} s");
+    let t = gap_threshold(&s);
+    assert_eq!((t["passed"].clone(), f(&t["actual"])), (false.into(), 1.0));
+    let failures = s["failures"].to_string();
+    assert!(failures.contains("service gap"), "{failures}");
+    assert!(stdout.contains("service gap"), "{stdout}");
+    // The frozen seconds are in the timeline, as intervals with nothing.
+    let timeline = s["timeline"].as_array().expect("timeline");
+    assert!(
+        timeline.iter().filter(|p| f(&p["rps"]) == 0.0).count() >= 2,
+        "{timeline:#?}"
+    );
+
+    let (out, s) = other.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{s:#}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(s["service_gaps"], serde_json::json!([]), "{s:#}");
+    assert_eq!(gap_threshold(&s)["passed"], true);
+}
+
+/// An open-model rate one generator thread (a debug build) cannot reach:
+/// the verdict is INCONCLUSIVE with its own exit code and the reason,
+/// never PASSED or FAILED on figures the generator could not back.
+#[test]
+fn a_rate_the_generator_cannot_reach_is_inconclusive() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        "name = \"unreachable-rate\"\nduration = \"2s\"\ntimeout = \"10s\"\nstall = \"20s\"\n\
+         [load]\nrate = 8000\nmax_in_flight = 60000\n\
+         [scenarios.form-accept]\ntool = \"deploy\"\narguments = { service = \"web\" }\n",
+    );
+    let (out, s) = load(&["--plan", &plan, "--generator-threads", "1"], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{}", stderr(&out));
+    assert_eq!(s["verdict"], "inconclusive", "{s:#}");
+    assert_eq!(s["passed"], false);
+    let h = &s["generator_health"];
+    assert!(n(&h["late_arrivals"]) > 0, "{h:#}");
+    assert!(h["problems"].to_string().contains("fell behind"), "{h:#}");
+    assert!(
+        stdout.contains("INCONCLUSIVE") && stdout.contains("inconclusive: "),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("run/summary.md")).unwrap();
+    assert!(
+        md.contains("(INCONCLUSIVE)") && md.contains("Why it is inconclusive"),
+        "{md}"
+    );
+}
