@@ -54,8 +54,10 @@ pub const LOAD_EXAMPLES: &str = "Examples:
   elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
   elicitkit load --model closed --stage 10s:50,30s:50 --warmup 10s   # ramp to 50 users; measure the hold
   elicitkit load --plan loadtests/mixed.toml --threshold 'p99(retry) < 20ms'
-  elicitkit load --soak 10m --rate 50                # 10 min steady + 2 min cool-down: does memory or fds grow?
-  elicitkit load --target http://127.0.0.1:3000/mcp --target-pid 4242 --soak 30m --users 8 --cool-down 5m
+  elicitkit load --target http://127.0.0.1:3000/mcp --soak 30m --rate 50  # 30 min steady, 2 min idle: do RSS or fds grow?
+  elicitkit load --target URL --target-pid 4242 --soak 1h --users 8 --cool-down 5m
+  # the embedded server keeps each state's records 10 + 10 min: shorten that to soak it for 10 min
+  elicitkit load --soak 10m --rate 50 --serve-arg=--state-ttl --serve-arg=1m --serve-arg=--retention --serve-arg=1m
   elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml
   # distributed: 3 processes (or pods), each a third of the load, started together, then merged
   elicitkit load --plan P --target URL --segment 1/3 --start-at 2026-12-02T03:10:00Z --run-id seg1
