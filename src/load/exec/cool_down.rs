@@ -27,7 +27,7 @@ pub async fn wait(len: Duration, pid: u32, progress: bool, label: &str) -> Resul
         if left.is_zero() {
             break Ok(());
         }
-        if health::read(pid).is_none() {
+        if !health::alive(pid) {
             break Err(CutShort::TargetGone);
         }
         if progress && line.due() {

@@ -49,6 +49,19 @@ pub fn parse_status(status: &str) -> Option<(u64, u64)> {
     Some((field("VmRSS")?, field("Threads")?))
 }
 
+/// Whether process `pid` still runs: its `/proc/PID/stat` exists and does
+/// not say zombie or dead. A `stat` that cannot be read for another reason
+/// (e.g. this process out of descriptors) is not taken as an exit.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s
+            .rfind(')')
+            .and_then(|at| s[at + 1..].split_whitespace().next())
+            .is_none_or(|st| st != "Z" && st != "X"),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
 /// Whether `/proc/PID` can be read for health (the process exists and is
 /// ours to inspect).
 pub fn readable(pid: u32) -> bool {
@@ -125,11 +138,11 @@ impl Sampler {
     }
 }
 
-/// Appends one reading; false when the process could not be read or the
-/// sample cap is reached.
+/// Appends one reading; false when the process is gone or the sample cap
+/// is reached (a reading that fails while it runs is skipped).
 fn take(pid: u32, started: Instant, samples: &Mutex<Vec<HealthSample>>) -> bool {
     let Some(r) = read(pid) else {
-        return false;
+        return alive(pid);
     };
     let mut s = samples.lock().unwrap_or_else(|p| p.into_inner());
     if s.len() >= MAX_SAMPLES {
@@ -160,6 +173,7 @@ mod tests {
     fn this_process_reads_as_alive() {
         let r = read(std::process::id()).expect("our own /proc entry");
         assert!(r.rss_bytes > 0 && r.fds >= 3 && r.threads >= 1, "{r:?}");
-        assert!(read(u32::MAX).is_none());
+        assert!(alive(std::process::id()));
+        assert!(read(u32::MAX).is_none() && !alive(u32::MAX));
     }
 }
