@@ -26,7 +26,8 @@
 //!   balancer) backends.
 //! - [`server`]: the reference server behind `elicitkit serve`: demo tools
 //!   completing once per originating request, connection and session
-//!   limits, a store sweep that forgets on schedule, `--flaw` switches; each
+//!   limits, a store sweep that forgets on schedule, `--flaw` switches
+//!   (`leak`: memory and a descriptor kept per completed call); each
 //!   response names its instance (`elicitkit-instance`).
 //! - [`client`]: the protocol clients (modern MRTR, legacy push) and their
 //!   answer policies, used by `load` and `check`.
@@ -35,8 +36,10 @@
 //! - [`load`]: a pipeline: `spec` (plans, the command line's overrides,
 //!   load shapes, segments, thresholds) → `exec` (the engine: Goose's closed
 //!   model and our open model over one round-trip executor, stop
-//!   conditions) → `metrics` (HDR histograms, `.hlog`, the interval stream,
-//!   which instance answered each leg) → `summarize`; `capacity` (the knee
+//!   conditions, a soak's cool-down) → `metrics` (HDR histograms, `.hlog`,
+//!   the interval stream, which instance answered each leg, the target's
+//!   RSS, descriptors and threads from `/proc`) → `summarize` (with the
+//!   soak's least-squares growth verdict); `capacity` (the knee
 //!   search, scaling across instance counts) over the engine; `run` (one
 //!   invocation) and `merge` (`report merge` of distributed segments).
 //! - [`check`]: conformance and security probes, one file per family
@@ -44,7 +47,8 @@
 //!   names each check's file), and their text, JSON, JUnit and Markdown.
 //! - [`report`]: renders run results as JSON, Markdown, HTML (one offline
 //!   page of SVG charts) and Prometheus text, and capacity across instance
-//!   counts (`capacity.md`, `capacity.json`); `report::format` holds the
+//!   counts (`capacity.md`, `capacity.json`), the target's health charts
+//!   and soak verdict (`report::health`); `report::format` holds the
 //!   one HTML, XML and Markdown-cell escaper and the `ms` formatter.
 //! - [`oracle`]: the rules a reply is judged by, one implementation each,
 //!   shared by `check`, `fuzz` and `load` (reply shape, replay, capability

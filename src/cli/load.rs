@@ -54,6 +54,10 @@ pub const LOAD_EXAMPLES: &str = "Examples:
   elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
   elicitkit load --model closed --stage 10s:50,30s:50 --warmup 10s   # ramp to 50 users; measure the hold
   elicitkit load --plan loadtests/mixed.toml --threshold 'p99(retry) < 20ms'
+  elicitkit load --target http://127.0.0.1:3000/mcp --soak 30m --rate 50  # 30 min steady, 2 min idle: do RSS or fds grow?
+  elicitkit load --target URL --target-pid 4242 --soak 1h --users 8 --cool-down 5m
+  # the embedded server keeps each state's records 10 + 10 min: shorten that to soak it for 10 min
+  elicitkit load --soak 10m --rate 50 --serve-arg=--state-ttl --serve-arg=1m --serve-arg=--retention --serve-arg=1m
   elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml
   # distributed: 3 processes (or pods), each a third of the load, started together, then merged
   elicitkit load --plan P --target URL --segment 1/3 --start-at 2026-12-02T03:10:00Z --run-id seg1
@@ -137,6 +141,27 @@ pub struct Args {
     /// with stages it is their first part. E.g. --warmup 5s.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub warmup: Option<Duration>,
+    /// Soak: hold the load (--users or --rate, or the plan's) steady this
+    /// long (the measured window, after a warm-up of a tenth of it, 1 s to
+    /// 30 s, unless --warmup says), then watch the target with no load for
+    /// --cool-down. The target's RSS and open descriptors are fitted by
+    /// least squares over the steady phase; growth beyond 1 MiB/min (and
+    /// 4 MiB) or 1 descriptor/min (and 5) with R² ≥ 0.8, not given back
+    /// after the cool-down, fails the run. Needs the target's PID (the
+    /// embedded server, --target-pid, or a 127.0.0.1 listener). E.g.
+    /// --soak 10m --rate 50.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["duration", "stages", "capacity"])]
+    pub soak: Option<Duration>,
+    /// The soak's cool-down with no load (default: a fifth of --soak, 5 s
+    /// to 2 min), e.g. --cool-down 1m.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "soak")]
+    pub cool_down: Option<Duration>,
+    /// The target's process id, for its health over time (RSS, open
+    /// descriptors, threads, sampled once per interval from /proc) and
+    /// CPU. Default: the embedded server, or the process listening on a
+    /// 127.0.0.1 --target's port when it can be found. E.g. --target-pid 4242.
+    #[arg(long, value_name = "PID")]
+    pub target_pid: Option<u32>,
     /// Hard cap on HTTP requests.
     #[arg(long, value_name = "N")]
     pub max_requests: Option<u64>,
@@ -277,6 +302,8 @@ fn overrides(args: &Args) -> Overrides {
         search: args.cap.overrides(),
         search_flags: args.cap.any(),
         segment: args.segment,
+        soak: args.soak,
+        cool_down: args.cool_down,
     }
 }
 
@@ -487,6 +514,7 @@ pub fn run(args: Args) -> ExitCode {
         discovery: discovery_lines,
         start_at,
         whole_users,
+        target_pid: args.target_pid,
     };
     let result = rt.block_on(run::run(opts));
     // Goose users and pooled connections may linger; do not wait for them.
@@ -693,6 +721,23 @@ fn print_report(r: &run::RunReport) {
             t.cpu_s,
             t.us_per_round_trip
                 .map_or("-".into(), |v| format!("{v:.1}"))
+        );
+    }
+    if let Some(h) = &s.health
+        && let (Some(a), Some(b)) = (h.samples.first(), h.samples.last())
+    {
+        let mib = |v: u64| v as f64 / (1024.0 * 1024.0);
+        println!(
+            "  target health (pid {}, {}): RSS {:.1} → {:.1} MiB, descriptors {} → {}, threads {} → {} ({} samples)",
+            h.pid,
+            h.source,
+            mib(a.rss_bytes),
+            mib(b.rss_bytes),
+            a.fds,
+            b.fds,
+            a.threads,
+            b.threads,
+            h.samples.len()
         );
     }
     if let Some(cap) = &s.capacity {

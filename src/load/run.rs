@@ -21,13 +21,14 @@
 //! a usage error, exit 2).
 
 use super::capacity::driver::{self as capacity, Extras};
+use super::exec::cool_down::{self, CutShort};
 use super::exec::engine::{EndReason, Engine, Measured, io_err, preflight, wait_until};
 use super::exec::target::{self, EmbeddedServer, TargetError};
-use super::metrics::hlog;
 use super::metrics::stream::IntervalStream;
+use super::metrics::{health, hlog};
 use super::spec::plan::Plan;
 use super::summarize::{self, RunInfo};
-use crate::report::{self, CapacitySummary, CpuUsage, Summary};
+use crate::report::{self, CapacitySummary, CpuUsage, HealthSummary, Summary};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -67,6 +68,8 @@ pub struct Options {
     /// The whole run's users before `--segment` took this share (closed
     /// model), for the report.
     pub whole_users: Option<u64>,
+    /// The target's process (`--target-pid`), for its health over time.
+    pub target_pid: Option<u32>,
 }
 
 /// How a run ended, for the exit code.
@@ -179,6 +182,9 @@ fn settings(plan: &Plan, capacity: bool) -> std::collections::BTreeMap<String, S
     if capacity && let Some(c) = &plan.capacity {
         put("capacity search", c.describe());
     }
+    if let Some(s) = &plan.soak {
+        put("soak", s.describe());
+    }
     m
 }
 
@@ -229,6 +235,8 @@ struct Prepared {
     info: RunInfo,
     /// How late the synchronized start began.
     late: Option<Duration>,
+    /// The target process whose health is sampled, and how it was found.
+    health: Option<(u32, String)>,
 }
 
 /// What a run measured, with the CPU both sides spent.
@@ -238,14 +246,28 @@ struct MeasuredRun {
     capacity: Option<(CapacitySummary, (u64, u64))>,
     gen_cpu: Option<f64>,
     tgt_cpu: Option<f64>,
-    /// Wall time of the measurement.
+    /// Wall time of the load (the cool-down left out).
     wall: Duration,
+    /// The target's health samples, with their source and when the load
+    /// ended (seconds since sampling began).
+    health: Option<SampledHealth>,
+}
+
+/// What the health sampler took over a run.
+struct SampledHealth {
+    pid: u32,
+    source: String,
+    started_unix: f64,
+    samples: Vec<crate::report::HealthSample>,
+    load_end_s: f64,
+    /// The cool-down actually waited, seconds.
+    cool_down_s: f64,
 }
 
 /// Runs a whole `elicitkit load` invocation and writes its report.
 pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     let prepared = prepare(&opts).await?;
-    let measured = measure(&opts, &prepared.engine).await?;
+    let measured = measure(&opts, &prepared.engine, prepared.health.clone()).await?;
     if let Some(s) = prepared.engine.server {
         s.stop();
     }
@@ -282,6 +304,7 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
             (s.mcp_url(), Some(s))
         }
     };
+    let health = health_target(opts, server.as_ref())?;
     let mut markers = preflight(plan, &mcp_url)
         .await
         .map_err(RunError::Preflight)?;
@@ -345,30 +368,160 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
         stream,
         markers,
     };
-    Ok(Prepared { engine, info, late })
+    Ok(Prepared {
+        engine,
+        info,
+        late,
+        health,
+    })
 }
 
-/// Runs the plan's phase (or the capacity search) and reads the CPU both
-/// sides spent on it.
-async fn measure(opts: &Options, engine: &Engine) -> Result<MeasuredRun, RunError> {
+/// Whose health is sampled: the embedded server, `--target-pid`, or the
+/// process listening on a loopback target's port (one target only). A soak
+/// without one is a usage error.
+fn health_target(
+    opts: &Options,
+    server: Option<&EmbeddedServer>,
+) -> Result<Option<(u32, String)>, RunError> {
+    let plan = &opts.plan;
+    let found = if let Some(pid) = opts.target_pid {
+        if !health::readable(pid) {
+            return Err(RunError::Setup(format!(
+                "--target-pid {pid}: no such process, or its /proc entry cannot be read"
+            )));
+        }
+        Some((pid, "--target-pid".to_owned()))
+    } else if let Some(s) = server {
+        Some((s.pid(), "embedded server".to_owned()))
+    } else {
+        plan.target
+            .url
+            .as_deref()
+            .filter(|_| plan.target.more_urls.is_empty())
+            .and_then(|u| url::Url::parse(u).ok())
+            .filter(|u| {
+                matches!(
+                    u.host(),
+                    Some(url::Host::Ipv4(ip)) if ip.is_loopback()
+                ) || matches!(u.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
+                    || u.host_str() == Some("localhost")
+            })
+            .and_then(|u| u.port_or_known_default())
+            .and_then(|port| {
+                target::listener_pid(port)
+                    .filter(|p| health::readable(*p))
+                    .map(|p| (p, format!("listener of 127.0.0.1:{port}")))
+            })
+    };
+    if found.is_none() && plan.soak.is_some() {
+        return Err(RunError::Setup(
+            "--soak needs the target's process to watch its memory and descriptors: give \
+             --target-pid PID (or run against the embedded server, or a 127.0.0.1 target \
+             this user can inspect)"
+                .into(),
+        ));
+    }
+    Ok(found)
+}
+
+/// Runs the plan's phase (or the capacity search) and, in a soak, the
+/// cool-down; reads the CPU both sides spent and samples the target's
+/// health throughout.
+async fn measure(
+    opts: &Options,
+    engine: &Engine,
+    health: Option<(u32, String)>,
+) -> Result<MeasuredRun, RunError> {
     let plan = &opts.plan;
     let server_cpu = || engine.server.as_ref().and_then(EmbeddedServer::cpu_seconds);
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server_cpu();
     let t0 = std::time::Instant::now();
-    let (measured, capacity) = if opts.capacity {
+    let sampler = health
+        .as_ref()
+        .map(|(pid, _)| health::Sampler::start(*pid, plan.interval));
+    let (mut measured, capacity) = if opts.capacity {
         let (m, c, totals) = capacity::search(engine, plan, &opts.capacity_extras).await?;
         (m, Some((c, totals)))
     } else {
         (engine.phase(plan, &plan.name).await?, None)
     };
+    // CPU and wall time of the load itself; a soak's cool-down follows.
+    let wall = t0.elapsed();
+    let tgt_cpu = tgt0.zip(server_cpu()).map(|(a, b)| b - a);
+    let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
+    let health = match (sampler, health) {
+        (Some(sampler), Some((pid, source))) => {
+            let load_end_s = sampler.elapsed_s();
+            let ran_its_course = measured.end.as_ref().is_none_or(|(by, _)| by.is_normal());
+            if let Some(soak) = plan.soak.filter(|_| ran_its_course) {
+                match cool_down::wait(soak.cool_down, pid, opts.progress, &plan.name).await {
+                    Ok(()) => {}
+                    Err(CutShort::Interrupted) => {
+                        measured.end = Some((
+                            EndReason::Interrupted,
+                            "stopped by Ctrl-C in the cool-down".into(),
+                        ))
+                    }
+                    Err(CutShort::TargetGone) => {
+                        measured.end = Some((
+                            EndReason::TargetDied,
+                            "the target exited in the cool-down".into(),
+                        ))
+                    }
+                }
+            }
+            let cool_down_s = sampler.elapsed_s() - load_end_s;
+            Some(SampledHealth {
+                pid,
+                source,
+                started_unix: sampler.started_unix(),
+                samples: sampler.finish().await,
+                load_end_s,
+                cool_down_s,
+            })
+        }
+        _ => None,
+    };
     Ok(MeasuredRun {
         measured,
         capacity,
-        gen_cpu: gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a),
-        tgt_cpu: tgt0.zip(server_cpu()).map(|(a, b)| b - a),
-        wall: t0.elapsed(),
+        gen_cpu,
+        tgt_cpu,
+        wall,
+        health,
     })
+}
+
+/// The health section of the summary and, in a soak, its verdict: growth
+/// fails the run through its failures.
+fn health_summary(plan: &Plan, h: SampledHealth, summary: &mut Summary) {
+    let rel = |unix: f64| (unix - h.started_unix).max(0.0);
+    let (window_from_s, window_to_s) = (rel(summary.window.from_unix), rel(summary.window.to_unix));
+    let soak = plan.soak.map(|spec| {
+        let phases = summarize::soak::Phases {
+            steady_from_s: window_from_s,
+            steady_to_s: window_to_s,
+            cool_down_s: h.cool_down_s,
+        };
+        let (verdict, failures) = summarize::soak::judge(&h.samples, phases, &spec.limits);
+        summary
+            .diagnoses
+            .extend(summarize::soak::describe(&verdict));
+        summary.passed = summary.passed && failures.is_empty();
+        summary.failures.extend(failures);
+        verdict
+    });
+    summary.health = Some(HealthSummary {
+        pid: h.pid,
+        source: h.source,
+        started_unix: h.started_unix,
+        samples: h.samples,
+        window_from_s,
+        window_to_s,
+        load_end_s: h.load_end_s,
+        soak,
+    });
 }
 
 /// Builds the summary (thresholds, CPU, capacity, baseline), writes every
@@ -388,6 +541,7 @@ fn report(
         gen_cpu,
         tgt_cpu,
         wall,
+        health,
     } = run;
     if let Some((by, note)) = &measured.end {
         info.ended_by = *by;
@@ -434,6 +588,9 @@ fn report(
         summary.passed = summary.passed && c.passed;
         summary.failures.extend(failed);
         summary.baseline = Some(c);
+    }
+    if let Some(h) = health {
+        health_summary(plan, h, &mut summary);
     }
     let health = generator_health(&measured, gen_cpu, wall);
     let verdict = verdict(&info, &summary, plan, !health.problems.is_empty());
@@ -504,6 +661,11 @@ fn verdict(info: &RunInfo, summary: &Summary, plan: &Plan, generator_unwell: boo
     };
     let only_timing_failed = info.ended_by.is_normal()
         && summary.baseline.as_ref().is_none_or(|b| b.passed)
+        && summary
+            .health
+            .as_ref()
+            .and_then(|h| h.soak.as_ref())
+            .is_none_or(|s| s.passed)
         && summary.capacity.is_none()
         && plan
             .all_thresholds()

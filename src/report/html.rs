@@ -2,7 +2,8 @@
 //! network) with the summary tables and charts: latency spectrum; round
 //! trips/s, end-to-end, per-leg and per-scenario p50/p99, errors by kind and
 //! round trips in flight over time; requests by instance behind a balancer;
-//! the capacity curve. Thresholds are drawn
+//! the target's RSS, descriptors and threads and the soak verdict
+//! ([`super::health`]); the capacity curve. Thresholds are drawn
 //! on the charts they constrain ([`threshold_lines`]). The inline script
 //! lets a click on a legend entry hide its series, records script errors
 //! into `#script-errors`, and marks `<body data-ok="1">` when it ran.
@@ -317,6 +318,42 @@ fn pct_of(n: u64, rps: f64, s: &Summary) -> f64 {
     }
 }
 
+/// The target's health charts and the soak verdict, when sampled.
+fn health_html(o: &mut String, s: &Summary) {
+    let Some(h) = &s.health else {
+        return;
+    };
+    let _ = write!(
+        o,
+        "<h2>Target health</h2><p id=\"health\">Process {} ({}); {}.</p>",
+        h.pid,
+        esc(&h.source),
+        esc(&super::health::phases_text(h))
+    );
+    if let Some((head, rows)) = super::health::soak_rows(s) {
+        let _ = write!(
+            o,
+            "<p>{}</p><table id=\"soak\"><tr><th>quantity</th><th>before → steady end → after</th><th>slope</th><th>verdict</th></tr>",
+            esc(&head)
+        );
+        for r in rows {
+            let class = if r[3] == "LEAKS" { "fail" } else { "pass" };
+            let _ = write!(
+                o,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
+                esc(&r[0]),
+                esc(&r[1]),
+                esc(&r[2]),
+                esc(&r[3])
+            );
+        }
+        o.push_str("</table>");
+    }
+    for c in super::health::health_svgs(s) {
+        o.push_str(&c);
+    }
+}
+
 /// The capacity curve: achieved rate, and p50/p99 with the SLO's latency
 /// limits, against the offered rate.
 pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
@@ -590,6 +627,7 @@ pub fn render(s: &Summary) -> String {
     for c in timeline_svgs(s) {
         o.push_str(&c);
     }
+    health_html(&mut o, s);
     o.push_str("<h2>Scenarios</h2><table><tr><th>scenario</th><th>kind</th><th>round trips</th><th>success</th><th>expected rejections</th><th>unexpected</th><th>skipped</th><th>p50 ms</th><th>p99 ms</th></tr>");
     for (name, sc) in &s.scenarios {
         let c = &sc.outcomes;

@@ -136,6 +136,34 @@ pub fn render(s: &Summary) -> String {
             let _ = writeln!(o, "| `{}` | {} | {} | {} |", r[0], r[1], r[2], r[3]);
         }
     }
+    if let Some((head, rows)) = super::health::soak_rows(s) {
+        let _ = write!(
+            o,
+            "\n## Soak\n\n{head}\n\n| quantity | before → steady end → after | slope | verdict |\n|---|---|---|---|\n"
+        );
+        for r in rows {
+            let _ = writeln!(o, "| {} | {} | {} | {} |", r[0], r[1], r[2], r[3]);
+        }
+    }
+    if let Some(h) = &s.health
+        && let (Some(first), Some(last)) = (h.samples.first(), h.samples.last())
+    {
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        let _ = write!(
+            o,
+            "\n## Target health\n\nProcess {} ({}), {} samples: RSS {:.1} → {:.1} MiB, open \
+             descriptors {} → {}, threads {} → {}.\n",
+            h.pid,
+            h.source,
+            h.samples.len(),
+            mib(first.rss_bytes),
+            mib(last.rss_bytes),
+            first.fds,
+            last.fds,
+            first.threads,
+            last.threads
+        );
+    }
     if !s.diagnoses.is_empty() {
         o.push_str("\n## Diagnoses\n\n");
         for d in &s.diagnoses {

@@ -38,6 +38,7 @@
 //! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate` (the worst sample's), `within_slo`, `target_cpu_us_per_rt`, `kind` (`coarse`/`bisect`), `samples`, `stable`, `verdict` (`within`/`breach`/`unstable`/`stopped`), `sample_p99_ms[]`, `store_cmds_per_rt`), `knee_rps`, `knee_offered_rps`, `first_bad_rps`, `knee_status` (`bracketed`/`below_start`/`not_reached`/`stopped`), `target_cpu_us_per_rt`, `store`, `store_cmds_per_rt`, `instances`, `target_rate`, `instances_needed` (if scaling were linear: a lower bound), `worst_case_s`, `notes[]` |
 //! | `generator_cpu`, `target_cpu` | object? | `cpu_s`, `us_per_request`, `us_per_round_trip` |
 //! | `files` | object | report files by role |
+//! | `health` | object? | when the target's PID was known (embedded server, `--target-pid`, a 127.0.0.1 listener): `pid`, `source`, `started_unix`, `samples[]` (`t_s` since sampling began, `rss_bytes`, `fds`, `threads`; one per interval from just before the load), `window_from_s`, `window_to_s` (the measured window), `load_end_s`; with `--soak`, `soak` (`steady_s`, `cool_down_s`, `min_r2`, `passed`, `trends[]`: `metric` (`rss`, `fds`), `unit` (`MiB`, `descriptors`), `baseline`, `steady_end`, `after`, `slope_per_min`, `r2` (null: never moved), `samples`, `growth`, `limit_per_min`, `floor`, `retained_pct`, `verdict` (`flat`, `noisy`, `returns`, `leaks`: fails the run)) |
 //! | `baseline` | object? | with `--baseline`: `file`, `run_id`, `tolerance_pct`, `rps_before`, `rps_now`, `rps_delta_pct`, `rps_regressed`, `legs[]` (`leg`, `p50_ms_before`, `p50_ms_now`, `p99_ms_before`, `p99_ms_now`, `p50_delta_pct`, `p99_delta_pct`, `regressed`), `passed` |
 //!
 //! Latency stats objects hold `count`, `min_ms`, `mean_ms`, `p50_ms`,
@@ -45,6 +46,7 @@
 
 pub mod capacity;
 pub mod format;
+pub mod health;
 pub mod html;
 pub mod instances;
 pub mod markdown;
@@ -54,9 +56,10 @@ pub mod svg;
 
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    GeneratorHealth, InstanceLegSummary, InstanceSummary, InstancesSummary, LatencyStats,
-    OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary, ServiceGap, Summary,
-    ThresholdLimit, ThresholdResult, TimelinePoint, WindowSummary, add_error_sample, group_samples,
+    GeneratorHealth, HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary,
+    InstancesSummary, LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary,
+    ServiceGap, SoakSummary, Summary, ThresholdLimit, ThresholdResult, TimelinePoint, Trend,
+    WindowSummary, add_error_sample, group_samples,
 };
 
 use std::path::Path;

@@ -190,6 +190,68 @@ pub fn render(summary: &Summary) -> String {
             one(cpu.cpu_s),
         );
     }
+    if let Some(h) = &summary.health
+        && let Some(last) = h.samples.last()
+    {
+        let peak =
+            |f: fn(&super::HealthSample) -> u64| h.samples.iter().map(f).max().unwrap_or(0) as f64;
+        for (name, help, now, max) in [
+            (
+                "target_rss_bytes",
+                "The target's resident memory: at the end of the run, and the most seen.",
+                last.rss_bytes as f64,
+                peak(|p| p.rss_bytes),
+            ),
+            (
+                "target_open_fds",
+                "The target's open descriptors: at the end of the run, and the most seen.",
+                last.fds as f64,
+                peak(|p| p.fds),
+            ),
+            (
+                "target_threads",
+                "The target's threads: at the end of the run, and the most seen.",
+                last.threads as f64,
+                peak(|p| p.threads),
+            ),
+        ] {
+            family(
+                name,
+                "gauge",
+                help,
+                vec![
+                    ("", "at=\"end\"".into(), now),
+                    ("", "at=\"peak\"".into(), max),
+                ],
+            );
+        }
+        if let Some(soak) = &h.soak {
+            let per = |f: fn(&super::Trend) -> f64| -> Vec<Line> {
+                soak.trends
+                    .iter()
+                    .map(|t| ("", format!("metric=\"{}\"", escape(&t.metric)), f(t)))
+                    .collect()
+            };
+            family(
+                "soak_slope_per_minute",
+                "gauge",
+                "Least-squares growth over the soak's steady phase, per minute (rss in MiB, fds in descriptors).",
+                per(|t| t.slope_per_min),
+            );
+            family(
+                "soak_r2",
+                "gauge",
+                "R² of that fit (0 when the value never moved).",
+                per(|t| t.r2.unwrap_or(0.0)),
+            );
+            family(
+                "soak_leaks",
+                "gauge",
+                "1 when the quantity leaks (grew beyond its limit with a good fit and stayed).",
+                per(|t| if t.verdict == "leaks" { 1.0 } else { 0.0 }),
+            );
+        }
+    }
     family(
         "passed",
         "gauge",
@@ -378,6 +440,46 @@ mod tests {
         assert_eq!(get("elicitkit_threshold_passed", "< 5ms"), 0.0);
         assert_eq!(get("elicitkit_passed", ""), 0.0);
         assert!(text.contains(r#"run_id="r\"1",plan="p\\lan\nx""#), "{text}");
+    }
+
+    #[test]
+    fn target_health_and_the_soak_render_as_gauges() {
+        use crate::report::{HealthSample, HealthSummary, SoakSummary, Trend};
+        let sample = |rss_bytes, fds| HealthSample {
+            rss_bytes,
+            fds,
+            threads: 2,
+            ..Default::default()
+        };
+        let s = Summary {
+            health: Some(HealthSummary {
+                samples: vec![sample(100, 10), sample(300, 12), sample(200, 11)],
+                soak: Some(SoakSummary {
+                    trends: vec![Trend {
+                        metric: "rss".into(),
+                        slope_per_min: 2.5,
+                        r2: Some(0.9),
+                        verdict: "leaks".into(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (_, get) = rendered(&s);
+        assert_eq!(get("elicitkit_target_rss_bytes", "at=\"end\""), 200.0);
+        assert_eq!(get("elicitkit_target_rss_bytes", "at=\"peak\""), 300.0);
+        assert_eq!(get("elicitkit_target_open_fds", "at=\"peak\""), 12.0);
+        assert_eq!(get("elicitkit_target_threads", "at=\"end\""), 2.0);
+        assert_eq!(
+            get("elicitkit_soak_slope_per_minute", "metric=\"rss\""),
+            2.5
+        );
+        assert_eq!(get("elicitkit_soak_r2", "rss"), 0.9);
+        assert_eq!(get("elicitkit_soak_leaks", "rss"), 1.0);
+        assert!(!render(&Summary::default()).contains("target_rss"));
     }
 
     #[test]

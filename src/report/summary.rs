@@ -413,6 +413,95 @@ pub struct Summary {
     /// The comparison with `--baseline`, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineComparison>,
+    /// The target process's health over time, when its PID was known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthSummary>,
+}
+
+/// One reading of the target process (`/proc/PID`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthSample {
+    /// Seconds since sampling began (just before the load).
+    pub t_s: f64,
+    /// Resident memory, bytes.
+    pub rss_bytes: u64,
+    /// Open file descriptors.
+    pub fds: u64,
+    /// Threads.
+    pub threads: u64,
+}
+
+/// The target's health over the run: one sample per report interval from
+/// just before the load to the end (of the cool-down, in a soak).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HealthSummary {
+    /// The process sampled.
+    pub pid: u32,
+    /// How its PID was known: `embedded server`, `--target-pid`, or
+    /// `listener of 127.0.0.1:PORT`.
+    pub source: String,
+    /// When sampling began, Unix seconds.
+    pub started_unix: f64,
+    /// The samples, in order.
+    pub samples: Vec<HealthSample>,
+    /// The measured window (the steady phase), seconds since sampling began.
+    pub window_from_s: f64,
+    /// Its end.
+    pub window_to_s: f64,
+    /// When the load stopped (the cool-down began), seconds since sampling began.
+    pub load_end_s: f64,
+    /// The soak verdict (`load --soak`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<SoakSummary>,
+}
+
+/// What a soak found: does memory or the descriptor count grow under a
+/// steady load, and does it return after the cool-down?
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SoakSummary {
+    /// The steady phase (the measured window), seconds.
+    pub steady_s: f64,
+    /// The cool-down with no load after it, seconds.
+    pub cool_down_s: f64,
+    /// The least R² a growth must fit with to count.
+    pub min_r2: f64,
+    /// One per judged quantity (`rss`, `fds`).
+    pub trends: Vec<Trend>,
+    /// No quantity leaks.
+    pub passed: bool,
+}
+
+/// One quantity's trend over the steady phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trend {
+    /// `rss` or `fds`.
+    pub metric: String,
+    /// `MiB` or `descriptors`: the unit of every value below.
+    pub unit: String,
+    /// Before the load.
+    pub baseline: f64,
+    /// At the end of the steady phase.
+    pub steady_end: f64,
+    /// At the end of the cool-down (`null`: no cool-down).
+    pub after: Option<f64>,
+    /// Least-squares slope over the steady phase, per minute.
+    pub slope_per_min: f64,
+    /// Its coefficient of determination (`null`: the value never moved).
+    pub r2: Option<f64>,
+    /// Samples the fit used.
+    pub samples: usize,
+    /// The slope times the steady phase: the growth the fit says.
+    pub growth: f64,
+    /// A slope above this (with `r2 >= min_r2`) is growth...
+    pub limit_per_min: f64,
+    /// ... when the growth is also above this (noise floor).
+    pub floor: f64,
+    /// Share of the steady-phase growth still there after the cool-down,
+    /// percent (`null`: no growth, or no cool-down).
+    pub retained_pct: Option<f64>,
+    /// `flat`, `noisy` (beyond the limit, poor fit), `returns` (grew, and
+    /// gave back over half after the cool-down) or `leaks` (fails the run).
+    pub verdict: String,
 }
 
 /// Whether the load generator kept up (see

@@ -53,6 +53,8 @@ pub struct App {
     pub instance: axum::http::HeaderValue,
     /// The one reply slot of [`Flaw::CrossTalk`].
     reply_slot: Mutex<Option<(RequestId, Value)>>,
+    /// What [`Flaw::Leak`] keeps.
+    hoard: super::leak::Hoard,
 }
 
 impl App {
@@ -84,6 +86,7 @@ impl App {
             closing,
             instance,
             reply_slot: Mutex::new(None),
+            hoard: super::leak::Hoard::default(),
         }
     }
 
@@ -97,6 +100,14 @@ impl App {
         tokio::time::sleep(Duration::from_millis(3)).await;
         let taken = self.reply_slot.lock().ok().and_then(|mut s| s.take());
         taken.unwrap_or((id, result))
+    }
+
+    /// A `tools/call` completed (its final result is going out): with
+    /// [`Flaw::Leak`], keep memory and a descriptor for it.
+    pub fn completed_call(&self) {
+        if self.flaw(Flaw::Leak) {
+            self.hoard.keep_one();
+        }
     }
 
     /// The principal behind a request: its bearer token, else (for

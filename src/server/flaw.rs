@@ -85,11 +85,15 @@ pub enum Flaw {
     /// by itself: with `accept-tampered-state` it is a server whose state
     /// is not load-bearing, which the fuzzer's tamper controls must tell.
     CompleteWithoutState,
+    /// Every completed `tools/call` keeps 128 KiB of memory and one open
+    /// descriptor for good (at most 256 MiB and 256 descriptors, so the
+    /// machine survives it).
+    Leak,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 28] = [
+    pub const ALL: [Flaw; 29] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -118,6 +122,7 @@ impl Flaw {
         Flaw::ElicitBeforeInitialized,
         Flaw::CrossTalk,
         Flaw::CompleteWithoutState,
+        Flaw::Leak,
     ];
 
     /// The command-line name.
@@ -151,6 +156,7 @@ impl Flaw {
             Flaw::ElicitBeforeInitialized => "elicit-before-initialized",
             Flaw::CrossTalk => "cross-talk",
             Flaw::CompleteWithoutState => "complete-without-state",
+            Flaw::Leak => "leak",
         }
     }
 
@@ -185,6 +191,7 @@ impl Flaw {
             Flaw::ElicitBeforeInitialized => "§3.1, §6.A 2",
             Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
             Flaw::CompleteWithoutState => "none (a state not load-bearing)",
+            Flaw::Leak => "resources (no spec rule)",
         }
     }
 
@@ -254,6 +261,9 @@ impl Flaw {
             }
             Flaw::CompleteWithoutState => {
                 "a 2026-07-28 retry with inputResponses and no requestState is answered from the answers alone"
+            }
+            Flaw::Leak => {
+                "each completed tools/call keeps 128 KiB and a descriptor (bounded: 256 MiB, 256 fds)"
             }
         }
     }

@@ -498,6 +498,7 @@ impl Call<'_> {
     }
 
     async fn send_result(&self, stream: &mut Stream, id: &RequestId, v: &Value) {
+        self.app.completed_call();
         let json = if self.app.flaw(Flaw::CrossTalk) {
             let (id, v) = self.app.cross_talk(id.clone(), v.clone()).await;
             reply::response_json(Some(&id), Some(&v), None)

@@ -16,7 +16,8 @@
 //!   cap and read timeout; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
-//!   per originating request, its outcome kept for repeats.
+//!   per originating request, its outcome kept for repeats; `leak`: what
+//!   `--flaw leak` keeps per completed call (bounded).
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`;
 //!   `log_text`: client strings made safe for log lines.
 //! - `accept`: the accept loop (connection cap, shedding, graceful end);
@@ -39,6 +40,7 @@ pub mod embed;
 pub mod flaw;
 mod flow;
 mod http;
+mod leak;
 mod legacy;
 mod log_text;
 mod modern;

@@ -150,7 +150,15 @@ pub async fn handle(
     principal: &str,
     timing: &mut Timing,
 ) -> Response {
-    match dispatch(app, headers, &req, principal, timing).await {
+    let result = dispatch(app, headers, &req, principal, timing).await;
+    if let Ok(v) = &result
+        && req.method == METHOD_TOOLS_CALL
+        && v.get("resultType").and_then(Value::as_str) != Some("input_required")
+        && v.get("inputRequests").is_none()
+    {
+        app.completed_call();
+    }
+    match result {
         Ok(v) if req.method == METHOD_TOOLS_CALL && app.flaw(Flaw::CrossTalk) => {
             let (id, v) = app.cross_talk(req.id.clone(), v).await;
             reply::result(&id, &v, app.cfg.response)

@@ -16,6 +16,7 @@ use super::open;
 use super::progress::ProgressLine;
 use super::round_trip::LoadContext;
 use super::target::{EmbeddedServer, TargetError};
+use crate::load::metrics::health;
 use crate::load::metrics::recorder::Recorder;
 use crate::load::metrics::set::MetricSet;
 use crate::load::metrics::stream::IntervalStream;
@@ -303,16 +304,6 @@ impl Engine {
 /// Whether process `pid` is still running: gone or a zombie is dead; a
 /// `/proc` file this process cannot open (out of descriptors under a heavy
 /// run) says nothing, so it counts as alive.
-fn pid_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rfind(')')
-            .and_then(|at| s[at + 1..].split_whitespace().next())
-            .is_none_or(|st| st != "Z" && st != "X"),
-        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
-    }
-}
-
 /// The watcher of one phase: the progress line and the stop conditions,
 /// four times a second until `done`.
 struct Watch {
@@ -358,7 +349,7 @@ impl Watch {
                     ),
                 );
             }
-            if target_pid.is_some_and(|p| !pid_alive(p)) && !ctx.stop.load(Ordering::Relaxed) {
+            if target_pid.is_some_and(|p| !health::alive(p)) && !ctx.stop.load(Ordering::Relaxed) {
                 stop(
                     EndReason::TargetDied,
                     "the embedded server exited during the run".into(),

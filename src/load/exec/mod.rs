@@ -12,10 +12,12 @@
 //!   intended send time (no coordinated omission).
 //! - [`timer`]: the sub-millisecond timer the open model's schedule waits on.
 //! - [`progress`]: the live progress line on stderr (in place on a terminal).
-//! - [`target`]: the embedded reference server as a child process, and CPU
-//!   time from `/proc`.
+//! - [`target`]: the embedded reference server as a child process, CPU
+//!   time from `/proc`, and the process listening on a loopback port.
+//! - [`cool_down`]: a soak's wait with no load after the steady phase.
 
 pub mod closed;
+pub mod cool_down;
 pub mod engine;
 pub mod open;
 pub mod progress;

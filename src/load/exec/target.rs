@@ -244,9 +244,79 @@ pub fn parse_stat_cpu(stat: &str) -> Option<f64> {
     Some((utime + stime) / USER_HZ)
 }
 
+/// The process listening on TCP `port` (any local address), found through
+/// `/proc/net/tcp`, `/proc/net/tcp6` and the `socket:[INODE]` links under
+/// `/proc/*/fd` (only processes this user may inspect); the lowest such PID.
+pub fn listener_pid(port: u16) -> Option<u32> {
+    let mut inodes = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(table) {
+            inodes.extend(listening_inodes(&text, port));
+        }
+    }
+    if inodes.is_empty() {
+        return None;
+    }
+    let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids.into_iter().find(|pid| {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            return false;
+        };
+        fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).ok().is_some_and(|l| {
+                l.to_str()
+                    .and_then(|l| l.strip_prefix("socket:[")?.strip_suffix(']'))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|ino| inodes.contains(&ino))
+            })
+        })
+    })
+}
+
+/// The socket inodes in LISTEN state (`0A`) on local `port` of a
+/// `/proc/net/tcp` (or `tcp6`) table.
+pub fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port = u16::from_str_radix(f.get(1)?.rsplit_once(':')?.1, 16).ok()?;
+            (local_port == port && *f.get(3)? == "0A")
+                .then(|| f.get(9)?.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listening_sockets_are_found_by_port() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000  1000        0 4343 1 0 20 4 30 10 -1
+   2: 00000000:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 99 1 0 100 0 0 10 0
+";
+        assert_eq!(listening_inodes(table, 8080), vec![4242], "LISTEN only");
+        assert_eq!(listening_inodes(table, 80), vec![99]);
+        assert!(listening_inodes(table, 81).is_empty());
+    }
+
+    #[test]
+    fn our_own_listener_is_found() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(listener_pid(port), Some(std::process::id()));
+        drop(l);
+    }
 
     #[test]
     fn stat_cpu_fields() {

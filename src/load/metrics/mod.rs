@@ -14,9 +14,12 @@
 //! - [`generator`]: the generator's own health (schedule slip, CPU), which
 //!   makes a verdict INCONCLUSIVE.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
+//! - [`health`]: the target process's RSS, descriptors and threads from
+//!   `/proc`, sampled once per interval.
 
 pub mod gaps;
 pub mod generator;
+pub mod health;
 pub mod hlog;
 pub mod instances;
 pub mod recorder;

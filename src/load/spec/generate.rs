@@ -261,6 +261,7 @@ pub fn base_plan(mcp_url: &str, opts: &Options) -> Plan {
         stall: plan::DEFAULT_STALL,
         default_thresholds: true,
         segment: crate::load::spec::segment::Segment::WHOLE,
+        soak: None,
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`shape`]: stages (`--stage 10s:50,30s:50,10s:0`) shared by the command
 //!   line, plans and both models; the warm-up and the measured window; the
 //!   open model's arrival schedule.
+//! - [`soak`]: `--soak 10m`: a steady phase, a cool-down with no load, and
+//!   the limits memory and descriptor growth are judged by.
 //! - [`segment`]: distributed load on one engine: `--segment I/N` (k6's
 //!   execution segments: shares of users, rate and cap that add up exactly;
 //!   disjoint ids and seeds) and `--start-at` (a synchronized start).
@@ -25,4 +27,5 @@ pub mod plan;
 pub mod principals;
 pub mod segment;
 pub mod shape;
+pub mod soak;
 pub mod threshold;

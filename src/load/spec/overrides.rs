@@ -8,6 +8,7 @@ use super::plan::{CapacitySpec, LoadShape, Plan};
 use super::principals::{self, Principals};
 use super::segment::Segment;
 use super::shape::{self, Model};
+use super::soak;
 use super::threshold::Threshold;
 use std::time::Duration;
 
@@ -57,6 +58,10 @@ pub struct Overrides {
     pub search_flags: bool,
     /// `--segment I/N`.
     pub segment: Option<Segment>,
+    /// `--soak DURATION`: a soak with this steady phase.
+    pub soak: Option<Duration>,
+    /// `--cool-down DURATION`: the soak's cool-down.
+    pub cool_down: Option<Duration>,
 }
 
 /// The capacity search's knobs from the command line.
@@ -137,6 +142,7 @@ impl Plan {
             plan.timeout = t;
         }
         apply_shape(o, plan)?;
+        apply_soak(o, plan)?;
         for t in &o.thresholds {
             plan.thresholds
                 .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
@@ -277,6 +283,37 @@ fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
     Ok(())
 }
 
+/// Applies `--soak` and `--cool-down`: the plan's fixed load held for the
+/// soak's steady phase (its measured window), after a warm-up (a tenth of
+/// it unless `--warmup` says), then the cool-down.
+fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+    let Some(steady) = o.soak else {
+        if o.cool_down.is_some() {
+            return Err("--cool-down goes with --soak".into());
+        }
+        return Ok(());
+    };
+    if steady.is_zero() {
+        return Err("--soak must be greater than zero, e.g. --soak 10m".into());
+    }
+    if o.capacity {
+        return Err("--soak with --capacity: a soak holds one load level; search first, then soak at the level you chose".into());
+    }
+    if matches!(plan.shape, LoadShape::Staged { .. }) {
+        return Err(
+            "--soak holds one load level: give --users N or --rate N (or a plan with users or \
+             rate), not stages"
+                .into(),
+        );
+    }
+    plan.duration = steady;
+    if o.warmup.is_none() {
+        plan.warmup = soak::default_warmup(steady);
+    }
+    plan.soak = Some(soak::SoakSpec::new(steady, o.cool_down));
+    Ok(())
+}
+
 /// The URLs of `--target URL[,URL...]`, each checked (http or https, no
 /// repeats); `Err` names the one that is wrong.
 pub fn split_targets(arg: &str) -> Result<Vec<String>, String> {
@@ -320,5 +357,40 @@ mod tests {
             ..Default::default()
         };
         assert!(bad.apply(&mut c).is_err());
+    }
+
+    #[test]
+    fn a_soak_holds_the_plans_level_for_its_steady_phase() {
+        let plan = |text: &str| super::super::parse::parse_plan(text, "t.toml", "t").unwrap();
+        let fixed = "duration = \"5s\"\n[load]\nrate = 20\n[scenarios.form-accept]\n";
+        let mut p = plan(fixed);
+        let o = Overrides {
+            soak: Some(Duration::from_secs(600)),
+            ..Default::default()
+        };
+        p.apply(&o).unwrap();
+        assert_eq!(p.duration, Duration::from_secs(600));
+        assert_eq!(p.warmup, Duration::from_secs(30), "a tenth, at most 30 s");
+        let s = p.soak.expect("a soak");
+        assert_eq!(s.cool_down, Duration::from_secs(120));
+        assert_eq!(p.shape, LoadShape::Open { rate: 20.0 });
+        let mut p = plan(fixed);
+        let o = Overrides {
+            soak: Some(Duration::from_secs(4)),
+            cool_down: Some(Duration::from_secs(2)),
+            warmup: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        p.apply(&o).unwrap();
+        assert_eq!(p.warmup, Duration::from_secs(1));
+        assert_eq!(p.soak.unwrap().cool_down, Duration::from_secs(2));
+        let staged = "[load]\nmodel = \"open\"\nstages = \"2s:10,2s:0\"\n[scenarios.form-accept]\n";
+        let e = plan(staged).apply(&o).unwrap_err();
+        assert!(e.contains("one load level"), "{e}");
+        let o = Overrides {
+            cool_down: Some(Duration::from_secs(2)),
+            ..Default::default()
+        };
+        assert!(plan(fixed).apply(&o).unwrap_err().contains("--soak"));
     }
 }

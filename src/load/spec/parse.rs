@@ -557,6 +557,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         stall,
         default_thresholds: raw.default_thresholds.unwrap_or(true),
         segment: Segment::WHOLE,
+        soak: None,
     })
 }
 

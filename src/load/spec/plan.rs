@@ -368,6 +368,9 @@ pub struct Plan {
     /// This process's share of a distributed run (`--segment I/N`; the
     /// whole run, `1/1`, unless set): see [`super::segment`].
     pub segment: Segment,
+    /// A soak (`--soak`): the cool-down after the measured window and the
+    /// growth limits; `None` for any other run.
+    pub soak: Option<super::soak::SoakSpec>,
 }
 
 impl Plan {

@@ -1,7 +1,11 @@
 //! Turns a [`MetricSet`] into a [`Summary`] and evaluates thresholds;
-//! [`baseline`] compares a run with an earlier one (`--baseline`).
+//! [`baseline`] compares a run with an earlier one (`--baseline`);
+//! [`trend`] fits a least-squares line; [`soak`] judges the target's
+//! health samples of a soak (does memory or the descriptor count grow?).
 
 pub mod baseline;
+pub mod soak;
+pub mod trend;
 
 use crate::client::ErrorClass;
 use crate::load::exec::engine::EndReason;
@@ -508,6 +512,7 @@ pub fn build(
             .spells
             .is_some()
             .then(|| gaps::floor(median_e2e(set)).as_secs_f64() * 1000.0),
+        health: None,
     }
 }
 

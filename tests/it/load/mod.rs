@@ -8,3 +8,4 @@ mod principals;
 mod report_html;
 mod segment;
 mod shape;
+mod soak;

@@ -79,7 +79,9 @@ fn report_html_renders_every_chart_without_script_errors() {
         .and_then(|r| r.split("</ul>").next())
         .expect("the error list is in the page");
     assert_eq!(errors.trim(), "", "script errors: {errors}");
-    for id in elicitkit::report::html::CHART_IDS {
+    // The embedded server's PID is known: its health is charted too.
+    let health = elicitkit::report::health::HEALTH_CHARTS;
+    for id in elicitkit::report::html::CHART_IDS.iter().chain(&health) {
         assert!(dom.contains(&format!(r#"id="{id}""#)), "chart {id} missing");
     }
     let charts: usize = dom
@@ -88,7 +90,10 @@ fn report_html_renders_every_chart_without_script_errors() {
         .and_then(|r| r.split('"').next())
         .and_then(|n| n.parse().ok())
         .expect("the script counted the charts");
-    assert_eq!(charts, elicitkit::report::html::CHART_IDS.len());
+    assert_eq!(
+        charts,
+        elicitkit::report::html::CHART_IDS.len() + health.len()
+    );
     // Threshold lines on the charts they constrain.
     for (id, expr) in [
         ("chart-latency-e2e", "p99(e2e) &lt; 2s"),

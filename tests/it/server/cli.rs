@@ -17,7 +17,7 @@ fn list_flaws_prints_every_flaw_with_its_rule() {
     for f in elicitkit::server::Flaw::ALL {
         let line = text
             .lines()
-            .find(|l| l.starts_with(f.name()))
+            .find(|l| l.split_whitespace().next() == Some(f.name()))
             .expect("flaw listed");
         assert!(line.contains(f.rule()), "{line}");
     }

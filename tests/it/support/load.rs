@@ -62,3 +62,31 @@ pub fn ndjson_intervals(path: &Path) -> Vec<Value> {
         .filter(|l| l["type"] == "interval")
         .collect()
 }
+
+/// A plan for short soaks: `deploy` form round trips at 30/s (open model),
+/// a health sample every 250 ms; bounded by its duration, 100,000
+/// requests and 10 s per request.
+pub const SOAK_PLAN: &str = r#"
+name = "soak"
+duration = "3s"
+timeout = "10s"
+stall = "20s"
+interval = "250ms"
+max_requests = 100000
+[load]
+rate = 30
+[scenarios.form-accept]
+tool = "deploy"
+arguments = { service = "web" }
+"#;
+
+/// The flags of a short soak: 1 s warm-up, 4 s steady, 2 s cool-down.
+pub const SHORT_SOAK: [&str; 6] = ["--soak", "4s", "--cool-down", "2s", "--warmup", "1s"];
+
+/// The soak trend of `metric` (`rss`, `fds`) in a summary.
+pub fn trend<'a>(s: &'a Value, metric: &str) -> &'a Value {
+    s["health"]["soak"]["trends"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["metric"] == metric))
+        .unwrap_or_else(|| panic!("no {metric} trend: {:#}", s["health"]))
+}
