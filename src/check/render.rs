@@ -195,19 +195,21 @@ fn evidence_text(r: &CheckResult) -> String {
     s
 }
 
-/// JUnit XML: one testsuite, one testcase per check.
+/// JUnit XML: one testsuite, one testcase per check. The suite's name is
+/// the same for every target (CI history keys on it); the target is a
+/// property.
 pub fn junit(report: &Report) -> String {
     let t = report.tally;
     let secs: f64 = report.results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"elicitkit check {}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\">",
-        escape_xml(&report.target),
+        "<testsuites><testsuite name=\"elicitkit check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\"><properties><property name=\"target\" value=\"{}\"/></properties>",
         report.results.len(),
         t.fail + t.timeout,
         t.skip,
-        secs
+        secs,
+        escape_xml(&report.target)
     );
     for r in &report.results {
         let _ = write!(

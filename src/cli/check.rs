@@ -21,10 +21,13 @@ const CHECK_HELP: &str = "Examples:
   elicitkit check --target URL --principal \"$TOKEN_A\" --other-principal \"$TOKEN_B\"
   elicitkit check --target http://127.0.0.1:9001/mcp --other-instance http://127.0.0.1:9002/mcp
                                                       # two instances of one deployment
+  elicitkit check --target URL --fail-on warn         # a CI gate that SHOULD rules also hold
   elicitkit check --list                              # every check, its level and spec page
 
-Exit codes: 0 no MUST check failed; 1 a MUST check failed or timed out; 2 usage error, or
-a target that is unreachable or does not answer as an MCP server.";
+Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check
+failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only
+prefix no check id starts with, too), or a target that is unreachable or does not answer as an
+MCP server.";
 
 /// Arguments of `elicitkit check`.
 #[derive(Debug, Parser)]
@@ -65,9 +68,14 @@ pub struct Args {
     /// tools marked destructive or described as "exactly once".
     #[arg(long = "single-use", value_name = "NAME")]
     pub single_use: Vec<String>,
-    /// Run only checks whose id starts with this prefix (repeatable).
+    /// Run only checks whose id starts with this prefix (repeatable); a
+    /// prefix no check id starts with is a usage error.
     #[arg(long = "only", value_name = "PREFIX")]
     pub only: Vec<String>,
+    /// The lowest result that fails the run (exit 1): `fail` (a MUST check
+    /// failed or timed out) or `warn` (a SHOULD check warned, too).
+    #[arg(long, value_name = "LEVEL", default_value = "fail", value_parser = ["fail", "warn"])]
+    pub fail_on: String,
     /// Output format: text, json, junit or md.
     #[arg(long, default_value = "text")]
     pub format: Format,
@@ -175,6 +183,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
     };
+    if let Err(e) = known_prefixes(&args.only) {
+        return usage_error(e);
+    }
     let settings = settings(&args, &target);
     eprintln!(
         "elicitkit check: calls every tool of {target} for real (accepting, declining, \
@@ -195,9 +206,45 @@ pub fn run(args: Args) -> ExitCode {
     if let Err(e) = write_out(&args, &text) {
         return usage_error(e);
     }
-    if report.failed() {
+    let warned = args.fail_on == "warn"
+        && report
+            .results
+            .iter()
+            .any(|r| r.status == crate::check::Status::Warn);
+    if report.failed() || warned {
         exit::failed()
     } else {
         exit::ok()
     }
+}
+
+/// Checks that every `--only` prefix selects a check: a typo would run
+/// nothing and pass. `Err` names the prefix and the ids it may have meant.
+pub fn known_prefixes(only: &[String]) -> Result<(), String> {
+    let ids: Vec<&str> = all_checks().iter().map(|c| c.id).collect();
+    for p in only {
+        if ids.iter().any(|id| id.starts_with(p.as_str())) {
+            continue;
+        }
+        let family = p.split('-').next().unwrap_or_default();
+        let near: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                p.split('-')
+                    .filter(|w| w.len() > 2 && *w != family)
+                    .any(|w| id.contains(w))
+            })
+            .take(8)
+            .collect();
+        return Err(format!(
+            "--only {p:?}: no check id starts with it ({}); `elicitkit check --list` lists them",
+            if near.is_empty() {
+                "ids start with mrtr- or legacy-".to_owned()
+            } else {
+                format!("did you mean {}?", near.join(", "))
+            }
+        ));
+    }
+    Ok(())
 }

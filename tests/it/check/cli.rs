@@ -67,6 +67,29 @@ async fn usage_errors_and_unreachable_targets_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = elicitkit(args(&["check", "--target", "ftp://127.0.0.1/mcp"])).await;
     assert_eq!(out.status.code(), Some(2));
+    // A mistyped --only would run nothing and pass: it is a usage error
+    // naming the ids it may have meant, before any request is sent.
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        "http://127.0.0.1:1/mcp",
+        "--only",
+        "mrtr-tamper",
+        "--only",
+        "mrtr-tampr-bit",
+    ]))
+    .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"mrtr-tampr-bit\": no check id starts with it")
+            && err.contains("mrtr-tamper-bit-flip"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("unreachable"),
+        "checked before the run: {err}"
+    );
     let out = elicitkit(args(&["check", "--list"])).await;
     assert_eq!(out.status.code(), Some(0));
     let list = String::from_utf8_lossy(&out.stdout);
@@ -105,6 +128,15 @@ async fn clean_server_exits_0_with_junit() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(xml.starts_with("<?xml"), "{xml}");
+    // One suite name whatever the port (CI history keys on it).
+    assert!(
+        xml.contains("<testsuite name=\"elicitkit check\" "),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<property name=\"target\" value=\"http://127.0.0.1:"),
+        "{xml}"
+    );
     assert!(
         xml.contains("name=\"mrtr-tamper-bit-flip [§4.7 S7 / §6.B 11]\""),
         "{xml}"
@@ -207,5 +239,42 @@ async fn flawed_server_exits_1_with_json_naming_the_check() {
     assert!(
         evidence.contains("Bearer ***") && !evidence.contains("Bearer alice"),
         "{evidence}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_on_warn_makes_a_should_finding_fail_the_gate() {
+    let config = ServerConfig {
+        flaws: [Flaw::IgnoreStatePrincipal]
+            .into_iter()
+            .collect::<FlawSet>(),
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server");
+    let url = server.mcp_url();
+    let run = |extra: &'static [&'static str]| {
+        let mut a = args(&[
+            "check",
+            "--target",
+            &url,
+            "--generation",
+            "2026-07-28",
+            "--only",
+            "mrtr-cross-principal",
+        ]);
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        elicitkit(a)
+    };
+    let default = run(&[]).await;
+    let strict = run(&["--fail-on", "warn"]).await;
+    server.shutdown().await;
+    let table = String::from_utf8_lossy(&default.stdout);
+    assert!(table.contains("WARN"), "{table}");
+    assert_eq!(default.status.code(), Some(0), "{table}");
+    assert_eq!(
+        strict.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&strict.stdout)
     );
 }
