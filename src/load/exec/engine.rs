@@ -208,7 +208,7 @@ impl Engine {
                 end: end.clone(),
                 done: done.clone(),
                 target_pid,
-                planned: timeline.total(),
+                timeline: timeline.clone(),
                 progress,
                 goose,
                 label: label.to_owned(),
@@ -301,9 +301,6 @@ impl Engine {
     }
 }
 
-/// Whether process `pid` is still running: gone or a zombie is dead; a
-/// `/proc` file this process cannot open (out of descriptors under a heavy
-/// run) says nothing, so it counts as alive.
 /// The watcher of one phase: the progress line and the stop conditions,
 /// four times a second until `done`.
 struct Watch {
@@ -311,7 +308,7 @@ struct Watch {
     end: Arc<EndState>,
     done: Arc<AtomicBool>,
     target_pid: Option<u32>,
-    planned: Duration,
+    timeline: crate::load::spec::shape::Timeline,
     progress: bool,
     goose: bool,
     label: String,
@@ -324,7 +321,7 @@ impl Watch {
             end,
             done,
             target_pid,
-            planned,
+            timeline,
             progress,
             goose,
             label,
@@ -385,18 +382,25 @@ impl Watch {
             }
             if progress && line.due() {
                 let rec = &ctx.recorder;
-                let el = started.elapsed().as_secs_f64();
-                let rts = rec.round_trips();
-                let p99 = rec
-                    .last_interval()
-                    .map_or(String::from("-"), |i| format!("{:.2}ms", i.p99_ms));
-                line.print(&format!(
-                    "{label} {el:5.1}s/{:.0}s  {rts} round trips ({:.0}/s)  {} requests  {} unexpected  p99 e2e {p99}",
-                    planned.as_secs_f64(),
-                    rts as f64 / el.max(0.001),
-                    rec.requests(),
-                    rec.errors()
-                ));
+                let el = started.elapsed();
+                let last = rec.last_interval();
+                let snap = super::progress::Snapshot {
+                    label: &label,
+                    elapsed: el,
+                    timeline: &timeline,
+                    round_trips: rec.round_trips(),
+                    last_rate: last
+                        .as_ref()
+                        .map(|i| i.round_trips as f64 / i.len_s.max(1e-3)),
+                    in_flight: rec.in_flight(),
+                    unexpected: rec.errors(),
+                    last_errors: last
+                        .as_ref()
+                        .map(super::progress::error_classes)
+                        .unwrap_or_default(),
+                    p99_ms: last.as_ref().map(|i| i.p99_ms),
+                };
+                line.print(&snap.render(super::progress::width()));
             }
         }
         line.finish();

@@ -1,6 +1,10 @@
 //! The live progress line on stderr: rewritten in place every second on a
 //! terminal, a plain line every 5 s otherwise (logs get no escapes). Shared
-//! by the run watcher and the wait for a synchronized start.
+//! by the run watcher and the wait for a synchronized start. A load
+//! phase's line ([`Snapshot`]) says where the run is (launch, warm-up,
+//! measuring, drain), the last interval's rate (beside the offered one in
+//! the open model), what is in flight, the errors by class and the last
+//! p99, cut to the terminal's width.
 
 use std::io::{IsTerminal, Write as _};
 use std::time::{Duration, Instant};
@@ -51,5 +55,209 @@ impl ProgressLine {
         if self.printed && self.tty {
             let _ = writeln!(std::io::stderr());
         }
+    }
+}
+
+/// What the live line of a load phase shows: its phase, the achieved rate
+/// of the last interval (and the offered one in the open model), what is
+/// in flight, the errors by class, the last p99.
+#[derive(Debug)]
+pub struct Snapshot<'a> {
+    /// The phase's name (the plan's, or a capacity step's).
+    pub label: &'a str,
+    /// Time since the phase began.
+    pub elapsed: Duration,
+    /// What the phase drives and which part is measured.
+    pub timeline: &'a crate::load::spec::shape::Timeline,
+    /// Round trips finished so far.
+    pub round_trips: u64,
+    /// Round trips per second in the last interval.
+    pub last_rate: Option<f64>,
+    /// Round trips in flight now.
+    pub in_flight: u64,
+    /// Unexpected round trips so far.
+    pub unexpected: u64,
+    /// The last interval's unexpected round trips by class, most first.
+    pub last_errors: Vec<(String, u64)>,
+    /// The last interval's end-to-end p99 (ms).
+    pub p99_ms: Option<f64>,
+}
+
+impl Snapshot<'_> {
+    /// Where the phase is: `launch` (closed-model users starting),
+    /// `warm-up`, `measuring`, or `drain` (past the plan, waiting for what
+    /// is in flight).
+    pub fn phase(&self) -> &'static str {
+        let t = self.timeline;
+        let launch = t.lead.saturating_sub(t.warmup);
+        match self.elapsed {
+            e if e < launch => "launch",
+            e if e < t.lead => "warm-up",
+            e if e < t.lead + t.measured => "measuring",
+            _ => "drain",
+        }
+    }
+
+    /// The line, cut to `width` columns.
+    pub fn render(&self, width: usize) -> String {
+        use crate::load::spec::shape::{Model, target_at};
+        let t = self.timeline;
+        let rate = self
+            .last_rate
+            .map_or_else(|| "-".to_owned(), |r| format!("{r:.0}/s"));
+        let offered = match t.model {
+            Model::Open => format!(
+                " of {:.0}/s offered",
+                target_at(&t.stages, self.elapsed.min(t.total()))
+            ),
+            Model::Closed => String::new(),
+        };
+        let errors = if self.last_errors.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = self
+                .last_errors
+                .iter()
+                .take(3)
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect();
+            format!(" (last: {})", parts.join(", "))
+        };
+        let line = format!(
+            "{} {} {:.0}/{:.0}s  {rate}{offered}  {} done  {} in flight  {} unexpected{errors}  p99 {}",
+            self.label,
+            self.phase(),
+            self.elapsed.as_secs_f64(),
+            t.total().as_secs_f64(),
+            self.round_trips,
+            self.in_flight,
+            self.unexpected,
+            self.p99_ms
+                .map_or_else(|| "-".to_owned(), |p| format!("{p:.1}ms")),
+        );
+        fit(&line, width)
+    }
+}
+
+/// The unexpected round trips of an interval by class, most first.
+pub fn error_classes(i: &crate::load::metrics::set::IntervalStats) -> Vec<(String, u64)> {
+    use crate::load::metrics::hlog::OUT;
+    use crate::load::metrics::set::is_error_label;
+    let mut by: std::collections::BTreeMap<String, u64> = Default::default();
+    for (tag, stats) in &i.metrics {
+        if let Some((_, label)) = tag.strip_prefix(OUT).and_then(|r| r.rsplit_once(':'))
+            && is_error_label(label)
+        {
+            *by.entry(label.to_owned()).or_insert(0) += stats.count;
+        }
+    }
+    let mut v: Vec<(String, u64)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+/// `line` cut to `width` characters (an ellipsis marks the cut).
+pub fn fit(line: &str, width: usize) -> String {
+    if line.chars().count() <= width {
+        return line.to_owned();
+    }
+    let mut out: String = line.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The terminal's width in columns (stderr's), else `$COLUMNS`, else 100.
+pub fn width() -> usize {
+    #[cfg(unix)]
+    {
+        let mut ws = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCGWINSZ writes one winsize into the struct we own.
+        if unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0
+            && ws.ws_col > 0
+        {
+            return usize::from(ws.ws_col);
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|c| *c > 0)
+        .unwrap_or(100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::spec::shape::{Model, Timeline};
+
+    fn snap(t: &Timeline, secs: f64) -> Snapshot<'_> {
+        Snapshot {
+            label: "smoke",
+            elapsed: Duration::from_secs_f64(secs),
+            timeline: t,
+            round_trips: 1200,
+            last_rate: Some(410.0),
+            in_flight: 7,
+            unexpected: 3,
+            last_errors: vec![("timeout".into(), 2), ("misrouted".into(), 1)],
+            p99_ms: Some(12.34),
+        }
+    }
+
+    #[test]
+    fn the_line_names_the_phase_the_rates_and_the_errors() {
+        let closed = Timeline::fixed(
+            Model::Closed,
+            8.0,
+            4.0,
+            Duration::from_secs(2),
+            Duration::from_secs(10),
+        );
+        assert_eq!(snap(&closed, 1.0).phase(), "launch");
+        assert_eq!(snap(&closed, 3.0).phase(), "warm-up");
+        assert_eq!(snap(&closed, 5.0).phase(), "measuring");
+        assert_eq!(snap(&closed, 14.5).phase(), "drain");
+        let line = snap(&closed, 5.0).render(200);
+        assert!(
+            line.starts_with("smoke measuring 5/14s  410/s  1200 done  7 in flight"),
+            "{line}"
+        );
+        assert!(
+            line.contains("3 unexpected (last: timeout 2, misrouted 1)"),
+            "{line}"
+        );
+        assert!(!line.contains("offered"), "{line}");
+        let open = Timeline::fixed(
+            Model::Open,
+            500.0,
+            1.0,
+            Duration::ZERO,
+            Duration::from_secs(10),
+        );
+        assert!(
+            snap(&open, 5.0)
+                .render(200)
+                .contains("410/s of 500/s offered")
+        );
+    }
+
+    #[test]
+    fn the_line_fits_the_terminal() {
+        let t = Timeline::fixed(
+            Model::Open,
+            500.0,
+            1.0,
+            Duration::ZERO,
+            Duration::from_secs(10),
+        );
+        let line = snap(&t, 5.0).render(40);
+        assert_eq!(line.chars().count(), 40);
+        assert!(line.ends_with('…'));
+        assert_eq!(fit("short", 40), "short");
     }
 }

@@ -375,6 +375,11 @@ impl Recorder {
         }
     }
 
+    /// Round trips in flight now.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
     /// Stats of the last closed interval (for the progress line).
     pub fn last_interval(&self) -> Option<IntervalStats> {
         self.inner.lock().ok()?.timeline.last().cloned()
