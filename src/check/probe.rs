@@ -41,6 +41,8 @@ pub struct Settings {
     /// A second instance of the same deployment (`--other-instance`): the
     /// cross-instance check retries the target's states there.
     pub other_instance: Option<String>,
+    /// Show a progress line on stderr while checks run.
+    pub progress: bool,
 }
 
 impl Settings {
@@ -55,6 +57,7 @@ impl Settings {
             state_tool: None,
             concurrency: 4,
             other_instance: None,
+            progress: false,
         }
     }
 

@@ -42,6 +42,7 @@ pub async fn run_checks_until(
     let permits = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let alone = Arc::new(tokio::sync::RwLock::new(()));
     let mut handles = Vec::new();
+    let board = Arc::new(Board::default());
     for check in checks
         .iter()
         .copied()
@@ -50,10 +51,12 @@ pub async fn run_checks_until(
         let target = target.clone();
         let permits = permits.clone();
         let alone = alone.clone();
+        let board = board.clone();
         handles.push((
             check,
             tokio::spawn(async move {
                 let _permit = permits.acquire_owned().await.ok();
+                let _running = board.start(check.id);
                 if EXCLUSIVE_CHECKS.contains(&check.id) {
                     let _only = alone.write().await;
                     run_one(check, target, per_check, deadline).await
@@ -64,6 +67,22 @@ pub async fn run_checks_until(
             }),
         ));
     }
+    let ticker = settings.progress.then(|| {
+        let (board, total, g) = (board.clone(), handles.len(), target.generation);
+        tokio::spawn(async move {
+            let mut line = crate::load::exec::progress::ProgressLine::new(false);
+            while !board.finished.load(std::sync::atomic::Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                if line.due() {
+                    line.print(&crate::load::exec::progress::fit(
+                        &board.line(g, total),
+                        crate::load::exec::progress::width(),
+                    ));
+                }
+            }
+            line.finish();
+        })
+    });
     let mut out = Vec::with_capacity(handles.len());
     for (check, h) in handles {
         match h.await {
@@ -77,7 +96,54 @@ pub async fn run_checks_until(
             )),
         }
     }
+    board
+        .finished
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(t) = ticker {
+        let _ = t.await;
+    }
     out
+}
+
+/// Which checks are running and how many are done, for the progress line.
+#[derive(Debug, Default)]
+struct Board {
+    state: std::sync::Mutex<(Vec<&'static str>, usize)>,
+    finished: std::sync::atomic::AtomicBool,
+}
+
+/// A check on the [`Board`]: counted done when dropped.
+struct Running<'a> {
+    board: &'a Board,
+    id: &'static str,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.board.state.lock() {
+            s.0.retain(|r| *r != self.id);
+            s.1 += 1;
+        }
+    }
+}
+
+impl Board {
+    fn start(&self, id: &'static str) -> Running<'_> {
+        if let Ok(mut s) = self.state.lock() {
+            s.0.push(id);
+        }
+        Running { board: self, id }
+    }
+
+    /// `check 2026-07-28: 12/44 done, running mrtr-isolation, …`.
+    fn line(&self, g: crate::protocol::Generation, total: usize) -> String {
+        let (running, done) = self
+            .state
+            .lock()
+            .map(|s| (s.0.join(", "), s.1))
+            .unwrap_or_default();
+        format!("elicitkit check {g}: {done}/{total} done, running {running}")
+    }
 }
 
 /// Runs one check under `per_check` and `deadline`.

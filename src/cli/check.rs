@@ -144,6 +144,7 @@ pub fn settings(args: &Args, target: &str) -> Settings {
     s.target.single_use = args.single_use.clone();
     s.concurrency = args.concurrency.max(1);
     s.other_instance = args.other_instance.clone();
+    s.progress = true;
     s
 }
 
