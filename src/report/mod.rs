@@ -68,10 +68,19 @@ use std::path::Path;
 /// and HTML: a heading line, then `[leg, p50 change, p99 change, verdict]`
 /// per leg (the first row is round trips/s).
 pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
-    let head = format!(
-        "baseline {} (run {}), tolerance {} %",
-        c.file, c.run_id, c.tolerance_pct
-    );
+    let head = if c.mismatches.is_empty() {
+        format!(
+            "baseline {} (run {}), tolerance {} %",
+            c.file, c.run_id, c.tolerance_pct
+        )
+    } else {
+        format!(
+            "baseline {} (run {}) is of another setup and NOT COMPARED: {}",
+            c.file,
+            c.run_id,
+            c.mismatches.join("; ")
+        )
+    };
     let change = |b: Option<f64>, n: Option<f64>, d: Option<f64>, unit: &str| match (b, n) {
         (Some(b), Some(n)) => format!("{b:.3} → {n:.3}{unit} ({:+.1} %)", d.unwrap_or(0.0)),
         (None, Some(n)) => format!("new: {n:.3}{unit}"),

@@ -628,7 +628,12 @@ pub struct BaselineComparison {
     pub rps_regressed: bool,
     /// Every leg either run has.
     pub legs: Vec<BaselineDelta>,
-    /// No leg and not the rate regressed.
+    /// What differs between the two runs' setups (plan, model, load
+    /// shape, measured duration, target): numbers from different setups
+    /// are not compared, and the comparison fails saying why.
+    #[serde(default)]
+    pub mismatches: Vec<String>,
+    /// The setups match, and no leg and not the rate regressed.
     pub passed: bool,
 }
 

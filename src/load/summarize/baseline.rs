@@ -6,7 +6,37 @@
 //! (default [`DEFAULT_TOLERANCE_PCT`] %) *and* by more than
 //! [`NOISE_FLOOR_MS`] (sub-0.1 ms moves are scheduler noise, not the
 //! target). The run's round trips/s regress when they fell by more than
-//! the tolerance. Legs only one run has are listed, never judged.
+//! the tolerance. Legs only one run has are listed, never judged. Runs of
+//! different setups (plan, model, load shape, measured duration, target)
+//! are not compared at all: the comparison fails naming what differs.
+
+/// The setup lines two runs must share to be compared: their name, and how
+/// each run shows it.
+fn setup(s: &Summary) -> Vec<(&'static str, String)> {
+    let setting = |k: &str| s.settings.get(k).cloned().unwrap_or_default();
+    let target = if s.embedded_target {
+        "the embedded reference server".to_owned()
+    } else {
+        s.target.clone()
+    };
+    vec![
+        ("plan", s.plan.clone()),
+        ("model", s.model.clone()),
+        ("load shape", setting("load shape")),
+        ("measured duration", setting("duration (measured)")),
+        ("target", target),
+    ]
+}
+
+/// What differs between the setups of `now` and `before`, one line each.
+pub fn mismatches(now: &Summary, before: &Summary) -> Vec<String> {
+    setup(now)
+        .into_iter()
+        .zip(setup(before))
+        .filter(|((_, n), (_, b))| n != b)
+        .map(|((what, n), (_, b))| format!("{what}: {b:?} in the baseline, {n:?} now"))
+        .collect()
+}
 
 use crate::report::{BaselineComparison, BaselineDelta, Summary};
 
@@ -75,7 +105,8 @@ pub fn compare(
         legs.push(delta);
     }
     let rps_regressed = before.rps > 0.0 && now.rps < before.rps * (1.0 - tolerance_pct / 100.0);
-    let passed = !rps_regressed && legs.iter().all(|l| !l.regressed);
+    let mismatches = mismatches(now, before);
+    let passed = mismatches.is_empty() && !rps_regressed && legs.iter().all(|l| !l.regressed);
     BaselineComparison {
         file: file.to_owned(),
         run_id: before.run_id.clone(),
@@ -85,6 +116,7 @@ pub fn compare(
         rps_delta_pct: pct(before.rps, now.rps),
         rps_regressed,
         legs,
+        mismatches,
         passed,
     }
 }
@@ -92,6 +124,14 @@ pub fn compare(
 /// One line per regression, for the run's failures list.
 pub fn failures(c: &BaselineComparison) -> Vec<String> {
     let mut out = Vec::new();
+    if !c.mismatches.is_empty() {
+        out.push(format!(
+            "baseline {}: a run of another setup, not compared ({}); compare runs of one plan, \
+             model, shape, duration and target",
+            c.run_id,
+            c.mismatches.join("; ")
+        ));
+    }
     if c.rps_regressed {
         out.push(format!(
             "baseline {}: round trips/s fell {:.1} % ({:.1} → {:.1}/s), beyond the {} % tolerance",
@@ -184,5 +224,29 @@ mod tests {
         assert!(failures(&c)[0].contains("fell 30.0 %"));
         let same = compare(&before, &before, "b", 20.0);
         assert!(same.passed && failures(&same).is_empty());
+    }
+
+    #[test]
+    fn runs_of_another_setup_are_not_compared() {
+        let mut before = summary(1000.0, &[("#1", 1.0, 4.0)]);
+        before.model = "open".into();
+        before.embedded_target = true;
+        before.target = "http://127.0.0.1:4000/mcp".into();
+        let mut now = before.clone();
+        // Another port of the embedded server is the same target.
+        now.target = "http://127.0.0.1:5000/mcp".into();
+        assert!(compare(&now, &before, "b", 20.0).passed);
+        now.model = "closed".into();
+        let c = compare(&now, &before, "b", 20.0);
+        assert!(!c.passed);
+        assert_eq!(
+            c.mismatches,
+            ["model: \"open\" in the baseline, \"closed\" now"]
+        );
+        assert!(
+            failures(&c)[0].contains("not compared"),
+            "{:?}",
+            failures(&c)
+        );
     }
 }

@@ -669,6 +669,19 @@ fn a_baseline_fails_the_run_when_a_leg_regresses_and_passes_when_none_does() {
     assert_eq!(s["baseline"]["passed"], true);
     assert!(s["baseline"]["legs"].as_array().unwrap().len() >= 2);
 
+    // A baseline of another setup is not compared, and says why.
+    let mut other = first.clone();
+    other["model"] = "open".into();
+    let other_path = dir.path().join("other.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let (o, s) = run(&other_path.display().to_string(), "vs-other");
+    assert_eq!(o.status.code(), Some(1), "{s:#}");
+    assert!(
+        s["failures"].to_string().contains("not compared (model:"),
+        "{}",
+        s["failures"]
+    );
+
     let o = Command::new(BIN)
         .args(["load", "--quiet", "--baseline"])
         .arg(dir.path().join("missing.json"))
