@@ -203,8 +203,8 @@ pub struct CapacityStep {
     /// Whether two consecutive samples' p99 agreed (`null`: not checked).
     #[serde(default)]
     pub stable: Option<bool>,
-    /// `within`, `breach`, `unstable` (held, but the p99 never settled:
-    /// not within) or `stopped`.
+    /// `within`, `breach`, `unstable` (every sample held, but the p99 never
+    /// settled: within, with a note) or `stopped`.
     #[serde(default)]
     pub verdict: String,
     /// Each sample's end-to-end p99 (ms), in order.

@@ -143,7 +143,17 @@ pub async fn search(
                     .into(),
             );
         }
-        let within = verdict == StepVerdict::Within;
+        let within = verdict.holds();
+        if verdict == StepVerdict::Unstable {
+            let p99s: Vec<String> = samples.iter().map(|s| format!("{:.1}", s.p99_ms)).collect();
+            notes.push(format!(
+                "at {rate:.0}/s the p99 did not settle within {} % over {} samples ({} ms); \
+                 every sample held the SLO, so the step counts as within",
+                spec.stable_pct,
+                samples.len(),
+                p99s.join(", ")
+            ));
+        }
         steps.push(CapacityStep {
             offered_rps: rate,
             achieved_rps: worst.achieved_rps,

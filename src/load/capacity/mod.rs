@@ -10,8 +10,9 @@
 //!    holds the SLO is only called within it once two consecutive samples'
 //!    p99 agree within `stable_pct` (or `stable_floor`, whichever is wider).
 //!    A sample that breaks the SLO breaks the step at once (no second chance);
-//!    a step whose p99 never settles is `unstable` and counts as bad
-//!    ([`judge`]). A verdict is never friendlier than the worst sample: the
+//!    a step whose p99 never settles but whose every sample held the SLO is
+//!    `unstable`: it counts as within (its worst sample held) and a note
+//!    names the spread ([`judge`]). A verdict is never friendlier than the worst sample: the
 //!    step's p50/p99/error rate are its worst sample's, its achieved rate the
 //!    lowest.
 //!

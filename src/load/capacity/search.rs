@@ -180,13 +180,20 @@ pub enum StepVerdict {
     Within,
     /// A sample broke the SLO.
     Breach,
-    /// Every sample held, but the p99 never settled: not called within.
+    /// Every sample held, but the p99 never settled: within (the worst
+    /// sample held), with the spread noted.
     Unstable,
     /// The run stopped during the step.
     Stopped,
 }
 
 impl StepVerdict {
+    /// Whether the search counts the step as holding the SLO: every sample
+    /// held it, settled or not (a spread is noted, never read as a breach).
+    pub fn holds(self) -> bool {
+        matches!(self, StepVerdict::Within | StepVerdict::Unstable)
+    }
+
     /// The name in the step table.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -365,7 +372,9 @@ mod tests {
             judge(&[ok(10.0), ok(20.0), ok(21.0)], 3, 20.0, 1.0),
             Some((StepVerdict::Within, Some(true)))
         );
-        // Never settles within 3 samples: unstable, not within.
+        // Never settles within 3 samples: unstable, which holds the SLO
+        // (every sample did); a breach never does.
+        assert!(StepVerdict::Unstable.holds() && !StepVerdict::Breach.holds());
         assert_eq!(
             judge(&[ok(10.0), ok(20.0), ok(40.0)], 3, 20.0, 1.0),
             Some((StepVerdict::Unstable, Some(false)))
