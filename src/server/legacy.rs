@@ -519,7 +519,7 @@ impl Call<'_> {
         r: ToolResult,
         effect: Option<tools::Effect>,
     ) {
-        match once::finish(self.app, origin, r, effect).await {
+        match once::finish(self.app, origin, r, effect, None).await {
             Ok(Finished::First(v)) => self.send_result(stream, id, &v).await,
             Ok(Finished::Repeat(v)) => {
                 self.send_result(stream, id, &once::marked_repeat(v)).await;
