@@ -120,7 +120,9 @@ pub fn state_rejected(e: &crate::state::StateError) -> RpcError {
 fn repeat(app: &App, outcome: Value) -> RpcError {
     let e = crate::state::StateError::Replayed;
     app.stats.rejected(&e);
-    tracing::info!(
+    // Debug, not info: a client retrying a completed request is routine and
+    // can come by the thousand (a retry storm); `/stats` counts every one.
+    tracing::debug!(
         reason = e.kind(),
         "retry of a completed request refused with its outcome"
     );
