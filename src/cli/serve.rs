@@ -67,8 +67,9 @@ pub struct Args {
     #[arg(long)]
     pub key_file: Option<PathBuf>,
     /// Lifetime of a requestState and of a pending URL flow. A state is
-    /// refused once its TTL has passed, exactly (no grace).
-    /// Example: --state-ttl 2m
+    /// refused once its TTL has passed, exactly (no grace), and so is one
+    /// that would live longer than this TTL (+ --clock-skew) from now,
+    /// e.g. sealed by an instance with a longer TTL. Example: --state-ttl 2m
     #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub state_ttl: Duration,
     /// How far in the future a state's issue time may lie and still be

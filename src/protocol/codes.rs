@@ -10,6 +10,10 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 /// Internal JSON-RPC error.
 pub const INTERNAL_ERROR: i64 = -32603;
+/// Implementation-defined server error (JSON-RPC's `-32000..-32099` band;
+/// MCP's HTTP transports use it for refusals that are neither a bad request
+/// nor an internal fault, such as a session limit).
+pub const SERVER_ERROR: i64 = -32000;
 /// 2026-07-28: a required `Mcp-*` / `MCP-Protocol-Version` header is missing or differs from the body.
 pub const HEADER_MISMATCH: i64 = -32020;
 /// 2026-07-28: the request needs a client capability it did not declare.
@@ -38,6 +42,7 @@ pub fn name(code: i64) -> &'static str {
         METHOD_NOT_FOUND => "MethodNotFound",
         INVALID_PARAMS => "InvalidParams",
         INTERNAL_ERROR => "InternalError",
+        SERVER_ERROR => "ServerError",
         HEADER_MISMATCH => "HeaderMismatch",
         MISSING_REQUIRED_CLIENT_CAPABILITY => "MissingRequiredClientCapability",
         UNSUPPORTED_PROTOCOL_VERSION => "UnsupportedProtocolVersion",

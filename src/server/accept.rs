@@ -5,8 +5,9 @@
 //! At the cap (`--max-connections`, lowered to what the descriptor limit
 //! allows), a new connection sheds the one that has been idle or
 //! half-sent the longest; only when every open connection is busy with a
-//! request is the new one closed instead. A failed `accept` (descriptors
-//! exhausted despite the cap) also sheds one and retries within
+//! request is the new one refused instead (503 with `Retry-After`). A
+//! failed `accept` (descriptors exhausted despite the cap) also sheds one
+//! and retries within
 //! milliseconds, where a plain accept loop would sleep. So thousands of
 //! idle or slowloris connections cost their timeouts, never a legitimate
 //! request its answer.
@@ -247,6 +248,7 @@ pub async fn serve(
             } else {
                 bump(&shared.stats.connections_refused);
                 tracing::debug!(%peer, "connection refused: every open connection is busy");
+                refuse(stream);
                 continue;
             }
         }
@@ -269,6 +271,31 @@ pub async fn serve(
         let _ = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_millis(500), drained).await;
     }
     Ok(())
+}
+
+/// The answer on a connection refused at the cap, in place of a bare close.
+const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+    Retry-After: 1\r\nConnection: close\r\n\
+    Content-Type: text/plain; charset=utf-8\r\nContent-Length: 40\r\n\r\n\
+    too many connections; try again shortly\n";
+
+/// Answers a connection refused at the cap with [`REFUSED`] and closes it,
+/// without a task or a wait: whatever the client already sent is read
+/// first (closing with unread data sends RST, which can discard the
+/// answer), then one non-blocking write, then FIN.
+fn refuse(stream: TcpStream) {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut s) = stream.into_std() else {
+        return;
+    };
+    let mut scratch = [0u8; 4096];
+    for _ in 0..16 {
+        if !matches!(s.read(&mut scratch), Ok(n) if n > 0) {
+            break;
+        }
+    }
+    let _ = s.write(REFUSED);
+    let _ = s.shutdown(std::net::Shutdown::Write);
 }
 
 /// Serves one connection until it ends, outstays its phase, is shed, or

@@ -289,9 +289,11 @@ impl App {
     ) -> Result<Option<Claims>, StateError> {
         let opened = timing.state(|| {
             let mut buf = Vec::new();
-            let c = self
-                .sealer
-                .verify_in(token.as_bytes(), now_ms(), &mut buf)?;
+            let now = now_ms();
+            let c = self.sealer.verify_in(token.as_bytes(), now, &mut buf)?;
+            if !self.flaw(Flaw::NoExpiry) {
+                self.sealer.check_lifetime(c.expires_at, now)?;
+            }
             let unchecked =
                 self.flaw(Flaw::IgnorePrincipal) || self.flaw(Flaw::IgnoreStatePrincipal);
             if c.principal != principal && !unchecked {

@@ -62,7 +62,21 @@ fn html(status: StatusCode, title: &str, body: &str, timing: &Timing) -> Respons
         "content-security-policy",
         HeaderValue::from_static("default-src 'none'; form-action 'self'"),
     );
+    page_headers(h);
     reply::with_timing(r, timing)
+}
+
+/// Headers every flow-page response carries, redirects included: no
+/// `Referer` (the flow id in the path is a capability) and no MIME sniffing.
+fn page_headers(h: &mut HeaderMap) {
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
 }
 
 /// The sign-in form (401), with a CSRF token in a hidden field and its
@@ -385,6 +399,7 @@ pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
             if let Ok(loc) = HeaderValue::from_str(&path) {
                 r.headers_mut().insert(header::LOCATION, loc);
             }
+            page_headers(r.headers_mut());
             r
         }
         None => html(

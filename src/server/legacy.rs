@@ -179,12 +179,19 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
         Err(Refused::PrincipalFull) => {
             tracing::info!("session refused: the principal's sessions are all in use");
             let max = app.sessions.limits().per_principal;
+            // A limit the client hit, not a fault of ours: not -32603.
             let e = err(
                 StatusCode::TOO_MANY_REQUESTS,
-                codes::INTERNAL_ERROR,
+                codes::SERVER_ERROR,
                 format!("this principal already holds {max} sessions, all in use; DELETE one"),
             );
-            return reply::error(Some(&req.id), &e);
+            // A session in use frees up when its call ends, which takes at
+            // most the elicitation timeout.
+            let secs = app.cfg.elicitation_timeout.as_secs_f64().ceil().max(1.0);
+            let mut r = reply::error(Some(&req.id), &e);
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs as u64));
+            return r;
         }
         Err(Refused::Full) => {
             tracing::warn!("session refused: the session table is full");
@@ -519,7 +526,7 @@ impl Call<'_> {
         r: ToolResult,
         effect: Option<tools::Effect>,
     ) {
-        match once::finish(self.app, origin, r, effect).await {
+        match once::finish(self.app, origin, r, effect, None).await {
             Ok(Finished::First(v)) => self.send_result(stream, id, &v).await,
             Ok(Finished::Repeat(v)) => {
                 self.send_result(stream, id, &once::marked_repeat(v)).await;

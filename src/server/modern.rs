@@ -120,7 +120,9 @@ pub fn state_rejected(e: &crate::state::StateError) -> RpcError {
 fn repeat(app: &App, outcome: Value) -> RpcError {
     let e = crate::state::StateError::Replayed;
     app.stats.rejected(&e);
-    tracing::info!(
+    // Debug, not info: a client retrying a completed request is routine and
+    // can come by the thousand (a retry storm); `/stats` counts every one.
+    tracing::debug!(
         reason = e.kind(),
         "retry of a completed request refused with its outcome"
     );
@@ -378,14 +380,18 @@ async fn tools_call(
 
     let ctx = Ctx::new(app, principal, args, digest);
     let stateless_answers = state.is_none() && app.flaw(Flaw::CompleteWithoutState);
-    let (mut conv, round) = match state {
+    let (mut conv, round, state_expires_at) = match state {
         None => {
             let mut conv = Conversation::begin(once::new_origin_id());
             // complete-without-state: the answers stand in for the state.
             if let Some(r) = responses.filter(|_| stateless_answers) {
                 conv.asked = r.keys().cloned().collect();
             }
-            (conv, u32::from(stateless_answers && responses.is_some()))
+            (
+                conv,
+                u32::from(stateless_answers && responses.is_some()),
+                None,
+            )
         }
         Some(token) => match app.open_state(token, principal, &digest, timing) {
             Ok(Some(claims)) => {
@@ -395,7 +401,7 @@ async fn tools_call(
                     // Sealed before origins existed: single use per state.
                     conv.origin = hex(&claims.nonce);
                 }
-                (conv, claims.round)
+                (conv, claims.round, Some(claims.expires_at))
             }
             Ok(None) => {
                 // accept-tampered-state: the request stands in for the claims.
@@ -403,7 +409,7 @@ async fn tools_call(
                 if let Some(r) = responses {
                     conv.asked = r.keys().cloned().collect();
                 }
-                (conv, 1)
+                (conv, 1, None)
             }
             Err(e) => {
                 tracing::info!(reason = e.kind(), tool = name, "requestState rejected");
@@ -473,7 +479,7 @@ async fn tools_call(
     if state.is_none() && effect.is_none() {
         return Ok(finish(app, result.to_value(), "complete"));
     }
-    match once::finish(app, &origin, result, effect)
+    match once::finish(app, &origin, result, effect, state_expires_at)
         .await
         .map_err(RpcError::store_failed)?
     {

@@ -18,9 +18,13 @@
 //! between the claim and the reply. A crash between the claim and the
 //! action loses the action rather than repeating it: at most once.
 //!
-//! The record is kept until no state of the request can still open: the
-//! state TTL after completion, plus [`ORIGIN_MARGIN`] for a state that a
-//! retry racing the completion was still sealing. The
+//! The record is kept until no state of the request can still open: past
+//! the later of the presented state's own sealed expiry (plus the clock
+//! skew another instance's clock may have) and this instance's state TTL
+//! after completion, plus [`ORIGIN_MARGIN`] for a state that a retry
+//! racing the completion was still sealing. The presented state's expiry
+//! counts whatever this instance's TTL, so a record written by a
+//! short-TTL instance still covers a state sealed by a long-TTL one. The
 //! `replayable-side-effect` flaw skips all of this.
 
 use std::time::Duration;
@@ -93,13 +97,25 @@ pub async fn recorded(app: &App, origin: &Origin) -> Result<Option<Value>, Store
     Ok(taken.map(|t| t.outcome.unwrap_or(Value::Null)))
 }
 
+/// Until when (Unix ms) the completion record of a request completed at
+/// `now` must be kept: see the module docs. `state_expires_at` is the
+/// sealed expiry of the state the completing retry presented, if any.
+pub fn keep_until(now: u64, ttl: Duration, skew: Duration, state_expires_at: Option<u64>) -> u64 {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let own = now.saturating_add(ms(ttl));
+    let presented = state_expires_at.map_or(0, |e| e.saturating_add(ms(skew)));
+    own.max(presented).saturating_add(ms(ORIGIN_MARGIN))
+}
+
 /// Completes `origin` with `result`: records it, then runs `effect` if
 /// this was the first completion (see the module docs).
+/// `state_expires_at` is the sealed expiry of the presented state.
 pub async fn finish(
     app: &App,
     origin: &Origin,
     result: ToolResult,
     effect: Option<Effect>,
+    state_expires_at: Option<u64>,
 ) -> Result<Finished, StoreError> {
     let value = result.to_value();
     if app.flaw(Flaw::ReplayableSideEffect) {
@@ -108,8 +124,12 @@ pub async fn finish(
         }
         return Ok(Finished::First(value));
     }
-    let keep = app.cfg.state_ttl + ORIGIN_MARGIN;
-    let keep_until = now_ms().saturating_add(u64::try_from(keep.as_millis()).unwrap_or(u64::MAX));
+    let keep_until = keep_until(
+        now_ms(),
+        app.cfg.state_ttl,
+        app.cfg.clock_skew,
+        state_expires_at,
+    );
     let (key, recorded) = (origin.key.clone(), value.clone());
     let claim = app
         .store_call(move |s| s.claim(&key, Some(&recorded), keep_until))
@@ -151,5 +171,30 @@ mod tests {
         );
         assert!(a.key.len() <= 1024);
         assert_ne!(new_origin_id(), new_origin_id());
+    }
+
+    #[test]
+    fn the_record_outlives_the_presented_state_whatever_the_local_ttl() {
+        let (now, skew) = (1_000_000, Duration::from_secs(5));
+        let margin = ORIGIN_MARGIN.as_millis() as u64;
+        // A 60 s state completed on a 2 s instance: kept past its own
+        // expiry plus skew, not just 2 s.
+        let expiry = now + 60_000;
+        let k = keep_until(now, Duration::from_secs(2), skew, Some(expiry));
+        assert_eq!(k, expiry + 5_000 + margin);
+        // A short state on a long-TTL instance: the local TTL still holds
+        // (states a racing retry seals here).
+        let k = keep_until(now, Duration::from_secs(600), skew, Some(now + 1_000));
+        assert_eq!(k, now + 600_000 + margin);
+        // No state (2025-11-25 calls): the local TTL.
+        assert_eq!(
+            keep_until(now, Duration::from_secs(2), skew, None),
+            now + 2_000 + margin
+        );
+        // No overflow at the edges.
+        assert_eq!(
+            keep_until(u64::MAX, Duration::MAX, skew, Some(u64::MAX)),
+            u64::MAX
+        );
     }
 }

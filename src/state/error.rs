@@ -28,6 +28,11 @@ pub enum StateError {
     /// `issued_at` is further in the future than the allowed clock skew.
     #[error("requestState not yet valid (issued in the future)")]
     NotYetValid,
+    /// `expires_at` lies further ahead than the opening server's state
+    /// TTL plus the clock skew: sealed by an instance with a longer TTL, or
+    /// with a key that should not be trusted for this lifetime.
+    #[error("requestState expires later than this server's state lifetime allows")]
+    ExpiryBeyondTtl,
     /// The state was issued to a different principal.
     #[error("requestState bound to a different principal")]
     WrongPrincipal,
@@ -44,13 +49,14 @@ pub enum StateError {
 
 impl StateError {
     /// Every kind name, in declaration order.
-    pub const KINDS: [&'static str; 10] = [
+    pub const KINDS: [&'static str; 11] = [
         "malformed",
         "unsupported_version",
         "unknown_key",
         "bad_tag",
         "expired",
         "not_yet_valid",
+        "expiry_beyond_ttl",
         "wrong_principal",
         "wrong_request",
         "replayed",
@@ -66,6 +72,7 @@ impl StateError {
             StateError::BadTag => "bad_tag",
             StateError::Expired => "expired",
             StateError::NotYetValid => "not_yet_valid",
+            StateError::ExpiryBeyondTtl => "expiry_beyond_ttl",
             StateError::WrongPrincipal => "wrong_principal",
             StateError::WrongRequest => "wrong_request",
             StateError::Replayed => "replayed",
@@ -141,6 +148,7 @@ mod tests {
             StateError::BadTag,
             StateError::Expired,
             StateError::NotYetValid,
+            StateError::ExpiryBeyondTtl,
             StateError::WrongPrincipal,
             StateError::WrongRequest,
             StateError::Replayed,

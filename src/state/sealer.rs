@@ -204,6 +204,20 @@ impl Sealer {
         Ok(())
     }
 
+    /// Refuses (`ExpiryBeyondTtl`) a state that would stay valid longer
+    /// than this sealer could have made it: `expires_at` past `now` + TTL +
+    /// clock skew. Not part of [`Sealer::open`]; a server that shares keys
+    /// across instances with different TTLs calls it, so that no instance
+    /// honours a lifetime it would not have sealed (its one-time records
+    /// only cover lifetimes it knows of).
+    pub fn check_lifetime(&self, expires_at: u64, now_ms: u64) -> Result<(), StateError> {
+        let ttl = u64::try_from(self.config.ttl.as_millis()).unwrap_or(u64::MAX);
+        if expires_at > now_ms.saturating_add(ttl).saturating_add(self.skew_ms) {
+            return Err(StateError::ExpiryBeyondTtl);
+        }
+        Ok(())
+    }
+
     /// Binding: principal first, then request digest.
     #[inline]
     fn check_binding(c: &ClaimsRef<'_>, binding: &Binding<'_>) -> Result<(), StateError> {
@@ -316,5 +330,33 @@ impl Sealer {
         let c = self.open(token, binding, now_ms)?;
         guard.consume(&c.nonce(), c.expires_at(), now_ms)?;
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetime_is_bounded_by_ttl_plus_skew() {
+        let cfg = SealerConfig {
+            ttl: Duration::from_secs(2),
+            clock_skew: Duration::from_secs(5),
+            ..SealerConfig::default()
+        };
+        let s = Sealer::new(&KeyRing::generate(), CodecName::HmacSha256, cfg).unwrap();
+        let now = 1_000_000;
+        assert_eq!(s.check_lifetime(now + 7_000, now), Ok(()));
+        assert_eq!(
+            s.check_lifetime(now + 7_001, now),
+            Err(StateError::ExpiryBeyondTtl)
+        );
+        assert_eq!(
+            s.check_lifetime(u64::MAX, now),
+            Err(StateError::ExpiryBeyondTtl)
+        );
+        // What this sealer issues always passes.
+        let c = s.claims("a", None, [0; 32], 1, Vec::new(), now);
+        assert_eq!(s.check_lifetime(c.expires_at, now), Ok(()));
     }
 }

@@ -198,3 +198,41 @@ async fn hundreds_of_slowloris_connections_do_not_block_requests() {
     assert!(stats(&s).await["connections"]["open"].as_u64().unwrap() >= 500);
     s.server.shutdown().await;
 }
+
+/// Issue 28 item 5: when every connection at the cap is busy with a
+/// request, a new one gets `503` with `Retry-After`, not a bare close.
+#[tokio::test]
+async fn at_the_cap_with_every_connection_busy_a_new_one_gets_503() {
+    let s = start(ServerConfig {
+        max_connections: 2,
+        body_read_timeout: Duration::from_secs(20),
+        ..ServerConfig::default()
+    })
+    .await;
+    // Two requests whose bodies never come: busy until the body timeout.
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer alice\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n",
+        s.server.addr()
+    );
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+        c.write_all(head.as_bytes()).await.unwrap();
+        busy.push(c);
+    }
+    // Let the server read both heads (a connection still reading its head
+    // would be shed rather than the new one refused).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+    let _ = c
+        .write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await;
+    let got = read_to_close(&mut c, Duration::from_secs(5)).await;
+    let last = String::from_utf8_lossy(&got.expect("closed").0).into_owned();
+    assert!(last.starts_with("HTTP/1.1 503 "), "{last:?}");
+    assert!(last.contains("\r\nRetry-After: 1\r\n"), "{last:?}");
+    assert!(last.ends_with("try again shortly\n"), "{last:?}");
+    drop(busy);
+    s.server.shutdown().await;
+}

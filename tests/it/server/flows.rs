@@ -262,3 +262,41 @@ async fn url_flow_survives_a_restart_with_sqlite() {
     assert_eq!(again.reason(), "replayed", "{}", again.text);
     s3.server.shutdown().await;
 }
+
+/// Issue 28 item 5: every flow-page response (the page, the sign-in form,
+/// the page after a submit) sends no `Referer` onwards (the flow id in the
+/// URL is a capability) and forbids MIME sniffing.
+#[tokio::test]
+async fn flow_pages_send_no_referrer_and_forbid_sniffing() {
+    let s = start(ServerConfig::default()).await;
+    let (url, _) = start_flow(&s, "alice").await;
+    let page = s.http.get(&url).bearer_auth("alice").send().await.unwrap();
+    let login = s.http.get(&url).send().await.unwrap();
+    assert_eq!(
+        (page.status().as_u16(), login.status().as_u16()),
+        (200, 401)
+    );
+    check_page_headers("the page", page.headers());
+    let csrf = csrf_of(&page.text().await.unwrap());
+    let posted = s
+        .http
+        .post(&url)
+        .bearer_auth("alice")
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("api_key", "sk-test-0123456789abcd"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status().as_u16(), 200);
+    for (what, r) in [("sign-in form", &login), ("submitted page", &posted)] {
+        check_page_headers(what, r.headers());
+    }
+    s.server.shutdown().await;
+}
+
+fn check_page_headers(what: &str, h: &reqwest::header::HeaderMap) {
+    assert_eq!(h["referrer-policy"], "no-referrer", "{what}");
+    assert_eq!(h["x-content-type-options"], "nosniff", "{what}");
+}

@@ -154,3 +154,34 @@ async fn to_final_with(s: &Srv, user: &str, key: &str) -> Reply {
     )
     .await
 }
+
+/// Issue 28 item 5: retries of a completed request are routine (a retry
+/// storm sends thousands): no INFO line each, but `/stats` counts them.
+#[tokio::test]
+async fn refused_replays_are_counted_not_logged_at_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = crate::support::serve::cmd();
+    c.args(["--workers", "1"])
+        .env("RUST_LOG", "info")
+        .stderr(log);
+    let mut child = crate::support::serve::start(c);
+    let s = remote(child.base_url());
+    let f = to_final(&s, "alice", "deploy").await;
+    assert_eq!(f.send(&s, "alice", 10).await.result_type(), "complete");
+    for i in 0..5 {
+        let r = f.send(&s, "alice", 11 + i).await;
+        assert_eq!(r.reason(), "replayed", "{}", r.text);
+    }
+    let replayed = stats(&s).await["states"]["rejected"]["replayed"].clone();
+    child.kill();
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(replayed, 5, "every refused replay is counted");
+    assert!(text.contains("INFO"), "the log is at INFO:\n{text}");
+    let lines = text
+        .lines()
+        .filter(|l| l.contains("refused with its outcome"))
+        .count();
+    assert_eq!(lines, 0, "no INFO line per replay:\n{text}");
+}

@@ -189,11 +189,80 @@ async fn a_declined_request_stays_declined() {
 
 /// `elicitkit serve` on a SQLite store with a fixed key.
 fn serve(db: &std::path::Path, key: &str) -> crate::support::serve::Serve {
+    serve_with(db, key, &[])
+}
+
+/// [`serve`] with `extra` flags.
+fn serve_with(db: &std::path::Path, key: &str, extra: &[&str]) -> crate::support::serve::Serve {
     let mut c = crate::support::serve::cmd();
     c.args(["--workers", "1", "--store"])
         .arg(format!("sqlite:{}", db.display()))
+        .args(extra)
         .env("ELICITKIT_STATE_KEY", key);
     crate::support::serve::start(c)
+}
+
+/// Issue 28 item 3. Two instances share one SQLite store and key; one
+/// seals 60 s states, the other has a 2 s TTL. The final retry goes to
+/// the short one first, then, once a record written there with its own
+/// TTL would have been swept (2 s + the 10 s origin margin), to the long
+/// one. Before the fix the short instance completed the 60 s state and
+/// its record was gone 12 s later, so the long one deployed again.
+#[tokio::test]
+async fn a_long_lived_state_deploys_once_across_instances_with_different_ttls() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("ttl.db");
+    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+    let sweep = ["--sweep-interval", "200ms", "--retention", "1s"];
+    let mut long = serve_with(&db, key, &[&["--state-ttl", "60s"][..], &sweep].concat());
+    let mut short = serve_with(&db, key, &[&["--state-ttl", "2s"][..], &sweep].concat());
+    let (l, s) = (remote(long.base_url()), remote(short.base_url()));
+
+    let f = to_final(&l, "alice", "deploy").await;
+    let first = f.send(&s, "alice", 50).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2_000 + 10_000 + 1_000)).await;
+    let again = f.send(&l, "alice", 51).await;
+    let third = f.send(&l, "alice", 52).await;
+    let deployed = effect_count(&l, "deployments").await + effect_count(&s, "deployments").await;
+    assert_eq!(deployed, 1, "one deployment for one request");
+    assert_eq!(
+        (first.status, first.error_code(), first.reason()),
+        (400, -32602, "expiry_beyond_ttl"),
+        "the 2 s instance refuses a 60 s state: {}",
+        first.text
+    );
+    assert_eq!(again.result_type(), "complete", "{}", again.text);
+    assert_eq!(third.reason(), "replayed", "{}", third.text);
+    long.kill();
+    short.kill();
+}
+
+/// A state whose sealed expiry lies beyond this instance's TTL (+ skew) is
+/// refused like any other invalid state; one within it opens.
+#[tokio::test]
+async fn a_state_expiring_beyond_the_local_ttl_is_refused() {
+    let keys = elicitkit::state::KeyRing::generate();
+    let cfg = |ttl| ServerConfig {
+        keys: Some(keys.clone()),
+        state_ttl: std::time::Duration::from_secs(ttl),
+        ..ServerConfig::default()
+    };
+    let long = start(cfg(600)).await;
+    let short = start(cfg(30)).await;
+    let f = to_final(&long, "alice", "delete_file").await;
+    let r = f.send(&short, "alice", 60).await;
+    assert_eq!(
+        (r.status, r.error_code(), r.reason()),
+        (400, -32602, "expiry_beyond_ttl"),
+        "{}",
+        r.text
+    );
+    // The other way round: a 30 s state opens on the 600 s instance.
+    let g = to_final(&short, "alice", "delete_file").await;
+    let r = g.send(&long, "alice", 61).await;
+    assert_eq!(r.result_type(), "complete", "{}", r.text);
+    long.server.shutdown().await;
+    short.server.shutdown().await;
 }
 
 #[tokio::test]

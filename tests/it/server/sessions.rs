@@ -166,7 +166,13 @@ async fn one_principal_holds_a_bounded_number_and_cannot_fill_the_table() {
     )
     .await;
     assert_eq!(r.status().as_u16(), 429);
+    // Retry once a call can have ended: the 30 s elicitation timeout.
+    assert_eq!(r.headers()["retry-after"], "30");
     let body: Value = r.json().await.unwrap();
+    assert_eq!(
+        body["error"]["code"], -32000,
+        "a limit, not an internal error"
+    );
     assert!(
         body["error"]["message"]
             .as_str()
