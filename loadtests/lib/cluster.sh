@@ -24,7 +24,8 @@ wait_port() { for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/n
 # A key ring every instance shares: a random 32-byte key, never on argv.
 python3 -c 'import base64,os; print("1:" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("="))' >"$tmp/keys"
 redis_port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --dir "$tmp" \
+# Durable: serve refuses a Redis that would forget completions in a restart.
+redis-server --bind 127.0.0.1 --port "$redis_port" --appendonly yes --appendfsync always --dir "$tmp" \
   --logfile "$tmp/redis.log" &
 redis_pid=$!
 pids+=("$redis_pid")

@@ -51,6 +51,13 @@ pub struct Args {
     /// loadtests/nginx/README.md). Example: --store redis://127.0.0.1:6379/0
     #[arg(long, default_value = "memory")]
     pub store: String,
+    /// Accept a Redis store that keeps nothing across its restart (no
+    /// append-only file, or snapshots only). RISK: after a Redis restart,
+    /// every retry of a request completed before it runs again (a second
+    /// deployment, a second charge). Without it `serve` refuses such a store
+    /// at start; start Redis with --appendonly yes --appendfsync always.
+    #[arg(long)]
+    pub allow_volatile_store: bool,
     /// Name this instance in the `elicitkit-instance` header of every
     /// response (default: IP:PORT/PID of the process), so clients and
     /// `check --other-instance` can tell which instance answered.
@@ -253,6 +260,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         allow_remote: args.allow_remote,
         public_url,
         store: args.store.clone(),
+        allow_volatile_store: args.allow_volatile_store,
         codec,
         keys,
         state_ttl: args.state_ttl,

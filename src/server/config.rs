@@ -42,8 +42,11 @@ pub struct ServerConfig {
     /// its origin and host are allowed by the guard, and https makes the
     /// flow cookies `Secure`. Required with an unspecified `listen`.
     pub public_url: Option<super::remote::PublicUrl>,
-    /// Store spec: `memory` or `sqlite:PATH`.
+    /// Store spec: `memory`, `sqlite:PATH` or `redis://HOST:PORT/DB`.
     pub store: String,
+    /// Accept a Redis store that keeps nothing across a Redis restart
+    /// (see [`crate::store::open_for_serving`]).
+    pub allow_volatile_store: bool,
     /// Codec sealing `requestState`.
     pub codec: CodecName,
     /// Keys; `None` generates one per process (and logs that it did).
@@ -111,6 +114,7 @@ impl Default for ServerConfig {
             allow_remote: false,
             public_url: None,
             store: "memory".into(),
+            allow_volatile_store: false,
             codec: CodecName::Aes256GcmSiv,
             keys: None,
             state_ttl: Duration::from_secs(600),

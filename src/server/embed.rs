@@ -61,7 +61,12 @@ pub fn in_process(config: ServerConfig) -> anyhow::Result<InProcess> {
         },
     )
     .context("building the requestState sealer")?;
-    let store = crate::store::open_url(&config.store).context("opening the store")?;
+    let (store, caveat) =
+        crate::store::open_for_serving(&config.store, config.allow_volatile_store)
+            .context("opening the store")?;
+    if let Some(c) = caveat {
+        tracing::warn!("{c}");
+    }
     let origins = origin::AllowedOrigins::new(addr, &config.allowed_origins, &config.allowed_hosts)
         .map_err(anyhow::Error::msg)?;
     let base_url = format!("http://{addr}");

@@ -210,7 +210,12 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         },
     )
     .context("building the requestState sealer")?;
-    let store = crate::store::open_url(&config.store).context("opening the store")?;
+    let (store, caveat) =
+        crate::store::open_for_serving(&config.store, config.allow_volatile_store)
+            .context("opening the store")?;
+    if let Some(c) = caveat {
+        tracing::warn!("{c}");
+    }
     let listener =
         accept::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;

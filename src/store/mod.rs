@@ -150,6 +150,40 @@ pub fn open_url(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
     Err(bad("unknown scheme"))
 }
 
+/// [`open_url`] for `serve`: a Redis store must keep its completion
+/// records across a Redis restart, or every retry of a request completed
+/// before the restart runs again (exactly-once silently lost). Redis's
+/// persistence is read at start; a volatile or unreadable one is refused
+/// unless `allow_volatile` (`--allow-volatile-store`). `Ok` carries a
+/// warning to log when the store is accepted with a caveat.
+pub fn open_for_serving(
+    spec: &str,
+    allow_volatile: bool,
+) -> Result<(Arc<dyn Store>, Option<String>), StoreError> {
+    use self::redis::Persistence;
+    if !spec.starts_with("redis://") {
+        return open_url(spec).map(|s| (s, None));
+    }
+    let store = RedisStore::open(spec)?;
+    let refuse = |why: String| StoreError::Volatile {
+        spec: spec.to_owned(),
+        why,
+    };
+    let warning = match store.persistence() {
+        Persistence::Durable => None,
+        Persistence::LastSecond => Some(format!(
+            "{spec}: appendfsync everysec: a Redis crash loses up to one second of completion \
+             records (appendfsync always loses none)"
+        )),
+        Persistence::Volatile(why) | Persistence::Unknown(why) if allow_volatile => Some(format!(
+            "{spec}: {why}; accepted (--allow-volatile-store): after a Redis restart, retries of \
+             requests completed before it run again"
+        )),
+        Persistence::Volatile(why) | Persistence::Unknown(why) => return Err(refuse(why)),
+    };
+    Ok((Arc::new(store), warning))
+}
+
 /// Current wall-clock time in ms since the Unix epoch (one clock for
 /// states and records).
 pub use crate::state::now_ms;

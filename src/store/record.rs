@@ -437,6 +437,18 @@ pub enum StoreError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A Redis store that would forget completions in a restart.
+    #[error(
+        "refusing the store {spec}: {why}. Exactly-once needs Redis to keep its data: start it \
+         with --appendonly yes --appendfsync always, or accept the risk with \
+         --allow-volatile-store"
+    )]
+    Volatile {
+        /// The spec as given.
+        spec: String,
+        /// What Redis keeps, or why that is unknown.
+        why: String,
+    },
     /// A stored row cannot be read back as a record.
     #[error("corrupt stored record {id:?}: {reason}")]
     Corrupt {

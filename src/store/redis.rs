@@ -190,10 +190,67 @@ impl RedisStore {
         RedisBackend::open(url).map(Counted::wrap)
     }
 
+    /// What Redis keeps across a restart, read from its own settings
+    /// (`CONFIG GET appendonly appendfsync save`).
+    pub fn persistence(&self) -> Persistence {
+        let get = |key: &str| {
+            self.backend.with_conn(|c| {
+                ::redis::cmd("CONFIG")
+                    .arg("GET")
+                    .arg(key)
+                    .query::<Vec<String>>(c)
+            })
+        };
+        let value = |key: &str| get(key).map(|v| v.get(1).cloned().unwrap_or_default());
+        match (value("appendonly"), value("appendfsync"), value("save")) {
+            (Ok(aof), Ok(fsync), Ok(save)) => Persistence::read(&aof, &fsync, &save),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                Persistence::Unknown(format!("its settings cannot be read (CONFIG GET: {e})"))
+            }
+        }
+    }
+
     /// Keys of every claim currently held whose key starts with `prefix`
     /// (a bounded SCAN; for tests and operators counting side effects).
     pub fn claim_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         self.backend.claim_keys(prefix)
+    }
+}
+
+/// What a Redis store keeps across a Redis restart, for exactly-once: a
+/// completion record lost in a restart lets every retry of a completed
+/// request run again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Persistence {
+    /// Append-only file, fsync on every write: nothing is lost.
+    Durable,
+    /// Append-only file, fsync every second: a crash loses up to the last
+    /// second's completions.
+    LastSecond,
+    /// Nothing, or only periodic snapshots (minutes of completions lost);
+    /// says which.
+    Volatile(String),
+    /// Could not be read (e.g. `CONFIG` disabled by the host); says why.
+    Unknown(String),
+}
+
+impl Persistence {
+    /// Judges Redis's `appendonly`, `appendfsync` and `save` settings.
+    pub fn read(appendonly: &str, appendfsync: &str, save: &str) -> Persistence {
+        match (appendonly, appendfsync) {
+            ("yes", "always") => Persistence::Durable,
+            ("yes", "everysec") => Persistence::LastSecond,
+            ("yes", other) => Persistence::Volatile(format!(
+                "appendonly yes but appendfsync {other}: the OS decides when writes reach disk"
+            )),
+            _ if save.trim().is_empty() => {
+                Persistence::Volatile("appendonly no and no snapshots (save \"\")".into())
+            }
+            _ => Persistence::Volatile(format!(
+                "appendonly no; snapshots only (save \"{save}\"): completions since the last one \
+                 are lost in a restart"
+            )),
+        }
     }
 }
 
@@ -499,6 +556,25 @@ fn taken_of(key: &str, stored: &str) -> Result<Taken, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_fsynced_append_only_file_keeps_every_completion() {
+        assert_eq!(Persistence::read("yes", "always", ""), Persistence::Durable);
+        assert_eq!(
+            Persistence::read("yes", "everysec", "3600 1"),
+            Persistence::LastSecond
+        );
+        for (aof, fsync, save, says) in [
+            ("yes", "no", "", "appendfsync no"),
+            ("no", "everysec", "", "no snapshots"),
+            ("no", "everysec", "3600 1 300 100", "snapshots only"),
+        ] {
+            match Persistence::read(aof, fsync, save) {
+                Persistence::Volatile(why) => assert!(why.contains(says), "{why}"),
+                other => panic!("{aof}/{fsync}/{save:?}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn digests_round_trip_through_hex() {

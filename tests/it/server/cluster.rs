@@ -305,3 +305,47 @@ async fn sessions_2025_stay_on_the_instance_that_answered_initialize() {
     }
     assert!(homes.len() >= 2, "users spread over instances: {homes:?}");
 }
+
+/// Exactly-once across instances lives in Redis: `serve` reads Redis's
+/// persistence at start and refuses one that would forget completions in
+/// a restart (the fault: 269 deployments for 200 requests after a restart
+/// of a `--save '' --appendonly no` Redis), unless told to accept the risk.
+#[test]
+fn a_volatile_redis_is_refused_at_start_unless_the_risk_is_accepted() {
+    let volatile = Redis::volatile();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_file(dir.path(), "keys", KEY_A);
+    let out = std::process::Command::new(crate::support::serve::BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            &volatile.url(0),
+        ])
+        .arg("--key-file")
+        .arg(&keys)
+        .env_remove("ELICITKIT_STATE_KEY")
+        .output()
+        .expect("serve runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("refusing the store")
+            && err.contains("appendonly no")
+            && err.contains("--allow-volatile-store"),
+        "{err}"
+    );
+    // Accepted with the flag, and on a Redis with an append-only file.
+    let risky = Serve::start(
+        dir.path(),
+        "risky",
+        0,
+        &volatile.url(0),
+        &keys,
+        &["--allow-volatile-store"],
+    );
+    let durable = Redis::start();
+    let fine = Serve::start(dir.path(), "fine", 0, &durable.url(0), &keys, &[]);
+    assert!(risky.port > 0 && fine.port > 0);
+}

@@ -82,8 +82,9 @@ fn wait_for_port(port: u16, what: &str, child: &mut Child, log: &Path) {
     }
 }
 
-/// A private `redis-server`: loopback, a free port, no persistence
-/// (`--save '' --appendonly no`), its files in a temp dir.
+/// A private `redis-server`: loopback, a free port, its files in a temp
+/// dir; durable enough for `serve` (an append-only file, fsync every
+/// second), or with no persistence at all ([`Redis::volatile`]).
 pub struct Redis {
     pub port: u16,
     pub proc: Proc,
@@ -91,14 +92,25 @@ pub struct Redis {
 }
 
 impl Redis {
+    /// With an append-only file (`--appendonly yes --appendfsync everysec`).
     pub fn start() -> Redis {
+        Redis::with(&["--appendonly", "yes", "--appendfsync", "everysec"])
+    }
+
+    /// Keeping nothing across a restart (`--save '' --appendonly no`).
+    pub fn volatile() -> Redis {
+        Redis::with(&["--save", "", "--appendonly", "no"])
+    }
+
+    fn with(persistence: &[&str]) -> Redis {
         super::need::need("redis-server");
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let log = dir.path().join("redis.log");
         let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .args(persistence)
+            .args(["--daemonize", "no"])
             .arg("--dir")
             .arg(dir.path())
             .arg("--logfile")
