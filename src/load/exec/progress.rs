@@ -195,6 +195,17 @@ mod tests {
     use super::*;
     use crate::load::spec::shape::{Model, Timeline};
 
+    /// The open model at 500/s for 10 s.
+    fn open_500() -> Timeline {
+        Timeline::fixed(
+            Model::Open,
+            500.0,
+            1.0,
+            Duration::ZERO,
+            Duration::from_secs(10),
+        )
+    }
+
     fn snap(t: &Timeline, secs: f64) -> Snapshot<'_> {
         Snapshot {
             label: "smoke",
@@ -232,13 +243,7 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("offered"), "{line}");
-        let open = Timeline::fixed(
-            Model::Open,
-            500.0,
-            1.0,
-            Duration::ZERO,
-            Duration::from_secs(10),
-        );
+        let open = open_500();
         assert!(
             snap(&open, 5.0)
                 .render(200)
@@ -248,13 +253,7 @@ mod tests {
 
     #[test]
     fn the_line_fits_the_terminal() {
-        let t = Timeline::fixed(
-            Model::Open,
-            500.0,
-            1.0,
-            Duration::ZERO,
-            Duration::from_secs(10),
-        );
+        let t = open_500();
         let line = snap(&t, 5.0).render(40);
         assert_eq!(line.chars().count(), 40);
         assert!(line.ends_with('…'));
