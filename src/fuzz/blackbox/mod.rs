@@ -206,6 +206,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         requests: 0,
         elapsed_secs: 0.0,
         execs_per_sec: 0.0,
+        requests_per_sec: 0.0,
         stopped: "duration".into(),
         findings_per_oracle: BTreeMap::new(),
         first_finding_secs: None,
@@ -267,10 +268,11 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             last_progress = Instant::now();
             let e = started.elapsed().as_secs_f64();
             eprintln!(
-                "[{e:>5.1}s] {} execs ({:.1}/s), {} requests, {} findings",
+                "[{e:>5.1}s] {} execs ({:.1}/s), {} requests ({:.1}/s), {} findings",
                 summary.execs,
                 summary.execs as f64 / e.max(1e-9),
                 summary.requests,
+                summary.requests as f64 / e.max(1e-9),
                 groups.listed.len()
             );
         }
@@ -278,6 +280,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
     summary.findings = groups.listed;
     summary.elapsed_secs = started.elapsed().as_secs_f64();
     summary.execs_per_sec = summary.execs as f64 / summary.elapsed_secs.max(1e-9);
+    summary.requests_per_sec = summary.requests as f64 / summary.elapsed_secs.max(1e-9);
     summary.count();
     std::fs::write(
         s.out_dir.join("summary.json"),

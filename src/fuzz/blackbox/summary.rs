@@ -91,6 +91,8 @@ pub struct Summary {
     pub elapsed_secs: f64,
     /// `execs / elapsed_secs`.
     pub execs_per_sec: f64,
+    /// `requests / elapsed_secs`.
+    pub requests_per_sec: f64,
     /// Why the run stopped (`duration`, `max-requests`, `unresponsive`).
     pub stopped: String,
     /// Distinct findings per oracle (every oracle listed).
@@ -139,12 +141,13 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "elicitkit fuzz {}: {} execs in {:.1}s ({:.1} exec/s), {} requests, seed {}, stopped by {}",
+            "elicitkit fuzz {}: {} execs in {:.1}s ({:.1} exec/s), {} requests ({:.1}/s), seed {}, stopped by {}",
             self.target,
             self.execs,
             self.elapsed_secs,
             self.execs_per_sec,
             self.requests,
+            self.requests_per_sec,
             self.seed,
             self.stopped
         );
@@ -183,7 +186,7 @@ impl Summary {
     /// `summary.md`.
     pub fn markdown(&self) -> String {
         let mut s = format!(
-            "# elicitkit fuzz: {}\n\n- seed: `{}` (`--seed {}` reruns the same cases)\n- generations: {}\n- execs: {} in {:.1} s ({:.1} exec/s), {} HTTP requests; stopped by {}\n\n| oracle | findings |\n|---|---|\n",
+            "# elicitkit fuzz: {}\n\n- seed: `{}` (`--seed {}` reruns the same cases)\n- generations: {}\n- execs: {} in {:.1} s ({:.1} exec/s), {} HTTP requests ({:.1}/s); stopped by {}\n\n| oracle | findings |\n|---|---|\n",
             self.target,
             self.seed,
             self.seed,
@@ -192,6 +195,7 @@ impl Summary {
             self.elapsed_secs,
             self.execs_per_sec,
             self.requests,
+            self.requests_per_sec,
             self.stopped
         );
         for (o, n) in &self.findings_per_oracle {
@@ -245,6 +249,7 @@ mod tests {
             requests: 1,
             elapsed_secs: 1.0,
             execs_per_sec: 1.0,
+            requests_per_sec: 1.0,
             stopped: "duration".into(),
             findings_per_oracle: BTreeMap::new(),
             first_finding_secs: None,
@@ -279,6 +284,7 @@ mod tests {
             requests: 1,
             elapsed_secs: 1.0,
             execs_per_sec: 1.0,
+            requests_per_sec: 1.0,
             stopped: "duration".into(),
             findings_per_oracle: BTreeMap::new(),
             first_finding_secs: None,

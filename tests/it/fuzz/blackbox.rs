@@ -62,7 +62,9 @@ fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
     assert_eq!(out.status.code(), Some(1), "{flaw}: {stdout}");
     let s = summary(dir.path());
     assert!(
-        s["execs"].as_u64().unwrap() > 0 && s["execs_per_sec"].as_f64().unwrap() > 0.0,
+        s["execs"].as_u64().unwrap() > 0
+            && s["execs_per_sec"].as_f64().unwrap() > 0.0
+            && s["requests_per_sec"].as_f64().unwrap() > 0.0,
         "{s}"
     );
     let f = s["findings"]
