@@ -236,14 +236,12 @@ mod tests {
     use super::*;
     use crate::fuzz::blackbox::rerun::Reproduced;
 
-    /// A note (a tampered state that completed, not shown load-bearing)
-    /// is kept once and shown in every rendering, without failing the run.
-    #[test]
-    fn notes_are_listed_once_and_do_not_fail_the_run() {
-        let mut s = Summary {
-            target: "t".into(),
+    /// A run of one execution against `target`, with no finding or note.
+    fn one_exec(target: &str, generations: Vec<String>) -> Summary {
+        Summary {
+            target: target.into(),
             seed: 1,
-            generations: Vec::new(),
+            generations,
             tools: BTreeMap::new(),
             execs: 1,
             requests: 1,
@@ -255,7 +253,14 @@ mod tests {
             first_finding_secs: None,
             findings: Vec::new(),
             notes: Vec::new(),
-        };
+        }
+    }
+
+    /// A note (a tampered state that completed, not shown load-bearing)
+    /// is kept once and shown in every rendering, without failing the run.
+    #[test]
+    fn notes_are_listed_once_and_do_not_fail_the_run() {
+        let mut s = one_exec("t", Vec::new());
         let n = "deploy (tampered-state-accepted): a changed requestState completed, not \
                  reported: without a state the call completes alike | x";
         s.note(n.into());
@@ -275,37 +280,23 @@ mod tests {
     /// finding on one table row of its own.
     #[test]
     fn every_markdown_cell_is_escaped() {
-        let mut s = Summary {
-            target: "http://127.0.0.1:1/mcp".into(),
-            seed: 1,
-            generations: vec!["2026-07-28".into()],
-            tools: BTreeMap::new(),
-            execs: 1,
-            requests: 1,
-            elapsed_secs: 1.0,
-            execs_per_sec: 1.0,
-            requests_per_sec: 1.0,
-            stopped: "duration".into(),
-            findings_per_oracle: BTreeMap::new(),
-            first_finding_secs: None,
-            notes: Vec::new(),
-            findings: vec![Listed {
-                dir: "001-server-error-mrtr-a|b".into(),
-                oracle: Oracle::ServerError,
-                severity: Severity::Must,
-                generation: "2026-07-28".into(),
-                method: "tools/call".into(),
-                ops: vec!["body:x|y".into()],
-                tools: vec!["a|b\nc".into()],
-                count: 1,
-                what: "HTTP 500 (<html>\r\n<body>|</body>\n</html>)".into(),
-                at_secs: 0.5,
-                rerun: Verdict {
-                    reproduced: Reproduced::No,
-                    detail: "HTTP 200\n| ok".into(),
-                },
-            }],
-        };
+        let mut s = one_exec("http://127.0.0.1:1/mcp", vec!["2026-07-28".into()]);
+        s.findings = vec![Listed {
+            dir: "001-server-error-mrtr-a|b".into(),
+            oracle: Oracle::ServerError,
+            severity: Severity::Must,
+            generation: "2026-07-28".into(),
+            method: "tools/call".into(),
+            ops: vec!["body:x|y".into()],
+            tools: vec!["a|b\nc".into()],
+            count: 1,
+            what: "HTTP 500 (<html>\r\n<body>|</body>\n</html>)".into(),
+            at_secs: 0.5,
+            rerun: Verdict {
+                reproduced: Reproduced::No,
+                detail: "HTTP 200\n| ok".into(),
+            },
+        }];
         s.count();
         let md = s.markdown();
         let rows: Vec<&str> = md
