@@ -37,12 +37,30 @@ are three separate principals (AccessToken.subject). Any other token, or no toke
 
 The /connect/<id> page for URL mode is an `@mcp.custom_route` on the same Starlette app
 and port (docs/run/asgi.md, "Custom routes"). The SDK never authenticates custom routes.
+
+--stdio: instead of Streamable HTTP, serve newline-delimited JSON-RPC on stdin/stdout
+with the SDK's own stdio transport, `MCPServer.run_stdio_async()` (which is
+`mcp.server.stdio.stdio_server()` feeding the lowlevel `Server.run()`, i.e.
+`serve_dual_era_loop` in mcp/server/runner.py: the first request picks the era, so
+`server/discover` or a `_meta`-enveloped request gives 2026-07-28 and `initialize` gives
+2025-11-25). While it serves, the SDK points fd 1 at stderr, so stdout carries only MCP
+messages; logs go to stderr. The same MCPServer and tools are used; the /connect/<id>
+page is still served over HTTP on 127.0.0.1 (`--port`, default any free port), but that
+listener has only the page route, no /mcp. It exits when stdin closes.
+Identity over stdio: there is no bearer token, so the principal comes from the
+environment variable ELICITKIT_PRINCIPAL, looked up in the same token table
+(`alice`, `bob`, `mallory`). Unset or unknown: the server refuses to start (exit 2),
+as HTTP answers 401. The AccessToken is put in the SDK's `auth_context_var` before
+`stdio_server()` starts its reader task, so every request sees it through
+`get_access_token()`, which is what `current_user()` and the SDK's requestState
+principal binding (`authenticated_principal`) read.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import datetime
 import html
@@ -50,6 +68,7 @@ import logging
 import os
 import re
 import secrets
+import signal
 import socket
 import sys
 from typing import Annotated, Literal
@@ -69,10 +88,13 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import AnyHttpUrl, BaseModel, Field
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
 
-from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import (
@@ -295,6 +317,7 @@ def build_server(port: int) -> MCPServer:
             await flow["session"].send_elicit_complete(flow_id)
         return HTMLResponse("<p>Connected. You can go back to your assistant.</p>")
 
+    mcp.connect_page = connect_page  # for --stdio, which serves this page without /mcp
     return mcp
 
 
@@ -323,15 +346,50 @@ async def serve(sock: socket.socket, port: int) -> None:
         os._exit(0)
 
 
+async def serve_stdio(sock: socket.socket, port: int, token: AccessToken) -> None:
+    mcp = build_server(port)
+    # The URL-mode page still needs HTTP; this listener has that route only.
+    page_app = Starlette(routes=[Route("/connect/{flow_id}", mcp.connect_page, methods=["GET", "POST"])])
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    config = uvicorn.Config(page_app, log_config=log_config, timeout_graceful_shutdown=1)
+    pages = uvicorn.Server(config)
+    # uvicorn would catch SIGTERM/SIGINT and stop only the page listener; here they end the process.
+    pages.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: os._exit(0))
+    page_task = asyncio.create_task(pages.serve(sockets=[sock]))
+    log.info("stdio mode as principal %r; flow pages on http://127.0.0.1:%d/connect/", token.subject, port)
+    # Identity for every request on this connection (no bearer token on stdio).
+    auth_context_var.set(AuthenticatedUser(token))
+    await mcp.run_stdio_async()  # returns when stdin reaches EOF
+    log.info("stdin closed, exiting")
+    pages.should_exit = True
+    try:
+        await asyncio.wait_for(page_task, timeout=2)
+    except TimeoutError:
+        os._exit(0)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--stdio", action="store_true", help="serve MCP on stdin/stdout (principal: $ELICITKIT_PRINCIPAL)")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     port = sock.getsockname()[1]
-    asyncio.run(serve(sock, port))
+    if args.stdio:
+        # The same table HTTP's bearer tokens are checked against; the variable plays the token.
+        principal = os.environ.get("ELICITKIT_PRINCIPAL", "")
+        token = asyncio.run(StaticTokenVerifier(f"http://127.0.0.1:{port}/mcp").verify_token(principal))
+        if token is None:
+            log.error("--stdio needs ELICITKIT_PRINCIPAL set to alice, bob or mallory (got %r)", principal)
+            sys.exit(2)
+        asyncio.run(serve_stdio(sock, port, token))
+    else:
+        asyncio.run(serve(sock, port))
 
 
 if __name__ == "__main__":

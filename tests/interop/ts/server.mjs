@@ -32,7 +32,19 @@
 // front of /mcp, as the @modelcontextprotocol/node README shows for plain node:http.
 // No authentication.
 //
+// --stdio: instead of Streamable HTTP on /mcp, serve newline-delimited JSON-RPC on
+// stdin/stdout through the SDK's `serveStdio(factory)` from
+// '@modelcontextprotocol/server/stdio' (the same `buildServer` factory; default
+// `legacy: 'serve'`, so the opening message picks the era: `server/discover` or any
+// request with a 2026-07-28 `_meta` envelope pins a modern instance, `initialize` pins a
+// 2025-11-25 instance on which the legacy shim sends `elicitation/create` over stdout).
+// stdout carries MCP messages only; logs go to stderr. The /connect/<id> flow page for
+// connect_account is still served over HTTP on 127.0.0.1 (--port, default any free port;
+// its address is logged on stderr). When stdin closes, the page server is closed too and
+// the process exits. No authentication, so ELICITKIT_PRINCIPAL is ignored.
+//
 // Launch: node tests/interop/ts/server.mjs --port 0
+//         node tests/interop/ts/server.mjs --stdio [--port N]
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
@@ -53,11 +65,13 @@ import {
     isLegacyRequest,
     McpServer
 } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod/v4';
 
 const log = (...args) => console.error('[interop-ts]', ...args);
 const portArg = process.argv.indexOf('--port');
 const wantedPort = portArg > 0 ? Number(process.argv[portArg + 1]) : 0;
+const stdioMode = process.argv.includes('--stdio');
 let origin = ''; // http://127.0.0.1:PORT, known once listening
 
 // What the tools did (list_orders reports it). Flows: id -> { service, done }.
@@ -283,16 +297,49 @@ async function route(req, res) {
     return isLegacy ? legacy(req, res, body) : modern(req, res, body);
 }
 
+// In --stdio mode this HTTP server only carries the /connect/<id> flow page; MCP goes over stdio.
+const pageOnly = (req, res) => {
+    const { pathname } = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (!pathname.startsWith('/connect/')) return res.writeHead(404).end();
+    return flowPage(req, res, pathname.slice('/connect/'.length));
+};
+
 const httpServer = createServer((req, res) => {
-    route(req, res).catch(error => {
+    (stdioMode ? pageOnly(req, res) : route(req, res)).catch(error => {
         log('request error:', error instanceof Error ? error.message : error);
         if (!res.headersSent) res.writeHead(500).end();
     });
 });
 
+function startStdio() {
+    const stdio = serveStdio(buildServer, { onerror: e => log('stdio:', e.message) });
+    // The SDK's StdioServerTransport closes itself on stdin EOF; then nothing but the page
+    // server keeps the process alive, so close that and exit.
+    let finished = false;
+    const finish = () => {
+        if (finished) return;
+        finished = true;
+        log('stdin closed, exiting');
+        stdio
+            .close()
+            .catch(() => {})
+            .finally(() => {
+                httpServer.closeAllConnections();
+                httpServer.close(() => process.exit(0));
+            });
+    };
+    process.stdin.once('end', finish);
+    process.stdin.once('close', finish);
+}
+
 httpServer.listen(wantedPort, '127.0.0.1', () => {
     origin = `http://127.0.0.1:${httpServer.address().port}`;
-    process.stdout.write(`listening on ${origin}/mcp\n`);
+    if (stdioMode) {
+        log(`stdio mode; flow pages on ${origin}/connect/`);
+        startStdio();
+    } else {
+        process.stdout.write(`listening on ${origin}/mcp\n`);
+    }
 });
 
 for (const signal of ['SIGTERM', 'SIGINT']) {
