@@ -53,6 +53,10 @@
 //! - [`oracle`]: the rules a reply is judged by, one implementation each,
 //!   shared by `check`, `fuzz` and `load` (reply shape, replay, capability
 //!   gating, tampered state against its controls).
+//! - [`stdio`]: servers that speak stdio, started as a command and put
+//!   behind a loopback endpoint so every driver reaches them as it reaches
+//!   HTTP servers (`--target stdio -- CMD`); `serve --stdio` is
+//!   `server::stdio`.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness
@@ -83,4 +87,6 @@ pub mod schema;
 #[cfg(feature = "net")]
 pub mod server;
 pub mod state;
+#[cfg(feature = "net")]
+pub mod stdio;
 pub mod store;

@@ -106,10 +106,11 @@ async fn undeclared_input(p: Probe) -> Verdict {
     ))
 }
 
-/// Judges one reply to a call made under capabilities allowing `modes`.
+/// Judges one reply to a call made under capabilities allowing `modes`
+/// (`status`: the reply's HTTP status, when it is the server's).
 fn judge_gated(
     rpc: &Rpc,
-    status: u16,
+    status: Option<u16>,
     modes: ElicitModes,
     problems: &mut Vec<String>,
     tool: &str,
@@ -136,7 +137,7 @@ fn judge_gated(
                 )),
                 None => problems.push(format!("{tool}: -32021 without data.requiredCapabilities")),
             }
-            if status != 400 {
+            if let Some(status) = status.filter(|s| *s != 400) {
                 problems.push(format!("{tool}: -32021 came with HTTP {status}, not 400"));
             }
             "-32021"
@@ -164,7 +165,10 @@ async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
         );
         match p.send(req).await {
             Ok(r) => {
-                let kind = judge_gated(&r.rpc(), r.status, modes, &mut problems, &t.name);
+                let kind = judge_gated(
+                    &r.rpc(),
+                    p.status_is_servers().then_some(r.status),
+                    modes, &mut problems, &t.name);
                 seen.push(format!("{}: {kind}", t.name));
             }
             Err(e) => problems.push(format!("{}: {e}", t.name)),
@@ -249,7 +253,7 @@ async fn no_carry_over(p: Probe) -> Verdict {
             let mut problems = Vec::new();
             let kind = judge_gated(
                 &r.rpc(),
-                r.status,
+                p.status_is_servers().then_some(r.status),
                 ElicitModes::default(),
                 &mut problems,
                 &t.name,

@@ -22,7 +22,8 @@ fn first_section(rule: &str) -> Option<&str> {
 fn page(generation: Generation, section: &str) -> &'static str {
     match (generation, section) {
         (Generation::Legacy, "3.1") => "basic/lifecycle",
-        (Generation::Legacy, "3.2") => "basic/transports",
+        (Generation::Legacy, "3.2" | "stdio") => "basic/transports",
+        (Generation::Modern, "stdio") => "basic/transports/stdio",
         (Generation::Modern, "4.1" | "4.2" | "4.9") => "basic",
         (Generation::Modern, "3.2" | "4.3") => "basic/transports/streamable-http",
         (Generation::Modern, "4.4a") => "server/utilities/caching",

@@ -31,7 +31,9 @@
 //!   their own replies: the load generator's ownership oracle), and the
 //!   2025-11-25 families
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
-//!   [`legacy_principal`].
+//!   [`legacy_principal`]; [`stdio`] (the stdio transport's rules, judged
+//!   over the whole run) and [`transport`] (which checks mean nothing on a
+//!   stdio target).
 
 pub mod cache_hints;
 pub mod capabilities;
@@ -67,8 +69,10 @@ pub mod secret_echo;
 pub mod sse;
 pub mod state_decode;
 pub mod state_tamper;
+pub mod stdio;
 pub mod subject;
 pub mod tail_stall;
+pub mod transport;
 pub mod url_flow;
 
 pub use crate::discover::DiscoverError as CheckError;
@@ -123,6 +127,9 @@ pub fn all_checks() -> Vec<Check> {
     // The isolation burst runs last in each generation's part of the
     // report (it loads the server a little).
     v.extend(isolation::checks());
+    // The stdio transport's rules read what the whole run did: last.
+    v.extend(stdio::checks());
+    v.extend(stdio::legacy_checks());
     v
 }
 
@@ -222,13 +229,14 @@ pub async fn run(
 ) -> Result<Report, CheckError> {
     let found = crate::discover::discover(&settings.discovery(generation)).await?;
     let http = crate::discover::http_client()?;
-    let checks: Vec<Check> = all_checks()
+    let (tail, checks): (Vec<Check>, Vec<Check>) = all_checks()
         .into_iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| c.id.starts_with(o.as_str())))
-        .collect();
+        .partition(|c| c.source.ends_with("stdio.rs"));
     let deadline = std::time::Instant::now() + settings.deadline;
     let mut results = Vec::new();
     let mut tools = Vec::new();
+    let mut last = None;
     let t = &settings.target;
     let identity = identity::evidence(
         &found,
@@ -245,7 +253,15 @@ pub async fn run(
         target.root_causes = root_causes(&target);
         tools.extend(target.tools.iter().map(|t| summarize(g, t)));
         let target = std::sync::Arc::new(target);
-        results.extend(runner::run_checks_until(target, &checks, deadline).await);
+        results.extend(runner::run_checks_until(target.clone(), &checks, deadline).await);
+        last = Some(target);
+    }
+    // The stdio rules judge the whole run once, after everything else, in
+    // the part of the report of the last generation checked.
+    if let Some(target) = last.filter(|t| t.settings.stdio.is_some()) {
+        let g = target.generation;
+        let tail: Vec<Check> = tail.into_iter().filter(|c| c.generation == g).collect();
+        results.extend(runner::run_checks_until(target, &tail, deadline).await);
     }
     let mut auth = match (found.auth.anonymous_refused, found.auth.checks_tokens) {
         (true, _) => "refuses anonymous requests",

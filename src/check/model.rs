@@ -26,6 +26,9 @@ pub enum Verdict {
     },
     /// The check could not apply; says why.
     Skip(String),
+    /// The rule does not exist on this transport (an HTTP header rule on a
+    /// stdio server); says why.
+    NotApplicable(String),
 }
 
 impl Verdict {
@@ -88,12 +91,17 @@ pub enum Status {
     Info,
     /// Not applicable; the reason says why.
     Skip(String),
+    /// The rule does not exist on the target's transport (HTTP headers on
+    /// a stdio server); the reason says why.
+    #[serde(rename = "n/a")]
+    NotApplicable(String),
     /// The check did not finish within its timeout (a hung server).
     Timeout,
 }
 
 impl Status {
-    /// Lowercase name: `pass`, `fail`, `warn`, `info`, `skip`, `timeout`.
+    /// Lowercase name: `pass`, `fail`, `warn`, `info`, `skip`, `n/a`,
+    /// `timeout`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -101,6 +109,7 @@ impl Status {
             Status::Warn => "warn",
             Status::Info => "info",
             Status::Skip(_) => "skip",
+            Status::NotApplicable(_) => "n/a",
             Status::Timeout => "timeout",
         }
     }
@@ -190,6 +199,8 @@ pub struct Tally {
     pub info: usize,
     /// Skipped.
     pub skip: usize,
+    /// Not applicable on the target's transport.
+    pub not_applicable: usize,
     /// Timed out.
     pub timeout: usize,
 }
@@ -205,6 +216,7 @@ impl Tally {
                 Status::Warn => t.warn += 1,
                 Status::Info => t.info += 1,
                 Status::Skip(_) => t.skip += 1,
+                Status::NotApplicable(_) => t.not_applicable += 1,
                 Status::Timeout => t.timeout += 1,
             }
         }

@@ -43,6 +43,9 @@ pub struct Settings {
     pub other_instance: Option<String>,
     /// Show a progress line on stderr while checks run.
     pub progress: bool,
+    /// The server speaks stdio (behind the loopback bridge): HTTP rules do
+    /// not apply, and its log feeds the stdio checks.
+    pub stdio: Option<crate::stdio::Info>,
 }
 
 impl Settings {
@@ -58,6 +61,7 @@ impl Settings {
             concurrency: 4,
             other_instance: None,
             progress: false,
+            stdio: None,
         }
     }
 
@@ -350,6 +354,13 @@ impl Probe {
     /// The settings.
     pub fn settings(&self) -> &Settings {
         &self.target.settings
+    }
+
+    /// Whether the HTTP status of a reply is the server's: not over stdio,
+    /// where the bridge answers every reply `200` and only the JSON-RPC
+    /// message is the server's.
+    pub fn status_is_servers(&self) -> bool {
+        self.target.settings.stdio.is_none()
     }
 
     /// Adds an exchange to the evidence.

@@ -57,6 +57,7 @@ pub fn render(report: &Report, format: Format, verbose: bool) -> String {
 fn result_cell(r: &CheckResult) -> String {
     match &r.status {
         Status::Skip(why) => format!("SKIP ({why})"),
+        Status::NotApplicable(why) => format!("N/A ({why})"),
         s => s.as_str().to_ascii_uppercase(),
     }
 }
@@ -87,13 +88,18 @@ fn generations(report: &Report) -> String {
 fn summary_line(report: &Report) -> String {
     let t = report.tally;
     format!(
-        "{} checks: {} pass, {} fail, {} warn, {} info, {} skip, {} timeout",
+        "{} checks: {} pass, {} fail, {} warn, {} info, {} skip, {}{} timeout",
         report.results.len(),
         t.pass,
         t.fail,
         t.warn,
         t.info,
         t.skip,
+        if t.not_applicable > 0 {
+            format!("{} n/a, ", t.not_applicable)
+        } else {
+            String::new()
+        },
         t.timeout
     )
 }
@@ -139,6 +145,7 @@ pub fn text(report: &Report, verbose: bool) -> String {
     for r in &report.results {
         let res = match &r.status {
             Status::Skip(_) => "SKIP".to_owned(),
+            Status::NotApplicable(_) => "N/A".to_owned(),
             s => s.as_str().to_ascii_uppercase(),
         };
         let _ = writeln!(
@@ -207,7 +214,7 @@ pub fn junit(report: &Report) -> String {
         "<testsuites><testsuite name=\"elicitkit check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\"><properties><property name=\"target\" value=\"{}\"/></properties>",
         report.results.len(),
         t.fail + t.timeout,
-        t.skip,
+        t.skip + t.not_applicable,
         secs,
         escape_xml(&report.target)
     );
@@ -236,6 +243,13 @@ pub fn junit(report: &Report) -> String {
             }
             Status::Skip(why) => {
                 let _ = write!(out, "<skipped message=\"{}\"/>", escape_xml(why));
+            }
+            Status::NotApplicable(why) => {
+                let _ = write!(
+                    out,
+                    "<skipped message=\"not applicable: {}\"/>",
+                    escape_xml(why)
+                );
             }
             Status::Warn | Status::Info => {
                 let _ = write!(

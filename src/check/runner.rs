@@ -166,6 +166,15 @@ pub async fn run_one(
             Vec::new(),
         );
     };
+    if let Some(why) = super::transport::not_applicable(&check, &target) {
+        return row(
+            check,
+            Status::NotApplicable(why.clone()),
+            why,
+            Duration::ZERO,
+            Vec::new(),
+        );
+    }
     let extra = if EXPIRY_CHECKS.contains(&check.id) {
         target.settings.wait_expiry.unwrap_or_default()
     } else {
@@ -190,6 +199,7 @@ pub async fn run_one(
         ),
         Ok(Verdict::Pass(d)) => (Status::Pass, d),
         Ok(Verdict::Skip(r)) => (Status::Skip(r.clone()), r),
+        Ok(Verdict::NotApplicable(r)) => (Status::NotApplicable(r.clone()), r),
         Ok(Verdict::Violation {
             severity,
             detail,
@@ -247,6 +257,7 @@ fn server_errors_fail(
         Status::Warn => "warned",
         Status::Info => "noted",
         Status::Skip(_) => "skipped",
+        Status::NotApplicable(_) => "did not apply",
         Status::Timeout => "timed out",
     };
     (

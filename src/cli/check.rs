@@ -23,6 +23,9 @@ const CHECK_HELP: &str = "Examples:
                                                       # two instances of one deployment
   elicitkit check --target URL --fail-on warn         # a CI gate that SHOULD rules also hold
   elicitkit check --list                              # every check, its level and spec page
+  elicitkit check --target stdio -- python server.py  # a server that speaks stdio
+  elicitkit check --target stdio --identity-env USER_TOKEN --principal alice \
+      --other-principal bob -- node server.mjs        # principals through the environment
 
 Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check
 failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only
@@ -33,9 +36,14 @@ MCP server.";
 #[derive(Debug, Parser)]
 #[command(after_help = CHECK_HELP)]
 pub struct Args {
-    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp.
+    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp, or `stdio` and the
+    /// server's command after `--` (checks of HTTP behaviour are then
+    /// reported N/A, and the stdio transport's rules are checked).
     #[arg(long, required_unless_present = "list")]
     pub target: Option<String>,
+    /// A server that speaks stdio.
+    #[command(flatten)]
+    pub stdio: super::target::StdioArgs,
     /// A second instance of the same deployment (an MCP endpoint URL): the
     /// mrtr-cross-instance check seals a state on --target, completes it
     /// here, and replays it on both (shared keys, shared single use).
@@ -187,12 +195,34 @@ pub fn run(args: Args) -> ExitCode {
     if let Err(e) = known_prefixes(&args.only) {
         return usage_error(e);
     }
-    let settings = settings(&args, &target);
+    let stdio = match args.stdio.spec(&target) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    let mut settings = settings(&args, &target);
+    let shown = stdio
+        .as_ref()
+        .map_or_else(|| target.clone(), |s| format!("stdio: {}", s.command.display()));
     eprintln!(
-        "elicitkit check: calls every tool of {target} for real (accepting, declining, \
+        "elicitkit check: calls every tool of {shown} for real (accepting, declining, \
          replaying); run it against a test instance, not production."
     );
-    let report = match runtime.block_on(crate::check::run(settings, generation, &args.only)) {
+    let outcome = runtime.block_on(async {
+        let resolved = super::target::resolve(&target, stdio).await?;
+        settings.target.mcp_url.clone_from(&resolved.url);
+        settings.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
+        let report = crate::check::run(settings, generation, &args.only)
+            .await
+            .map_err(|e| e.to_string());
+        if let Some(b) = resolved.bridge {
+            b.stop().await;
+        }
+        report.map(|mut r| {
+            r.target.clone_from(&shown);
+            r
+        })
+    });
+    let report = match outcome {
         Ok(r) => r,
         Err(e) => {
             // A JSON consumer still gets a document saying why there is no report.

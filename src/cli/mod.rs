@@ -34,4 +34,5 @@ pub mod load;
 pub mod report;
 pub mod serve;
 pub mod state;
+pub mod target;
 pub mod validate;

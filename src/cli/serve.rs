@@ -25,9 +25,29 @@ pub const KEY_ENV: &str = "ELICITKIT_STATE_KEY";
 pub struct Args {
     /// Address to listen on: IP:PORT or HOST:PORT (e.g. localhost:8080;
     /// a name is resolved once, IPv4 first). Non-loopback addresses need
-    /// --allow-remote.
-    #[arg(long, default_value = "127.0.0.1:8080", value_parser = parse_listen)]
+    /// --allow-remote. With --stdio it serves only URL-flow pages, on any
+    /// free port unless given.
+    #[arg(
+        long,
+        default_value = "127.0.0.1:8080",
+        default_value_if("stdio", clap::builder::ArgPredicate::IsPresent, "127.0.0.1:0"),
+        value_parser = parse_listen
+    )]
     pub listen: SocketAddr,
+    /// Serve MCP on stdin/stdout (one client, as desktop clients launch
+    /// servers) instead of HTTP; logs stay on stderr. Flaws apply alike.
+    /// Example: elicitkit check --target stdio -- elicitkit serve --stdio
+    #[arg(long)]
+    pub stdio: bool,
+    /// With --stdio: the principal the stdio client acts as (the bearer
+    /// token an HTTP client would send).
+    #[arg(
+        long,
+        env = "ELICITKIT_PRINCIPAL",
+        default_value = "alice",
+        value_name = "TOKEN"
+    )]
+    pub stdio_principal: String,
     /// Allow listening on a non-loopback address. With demo auth (no
     /// --auth-tokens) the server then warns: ANY bearer token is accepted
     /// as the user it names, so anyone who reaches the port can act as
@@ -332,11 +352,32 @@ pub fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return super::usage_error(format!("cannot start the async runtime: {e}")),
     };
+    let (stdio, principal) = (args.stdio, args.stdio_principal.clone());
+    let noise = cfg.flaws.has(Flaw::StdioNoise);
     runtime.block_on(async move {
         let server = match crate::server::start(cfg).await {
             Ok(s) => s,
             Err(e) => return super::usage_error(format!("{e:#}")),
         };
+        if stdio {
+            // stdout carries MCP messages only.
+            eprintln!(
+                "serving MCP on stdin/stdout as {principal:?}; flow pages on {}",
+                server.base_url()
+            );
+            let host = server.addr().to_string();
+            crate::server::stdio::serve(
+                server.router(),
+                host,
+                principal,
+                noise,
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+            )
+            .await;
+            server.shutdown().await;
+            return super::exit::ok();
+        }
         {
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();

@@ -89,11 +89,17 @@ pub enum Flaw {
     /// descriptor for good (at most 256 MiB and 256 descriptors, so the
     /// machine survives it).
     Leak,
+    /// With `--stdio`: a log line goes to stdout (not stderr) before each
+    /// `tools/call` reply, as a stray `print()` does.
+    StdioNoise,
+    /// A `decline` answer makes the whole process exit (status 3), as an
+    /// unhandled exception ends a stdio server.
+    ExitOnDecline,
 }
 
 impl Flaw {
     /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 29] = [
+    pub const ALL: [Flaw; 31] = [
         Flaw::AcceptTamperedState,
         Flaw::IgnorePrincipal,
         Flaw::IgnoreRequestBinding,
@@ -123,6 +129,8 @@ impl Flaw {
         Flaw::CrossTalk,
         Flaw::CompleteWithoutState,
         Flaw::Leak,
+        Flaw::StdioNoise,
+        Flaw::ExitOnDecline,
     ];
 
     /// The command-line name.
@@ -157,6 +165,8 @@ impl Flaw {
             Flaw::CrossTalk => "cross-talk",
             Flaw::CompleteWithoutState => "complete-without-state",
             Flaw::Leak => "leak",
+            Flaw::StdioNoise => "stdio-noise",
+            Flaw::ExitOnDecline => "exit-on-decline",
         }
     }
 
@@ -192,6 +202,8 @@ impl Flaw {
             Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
             Flaw::CompleteWithoutState => "none (a state not load-bearing)",
             Flaw::Leak => "resources (no spec rule)",
+            Flaw::StdioNoise => "stdio transport (stdout)",
+            Flaw::ExitOnDecline => "§4.10, stdio transport",
         }
     }
 
@@ -265,6 +277,10 @@ impl Flaw {
             Flaw::Leak => {
                 "each completed tools/call keeps 128 KiB and a descriptor (bounded: 256 MiB, 256 fds)"
             }
+            Flaw::StdioNoise => {
+                "with --stdio, a log line is written to stdout before each tools/call reply"
+            }
+            Flaw::ExitOnDecline => "a decline answer makes the process exit with status 3",
         }
     }
 

@@ -715,6 +715,10 @@ impl Call<'_> {
             }
             Verdict::Answered(v) => {
                 let action = v.get("action").and_then(Value::as_str).unwrap_or("");
+                if action == ElicitAction::Decline.as_str() && app.flaw(Flaw::ExitOnDecline) {
+                    tracing::error!("exit-on-decline flaw: exiting");
+                    std::process::exit(3);
+                }
                 if action == ElicitAction::Decline.as_str() && app.flaw(Flaw::CrashOnDecline) {
                     tracing::warn!("crash-on-decline flaw: dropping the stream");
                     return Waited::Crash;

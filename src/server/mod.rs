@@ -50,6 +50,7 @@ mod remote;
 mod reply;
 mod sessions;
 pub mod stats;
+pub mod stdio;
 pub mod timing;
 mod tools;
 
@@ -71,6 +72,7 @@ use crate::state::{KeyRing, Sealer, SealerConfig};
 /// A server started by [`start`].
 pub struct RunningServer {
     addr: SocketAddr,
+    router: axum::Router,
     closing: watch::Sender<bool>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -79,6 +81,12 @@ impl RunningServer {
     /// The bound address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The router the listener serves (clones share the server's state):
+    /// `serve --stdio` hands it the messages read from stdin.
+    pub fn router(&self) -> axum::Router {
+        self.router.clone()
     }
 
     /// `http://IP:PORT`.
@@ -282,9 +290,16 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     };
     let stats = app.stats.clone();
     let router = http::router(app);
-    let task = tokio::spawn(accept::serve(listener, router, limits, stats, closing_rx));
+    let task = tokio::spawn(accept::serve(
+        listener,
+        router.clone(),
+        limits,
+        stats,
+        closing_rx,
+    ));
     Ok(RunningServer {
         addr,
+        router,
         closing: closing_tx,
         task,
     })

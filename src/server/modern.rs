@@ -437,6 +437,12 @@ async fn tools_call(
                 Verdict::Answered(v) => {
                     let action = v.get("action").and_then(Value::as_str);
                     if action == Some(ElicitAction::Decline.as_str())
+                        && app.flaw(Flaw::ExitOnDecline)
+                    {
+                        tracing::error!("exit-on-decline flaw: exiting");
+                        std::process::exit(3);
+                    }
+                    if action == Some(ElicitAction::Decline.as_str())
                         && app.flaw(Flaw::CrashOnDecline)
                     {
                         return Err(RpcError::new(

@@ -1,0 +1,163 @@
+//! The target flags `check`, `fuzz`, `plan` and `load` share for a server
+//! that speaks stdio: `--target stdio`, then the command after `--`, with
+//! `--env`, `--cwd` and `--identity-env`.
+
+use crate::stdio::{Bridge, Command, Spec};
+use std::path::PathBuf;
+
+/// The `--target` value that names a stdio server.
+pub const STDIO: &str = "stdio";
+
+/// A stdio server's command and how it is started.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct StdioArgs {
+    /// With --target stdio: an environment variable for the server
+    /// (repeatable), e.g. --env API_MODE=test.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// With --target stdio: the server's working directory.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// With --target stdio: the environment variable the server reads its
+    /// user from. Each principal (--principal, --other-principal) then gets
+    /// processes of its own with the variable set to its token, and the
+    /// cross-principal checks run; without it they do not apply.
+    #[arg(long, value_name = "NAME")]
+    pub identity_env: Option<String>,
+    /// With --target stdio: the server's command and its arguments, after
+    /// `--`, e.g. -- python server.py.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+fn parse_env(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((k, val)) if !k.is_empty() && !k.contains('\0') && !val.contains('\0') => {
+            Ok((k.to_owned(), val.to_owned()))
+        }
+        _ => Err(format!("{v:?} is not KEY=VALUE")),
+    }
+}
+
+impl StdioArgs {
+    /// The stdio server `target` names: `Ok(None)` for a URL target (and
+    /// then no stdio flag may be given), `Err` on a mismatch.
+    pub fn spec(&self, target: &str) -> Result<Option<Spec>, String> {
+        if target != STDIO {
+            if !self.command.is_empty() {
+                return Err(format!(
+                    "a command after `--` needs --target stdio (got --target {target})"
+                ));
+            }
+            if !self.env.is_empty() || self.cwd.is_some() || self.identity_env.is_some() {
+                return Err("--env, --cwd and --identity-env need --target stdio".into());
+            }
+            return Ok(None);
+        }
+        if self.command.is_empty() {
+            return Err(
+                "--target stdio needs the server's command after `--`, e.g. \
+                 --target stdio -- python server.py"
+                    .into(),
+            );
+        }
+        if let Some(dir) = &self.cwd
+            && !dir.is_dir()
+        {
+            return Err(format!("--cwd {}: not a directory", dir.display()));
+        }
+        if let Some(var) = &self.identity_env
+            && (var.is_empty() || var.contains('='))
+        {
+            return Err(format!("--identity-env {var:?}: not a variable name"));
+        }
+        Ok(Some(Spec {
+            command: Command {
+                argv: self.command.clone(),
+                env: self.env.clone(),
+                cwd: self.cwd.clone(),
+            },
+            identity_env: self.identity_env.clone(),
+        }))
+    }
+}
+
+/// Where a command sends its requests: the URL given, or the loopback
+/// endpoint of a started stdio server (held until the run ends).
+#[derive(Debug)]
+pub struct Resolved {
+    /// The MCP endpoint URL the drivers use.
+    pub url: String,
+    /// The stdio server behind `url`, if any.
+    pub bridge: Option<Bridge>,
+}
+
+/// Starts the stdio server `spec` names (or passes the URL through).
+/// Needs a Tokio runtime.
+pub async fn resolve(target: &str, spec: Option<Spec>) -> Result<Resolved, String> {
+    match spec {
+        None => Ok(Resolved {
+            url: target.to_owned(),
+            bridge: None,
+        }),
+        Some(spec) => {
+            let bridge = Bridge::start(spec).await?;
+            Ok(Resolved {
+                url: bridge.mcp_url().to_owned(),
+                bridge: Some(bridge),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[arg(long)]
+        target: String,
+        #[command(flatten)]
+        s: StdioArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<Option<Spec>, String> {
+        let t = T::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        t.s.spec(&t.target)
+    }
+
+    #[test]
+    fn stdio_takes_the_command_after_the_dashes() {
+        let s = parse(&[
+            "--target",
+            "stdio",
+            "--env",
+            "A=b=c",
+            "--identity-env",
+            "USER_TOKEN",
+            "--",
+            "python",
+            "server.py",
+            "--port",
+            "0",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(s.command.argv, ["python", "server.py", "--port", "0"]);
+        assert_eq!(s.command.env, [("A".to_owned(), "b=c".to_owned())]);
+        assert_eq!(s.identity_env.as_deref(), Some("USER_TOKEN"));
+    }
+
+    #[test]
+    fn mismatched_flags_are_usage_errors() {
+        assert!(parse(&["--target", "stdio"]).unwrap_err().contains("after `--`"));
+        let e = parse(&["--target", "http://127.0.0.1:1/mcp", "--", "x"]).unwrap_err();
+        assert!(e.contains("needs --target stdio"), "{e}");
+        assert!(parse(&["--target", "http://127.0.0.1:1/mcp", "--env", "A=1"]).is_err());
+        assert!(parse(&["--target", "stdio", "--env", "nokey", "--", "x"]).is_err());
+        assert_eq!(parse(&["--target", "http://127.0.0.1:1/mcp"]).unwrap(), None);
+    }
+}

@@ -1,0 +1,217 @@
+//! `elicitkit serve --stdio`: the reference server's MCP endpoint on stdin
+//! and stdout. Each line read is handed to the same router the HTTP
+//! listener serves (in process, no socket), with the headers an HTTP client
+//! would have sent derived from the message (`Mcp-Method`, `Mcp-Name`, the
+//! protocol version from `_meta` or `initialize`, the session of this
+//! stdio connection), so every `--flaw` behaves as it does over HTTP. What
+//! comes back is written as lines: a JSON reply as is, each event of an SSE
+//! stream as it arrives (an `elicitation/create` while a 2025-11-25 call
+//! waits for its answer on stdin), nothing for `202`, and a JSON-RPC error
+//! for an HTTP refusal that carries none. The HTTP listener stays up for
+//! URL-mode flow pages.
+
+use crate::protocol::headers::{METHOD, NAME, PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::mrtr::META_PROTOCOL_VERSION;
+use crate::protocol::sse::SseParser;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderValue, Request, header};
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::sync::mpsc;
+use tower_service::Service as _;
+
+/// How long in-flight requests may finish after stdin closes.
+pub const DRAIN: Duration = Duration::from_secs(5);
+
+/// What one stdio connection remembers between messages.
+#[derive(Debug, Default)]
+struct Conn {
+    /// The session `initialize` opened (2025-11-25).
+    session: Option<String>,
+    /// The version `initialize` agreed on.
+    version: Option<String>,
+}
+
+/// Serves MCP on `input`/`output` through `router` (which believes it is
+/// `host`), as `principal`, until `input` ends and in-flight requests are
+/// answered (at most [`DRAIN`]).
+pub async fn serve(
+    router: Router,
+    host: String,
+    principal: String,
+    noise: bool,
+    input: impl AsyncRead + Unpin,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        let mut out = output;
+        while let Some(mut line) = rx.recv().await {
+            line.push(b'\n');
+            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let conn = Arc::new(Mutex::new(Conn::default()));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut lines = BufReader::new(input).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if noise && line.contains("\"tools/call\"") {
+            // The `stdio-noise` flaw: what a stray print() does.
+            let _ = tx.send(b"handling tools/call".to_vec());
+        }
+        let (router, host, principal, conn, tx) = (
+            router.clone(),
+            host.clone(),
+            principal.clone(),
+            conn.clone(),
+            tx.clone(),
+        );
+        tasks.spawn(async move { one(router, &host, &principal, &conn, line, &tx).await });
+        while tasks.try_join_next().is_some() {}
+    }
+    let _ = tokio::time::timeout(DRAIN, async { while tasks.join_next().await.is_some() {} }).await;
+    tasks.abort_all();
+    drop(tx);
+    let _ = writer.await;
+}
+
+/// A header value, if `s` can be one as is (visible ASCII and spaces).
+fn header_safe(s: &str) -> Option<HeaderValue> {
+    (!s.is_empty() && s.bytes().all(|b| (0x20..0x7f).contains(&b)))
+        .then(|| HeaderValue::from_str(s).ok())
+        .flatten()
+}
+
+/// The request an HTTP client would have sent for `line`.
+fn request(line: &str, msg: Option<&Value>, host: &str, principal: &str, conn: &Conn) -> Request<Body> {
+    let mut b = Request::post("/mcp")
+        .header(header::HOST, host)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::AUTHORIZATION, format!("Bearer {principal}"));
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).and_then(header_safe);
+    if let Some(m) = msg {
+        if let Some(method) = text(m.get("method")) {
+            b = b.header(METHOD, method);
+        }
+        let params = m.get("params");
+        if let Some(name) = text(params.and_then(|p| p.get("name").or_else(|| p.get("uri")))) {
+            b = b.header(NAME, name);
+        }
+        let meta_version = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|meta| meta.get(META_PROTOCOL_VERSION));
+        if let Some(v) = text(meta_version).or_else(|| conn.version.as_deref().and_then(header_safe)) {
+            b = b.header(PROTOCOL_VERSION, v);
+        }
+    }
+    if let Some(sid) = conn.session.as_deref().and_then(header_safe) {
+        b = b.header(SESSION_ID, sid);
+    }
+    b.body(Body::from(line.to_owned()))
+        .unwrap_or_else(|_| Request::new(Body::empty()))
+}
+
+/// Sends one message through the router and writes what comes back.
+async fn one(
+    mut router: Router,
+    host: &str,
+    principal: &str,
+    conn: &Mutex<Conn>,
+    line: String,
+    out: &mpsc::UnboundedSender<Vec<u8>>,
+) {
+    let msg = serde_json::from_str::<Value>(&line).ok();
+    let req = {
+        let c = conn.lock().unwrap_or_else(|p| p.into_inner());
+        request(&line, msg.as_ref(), host, principal, &c)
+    };
+    let Ok(resp) = router.call(req).await;
+    let status = resp.status();
+    let is_sse = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("text/event-stream"));
+    if msg.as_ref().and_then(|m| m.get("method")).and_then(Value::as_str) == Some("initialize") {
+        let sid = resp
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut c = conn.lock().unwrap_or_else(|p| p.into_inner());
+        if sid.is_some() {
+            c.session = sid;
+        }
+    }
+    let mut body = resp.into_body();
+    if is_sse {
+        let mut parser = SseParser::new();
+        let mut events = Vec::new();
+        while let Some(Ok(frame)) = body.frame().await {
+            let Ok(data) = frame.into_data() else { continue };
+            if parser.push(&data, &mut events).is_err() {
+                break;
+            }
+            for e in events.drain(..) {
+                if !e.data.trim().is_empty() {
+                    emit(e.data.as_bytes(), conn, out);
+                }
+            }
+        }
+        return;
+    }
+    let Ok(bytes) = body.collect().await.map(|c| c.to_bytes()) else {
+        return;
+    };
+    if status.as_u16() == 202 || (bytes.is_empty() && status.is_success()) {
+        return;
+    }
+    if serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("jsonrpc").is_some()) {
+        emit(&bytes, conn, out);
+        return;
+    }
+    // An HTTP refusal with no JSON-RPC error in it: say it as one.
+    let Some(id) = msg.as_ref().and_then(|m| m.get("id")).cloned() else {
+        return;
+    };
+    let code = if status.is_client_error() { -32600 } else { -32603 };
+    let text: String = String::from_utf8_lossy(&bytes).trim().chars().take(200).collect();
+    let err = json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": code,
+        "message": format!("HTTP {status}: {text}"),
+    }});
+    emit(err.to_string().as_bytes(), conn, out);
+}
+
+/// Writes one message as one line, and notes the version an `initialize`
+/// result agreed on.
+fn emit(bytes: &[u8], conn: &Mutex<Conn>, out: &mpsc::UnboundedSender<Vec<u8>>) {
+    let parsed = serde_json::from_slice::<Value>(bytes).ok();
+    if let Some(v) = parsed
+        .as_ref()
+        .and_then(|m| m.pointer("/result/protocolVersion"))
+        .and_then(Value::as_str)
+        && parsed.as_ref().and_then(|m| m.pointer("/result/serverInfo")).is_some()
+    {
+        conn.lock().unwrap_or_else(|p| p.into_inner()).version = Some(v.to_owned());
+    }
+    let line = if bytes.contains(&b'\n') {
+        parsed.map_or_else(
+            || bytes.iter().map(|&b| if b == b'\n' { b' ' } else { b }).collect(),
+            |v| v.to_string().into_bytes(),
+        )
+    } else {
+        bytes.to_vec()
+    };
+    let _ = out.send(line);
+}

@@ -1,0 +1,541 @@
+//! A stdio server as an MCP endpoint on loopback, so every driver (discover,
+//! check, fuzz, the flow clients) reaches it the way it reaches an HTTP
+//! server, and nothing above the transport is written twice.
+//!
+//! Each POSTed message becomes one line on the child's stdin. A request's
+//! reply comes back as `application/json` when the server answers straight
+//! away, or as an SSE stream when it first sends messages of its own (an
+//! `elicitation/create` while a 2025-11-25 `tools/call` is pending), which
+//! the client answers by POSTing the response (written to stdin, `202`). A
+//! request abandoned by its HTTP client is cancelled the stdio way, with
+//! `notifications/cancelled`.
+//!
+//! Processes: a 2025-11-25 `initialize` starts a process of its own, which
+//! is that session (`MCP-Session-Id` names it; `DELETE` stops it); other
+//! requests share one process per principal. Discovery's `server/discover`
+//! is its first message, so the connection is a 2026-07-28 one from the
+//! start, as a client would open it (SDKs pick a connection's generation
+//! from its first messages). The principal reaches the
+//! server only through the environment variable the user names
+//! (`--identity-env`): then each bearer token gets its own processes with
+//! that variable set to it; without it tokens are ignored. A process that
+//! exits is started again for the next request, and its exit is logged
+//! ([`Log`]) with its stderr tail.
+//!
+//! What the bridge answers on HTTP (status codes, headers, `GET`) is ours,
+//! not the server's: checks of HTTP behaviour do not apply to a stdio target.
+
+use super::child::Command;
+use super::log::Log;
+use super::pipe::{Pipe, Routed, Waiter};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::protocol::headers::{INSTANCE, SESSION_ID};
+
+/// Session processes kept at once; the oldest is stopped beyond this.
+pub const MAX_SESSIONS: usize = 16;
+/// How long a message that is not a request (unparsable, a batch) waits
+/// for an error reply with a null id before it is answered `202`.
+pub const NULL_ID_WAIT: Duration = Duration::from_secs(2);
+/// How long a process gets to exit after its stdin closes.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+/// How long [`Bridge::start`] watches the first process for an exit.
+const STARTUP_WATCH: Duration = Duration::from_millis(300);
+
+/// How to start and reach a stdio server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Spec {
+    /// The command.
+    pub command: Command,
+    /// The environment variable the server reads its principal from, if it
+    /// has principals at all.
+    pub identity_env: Option<String>,
+}
+
+impl Spec {
+    /// The command for `principal`'s processes.
+    fn command_for(&self, principal: &str) -> Command {
+        let mut c = self.command.clone();
+        if let Some(var) = &self.identity_env {
+            c.env.retain(|(k, _)| k != var);
+            c.env.push((var.clone(), principal.to_owned()));
+        }
+        c
+    }
+}
+
+struct Pool {
+    spec: Spec,
+    log: Arc<Log>,
+    shared: Mutex<HashMap<String, Arc<Pipe>>>,
+    sessions: Mutex<(HashMap<String, Arc<Pipe>>, VecDeque<String>)>,
+    next_session: AtomicU64,
+    /// Ids the bridge puts on the wire: HTTP clients number their requests
+    /// independently, one stdio client must not reuse an id in flight.
+    next_wire_id: AtomicU64,
+}
+
+impl Pool {
+    /// The principal a request runs as (the bearer token, when the server
+    /// takes identity from the environment; else one for all).
+    fn principal(&self, headers: &HeaderMap) -> String {
+        if self.spec.identity_env.is_none() {
+            return String::new();
+        }
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn start(&self, principal: &str) -> Result<Arc<Pipe>, String> {
+        Pipe::start(&self.spec.command_for(principal), self.log.clone()).map(Arc::new)
+    }
+
+    /// The shared process of `principal`, started (again) if need be.
+    fn shared(&self, principal: &str) -> Result<Arc<Pipe>, String> {
+        let mut m = self.shared.lock().map_err(|_| "bridge lock poisoned")?;
+        if let Some(p) = m.get(principal)
+            && !p.has_exited()
+        {
+            return Ok(p.clone());
+        }
+        let p = self.start(principal)?;
+        m.insert(principal.to_owned(), p.clone());
+        Ok(p)
+    }
+
+    /// A new session process; the oldest is stopped past [`MAX_SESSIONS`].
+    fn new_session(&self, principal: &str) -> Result<(String, Arc<Pipe>), String> {
+        let p = self.start(principal)?;
+        let sid = format!(
+            "stdio-{}-{}",
+            p.pid(),
+            self.next_session.fetch_add(1, Ordering::Relaxed)
+        );
+        let evicted = {
+            let mut s = self.sessions.lock().map_err(|_| "bridge lock poisoned")?;
+            s.0.insert(sid.clone(), p.clone());
+            s.1.push_back(sid.clone());
+            let mut out = Vec::new();
+            while s.1.len() > MAX_SESSIONS {
+                if let Some(old) = s.1.pop_front()
+                    && let Some(pipe) = s.0.remove(&old)
+                {
+                    out.push(pipe);
+                }
+            }
+            out
+        };
+        for pipe in evicted {
+            stop_soon(pipe);
+        }
+        Ok((sid, p))
+    }
+
+    fn session(&self, sid: &str) -> Option<Arc<Pipe>> {
+        self.sessions.lock().ok()?.0.get(sid).cloned()
+    }
+
+    fn end_session(&self, sid: &str) -> Option<Arc<Pipe>> {
+        let mut s = self.sessions.lock().ok()?;
+        s.1.retain(|x| x != sid);
+        s.0.remove(sid)
+    }
+
+    fn all(&self) -> Vec<Arc<Pipe>> {
+        let mut v: Vec<Arc<Pipe>> = self
+            .shared
+            .lock()
+            .map(|mut m| m.drain().map(|(_, p)| p).collect())
+            .unwrap_or_default();
+        if let Ok(mut s) = self.sessions.lock() {
+            v.extend(s.0.drain().map(|(_, p)| p));
+            s.1.clear();
+        }
+        v
+    }
+}
+
+/// Stops `pipe` in the background once no request holds it.
+fn stop_soon(pipe: Arc<Pipe>) {
+    tokio::spawn(async move {
+        match Arc::try_unwrap(pipe) {
+            Ok(p) => p.stop(STOP_GRACE).await,
+            // Still in use: dropping our handle kills it when the last goes.
+            Err(shared) => drop(shared),
+        }
+    });
+}
+
+/// A stdio server behind a loopback MCP endpoint.
+pub struct Bridge {
+    url: String,
+    pool: Arc<Pool>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge").field("url", &self.url).finish()
+    }
+}
+
+impl Bridge {
+    /// Starts the first process (an error if it cannot start or exits at
+    /// once, with its stderr tail) and the endpoint on 127.0.0.1.
+    pub async fn start(spec: Spec) -> Result<Bridge, String> {
+        super::child::install_cleanup();
+        let pool = Arc::new(Pool {
+            spec,
+            log: Arc::new(Log::default()),
+            shared: Mutex::new(HashMap::new()),
+            sessions: Mutex::new((HashMap::new(), VecDeque::new())),
+            next_session: AtomicU64::new(1),
+            next_wire_id: AtomicU64::new(1),
+        });
+        if pool.spec.identity_env.is_none() {
+            let first = pool.shared("")?;
+            if tokio::time::timeout(STARTUP_WATCH, first.wait_exit())
+                .await
+                .is_ok()
+            {
+                let e = pool.log.exits().pop().unwrap_or_default();
+                return Err(format!(
+                    "`{}` exited at once ({}){}",
+                    pool.spec.command.display(),
+                    e.status,
+                    stderr_note(&e.stderr_tail)
+                ));
+            }
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| format!("cannot bind the stdio bridge on 127.0.0.1: {e}"))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("cannot read the bridge's address: {e}"))?;
+        let router = Router::new()
+            .route(
+                "/mcp",
+                post(post_mcp)
+                    .get(not_on_stdio)
+                    .delete(delete_session),
+            )
+            .with_state(pool.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(Bridge {
+            url: format!("http://{addr}/mcp"),
+            pool,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// The endpoint every driver is pointed at.
+    pub fn mcp_url(&self) -> &str {
+        &self.url
+    }
+
+    /// What the children did outside their replies.
+    pub fn log(&self) -> Arc<Log> {
+        self.pool.log.clone()
+    }
+
+    /// The command and how identity reaches it, for reports.
+    pub fn spec(&self) -> &Spec {
+        &self.pool.spec
+    }
+
+    /// Stops the endpoint and every process (stdin closed, then killed
+    /// after [`STOP_GRACE`]).
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), t).await;
+        }
+        let stops = self.pool.all().into_iter().map(|p| async move {
+            if let Ok(p) = Arc::try_unwrap(p) {
+                p.stop(STOP_GRACE).await;
+            }
+        });
+        futures::future::join_all(stops).await;
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        // Dropping the pipes kills their process groups.
+        drop(self.pool.all());
+    }
+}
+
+fn stderr_note(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        let last: Vec<&str> = tail.lines().rev().take(6).collect();
+        let last: Vec<&str> = last.into_iter().rev().collect();
+        format!("; its stderr ends:\n{}", last.join("\n"))
+    }
+}
+
+async fn not_on_stdio() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(header::ALLOW, "POST, DELETE")],
+        "a stdio server has no standalone stream\n",
+    )
+        .into_response()
+}
+
+async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Response {
+    let sid = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
+    match sid.and_then(|s| pool.end_session(s)) {
+        Some(p) => {
+            stop_soon(p);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// What a POSTed body is to the pipe.
+enum Kind {
+    /// A request: wait for the response with this id.
+    Request(Value),
+    /// A notification or a response to the server: no reply.
+    OneWay,
+    /// Not a single JSON-RPC message: a reply, if any, has a null id.
+    Other,
+}
+
+fn kind(msg: Option<&Value>) -> Kind {
+    match msg {
+        Some(m) if m.is_object() => match (m.get("method"), m.get("id")) {
+            (Some(_), Some(id)) => Kind::Request(id.clone()),
+            (Some(_), None) => Kind::OneWay,
+            (None, Some(_)) => Kind::OneWay,
+            (None, None) => Kind::Other,
+        },
+        _ => Kind::Other,
+    }
+}
+
+async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes) -> Response {
+    let msg = serde_json::from_slice::<Value>(&body).ok();
+    let principal = pool.principal(&headers);
+    let sid = headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let initialize =
+        msg.as_ref().and_then(|m| m.get("method")).and_then(Value::as_str) == Some("initialize");
+    let (pipe, new_sid) = match (&sid, initialize) {
+        (Some(s), _) => match pool.session(s) {
+            Some(p) => (p, None),
+            None => return (StatusCode::NOT_FOUND, "no such session\n").into_response(),
+        },
+        (None, true) => match pool.new_session(&principal) {
+            Ok((s, p)) => (p, Some(s)),
+            Err(e) => return cannot_start(&e),
+        },
+        (None, false) => match pool.shared(&principal) {
+            Ok(p) => (p, None),
+            Err(e) => return cannot_start(&e),
+        },
+    };
+    let mut resp = match (kind(msg.as_ref()), msg) {
+        (Kind::Request(id), Some(mut m)) if id.is_string() || id.is_i64() || id.is_u64() => {
+            let wire = Value::from(pool.next_wire_id.fetch_add(1, Ordering::Relaxed));
+            m["id"] = wire.clone();
+            let line = serde_json::to_vec(&m).unwrap_or_else(|_| body.to_vec());
+            forward(&pool, pipe.clone(), (id, wire), &line).await
+        }
+        // An id of another type (a fuzz case): sent as is, routed by itself.
+        (Kind::Request(id), _) => forward(&pool, pipe.clone(), (id.clone(), id), &body).await,
+        (Kind::OneWay, _) => {
+            if pipe.send(&body) {
+                StatusCode::ACCEPTED.into_response()
+            } else {
+                exited(&pool, &pipe)
+            }
+        }
+        (Kind::Other, _) => {
+            let mut w = pipe.wait_for(&Value::Null);
+            if !pipe.send(&body) {
+                return exited(&pool, &pipe);
+            }
+            match tokio::time::timeout(NULL_ID_WAIT, w.rx.recv()).await {
+                Ok(Some(r)) => json_reply(r.raw),
+                Ok(None) => exited(&pool, &pipe),
+                Err(_) => StatusCode::ACCEPTED.into_response(),
+            }
+        }
+    };
+    if let Ok(v) = HeaderValue::from_str(&format!("stdio:{}", pipe.pid())) {
+        resp.headers_mut().insert(INSTANCE, v);
+    }
+    if let Some(s) = new_sid
+        && let Ok(v) = HeaderValue::from_str(&s)
+    {
+        resp.headers_mut().insert(SESSION_ID, v);
+    }
+    resp
+}
+
+fn cannot_start(why: &str) -> Response {
+    (StatusCode::BAD_GATEWAY, format!("{why}\n")).into_response()
+}
+
+/// `502`: the child exited before it answered; the body says how, with its
+/// stderr tail.
+fn exited(pool: &Pool, pipe: &Pipe) -> Response {
+    let exit = pool.log.exits().into_iter().rev().find(|e| e.pid == pipe.pid());
+    let text = match exit {
+        Some(e) => format!(
+            "the stdio server exited before answering ({}){}\n",
+            e.status,
+            stderr_note(&e.stderr_tail)
+        ),
+        None => format!(
+            "the stdio server closed its stdout before answering{}\n",
+            stderr_note(&pipe.stderr_tail())
+        ),
+    };
+    (StatusCode::BAD_GATEWAY, text).into_response()
+}
+
+fn json_reply(raw: Bytes) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        raw,
+    )
+        .into_response()
+}
+
+/// A request on the pipe whose response has not come: dropped unanswered
+/// (its HTTP client went away), it is cancelled with
+/// `notifications/cancelled`, as stdio clients cancel.
+struct Pending {
+    pipe: Arc<Pipe>,
+    /// The client's id, put back on the response.
+    id: Value,
+    /// The id on the wire.
+    wire: Value,
+    waiter: Waiter,
+    answered: bool,
+}
+
+impl Pending {
+    /// A message for the HTTP client: a response gets the client's id back.
+    fn for_client(&self, m: Routed) -> Routed {
+        if !m.is_response() || self.id == self.wire {
+            return m;
+        }
+        let mut msg = m.msg;
+        msg["id"] = self.id.clone();
+        let raw = serde_json::to_vec(&msg).map(Bytes::from).unwrap_or(m.raw);
+        Routed { msg, raw }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.answered && !self.pipe.has_exited() {
+            let cancel = json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": self.wire, "reason": "the client went away"},
+            });
+            self.pipe.send(cancel.to_string().as_bytes());
+        }
+    }
+}
+
+/// Sends a request whose client id is `ids.0` as `ids.1` and answers with
+/// what comes back for it.
+async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &[u8]) -> Response {
+    let (id, wire) = ids;
+    let waiter = pipe.wait_for(&wire);
+    if !pipe.send(body) {
+        return exited(pool, &pipe);
+    }
+    let mut pending = Pending {
+        pipe: pipe.clone(),
+        id,
+        wire,
+        waiter,
+        answered: false,
+    };
+    let Some(first) = pending.waiter.rx.recv().await else {
+        pending.answered = true;
+        return exited(pool, &pipe);
+    };
+    if first.is_response() {
+        pending.answered = true;
+        return json_reply(pending.for_client(first).raw);
+    }
+    // The server speaks first: stream everything up to the response.
+    let events = futures::stream::unfold(
+        (Some(first), Some(pending)),
+        |(next, pending)| async move {
+            let mut pending = pending?;
+            let m = match next {
+                Some(m) => m,
+                None => pending.waiter.rx.recv().await?,
+            };
+            let done = m.is_response();
+            pending.answered |= done;
+            let event = sse_event(&pending.for_client(m));
+            Some((
+                Ok::<_, std::convert::Infallible>(event),
+                (None, (!done).then_some(pending)),
+            ))
+        },
+    );
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(events.boxed()),
+    )
+        .into_response()
+}
+
+fn sse_event(m: &Routed) -> Bytes {
+    let mut e = Vec::with_capacity(m.raw.len() + 24);
+    e.extend_from_slice(b"event: message\ndata: ");
+    e.extend_from_slice(&m.raw);
+    e.extend_from_slice(b"\n\n");
+    Bytes::from(e)
+}

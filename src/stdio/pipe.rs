@@ -1,0 +1,349 @@
+//! JSON-RPC over one child's stdin and stdout: newline-delimited messages
+//! out, and every line read back routed: a response to whoever waits for its
+//! id, a message from the server (an `elicitation/create`, a notification)
+//! to the oldest request still waiting, anything that is not a JSON-RPC
+//! message into the [`Log`] as stdout noise. When the child exits, every
+//! waiter is released and the exit is logged with its stderr tail.
+
+use super::child::{self, Command, StderrTail};
+use super::log::{Exit, Log};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::sync::{mpsc, watch};
+
+/// Set (to anything) to print every line written to and read from a
+/// stdio server on stderr, prefixed with its pid: `>` sent, `<` read.
+pub const TRACE_ENV: &str = "ELICITKIT_STDIO_TRACE";
+
+fn tracing_on() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os(TRACE_ENV).is_some())
+}
+
+/// The longest stdout line read as one message.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Routing key of a JSON-RPC id: its JSON text (`1`, `"a"`, `null`).
+pub fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+#[derive(Default)]
+struct Routes {
+    /// Waiters by id key, with the order they registered in.
+    waiting: HashMap<String, mpsc::UnboundedSender<Routed>>,
+    order: VecDeque<String>,
+}
+
+/// One child speaking JSON-RPC on its stdio.
+pub struct Pipe {
+    out: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    routes: Arc<Mutex<Routes>>,
+    exited: watch::Receiver<bool>,
+    /// Set when we stop the child on purpose (its exit is no finding).
+    stopping: Arc<AtomicBool>,
+    pid: u32,
+    stderr: StderrTail,
+}
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipe").field("pid", &self.pid).finish()
+    }
+}
+
+/// A message read from the child: parsed, and the line as written.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    /// The message.
+    pub msg: Value,
+    /// Its line, without the line break.
+    pub raw: bytes::Bytes,
+}
+
+impl Routed {
+    /// Whether this is a response (it has no `method`).
+    pub fn is_response(&self) -> bool {
+        self.msg.get("method").is_none()
+    }
+}
+
+/// A registration for the replies to one request; dropping it stops
+/// routing to it.
+pub struct Waiter {
+    key: String,
+    routes: Arc<Mutex<Routes>>,
+    /// Messages for this request: those the server sent meanwhile, then
+    /// the response. Closed when the child exits.
+    pub rx: mpsc::UnboundedReceiver<Routed>,
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.routes.lock() {
+            r.waiting.remove(&self.key);
+            r.order.retain(|k| *k != self.key);
+        }
+    }
+}
+
+impl Pipe {
+    /// Starts `cmd` and its reader; `label` names it in the log.
+    pub fn start(cmd: &Command, log: Arc<Log>) -> Result<Pipe, String> {
+        let running = child::spawn(cmd)?;
+        log.spawned();
+        let child::Running {
+            mut child,
+            mut stdin,
+            stdout,
+            stderr,
+            pid,
+        } = running;
+        let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Some(mut line) = lines.recv().await {
+                line.push(b'\n');
+                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+                    break;
+                }
+            }
+            // Dropping stdin closes it: the server sees end of input.
+        });
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let (exited_tx, exited) = watch::channel(false);
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (r, st, tail) = (routes.clone(), stopping.clone(), stderr.clone());
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match (&mut reader)
+                    .take(MAX_LINE as u64)
+                    .read_until(b'\n', &mut line)
+                    .await
+                {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tracing_on() {
+                            eprintln!("[{pid}] < {}", String::from_utf8_lossy(line.trim_ascii()));
+                        }
+                        route(&r, &log, &line)
+                    }
+                }
+            }
+            // End of stdout: the child is gone or going.
+            let status = match tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                child.wait(),
+            )
+            .await
+            {
+                Ok(Ok(s)) => s.to_string(),
+                Ok(Err(e)) => format!("unknown ({e})"),
+                Err(_) => {
+                    let _ = child.start_kill();
+                    "closed its stdout and did not exit within 2 s (killed)".into()
+                }
+            };
+            child::kill_group(pid);
+            // Let the stderr reader catch up before the tail is read.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            log.exited(Exit {
+                pid,
+                status,
+                stderr_tail: tail.text(),
+                expected: st.load(Ordering::SeqCst),
+            });
+            if let Ok(mut r) = r.lock() {
+                r.waiting.clear();
+                r.order.clear();
+            }
+            let _ = exited_tx.send(true);
+        });
+        Ok(Pipe {
+            out: Mutex::new(Some(out)),
+            routes,
+            exited,
+            stopping,
+            pid,
+            stderr,
+        })
+    }
+
+    /// The child's pid (its process group).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether the child has exited.
+    pub fn has_exited(&self) -> bool {
+        *self.exited.borrow()
+    }
+
+    /// Resolves once the child has exited.
+    pub async fn wait_exit(&self) {
+        let mut rx = self.exited.clone();
+        let _ = rx.wait_for(|e| *e).await;
+    }
+
+    /// The child's stderr tail so far.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr.text()
+    }
+
+    /// Registers for the replies to the request with id `id`. A second
+    /// registration of a live id replaces the first.
+    pub fn wait_for(&self, id: &Value) -> Waiter {
+        let key = id_key(id);
+        let (tx, rx) = mpsc::unbounded_channel();
+        if let Ok(mut r) = self.routes.lock() {
+            if r.waiting.insert(key.clone(), tx).is_none() {
+                r.order.push_back(key.clone());
+            }
+            if self.has_exited() {
+                r.waiting.remove(&key);
+            }
+        }
+        Waiter {
+            key,
+            routes: self.routes.clone(),
+            rx,
+        }
+    }
+
+    /// Writes one message (one line; line breaks inside it are spaces,
+    /// which JSON allows between tokens). `false` if the child is gone.
+    pub fn send(&self, bytes: &[u8]) -> bool {
+        let line: Vec<u8> = bytes
+            .iter()
+            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+            .collect();
+        if tracing_on() {
+            eprintln!("[{}] > {}", self.pid, String::from_utf8_lossy(&line));
+        }
+        !self.has_exited()
+            && self
+                .out
+                .lock()
+                .is_ok_and(|o| o.as_ref().is_some_and(|o| o.send(line).is_ok()))
+    }
+
+    /// Stops the child on purpose: closes stdin, waits up to `grace` for
+    /// it to exit, then kills its process group.
+    pub async fn stop(self, grace: std::time::Duration) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Dropping the sender ends the writer task, which closes stdin.
+        if let Ok(mut out) = self.out.lock() {
+            out.take();
+        }
+        let mut rx = self.exited.clone();
+        let _ = tokio::time::timeout(grace, rx.wait_for(|e| *e)).await;
+        // Dropping `self` kills what is left of the group.
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        child::kill_group(self.pid);
+    }
+}
+
+/// Routes one stdout line.
+fn route(routes: &Mutex<Routes>, log: &Log, line: &[u8]) {
+    let trimmed = line.trim_ascii();
+    if trimmed.is_empty() {
+        return;
+    }
+    let msg = match serde_json::from_slice::<Value>(trimmed) {
+        Ok(v) if is_jsonrpc(&v) => v,
+        _ => {
+            log.noise(trimmed);
+            return;
+        }
+    };
+    let Ok(r) = routes.lock() else { return };
+    let is_response = msg.get("method").is_none();
+    let target = if is_response {
+        msg.get("id").map(id_key)
+    } else {
+        // A request or notification from the server belongs to the
+        // oldest request still waiting (one call at a time is the
+        // stdio norm; the bridge gives each 2025-11-25 session its own
+        // process).
+        r.order.front().cloned()
+    };
+    let delivered = target
+        .and_then(|k| r.waiting.get(&k))
+        .is_some_and(|tx| {
+            tx.send(Routed {
+                msg: msg.clone(),
+                raw: bytes::Bytes::copy_from_slice(trimmed),
+            })
+            .is_ok()
+        });
+    if !delivered {
+        log.unrouted(&msg);
+    }
+}
+
+/// A JSON-RPC 2.0 message: an object with `"jsonrpc": "2.0"` and a method
+/// or an id.
+fn is_jsonrpc(v: &Value) -> bool {
+    v.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && (v.get("method").is_some() || v.get("id").is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sh(script: &str) -> Command {
+        Command::new(["sh", "-c", script])
+    }
+
+    #[tokio::test]
+    async fn replies_reach_their_waiter_and_noise_is_logged() {
+        let log = Arc::new(Log::default());
+        // Echoes each line back as the response to id 7, after one line of noise.
+        let p = Pipe::start(
+            &sh(r#"echo 'hello from print()'; while read l; do echo '{"jsonrpc":"2.0","id":7,"result":{}}'; done"#),
+            log.clone(),
+        )
+        .unwrap();
+        let mut w = p.wait_for(&json!(7));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#));
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), w.rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.msg["id"], 7);
+        assert!(got.is_response());
+        assert_eq!(log.noise_lines(), vec!["hello from print()".to_owned()]);
+        p.stop(std::time::Duration::from_secs(2)).await;
+        let exits = log.exits();
+        assert_eq!(exits.len(), 1);
+        assert!(exits[0].expected, "{exits:?}");
+    }
+
+    #[tokio::test]
+    async fn an_exit_releases_waiters_and_keeps_the_stderr_tail() {
+        let log = Arc::new(Log::default());
+        let p = Pipe::start(&sh("read l; echo 'boom: bad input' >&2; exit 3"), log.clone()).unwrap();
+        let mut w = p.wait_for(&json!(1));
+        p.send(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        let r = tokio::time::timeout(std::time::Duration::from_secs(5), w.rx.recv()).await;
+        assert!(r.unwrap().is_none(), "the waiter is released, not answered");
+        p.wait_exit().await;
+        let e = &log.exits()[0];
+        assert!(!e.expected);
+        assert!(e.status.contains('3'), "{e:?}");
+        assert!(e.stderr_tail.contains("boom"), "{e:?}");
+        assert!(!p.send(b"{}"));
+    }
+}
