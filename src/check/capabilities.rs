@@ -168,7 +168,10 @@ async fn gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict {
                 let kind = judge_gated(
                     &r.rpc(),
                     p.status_is_servers().then_some(r.status),
-                    modes, &mut problems, &t.name);
+                    modes,
+                    &mut problems,
+                    &t.name,
+                );
                 seen.push(format!("{}: {kind}", t.name));
             }
             Err(e) => problems.push(format!("{}: {e}", t.name)),

@@ -10,20 +10,44 @@ use super::registry::{Check, check};
 /// The modern-generation checks.
 pub fn checks() -> Vec<Check> {
     vec![
-        check!("mrtr-stdio-clean-stdout", "§stdio", Must, Modern,
-            "a stdio server writes nothing but MCP messages to stdout", clean_stdout),
-        check!("mrtr-stdio-stays-up", "§stdio", Must, Modern,
-            "a stdio server does not exit while it serves, whatever it is sent", stays_up),
+        check!(
+            "mrtr-stdio-clean-stdout",
+            "§stdio",
+            Must,
+            Modern,
+            "a stdio server writes nothing but MCP messages to stdout",
+            clean_stdout
+        ),
+        check!(
+            "mrtr-stdio-stays-up",
+            "§stdio",
+            Must,
+            Modern,
+            "a stdio server does not exit while it serves, whatever it is sent",
+            stays_up
+        ),
     ]
 }
 
 /// The 2025-11-25 twins (for a server that speaks only that generation).
 pub fn legacy_checks() -> Vec<Check> {
     vec![
-        check!("legacy-stdio-clean-stdout", "§stdio", Must, Legacy,
-            "a stdio server writes nothing but MCP messages to stdout", clean_stdout),
-        check!("legacy-stdio-stays-up", "§stdio", Must, Legacy,
-            "a stdio server does not exit while it serves, whatever it is sent", stays_up),
+        check!(
+            "legacy-stdio-clean-stdout",
+            "§stdio",
+            Must,
+            Legacy,
+            "a stdio server writes nothing but MCP messages to stdout",
+            clean_stdout
+        ),
+        check!(
+            "legacy-stdio-stays-up",
+            "§stdio",
+            Must,
+            Legacy,
+            "a stdio server does not exit while it serves, whatever it is sent",
+            stays_up
+        ),
     ]
 }
 

@@ -64,7 +64,8 @@ mod tests {
         let ids: Vec<&str> = super::super::all_checks().iter().map(|c| c.id).collect();
         for (id, _) in HTTP_ONLY {
             assert!(
-                ids.iter().any(|c| c == id || (id.ends_with('-') && c.starts_with(id))),
+                ids.iter()
+                    .any(|c| c == id || (id.ends_with('-') && c.starts_with(id))),
                 "{id} names no check"
             );
         }

@@ -32,6 +32,10 @@ failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage er
 prefix no check id starts with, too), or a target that is unreachable or does not answer as an
 MCP server.";
 
+/// `--timeout`'s default, and what a stdio target gets instead.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+const STDIO_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Arguments of `elicitkit check`.
 #[derive(Debug, Parser)]
 #[command(after_help = CHECK_HELP)]
@@ -90,7 +94,9 @@ pub struct Args {
     /// Write the report to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
-    /// Per-check timeout (a hung server fails the check with `timeout`).
+    /// Per-check timeout (a hung server fails the check with `timeout`);
+    /// 30s with --target stdio unless given (each 2025-11-25 session there
+    /// starts a process).
     #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
     /// Deadline for the whole run.
@@ -200,9 +206,14 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let mut settings = settings(&args, &target);
-    let shown = stdio
-        .as_ref()
-        .map_or_else(|| target.clone(), |s| format!("stdio: {}", s.command.display()));
+    if stdio.is_some() && args.timeout == DEFAULT_TIMEOUT {
+        // Each 2025-11-25 session of a stdio server is a process start.
+        settings.target.timeout = STDIO_TIMEOUT;
+    }
+    let shown = stdio.as_ref().map_or_else(
+        || target.clone(),
+        |s| format!("stdio: {}", s.command.display()),
+    );
     eprintln!(
         "elicitkit check: calls every tool of {shown} for real (accepting, declining, \
          replaying); run it against a test instance, not production."

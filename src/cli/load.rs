@@ -68,6 +68,12 @@ pub const LOAD_EXAMPLES: &str = "Examples:
 /// The smoke plan compiled in, used when `loadtests/smoke.toml` is absent.
 pub const BUILTIN_SMOKE: &str = include_str!("../../loadtests/smoke.toml");
 
+/// Why `load` takes no stdio target.
+const STDIO_LOAD: &str = "load needs an HTTP target: a stdio server serves the one client that \
+started it, so there is no shared capacity to plan (a process per user measures process \
+starts, not the server). Check it with `elicitkit check --target stdio -- CMD`, or load its \
+HTTP transport if it has one.";
+
 /// Arguments of `elicitkit load`.
 #[derive(Debug, ClapArgs)]
 #[command(after_help = format!("{LOAD_EXAMPLES}\n\n{}\n\n{EXIT_CODES}", super::capacity::EXAMPLES))]
@@ -415,6 +421,9 @@ fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, String> {
 
 /// Runs `elicitkit load`.
 pub fn run(args: Args) -> ExitCode {
+    if args.target.as_deref() == Some(super::target::STDIO) {
+        return usage_error(STDIO_LOAD);
+    }
     // Route Goose's `log` output through a quiet tracing subscriber (Goose
     // would otherwise print a warning per failed request); RUST_LOG overrides.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -578,6 +587,12 @@ pub struct PlanArgs {
 
 /// Runs `elicitkit plan`.
 pub fn run_plan(args: PlanArgs) -> ExitCode {
+    if args.target == super::target::STDIO {
+        return usage_error(
+            "plan does not take a stdio server yet; `elicitkit check --target stdio -- CMD` \
+             discovers its tools and checks it",
+        );
+    }
     let rt = match runtime(2) {
         Ok(r) => r,
         Err(e) => return usage_error(e),

@@ -153,11 +153,18 @@ mod tests {
 
     #[test]
     fn mismatched_flags_are_usage_errors() {
-        assert!(parse(&["--target", "stdio"]).unwrap_err().contains("after `--`"));
+        assert!(
+            parse(&["--target", "stdio"])
+                .unwrap_err()
+                .contains("after `--`")
+        );
         let e = parse(&["--target", "http://127.0.0.1:1/mcp", "--", "x"]).unwrap_err();
         assert!(e.contains("needs --target stdio"), "{e}");
         assert!(parse(&["--target", "http://127.0.0.1:1/mcp", "--env", "A=1"]).is_err());
         assert!(parse(&["--target", "stdio", "--env", "nokey", "--", "x"]).is_err());
-        assert_eq!(parse(&["--target", "http://127.0.0.1:1/mcp"]).unwrap(), None);
+        assert_eq!(
+            parse(&["--target", "http://127.0.0.1:1/mcp"]).unwrap(),
+            None
+        );
     }
 }

@@ -92,7 +92,13 @@ fn header_safe(s: &str) -> Option<HeaderValue> {
 }
 
 /// The request an HTTP client would have sent for `line`.
-fn request(line: &str, msg: Option<&Value>, host: &str, principal: &str, conn: &Conn) -> Request<Body> {
+fn request(
+    line: &str,
+    msg: Option<&Value>,
+    host: &str,
+    principal: &str,
+    conn: &Conn,
+) -> Request<Body> {
     let mut b = Request::post("/mcp")
         .header(header::HOST, host)
         .header(header::CONTENT_TYPE, "application/json")
@@ -110,7 +116,9 @@ fn request(line: &str, msg: Option<&Value>, host: &str, principal: &str, conn: &
         let meta_version = params
             .and_then(|p| p.get("_meta"))
             .and_then(|meta| meta.get(META_PROTOCOL_VERSION));
-        if let Some(v) = text(meta_version).or_else(|| conn.version.as_deref().and_then(header_safe)) {
+        if let Some(v) =
+            text(meta_version).or_else(|| conn.version.as_deref().and_then(header_safe))
+        {
             b = b.header(PROTOCOL_VERSION, v);
         }
     }
@@ -142,7 +150,12 @@ async fn one(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|c| c.starts_with("text/event-stream"));
-    if msg.as_ref().and_then(|m| m.get("method")).and_then(Value::as_str) == Some("initialize") {
+    if msg
+        .as_ref()
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str)
+        == Some("initialize")
+    {
         let sid = resp
             .headers()
             .get(SESSION_ID)
@@ -158,7 +171,9 @@ async fn one(
         let mut parser = SseParser::new();
         let mut events = Vec::new();
         while let Some(Ok(frame)) = body.frame().await {
-            let Ok(data) = frame.into_data() else { continue };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
             if parser.push(&data, &mut events).is_err() {
                 break;
             }
@@ -184,8 +199,16 @@ async fn one(
     let Some(id) = msg.as_ref().and_then(|m| m.get("id")).cloned() else {
         return;
     };
-    let code = if status.is_client_error() { -32600 } else { -32603 };
-    let text: String = String::from_utf8_lossy(&bytes).trim().chars().take(200).collect();
+    let code = if status.is_client_error() {
+        -32600
+    } else {
+        -32603
+    };
+    let text: String = String::from_utf8_lossy(&bytes)
+        .trim()
+        .chars()
+        .take(200)
+        .collect();
     let err = json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": code,
         "message": format!("HTTP {status}: {text}"),
@@ -201,13 +224,21 @@ fn emit(bytes: &[u8], conn: &Mutex<Conn>, out: &mpsc::UnboundedSender<Vec<u8>>) 
         .as_ref()
         .and_then(|m| m.pointer("/result/protocolVersion"))
         .and_then(Value::as_str)
-        && parsed.as_ref().and_then(|m| m.pointer("/result/serverInfo")).is_some()
+        && parsed
+            .as_ref()
+            .and_then(|m| m.pointer("/result/serverInfo"))
+            .is_some()
     {
         conn.lock().unwrap_or_else(|p| p.into_inner()).version = Some(v.to_owned());
     }
     let line = if bytes.contains(&b'\n') {
         parsed.map_or_else(
-            || bytes.iter().map(|&b| if b == b'\n' { b' ' } else { b }).collect(),
+            || {
+                bytes
+                    .iter()
+                    .map(|&b| if b == b'\n' { b' ' } else { b })
+                    .collect()
+            },
             |v| v.to_string().into_bytes(),
         )
     } else {

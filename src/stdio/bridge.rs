@@ -75,11 +75,17 @@ impl Spec {
     }
 }
 
+/// Session processes by id, and the ids oldest first.
+type Sessions = (HashMap<String, Arc<Pipe>>, VecDeque<String>);
+
 struct Pool {
     spec: Spec,
     log: Arc<Log>,
     shared: Mutex<HashMap<String, Arc<Pipe>>>,
-    sessions: Mutex<(HashMap<String, Arc<Pipe>>, VecDeque<String>)>,
+    sessions: Mutex<Sessions>,
+    /// A process started ahead for each principal's next session, so a
+    /// session does not wait for the interpreter to start.
+    spare: Mutex<HashMap<String, Arc<Pipe>>>,
     next_session: AtomicU64,
     /// Ids the bridge puts on the wire: HTTP clients number their requests
     /// independently, one stdio client must not reuse an id in flight.
@@ -120,7 +126,21 @@ impl Pool {
 
     /// A new session process; the oldest is stopped past [`MAX_SESSIONS`].
     fn new_session(&self, principal: &str) -> Result<(String, Arc<Pipe>), String> {
-        let p = self.start(principal)?;
+        let spare = self
+            .spare
+            .lock()
+            .ok()
+            .and_then(|mut s| s.remove(principal))
+            .filter(|p| !p.has_exited());
+        let p = match spare {
+            Some(p) => p,
+            None => self.start(principal)?,
+        };
+        if let Ok(next) = self.start(principal)
+            && let Ok(mut s) = self.spare.lock()
+        {
+            s.insert(principal.to_owned(), next);
+        }
         let sid = format!(
             "stdio-{}-{}",
             p.pid(),
@@ -166,6 +186,9 @@ impl Pool {
             v.extend(s.0.drain().map(|(_, p)| p));
             s.1.clear();
         }
+        if let Ok(mut s) = self.spare.lock() {
+            v.extend(s.drain().map(|(_, p)| p));
+        }
         v
     }
 }
@@ -205,6 +228,7 @@ impl Bridge {
             log: Arc::new(Log::default()),
             shared: Mutex::new(HashMap::new()),
             sessions: Mutex::new((HashMap::new(), VecDeque::new())),
+            spare: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             next_wire_id: AtomicU64::new(1),
         });
@@ -232,9 +256,7 @@ impl Bridge {
         let router = Router::new()
             .route(
                 "/mcp",
-                post(post_mcp)
-                    .get(not_on_stdio)
-                    .delete(delete_session),
+                post(post_mcp).get(not_on_stdio).delete(delete_session),
             )
             .with_state(pool.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -355,8 +377,11 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let initialize =
-        msg.as_ref().and_then(|m| m.get("method")).and_then(Value::as_str) == Some("initialize");
+    let initialize = msg
+        .as_ref()
+        .and_then(|m| m.get("method"))
+        .and_then(Value::as_str)
+        == Some("initialize");
     let (pipe, new_sid) = match (&sid, initialize) {
         (Some(s), _) => match pool.session(s) {
             Some(p) => (p, None),
@@ -417,7 +442,12 @@ fn cannot_start(why: &str) -> Response {
 /// `502`: the child exited before it answered; the body says how, with its
 /// stderr tail.
 fn exited(pool: &Pool, pipe: &Pipe) -> Response {
-    let exit = pool.log.exits().into_iter().rev().find(|e| e.pid == pipe.pid());
+    let exit = pool
+        .log
+        .exits()
+        .into_iter()
+        .rev()
+        .find(|e| e.pid == pipe.pid());
     let text = match exit {
         Some(e) => format!(
             "the stdio server exited before answering ({}){}\n",
@@ -504,9 +534,8 @@ async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &
         return json_reply(pending.for_client(first).raw);
     }
     // The server speaks first: stream everything up to the response.
-    let events = futures::stream::unfold(
-        (Some(first), Some(pending)),
-        |(next, pending)| async move {
+    let events =
+        futures::stream::unfold((Some(first), Some(pending)), |(next, pending)| async move {
             let mut pending = pending?;
             let m = match next {
                 Some(m) => m,
@@ -519,8 +548,7 @@ async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &
                 Ok::<_, std::convert::Infallible>(event),
                 (None, (!done).then_some(pending)),
             ))
-        },
-    );
+        });
     (
         StatusCode::OK,
         [

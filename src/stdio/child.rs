@@ -1,7 +1,7 @@
 //! A server started as a command: its own process group (so everything it
 //! starts goes with it), killed with the parent (`PR_SET_PDEATHSIG`), on
-//! drop, on Ctrl-C and on panic ([`install_cleanup`]); the last bytes of its
-//! stderr are kept as evidence.
+//! drop (a panic unwinds through it) and on Ctrl-C ([`install_cleanup`]);
+//! the last bytes of its stderr are kept as evidence.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -182,16 +182,12 @@ pub fn kill_all() {
     }
 }
 
-/// Kills every child on panic and on Ctrl-C (then exits 130). Idempotent;
-/// needs a Tokio runtime for the Ctrl-C half.
+/// Kills every child on Ctrl-C, then exits 130. Idempotent; needs a Tokio
+/// runtime. (A panic unwinds through the owners, whose drop kills their
+/// children; a hook would also kill the children of other threads.)
 pub fn install_cleanup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            kill_all();
-            previous(info);
-        }));
         tokio::spawn(async {
             if tokio::signal::ctrl_c().await.is_ok() {
                 kill_all();

@@ -136,19 +136,15 @@ impl Pipe {
                 }
             }
             // End of stdout: the child is gone or going.
-            let status = match tokio::time::timeout(
-                std::time::Duration::from_secs(2),
-                child.wait(),
-            )
-            .await
-            {
-                Ok(Ok(s)) => s.to_string(),
-                Ok(Err(e)) => format!("unknown ({e})"),
-                Err(_) => {
-                    let _ = child.start_kill();
-                    "closed its stdout and did not exit within 2 s (killed)".into()
-                }
-            };
+            let status =
+                match tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await {
+                    Ok(Ok(s)) => s.to_string(),
+                    Ok(Err(e)) => format!("unknown ({e})"),
+                    Err(_) => {
+                        let _ = child.start_kill();
+                        "closed its stdout and did not exit within 2 s (killed)".into()
+                    }
+                };
             child::kill_group(pid);
             // Let the stderr reader catch up before the tail is read.
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -242,14 +238,17 @@ impl Pipe {
         }
         let mut rx = self.exited.clone();
         let _ = tokio::time::timeout(grace, rx.wait_for(|e| *e)).await;
-        // Dropping `self` kills what is left of the group.
+        // Dropping `self` kills what is left of the group (if not reaped).
     }
 }
 
 impl Drop for Pipe {
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
-        child::kill_group(self.pid);
+        // Once reaped, its pid may belong to another process.
+        if !self.has_exited() {
+            child::kill_group(self.pid);
+        }
     }
 }
 
@@ -277,15 +276,13 @@ fn route(routes: &Mutex<Routes>, log: &Log, line: &[u8]) {
         // process).
         r.order.front().cloned()
     };
-    let delivered = target
-        .and_then(|k| r.waiting.get(&k))
-        .is_some_and(|tx| {
-            tx.send(Routed {
-                msg: msg.clone(),
-                raw: bytes::Bytes::copy_from_slice(trimmed),
-            })
-            .is_ok()
-        });
+    let delivered = target.and_then(|k| r.waiting.get(&k)).is_some_and(|tx| {
+        tx.send(Routed {
+            msg: msg.clone(),
+            raw: bytes::Bytes::copy_from_slice(trimmed),
+        })
+        .is_ok()
+    });
     if !delivered {
         log.unrouted(&msg);
     }
@@ -334,7 +331,11 @@ mod tests {
     #[tokio::test]
     async fn an_exit_releases_waiters_and_keeps_the_stderr_tail() {
         let log = Arc::new(Log::default());
-        let p = Pipe::start(&sh("read l; echo 'boom: bad input' >&2; exit 3"), log.clone()).unwrap();
+        let p = Pipe::start(
+            &sh("read l; echo 'boom: bad input' >&2; exit 3"),
+            log.clone(),
+        )
+        .unwrap();
         let mut w = p.wait_for(&json!(1));
         p.send(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
         let r = tokio::time::timeout(std::time::Duration::from_secs(5), w.rx.recv()).await;

@@ -32,7 +32,7 @@ async fn check_sdk(sdk: Sdk, only: &[&str]) -> Report {
 
 /// What a row must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Want {
+pub(super) enum Want {
     Fail,
     Warn,
     Info,
@@ -52,8 +52,9 @@ fn matches(want: Want, got: &Status) -> bool {
 
 /// Asserts the findings of `r`: each `want` row as given (with the detail
 /// text it must contain, if any); every other row PASS, or SKIP with a
-/// reason; both generations checked; no timeout.
-fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
+/// reason (or N/A with one, over stdio); both generations checked; no
+/// timeout.
+pub(super) fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
     let table = check::render::text(r, false);
     let mut wrong = Vec::new();
     assert_eq!(
@@ -84,7 +85,7 @@ fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
         }
         match &x.status {
             Status::Pass => {}
-            Status::Skip(reason) if !reason.trim().is_empty() => {}
+            Status::Skip(reason) | Status::NotApplicable(reason) if !reason.trim().is_empty() => {}
             other => wrong.push(format!(
                 "{}: unexpected {other} ({}): a new finding, or a false positive",
                 x.id, x.detail
@@ -99,12 +100,12 @@ fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)]) {
     );
 }
 
-const REPLAY: &str =
+pub(super) const REPLAY: &str =
     "the same state and answers completed twice; if this action must not repeat, this is a MUST";
 const STALL: &str = elicitkit::client::stall::ADVICE;
 /// The skip of a cross-principal or flow-page probe on a server that shows
 /// no sign of knowing its users.
-const NO_USERS: &str = "no sign that the server knows its users";
+pub(super) const NO_USERS: &str = "no sign that the server knows its users";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn typescript_sdk_findings() {

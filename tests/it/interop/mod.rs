@@ -1,2 +1,3 @@
 mod checks;
 mod loads;
+mod stdio;

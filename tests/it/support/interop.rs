@@ -102,6 +102,32 @@ pub struct Server {
     child: super::serve::Serve,
 }
 
+/// The command that starts `sdk` speaking stdio (TypeScript and Python;
+/// the Python server takes its principal from `ELICITKIT_PRINCIPAL`).
+pub fn stdio_command(sdk: Sdk) -> elicitkit::stdio::Command {
+    install();
+    let mut argv = match sdk {
+        Sdk::Ts => vec!["node".to_owned()],
+        Sdk::Python => vec![
+            root()
+                .join("tests/interop/python/.venv/bin/python")
+                .display()
+                .to_string(),
+        ],
+        Sdk::Rmcp | Sdk::RmcpNagle => panic!("the rmcp interop server speaks HTTP only"),
+    };
+    let script = match sdk {
+        Sdk::Ts => "tests/interop/ts/server.mjs",
+        _ => "tests/interop/python/server.py",
+    };
+    argv.push(root().join(script).display().to_string());
+    argv.push("--stdio".into());
+    let mut c = elicitkit::stdio::Command::new(argv);
+    c.env
+        .push(("ELICITKIT_PRINCIPAL".into(), sdk.token().into()));
+    c
+}
+
 impl Server {
     /// Starts `sdk` on an ephemeral port and waits (at most 60 s) until it
     /// listens.
