@@ -50,6 +50,8 @@ enum Command {
     State(elicitkit::cli::state::Args),
     /// Check one elicitation message against the spec.
     Validate(elicitkit::cli::validate::Args),
+    /// Put a server that speaks stdio behind a loopback HTTP endpoint (for curl, repro.sh).
+    Bridge(elicitkit::cli::bridge::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
+        Command::Bridge(args) => elicitkit::cli::bridge::run(args),
         Command::Fuzz(args) => elicitkit::cli::fuzz::run(args),
         Command::Load(args) => elicitkit::cli::load::run(args),
         Command::Plan(args) => elicitkit::cli::load::run_plan(args),

@@ -32,10 +32,16 @@ pub const FUZZ_EXAMPLES: &str = "Examples:
 #[derive(Debug, ClapArgs)]
 #[command(after_help = format!("{FUZZ_EXAMPLES}\n\n{EXIT_CODES}"))]
 pub struct Args {
-    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp. It is called for
-    /// real with mutated traffic: use a test instance.
+    /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp, or `stdio` and the
+    /// server's command after `--`. It is called for real with mutated
+    /// traffic: use a test instance.
     #[arg(long, value_name = "URL")]
     pub target: String,
+    /// A server that speaks stdio (its exit is a finding, with its status
+    /// and stderr tail; each repro.sh starts it again behind
+    /// `elicitkit bridge`).
+    #[command(flatten)]
+    pub stdio: super::target::StdioArgs,
     /// How long to fuzz, minimising included (discovery runs before the clock starts).
     #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
@@ -104,6 +110,14 @@ pub fn run(args: Args) -> ExitCode {
             .map_or(0, |d| d.as_secs());
         format!("{}-fuzz", crate::load::run::utc_stamp(now))
     });
+    let stdio = match args.stdio.spec(&args.target) {
+        Ok(s) => s,
+        Err(e) => return usage_error(e),
+    };
+    let shown = stdio.as_ref().map_or_else(
+        || args.target.clone(),
+        |s| format!("stdio: {}", s.command.display()),
+    );
     let mut s = Settings::new(args.target.clone());
     if let Some(p) = &args.principal {
         s.target.principal = p.clone();
@@ -123,19 +137,29 @@ pub fn run(args: Args) -> ExitCode {
     s.out_dir = crate::report::fresh_run_dir(&args.out, &id).0.join("fuzz");
     s.progress = (!args.quiet).then_some(Duration::from_secs(5));
     eprintln!(
-        "elicitkit fuzz: sends mutated traffic to every tool of {} for real; run it against a \
-         test instance, not production.",
-        args.target
+        "elicitkit fuzz: sends mutated traffic to every tool of {shown} for real; run it against \
+         a test instance, not production."
     );
     let summary = runtime.block_on(async {
-        let target = blackbox::prepare(&s).await.map_err(|e| e.to_string())?;
-        let summary = blackbox::run(&s, &target)
-            .await
-            .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display()))?;
+        let resolved = super::target::resolve(&args.target, stdio.clone()).await?;
+        s.target.mcp_url.clone_from(&resolved.url);
+        s.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
+        let target = blackbox::prepare(&s).await.map_err(|e| e.to_string());
+        let summary = match target {
+            Ok(target) => blackbox::run(&s, &target)
+                .await
+                .map(|x| (x, target.modern.is_empty() && target.legacy.is_empty()))
+                .map_err(|e| format!("cannot write under {}: {e}", s.out_dir.display())),
+            Err(e) => Err(e),
+        };
+        if let Some(b) = resolved.bridge {
+            b.stop().await;
+        }
+        let (summary, no_tools) = summary?;
         // No tool listed: the listing replies were judged; with nothing
         // found there, there was nothing to fuzz.
-        if target.modern.is_empty() && target.legacy.is_empty() && summary.findings.is_empty() {
-            return Err(format!("{}: no tool to fuzz", args.target));
+        if no_tools && summary.findings.is_empty() {
+            return Err(format!("{shown}: no tool to fuzz"));
         }
         Ok(summary)
     });

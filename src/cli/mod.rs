@@ -27,6 +27,7 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     exit::usage()
 }
 
+pub mod bridge;
 pub mod capacity;
 pub mod check;
 pub mod fuzz;

@@ -59,12 +59,21 @@ pub async fn serve(
     });
     let conn = Arc::new(Mutex::new(Conn::default()));
     let mut tasks = tokio::task::JoinSet::new();
-    let mut lines = BufReader::new(input).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        if line.trim().is_empty() {
+    let mut input = BufReader::new(input);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        // Bytes, not text: a line that is not UTF-8 is the router's to
+        // refuse (a parse error), not the end of the connection.
+        match input.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let line = bytes::Bytes::copy_from_slice(buf.trim_ascii());
+        if line.is_empty() {
             continue;
         }
-        if noise && line.contains("\"tools/call\"") {
+        if noise && memchr::memmem::find(&line, b"\"tools/call\"").is_some() {
             // The `stdio-noise` flaw: what a stray print() does.
             let _ = tx.send(b"handling tools/call".to_vec());
         }
@@ -93,7 +102,7 @@ fn header_safe(s: &str) -> Option<HeaderValue> {
 
 /// The request an HTTP client would have sent for `line`.
 fn request(
-    line: &str,
+    line: bytes::Bytes,
     msg: Option<&Value>,
     host: &str,
     principal: &str,
@@ -125,7 +134,7 @@ fn request(
     if let Some(sid) = conn.session.as_deref().and_then(header_safe) {
         b = b.header(SESSION_ID, sid);
     }
-    b.body(Body::from(line.to_owned()))
+    b.body(Body::from(line))
         .unwrap_or_else(|_| Request::new(Body::empty()))
 }
 
@@ -135,13 +144,13 @@ async fn one(
     host: &str,
     principal: &str,
     conn: &Mutex<Conn>,
-    line: String,
+    line: bytes::Bytes,
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) {
-    let msg = serde_json::from_str::<Value>(&line).ok();
+    let msg = serde_json::from_slice::<Value>(&line).ok();
     let req = {
         let c = conn.lock().unwrap_or_else(|p| p.into_inner());
-        request(&line, msg.as_ref(), host, principal, &c)
+        request(line, msg.as_ref(), host, principal, &c)
     };
     let Ok(resp) = router.call(req).await;
     let status = resp.status();

@@ -403,8 +403,9 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
             let line = serde_json::to_vec(&m).unwrap_or_else(|_| body.to_vec());
             forward(&pool, pipe.clone(), (id, wire), &line).await
         }
-        // An id of another type (a fuzz case): sent as is, routed by itself.
-        (Kind::Request(id), _) => forward(&pool, pipe.clone(), (id.clone(), id), &body).await,
+        // An id of another type (a fuzz case): sent as is; the reply names
+        // it, or (an invalid request) has a null id.
+        (Kind::Request(id), _) => odd_id(&pool, &pipe, &id, &body).await,
         (Kind::OneWay, _) => {
             if pipe.send(&body) {
                 StatusCode::ACCEPTED.into_response()
@@ -469,6 +470,38 @@ fn json_reply(raw: Bytes) -> Response {
         raw,
     )
         .into_response()
+}
+
+/// A request whose id is neither a string nor an integer (null, a
+/// fraction, an object): answered by the first response naming that id or
+/// a null one, within [`NULL_ID_WAIT`] (a server may take it for a
+/// notification), else `202`.
+async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
+    let mut null = pipe.wait_for(&Value::Null);
+    let mut own = (!id.is_null()).then(|| pipe.wait_for(id));
+    if !pipe.send(body) {
+        return exited(pool, pipe);
+    }
+    let first = async {
+        loop {
+            let m = match own.as_mut() {
+                Some(own) => tokio::select! {
+                    m = own.rx.recv() => m,
+                    m = null.rx.recv() => m,
+                },
+                None => null.rx.recv().await,
+            };
+            match m {
+                Some(m) if !m.is_response() => {}
+                other => return other,
+            }
+        }
+    };
+    match tokio::time::timeout(NULL_ID_WAIT, first).await {
+        Ok(Some(m)) => json_reply(m.raw),
+        Ok(None) => exited(pool, pipe),
+        Err(_) => StatusCode::ACCEPTED.into_response(),
+    }
 }
 
 /// A request on the pipe whose response has not come: dropped unanswered

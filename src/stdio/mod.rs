@@ -27,6 +27,9 @@ pub use log::{Exit, Log};
 pub struct Info {
     /// The command, shell-quoted.
     pub command: String,
+    /// The arguments `elicitkit bridge` starts the same server with
+    /// (shell-quoted, the working directory absolute): for `repro.sh`.
+    pub bridge_args: String,
     /// The variable the server takes its principal from, if named.
     pub identity_env: Option<String>,
     /// What the server's processes did besides answering.
@@ -43,7 +46,30 @@ impl PartialEq for Info {
 impl Bridge {
     /// The [`Info`] of this target.
     pub fn info(&self) -> Info {
+        let spec = self.spec();
+        let cwd = spec
+            .command
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .and_then(|d| std::fs::canonicalize(&d).ok().or(Some(d)));
+        let mut args: Vec<String> = Vec::new();
+        if let Some(d) = cwd {
+            args.push(format!(
+                "--cwd {}",
+                child::shell_quote(&d.display().to_string())
+            ));
+        }
+        for (k, v) in &spec.command.env {
+            args.push(format!("--env {}", child::shell_quote(&format!("{k}={v}"))));
+        }
+        if let Some(var) = &spec.identity_env {
+            args.push(format!("--identity-env {}", child::shell_quote(var)));
+        }
+        args.push("--".into());
+        args.extend(spec.command.argv.iter().map(|a| child::shell_quote(a)));
         Info {
+            bridge_args: args.join(" "),
             command: self.spec().command.display(),
             identity_env: self.spec().identity_env.clone(),
             log: self.log(),

@@ -116,6 +116,8 @@ pub struct Target {
     pub speaks_modern: bool,
     pub(crate) http: reqwest::Client,
     pub(crate) ids: AtomicI64,
+    /// A stdio target's log: a process exit during a case is a finding.
+    pub stdio_log: Option<std::sync::Arc<crate::stdio::Log>>,
 }
 
 /// A finding's trigger.
@@ -259,6 +261,7 @@ impl Target {
             note: None,
         };
         let mut out = Exec::default();
+        let exits_before = self.stdio_log.as_ref().map(|l| l.crashes().len());
         let res = match g {
             Generation::Modern => self.modern_flow(&mut run, info, ops, index).await,
             Generation::Legacy => self.legacy_flow(&mut run, info, ops, index, &mut out).await,
@@ -273,6 +276,32 @@ impl Target {
                 };
             }
             out.hit = Some(hit);
+        }
+        if let (Some(before), Some(log)) = (exits_before, &self.stdio_log)
+            && let Some(e) = log.crashes().get(before)
+        {
+            let tail: Vec<&str> = e.stderr_tail.lines().rev().take(2).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            out.hit = Some(Hit {
+                oracle: Oracle::ProcessExited,
+                what: format!(
+                    "case {index} {}: the server process exited ({}){}",
+                    info.name,
+                    e.status,
+                    if tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its stderr ends: {}", tail.join(" | "))
+                    }
+                ),
+                sent: out.hit.take().map_or_else(
+                    || Sent {
+                        method: "tools/call".into(),
+                        tool: Some(info.name.clone()),
+                    },
+                    |h| h.sent,
+                ),
+            });
         }
         let _ = run.check();
         out.note = run.note.take();
@@ -802,6 +831,7 @@ mod tests {
     fn target(url: String) -> Target {
         Target {
             mcp_url: url,
+            stdio_log: None,
             principal: "alice".into(),
             other_principal: None,
             timeout: Duration::from_secs(5),

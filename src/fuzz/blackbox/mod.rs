@@ -75,6 +75,9 @@ pub struct Settings {
     pub minimise_budget: usize,
     /// Print a progress line this often (`None`: never).
     pub progress: Option<Duration>,
+    /// The server speaks stdio behind the bridge at `target.mcp_url`: its
+    /// command goes into each `repro.sh`, its exits are findings.
+    pub stdio: Option<crate::stdio::Info>,
 }
 
 impl Settings {
@@ -90,6 +93,7 @@ impl Settings {
             out_dir: PathBuf::from("reports/fuzz"),
             minimise_budget: 24,
             progress: None,
+            stdio: None,
         }
     }
 }
@@ -127,6 +131,9 @@ pub struct Finding {
     pub legacy_call: Option<(serde_json::Value, String)>,
     /// The endpoint.
     pub mcp_url: String,
+    /// `elicitkit bridge`'s arguments for the stdio server (shell-quoted),
+    /// when the target speaks stdio: `repro.sh` starts it for `URL`.
+    pub stdio_command: Option<String>,
     /// The principal's token.
     pub principal: String,
     /// The other principal's token, if used.
@@ -176,6 +183,7 @@ pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
         speaks_modern: d.modern.is_some(),
         http: discover::http_client()?,
         ids: AtomicI64::new(1_000_000),
+        stdio_log: s.stdio.as_ref().map(|i| i.log.clone()),
     })
 }
 
@@ -365,6 +373,7 @@ fn listing_finding(s: &Settings, t: &Target, hit: exec::Hit, log: Vec<Logged>) -
         streamed: Vec::new(),
         legacy_call: None,
         mcp_url: t.mcp_url.clone(),
+        stdio_command: s.stdio.as_ref().map(|i| i.bridge_args.clone()),
         principal: t.principal.clone(),
         other_principal: t.other_principal.clone(),
         timeout_secs: t.timeout.as_secs_f64(),
@@ -463,6 +472,7 @@ async fn minimise_finding(
             streamed: ex.streamed,
             legacy_call: ex.legacy_call,
             mcp_url: t.mcp_url.clone(),
+            stdio_command: s.stdio.as_ref().map(|i| i.bridge_args.clone()),
             principal: t.principal.clone(),
             other_principal: t.other_principal.clone(),
             timeout_secs: t.timeout.as_secs_f64(),

@@ -52,11 +52,14 @@ pub enum Oracle {
     /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
     /// unknown method) instead of invalid params or a re-prompt (S9).
     ShapeAsUnknownMethod,
+    /// A stdio server's process exited while the case ran (a crash: the
+    /// exit status and stderr tail are the evidence).
+    ProcessExited,
 }
 
 impl Oracle {
     /// Every oracle, in report order.
-    pub const ALL: [Oracle; 13] = [
+    pub const ALL: [Oracle; 14] = [
         Oracle::ServerError,
         Oracle::ConnectionReset,
         Oracle::NotJsonRpc,
@@ -70,6 +73,7 @@ impl Oracle {
         Oracle::InputRequiredOutOfScope,
         Oracle::UndeclaredMode,
         Oracle::ShapeAsUnknownMethod,
+        Oracle::ProcessExited,
     ];
 
     /// Stable kebab-case name.
@@ -88,6 +92,7 @@ impl Oracle {
             Oracle::InputRequiredOutOfScope => "input-required-out-of-scope",
             Oracle::UndeclaredMode => "undeclared-mode",
             Oracle::ShapeAsUnknownMethod => "shape-as-unknown-method",
+            Oracle::ProcessExited => "process-exited",
         }
     }
 

@@ -114,6 +114,30 @@ fn token_line(var: &str, env: &str, token: &str) -> String {
     }
 }
 
+/// The lines of a stdio finding's `repro.sh` that start the server, as the
+/// run did, behind `elicitkit bridge` (`ELICITKIT` names the binary) and
+/// set `URL` to its endpoint; the server is stopped when the script ends.
+fn stdio_start(bridge_args: &str) -> String {
+    format!(
+        "# The server speaks stdio: started here as the run started it, behind\n\
+         # `elicitkit bridge`, which gives curl an endpoint; stopped when the script ends.\n\
+         ELICITKIT=${{ELICITKIT:-elicitkit}}\n\
+         BRIDGE_OUT=$(mktemp)\n\
+         \"$ELICITKIT\" bridge {bridge_args} > \"$BRIDGE_OUT\" 2>&1 &\n\
+         BRIDGE=$!\n\
+         trap 'kill $BRIDGE 2>/dev/null; wait $BRIDGE 2>/dev/null; cat \"$BRIDGE_OUT\" >&2; rm -f \"$BRIDGE_OUT\"' EXIT\n\
+         URL=\n\
+         for _ in $(seq 300); do\n\
+         \x20 URL=$(sed -n 's/^listening on //p' \"$BRIDGE_OUT\" | head -n 1)\n\
+         \x20 [ -n \"$URL\" ] && break\n\
+         \x20 kill -0 $BRIDGE 2>/dev/null || {{ cat \"$BRIDGE_OUT\" >&2; exit 3; }}\n\
+         \x20 sleep 0.1\n\
+         done\n\
+         [ -n \"$URL\" ] || {{ echo \"repro.sh: elicitkit bridge did not start\" >&2; exit 3; }}\n\
+         URL=\"$URL/mcp\"\n"
+    )
+}
+
 /// Writes the finding's folder: `repro.sh`, `NN.body` files and
 /// `exchanges.txt` (`finding.json` comes with the re-run's verdict, from
 /// [`write_finding`]).
@@ -137,7 +161,14 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
          # wrote it, NN.exit curl's exit status. The last request shows the finding."
     );
     let _ = writeln!(sh, "set -u\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)");
-    let _ = writeln!(sh, "URL=${{URL:-{}}}", quote(&f.mcp_url));
+    match &f.stdio_command {
+        None => {
+            let _ = writeln!(sh, "URL=${{URL:-{}}}", quote(&f.mcp_url));
+        }
+        Some(cmd) => {
+            let _ = write!(sh, "{}", stdio_start(cmd));
+        }
+    }
     let _ = writeln!(
         sh,
         "{}",

@@ -111,6 +111,20 @@ fn on_path(tool: &str) -> bool {
     })
 }
 
+/// The `elicitkit` binary a stdio `repro.sh` starts the bridge with: this
+/// process when it is that binary, else one beside it or one directory up
+/// (a test binary under `target/*/deps`).
+fn elicitkit_binary() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_stem().is_some_and(|s| s == "elicitkit") {
+        return Some(exe);
+    }
+    let dir = exe.parent()?;
+    [dir.join("elicitkit"), dir.parent()?.join("elicitkit")]
+        .into_iter()
+        .find(|p| p.is_file())
+}
+
 /// The longest a script may take: every step to its `--max-time`, the
 /// wait for an `elicitation/create`, and some slack for the JSON steps.
 fn bound(f: &Finding) -> Duration {
@@ -150,6 +164,12 @@ pub(crate) async fn run_script(
         .kill_on_drop(true);
     if let Some(o) = &f.other_principal {
         cmd.env("ELICITKIT_OTHER_PRINCIPAL", o);
+    }
+    if f.stdio_command.is_some()
+        && std::env::var_os("ELICITKIT").is_none()
+        && let Some(bin) = elicitkit_binary()
+    {
+        cmd.env("ELICITKIT", bin);
     }
     for (k, v) in env {
         cmd.env(k, v);
@@ -345,6 +365,7 @@ pub(crate) fn judge_replies(f: &Finding, out: &Path, killed: Option<String>) -> 
         answer = read_step(out, ANSWER, f, None);
     }
     let seen = match f.oracle {
+        Oracle::ProcessExited => exited(out),
         Oracle::TamperedStateAccepted | Oracle::ForeignPrincipalAccepted => accepted(f, &steps),
         Oracle::SingleUseTwice | Oracle::ReplayAccepted => twice(f, &steps),
         _ => per_reply(f, out, &steps, stream.as_ref(), answer.as_ref()),
@@ -437,6 +458,16 @@ fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
 }
 
 /// The per-reply oracles over every step, and the 2025-11-25 call's.
+/// A stdio server's exit, as `elicitkit bridge` reported it on the
+/// script's output.
+fn exited(out: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(out.join("output.txt")).unwrap_or_default();
+    text.lines()
+        .find(|l| l.contains(crate::cli::bridge::EXITED))
+        .map(|l| l.trim().to_owned())
+        .ok_or_else(|| "the server process did not exit".to_owned())
+}
+
 fn per_reply(
     f: &Finding,
     out: &Path,
@@ -611,6 +642,7 @@ mod tests {
             streamed: Vec::new(),
             legacy_call: None,
             mcp_url: url.into(),
+            stdio_command: None,
             principal: "alice".into(),
             other_principal: None,
             timeout_secs: 1.0,
