@@ -198,6 +198,9 @@ impl RawReply {
 
     /// The JSON-RPC response in the body (the first one).
     pub fn rpc(&self) -> Rpc {
+        if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
+            return Rpc::Missing(format!("no reply on the stdio server's stdout ({why})"));
+        }
         if self.body.iter().all(u8::is_ascii_whitespace) {
             return Rpc::Missing(format!("HTTP {} with an empty body", self.status));
         }

@@ -12,7 +12,9 @@
 //!
 //! Processes: a 2025-11-25 `initialize` starts a process of its own, which
 //! is that session (`MCP-Session-Id` names it; `DELETE` stops it); other
-//! requests share one process per principal. Discovery's `server/discover`
+//! requests share one process per principal, whose clients speak
+//! 2026-07-28 and take no server requests: the bridge answers any the
+//! server sends there `-32601`, as such a client would. Discovery's `server/discover`
 //! is its first message, so the connection is a 2026-07-28 one from the
 //! start, as a client would open it (SDKs pick a connection's generation
 //! from its first messages). The principal reaches the
@@ -45,9 +47,14 @@ use crate::protocol::headers::{INSTANCE, SESSION_ID};
 
 /// Session processes kept at once; the oldest is stopped beyond this.
 pub const MAX_SESSIONS: usize = 16;
+/// The header of a `202` that stands for silence: the server wrote no
+/// reply to a message that is not a valid request (its value says how
+/// long the bridge waited).
+pub const NO_REPLY: &str = "elicitkit-stdio-no-reply";
+
 /// How long a message that is not a request (unparsable, a batch) waits
 /// for an error reply with a null id before it is answered `202`.
-pub const NULL_ID_WAIT: Duration = Duration::from_secs(2);
+pub const NULL_ID_WAIT: Duration = Duration::from_millis(500);
 /// How long a process gets to exit after its stdin closes.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How long [`Bridge::start`] watches the first process for an exit.
@@ -107,8 +114,10 @@ impl Pool {
             .to_owned()
     }
 
-    fn start(&self, principal: &str) -> Result<Arc<Pipe>, String> {
-        Pipe::start(&self.spec.command_for(principal), self.log.clone()).map(Arc::new)
+    /// A process for `principal`: a 2025-11-25 session's (`session`),
+    /// whose client answers the server's requests, or a shared one.
+    fn start(&self, principal: &str, session: bool) -> Result<Arc<Pipe>, String> {
+        Pipe::start(&self.spec.command_for(principal), self.log.clone(), !session).map(Arc::new)
     }
 
     /// The shared process of `principal`, started (again) if need be.
@@ -119,7 +128,7 @@ impl Pool {
         {
             return Ok(p.clone());
         }
-        let p = self.start(principal)?;
+        let p = self.start(principal, false)?;
         m.insert(principal.to_owned(), p.clone());
         Ok(p)
     }
@@ -134,9 +143,9 @@ impl Pool {
             .filter(|p| !p.has_exited());
         let p = match spare {
             Some(p) => p,
-            None => self.start(principal)?,
+            None => self.start(principal, true)?,
         };
-        if let Ok(next) = self.start(principal)
+        if let Ok(next) = self.start(principal, true)
             && let Ok(mut s) = self.spare.lock()
         {
             s.insert(principal.to_owned(), next);
@@ -350,23 +359,28 @@ async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Re
 
 /// What a POSTed body is to the pipe.
 enum Kind {
-    /// A request: wait for the response with this id.
+    /// A valid request (string or integer id): wait for its response.
     Request(Value),
     /// A notification or a response to the server: no reply.
     OneWay,
-    /// Not a single JSON-RPC message: a reply, if any, has a null id.
-    Other,
+    /// Not a valid request (no `"jsonrpc": "2.0"`, an id of another type,
+    /// not JSON, a batch): a reply, if any comes, names this id or null.
+    Other(Value),
 }
 
 fn kind(msg: Option<&Value>) -> Kind {
-    match msg {
-        Some(m) if m.is_object() => match (m.get("method"), m.get("id")) {
-            (Some(_), Some(id)) => Kind::Request(id.clone()),
-            (Some(_), None) => Kind::OneWay,
-            (None, Some(_)) => Kind::OneWay,
-            (None, None) => Kind::Other,
-        },
-        _ => Kind::Other,
+    let Some(m) = msg.filter(|m| m.is_object()) else {
+        return Kind::Other(Value::Null);
+    };
+    let valid = m.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && m.get("method").is_some_and(Value::is_string);
+    match (m.get("method"), m.get("id")) {
+        (Some(_), Some(id)) if valid && (id.is_string() || id.is_i64() || id.is_u64()) => {
+            Kind::Request(id.clone())
+        }
+        (Some(_), Some(id)) => Kind::Other(id.clone()),
+        (Some(_), None) | (None, Some(_)) => Kind::OneWay,
+        (None, None) => Kind::Other(Value::Null),
     }
 }
 
@@ -397,15 +411,13 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
         },
     };
     let mut resp = match (kind(msg.as_ref()), msg) {
-        (Kind::Request(id), Some(mut m)) if id.is_string() || id.is_i64() || id.is_u64() => {
+        (Kind::Request(id), Some(mut m)) => {
             let wire = Value::from(pool.next_wire_id.fetch_add(1, Ordering::Relaxed));
             m["id"] = wire.clone();
             let line = serde_json::to_vec(&m).unwrap_or_else(|_| body.to_vec());
             forward(&pool, pipe.clone(), (id, wire), &line).await
         }
-        // An id of another type (a fuzz case): sent as is; the reply names
-        // it, or (an invalid request) has a null id.
-        (Kind::Request(id), _) => odd_id(&pool, &pipe, &id, &body).await,
+        (Kind::Request(_), None) => unreachable_request(),
         (Kind::OneWay, _) => {
             if pipe.send(&body) {
                 StatusCode::ACCEPTED.into_response()
@@ -413,17 +425,9 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
                 exited(&pool, &pipe)
             }
         }
-        (Kind::Other, _) => {
-            let mut w = pipe.wait_for(&Value::Null);
-            if !pipe.send(&body) {
-                return exited(&pool, &pipe);
-            }
-            match tokio::time::timeout(NULL_ID_WAIT, w.rx.recv()).await {
-                Ok(Some(r)) => json_reply(r.raw),
-                Ok(None) => exited(&pool, &pipe),
-                Err(_) => StatusCode::ACCEPTED.into_response(),
-            }
-        }
+        // Sent as is (a fuzz case): stdio SDKs often drop such a line
+        // without a word, so silence is `202`, not a hang.
+        (Kind::Other(id), _) => odd_id(&pool, &pipe, &id, &body).await,
     };
     if let Ok(v) = HeaderValue::from_str(&format!("stdio:{}", pipe.pid())) {
         resp.headers_mut().insert(INSTANCE, v);
@@ -472,10 +476,14 @@ fn json_reply(raw: Bytes) -> Response {
         .into_response()
 }
 
-/// A request whose id is neither a string nor an integer (null, a
-/// fraction, an object): answered by the first response naming that id or
-/// a null one, within [`NULL_ID_WAIT`] (a server may take it for a
-/// notification), else `202`.
+/// A [`Kind::Request`] is parsed JSON by construction.
+fn unreachable_request() -> Response {
+    (StatusCode::BAD_REQUEST, "unparsable request\n").into_response()
+}
+
+/// A message that is not a valid request: answered by the first response
+/// naming its id (if it has one) or a null one, within [`NULL_ID_WAIT`],
+/// else `202`.
 async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
     let mut null = pipe.wait_for(&Value::Null);
     let mut own = (!id.is_null()).then(|| pipe.wait_for(id));
@@ -500,7 +508,11 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
     match tokio::time::timeout(NULL_ID_WAIT, first).await {
         Ok(Some(m)) => json_reply(m.raw),
         Ok(None) => exited(pool, pipe),
-        Err(_) => StatusCode::ACCEPTED.into_response(),
+        Err(_) => (
+            StatusCode::ACCEPTED,
+            [(NO_REPLY, format!("nothing within {} ms", NULL_ID_WAIT.as_millis()))],
+        )
+            .into_response(),
     }
 }
 

@@ -91,8 +91,12 @@ impl Drop for Waiter {
 }
 
 impl Pipe {
-    /// Starts `cmd` and its reader; `label` names it in the log.
-    pub fn start(cmd: &Command, log: Arc<Log>) -> Result<Pipe, String> {
+    /// Starts `cmd` and its reader. With `refuse_server_requests` (a pipe
+    /// of 2026-07-28 clients, which take no requests from the server), a
+    /// request the server sends is still passed on (as evidence) and is
+    /// answered `-32601` at once, as such a client would; else its client
+    /// answers it (a 2025-11-25 session).
+    pub fn start(cmd: &Command, log: Arc<Log>, refuse_server_requests: bool) -> Result<Pipe, String> {
         let running = child::spawn(cmd)?;
         log.spawned();
         let child::Running {
@@ -103,6 +107,7 @@ impl Pipe {
             pid,
         } = running;
         let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
+        let refuse = refuse_server_requests.then(|| out.clone());
         tokio::spawn(async move {
             while let Some(mut line) = lines.recv().await {
                 line.push(b'\n');
@@ -131,7 +136,7 @@ impl Pipe {
                         if tracing_on() {
                             eprintln!("[{pid}] < {}", String::from_utf8_lossy(line.trim_ascii()));
                         }
-                        route(&r, &log, &line)
+                        route(&r, &log, &line, refuse.as_ref())
                     }
                 }
             }
@@ -252,8 +257,17 @@ impl Drop for Pipe {
     }
 }
 
-/// Routes one stdout line.
-fn route(routes: &Mutex<Routes>, log: &Log, line: &[u8]) {
+/// The answer of a client that takes no server requests.
+pub const REFUSAL: &str = "this client takes no requests from the server (2026-07-28)";
+
+/// Routes one stdout line; a server request is also answered `-32601` on
+/// `refuse` when given.
+fn route(
+    routes: &Mutex<Routes>,
+    log: &Log,
+    line: &[u8],
+    refuse: Option<&mpsc::UnboundedSender<Vec<u8>>>,
+) {
     let trimmed = line.trim_ascii();
     if trimmed.is_empty() {
         return;
@@ -265,6 +279,13 @@ fn route(routes: &Mutex<Routes>, log: &Log, line: &[u8]) {
             return;
         }
     };
+    if let (Some(out), Some(id)) = (refuse, msg.get("id"))
+        && msg.get("method").is_some()
+    {
+        let no = serde_json::json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": REFUSAL}});
+        let _ = out.send(no.to_string().into_bytes());
+    }
     let Ok(r) = routes.lock() else { return };
     let is_response = msg.get("method").is_none();
     let target = if is_response {
@@ -311,6 +332,7 @@ mod tests {
         let p = Pipe::start(
             &sh(r#"echo 'hello from print()'; while read l; do echo '{"jsonrpc":"2.0","id":7,"result":{}}'; done"#),
             log.clone(),
+            false,
         )
         .unwrap();
         let mut w = p.wait_for(&json!(7));
@@ -334,6 +356,7 @@ mod tests {
         let p = Pipe::start(
             &sh("read l; echo 'boom: bad input' >&2; exit 3"),
             log.clone(),
+            false,
         )
         .unwrap();
         let mut w = p.wait_for(&json!(1));

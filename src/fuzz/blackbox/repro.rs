@@ -125,7 +125,8 @@ fn stdio_start(bridge_args: &str) -> String {
          BRIDGE_OUT=$(mktemp)\n\
          \"$ELICITKIT\" bridge {bridge_args} > \"$BRIDGE_OUT\" 2>&1 &\n\
          BRIDGE=$!\n\
-         trap 'kill $BRIDGE 2>/dev/null; wait $BRIDGE 2>/dev/null; cat \"$BRIDGE_OUT\" >&2; rm -f \"$BRIDGE_OUT\"' EXIT\n\
+         disown $BRIDGE  # not one of the jobs a bare `wait` below waits for\n\
+         trap 'kill $BRIDGE 2>/dev/null; for _ in $(seq 100); do kill -0 $BRIDGE 2>/dev/null || break; sleep 0.05; done; cat \"$BRIDGE_OUT\" >&2; rm -f \"$BRIDGE_OUT\"' EXIT\n\
          URL=\n\
          for _ in $(seq 300); do\n\
          \x20 URL=$(sed -n 's/^listening on //p' \"$BRIDGE_OUT\" | head -n 1)\n\

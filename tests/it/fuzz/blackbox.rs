@@ -588,3 +588,76 @@ fn the_rmcp_interop_server_gives_only_its_known_defect() {
         assert_eq!(f.rerun.reproduced.to_string(), "yes", "{}", summary.text());
     }
 }
+
+/// `fuzz --target stdio -- elicitkit serve --stdio [--flaw F]` into `out`.
+fn fuzz_stdio(flaws: &[&str], out: &std::path::Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "fuzz",
+        "--target",
+        "stdio",
+        "--quiet",
+        "--run-id",
+        "t",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["--", env!("CARGO_BIN_EXE_elicitkit"), "serve", "--stdio"]);
+    for f in flaws {
+        args.extend(["--flaw", f]);
+    }
+    Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(&args)
+        .output()
+        .expect("fuzz runs")
+}
+
+#[test]
+fn over_stdio_the_clean_server_gives_no_finding() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz_stdio(&[], dir.path(), &["--duration", "10s"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    assert!(s["execs"].as_u64().unwrap() > 50, "{s}");
+    assert_eq!(
+        s["generations"],
+        serde_json::json!(["2026-07-28", "2025-11-25"])
+    );
+}
+
+/// A stdio server that exits on a decline: a `process-exited` finding
+/// with its exit status, whose `repro.sh` starts the server again behind
+/// `elicitkit bridge` and sees it exit.
+#[test]
+fn over_stdio_an_exit_is_a_finding_that_reproduces() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz_stdio(&["exit-on-decline"], dir.path(), &["--duration", "10s"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let s = summary(dir.path());
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == "process-exited")
+        .unwrap_or_else(|| panic!("no process-exited finding: {stdout}"))
+        .clone();
+    assert_eq!(f["reproduced"], "yes", "{f}");
+    let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
+    let fj: Value =
+        serde_json::from_str(&std::fs::read_to_string(fdir.join("finding.json")).unwrap()).unwrap();
+    assert!(fj["what"].as_str().unwrap().contains("exit status: 3"), "{fj}");
+    let sh = std::fs::read_to_string(fdir.join("repro.sh")).unwrap();
+    assert!(sh.contains("bridge --cwd") && sh.contains("exit-on-decline"), "{sh}");
+    // Every other finding of the run is that exit seen from the wire too.
+    for other in s["findings"].as_array().unwrap() {
+        assert!(
+            ["process-exited", "not-json-rpc", "server-error"].contains(&other["oracle"].as_str().unwrap()),
+            "{other}"
+        );
+    }
+}
