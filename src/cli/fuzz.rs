@@ -26,7 +26,9 @@ pub const FUZZ_EXAMPLES: &str = "Examples:
   elicitkit fuzz --target http://127.0.0.1:8080/mcp  # 60 s, seed 1, both generations
   elicitkit fuzz --target URL --duration 10m --seed 42 --tool deploy
   elicitkit fuzz --target URL --generation 2026-07-28 --single-use place_order
-  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh   # replay a finding";
+  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh   # replay a finding
+  elicitkit fuzz --target stdio -- python server.py  # a server that speaks stdio: its exit is a
+                                                     # finding; repro.sh starts it behind `elicitkit bridge`";
 
 /// Arguments of `elicitkit fuzz`.
 #[derive(Debug, ClapArgs)]

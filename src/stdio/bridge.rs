@@ -117,7 +117,12 @@ impl Pool {
     /// A process for `principal`: a 2025-11-25 session's (`session`),
     /// whose client answers the server's requests, or a shared one.
     fn start(&self, principal: &str, session: bool) -> Result<Arc<Pipe>, String> {
-        Pipe::start(&self.spec.command_for(principal), self.log.clone(), !session).map(Arc::new)
+        Pipe::start(
+            &self.spec.command_for(principal),
+            self.log.clone(),
+            !session,
+        )
+        .map(Arc::new)
     }
 
     /// The shared process of `principal`, started (again) if need be.
@@ -510,7 +515,10 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
         Ok(None) => exited(pool, pipe),
         Err(_) => (
             StatusCode::ACCEPTED,
-            [(NO_REPLY, format!("nothing within {} ms", NULL_ID_WAIT.as_millis()))],
+            [(
+                NO_REPLY,
+                format!("nothing within {} ms", NULL_ID_WAIT.as_millis()),
+            )],
         )
             .into_response(),
     }

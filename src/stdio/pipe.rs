@@ -96,7 +96,11 @@ impl Pipe {
     /// request the server sends is still passed on (as evidence) and is
     /// answered `-32601` at once, as such a client would; else its client
     /// answers it (a 2025-11-25 session).
-    pub fn start(cmd: &Command, log: Arc<Log>, refuse_server_requests: bool) -> Result<Pipe, String> {
+    pub fn start(
+        cmd: &Command,
+        log: Arc<Log>,
+        refuse_server_requests: bool,
+    ) -> Result<Pipe, String> {
         let running = child::spawn(cmd)?;
         log.spawned();
         let child::Running {

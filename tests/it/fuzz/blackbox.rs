@@ -650,14 +650,60 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
     let fj: Value =
         serde_json::from_str(&std::fs::read_to_string(fdir.join("finding.json")).unwrap()).unwrap();
-    assert!(fj["what"].as_str().unwrap().contains("exit status: 3"), "{fj}");
+    assert!(
+        fj["what"].as_str().unwrap().contains("exit status: 3"),
+        "{fj}"
+    );
     let sh = std::fs::read_to_string(fdir.join("repro.sh")).unwrap();
-    assert!(sh.contains("bridge --cwd") && sh.contains("exit-on-decline"), "{sh}");
+    assert!(
+        sh.contains("bridge --cwd") && sh.contains("exit-on-decline"),
+        "{sh}"
+    );
     // Every other finding of the run is that exit seen from the wire too.
     for other in s["findings"].as_array().unwrap() {
         assert!(
-            ["process-exited", "not-json-rpc", "server-error"].contains(&other["oracle"].as_str().unwrap()),
+            ["process-exited", "not-json-rpc", "server-error"]
+                .contains(&other["oracle"].as_str().unwrap()),
             "{other}"
         );
+    }
+}
+
+/// The TypeScript SDK server over stdio: besides the replay warning it has
+/// over HTTP, only its silence on invalid lines (verified by hand, NOTES
+/// "stdio mode"); no crash, no hang.
+#[test]
+fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = interop::stdio_command(interop::Sdk::Ts);
+    let mut args = vec![
+        "fuzz".to_owned(),
+        "--target".into(),
+        "stdio".into(),
+        "--quiet".into(),
+        "--run-id".into(),
+        "t".into(),
+        "--out".into(),
+        dir.path().display().to_string(),
+        "--duration".into(),
+        "10s".into(),
+        "--".into(),
+    ];
+    args.extend(cmd.argv.iter().cloned());
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(&args)
+        .output()
+        .expect("fuzz runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let s = summary(dir.path());
+    assert!(s["execs"].as_u64().unwrap() > 5, "{s}");
+    for f in s["findings"].as_array().unwrap() {
+        let oracle = f["oracle"].as_str().unwrap();
+        let what = f["what"].as_str().unwrap_or_default();
+        let known = oracle == "replay-accepted"
+            || (oracle == "not-json-rpc" && what.contains("no reply on the stdio server's stdout"));
+        assert!(known, "unexpected finding {f}\n{stdout}");
+        assert_eq!(f["reproduced"], "yes", "{f}");
     }
 }

@@ -217,3 +217,43 @@ async fn python_sdk_over_stdio() {
         ],
     );
 }
+
+/// Ctrl-C during `check --target stdio` stops the server it started (the
+/// whole process group) and exits 130.
+#[test]
+fn ctrl_c_stops_the_stdio_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("server.pid");
+    let script = format!("echo $$ > {}; exec {BIN} serve --stdio", pidfile.display());
+    let mut check = std::process::Command::new(BIN)
+        .args(["check", "--target", "stdio", "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("check starts");
+    let started = std::time::Instant::now();
+    let server: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: plain signals to processes this test started.
+    unsafe { libc::kill(check.id() as i32, libc::SIGINT) };
+    let status = check.wait().expect("check exits");
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: signal 0 only asks whether the pid exists.
+        unsafe { libc::kill(server, 0) != 0 }
+    });
+    assert!(gone, "the stdio server {server} outlived Ctrl-C");
+}
