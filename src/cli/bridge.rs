@@ -30,12 +30,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(None) => return usage_error("the server's command goes after `--`"),
         Err(e) => return usage_error(e),
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::runtime() {
         Ok(r) => r,
-        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+        Err(code) => return code,
     };
     runtime.block_on(async move {
         let bridge = match crate::stdio::Bridge::start(spec).await {

@@ -191,12 +191,9 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return usage_error(e),
         },
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::runtime() {
         Ok(r) => r,
-        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+        Err(code) => return code,
     };
     if let Err(e) = known_prefixes(&args.only) {
         return usage_error(e);

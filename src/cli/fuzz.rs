@@ -99,12 +99,9 @@ pub fn run(args: Args) -> ExitCode {
     if args.duration.is_zero() || args.max_requests == 0 {
         return usage_error("--duration and --max-requests must be positive");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::runtime() {
         Ok(r) => r,
-        Err(e) => return usage_error(format!("cannot start the async runtime: {e}")),
+        Err(code) => return code,
     };
     let id = args.run_id.clone().unwrap_or_else(|| {
         let now = SystemTime::now()

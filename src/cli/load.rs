@@ -588,10 +588,8 @@ pub struct PlanArgs {
 /// Runs `elicitkit plan`.
 pub fn run_plan(args: PlanArgs) -> ExitCode {
     if args.target == super::target::STDIO {
-        return usage_error(
-            "plan does not take a stdio server yet; `elicitkit check --target stdio -- CMD` \
-             discovers its tools and checks it",
-        );
+        // A plan is what `load` runs, and `load` takes no stdio target.
+        return usage_error(format!("plan writes a load plan: {STDIO_LOAD}"));
     }
     let rt = match runtime(2) {
         Ok(r) => r,

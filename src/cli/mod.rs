@@ -27,6 +27,15 @@ pub fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
     exit::usage()
 }
 
+/// The multi-threaded runtime a subcommand runs on, or the usage error
+/// that says why there is none.
+pub fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| usage_error(format!("cannot start the async runtime: {e}")))
+}
+
 pub mod bridge;
 pub mod capacity;
 pub mod check;

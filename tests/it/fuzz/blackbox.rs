@@ -591,25 +591,12 @@ fn the_rmcp_interop_server_gives_only_its_known_defect() {
 
 /// `fuzz --target stdio -- elicitkit serve --stdio [--flaw F]` into `out`.
 fn fuzz_stdio(flaws: &[&str], out: &std::path::Path, extra: &[&str]) -> Output {
-    let mut args = vec![
-        "fuzz",
-        "--target",
-        "stdio",
-        "--quiet",
-        "--run-id",
-        "t",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
+    let mut args = extra.to_vec();
     args.extend(["--", env!("CARGO_BIN_EXE_elicitkit"), "serve", "--stdio"]);
     for f in flaws {
         args.extend(["--flaw", f]);
     }
-    Command::new(env!("CARGO_BIN_EXE_elicitkit"))
-        .args(&args)
-        .output()
-        .expect("fuzz runs")
+    fuzz("stdio", out, &args)
 }
 
 #[test]
@@ -677,24 +664,9 @@ fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let cmd = interop::stdio_command(interop::Sdk::Ts);
-    let mut args = vec![
-        "fuzz".to_owned(),
-        "--target".into(),
-        "stdio".into(),
-        "--quiet".into(),
-        "--run-id".into(),
-        "t".into(),
-        "--out".into(),
-        dir.path().display().to_string(),
-        "--duration".into(),
-        "10s".into(),
-        "--".into(),
-    ];
-    args.extend(cmd.argv.iter().cloned());
-    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
-        .args(&args)
-        .output()
-        .expect("fuzz runs");
+    let mut args = vec!["--duration", "10s", "--"];
+    args.extend(cmd.argv.iter().map(String::as_str));
+    let out = fuzz("stdio", dir.path(), &args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let s = summary(dir.path());
     assert!(s["execs"].as_u64().unwrap() > 5, "{s}");

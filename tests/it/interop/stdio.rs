@@ -257,3 +257,53 @@ fn ctrl_c_stops_the_stdio_server() {
     });
     assert!(gone, "the stdio server {server} outlived Ctrl-C");
 }
+
+/// Usage errors name what is wrong: a missing or misplaced command, one
+/// that cannot start or exits at once, and `load`/`plan`, which take no
+/// stdio target.
+#[test]
+fn stdio_usage_errors_exit_2_and_say_why() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(BIN)
+            .args(args)
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, says) in [
+        (&["check", "--target", "stdio"][..], "after `--`"),
+        (
+            &["check", "--target", "http://127.0.0.1:9/mcp", "--", "x"],
+            "needs --target stdio",
+        ),
+        (
+            &["check", "--target", "stdio", "--", "/nonexistent/server"],
+            "cannot start",
+        ),
+        (
+            &[
+                "check",
+                "--target",
+                "stdio",
+                "--",
+                "sh",
+                "-c",
+                "echo oops >&2; exit 4",
+            ],
+            "exited at once",
+        ),
+        (
+            &["fuzz", "--target", "stdio", "--", "sh", "-c", "exit 4"],
+            "exited at once",
+        ),
+        (&["load", "--target", "stdio"], "needs an HTTP target"),
+        (&["plan", "--target", "stdio"], "needs an HTTP target"),
+    ] {
+        let (code, stderr) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
