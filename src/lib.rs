@@ -12,6 +12,7 @@
 //!
 //! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
 //!   every validator reports in.
+//! - [`hex`]: lowercase hex, one encoder and decoder for every module.
 //! - [`protocol`]: wire types for JSON-RPC 2.0 and both generations, the
 //!   `Mcp-*` header codec, an SSE codec, and message validators. No I/O.
 //! - [`schema`]: `requestedSchema` as a typed model; schema and content
@@ -77,6 +78,7 @@ pub mod discover;
 pub mod findings;
 #[cfg(feature = "arbitrary")]
 pub mod fuzz;
+pub mod hex;
 #[cfg(feature = "net")]
 pub mod load;
 #[cfg(feature = "net")]

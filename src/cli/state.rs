@@ -166,21 +166,6 @@ fn fmt_ms(ms: u64, now: u64) -> String {
     format!("{when} ({rel})")
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn parse_hex32(s: &str) -> Option<[u8; 32]> {
-    if s.len() != 64 || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
 /// Renders visible claims, one field per line.
 pub fn render_claims(c: &ClaimsRef<'_>, now: u64) -> String {
     let preview: String = match std::str::from_utf8(c.payload) {
@@ -192,7 +177,7 @@ pub fn render_claims(c: &ClaimsRef<'_>, now: u64) -> String {
             let n = c.payload.len().min(40);
             format!(
                 "hex {}{}",
-                hex(&c.payload[..n]),
+                crate::hex::encode(&c.payload[..n]),
                 if c.payload.len() > n { "…" } else { "" }
             )
         }
@@ -203,10 +188,10 @@ pub fn render_claims(c: &ClaimsRef<'_>, now: u64) -> String {
         c.principal,
         c.client_id
             .map_or_else(|| "(none)".to_owned(), |s| format!("{s:?}")),
-        hex(&c.request_digest),
+        crate::hex::encode(&c.request_digest),
         fmt_ms(c.issued_at, now),
         fmt_ms(c.expires_at, now),
-        hex(&c.nonce),
+        crate::hex::encode(&c.nonce),
         c.round,
         c.payload.len(),
         preview
@@ -228,7 +213,7 @@ fn inspect(args: &InspectArgs) -> ExitCode {
         (None, None) => None,
     };
     let digest = match &args.request_digest {
-        Some(h) => match parse_hex32(h) {
+        Some(h) => match crate::hex::decode32(h) {
             Some(d) => Some(d),
             None => return usage_error("--request-digest must be 64 hex digits"),
         },
@@ -440,7 +425,7 @@ mod tests {
             assert!(t.contains(c.as_str()));
         }
         assert_eq!(t.matches("[fastest open of its kind here]").count(), 2);
-        assert!(parse_hex32(&"ab".repeat(32)).is_some());
-        assert!(parse_hex32("zz").is_none());
+        assert!(crate::hex::decode32(&"ab".repeat(32)).is_some());
+        assert!(crate::hex::decode32("zz").is_none());
     }
 }

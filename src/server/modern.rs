@@ -288,10 +288,6 @@ pub fn tools_list() -> Value {
     TOOLS_LIST.clone()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A `tools/call` whose `inputResponses` or `requestState` has the wrong
 /// JSON type: `-32602`, or (the `bad-shape-not-found` flaw) 404 + `-32601`.
 fn bad_shape(app: &App, message: &str) -> RpcError {
@@ -399,7 +395,7 @@ async fn tools_call(
                     .map_err(|_| state_rejected(&crate::state::StateError::Malformed("payload")))?;
                 if conv.origin.is_empty() {
                     // Sealed before origins existed: single use per state.
-                    conv.origin = hex(&claims.nonce);
+                    conv.origin = crate::hex::encode(&claims.nonce);
                 }
                 (conv, claims.round, Some(claims.expires_at))
             }

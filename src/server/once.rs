@@ -50,11 +50,7 @@ pub const REPEAT_META: &str = "dev.elicitkit/repeat";
 /// A fresh origin id for a new originating request: 128 random bits, hex.
 pub fn new_origin_id() -> String {
     let b: [u8; 16] = rand::random();
-    hex(&b)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&b)
 }
 
 /// The completion key of one originating request.
@@ -73,7 +69,7 @@ impl Origin {
         h.update(digest);
         h.update(id.as_bytes());
         Origin {
-            key: format!("origin:{}", hex(&h.finalize())),
+            key: format!("origin:{}", crate::hex::encode(&h.finalize())),
         }
     }
 }

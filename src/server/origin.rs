@@ -52,6 +52,11 @@ impl Refusal {
 pub struct AllowedOrigins {
     hosts: Vec<HostRule>,
     origins: Vec<OriginRule>,
+    /// Every allowed `host:port` in the form the parser gives it back:
+    /// a `Host` header equal to one of these (ignoring ASCII case) is
+    /// allowed without parsing (the parse would find the same rule), which
+    /// is what every request from a client pointed at the server sends.
+    exact: Vec<String>,
 }
 
 /// `host[:port]` as in a `Host` header; `None` when it is not just that.
@@ -133,10 +138,23 @@ impl AllowedOrigins {
             })?;
             hosts.push(HostRule { host, port });
         }
-        Ok(AllowedOrigins { hosts, origins })
+        let exact = hosts
+            .iter()
+            .filter_map(|r| r.port.map(|p| format!("{}:{p}", r.host)))
+            .collect();
+        Ok(AllowedOrigins {
+            hosts,
+            origins,
+            exact,
+        })
     }
 
     fn host_ok(&self, value: &str) -> bool {
+        self.exact.iter().any(|e| e.eq_ignore_ascii_case(value)) || self.host_ok_parsed(value)
+    }
+
+    /// [`Self::host_ok`] without the exact-match shortcut.
+    fn host_ok_parsed(&self, value: &str) -> bool {
         let Some((host, port)) = parse_authority(value) else {
             return false;
         };
@@ -181,6 +199,36 @@ mod tests {
 
     fn local(port: u16) -> AllowedOrigins {
         AllowedOrigins::new(SocketAddr::from(([127, 0, 0, 1], port)), &[], &[]).unwrap()
+    }
+
+    #[test]
+    fn the_exact_match_shortcut_agrees_with_the_parse() {
+        let a = AllowedOrigins::new(
+            SocketAddr::from(([127, 0, 0, 1], 8080)),
+            &[],
+            &["mcp.example:9000".into(), "any.example".into()],
+        )
+        .unwrap();
+        for v in [
+            "127.0.0.1:8080",
+            "LocalHost:8080",
+            "[::1]:8080",
+            "mcp.example:9000",
+            "MCP.EXAMPLE:9000",
+            "any.example:1",
+            " 127.0.0.1:8080 ",
+            "127.0.0.1:8081",
+            "127.0.0.1",
+            "127.0.0.1:8080/",
+            "evil.example:8080",
+            "localhost:08080",
+        ] {
+            assert_eq!(a.host_ok(v), a.host_ok_parsed(v), "{v:?}");
+        }
+        // Every shortcut entry is one the parse allows.
+        for e in &a.exact {
+            assert!(a.host_ok_parsed(e), "{e}");
+        }
     }
 
     #[test]

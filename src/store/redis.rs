@@ -94,20 +94,8 @@ fn corrupt(id: &str, reason: impl Into<String>) -> StoreError {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn unhex32(id: &str, s: &str) -> Result<[u8; 32], StoreError> {
-    let bad = || corrupt(id, "request digest is not 64 hex digits");
-    if s.len() != 64 {
-        return Err(bad());
-    }
-    let mut out = [0u8; 32];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16).map_err(|_| bad())?;
-    }
-    Ok(out)
+    crate::hex::decode32(s).ok_or_else(|| corrupt(id, "request digest is not 64 hex digits"))
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
@@ -121,7 +109,7 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
 fn fields_of(rec: &Record) -> Vec<(&'static str, String)> {
     let mut f = vec![
         ("p", rec.principal.clone()),
-        ("d", hex(&rec.request_digest)),
+        ("d", crate::hex::encode(&rec.request_digest)),
         ("m", rec.mode.as_str().to_owned()),
         ("s", rec.status.as_str().to_owned()),
         ("ca", rec.created_at_ms.to_string()),
@@ -579,7 +567,7 @@ mod tests {
     #[test]
     fn digests_round_trip_through_hex() {
         let d: [u8; 32] = std::array::from_fn(|i| (i * 7) as u8);
-        assert_eq!(unhex32("x", &hex(&d)).unwrap(), d);
+        assert_eq!(unhex32("x", &crate::hex::encode(&d)).unwrap(), d);
         assert!(unhex32("x", "zz").is_err());
         assert!(unhex32("x", &"g".repeat(64)).is_err());
     }
