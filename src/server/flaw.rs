@@ -284,19 +284,100 @@ impl Flaw {
         }
     }
 
+    /// What finds it: `check` ids, else `fuzz:`/`load:` and the oracle or
+    /// verdict (the check matrix asserts that every check it sees break is
+    /// named here).
+    pub fn caught_by(self) -> &'static [&'static str] {
+        match self {
+            Flaw::AcceptTamperedState => &[
+                "mrtr-tamper-bit-flip",
+                "mrtr-tamper-truncate",
+                "mrtr-tamper-extend",
+                "mrtr-unsolicited-state",
+                "mrtr-oversized-state",
+            ],
+            Flaw::IgnorePrincipal => &[
+                "mrtr-cross-principal",
+                "mrtr-url-cross-user",
+                "legacy-url-cross-user",
+                "legacy-cross-principal-session",
+                "legacy-cross-principal-answer",
+            ],
+            Flaw::IgnoreRequestBinding => {
+                &["mrtr-tamper-other-tool", "mrtr-tamper-other-arguments"]
+            }
+            Flaw::NoExpiry => &["mrtr-state-expiry"],
+            Flaw::ReplayableSideEffect => &["mrtr-replay-final-retry", "fuzz:single-use-twice"],
+            Flaw::UrlToFormClient => &[
+                "mrtr-cap-form-only",
+                "mrtr-cap-elicitation-empty",
+                "legacy-cap-form-only",
+            ],
+            Flaw::ElicitWithoutCapability => {
+                &["mrtr-cap-none", "mrtr-cap-sampling-only", "legacy-cap-none"]
+            }
+            Flaw::SecretInForm => &["mrtr-schema-findings", "legacy-schema-findings"],
+            Flaw::CrashOnDecline => &[
+                "mrtr-decline",
+                "mrtr-decline-no-action",
+                "legacy-decline",
+                "fuzz:server-error",
+            ],
+            Flaw::HangOnCancel => &["mrtr-cancel", "legacy-cancel", "fuzz:hang"],
+            Flaw::MissingResultType => &["mrtr-result-type", "fuzz:result-type"],
+            Flaw::InputRequiredOnList => &[
+                "mrtr-input-required-scope",
+                "fuzz:input-required-out-of-scope",
+            ],
+            Flaw::LegacyUrlWithoutId => &["legacy-request-shape"],
+            Flaw::NoOriginCheck | Flaw::NoHostCheck => {
+                &["mrtr-origin-validated", "legacy-origin-validated"]
+            }
+            Flaw::NoCacheHints => &["mrtr-cache-hints"],
+            Flaw::BadShapeNotFound => &[
+                "mrtr-input-responses-shape",
+                "mrtr-request-state-shape",
+                "fuzz:shape-as-unknown-method",
+            ],
+            Flaw::ElicitOnGetStream => &["legacy-get-stream", "legacy-stream-rules"],
+            Flaw::NoNodelay => &["mrtr-tail-stall", "legacy-tail-stall", "load:tail stalls"],
+            Flaw::ActOnDecline => &["mrtr-decline-no-action", "legacy-decline-no-action"],
+            Flaw::LeakSecret => &[
+                "mrtr-url-secret-not-returned",
+                "legacy-url-secret-not-returned",
+            ],
+            Flaw::SecretInState | Flaw::TypedInState => &["mrtr-url-secret-not-returned"],
+            Flaw::AcceptInvalidContent => &["mrtr-invalid-content", "legacy-invalid-answers"],
+            Flaw::IgnoreStatePrincipal => &["mrtr-cross-principal"],
+            Flaw::ElicitBeforeInitialized => &["legacy-no-elicit-before-initialized"],
+            Flaw::CrossTalk => &["mrtr-isolation", "legacy-isolation", "load:misrouted"],
+            Flaw::CompleteWithoutState => &["fuzz:a note (the state is not load-bearing)"],
+            Flaw::Leak => &["load:--soak growth verdict"],
+            Flaw::StdioNoise => &["mrtr-stdio-clean-stdout", "legacy-stdio-clean-stdout"],
+            Flaw::ExitOnDecline => &[
+                "mrtr-stdio-stays-up",
+                "legacy-stdio-stays-up",
+                "fuzz:process-exited",
+            ],
+        }
+    }
+
     fn bit(self) -> u32 {
         1 << (self as u32)
     }
 
-    /// The `--list-flaws` table: name, rule, description.
+    /// The `--list-flaws` table: name, rule, description, and (indented
+    /// below) what catches it.
     pub fn table() -> String {
         let mut out = format!("{:<27} {:<24} {}\n", "FLAW", "RULE", "BEHAVIOUR");
         for f in Flaw::ALL {
             out.push_str(&format!(
-                "{:<27} {:<24} {}\n",
+                "{:<27} {:<24} {}\n{:<27} caught by: {}\n",
                 f.name(),
                 f.rule(),
-                f.description()
+                f.description(),
+                "",
+                f.caught_by().join(", ")
             ));
         }
         out

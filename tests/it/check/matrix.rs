@@ -405,8 +405,38 @@ async fn clean_reference_server_passes_every_legacy_check() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn legacy_flaws_fail_their_checks() {
+    let problems = run_cases(legacy_expectations(), Generation::Legacy).await;
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// `serve --list-flaws` names what catches each flaw: every check the
+/// matrix sees a flaw break is named there, and every check named exists.
+#[test]
+fn list_flaws_names_the_checks_the_matrix_sees_fail() {
+    let ids: Vec<&str> = check::all_checks().iter().map(|c| c.id).collect();
+    for (flaw, broken, _) in expectations().into_iter().chain(legacy_expectations()) {
+        for (id, _) in broken {
+            assert!(
+                flaw.caught_by().contains(&id),
+                "--flaw {flaw} breaks {id}, which Flaw::caught_by does not name"
+            );
+        }
+    }
+    for flaw in Flaw::ALL {
+        assert!(!flaw.caught_by().is_empty(), "{flaw}");
+        for by in flaw.caught_by() {
+            assert!(
+                by.contains(':') || ids.contains(by),
+                "{flaw}: no check {by}"
+            );
+        }
+    }
+}
+
+/// The 2025-11-25 cases.
+fn legacy_expectations() -> Vec<Case> {
     use Status::{Fail, Info, Warn};
-    let cases: Vec<Case> = vec![
+    vec![
         (
             Flaw::LegacyUrlWithoutId,
             vec![("legacy-request-shape", Fail)],
@@ -513,9 +543,7 @@ async fn legacy_flaws_fail_their_checks() {
                 "legacy-decline",
             ],
         ),
-    ];
-    let problems = run_cases(cases, Generation::Legacy).await;
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    ]
 }
 
 /// A server whose tools push their elicitations only on the session's GET
