@@ -589,11 +589,21 @@ fn report(
         summary.failures.extend(failed);
         summary.baseline = Some(c);
     }
+    // Whether the target's process (when one is watched) still runs.
+    let target_alive = health
+        .as_ref()
+        .is_some_and(|h| super::metrics::health::alive(h.pid));
     if let Some(h) = health {
         health_summary(plan, h, &mut summary);
     }
     let health = generator_health(&measured, gen_cpu, wall);
-    let verdict = verdict(&info, &summary, plan, !health.problems.is_empty());
+    let verdict = verdict(
+        &info,
+        &summary,
+        plan,
+        !health.problems.is_empty(),
+        target_alive,
+    );
     summary.verdict = verdict.as_str().into();
     summary.passed = summary.passed && verdict != Verdict::Inconclusive;
     summary.generator_health = Some(health);
@@ -648,7 +658,13 @@ fn generator_health(
 /// than timing (latency, rate, service gaps, and error counts made only of
 /// timeouts and failed connections: a generator too busy to read a reply
 /// makes those too).
-fn verdict(info: &RunInfo, summary: &Summary, plan: &Plan, generator_unwell: bool) -> Verdict {
+fn verdict(
+    info: &RunInfo,
+    summary: &Summary,
+    plan: &Plan,
+    generator_unwell: bool,
+    target_alive: bool,
+) -> Verdict {
     use super::spec::threshold::Metric;
     let only_slow_errors = summary
         .errors
@@ -659,7 +675,16 @@ fn verdict(info: &RunInfo, summary: &Summary, plan: &Plan, generator_unwell: boo
         Metric::ErrorRate | Metric::Ok(_) => only_slow_errors,
         Metric::SkippedRate(_) | Metric::Misrouted => false,
     };
-    let only_timing_failed = info.ended_by.is_normal()
+    // A run cut short by failures to reach a target whose process still
+    // runs, all of them timeouts or transport errors: a starved generator
+    // (connections idle past the server's timeouts) can cause exactly that.
+    let ended_for_timing = info.ended_by.is_normal()
+        || (matches!(
+            info.ended_by,
+            EndReason::TargetDied | EndReason::TargetUnreachable
+        ) && target_alive
+            && only_slow_errors);
+    let only_timing_failed = ended_for_timing
         && summary.baseline.as_ref().is_none_or(|b| b.passed)
         && summary
             .health
