@@ -87,8 +87,7 @@ async fn stays_up(p: Probe) -> Verdict {
         ));
     }
     let first = &crashes[0];
-    let tail: Vec<&str> = first.stderr_tail.lines().rev().take(8).collect();
-    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    let tail = first.stderr_last(8);
     Verdict::fail(format!(
         "{} of {} process(es) exited while serving; the first (pid {}) with {}{}",
         crashes.len(),

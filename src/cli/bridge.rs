@@ -63,7 +63,7 @@ pub fn run(args: Args) -> ExitCode {
                 "elicitkit bridge: {EXITED} (pid {}, {}); its stderr ends: {}",
                 e.pid,
                 e.status,
-                e.stderr_tail.lines().last().unwrap_or("(nothing)")
+                e.stderr_last(1).first().unwrap_or(&"(nothing)")
             );
         }
         exit::ok()

@@ -20,7 +20,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, BufReader};
 use tokio::sync::mpsc;
 use tower_service::Service as _;
 
@@ -47,16 +47,7 @@ pub async fn serve(
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) {
-    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(async move {
-        let mut out = output;
-        while let Some(mut line) = rx.recv().await {
-            line.push(b'\n');
-            if out.write_all(&line).await.is_err() || out.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    let (tx, writer) = crate::stdio::pipe::spawn_line_writer(output);
     let conn = Arc::new(Mutex::new(Conn::default()));
     let mut tasks = tokio::task::JoinSet::new();
     let mut input = BufReader::new(input);
@@ -159,12 +150,12 @@ async fn one(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|c| c.starts_with("text/event-stream"));
-    if msg
+    let initialize = msg
         .as_ref()
         .and_then(|m| m.get("method"))
         .and_then(Value::as_str)
-        == Some("initialize")
-    {
+        == Some("initialize");
+    if initialize {
         let sid = resp
             .headers()
             .get(SESSION_ID)
@@ -175,6 +166,13 @@ async fn one(
             c.session = sid;
         }
     }
+    // Only `initialize`'s reply is read here (for the version it agrees
+    // on); every other reply goes out as it came.
+    let note_version = |bytes: &[u8]| {
+        if initialize {
+            agreed_version(bytes, conn);
+        }
+    };
     let mut body = resp.into_body();
     if is_sse {
         let mut parser = SseParser::new();
@@ -188,7 +186,8 @@ async fn one(
             }
             for e in events.drain(..) {
                 if !e.data.trim().is_empty() {
-                    emit(e.data.as_bytes(), conn, out);
+                    note_version(e.data.as_bytes());
+                    emit(e.data.as_bytes(), out);
                 }
             }
         }
@@ -201,7 +200,8 @@ async fn one(
         return;
     }
     if serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("jsonrpc").is_some()) {
-        emit(&bytes, conn, out);
+        note_version(&bytes);
+        emit(&bytes, out);
         return;
     }
     // An HTTP refusal with no JSON-RPC error in it: say it as one.
@@ -222,36 +222,22 @@ async fn one(
         "code": code,
         "message": format!("HTTP {status}: {text}"),
     }});
-    emit(err.to_string().as_bytes(), conn, out);
+    emit(err.to_string().as_bytes(), out);
 }
 
-/// Writes one message as one line, and notes the version an `initialize`
-/// result agreed on.
-fn emit(bytes: &[u8], conn: &Mutex<Conn>, out: &mpsc::UnboundedSender<Vec<u8>>) {
+/// Writes one message as one line.
+fn emit(bytes: &[u8], out: &mpsc::UnboundedSender<Vec<u8>>) {
+    let _ = out.send(crate::stdio::pipe::one_line(bytes));
+}
+
+/// Notes the version an `initialize` result agreed on.
+fn agreed_version(bytes: &[u8], conn: &Mutex<Conn>) {
     let parsed = serde_json::from_slice::<Value>(bytes).ok();
     if let Some(v) = parsed
         .as_ref()
         .and_then(|m| m.pointer("/result/protocolVersion"))
         .and_then(Value::as_str)
-        && parsed
-            .as_ref()
-            .and_then(|m| m.pointer("/result/serverInfo"))
-            .is_some()
     {
         conn.lock().unwrap_or_else(|p| p.into_inner()).version = Some(v.to_owned());
     }
-    let line = if bytes.contains(&b'\n') {
-        parsed.map_or_else(
-            || {
-                bytes
-                    .iter()
-                    .map(|&b| if b == b'\n' { b' ' } else { b })
-                    .collect()
-            },
-            |v| v.to_string().into_bytes(),
-        )
-    } else {
-        bytes.to_vec()
-    };
-    let _ = out.send(line);
 }

@@ -336,9 +336,10 @@ fn stderr_note(tail: &str) -> String {
     if tail.is_empty() {
         String::new()
     } else {
-        let last: Vec<&str> = tail.lines().rev().take(6).collect();
-        let last: Vec<&str> = last.into_iter().rev().collect();
-        format!("; its stderr ends:\n{}", last.join("\n"))
+        format!(
+            "; its stderr ends:\n{}",
+            super::log::last_lines(tail, 6).join("\n")
+        )
     }
 }
 
@@ -364,8 +365,9 @@ async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Re
 
 /// What a POSTed body is to the pipe.
 enum Kind {
-    /// A valid request (string or integer id): wait for its response.
-    Request(Value),
+    /// A valid request (string or integer id), with that id: wait for its
+    /// response.
+    Request(Value, Value),
     /// A notification or a response to the server: no reply.
     OneWay,
     /// Not a valid request (no `"jsonrpc": "2.0"`, an id of another type,
@@ -373,15 +375,16 @@ enum Kind {
     Other(Value),
 }
 
-fn kind(msg: Option<&Value>) -> Kind {
-    let Some(m) = msg.filter(|m| m.is_object()) else {
+fn kind(msg: Option<Value>) -> Kind {
+    let Some(m) = msg.filter(Value::is_object) else {
         return Kind::Other(Value::Null);
     };
     let valid = m.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
         && m.get("method").is_some_and(Value::is_string);
     match (m.get("method"), m.get("id")) {
         (Some(_), Some(id)) if valid && (id.is_string() || id.is_i64() || id.is_u64()) => {
-            Kind::Request(id.clone())
+            let id = id.clone();
+            Kind::Request(m, id)
         }
         (Some(_), Some(id)) => Kind::Other(id.clone()),
         (Some(_), None) | (None, Some(_)) => Kind::OneWay,
@@ -415,15 +418,14 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
             Err(e) => return cannot_start(&e),
         },
     };
-    let mut resp = match (kind(msg.as_ref()), msg) {
-        (Kind::Request(id), Some(mut m)) => {
+    let mut resp = match kind(msg) {
+        Kind::Request(mut m, id) => {
             let wire = Value::from(pool.next_wire_id.fetch_add(1, Ordering::Relaxed));
             m["id"] = wire.clone();
             let line = serde_json::to_vec(&m).unwrap_or_else(|_| body.to_vec());
             forward(&pool, pipe.clone(), (id, wire), &line).await
         }
-        (Kind::Request(_), None) => unreachable_request(),
-        (Kind::OneWay, _) => {
+        Kind::OneWay => {
             if pipe.send(&body) {
                 StatusCode::ACCEPTED.into_response()
             } else {
@@ -432,7 +434,7 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
         }
         // Sent as is (a fuzz case): stdio SDKs often drop such a line
         // without a word, so silence is `202`, not a hang.
-        (Kind::Other(id), _) => odd_id(&pool, &pipe, &id, &body).await,
+        Kind::Other(id) => odd_id(&pool, &pipe, &id, &body).await,
     };
     if let Ok(v) = HeaderValue::from_str(&format!("stdio:{}", pipe.pid())) {
         resp.headers_mut().insert(INSTANCE, v);
@@ -479,11 +481,6 @@ fn json_reply(raw: Bytes) -> Response {
         raw,
     )
         .into_response()
-}
-
-/// A [`Kind::Request`] is parsed JSON by construction.
-fn unreachable_request() -> Response {
-    (StatusCode::BAD_REQUEST, "unparsable request\n").into_response()
 }
 
 /// A message that is not a valid request: answered by the first response
@@ -614,9 +611,8 @@ async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &
 }
 
 fn sse_event(m: &Routed) -> Bytes {
-    let mut e = Vec::with_capacity(m.raw.len() + 24);
-    e.extend_from_slice(b"event: message\ndata: ");
-    e.extend_from_slice(&m.raw);
-    e.extend_from_slice(b"\n\n");
-    Bytes::from(e)
+    Bytes::from(crate::protocol::sse::encode_event(
+        None,
+        &String::from_utf8_lossy(&m.raw),
+    ))
 }

@@ -1,14 +1,12 @@
 //! What a stdio target did besides answering: lines on stdout that are not
-//! JSON-RPC messages, messages nobody was waiting for, and every exit of a
-//! child with its status and stderr tail. The stdio checks
+//! JSON-RPC messages, and every exit of a child with its status and stderr
+//! tail. The stdio checks
 //! ([`crate::check::stdio`]) and `fuzz`'s crash oracle read it.
 
-use serde_json::Value;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Lines of noise (and unrouted messages) kept as evidence; the rest are
-/// only counted.
+/// Lines of noise kept as evidence; the rest are only counted.
 const KEPT: usize = 8;
 /// Characters kept of each such line.
 const LINE_CHARS: usize = 200;
@@ -31,8 +29,6 @@ pub struct Exit {
 pub struct Log {
     noise: Mutex<Vec<String>>,
     noise_count: AtomicU64,
-    unrouted: Mutex<Vec<String>>,
-    unrouted_count: AtomicU64,
     exits: Mutex<Vec<Exit>>,
     spawned: AtomicU64,
 }
@@ -45,6 +41,20 @@ fn clip(s: &str) -> String {
     out
 }
 
+/// The last `n` lines of `text` (a stderr tail), in order.
+pub fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let mut v: Vec<&str> = text.lines().rev().take(n).collect();
+    v.reverse();
+    v
+}
+
+impl Exit {
+    /// The last `n` lines it wrote to stderr.
+    pub fn stderr_last(&self, n: usize) -> Vec<&str> {
+        last_lines(&self.stderr_tail, n)
+    }
+}
+
 impl Log {
     /// A line on stdout that is not a JSON-RPC message.
     pub fn noise(&self, line: &[u8]) {
@@ -53,17 +63,6 @@ impl Log {
             && v.len() < KEPT
         {
             v.push(clip(&String::from_utf8_lossy(line)));
-        }
-    }
-
-    /// A message no request was waiting for (a reply to an abandoned
-    /// request, a server request with no call pending).
-    pub fn unrouted(&self, msg: &Value) {
-        self.unrouted_count.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut v) = self.unrouted.lock()
-            && v.len() < KEPT
-        {
-            v.push(clip(&msg.to_string()));
         }
     }
 
@@ -89,14 +88,6 @@ impl Log {
         self.noise_count.load(Ordering::Relaxed)
     }
 
-    /// The first unrouted messages (clipped) and how many there were.
-    pub fn unrouted_messages(&self) -> (Vec<String>, u64) {
-        (
-            self.unrouted.lock().map(|v| v.clone()).unwrap_or_default(),
-            self.unrouted_count.load(Ordering::Relaxed),
-        )
-    }
-
     /// Every exit so far.
     pub fn exits(&self) -> Vec<Exit> {
         self.exits.lock().map(|v| v.clone()).unwrap_or_default()
@@ -105,6 +96,14 @@ impl Log {
     /// Exits we did not ask for.
     pub fn crashes(&self) -> Vec<Exit> {
         self.exits().into_iter().filter(|e| !e.expected).collect()
+    }
+
+    /// How many exits we did not ask for (without copying them).
+    pub fn crash_count(&self) -> usize {
+        self.exits
+            .lock()
+            .map(|v| v.iter().filter(|e| !e.expected).count())
+            .unwrap_or(0)
     }
 
     /// How many children were started.

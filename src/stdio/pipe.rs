@@ -23,6 +23,34 @@ fn tracing_on() -> bool {
     *ON.get_or_init(|| std::env::var_os(TRACE_ENV).is_some())
 }
 
+/// `bytes` as one line of newline-delimited JSON-RPC: line breaks become
+/// spaces, which JSON allows between tokens and never has inside a string.
+pub fn one_line(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+        .collect()
+}
+
+/// Writes each line sent on the returned channel to `w`, newline-ended
+/// and flushed, until the channel closes (then `w` is dropped: a child's
+/// stdin closes) or a write fails. The task ends with the channel.
+pub fn spawn_line_writer(
+    w: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) -> (mpsc::UnboundedSender<Vec<u8>>, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let task = tokio::spawn(async move {
+        let mut w = w;
+        while let Some(mut line) = rx.recv().await {
+            line.push(b'\n');
+            if w.write_all(&line).await.is_err() || w.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    (tx, task)
+}
+
 /// The longest stdout line read as one message.
 pub const MAX_LINE: usize = 16 << 20;
 
@@ -105,22 +133,13 @@ impl Pipe {
         log.spawned();
         let child::Running {
             mut child,
-            mut stdin,
+            stdin,
             stdout,
             stderr,
             pid,
         } = running;
-        let (out, mut lines) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (out, _writer) = spawn_line_writer(stdin);
         let refuse = refuse_server_requests.then(|| out.clone());
-        tokio::spawn(async move {
-            while let Some(mut line) = lines.recv().await {
-                line.push(b'\n');
-                if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-                    break;
-                }
-            }
-            // Dropping stdin closes it: the server sees end of input.
-        });
         let routes = Arc::new(Mutex::new(Routes::default()));
         let (exited_tx, exited) = watch::channel(false);
         let stopping = Arc::new(AtomicBool::new(false));
@@ -223,10 +242,7 @@ impl Pipe {
     /// Writes one message (one line; line breaks inside it are spaces,
     /// which JSON allows between tokens). `false` if the child is gone.
     pub fn send(&self, bytes: &[u8]) -> bool {
-        let line: Vec<u8> = bytes
-            .iter()
-            .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-            .collect();
+        let line = one_line(bytes);
         if tracing_on() {
             eprintln!("[{}] > {}", self.pid, String::from_utf8_lossy(&line));
         }
@@ -308,8 +324,8 @@ fn route(
         })
         .is_ok()
     });
-    if !delivered {
-        log.unrouted(&msg);
+    if !delivered && tracing_on() {
+        eprintln!("(no request waits for it: dropped)");
     }
 }
 

@@ -261,7 +261,7 @@ impl Target {
             note: None,
         };
         let mut out = Exec::default();
-        let exits_before = self.stdio_log.as_ref().map(|l| l.crashes().len());
+        let exits_before = self.stdio_log.as_ref().map(|l| l.crash_count());
         let res = match g {
             Generation::Modern => self.modern_flow(&mut run, info, ops, index).await,
             Generation::Legacy => self.legacy_flow(&mut run, info, ops, index, &mut out).await,
@@ -278,10 +278,10 @@ impl Target {
             out.hit = Some(hit);
         }
         if let (Some(before), Some(log)) = (exits_before, &self.stdio_log)
+            && log.crash_count() > before
             && let Some(e) = log.crashes().get(before)
         {
-            let tail: Vec<&str> = e.stderr_tail.lines().rev().take(2).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            let tail = e.stderr_last(2);
             out.hit = Some(Hit {
                 oracle: Oracle::ProcessExited,
                 what: format!(

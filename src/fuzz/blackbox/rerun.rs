@@ -457,7 +457,6 @@ fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
     }
 }
 
-/// The per-reply oracles over every step, and the 2025-11-25 call's.
 /// A stdio server's exit, as `elicitkit bridge` reported it on the
 /// script's output.
 fn exited(out: &Path) -> Result<String, String> {
@@ -468,6 +467,7 @@ fn exited(out: &Path) -> Result<String, String> {
         .ok_or_else(|| "the server process did not exit".to_owned())
 }
 
+/// The per-reply oracles over every step, and the 2025-11-25 call's.
 fn per_reply(
     f: &Finding,
     out: &Path,
