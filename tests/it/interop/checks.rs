@@ -100,6 +100,67 @@ pub(super) fn assert_findings(r: &Report, sdk: Sdk, want: &[(&str, Want, &str)])
     );
 }
 
+/// One expected row: check id, status, text its detail contains.
+pub(super) type Row = (&'static str, Want, &'static str);
+
+/// The TypeScript SDK server's rows on any transport (its NOTES).
+pub(super) fn ts_sdk_rows() -> Vec<Row> {
+    use Want::*;
+    vec![
+        // Seen: the initialize reply and the GET stream; a tools/call
+        // stream before `initialized` is not observable.
+        (
+            "legacy-no-elicit-before-initialized",
+            Info,
+            "not observable",
+        ),
+        // NOTES extra observations: no `bind`, so the state of
+        // connect_account completes plan_trip, and Oslo's state completes Paris.
+        (
+            "mrtr-tamper-other-tool",
+            Warn,
+            "issued for tool connect_account",
+        ),
+        ("mrtr-tamper-other-arguments", Warn, "a complete result"),
+        // NOTES (a): plan_trip records the trip twice, connect_account connects twice.
+        ("mrtr-replay-final-retry", Warn, REPLAY),
+        // NOTES (b): a re-encoded MAC (+/ for -_, `=`, a non-canonical last
+        // character) decodes to the same bytes and verifies: integrity holds.
+        ("mrtr-tamper-reencode", Info, "integrity holds"),
+        ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+        // Each flow issues one state (plan_trip from round 2 only).
+        (
+            "mrtr-multi-round-new-state",
+            SkipBecause("more than one requestState"),
+            "",
+        ),
+    ]
+}
+
+/// The Python SDK server's rows on any transport (its NOTES).
+pub(super) fn python_sdk_rows() -> Vec<Row> {
+    use Want::*;
+    vec![
+        // Seen: the initialize reply and the GET stream; a tools/call
+        // stream before `initialized` is not observable.
+        (
+            "legacy-no-elicit-before-initialized",
+            Info,
+            "not observable",
+        ),
+        // SDK finding 1: check_client_capability ignores the modes, so
+        // connect_account sends URL mode to form-only clients.
+        ("mrtr-cap-elicitation-empty", Fail, "connect_account"),
+        ("mrtr-cap-form-only", Fail, "connect_account"),
+        ("legacy-cap-form-only", Fail, "connect_account"),
+        // (a): the order, the trip and the connection happen twice.
+        ("mrtr-replay-final-retry", Warn, REPLAY),
+        // 2025-11-25 forms carry a root `title` (the pydantic model name).
+        ("legacy-schema-findings", Warn, "/requestedSchema/title"),
+        ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+    ]
+}
+
 pub(super) const REPLAY: &str =
     "the same state and answers completed twice; if this action must not repeat, this is a MUST";
 const STALL: &str = elicitkit::client::stall::ADVICE;
@@ -112,52 +173,23 @@ async fn typescript_sdk_findings() {
     let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::Ts, &[]).await;
     use Want::*;
-    assert_findings(
-        &r,
-        Sdk::Ts,
-        &[
-            // Seen: the initialize reply and the GET stream; a tools/call
-            // stream before `initialized` is not observable.
-            (
-                "legacy-no-elicit-before-initialized",
-                Info,
-                "not observable",
-            ),
-            // NOTES "Response framing": the documented isLegacyRequest routing
-            // sends GET and DELETE to the session arm, which answers 400.
-            ("mrtr-get-delete-405", Warn, "GET: HTTP 400"),
-            // NOTES extra observations: no `bind`, so the state of
-            // connect_account completes plan_trip, and Oslo's state completes Paris.
-            (
-                "mrtr-tamper-other-tool",
-                Warn,
-                "issued for tool connect_account",
-            ),
-            ("mrtr-tamper-other-arguments", Warn, "a complete result"),
-            // NOTES (a): plan_trip records the trip twice, connect_account connects twice.
-            ("mrtr-replay-final-retry", Warn, REPLAY),
-            // NOTES (b): a re-encoded MAC (+/ for -_, `=`, a non-canonical last
-            // character) decodes to the same bytes and verifies: integrity holds.
-            ("mrtr-tamper-reencode", Info, "integrity holds"),
-            // No authentication at all: the page and principal checks cannot apply.
-            ("mrtr-url-page-requires-auth", SkipBecause(NO_USERS), ""),
-            ("mrtr-url-cross-user", SkipBecause(NO_USERS), ""),
-            ("legacy-url-page-requires-auth", SkipBecause(NO_USERS), ""),
-            ("legacy-url-cross-user", SkipBecause(NO_USERS), ""),
-            ("mrtr-cross-principal", SkipBecause(NO_USERS), ""),
-            ("legacy-cross-principal-session", SkipBecause(NO_USERS), ""),
-            ("legacy-cross-principal-answer", SkipBecause(NO_USERS), ""),
-            ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
-            // Every 2026-07-28 reply is JSON.
-            ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
-            // Each flow issues one state (plan_trip from round 2 only).
-            (
-                "mrtr-multi-round-new-state",
-                SkipBecause("more than one requestState"),
-                "",
-            ),
-        ],
-    );
+    let mut want = ts_sdk_rows();
+    want.extend([
+        // NOTES "Response framing": the documented isLegacyRequest routing
+        // sends GET and DELETE to the session arm, which answers 400.
+        ("mrtr-get-delete-405", Warn, "GET: HTTP 400"),
+        // No authentication at all: the page and principal checks cannot apply.
+        ("mrtr-url-page-requires-auth", SkipBecause(NO_USERS), ""),
+        ("mrtr-url-cross-user", SkipBecause(NO_USERS), ""),
+        ("legacy-url-page-requires-auth", SkipBecause(NO_USERS), ""),
+        ("legacy-url-cross-user", SkipBecause(NO_USERS), ""),
+        ("mrtr-cross-principal", SkipBecause(NO_USERS), ""),
+        ("legacy-cross-principal-session", SkipBecause(NO_USERS), ""),
+        ("legacy-cross-principal-answer", SkipBecause(NO_USERS), ""),
+        // Every 2026-07-28 reply is JSON.
+        ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
+    ]);
+    assert_findings(&r, Sdk::Ts, &want);
     // plan_trip seals its state only from round 2: it is the tamper subject.
     let bit = r.get("mrtr-tamper-bit-flip").expect("row");
     assert!(bit.detail.starts_with("plan_trip"), "{}", bit.detail);
@@ -168,47 +200,28 @@ async fn python_sdk_findings() {
     let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::Python, &[]).await;
     use Want::*;
-    assert_findings(
-        &r,
-        Sdk::Python,
-        &[
-            // Seen: the initialize reply and the GET stream; a tools/call
-            // stream before `initialized` is not observable.
-            (
-                "legacy-no-elicit-before-initialized",
-                Info,
-                "not observable",
-            ),
-            // SDK finding 1: check_client_capability ignores the modes, so
-            // connect_account sends URL mode to form-only clients.
-            ("mrtr-cap-elicitation-empty", Fail, "connect_account"),
-            ("mrtr-cap-form-only", Fail, "connect_account"),
-            ("legacy-cap-form-only", Fail, "connect_account"),
-            // SDK finding 5: custom routes are never authenticated.
-            (
-                "mrtr-url-page-requires-auth",
-                Fail,
-                "without any credentials",
-            ),
-            ("mrtr-url-cross-user", Fail, "completed it"),
-            (
-                "legacy-url-page-requires-auth",
-                Fail,
-                "without any credentials",
-            ),
-            ("legacy-url-cross-user", Fail, "completed it"),
-            // (a): the order, the trip and the connection happen twice.
-            ("mrtr-replay-final-retry", Warn, REPLAY),
-            // TCP_NODELAY is not set: every reply after the first on a
-            // reused connection waits on the delayed ACK.
-            ("mrtr-tail-stall", Warn, STALL),
-            ("legacy-tail-stall", Warn, STALL),
-            // 2025-11-25 forms carry a root `title` (the pydantic model name).
-            ("legacy-schema-findings", Warn, "/requestedSchema/title"),
-            ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
-            ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
-        ],
-    );
+    let mut want = python_sdk_rows();
+    want.extend([
+        // SDK finding 5: custom routes are never authenticated.
+        (
+            "mrtr-url-page-requires-auth",
+            Fail,
+            "without any credentials",
+        ),
+        ("mrtr-url-cross-user", Fail, "completed it"),
+        (
+            "legacy-url-page-requires-auth",
+            Fail,
+            "without any credentials",
+        ),
+        ("legacy-url-cross-user", Fail, "completed it"),
+        // TCP_NODELAY is not set: every reply after the first on a
+        // reused connection waits on the delayed ACK.
+        ("mrtr-tail-stall", Warn, STALL),
+        ("legacy-tail-stall", Warn, STALL),
+        ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
+    ]);
+    assert_findings(&r, Sdk::Python, &want);
     // Bearer auth with three principals: the binding probes run and pass.
     for id in [
         "mrtr-cross-principal",
