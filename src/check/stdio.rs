@@ -86,12 +86,23 @@ async fn stays_up(p: Probe) -> Verdict {
             log.spawn_count()
         ));
     }
+    // Every distinct status with its count, in order of first exit: the
+    // first exit alone may be a kill that hides the crash that matters.
+    let mut statuses: Vec<(&str, usize)> = Vec::new();
+    for c in &crashes {
+        match statuses.iter_mut().find(|(s, _)| *s == c.status) {
+            Some((_, n)) => *n += 1,
+            None => statuses.push((&c.status, 1)),
+        }
+    }
+    let statuses: Vec<String> = statuses.iter().map(|(s, n)| format!("{s} ×{n}")).collect();
     let first = &crashes[0];
     let tail = first.stderr_last(8);
     Verdict::fail(format!(
-        "{} of {} process(es) exited while serving; the first (pid {}) with {}{}",
+        "{} of {} process(es) exited while serving ({}); the first (pid {}) with {}{}",
         crashes.len(),
         log.spawn_count(),
+        statuses.join(", "),
         first.pid,
         first.status,
         if tail.is_empty() {

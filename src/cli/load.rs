@@ -407,6 +407,7 @@ fn fit_descriptors(plan: &mut Plan) {
              descriptor limit (ulimit -n) leaves room for {allowed} connections",
             plan.max_in_flight
         );
+        plan.in_flight_lowered_from = Some(plan.max_in_flight);
         plan.max_in_flight = lowered;
     }
 }

@@ -596,7 +596,7 @@ fn report(
     if let Some(h) = health {
         health_summary(plan, h, &mut summary);
     }
-    let health = generator_health(&measured, gen_cpu, wall);
+    let health = generator_health(&measured, gen_cpu, wall, plan);
     let verdict = verdict(
         &info,
         &summary,
@@ -631,8 +631,9 @@ fn generator_health(
     m: &Measured,
     gen_cpu: Option<f64>,
     wall: Duration,
+    plan: &Plan,
 ) -> crate::report::GeneratorHealth {
-    use super::metrics::generator::{CpuShare, problems};
+    use super::metrics::generator::{CpuShare, InFlightCap, problems};
     let threads = tokio::runtime::Handle::try_current()
         .map(|h| h.metrics().num_workers())
         .unwrap_or(1);
@@ -641,6 +642,10 @@ fn generator_health(
         wall_s: wall.as_secs_f64(),
         threads,
     });
+    let cap = plan.in_flight_lowered_from.map(|planned| InFlightCap {
+        planned,
+        lowered: plan.max_in_flight,
+    });
     crate::report::GeneratorHealth {
         arrivals: m.slip.map(|s| s.arrivals),
         late_arrivals: m.slip.map(|s| s.late),
@@ -648,7 +653,7 @@ fn generator_health(
         max_slip_ms: m.slip.map(|s| s.max_slip.as_secs_f64() * 1000.0),
         cpu_busy_pct: cpu.map(|c| c.busy() * 100.0),
         threads,
-        problems: problems(m.slip, cpu),
+        problems: problems(m.slip, cpu, cap),
     }
 }
 

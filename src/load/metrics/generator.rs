@@ -6,7 +6,9 @@
 //!   though the in-flight cap never held it (the generator's thread was busy
 //!   or not running): the target was offered less than the plan. An arrival
 //!   the cap held is the target's doing (it is not finishing round trips),
-//!   and its wait stays in the latency, from the intended start.
+//!   and its wait stays in the latency, from the intended start, unless
+//!   the generator's own descriptor limit lowered the cap below the plan's
+//!   ([`InFlightCap`]): then an arrival the cap held late is its shortfall.
 //! - **Its own CPU**: busy for at least [`CPU_LIMIT`] of its threads' time.
 //!
 //! Beyond the limits a run's verdict is INCONCLUSIVE with the reason
@@ -30,6 +32,7 @@ pub struct SlipMeter {
     arrivals: AtomicU64,
     late: AtomicU64,
     held: AtomicU64,
+    held_late: AtomicU64,
     max_slip_us: AtomicU64,
 }
 
@@ -40,8 +43,12 @@ impl SlipMeter {
     pub fn note(&self, slip: Duration, held: Duration) {
         self.arrivals.fetch_add(1, Ordering::Relaxed);
         if !held.is_zero() {
-            // Once the cap held it, the target's pace set its start.
+            // Once the cap held it, the target's pace set its start (unless
+            // the cap is the generator's, see `problems`).
             self.held.fetch_add(1, Ordering::Relaxed);
+            if slip > LATE {
+                self.held_late.fetch_add(1, Ordering::Relaxed);
+            }
             return;
         }
         if slip > LATE {
@@ -59,6 +66,7 @@ impl SlipMeter {
             arrivals,
             late: self.late.load(Ordering::Relaxed),
             held: self.held.load(Ordering::Relaxed),
+            held_late: self.held_late.load(Ordering::Relaxed),
             max_slip: Duration::from_micros(self.max_slip_us.load(Ordering::Relaxed)),
         })
     }
@@ -73,6 +81,8 @@ pub struct SlipCounts {
     pub late: u64,
     /// Of those, held back by the in-flight cap for a while.
     pub held: u64,
+    /// Of the held, late by more than [`LATE`] in all.
+    pub held_late: u64,
     /// The largest slip of an arrival the cap did not hold.
     pub max_slip: Duration,
 }
@@ -101,10 +111,40 @@ impl CpuShare {
     }
 }
 
+/// An in-flight cap the generator's descriptor limit (`ulimit -n`) set
+/// below the plan's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InFlightCap {
+    /// The plan's `max_in_flight`.
+    pub planned: usize,
+    /// The cap the run used.
+    pub lowered: usize,
+}
+
 /// Why the generator cannot back the run's verdict, one line each (empty:
 /// it can).
-pub fn problems(slip: Option<SlipCounts>, cpu: Option<CpuShare>) -> Vec<String> {
+pub fn problems(
+    slip: Option<SlipCounts>,
+    cpu: Option<CpuShare>,
+    cap: Option<InFlightCap>,
+) -> Vec<String> {
     let mut out = Vec::new();
+    if let (Some(s), Some(c)) = (slip, cap)
+        && s.held_late as f64 > s.arrivals as f64 * LATE_SHARE_LIMIT
+    {
+        out.push(format!(
+            "the generator's descriptor limit (ulimit -n) lowered max_in_flight from {} to {}, \
+             and that cap held {} of {} arrivals ({:.0}%) more than {} ms past their slot (at \
+             most {:.0}% may), so the target was offered less than the plan; raise ulimit -n",
+            c.planned,
+            c.lowered,
+            s.held_late,
+            s.arrivals,
+            s.held_late as f64 * 100.0 / s.arrivals as f64,
+            LATE.as_millis(),
+            LATE_SHARE_LIMIT * 100.0,
+        ));
+    }
     if let Some(s) = slip
         && s.late as f64 > s.arrivals as f64 * LATE_SHARE_LIMIT
     {
@@ -150,8 +190,9 @@ mod tests {
         m.note(ms(2), Duration::ZERO);
         m.note(ms(900), ms(50)); // held by the cap: the target's doing
         m.note(ms(300), Duration::ZERO); // the generator's own
+        m.note(ms(100), ms(100)); // held, but not late
         let c = m.counts().unwrap();
-        assert_eq!((c.arrivals, c.late, c.held), (3, 1, 1));
+        assert_eq!((c.arrivals, c.late, c.held, c.held_late), (4, 1, 2, 1));
         assert_eq!(c.max_slip, ms(300));
     }
 
@@ -162,9 +203,9 @@ mod tests {
             late: 10,
             ..Default::default()
         };
-        assert!(problems(Some(under), None).is_empty());
+        assert!(problems(Some(under), None, None).is_empty());
         let over = SlipCounts { late: 11, ..under };
-        let p = problems(Some(over), None);
+        let p = problems(Some(over), None, None);
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("11 of 100 arrivals"), "{p:?}");
     }
@@ -176,8 +217,34 @@ mod tests {
             wall_s: 10.0,
             threads: 2,
         };
-        assert!(problems(None, Some(cpu(18.0))).is_empty());
-        let p = problems(None, Some(cpu(19.5)));
+        assert!(problems(None, Some(cpu(18.0)), None).is_empty());
+        let p = problems(None, Some(cpu(19.5)), None);
         assert!(p[0].contains("98% of its 2 threads"), "{p:?}");
+    }
+
+    #[test]
+    fn a_cap_lowered_for_descriptors_that_holds_arrivals_is_the_generators_shortfall() {
+        let held = SlipCounts {
+            arrivals: 100,
+            held: 60,
+            held_late: 40,
+            ..Default::default()
+        };
+        // The plan's own cap holding arrivals is the target's doing.
+        assert!(problems(Some(held), None, None).is_empty());
+        let cap = InFlightCap {
+            planned: 60_000,
+            lowered: 9_872,
+        };
+        let p = problems(Some(held), None, Some(cap));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("from 60000 to 9872"), "{p:?}");
+        assert!(p[0].contains("40 of 100 arrivals"), "{p:?}");
+        // Within the share, the lowered cap did not set the pace.
+        let few = SlipCounts {
+            held_late: 10,
+            ..held
+        };
+        assert!(problems(Some(few), None, Some(cap)).is_empty());
     }
 }

@@ -253,6 +253,7 @@ pub fn base_plan(mcp_url: &str, opts: &Options) -> Plan {
             hatch_rate: opts.users as f64,
         },
         max_in_flight: 1024,
+        in_flight_lowered_from: None,
         scenarios: Vec::new(),
         thresholds: Vec::new(),
         capacity: None,

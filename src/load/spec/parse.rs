@@ -549,6 +549,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         timeout,
         shape,
         max_in_flight: raw.load.max_in_flight.unwrap_or(1024).max(1),
+        in_flight_lowered_from: None,
         scenarios,
         thresholds,
         capacity,

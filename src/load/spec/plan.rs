@@ -350,6 +350,10 @@ pub struct Plan {
     pub shape: LoadShape,
     /// Most round trips in flight at once (open model).
     pub max_in_flight: usize,
+    /// The plan's own `max_in_flight` when the generator's descriptor limit
+    /// lowered it: arrivals that cap holds are then the generator's
+    /// shortfall, not the target's doing ([`crate::load::metrics::generator`]).
+    pub in_flight_lowered_from: Option<usize>,
     /// The mix.
     pub scenarios: Vec<ScenarioSpec>,
     /// Pass/fail thresholds.

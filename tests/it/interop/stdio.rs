@@ -110,7 +110,12 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
     )
     .await;
     let up = r.get("legacy-stdio-stays-up").expect("row");
-    assert!(up.detail.contains("exit status: 3"), "{}", up.detail);
+    assert!(
+        up.detail.contains("exit status: 3 ×"),
+        "{}\n{}",
+        up.detail,
+        check::render::text(&r, true)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -95,9 +95,15 @@ fn a_rate_the_generator_cannot_reach_is_inconclusive() {
     assert_eq!(out.status.code(), Some(3), "{stdout}\n{}", stderr(&out));
     assert_eq!(s["verdict"], "inconclusive", "{s:#}");
     assert_eq!(s["passed"], false);
+    // Which shortfall shows first depends on the machine: late arrivals,
+    // a saturated thread, or a descriptor-lowered cap holding arrivals.
     let h = &s["generator_health"];
-    assert!(n(&h["late_arrivals"]) > 0, "{h:#}");
-    assert!(h["problems"].to_string().contains("fell behind"), "{h:#}");
+    let problems = h["problems"].as_array().expect("problems");
+    assert!(!problems.is_empty(), "{h:#}");
+    for p in problems {
+        let p = p.as_str().unwrap_or_default();
+        assert!(p.starts_with("the generator"), "{h:#}");
+    }
     assert!(
         stdout.contains("INCONCLUSIVE") && stdout.contains("inconclusive: "),
         "{stdout}"
