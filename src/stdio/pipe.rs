@@ -168,10 +168,15 @@ impl Pipe {
                 match tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await {
                     Ok(Ok(s)) => s.to_string(),
                     Ok(Err(e)) => format!("unknown ({e})"),
-                    Err(_) => {
-                        let _ = child.start_kill();
-                        "closed its stdout and did not exit within 2 s (killed)".into()
-                    }
+                    // A status the wake-up missed is still read before
+                    // the kill (a loaded test process can be late).
+                    Err(_) => match child.try_wait() {
+                        Ok(Some(s)) => s.to_string(),
+                        _ => {
+                            let _ = child.start_kill();
+                            "closed its stdout and did not exit within 2 s (killed)".into()
+                        }
+                    },
                 };
             child::kill_group(pid);
             // Let the stderr reader catch up before the tail is read.
