@@ -78,6 +78,13 @@ pub struct Args {
     /// at start; start Redis with --appendonly yes --appendfsync always.
     #[arg(long)]
     pub allow_volatile_store: bool,
+    /// Most memory the `memory` store may hold for pending flows and
+    /// completion records (about 150 B per completed request, kept for the
+    /// life of its states): past it a request that would add one gets 503
+    /// with Retry-After, and nothing live is forgotten early. Example:
+    /// --store-memory-budget 4GiB
+    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    pub store_memory_budget: usize,
     /// Name this instance in the `elicitkit-instance` header of every
     /// response (default: IP:PORT/PID of the process), so clients and
     /// `check --other-instance` can tell which instance answered.
@@ -281,6 +288,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         public_url,
         store: args.store.clone(),
         allow_volatile_store: args.allow_volatile_store,
+        store_memory_budget: args.store_memory_budget as u64,
         codec,
         keys,
         state_ttl: args.state_ttl,

@@ -47,6 +47,9 @@ pub struct ServerConfig {
     /// Accept a Redis store that keeps nothing across a Redis restart
     /// (see [`crate::store::open_for_serving`]).
     pub allow_volatile_store: bool,
+    /// Most bytes the `memory` store's records and completion records may
+    /// hold; past it new ones get 503 with `Retry-After`.
+    pub store_memory_budget: u64,
     /// Codec sealing `requestState`.
     pub codec: CodecName,
     /// Keys; `None` generates one per process (and logs that it did).
@@ -107,6 +110,10 @@ pub struct ServerConfig {
 /// load balancer can tell which instance served each leg.
 pub const INSTANCE_HEADER: &str = crate::protocol::headers::INSTANCE;
 
+/// `--store-memory-budget`'s default: 1 GiB, about seven million completed
+/// requests kept at once.
+pub const DEFAULT_STORE_MEMORY_BUDGET: u64 = 1 << 30;
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -115,6 +122,7 @@ impl Default for ServerConfig {
             public_url: None,
             store: "memory".into(),
             allow_volatile_store: false,
+            store_memory_budget: DEFAULT_STORE_MEMORY_BUDGET,
             codec: CodecName::Aes256GcmSiv,
             keys: None,
             state_ttl: Duration::from_secs(600),

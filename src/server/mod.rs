@@ -218,9 +218,12 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         },
     )
     .context("building the requestState sealer")?;
-    let (store, caveat) =
-        crate::store::open_for_serving(&config.store, config.allow_volatile_store)
-            .context("opening the store")?;
+    let (store, caveat) = crate::store::open_for_serving(
+        &config.store,
+        config.allow_volatile_store,
+        config.store_memory_budget,
+    )
+    .context("opening the store")?;
     if let Some(c) = caveat {
         tracing::warn!("{c}");
     }

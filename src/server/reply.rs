@@ -48,17 +48,27 @@ impl RpcError {
     }
 
     /// A store failure, logged: 503 and `-32603` "retry later" when the
-    /// store is unreachable (nothing was done), else 500 and `-32603`. One
-    /// mapping for both generations (the 2025-11-25 stream carries the
-    /// error object, its HTTP status is long sent).
+    /// store is unreachable or full (nothing was done), else 500 and
+    /// `-32603`. One mapping for both generations (the 2025-11-25 stream
+    /// carries the error object, its HTTP status is long sent).
     pub fn store_failed(e: crate::store::StoreError) -> Self {
-        tracing::error!(error = %e, "store failure");
-        if matches!(e, crate::store::StoreError::Unavailable(_)) {
-            return Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                codes::INTERNAL_ERROR,
-                "the pending-elicitation store is unreachable; retry later",
-            );
+        use crate::store::StoreError;
+        if matches!(e, StoreError::Full { .. }) {
+            tracing::warn!(error = %e, "store full");
+        } else {
+            tracing::error!(error = %e, "store failure");
+        }
+        let busy = match &e {
+            StoreError::Unavailable(_) => {
+                "the pending-elicitation store is unreachable; retry later"
+            }
+            StoreError::Full { .. } => {
+                "the server's store is full (--store-memory-budget); retry later"
+            }
+            _ => "",
+        };
+        if !busy.is_empty() {
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, codes::INTERNAL_ERROR, busy);
         }
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -147,12 +157,22 @@ pub fn result(id: &RequestId, result: &Value, mode: ResponseMode) -> Response {
 
 /// An error response (always JSON: errors end the exchange).
 pub fn error(id: Option<&RequestId>, e: &RpcError) -> Response {
-    message(
+    let mut r = message(
         e.status,
         response_json(id, None, Some(&e.error)),
         ResponseMode::Json,
-    )
+    );
+    if e.status == StatusCode::SERVICE_UNAVAILABLE {
+        r.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+        );
+    }
+    r
 }
+
+/// `Retry-After` of a 503: the server is briefly out of a resource.
+pub const RETRY_AFTER_SECS: &str = "1";
 
 /// A bare status without body (202, 204, 405 ...).
 pub fn status(status: StatusCode) -> Response {

@@ -1,9 +1,18 @@
 //! In-process backend: one mutex over a map. Fast, not durable.
+//!
+//! Completion claims are kept small, since a server keeps one per completed
+//! request for the life of its states: the key as 16 bytes of its SHA-256,
+//! the expiry, and the outcome as compact JSON, about 150 bytes each for a
+//! typical tool result (a load run's target RSS measures it). An optional
+//! budget ([`MemoryStore::with_budget`]) bounds what records and claims may
+//! hold: past it a new one is refused ([`StoreError::Full`]) and nothing
+//! live is forgotten early.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
 use super::claim::check_key;
 use super::counters::{Backend, Counted};
@@ -38,12 +47,56 @@ impl Entry {
     }
 }
 
-/// A taken claim: what its first taker recorded, and until when.
+/// A claim key as kept here: the first 16 bytes of the key's SHA-256 (two
+/// of 2^32 live claims collide with odds near 2^-64).
+type ClaimKey = [u8; 16];
+
+fn claim_key(key: &str) -> ClaimKey {
+    let d = Sha256::digest(key.as_bytes());
+    let mut k = [0; 16];
+    k.copy_from_slice(&d[..16]);
+    k
+}
+
+/// A taken claim: until when it is kept, and what its first taker
+/// recorded, as compact JSON.
 #[derive(Debug)]
 struct ClaimEntry {
-    outcome: Option<Value>,
     keep_until_ms: u64,
+    outcome: Option<Box<[u8]>>,
 }
+
+impl ClaimEntry {
+    fn taken(&self) -> Result<Taken, StoreError> {
+        let outcome = match &self.outcome {
+            Some(b) => Some(serde_json::from_slice(b).map_err(|e| StoreError::Corrupt {
+                id: "claims".into(),
+                reason: e.to_string(),
+            })?),
+            None => None,
+        };
+        Ok(Taken { outcome })
+    }
+
+    /// Heap bytes of its outcome: the bytes and the allocator's header.
+    fn outcome_bytes(&self) -> u64 {
+        self.outcome.as_ref().map_or(0, |b| heap_bytes(b.len()))
+    }
+}
+
+/// What an allocation of `n` bytes costs (the allocator's 16-byte
+/// granularity and header).
+fn heap_bytes(n: usize) -> u64 {
+    (n as u64).div_ceil(16) * 16 + 16
+}
+
+/// Bytes a table slot costs per unit of capacity: the key, the entry and a
+/// control byte, over the table's 7/8 load at capacity.
+const CLAIM_SLOT_BYTES: u64 = (16 + 24 + 1) * 8 / 7;
+
+/// A record's estimated cost: its boxed entry, id, principal, digest and
+/// audit lines (records are per pending flow, far fewer than claims).
+const RECORD_BYTES: u64 = 1024;
 
 /// Entries are boxed: a table holds a fraction of its slots full, and a
 /// doubled table of pointers costs 8 bytes a slot, not a whole entry's
@@ -51,7 +104,27 @@ struct ClaimEntry {
 #[derive(Debug, Default)]
 struct Inner {
     entries: HashMap<String, Box<Entry>>,
-    claims: HashMap<String, ClaimEntry>,
+    claims: HashMap<ClaimKey, ClaimEntry>,
+    /// Heap bytes of the claims' outcomes.
+    outcome_bytes: u64,
+}
+
+impl Inner {
+    /// Estimated bytes held once `claims` more claims holding
+    /// `outcome_bytes` and `records` more records are added (a table about
+    /// to grow counts at its doubled size).
+    fn bytes_with(&self, claims: usize, outcome_bytes: u64, records: usize) -> u64 {
+        let cap = |len: usize, cap: usize, add: usize| {
+            if len + add > cap {
+                (cap * 2).max(len + add)
+            } else {
+                cap
+            }
+        };
+        let slots = cap(self.claims.len(), self.claims.capacity(), claims) as u64;
+        let entries = (self.entries.len() + records) as u64;
+        slots * CLAIM_SLOT_BYTES + self.outcome_bytes + outcome_bytes + entries * RECORD_BYTES
+    }
 }
 
 /// Memory backend. The compare-and-set is the check-then-write under one
@@ -65,15 +138,54 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// An empty store that refuses new records and claims beyond `bytes`
+    /// (estimated; see the module docs).
+    pub fn with_budget(bytes: u64) -> Self {
+        Self::wrap(MemoryBackend {
+            budget: Some(bytes),
+            ..Default::default()
+        })
+    }
+
+    /// Estimated bytes its records and claims hold.
+    pub fn bytes_held(&self) -> u64 {
+        self.backend
+            .lock()
+            .map(|i| i.bytes_with(0, 0, 0))
+            .unwrap_or_default()
+    }
+}
+
 /// The uncounted memory backend behind [`MemoryStore`].
 #[derive(Debug, Default)]
 pub struct MemoryBackend {
     inner: Mutex<Inner>,
+    budget: Option<u64>,
 }
 
 impl MemoryBackend {
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
         self.inner.lock().map_err(|_| StoreError::Poisoned)
+    }
+
+    /// `Full` when adding that much would pass the budget.
+    fn room_for(
+        &self,
+        inner: &Inner,
+        claims: usize,
+        outcome: u64,
+        records: usize,
+    ) -> Result<(), StoreError> {
+        match self.budget {
+            Some(budget) if inner.bytes_with(claims, outcome, records) > budget => {
+                Err(StoreError::Full {
+                    used: inner.bytes_with(0, 0, 0),
+                    budget,
+                })
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -81,6 +193,7 @@ impl Backend for MemoryBackend {
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
         new.validate()?;
         let mut inner = self.lock()?;
+        self.room_for(&inner, 0, 0, 1)?;
         let mut id = new_id();
         while inner.entries.contains_key(&id) {
             id = new_id();
@@ -167,28 +280,38 @@ impl Backend for MemoryBackend {
         keep_until_ms: u64,
     ) -> Result<Claim, StoreError> {
         check_key(key)?;
+        let k = claim_key(key);
+        // Serialized outside the lock.
+        let outcome = outcome
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| StoreError::InvalidInput {
+                field: "claim outcome",
+                reason: e.to_string(),
+            })?
+            .map(Vec::into_boxed_slice);
         let mut inner = self.lock()?;
-        let claim = match inner.claims.get(key) {
-            Some(c) => Claim::Taken(Taken {
-                outcome: c.outcome.clone(),
-            }),
-            None => {
-                let entry = ClaimEntry {
-                    outcome: outcome.cloned(),
-                    keep_until_ms,
-                };
-                inner.claims.insert(key.to_owned(), entry);
-                Claim::Won
-            }
+        if let Some(c) = inner.claims.get(&k) {
+            return Ok(Claim::Taken(c.taken()?));
+        }
+        let entry = ClaimEntry {
+            keep_until_ms,
+            outcome,
         };
-        Ok(claim)
+        self.room_for(&inner, 1, entry.outcome_bytes(), 0)?;
+        inner.outcome_bytes += entry.outcome_bytes();
+        inner.claims.insert(k, entry);
+        Ok(Claim::Won)
     }
 
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {
         check_key(key)?;
-        Ok(self.lock()?.claims.get(key).map(|c| Taken {
-            outcome: c.outcome.clone(),
-        }))
+        let k = claim_key(key);
+        self.lock()?
+            .claims
+            .get(&k)
+            .map(ClaimEntry::taken)
+            .transpose()
     }
 
     fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError> {
@@ -211,7 +334,15 @@ impl Backend for MemoryBackend {
             purged.audit = audit;
         }
         let before = inner.claims.len();
-        inner.claims.retain(|_, c| c.keep_until_ms >= now_ms);
+        let mut freed = 0;
+        inner.claims.retain(|_, c| {
+            let keep = c.keep_until_ms >= now_ms;
+            if !keep {
+                freed += c.outcome_bytes();
+            }
+            keep
+        });
+        inner.outcome_bytes -= freed;
         purged.claims = (before - inner.claims.len()) as u64;
         // Give memory back once most of a table went (a burst is over).
         if inner.entries.capacity() > 4 * inner.entries.len().max(1024) {
@@ -225,5 +356,97 @@ impl Backend for MemoryBackend {
 
     fn backend_name(&self) -> &'static str {
         "memory"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store as _;
+    use serde_json::json;
+
+    /// The outcome `deploy` records.
+    fn deployed() -> Value {
+        json!({"content":[{"type":"text","text":"Deployed web to production."}],"isError":false})
+    }
+
+    fn key(i: u64) -> String {
+        format!(
+            "origin:{}",
+            crate::hex::encode(&Sha256::digest(i.to_le_bytes()))
+        )
+    }
+
+    #[test]
+    fn a_claim_keeps_its_outcome_exactly() {
+        let s = MemoryStore::new();
+        assert!(s.claim(&key(1), Some(&deployed()), 10).unwrap().is_won());
+        let again = s.claim(&key(1), Some(&json!("other")), 10).unwrap();
+        assert_eq!(
+            again,
+            Claim::Taken(Taken {
+                outcome: Some(deployed())
+            })
+        );
+        assert_eq!(
+            s.claimed(&key(1)).unwrap().unwrap().outcome,
+            Some(deployed())
+        );
+        assert_eq!(s.claimed(&key(2)).unwrap(), None);
+        assert!(s.side_effect_once("bare").unwrap());
+        assert_eq!(s.claimed("bare").unwrap().unwrap().outcome, None);
+    }
+
+    #[test]
+    fn a_completed_request_costs_under_200_bytes() {
+        let s = MemoryStore::new();
+        let n = 100_000;
+        for i in 0..n {
+            s.claim(&key(i), Some(&deployed()), 10).unwrap();
+        }
+        let per = s.bytes_held() / n;
+        assert!(per <= 200, "{per} B per claim");
+    }
+
+    #[test]
+    fn a_full_store_refuses_new_claims_and_records_but_keeps_every_live_one() {
+        let s = MemoryStore::with_budget(4096);
+        let mut won = 0;
+        let full = loop {
+            match s.claim(&key(won), Some(&deployed()), 1_000) {
+                Ok(c) => {
+                    assert!(c.is_won());
+                    won += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(full, StoreError::Full { budget: 4096, .. }),
+            "{full}"
+        );
+        assert!(won > 0);
+        // Every claim made is still answered, full or not.
+        for i in 0..won {
+            assert!(!s.claim(&key(i), Some(&deployed()), 1_000).unwrap().is_won());
+        }
+        let new = crate::store::NewRecord {
+            principal: "alice".into(),
+            client_id: None,
+            request_digest: [7; 32],
+            mode: crate::store::Mode::Url,
+            created_at_ms: 1,
+            expires_at_ms: 100,
+            csrf_token: None,
+        };
+        assert!(matches!(s.create(&new), Err(StoreError::Full { .. })));
+        // Once the claims are past their keep time, purging makes room.
+        let purged = s.purge(2_000, 0).unwrap();
+        assert_eq!(purged.claims, won);
+        assert!(
+            s.claim(&key(won), Some(&deployed()), 3_000)
+                .unwrap()
+                .is_won()
+        );
     }
 }

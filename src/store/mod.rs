@@ -154,13 +154,18 @@ pub fn open_url(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
 /// records across a Redis restart, or every retry of a request completed
 /// before the restart runs again (exactly-once silently lost). Redis's
 /// persistence is read at start; a volatile or unreadable one is refused
-/// unless `allow_volatile` (`--allow-volatile-store`). `Ok` carries a
-/// warning to log when the store is accepted with a caveat.
+/// unless `allow_volatile` (`--allow-volatile-store`). A `memory` store
+/// holds at most `memory_budget` bytes. `Ok` carries a warning to log when
+/// the store is accepted with a caveat.
 pub fn open_for_serving(
     spec: &str,
     allow_volatile: bool,
+    memory_budget: u64,
 ) -> Result<(Arc<dyn Store>, Option<String>), StoreError> {
     use self::redis::Persistence;
+    if spec == "memory" {
+        return Ok((Arc::new(MemoryStore::with_budget(memory_budget)), None));
+    }
     if !spec.starts_with("redis://") {
         return open_url(spec).map(|s| (s, None));
     }

@@ -472,6 +472,17 @@ pub enum StoreError {
     /// time; nothing is known to have changed. The server answers 503.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The in-memory store's budget (`--store-memory-budget`) is spent:
+    /// nothing was written and nothing live was forgotten to make room. The
+    /// server answers 503 with `Retry-After`; a retry succeeds once purges
+    /// free room.
+    #[error("the in-memory store is full ({used} of its {budget}-byte budget in use)")]
+    Full {
+        /// Bytes in use (estimated).
+        used: u64,
+        /// The budget.
+        budget: u64,
+    },
     /// The backing service refused a command (not a connection fault).
     #[error("store backend error: {0}")]
     Backend(String),

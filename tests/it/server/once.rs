@@ -298,3 +298,45 @@ async fn the_outcome_survives_kill_9() {
     }
     child.kill();
 }
+
+/// A memory store at its budget refuses the next completion with 503 and
+/// `Retry-After` (nothing runs), while every request it already completed
+/// still gets its recorded outcome: no live claim is dropped for room.
+#[tokio::test]
+async fn a_full_memory_store_refuses_new_completions_and_keeps_the_old() {
+    let s = start(ServerConfig {
+        store_memory_budget: 16 * 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut done = Vec::new();
+    let refused = loop {
+        assert!(done.len() < 1000, "the budget never ran out");
+        let f = to_final(&s, "alice", "deploy").await;
+        let r = f.send(&s, "alice", 7).await;
+        if r.result_type() != "complete" {
+            break (f, r);
+        }
+        done.push((f, r.result().clone()));
+    };
+    let (f, r) = refused;
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert_eq!(r.headers["retry-after"], "1", "{:?}", r.headers);
+    assert!(r.text.contains("store is full"), "{}", r.text);
+    assert!(!done.is_empty());
+    let deployed = effect_count(&s, "deployments").await;
+    assert_eq!(
+        deployed,
+        done.len() as u64,
+        "the refused one did not deploy"
+    );
+    for (f, winner) in &done {
+        let again = f.send(&s, "alice", 8).await;
+        assert_eq!(again.reason(), "replayed", "{}", again.text);
+        assert_eq!(outcome(&again), winner);
+    }
+    // Still full: the refused request is refused again, not run.
+    assert_eq!(f.send(&s, "alice", 9).await.status, 503);
+    assert_eq!(effect_count(&s, "deployments").await, deployed);
+    s.server.shutdown().await;
+}
