@@ -32,7 +32,7 @@ failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage er
 prefix no check id starts with, too), or a target that is unreachable or does not answer as an
 MCP server.";
 
-/// `--timeout`'s default, and what a stdio target gets instead.
+/// `--timeout`'s default, and what a stdio target gets when none is given.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 const STDIO_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -95,10 +95,10 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Per-check timeout (a hung server fails the check with `timeout`);
-    /// 30s with --target stdio unless given (each 2025-11-25 session there
-    /// starts a process).
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
-    pub timeout: Duration,
+    /// default 10s, or 30s with --target stdio (each 2025-11-25 session
+    /// there starts a process). Example: --timeout 20s
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub timeout: Option<Duration>,
     /// Deadline for the whole run.
     #[arg(long, default_value = "180s", value_parser = humantime::parse_duration)]
     pub deadline: Duration,
@@ -151,7 +151,7 @@ pub fn settings(args: &Args, target: &str) -> Settings {
     s.principals_given = args.principal.is_some() && args.other_principal.is_some();
     s.target.skip_tools = args.skip_tools.clone();
     s.state_tool = args.state_tool.clone();
-    s.target.timeout = args.timeout;
+    s.target.timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
     s.deadline = args.deadline;
     s.wait_expiry = args.wait_expiry;
     s.target.tools = args.tools.clone();
@@ -203,8 +203,7 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return usage_error(e),
     };
     let mut settings = settings(&args, &target);
-    if stdio.is_some() && args.timeout == DEFAULT_TIMEOUT {
-        // Each 2025-11-25 session of a stdio server is a process start.
+    if stdio.is_some() && args.timeout.is_none() {
         settings.target.timeout = STDIO_TIMEOUT;
     }
     let shown = stdio.as_ref().map_or_else(

@@ -756,4 +756,55 @@ mod tests {
         assert_eq!(utc_stamp(1_709_251_199), "20240229T235959Z");
         assert_eq!(utc_stamp(1_795_000_000), "20261118T110640Z");
     }
+
+    /// A plan whose one threshold (error_rate) failed, with these errors,
+    /// ended by `ended_by`.
+    fn failed_run(ended_by: EndReason, errors: &[(&str, u64)]) -> (RunInfo, Summary, Plan) {
+        let text = "name = \"v\"\ndefault_thresholds = false\nthresholds = [\"error_rate < 1%\"]\n\
+                    [scenarios.form-accept]\ntool = \"deploy\"\n";
+        let plan = super::super::spec::parse::parse_plan(text, "v.toml", "v").expect("plan");
+        assert_eq!(plan.all_thresholds().len(), 1);
+        let summary = Summary {
+            errors: errors.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect(),
+            thresholds: vec![report::ThresholdResult {
+                expr: "error_rate < 1%".into(),
+                passed: false,
+                ..Default::default()
+            }],
+            passed: false,
+            ..Default::default()
+        };
+        let info = RunInfo {
+            ended_by,
+            ..Default::default()
+        };
+        (info, summary, plan)
+    }
+
+    #[test]
+    fn a_starved_generator_makes_only_timing_failures_inconclusive() {
+        let slow = [("timeout", 90), ("transport", 10)];
+        let (i, s, p) = failed_run(EndReason::Duration, &slow);
+        assert_eq!(verdict(&i, &s, &p, true, true), Verdict::Inconclusive);
+        assert_eq!(verdict(&i, &s, &p, false, true), Verdict::Failed);
+        // An error a slow generator cannot cause fails whatever its health.
+        let (i, s, p) = failed_run(EndReason::Duration, &[("timeout", 9), ("http_500", 1)]);
+        assert_eq!(verdict(&i, &s, &p, true, true), Verdict::Failed);
+    }
+
+    #[test]
+    fn a_dead_target_fails_even_with_a_starved_generator() {
+        let slow = [("timeout", 90), ("transport", 10)];
+        for end in [EndReason::TargetDied, EndReason::TargetUnreachable] {
+            let (i, s, p) = failed_run(end, &slow);
+            // Its process is gone: the generator did not cause that.
+            assert_eq!(verdict(&i, &s, &p, true, false), Verdict::Failed, "{end:?}");
+            // Its process still runs: the starved generator may have.
+            assert_eq!(
+                verdict(&i, &s, &p, true, true),
+                Verdict::Inconclusive,
+                "{end:?}"
+            );
+        }
+    }
 }

@@ -168,17 +168,11 @@ const STALL: &str = elicitkit::client::stall::ADVICE;
 /// no sign of knowing its users.
 pub(super) const NO_USERS: &str = "no sign that the server knows its users";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn typescript_sdk_findings() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let r = check_sdk(Sdk::Ts, &[]).await;
+/// A server with no authentication at all: the flow-page and principal
+/// checks cannot apply.
+fn no_users_rows() -> [Row; 7] {
     use Want::*;
-    let mut want = ts_sdk_rows();
-    want.extend([
-        // NOTES "Response framing": the documented isLegacyRequest routing
-        // sends GET and DELETE to the session arm, which answers 400.
-        ("mrtr-get-delete-405", Warn, "GET: HTTP 400"),
-        // No authentication at all: the page and principal checks cannot apply.
+    [
         ("mrtr-url-page-requires-auth", SkipBecause(NO_USERS), ""),
         ("mrtr-url-cross-user", SkipBecause(NO_USERS), ""),
         ("legacy-url-page-requires-auth", SkipBecause(NO_USERS), ""),
@@ -186,6 +180,20 @@ async fn typescript_sdk_findings() {
         ("mrtr-cross-principal", SkipBecause(NO_USERS), ""),
         ("legacy-cross-principal-session", SkipBecause(NO_USERS), ""),
         ("legacy-cross-principal-answer", SkipBecause(NO_USERS), ""),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn typescript_sdk_findings() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let r = check_sdk(Sdk::Ts, &[]).await;
+    use Want::*;
+    let mut want = ts_sdk_rows();
+    want.extend(no_users_rows());
+    want.extend([
+        // NOTES "Response framing": the documented isLegacyRequest routing
+        // sends GET and DELETE to the session arm, which answers 400.
+        ("mrtr-get-delete-405", Warn, "GET: HTTP 400"),
         // Every 2026-07-28 reply is JSON.
         ("mrtr-sse-hygiene", SkipBecause("application/json"), ""),
     ]);
@@ -240,44 +248,35 @@ async fn rmcp_findings() {
     let _one = ONE_AT_A_TIME.lock().await;
     let r = check_sdk(Sdk::Rmcp, &[]).await;
     use Want::*;
-    assert_findings(
-        &r,
-        Sdk::Rmcp,
-        &[
-            // Seen: the initialize reply and the GET stream; a tools/call
-            // stream before `initialized` is not observable.
-            (
-                "legacy-no-elicit-before-initialized",
-                Info,
-                "not observable",
-            ),
-            // NOTES (e): Origin is validated only when allowed_origins is set
-            // (default off); Host is (403).
-            ("mrtr-origin-validated", Fail, "does not validate Origin"),
-            ("legacy-origin-validated", Fail, "does not validate Origin"),
-            // NOTES (c): unparsable params are taken for an unknown method.
-            ("mrtr-input-responses-shape", Fail, "404 / -32601"),
-            ("mrtr-request-state-shape", Fail, "404 / -32601"),
-            // A missing answer gets -32602, not a new input_required.
-            ("mrtr-input-responses-missing", Warn, "-32602"),
-            // No associated data: a state completes the same tool with other arguments.
-            ("mrtr-tamper-other-arguments", Warn, "a complete result"),
-            // (a): place_order and plan_trip complete twice (connect_account's
-            // flow is retired on completion).
-            ("mrtr-replay-final-retry", Warn, REPLAY),
-            // schemars forms carry a root `title` (the struct name), both generations.
-            ("mrtr-schema-findings", Warn, "/requestedSchema/title"),
-            ("legacy-schema-findings", Warn, "/requestedSchema/title"),
-            ("mrtr-url-page-requires-auth", SkipBecause(NO_USERS), ""),
-            ("mrtr-url-cross-user", SkipBecause(NO_USERS), ""),
-            ("legacy-url-page-requires-auth", SkipBecause(NO_USERS), ""),
-            ("legacy-url-cross-user", SkipBecause(NO_USERS), ""),
-            ("mrtr-cross-principal", SkipBecause(NO_USERS), ""),
-            ("legacy-cross-principal-session", SkipBecause(NO_USERS), ""),
-            ("legacy-cross-principal-answer", SkipBecause(NO_USERS), ""),
-            ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
-        ],
-    );
+    let mut want = no_users_rows().to_vec();
+    want.extend([
+        // Seen: the initialize reply and the GET stream; a tools/call
+        // stream before `initialized` is not observable.
+        (
+            "legacy-no-elicit-before-initialized",
+            Info,
+            "not observable",
+        ),
+        // NOTES (e): Origin is validated only when allowed_origins is set
+        // (default off); Host is (403).
+        ("mrtr-origin-validated", Fail, "does not validate Origin"),
+        ("legacy-origin-validated", Fail, "does not validate Origin"),
+        // NOTES (c): unparsable params are taken for an unknown method.
+        ("mrtr-input-responses-shape", Fail, "404 / -32601"),
+        ("mrtr-request-state-shape", Fail, "404 / -32601"),
+        // A missing answer gets -32602, not a new input_required.
+        ("mrtr-input-responses-missing", Warn, "-32602"),
+        // No associated data: a state completes the same tool with other arguments.
+        ("mrtr-tamper-other-arguments", Warn, "a complete result"),
+        // (a): place_order and plan_trip complete twice (connect_account's
+        // flow is retired on completion).
+        ("mrtr-replay-final-retry", Warn, REPLAY),
+        // schemars forms carry a root `title` (the struct name), both generations.
+        ("mrtr-schema-findings", Warn, "/requestedSchema/title"),
+        ("legacy-schema-findings", Warn, "/requestedSchema/title"),
+        ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+    ]);
+    assert_findings(&r, Sdk::Rmcp, &want);
     // Another tool's payload does not deserialize: refused, honestly a pass.
     let other = r.get("mrtr-tamper-other-tool").expect("row");
     assert_eq!(other.status, Status::Pass, "{}", other.detail);
