@@ -106,7 +106,7 @@ async fn storm(
     let mut replies = futures::stream::iter(jobs)
         .map(|(f, k)| async move {
             let (user, fin) = &finals[f];
-            fin.send(s, user, 1000 + k as i64).await
+            fin.try_send(s, user, 1000 + k as i64).await
         })
         .buffer_unordered(limit);
     let (mut done, mut replayed, mut other) = (0, 0, 0);
@@ -116,6 +116,18 @@ async fn storm(
     while let Some(r) = replies.next().await {
         seen += 1;
         on_progress(seen);
+        // A reply lost in transport (an instance killed mid-reply behind
+        // nginx) is an "other": the client cannot tell what happened.
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                other += 1;
+                if odd.len() < 5 {
+                    odd.push(e);
+                }
+                continue;
+            }
+        };
         if r.result_type() == "complete" {
             done += 1;
             *by_instance.entry(instance_of(&r.headers)).or_insert(0) += 1;

@@ -155,6 +155,19 @@ pub async fn post_raw(
     name: Option<&str>,
     body: String,
 ) -> Reply {
+    try_post_raw(s, user, method, name, body)
+        .await
+        .expect("request sent")
+}
+
+/// [`post_raw`], with a transport failure (no reply at all) as an error.
+pub async fn try_post_raw(
+    s: &Srv,
+    user: Option<&str>,
+    method: &str,
+    name: Option<&str>,
+    body: String,
+) -> Result<Reply, String> {
     let mut rb = s
         .http
         .post(&s.url)
@@ -168,7 +181,10 @@ pub async fn post_raw(
     if let Some(u) = user {
         rb = rb.header("authorization", format!("Bearer {u}"));
     }
-    to_reply(rb.body(body).send().await.expect("request sent")).await
+    match rb.body(body).send().await {
+        Ok(r) => Ok(to_reply(r).await),
+        Err(e) => Err(format!("no reply: {e}")),
+    }
 }
 
 /// A modern request with `_meta` filled in from `caps`.
@@ -180,10 +196,29 @@ pub async fn modern(
     mut params: Value,
     caps: &Value,
 ) -> Reply {
+    try_modern(s, user, id, method, params, caps)
+        .await
+        .expect("request sent")
+}
+
+/// [`modern`], with a transport failure (no reply at all) as an error.
+pub async fn try_modern(
+    s: &Srv,
+    user: &str,
+    id: i64,
+    method: &str,
+    mut params: Value,
+    caps: &Value,
+) -> Result<Reply, String> {
     params["_meta"] = meta(caps);
     let name = params["name"].as_str().map(str::to_owned);
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    post_raw(s, Some(user), method, name.as_deref(), body.to_string()).await
+    try_post_raw(s, Some(user), method, name.as_deref(), body.to_string()).await
+}
+
+/// The params of a `tools/call` retry.
+fn retry_params(tool: &str, args: Value, responses: Value, state: &str) -> Value {
+    json!({"name": tool, "arguments": args, "inputResponses": responses, "requestState": state})
 }
 
 /// `tools/call` first leg.
@@ -216,7 +251,7 @@ pub async fn retry(
         user,
         id,
         "tools/call",
-        json!({"name": tool, "arguments": args, "inputResponses": responses, "requestState": state}),
+        retry_params(tool, args, responses, state),
         caps,
     )
     .await
@@ -290,17 +325,19 @@ pub struct Final {
 impl Final {
     /// Sends the final retry (JSON-RPC id `id`).
     pub async fn send(&self, s: &Srv, user: &str, id: i64) -> Reply {
-        retry(
-            s,
-            user,
-            id,
+        self.try_send(s, user, id).await.expect("request sent")
+    }
+
+    /// [`Final::send`], with a transport failure (no reply at all, as when
+    /// an instance dies mid-reply behind a proxy) as an error.
+    pub async fn try_send(&self, s: &Srv, user: &str, id: i64) -> Result<Reply, String> {
+        let params = retry_params(
             &self.tool,
             self.args.clone(),
             self.answers.clone(),
             &self.state,
-            &caps_both(),
-        )
-        .await
+        );
+        try_modern(s, user, id, "tools/call", params, &caps_both()).await
     }
 }
 
