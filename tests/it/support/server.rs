@@ -193,7 +193,7 @@ pub async fn modern(
     user: &str,
     id: i64,
     method: &str,
-    mut params: Value,
+    params: Value,
     caps: &Value,
 ) -> Reply {
     try_modern(s, user, id, method, params, caps)
