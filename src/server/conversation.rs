@@ -21,6 +21,9 @@ pub struct Conversation {
     /// Origin id of the originating request; empty in a payload sealed
     /// before origins existed.
     pub origin: String,
+    /// The store epoch the originating request began in (0: sealed before
+    /// epochs existed, not checked); see [`crate::store::Store::epoch`].
+    pub epoch: u64,
     /// Accepted or refused answers by input key, as `ElicitResult` JSON.
     pub answers: Map<String, Value>,
     /// Tool-private values (e.g. the URL flow id).
@@ -35,10 +38,12 @@ pub struct Conversation {
 pub struct PayloadError;
 
 impl Conversation {
-    /// A conversation just begun by the originating request `origin`.
-    pub fn begin(origin: String) -> Self {
+    /// A conversation just begun by the originating request `origin`, in
+    /// store epoch `epoch`.
+    pub fn begin(origin: String, epoch: u64) -> Self {
         Conversation {
             origin,
+            epoch,
             ..Conversation::default()
         }
     }
@@ -52,10 +57,11 @@ impl Conversation {
         {
             return Vec::new();
         }
-        serde_json::to_vec(
-            &json!({"o": self.origin, "a": self.answers, "m": self.memo, "q": self.asked}),
-        )
-        .unwrap_or_default()
+        let mut v = json!({"o": self.origin, "a": self.answers, "m": self.memo, "q": self.asked});
+        if self.epoch != 0 {
+            v["e"] = self.epoch.into();
+        }
+        serde_json::to_vec(&v).unwrap_or_default()
     }
 
     /// Reads [`Conversation::encode`] output.
@@ -83,8 +89,13 @@ impl Conversation {
             None => String::new(),
             Some(_) => return Err(PayloadError),
         };
+        let epoch = match obj.get("e") {
+            Some(e) => e.as_u64().ok_or(PayloadError)?,
+            None => 0,
+        };
         Ok(Conversation {
             origin,
+            epoch,
             answers: map("a")?,
             memo: map("m")?,
             asked,
@@ -215,6 +226,11 @@ mod tests {
         assert!(Conversation::decode(b"{\"q\":[1]}").is_err());
         assert!(Conversation::decode(b"{\"o\":1}").is_err());
         assert_eq!(Conversation::decode(b"{}").unwrap().origin, "");
+        // The epoch round-trips whole (a u64), and is 0 when absent.
+        c.epoch = u64::MAX - 1;
+        assert_eq!(Conversation::decode(&c.encode()), Ok(c.clone()));
+        assert_eq!(Conversation::decode(b"{}").unwrap().epoch, 0);
+        assert!(Conversation::decode(b"{\"e\":-1}").is_err());
     }
 
     fn checked(e: &Expect, raw: &Value) -> Verdict {

@@ -526,7 +526,7 @@ impl Call<'_> {
         r: ToolResult,
         effect: Option<tools::Effect>,
     ) {
-        match once::finish(self.app, origin, r, effect, None).await {
+        match once::finish(self.app, origin, r, effect, None, 0).await {
             Ok(Finished::First(v)) => self.send_result(stream, id, &v).await,
             Ok(Finished::Repeat(v)) => {
                 self.send_result(stream, id, &once::marked_repeat(v)).await;
@@ -574,7 +574,7 @@ impl Call<'_> {
                 return self.finish(stream, id, r).await;
             }
         }
-        let mut conv = Conversation::begin(once::new_origin_id());
+        let mut conv = Conversation::begin(once::new_origin_id(), 0);
         let origin = Origin::new(self.principal, &digest, &conv.origin);
         let ctx = Ctx::new(app, self.principal, args, digest);
         let mut invalid = 0;

@@ -378,7 +378,7 @@ async fn tools_call(
     let stateless_answers = state.is_none() && app.flaw(Flaw::CompleteWithoutState);
     let (mut conv, round, state_expires_at) = match state {
         None => {
-            let mut conv = Conversation::begin(once::new_origin_id());
+            let mut conv = Conversation::begin(once::new_origin_id(), app.store.epoch());
             // complete-without-state: the answers stand in for the state.
             if let Some(r) = responses.filter(|_| stateless_answers) {
                 conv.asked = r.keys().cloned().collect();
@@ -401,7 +401,7 @@ async fn tools_call(
             }
             Ok(None) => {
                 // accept-tampered-state: the request stands in for the claims.
-                let mut conv = Conversation::begin(once::new_origin_id());
+                let mut conv = Conversation::begin(once::new_origin_id(), app.store.epoch());
                 if let Some(r) = responses {
                     conv.asked = r.keys().cloned().collect();
                 }
@@ -481,10 +481,18 @@ async fn tools_call(
     if state.is_none() && effect.is_none() {
         return Ok(finish(app, result.to_value(), "complete"));
     }
-    match once::finish(app, &origin, result, effect, state_expires_at)
-        .await
-        .map_err(RpcError::store_failed)?
-    {
+    let finished = once::finish(app, &origin, result, effect, state_expires_at, conv.epoch).await;
+    if let Err(crate::store::StoreError::EpochChanged { now }) = finished {
+        let e = crate::state::StateError::StoreReset;
+        app.stats.rejected(&e);
+        tracing::warn!(
+            reason = e.kind(),
+            epoch = format_args!("{now:#x}"),
+            "a request begun before the store lost its data was refused at completion"
+        );
+        return Err(state_rejected(&e));
+    }
+    match finished.map_err(RpcError::store_failed)? {
         Finished::First(v) => Ok(finish(app, v, "complete")),
         Finished::Repeat(outcome) => Err(repeat(app, outcome)),
     }

@@ -105,13 +105,17 @@ pub fn keep_until(now: u64, ttl: Duration, skew: Duration, state_expires_at: Opt
 
 /// Completes `origin` with `result`: records it, then runs `effect` if
 /// this was the first completion (see the module docs).
-/// `state_expires_at` is the sealed expiry of the presented state.
+/// `state_expires_at` is the sealed expiry of the presented state;
+/// `epoch` the store epoch the request began in (0: not checked), so a
+/// store that lost its data since refuses it (`EpochChanged`) rather than
+/// run a completed request again.
 pub async fn finish(
     app: &App,
     origin: &Origin,
     result: ToolResult,
     effect: Option<Effect>,
     state_expires_at: Option<u64>,
+    epoch: u64,
 ) -> Result<Finished, StoreError> {
     let value = result.to_value();
     if app.flaw(Flaw::ReplayableSideEffect) {
@@ -128,7 +132,7 @@ pub async fn finish(
     );
     let (key, recorded) = (origin.key.clone(), value.clone());
     let claim = app
-        .store_call(move |s| s.claim(&key, Some(&recorded), keep_until))
+        .store_call(move |s| s.claim_in_epoch(&key, Some(&recorded), keep_until, epoch))
         .await?;
     match claim {
         Claim::Won => {

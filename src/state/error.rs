@@ -45,11 +45,16 @@ pub enum StateError {
     /// The token (or the claims to seal) exceeds the configured size cap.
     #[error("requestState too large")]
     TooLarge,
+    /// The request began before the server's store lost its data (its
+    /// epoch changed): its completion may have been forgotten, so it
+    /// cannot complete from this state; the client starts it again.
+    #[error("requestState predates a reset of the server's store; start the request again")]
+    StoreReset,
 }
 
 impl StateError {
     /// Every kind name, in declaration order.
-    pub const KINDS: [&'static str; 11] = [
+    pub const KINDS: [&'static str; 12] = [
         "malformed",
         "unsupported_version",
         "unknown_key",
@@ -61,6 +66,7 @@ impl StateError {
         "wrong_request",
         "replayed",
         "too_large",
+        "store_reset",
     ];
 
     /// Stable snake_case name of the kind (no payload), for metrics and logs.
@@ -77,6 +83,7 @@ impl StateError {
             StateError::WrongRequest => "wrong_request",
             StateError::Replayed => "replayed",
             StateError::TooLarge => "too_large",
+            StateError::StoreReset => "store_reset",
         }
     }
 }
@@ -153,6 +160,7 @@ mod tests {
             StateError::WrongRequest,
             StateError::Replayed,
             StateError::TooLarge,
+            StateError::StoreReset,
         ];
         let names: Vec<_> = all.iter().map(|e| e.kind()).collect();
         assert_eq!(names, StateError::KINDS.to_vec());

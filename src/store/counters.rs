@@ -50,6 +50,26 @@ pub(crate) trait Backend: Send + Sync {
     /// See [`Store::claimed`].
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError>;
 
+    /// See [`Store::epoch`].
+    fn epoch(&self) -> u64;
+
+    /// See [`Store::claim_in_epoch`]. By default the epoch is compared,
+    /// then the claim made: right where the epoch cannot change while the
+    /// store is open (memory, a SQLite file).
+    fn claim_in_epoch(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+        epoch: u64,
+    ) -> Result<Claim, StoreError> {
+        let now = self.epoch();
+        if epoch != 0 && epoch != now {
+            return Err(StoreError::EpochChanged { now });
+        }
+        self.claim(key, outcome, keep_until_ms)
+    }
+
     /// See [`Store::purge`].
     fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError>;
 
@@ -78,6 +98,19 @@ impl<B> Counted<B> {
             backend,
             cells: CounterCells::default(),
         }
+    }
+
+    /// Counts a claim's result.
+    fn count_claim(&self, r: Result<Claim, StoreError>) -> Result<Claim, StoreError> {
+        if let Ok(claim) = &r {
+            let cell = if claim.is_won() {
+                &self.cells.claims_won
+            } else {
+                &self.cells.claims_lost
+            };
+            add(cell, 1);
+        }
+        r
     }
 }
 
@@ -153,20 +186,28 @@ impl<B: Backend> Store for Counted<B> {
         outcome: Option<&Value>,
         keep_until_ms: u64,
     ) -> Result<Claim, StoreError> {
-        let r = self.backend.claim(key, outcome, keep_until_ms);
-        if let Ok(claim) = &r {
-            let cell = if claim.is_won() {
-                &self.cells.claims_won
-            } else {
-                &self.cells.claims_lost
-            };
-            add(cell, 1);
-        }
-        r
+        self.count_claim(self.backend.claim(key, outcome, keep_until_ms))
+    }
+
+    fn claim_in_epoch(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+        epoch: u64,
+    ) -> Result<Claim, StoreError> {
+        self.count_claim(
+            self.backend
+                .claim_in_epoch(key, outcome, keep_until_ms, epoch),
+        )
     }
 
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {
         self.backend.claimed(key)
+    }
+
+    fn epoch(&self) -> u64 {
+        self.backend.epoch()
     }
 
     fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError> {

@@ -158,10 +158,22 @@ impl MemoryStore {
 }
 
 /// The uncounted memory backend behind [`MemoryStore`].
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryBackend {
     inner: Mutex<Inner>,
     budget: Option<u64>,
+    /// Random per store: its data set lives and dies with it.
+    epoch: u64,
+}
+
+impl Default for MemoryBackend {
+    fn default() -> Self {
+        MemoryBackend {
+            inner: Mutex::default(),
+            budget: None,
+            epoch: super::new_epoch(),
+        }
+    }
 }
 
 impl MemoryBackend {
@@ -356,6 +368,10 @@ impl Backend for MemoryBackend {
 
     fn backend_name(&self) -> &'static str {
         "memory"
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch
     }
 }
 

@@ -108,6 +108,26 @@ pub trait Store: Send + Sync {
     /// The claim on `key`, if it was taken (and not yet purged).
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError>;
 
+    /// The store's epoch: a random non-zero id of its data set, made when
+    /// the data set was first used and kept as long as it is (a memory
+    /// store's life, a SQLite file, a Redis database until it loses its
+    /// data). A request records the epoch it began in; see
+    /// [`Store::claim_in_epoch`].
+    fn epoch(&self) -> u64;
+
+    /// [`Store::claim`], made only if the store's epoch is still `epoch`
+    /// (0: any), atomically with the claim where the data set can be lost
+    /// underneath (Redis); else `EpochChanged` and nothing is claimed. A
+    /// request that began before the store lost its data cannot complete
+    /// again because its completion record is gone.
+    fn claim_in_epoch(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+        epoch: u64,
+    ) -> Result<Claim, StoreError>;
+
     /// A bare claim kept forever: true the first time, false ever after.
     fn side_effect_once(&self, key: &str) -> Result<bool, StoreError> {
         Ok(self.claim(key, None, KEEP_FOREVER)?.is_won())
@@ -187,6 +207,11 @@ pub fn open_for_serving(
         Persistence::Volatile(why) | Persistence::Unknown(why) => return Err(refuse(why)),
     };
     Ok((Arc::new(store), warning))
+}
+
+/// A fresh random non-zero store epoch ([`Store::epoch`]).
+pub(crate) fn new_epoch() -> u64 {
+    rand::random::<u64>().max(1)
 }
 
 /// Current wall-clock time in ms since the Unix epoch (one clock for

@@ -472,6 +472,15 @@ pub enum StoreError {
     /// time; nothing is known to have changed. The server answers 503.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The store's epoch is not the one the request began in: its data set
+    /// was lost and begun anew since (a Redis that came back empty, a
+    /// memory store in a restarted process), so a completion recorded
+    /// then may be gone. Nothing was claimed.
+    #[error("the store's data was reset since this request began (epoch {now:#x})")]
+    EpochChanged {
+        /// The store's epoch now.
+        now: u64,
+    },
     /// The in-memory store's budget (`--store-memory-budget`) is spent:
     /// nothing was written and nothing live was forgotten to make room. The
     /// server answers 503 with `Retry-After`; a retry succeeds once purges

@@ -67,6 +67,9 @@ pub struct RedisBackend {
     scripts: Scripts,
     /// Round trips so far ([`super::Counters::backend_calls`]).
     calls: AtomicU64,
+    /// The data set's epoch as last seen (read at open, renewed when a
+    /// claim finds another).
+    epoch: AtomicU64,
 }
 
 impl std::fmt::Debug for RedisBackend {
@@ -96,6 +99,11 @@ fn corrupt(id: &str, reason: impl Into<String>) -> StoreError {
 
 fn unhex32(id: &str, s: &str) -> Result<[u8; 32], StoreError> {
     crate::hex::decode32(s).ok_or_else(|| corrupt(id, "request digest is not 64 hex digits"))
+}
+
+fn parse_epoch(s: &str) -> Result<u64, StoreError> {
+    s.parse()
+        .map_err(|_| corrupt("epoch", format!("{s:?} is not a number")))
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
@@ -259,8 +267,19 @@ impl RedisBackend {
                 claim: Script::new(redis_lua::CLAIM),
             },
             calls: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         };
         store.with_conn(|c| ::redis::cmd("PING").query::<String>(c))?;
+        let key = format!("{KEY_PREFIX}epoch");
+        let epoch: String = store.with_conn(|c| {
+            ::redis::cmd("SET")
+                .arg(&key)
+                .arg(super::new_epoch())
+                .arg("NX")
+                .query::<()>(c)?;
+            ::redis::cmd("GET").arg(&key).query(c)
+        })?;
+        store.epoch.store(parse_epoch(&epoch)?, Ordering::Relaxed);
         Ok(store)
     }
 
@@ -467,26 +486,46 @@ impl Backend for RedisBackend {
         outcome: Option<&Value>,
         keep_until_ms: u64,
     ) -> Result<Claim, StoreError> {
+        self.claim_in_epoch(key, outcome, keep_until_ms, 0)
+    }
+
+    fn claim_in_epoch(
+        &self,
+        key: &str,
+        outcome: Option<&Value>,
+        keep_until_ms: u64,
+        epoch: u64,
+    ) -> Result<Claim, StoreError> {
         check_key(key)?;
         let stored = match outcome {
             Some(v) => format!("v{}", to_json(v)?),
             None => "n".to_owned(),
         };
-        let (won, prior): (i64, String) = self.with_conn(|c| {
+        let (code, value): (i64, String) = self.with_conn(|c| {
             self.scripts
                 .claim
                 .arg(KEY_PREFIX)
                 .arg(key)
                 .arg(&stored)
                 .arg(keep_until_ms)
+                .arg(epoch)
+                .arg(super::new_epoch())
                 .invoke(c)
         })?;
-        let claim = if won == 1 {
-            Claim::Won
-        } else {
-            Claim::Taken(taken_of(key, &prior)?)
-        };
-        Ok(claim)
+        match code {
+            1 => Ok(Claim::Won),
+            0 => Ok(Claim::Taken(taken_of(key, &value)?)),
+            _ => {
+                let now = parse_epoch(&value)?;
+                // New requests begin in the data set there is now.
+                self.epoch.store(now, Ordering::Relaxed);
+                Err(StoreError::EpochChanged { now })
+            }
+        }
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
     }
 
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {

@@ -7,6 +7,7 @@
 //!   principal, `ex` expiry, `v` version, `r` result JSON, ...);
 //! - `P audit:ID`: a hash, version → audit entry JSON;
 //! - `P claim:KEY`: a string, `n` (bare claim) or `v` + outcome JSON;
+//! - `P epoch`: the data set's epoch (decimal), set when first missing;
 //! - sorted sets by time: `P exp` (record expiry), `P due` (expiry of
 //!   pending records only), `P audit_at` (`ID:VERSION` by write time),
 //!   `P claim_at` (claim key by `keep_until_ms`).
@@ -114,9 +115,20 @@ end
 return {recs, audit, claims, more}
 ";
 
-/// ARGV: P, key, stored value, keep_until → `{1, ''}` won, or
-/// `{0, stored value}` taken. `SET NX` is the claim itself.
+/// ARGV: P, key, stored value, keep_until, expected epoch (`0`: any),
+/// fresh epoch → `{1, ''}` won, `{0, stored value}` taken, or `{2, epoch}`
+/// when the epoch is not the expected one (nothing claimed). A missing
+/// epoch (the data set was lost) is replaced by the fresh one. `SET NX` is
+/// the claim itself.
 pub const CLAIM: &str = r"
+if ARGV[5] ~= '0' then
+  local ek = ARGV[1] .. 'epoch'
+  redis.call('SET', ek, ARGV[6], 'NX')
+  local e = redis.call('GET', ek)
+  if e ~= ARGV[5] then
+    return {2, e}
+  end
+end
 local ck = ARGV[1] .. 'claim:' .. ARGV[2]
 if redis.call('SET', ck, ARGV[3], 'NX') then
   redis.call('ZADD', ARGV[1] .. 'claim_at', ARGV[4], ARGV[2])

@@ -78,6 +78,10 @@ CREATE TABLE IF NOT EXISTS claims (
     keep_until_ms INTEGER NOT NULL,
     outcome       TEXT
 ) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    k TEXT PRIMARY KEY,
+    v INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 ";
 
 /// Indexes of schema version 2 (purging by time).
@@ -103,6 +107,8 @@ pub type SqliteStore = Counted<SqliteBackend>;
 #[derive(Debug)]
 pub struct SqliteBackend {
     conn: Mutex<Connection>,
+    /// The file's epoch, made with its tables and kept in `meta`.
+    epoch: u64,
 }
 
 /// Clamps a caller's clock to SQLite's integer range.
@@ -283,9 +289,15 @@ impl SqliteBackend {
         tx.execute_batch(SCHEMA)?;
         tx.execute_batch(INDEXES_V2)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO meta (k, v) VALUES ('epoch', ?1)",
+            [super::new_epoch() as i64],
+        )?;
+        let epoch: i64 = tx.query_row("SELECT v FROM meta WHERE k = 'epoch'", [], |r| r.get(0))?;
         tx.commit()?;
         Ok(SqliteBackend {
             conn: Mutex::new(conn),
+            epoch: epoch as u64,
         })
     }
 
@@ -582,5 +594,9 @@ impl Backend for SqliteBackend {
 
     fn backend_name(&self) -> &'static str {
         "sqlite"
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch
     }
 }

@@ -361,3 +361,89 @@ fn a_volatile_redis_is_refused_at_start_unless_the_risk_is_accepted() {
     let fine = Serve::start(dir.path(), "fine", 0, &durable.url(0), &keys, &[]);
     assert!(risky.port > 0 && fine.port > 0);
 }
+
+/// Redis started as the old recipe started it (`--save ''`, `--appendonly
+/// no`, accepted with `--allow-volatile-store`) and restarted empty between
+/// the completions and their retries: 1,000 concurrent retries of 100
+/// completed requests over two instances run no deployment again; each is
+/// refused (`store_reset`: the store's epoch changed), or finds Redis
+/// still reconnecting (503), never completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restarted_empty_runs_no_completed_request_again() {
+    let mut redis = Redis::volatile();
+    let dir = tempfile::tempdir().unwrap();
+    let inst = instances_on(&redis, dir.path(), 2, &["--allow-volatile-store"]);
+    let srv: Vec<Srv> = inst.iter().map(|i| remote(&i.base)).collect();
+    let mut fs = Vec::new();
+    for i in 0..100 {
+        let (s, user) = (&srv[i % 2], format!("u{i}"));
+        let f = to_final(s, &user, "deploy").await;
+        let done = f.send(s, &user, 1).await;
+        assert_eq!(done.result_type(), "complete", "{}", done.text);
+        fs.push((user, f));
+    }
+    let all: Vec<&Serve> = inst.iter().collect();
+    assert_eq!(deployments(&all).await, 100);
+    redis.restart();
+    let jobs: Vec<(usize, usize)> = (0..10)
+        .flat_map(|k| (0..100).map(move |f| (f, k)))
+        .collect();
+    let replies: Vec<Reply> = futures::stream::iter(jobs)
+        .map(|(f, k)| {
+            let (user, fin) = &fs[f];
+            let s = &srv[(f + k + 1) % 2];
+            async move { fin.send(s, user, 100 + k as i64).await }
+        })
+        .buffer_unordered(100)
+        .collect()
+        .await;
+    let reset = replies
+        .iter()
+        .filter(|r| r.reason() == "store_reset")
+        .count();
+    let odd: Vec<String> = replies
+        .iter()
+        .filter(|r| {
+            r.reason() != "store_reset" && !(r.status == 503 && r.text.contains("unreachable"))
+        })
+        .take(5)
+        .map(|r| format!("{} {}", r.status, r.text))
+        .collect();
+    assert!(odd.is_empty(), "{odd:?}");
+    assert!(reset >= 900, "{reset} of 1000 refused as store_reset");
+    assert_eq!(
+        deployments(&all).await,
+        100,
+        "no completed request ran again"
+    );
+    // A new request completes in the new data set.
+    let f = to_final(&srv[0], "fresh", "deploy").await;
+    let done = f.send(&srv[1], "fresh", 1).await;
+    assert_eq!(done.result_type(), "complete", "{}", done.text);
+    eprintln!("redis restarted empty: {reset} of 1000 retries refused as store_reset");
+}
+
+/// The memory store's data set dies with its process: a retry of a
+/// completed request sent to the restarted server (same key file, so the
+/// state still opens) is refused as `store_reset`, not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_memory_server_runs_no_completed_request_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_file(dir.path(), "keys", KEY_A);
+    let first = Serve::start(dir.path(), "m0", 0, "memory", &keys, &[]);
+    let s = remote(&first.base);
+    let f = to_final(&s, "alice", "deploy").await;
+    assert_eq!(f.send(&s, "alice", 1).await.result_type(), "complete");
+    let port = first.port;
+    drop(first);
+    let second = Serve::start(dir.path(), "m1", port, "memory", &keys, &[]);
+    let s = remote(&second.base);
+    let again = f.send(&s, "alice", 2).await;
+    assert_eq!(
+        (again.status, again.error_code(), again.reason()),
+        (400, -32602, "store_reset"),
+        "{}",
+        again.text
+    );
+    assert_eq!(deployments(&[&second]).await, 0);
+}

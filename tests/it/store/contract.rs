@@ -488,3 +488,57 @@ fn sqlite_file_and_memory_stop_growing_after_the_first_retention_window() {
     assert!(kept_records <= 3 * 400, "{c:?}");
     assert!(c.claims_won - c.purged_claims <= 2 * 400, "{c:?}");
 }
+
+/// The epoch names a data set: every handle on the same storage sees the
+/// same one, a claim in another epoch is refused with nothing claimed, and
+/// a data set lost underneath (a Redis flushed, as one restarted empty)
+/// gets a new epoch, so a request begun before cannot complete again.
+#[test]
+fn a_claim_from_another_epoch_is_refused_and_a_lost_data_set_gets_a_new_one() {
+    for (store, guard) in all_backends() {
+        let name = store.backend_name();
+        let e = store.epoch();
+        assert_ne!(e, 0, "{name}");
+        if let Some(again) = guard.reopen() {
+            assert_eq!(again.epoch(), e, "{name}: same storage, same epoch");
+        }
+        let out = json!({"done": 1});
+        assert!(
+            store
+                .claim_in_epoch("epoch:a", Some(&out), 10_000, e)
+                .unwrap()
+                .is_won()
+        );
+        let stale = store.claim_in_epoch("epoch:b", Some(&out), 10_000, e ^ 1);
+        assert!(
+            matches!(stale, Err(StoreError::EpochChanged { now }) if now == e),
+            "{name}: {stale:?}"
+        );
+        assert_eq!(store.claimed("epoch:b").unwrap(), None, "{name}");
+        // 0 is "any epoch" (states sealed before epochs existed).
+        assert!(
+            store
+                .claim_in_epoch("epoch:c", None, 10_000, 0)
+                .unwrap()
+                .is_won()
+        );
+        if let Guard::Redis(r) = &guard {
+            let _: () = redis::cmd("FLUSHDB").query(&mut r.conn(0)).unwrap();
+            // The claim of the old epoch finds nothing recorded, and is
+            // refused rather than run again.
+            let lost = store.claim_in_epoch("epoch:a", Some(&out), 10_000, e);
+            let Err(StoreError::EpochChanged { now }) = lost else {
+                panic!("redis after a flush: {lost:?}");
+            };
+            assert_ne!(now, e);
+            assert_eq!(store.epoch(), now, "new requests begin in the new one");
+            assert_eq!(guard.reopen().unwrap().epoch(), now);
+            assert!(
+                store
+                    .claim_in_epoch("epoch:a", Some(&out), 10_000, now)
+                    .unwrap()
+                    .is_won()
+            );
+        }
+    }
+}

@@ -88,7 +88,8 @@ fn wait_for_port(port: u16, what: &str, child: &mut Child, log: &Path) {
 pub struct Redis {
     pub port: u16,
     pub proc: Proc,
-    _dir: tempfile::TempDir,
+    persistence: Vec<String>,
+    dir: tempfile::TempDir,
 }
 
 impl Redis {
@@ -105,14 +106,25 @@ impl Redis {
     fn with(persistence: &[&str]) -> Redis {
         super::need::need("redis-server");
         let dir = tempfile::tempdir().expect("tempdir");
+        let persistence: Vec<String> = persistence.iter().map(|a| (*a).to_owned()).collect();
         let port = free_port();
-        let log = dir.path().join("redis.log");
+        let proc = Redis::spawn(port, &persistence, dir.path());
+        Redis {
+            port,
+            proc,
+            persistence,
+            dir,
+        }
+    }
+
+    fn spawn(port: u16, persistence: &[String], dir: &Path) -> Proc {
+        let log = dir.join("redis.log");
         let mut child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(persistence)
             .args(["--daemonize", "no"])
             .arg("--dir")
-            .arg(dir.path())
+            .arg(dir)
             .arg("--logfile")
             .arg(&log)
             .stdout(Stdio::null())
@@ -120,14 +132,17 @@ impl Redis {
             .spawn()
             .expect("spawn redis-server");
         wait_for_port(port, "redis-server", &mut child, &log);
-        Redis {
-            port,
-            proc: Proc {
-                child: Some(child),
-                what: "redis-server",
-            },
-            _dir: dir,
+        Proc {
+            child: Some(child),
+            what: "redis-server",
         }
+    }
+
+    /// SIGKILL and start again on the same port, directory and settings
+    /// (a volatile one comes back empty).
+    pub fn restart(&mut self) {
+        self.proc.kill();
+        self.proc = Redis::spawn(self.port, &self.persistence, self.dir.path());
     }
 
     /// `redis://127.0.0.1:PORT/DB`.
