@@ -142,6 +142,18 @@ async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, St
         )
         .expecting("every instance opens every other instance's states (one key ring)"));
     }
+    if let Ok(seen) = rpc_state_rejection(&there.rpc, &["store_reset"]) {
+        return Ok(Verdict::violation(
+            Severity::Should,
+            format!(
+                "{}: the other instance refused a state the target issued ({seen}): the \
+                 instances do not share one store, so a retry that a load balancer sends \
+                 elsewhere fails",
+                t.name
+            ),
+        )
+        .expecting("every instance completes every other instance's states (one shared store)"));
+    }
     if let Rpc::Result(v) = &there.rpc
         && asks_for_input(v)
     {

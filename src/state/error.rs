@@ -45,10 +45,15 @@ pub enum StateError {
     /// The token (or the claims to seal) exceeds the configured size cap.
     #[error("requestState too large")]
     TooLarge,
-    /// The request began before the server's store lost its data (its
-    /// epoch changed): its completion may have been forgotten, so it
-    /// cannot complete from this state; the client starts it again.
-    #[error("requestState predates a reset of the server's store; start the request again")]
+    /// The request began in another data set of the server's store (its
+    /// epoch differs: the store lost its data since, or this instance does
+    /// not share the store of the one that issued the state): its
+    /// completion may be unknown here, so it cannot complete from this
+    /// state; the client starts it again.
+    #[error(
+        "requestState belongs to another data set of the server's store (the store lost its \
+         data, or this instance does not share the issuer's store); start the request again"
+    )]
     StoreReset,
 }
 

@@ -1,8 +1,10 @@
 //! `check --other-instance` (§6.B 25) against real `serve` processes: it
 //! passes on two instances sharing keys and a store (Redis, or one SQLite
-//! file), and it finds the two ways a deployment breaks it: different keys
-//! (the other instance cannot open the state) and a store per instance (a
-//! replay completes again). Two URLs of one instance are "could not tell".
+//! file), and it finds the ways a deployment breaks it: different keys (the
+//! other instance cannot open the state), a store per instance (the other
+//! instance refuses the state as from another store) and single use that is
+//! not kept (a replay completes again). Two URLs of one instance are "could
+//! not tell".
 #![cfg(feature = "net")]
 
 use std::process::Command;
@@ -41,10 +43,20 @@ fn mcp(s: &Serve) -> String {
 }
 
 fn pair(dir: &std::path::Path, store_a: &str, store_b: &str, key_b: &str) -> (Serve, Serve) {
+    pair_with(dir, store_a, store_b, key_b, &[])
+}
+
+fn pair_with(
+    dir: &std::path::Path,
+    store_a: &str,
+    store_b: &str,
+    key_b: &str,
+    extra: &[&str],
+) -> (Serve, Serve) {
     let ka = key_file(dir, "ka", KEY_A);
     let kb = key_file(dir, "kb", key_b);
-    let a = Serve::start(dir, "a", 0, store_a, &ka, &[]);
-    let b = Serve::start(dir, "b", 0, store_b, &kb, &[]);
+    let a = Serve::start(dir, "a", 0, store_a, &ka, extra);
+    let b = Serve::start(dir, "b", 0, store_b, &kb, extra);
     (a, b)
 }
 
@@ -85,15 +97,36 @@ fn different_keys_are_a_finding() {
     );
 }
 
+/// Instances that share keys and a store but keep no completion records
+/// (`--flaw replayable-side-effect`): the crossed retry completes, and so
+/// does its replay on both.
 #[test]
-fn a_memory_store_per_instance_lets_a_replay_complete_again() {
+fn a_replay_completing_again_on_either_instance_is_a_failure() {
+    let redis = Redis::start();
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = pair(dir.path(), "memory", "memory", KEY_A);
+    let flaw = ["--flaw", "replayable-side-effect"];
+    let (a, b) = pair_with(dir.path(), &redis.url(0), &redis.url(0), KEY_A, &flaw);
     let (code, row) = check(&mcp(&a), Some(&mcp(&b)));
     assert_eq!((code, row["status"].as_str()), (1, Some("fail")), "{row}");
     let text = row.to_string();
     assert!(
-        text.contains("the target completed it again") && text.contains("not shared"),
+        text.contains("completed it again") && text.contains("not shared"),
+        "{row}"
+    );
+}
+
+/// With a store per instance `serve` refuses the other instance's states
+/// (their store epochs differ), so nothing completes twice, but a retry
+/// that crosses fails: a finding, named for the store.
+#[test]
+fn a_memory_store_per_instance_refuses_the_crossing_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = pair(dir.path(), "memory", "memory", KEY_A);
+    let (code, row) = check(&mcp(&a), Some(&mcp(&b)));
+    assert_eq!((code, row["status"].as_str()), (0, Some("warn")), "{row}");
+    let text = row.to_string();
+    assert!(
+        text.contains("store_reset") && text.contains("do not share one store"),
         "{row}"
     );
 }

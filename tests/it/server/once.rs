@@ -242,9 +242,13 @@ async fn a_long_lived_state_deploys_once_across_instances_with_different_ttls() 
 #[tokio::test]
 async fn a_state_expiring_beyond_the_local_ttl_is_refused() {
     let keys = elicitkit::state::KeyRing::generate();
+    // One store for both, as instances that complete each other's states share.
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("once.db").display());
     let cfg = |ttl| ServerConfig {
         keys: Some(keys.clone()),
         state_ttl: std::time::Duration::from_secs(ttl),
+        store: store.clone(),
         ..ServerConfig::default()
     };
     let long = start(cfg(600)).await;
