@@ -194,7 +194,6 @@ fn a_paused_target_fails_the_run_and_the_open_model_keeps_its_deadline() {
         ),
     )
     .unwrap();
-    let started = Instant::now();
     let mut child = command(
         &["--plan", &plan.display().to_string()],
         dir.path(),
@@ -202,6 +201,9 @@ fn a_paused_target_fails_the_run_and_the_open_model_keeps_its_deadline() {
     )
     .spawn()
     .expect("spawn");
+    under_way(&mut child, dir.path(), "paused-closed");
+    // Timed from the run's start: process start-up and the preflight vary.
+    let started = Instant::now();
     std::thread::sleep(Duration::from_secs(2));
     server.pause();
     let out = wait(&mut child, Duration::from_secs(40));
@@ -230,7 +232,6 @@ fn a_paused_target_fails_the_run_and_the_open_model_keeps_its_deadline() {
         ),
     )
     .unwrap();
-    let started = Instant::now();
     let mut child = command(
         &["--plan", &plan.display().to_string()],
         dir.path(),
@@ -238,6 +239,9 @@ fn a_paused_target_fails_the_run_and_the_open_model_keeps_its_deadline() {
     )
     .spawn()
     .expect("spawn");
+    under_way(&mut child, dir.path(), "paused-open");
+    // Timed from the run's start: process start-up and the preflight vary.
+    let started = Instant::now();
     std::thread::sleep(Duration::from_millis(1000));
     server.pause();
     let out = wait(&mut child, Duration::from_secs(40));
@@ -255,7 +259,7 @@ fn a_paused_target_fails_the_run_and_the_open_model_keeps_its_deadline() {
         duration <= 6.0,
         "measured {duration} s for a 4 s run\n{all}"
     );
-    // Process start-up and the preflight come on top of the deadline + 2 s.
+    // The deadline + 2 s of drain, and the report written.
     assert!(took < Duration::from_secs(9), "took {took:?}\n{all}");
 }
 
@@ -296,6 +300,20 @@ fn ctrl_c_ends_the_run_with_the_interrupted_code() {
 }
 
 /// Waits for `child` at most `limit` (then kills it and fails).
+/// Waits until the run `run_id` is under way: its report folder exists,
+/// which `load` creates once the preflight has passed (a target paused
+/// before then is "unreachable", not stalled).
+fn under_way(child: &mut Child, out: &Path, run_id: &str) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while !out.join(run_id).is_dir() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("elicitkit load ended before its run began: {status}");
+        }
+        assert!(Instant::now() < until, "the run did not begin within 30 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn wait(child: &mut Child, limit: Duration) -> Output {
     let until = Instant::now() + limit;
     loop {
