@@ -79,7 +79,7 @@ pub struct Args {
     #[arg(long)]
     pub allow_volatile_store: bool,
     /// Most memory the `memory` store may hold for pending flows and
-    /// completion records (about 150 B per completed request, kept for the
+    /// completion records (about 140 B per completed request, kept for the
     /// life of its states): past it a request that would add one gets 503
     /// with Retry-After, and nothing live is forgotten early. Example:
     /// --store-memory-budget 4GiB

@@ -1,9 +1,11 @@
 //! In-process backend: one mutex over a map. Fast, not durable.
 //!
 //! Completion claims are kept small, since a server keeps one per completed
-//! request for the life of its states: the key as 16 bytes of its SHA-256,
-//! the expiry, and the outcome as compact JSON, about 150 bytes each for a
-//! typical tool result (a load run's target RSS measures it). An optional
+//! request for the life of its states: a table slot holds the key (16 bytes
+//! of its SHA-256) and one allocation with the expiry and the outcome, a
+//! plain text result as its text, any other as compact JSON ([`ClaimEntry`];
+//! about 120 bytes each for a typical result, as a load run's target RSS
+//! measures). An optional
 //! budget ([`MemoryStore::with_budget`]) bounds what records and claims may
 //! hold: past it a new one is refused ([`StoreError::Full`]) and nothing
 //! live is forgotten early.
@@ -58,30 +60,82 @@ fn claim_key(key: &str) -> ClaimKey {
     k
 }
 
-/// A taken claim: until when it is kept, and what its first taker
-/// recorded, as compact JSON.
+/// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
+/// endian), a tag, then the outcome: [`BARE`] (none), [`TEXT`] (a
+/// `CallToolResult` of one text item: its `isError` byte and the text) or
+/// [`JSON`] (any other outcome, compact).
 #[derive(Debug)]
-struct ClaimEntry {
-    keep_until_ms: u64,
-    outcome: Option<Box<[u8]>>,
-}
+struct ClaimEntry(Box<[u8]>);
+
+const BARE: u8 = 0;
+const TEXT: u8 = 1;
+const JSON: u8 = 2;
 
 impl ClaimEntry {
+    fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Result<Self, StoreError> {
+        let mut b = keep_until_ms.to_le_bytes().to_vec();
+        match outcome {
+            None => b.push(BARE),
+            Some(v) => match text_result(v) {
+                Some((text, is_error)) => {
+                    b.extend([TEXT, u8::from(is_error)]);
+                    b.extend_from_slice(text.as_bytes());
+                }
+                None => {
+                    b.push(JSON);
+                    serde_json::to_writer(&mut b, v).map_err(|e| StoreError::InvalidInput {
+                        field: "claim outcome",
+                        reason: e.to_string(),
+                    })?;
+                }
+            },
+        }
+        Ok(ClaimEntry(b.into_boxed_slice()))
+    }
+
+    fn keep_until_ms(&self) -> u64 {
+        let mut t = [0; 8];
+        t.copy_from_slice(&self.0[..8]);
+        u64::from_le_bytes(t)
+    }
+
     fn taken(&self) -> Result<Taken, StoreError> {
-        let outcome = match &self.outcome {
-            Some(b) => Some(serde_json::from_slice(b).map_err(|e| StoreError::Corrupt {
-                id: "claims".into(),
-                reason: e.to_string(),
-            })?),
-            None => None,
+        let corrupt = |reason: String| StoreError::Corrupt {
+            id: "claims".into(),
+            reason,
+        };
+        let rest = &self.0[9..];
+        let outcome = match self.0[8] {
+            BARE => None,
+            TEXT => {
+                let text = std::str::from_utf8(&rest[1..]).map_err(|e| corrupt(e.to_string()))?;
+                Some(serde_json::json!({
+                    "content": [{"type": "text", "text": text}],
+                    "isError": rest[0] == 1,
+                }))
+            }
+            _ => Some(serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
         };
         Ok(Taken { outcome })
     }
 
-    /// Heap bytes of its outcome: the bytes and the allocator's header.
-    fn outcome_bytes(&self) -> u64 {
-        self.outcome.as_ref().map_or(0, |b| heap_bytes(b.len()))
+    /// Heap bytes it holds: the bytes and the allocator's header.
+    fn heap_bytes(&self) -> u64 {
+        heap_bytes(self.0.len())
     }
+}
+
+/// The text and `isError` of an outcome that is exactly a `CallToolResult`
+/// of one text item (`{"content":[{"type":"text","text":T}],"isError":B}`).
+fn text_result(v: &Value) -> Option<(&str, bool)> {
+    let o = v.as_object().filter(|o| o.len() == 2)?;
+    let is_error = o.get("isError")?.as_bool()?;
+    let [item] = o.get("content")?.as_array()?.as_slice() else {
+        return None;
+    };
+    let item = item.as_object().filter(|i| i.len() == 2)?;
+    (item.get("type")?.as_str()? == "text").then_some(())?;
+    Some((item.get("text")?.as_str()?, is_error))
 }
 
 /// What an allocation of `n` bytes costs (the allocator's 16-byte
@@ -90,9 +144,10 @@ fn heap_bytes(n: usize) -> u64 {
     (n as u64).div_ceil(16) * 16 + 16
 }
 
-/// Bytes a table slot costs per unit of capacity: the key, the entry and a
-/// control byte, over the table's 7/8 load at capacity.
-const CLAIM_SLOT_BYTES: u64 = (16 + 24 + 1) * 8 / 7;
+/// Bytes a table slot costs per unit of capacity: the key, the entry's
+/// pointer and length and a control byte, over the table's 7/8 load at
+/// capacity.
+const CLAIM_SLOT_BYTES: u64 = (16 + 16 + 1) * 8 / 7;
 
 /// A record's estimated cost: its boxed entry, id, principal, digest and
 /// audit lines (records are per pending flow, far fewer than claims).
@@ -293,25 +348,14 @@ impl Backend for MemoryBackend {
     ) -> Result<Claim, StoreError> {
         check_key(key)?;
         let k = claim_key(key);
-        // Serialized outside the lock.
-        let outcome = outcome
-            .map(serde_json::to_vec)
-            .transpose()
-            .map_err(|e| StoreError::InvalidInput {
-                field: "claim outcome",
-                reason: e.to_string(),
-            })?
-            .map(Vec::into_boxed_slice);
+        // Encoded outside the lock.
+        let entry = ClaimEntry::new(keep_until_ms, outcome)?;
         let mut inner = self.lock()?;
         if let Some(c) = inner.claims.get(&k) {
             return Ok(Claim::Taken(c.taken()?));
         }
-        let entry = ClaimEntry {
-            keep_until_ms,
-            outcome,
-        };
-        self.room_for(&inner, 1, entry.outcome_bytes(), 0)?;
-        inner.outcome_bytes += entry.outcome_bytes();
+        self.room_for(&inner, 1, entry.heap_bytes(), 0)?;
+        inner.outcome_bytes += entry.heap_bytes();
         inner.claims.insert(k, entry);
         Ok(Claim::Won)
     }
@@ -348,9 +392,9 @@ impl Backend for MemoryBackend {
         let before = inner.claims.len();
         let mut freed = 0;
         inner.claims.retain(|_, c| {
-            let keep = c.keep_until_ms >= now_ms;
+            let keep = c.keep_until_ms() >= now_ms;
             if !keep {
-                freed += c.outcome_bytes();
+                freed += c.heap_bytes();
             }
             keep
         });
@@ -411,6 +455,37 @@ mod tests {
         assert_eq!(s.claimed(&key(2)).unwrap(), None);
         assert!(s.side_effect_once("bare").unwrap());
         assert_eq!(s.claimed("bare").unwrap().unwrap().outcome, None);
+    }
+
+    #[test]
+    fn every_outcome_shape_round_trips() {
+        let s = MemoryStore::new();
+        let outcomes = [
+            deployed(),
+            json!({"content":[{"type":"text","text":"no: ünïcode"}],"isError":true}),
+            json!({"content":[{"type":"text","text":""}],"isError":false}),
+            // Near misses of the text shape are kept as JSON, exactly.
+            json!({"content":[{"type":"text","text":"a"}],"isError":false,"structuredContent":{}}),
+            json!({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":false}),
+            json!({"content":[{"type":"image","text":"a"}],"isError":false}),
+            json!({"content":[{"type":"text","text":"a","x":1}],"isError":false}),
+            json!({"content":[{"type":"text","text":"a"}],"isError":"no"}),
+            json!({"content":[{"type":"text","text":"a"}]}),
+            json!(null),
+            json!([1, "x"]),
+        ];
+        for (i, o) in outcomes.iter().enumerate() {
+            let k = key(1000 + i as u64);
+            assert!(s.claim(&k, Some(o), 10).unwrap().is_won());
+            assert_eq!(s.claimed(&k).unwrap().unwrap().outcome.as_ref(), Some(o));
+        }
+        // The plain text shape is stored as its text.
+        let e = ClaimEntry::new(7, Some(&deployed())).unwrap();
+        assert_eq!(
+            (e.0[8], e.0.len()),
+            (TEXT, 10 + "Deployed web to production.".len())
+        );
+        assert_eq!(e.keep_until_ms(), 7);
     }
 
     #[test]
