@@ -43,6 +43,7 @@ pub mod flows;
 pub mod identity;
 pub mod input_required_shape;
 pub mod input_responses;
+pub mod interrupt;
 pub mod invalid_content;
 pub mod isolation;
 pub mod judge;
@@ -158,6 +159,8 @@ pub struct Report {
     pub results: Vec<CheckResult>,
     /// Counts per status.
     pub tally: Tally,
+    /// Stopped by Ctrl-C: the rows without a verdict say so.
+    pub interrupted: bool,
 }
 
 /// A tool as discovery saw it, for the report header.
@@ -283,6 +286,7 @@ pub async fn run(
         auth,
         tally: Tally::of(&results),
         results,
+        interrupted: interrupt::raised(),
     })
 }
 

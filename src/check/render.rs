@@ -87,8 +87,18 @@ fn generations(report: &Report) -> String {
 
 fn summary_line(report: &Report) -> String {
     let t = report.tally;
+    let stopped = report
+        .results
+        .iter()
+        .filter(|r| matches!(&r.status, Status::Skip(w) if w == super::interrupt::SKIPPED))
+        .count();
+    let interrupted = if report.interrupted {
+        format!("INTERRUPTED (Ctrl-C): a partial report, {stopped} checks had no verdict; ")
+    } else {
+        String::new()
+    };
     format!(
-        "{} checks: {} pass, {} fail, {} warn, {} info, {} skip, {}{} timeout",
+        "{interrupted}{} checks: {} pass, {} fail, {} warn, {} info, {} skip, {}{} timeout",
         report.results.len(),
         t.pass,
         t.fail,
@@ -372,7 +382,22 @@ mod tests {
             auth: "serves anonymous requests and any token alike".into(),
             tally: Tally::of(&results),
             results,
+            interrupted: false,
         }
+    }
+
+    #[test]
+    fn an_interrupted_report_says_so_and_counts_what_had_no_verdict() {
+        let mut r = report();
+        assert!(!text(&r, false).contains("INTERRUPTED"));
+        r.results[2].status = Status::Skip(crate::check::interrupt::SKIPPED.into());
+        r.interrupted = true;
+        let t = text(&r, false);
+        assert!(
+            t.contains("INTERRUPTED (Ctrl-C): a partial report, 1 checks had no verdict"),
+            "{t}"
+        );
+        assert!(markdown(&r, false).contains("INTERRUPTED"));
     }
 
     #[test]

@@ -55,14 +55,26 @@ pub async fn run_checks_until(
         handles.push((
             check,
             tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await.ok();
-                let _running = board.start(check.id);
-                if EXCLUSIVE_CHECKS.contains(&check.id) {
-                    let _only = alone.write().await;
-                    run_one(check, target, per_check, deadline).await
-                } else {
-                    let _shared = alone.read().await;
-                    run_one(check, target, per_check, deadline).await
+                let body = async {
+                    let _permit = permits.acquire_owned().await.ok();
+                    let _running = board.start(check.id);
+                    if EXCLUSIVE_CHECKS.contains(&check.id) {
+                        let _only = alone.write().await;
+                        run_one(check, target, per_check, deadline).await
+                    } else {
+                        let _shared = alone.read().await;
+                        run_one(check, target, per_check, deadline).await
+                    }
+                };
+                tokio::select! {
+                    r = body => r,
+                    () = super::interrupt::wait() => row(
+                        check,
+                        Status::Skip(super::interrupt::SKIPPED.into()),
+                        String::new(),
+                        Duration::ZERO,
+                        Vec::new(),
+                    ),
                 }
             }),
         ));

@@ -30,7 +30,8 @@ const CHECK_HELP: &str = "Examples:
 Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check
 failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only
 prefix no check id starts with, too), or a target that is unreachable or does not answer as an
-MCP server.";
+MCP server; 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the
+checks without a verdict say so).";
 
 /// `--timeout`'s default, and what a stdio target gets when none is given.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -214,7 +215,23 @@ pub fn run(args: Args) -> ExitCode {
         "elicitkit check: calls every tool of {shown} for real (accepting, declining, \
          replaying); run it against a test instance, not production."
     );
+    crate::stdio::child::caller_exits_on_interrupt();
     let outcome = runtime.block_on(async {
+        // Ctrl-C ends the checks still running and writes the partial
+        // report; a second one exits at once.
+        tokio::spawn(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "elicitkit check: interrupted; writing the partial report (Ctrl-C again \
+                     to quit now)"
+                );
+                crate::check::interrupt::raise();
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    crate::stdio::child::kill_all();
+                    std::process::exit(130);
+                }
+            }
+        });
         let resolved = super::target::resolve(&target, stdio).await?;
         settings.target.mcp_url.clone_from(&resolved.url);
         settings.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
@@ -232,12 +249,25 @@ pub fn run(args: Args) -> ExitCode {
     let report = match outcome {
         Ok(r) => r,
         Err(e) => {
+            let interrupted = crate::check::interrupt::raised();
+            let e = if interrupted {
+                format!("interrupted (Ctrl-C) before the checks began: {e}")
+            } else {
+                e.to_string()
+            };
             // A JSON consumer still gets a document saying why there is no report.
             if args.format == Format::Json {
-                let doc = serde_json::json!({"target": target, "error": e.to_string()});
+                let doc = serde_json::json!({
+                    "target": target, "error": e, "interrupted": interrupted,
+                });
                 let _ = write_out(&args, &format!("{doc:#}\n"));
             }
-            return usage_error(e);
+            let code = usage_error(e);
+            return if interrupted {
+                exit::interrupted()
+            } else {
+                code
+            };
         }
     };
     let text = render(&report, args.format, args.verbose);
@@ -249,7 +279,9 @@ pub fn run(args: Args) -> ExitCode {
             .results
             .iter()
             .any(|r| r.status == crate::check::Status::Warn);
-    if report.failed() || warned {
+    if report.interrupted {
+        exit::interrupted()
+    } else if report.failed() || warned {
         exit::failed()
     } else {
         exit::ok()

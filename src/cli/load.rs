@@ -39,7 +39,7 @@ its own CPU, and nothing failed that it could not have caused: the report says w
 pub const EXIT_INCONCLUSIVE: u8 = 3;
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub const EXIT_INTERRUPTED: u8 = 130; // exit::interrupted()
 
 /// `--help` examples of `elicitkit load`.
 pub const LOAD_EXAMPLES: &str = "Examples:

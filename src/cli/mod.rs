@@ -19,6 +19,10 @@ pub mod exit {
     pub fn usage() -> ExitCode {
         ExitCode::from(2)
     }
+    /// Stopped by Ctrl-C (after writing what it has, marked so).
+    pub fn interrupted() -> ExitCode {
+        ExitCode::from(130)
+    }
 }
 
 /// Prints a one-line error to stderr and returns the usage exit code.

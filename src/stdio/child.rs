@@ -192,10 +192,20 @@ pub fn install_cleanup() {
             if tokio::signal::ctrl_c().await.is_ok() {
                 kill_all();
                 eprintln!("elicitkit: interrupted; the stdio server was stopped");
-                std::process::exit(130);
+                if !CALLER_EXITS.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::process::exit(130);
+                }
             }
         });
     });
+}
+
+static CALLER_EXITS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// On Ctrl-C, [`install_cleanup`] stops the children but leaves the exit
+/// to the caller (which writes what it has first).
+pub fn caller_exits_on_interrupt() {
+    CALLER_EXITS.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
 #[cfg(test)]

@@ -278,3 +278,55 @@ async fn fail_on_warn_makes_a_should_finding_fail_the_gate() {
         String::from_utf8_lossy(&strict.stdout)
     );
 }
+
+/// Ctrl-C mid-run writes the partial report, marked interrupted: the checks
+/// done keep their verdicts, the one still waiting on a hung server says it
+/// had none, and the exit code is 130.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_writes_a_partial_report_marked_interrupted() {
+    let config = ServerConfig {
+        flaws: [Flaw::HangOnCancel].into_iter().collect::<FlawSet>(),
+        ..ServerConfig::default()
+    };
+    let server = start(config).await.expect("server");
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let (url, file) = (server.mcp_url(), report.display().to_string());
+    let out = tokio::task::spawn_blocking(move || {
+        let child = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+            .args(["check", "--target", &url, "--format", "json"])
+            .args(["--output", &file, "--timeout", "60s"])
+            .args(["--only", "mrtr-cancel", "--only", "mrtr-happy-path"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("check starts");
+        // The cancel hangs for its refusal deadline (20 s): long after this.
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        // SAFETY: a plain signal to a process this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        child.wait_with_output().expect("check exits")
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).expect("JSON report");
+    assert_eq!(v["interrupted"], true, "{v:#}");
+    let row = |id: &str| {
+        v["results"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["id"] == id))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {id} row: {v:#}"))
+    };
+    assert_eq!(row("mrtr-happy-path")["status"], "pass", "{v:#}");
+    let cancel = row("mrtr-cancel");
+    assert_eq!(cancel["status"], "skip", "{cancel}");
+    assert!(
+        cancel.to_string().contains("interrupted (Ctrl-C)"),
+        "{cancel}"
+    );
+}
