@@ -358,6 +358,69 @@ mod tests {
         judge(req, r, URL).map(|(o, _)| o)
     }
 
+    fn page(status: u16, html: &str) -> Result<RawReply, RawError> {
+        Ok(RawReply {
+            status,
+            headers: vec![("content-type".into(), "text/html".into())],
+            body: html.to_owned().into(),
+            elapsed: std::time::Duration::ZERO,
+        })
+    }
+
+    /// Each per-reply transport oracle, against a server that refuses a bad
+    /// request correctly (quiet) and one that breaks on it (fires).
+    #[test]
+    fn each_transport_oracle_is_quiet_on_a_refusal_and_fires_on_a_breakage() {
+        let bad = modern_post(
+            &format!("{MUTATED}tools/call with a mangled id"),
+            URL,
+            1,
+            "tools/call",
+            Some(json!({"name":"t"})),
+        );
+        let refusal = reply(
+            400,
+            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad id"}}),
+        );
+        let cases: [(
+            Oracle,
+            Result<RawReply, RawError>,
+            Result<RawReply, RawError>,
+        ); 4] = [
+            (
+                Oracle::ServerError,
+                refusal.clone(),
+                reply(500, json!({"error":"panic"})),
+            ),
+            (
+                Oracle::NotJsonRpc,
+                page(400, "<h1>Bad Request</h1>"),
+                page(200, "<h1>OK</h1>"),
+            ),
+            (
+                Oracle::ConnectionReset,
+                Err(RawError::Refused("431, then closed".into())),
+                Err(RawError::Transport("connection reset by peer".into())),
+            ),
+            (
+                Oracle::Hang,
+                refusal.clone(),
+                Err(RawError::Timeout(std::time::Duration::from_secs(5))),
+            ),
+        ];
+        for (o, refused, broken) in cases {
+            assert_eq!(oracle(&bad, &refused), None, "{o}: a correct refusal");
+            assert_eq!(oracle(&bad, &broken), Some(o), "{o}: the breakage");
+        }
+        // A plain (not mutated) request answered with an error page is not
+        // JSON-RPC, refusal or not.
+        let plain = modern_post("tools/list", URL, 1, "tools/list", Some(json!({})));
+        assert_eq!(
+            oracle(&plain, &page(400, "<h1>Bad</h1>")),
+            Some(Oracle::NotJsonRpc)
+        );
+    }
+
     #[test]
     fn the_mrtr_reply_rules_judge_modern_replies_only() {
         let ir = json!({"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}});

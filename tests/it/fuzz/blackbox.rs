@@ -679,3 +679,29 @@ fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
         assert_eq!(f["reproduced"], "yes", "{f}");
     }
 }
+
+/// A server that dies on a decline (`exit-on-decline` exits the process,
+/// over HTTP too): the first such case is `unresponsive` (the liveness
+/// probe after the reset finds nothing listening) and the run stops there
+/// instead of filing every later case against a dead server. The clean
+/// server's run shows the refusing side (no finding at all).
+#[test]
+fn a_server_that_dies_is_unresponsive_and_ends_the_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["exit-on-decline"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(&srv.mcp_url(), dir.path(), &["--duration", "20s"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let s = summary(dir.path());
+    assert_eq!(s["stopped"], "unresponsive", "{s:#}");
+    let findings = s["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["oracle"] == "unresponsive"),
+        "{s:#}"
+    );
+    assert!(
+        s["elapsed_secs"].as_f64().unwrap_or(f64::MAX) < 20.0,
+        "{s:#}"
+    );
+}
