@@ -372,7 +372,7 @@ mod tests {
     #[test]
     fn each_transport_oracle_is_quiet_on_a_refusal_and_fires_on_a_breakage() {
         let bad = modern_post(
-            &format!("{MUTATED}tools/call with a mangled id"),
+            format!("{MUTATED}tools/call with a mangled id"),
             URL,
             1,
             "tools/call",
