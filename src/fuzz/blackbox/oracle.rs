@@ -382,11 +382,8 @@ mod tests {
             400,
             json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad id"}}),
         );
-        let cases: [(
-            Oracle,
-            Result<RawReply, RawError>,
-            Result<RawReply, RawError>,
-        ); 4] = [
+        type Reply = Result<RawReply, RawError>;
+        let cases: [(Oracle, Reply, Reply); 4] = [
             (
                 Oracle::ServerError,
                 refusal.clone(),
