@@ -39,7 +39,7 @@ enum Command {
     /// Fuzz a server over HTTP (both generations) and write a repro.sh per finding.
     Fuzz(elicitkit::cli::fuzz::Args),
     /// Load-test an elicitation server (default: the smoke plan against the embedded server).
-    Load(elicitkit::cli::load::Args),
+    Load(Box<elicitkit::cli::load::Args>),
     /// Discover a server and write the load plan `load --target` would run.
     Plan(elicitkit::cli::load::PlanArgs),
     /// Merge HDR interval logs from several runs, or re-render a run's report.
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         Command::Check(args) => elicitkit::cli::check::run(args),
         Command::Bridge(args) => elicitkit::cli::bridge::run(args),
         Command::Fuzz(args) => elicitkit::cli::fuzz::run(args),
-        Command::Load(args) => elicitkit::cli::load::run(args),
+        Command::Load(args) => elicitkit::cli::load::run(*args),
         Command::Plan(args) => elicitkit::cli::load::run_plan(args),
         Command::Report(args) => elicitkit::cli::report::run(args),
         Command::Serve(args) => elicitkit::cli::serve::run(args),

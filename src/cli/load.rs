@@ -162,6 +162,17 @@ pub struct Args {
     /// to 2 min), e.g. --cool-down 1m.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "soak")]
     pub cool_down: Option<Duration>,
+    /// The soak's RSS growth allowed, MiB per minute (default 1), e.g.
+    /// --soak-rss-per-min 4 for a server that caches for longer than the
+    /// soak.
+    #[arg(long, value_name = "MIB", requires = "soak")]
+    pub soak_rss_per_min: Option<f64>,
+    /// The soak's descriptor growth allowed, per minute (default 1).
+    #[arg(long, value_name = "N", requires = "soak")]
+    pub soak_fds_per_min: Option<f64>,
+    /// The least R² a growth slope must fit with to count (default 0.8).
+    #[arg(long, value_name = "R2", requires = "soak")]
+    pub soak_min_r2: Option<f64>,
     /// The target's process id, for its health over time (RSS, open
     /// descriptors, threads, sampled once per interval from /proc) and
     /// CPU. Default: the embedded server, or the process listening on a
@@ -310,6 +321,11 @@ fn overrides(args: &Args) -> Overrides {
         segment: args.segment,
         soak: args.soak,
         cool_down: args.cool_down,
+        soak_limits: crate::load::spec::overrides::SoakLimitOverrides {
+            rss_mib_per_min: args.soak_rss_per_min,
+            fds_per_min: args.soak_fds_per_min,
+            min_r2: args.soak_min_r2,
+        },
     }
 }
 

@@ -62,6 +62,52 @@ pub struct Overrides {
     pub soak: Option<Duration>,
     /// `--cool-down DURATION`: the soak's cool-down.
     pub cool_down: Option<Duration>,
+    /// `--soak-rss-per-min`, `--soak-fds-per-min`, `--soak-min-r2`: what
+    /// counts as growth, where not the default.
+    pub soak_limits: SoakLimitOverrides,
+}
+
+/// The soak's growth limits from the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SoakLimitOverrides {
+    /// RSS growth allowed, MiB per minute.
+    pub rss_mib_per_min: Option<f64>,
+    /// Descriptor growth allowed, per minute.
+    pub fds_per_min: Option<f64>,
+    /// The least R² growth must fit with.
+    pub min_r2: Option<f64>,
+}
+
+impl SoakLimitOverrides {
+    fn any(&self) -> bool {
+        self.rss_mib_per_min.is_some() || self.fds_per_min.is_some() || self.min_r2.is_some()
+    }
+
+    /// `limits` with these applied; `Err` names a value out of range.
+    fn apply(&self, limits: &mut soak::SoakLimits) -> Result<(), String> {
+        let rate = |v: Option<f64>, flag: &str| match v {
+            Some(x) if !(x.is_finite() && x >= 0.0) => {
+                Err(format!("{flag} must be a number ≥ 0, e.g. {flag} 2"))
+            }
+            _ => Ok(v),
+        };
+        if let Some(x) = rate(self.rss_mib_per_min, "--soak-rss-per-min")? {
+            limits.rss_mib_per_min = x;
+        }
+        if let Some(x) = rate(self.fds_per_min, "--soak-fds-per-min")? {
+            limits.fds_per_min = x;
+        }
+        match self.min_r2 {
+            Some(r) if !(r > 0.0 && r <= 1.0) => {
+                Err("--soak-min-r2 must lie in (0, 1], e.g. --soak-min-r2 0.9".into())
+            }
+            Some(r) => {
+                limits.min_r2 = r;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 /// The capacity search's knobs from the command line.
@@ -291,6 +337,11 @@ fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
         if o.cool_down.is_some() {
             return Err("--cool-down goes with --soak".into());
         }
+        if o.soak_limits.any() {
+            return Err(
+                "--soak-rss-per-min, --soak-fds-per-min and --soak-min-r2 go with --soak".into(),
+            );
+        }
         return Ok(());
     };
     if steady.is_zero() {
@@ -310,7 +361,9 @@ fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
     if o.warmup.is_none() {
         plan.warmup = soak::default_warmup(steady);
     }
-    plan.soak = Some(soak::SoakSpec::new(steady, o.cool_down));
+    let mut spec = soak::SoakSpec::new(steady, o.cool_down);
+    o.soak_limits.apply(&mut spec.limits)?;
+    plan.soak = Some(spec);
     Ok(())
 }
 
@@ -392,5 +445,78 @@ mod tests {
             ..Default::default()
         };
         assert!(plan(fixed).apply(&o).unwrap_err().contains("--soak"));
+    }
+
+    #[test]
+    fn soak_limits_are_set_by_flags_and_checked() {
+        let plan = || {
+            let text = "duration = \"5s\"\n[load]\nrate = 20\n[scenarios.form-accept]\n";
+            super::super::parse::parse_plan(text, "t.toml", "t").unwrap()
+        };
+        let with = |l: SoakLimitOverrides, soak: bool| Overrides {
+            soak: soak.then_some(Duration::from_secs(60)),
+            soak_limits: l,
+            ..Default::default()
+        };
+        let set = SoakLimitOverrides {
+            rss_mib_per_min: Some(4.0),
+            fds_per_min: Some(0.5),
+            min_r2: Some(0.9),
+        };
+        let mut p = plan();
+        p.apply(&with(set, true)).unwrap();
+        let l = p.soak.unwrap().limits;
+        assert_eq!(
+            (l.rss_mib_per_min, l.fds_per_min, l.min_r2),
+            (4.0, 0.5, 0.9)
+        );
+        // Unset ones keep their defaults.
+        let mut p = plan();
+        let only_rss = SoakLimitOverrides {
+            rss_mib_per_min: Some(2.0),
+            ..Default::default()
+        };
+        p.apply(&with(only_rss, true)).unwrap();
+        let d = soak::SoakLimits::default();
+        let l = p.soak.unwrap().limits;
+        assert_eq!(
+            (l.rss_mib_per_min, l.fds_per_min, l.min_r2),
+            (2.0, d.fds_per_min, d.min_r2)
+        );
+        for (bad, flag) in [
+            (
+                SoakLimitOverrides {
+                    rss_mib_per_min: Some(-1.0),
+                    ..Default::default()
+                },
+                "--soak-rss-per-min",
+            ),
+            (
+                SoakLimitOverrides {
+                    fds_per_min: Some(f64::NAN),
+                    ..Default::default()
+                },
+                "--soak-fds-per-min",
+            ),
+            (
+                SoakLimitOverrides {
+                    min_r2: Some(0.0),
+                    ..Default::default()
+                },
+                "--soak-min-r2",
+            ),
+            (
+                SoakLimitOverrides {
+                    min_r2: Some(1.5),
+                    ..Default::default()
+                },
+                "--soak-min-r2",
+            ),
+        ] {
+            let e = plan().apply(&with(bad, true)).unwrap_err();
+            assert!(e.contains(flag), "{e}");
+        }
+        let e = plan().apply(&with(set, false)).unwrap_err();
+        assert!(e.contains("go with --soak"), "{e}");
     }
 }
