@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::protocol::codes;
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
-use crate::protocol::jsonrpc::{Message, RequestId, message_from_value, parse_json_capped};
+use crate::protocol::jsonrpc::{Message, message_from_value, parse_json_capped};
 use crate::protocol::legacy::METHOD_INITIALIZE;
 use crate::protocol::version::{LEGACY, MODERN};
 
@@ -134,14 +134,16 @@ async fn split_writes(req: Request, next: Next) -> Response {
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
-fn unauthorized(id: Option<&RequestId>) -> Response {
+/// 401 with `WWW-Authenticate: Bearer`. It names no JSON-RPC id: the body
+/// of a caller without credentials is never read.
+fn unauthorized() -> Response {
     tracing::info!("request refused: no valid credentials");
     let e = RpcError::new(
         StatusCode::UNAUTHORIZED,
         codes::INVALID_REQUEST,
         "authentication required: send Authorization: Bearer <token>",
     );
-    let mut r = reply::error(id, &e);
+    let mut r = reply::error(None, &e);
     r.headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     r
@@ -176,6 +178,12 @@ async fn post_inner(
     if declared.is_some_and(|n| n > max) {
         return too_large(max);
     }
+    // Who is calling comes from the head: a request without valid
+    // credentials is refused before any of its body is read (so it costs
+    // no memory and holds no connection while the body trickles in).
+    let Some(principal) = app.principal_of(headers, false) else {
+        return unauthorized();
+    };
     let bytes = match read_body(app, body, max).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => return too_large(max),
@@ -196,13 +204,6 @@ async fn post_inner(
             let err = RpcError::new(StatusCode::BAD_REQUEST, e.code(), e.to_string());
             return reply::error(e.id(), &err);
         }
-    };
-    let id = match &msg {
-        Message::Request(r) => Some(r.id.clone()),
-        _ => None,
-    };
-    let Some(principal) = app.principal_of(headers, false) else {
-        return unauthorized(id.as_ref());
     };
     if is_legacy(headers, &msg) {
         return legacy::handle_post(app, headers, msg, principal, timing).await;
@@ -255,7 +256,7 @@ async fn mcp_delete(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
 async fn stats(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let timing = Timing::start();
     if app.principal_of(&headers, true).is_none() {
-        return reply::with_timing(unauthorized(None), &timing);
+        return reply::with_timing(unauthorized(), &timing);
     }
     let body = app.stats_json().to_string();
     let mut r = Response::new(Body::from(body));

@@ -27,6 +27,50 @@ async fn read_to_close(c: &mut TcpStream, within: Duration) -> Option<(Vec<u8>, 
     }
 }
 
+/// The head of an MCP POST announcing `length` body bytes, with `token`
+/// as its bearer token (none: no `Authorization`).
+fn post_head(s: &Srv, length: usize, token: Option<&str>) -> String {
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         {auth}Content-Length: {length}\r\n\r\n",
+        s.server.addr()
+    )
+}
+
+/// `n` connections that each send `head` and `start` of their body (a
+/// write the server refused is left for the test to notice).
+async fn open_bodies(s: &Srv, n: usize, head: &str, start: &[u8]) -> Vec<TcpStream> {
+    let mut conns = Vec::new();
+    for _ in 0..n {
+        let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
+        let mut sent = head.as_bytes().to_vec();
+        sent.extend_from_slice(start);
+        let _ = c.write_all(&sent).await;
+        conns.push(c);
+    }
+    conns
+}
+
+/// A `tools/list` as alice on a new connection (a pooled one would slip
+/// past the connection cap) within 2 s: `Ok` when answered, else what
+/// happened instead.
+async fn gets_in(s: &Srv) -> Result<(), String> {
+    let mut fresh = remote(&s.server.base_url());
+    fresh.http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let caps = json!({});
+    let call = try_modern(&fresh, "alice", 1, "tools/list", json!({}), &caps);
+    match tokio::time::timeout(Duration::from_secs(2), call).await {
+        Err(_) => Err("no answer within 2 s".into()),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(r)) if r.result_type() == "complete" => Ok(()),
+        Ok(Ok(r)) => Err(format!("HTTP {}: {}", r.status, r.text)),
+    }
+}
+
 fn cfg() -> ServerConfig {
     ServerConfig {
         header_read_timeout: Duration::from_millis(400),
@@ -36,9 +80,12 @@ fn cfg() -> ServerConfig {
     }
 }
 
+async fn tools_list(s: &Srv, user: &str) -> Reply {
+    modern(s, user, 1, "tools/list", json!({}), &json!({})).await
+}
+
 async fn tools_list_ok(s: &Srv) -> bool {
-    let r = modern(s, "alice", 1, "tools/list", json!({}), &json!({})).await;
-    r.result_type() == "complete"
+    tools_list(s, "alice").await.result_type() == "complete"
 }
 
 #[tokio::test]
@@ -118,13 +165,8 @@ async fn a_kept_alive_connection_serves_requests_then_closes_when_idle() {
 #[tokio::test]
 async fn a_body_that_does_not_arrive_in_time_gets_408() {
     let s = start(cfg()).await;
-    let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Authorization: Bearer alice\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
-        s.server.addr()
-    );
-    c.write_all(head.as_bytes()).await.unwrap();
+    let head = post_head(&s, 100, Some("alice"));
+    let mut c = open_bodies(&s, 1, &head, b"{\"jsonrpc\"").await.remove(0);
     let (reply, _) = read_to_close(&mut c, Duration::from_secs(5))
         .await
         .expect("answered and closed");
@@ -210,17 +252,7 @@ async fn at_the_cap_with_every_connection_busy_a_new_one_gets_503() {
     })
     .await;
     // Two requests whose bodies never come: busy until the body timeout.
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer alice\r\n\
-         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n",
-        s.server.addr()
-    );
-    let mut busy = Vec::new();
-    for _ in 0..2 {
-        let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
-        c.write_all(head.as_bytes()).await.unwrap();
-        busy.push(c);
-    }
+    let busy = open_bodies(&s, 2, &post_head(&s, 100, Some("alice")), b"").await;
     // Let the server read both heads (a connection still reading its head
     // would be shed rather than the new one refused).
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -234,5 +266,59 @@ async fn at_the_cap_with_every_connection_busy_a_new_one_gets_503() {
     assert!(last.contains("\r\nRetry-After: 1\r\n"), "{last:?}");
     assert!(last.ends_with("try again shortly\n"), "{last:?}");
     drop(busy);
+    s.server.shutdown().await;
+}
+
+/// Issue 28 item 1: slow bodies without credentials filling the cap do not
+/// shut out a legitimate request: they are refused from their heads.
+#[tokio::test]
+async fn at_the_cap_slow_bodies_without_credentials_do_not_shut_out_requests() {
+    let s = start(ServerConfig {
+        max_connections: 30,
+        header_read_timeout: Duration::from_secs(30),
+        body_read_timeout: Duration::from_secs(30),
+        ..ServerConfig::default()
+    })
+    .await;
+    let head = post_head(&s, 1_048_575, None);
+    let mut slow = open_bodies(&s, 60, &head, b"").await;
+    // Let the server read their heads.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..5 {
+        assert_eq!(gets_in(&s).await, Ok(()), "request {i} at the cap");
+    }
+    let (first, _) = read_to_close(&mut slow[0], Duration::from_secs(2))
+        .await
+        .expect("refused and closed");
+    assert!(String::from_utf8_lossy(&first).starts_with("HTTP/1.1 401"));
+    s.server.shutdown().await;
+}
+
+/// Issue 28 item 1: a POST without valid credentials gets 401 from its
+/// head, not 408 once its body failed to arrive.
+#[tokio::test]
+async fn a_post_without_credentials_gets_401_before_its_body() {
+    let s = start(ServerConfig {
+        body_read_timeout: Duration::from_secs(20),
+        ..ServerConfig::default()
+    })
+    .await;
+    for token in [None, Some("two words")] {
+        let t = Instant::now();
+        let mut c = open_bodies(&s, 1, &post_head(&s, 100, token), b"")
+            .await
+            .remove(0);
+        let (reply, _) = read_to_close(&mut c, Duration::from_secs(3))
+            .await
+            .expect("answered and closed without the body");
+        let text = String::from_utf8_lossy(&reply);
+        assert!(text.starts_with("HTTP/1.1 401"), "{token:?}: {text}");
+        assert!(
+            text.to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{text}"
+        );
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    }
     s.server.shutdown().await;
 }

@@ -114,7 +114,7 @@ async fn protocol_error_paths() {
     let r = post_raw(&s, Some("a"), "tools/list", None, big).await;
     assert_eq!(r.status, 413);
     assert_eq!(r.error_code(), -32600);
-    // no principal → 401 with the id
+    // no principal → 401 from the head: the body (and its id) is not read
     let r = post_raw(
         &s,
         None,
@@ -124,7 +124,8 @@ async fn protocol_error_paths() {
     )
     .await;
     assert_eq!(r.status, 401);
-    assert_eq!(r.body["id"], 5);
+    assert_eq!(r.body["id"], serde_json::Value::Null, "{}", r.text);
+    assert_eq!(r.error_code(), -32600);
     // missing _meta → -32602 + 400 with id
     let r = post_raw(
         &s,
@@ -825,7 +826,7 @@ async fn auth_tokens_file_maps_tokens_to_principals() {
     let s = start(cfg).await;
     let denied = modern(&s, "alice", 1, "tools/list", json!({}), &json!({})).await;
     assert_eq!(denied.status, 401);
-    assert_eq!(denied.body["id"], 1);
+    assert_eq!(denied.body["id"], serde_json::Value::Null);
     assert!(denied.headers.get("www-authenticate").is_some());
     let first = call(
         &s,
