@@ -155,6 +155,18 @@ pub struct Args {
     /// Example: --body-read-timeout 10s
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub body_read_timeout: Duration,
+    /// Most request-body bytes held in memory at once, server-wide. A body
+    /// that would go beyond it (by its Content-Length, or as it arrives)
+    /// gets 503 with Retry-After; bodies count what has arrived, so a body
+    /// trickled in holds only that. At least --max-body.
+    /// Example: --max-body-bytes-in-flight 256MiB
+    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    pub max_body_bytes_in_flight: usize,
+    /// Most request-body bytes held in memory at once for one principal
+    /// (503 with Retry-After beyond it). At least --max-body.
+    /// Example: --max-body-bytes-per-principal 16MiB
+    #[arg(long, default_value = "8MiB", value_parser = parse_size)]
+    pub max_body_bytes_per_principal: usize,
     /// Most time a kept-alive connection may sit idle between requests.
     /// Example: --keep-alive-timeout 5s
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
@@ -262,6 +274,20 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
             return Err(format!("{flag} must be at least 1"));
         }
     }
+    for (flag, n) in [
+        ("--max-body-bytes-in-flight", args.max_body_bytes_in_flight),
+        (
+            "--max-body-bytes-per-principal",
+            args.max_body_bytes_per_principal,
+        ),
+    ] {
+        if n < args.max_body {
+            return Err(format!(
+                "{flag} is below --max-body ({}): a body of --max-body could never be read",
+                args.max_body
+            ));
+        }
+    }
     if let Some(id) = &args.instance_id
         && !crate::server::auth::valid_word(id)
     {
@@ -302,6 +328,8 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         clock_skew: args.clock_skew,
         header_read_timeout: args.header_read_timeout,
         body_read_timeout: args.body_read_timeout,
+        max_body_in_flight: args.max_body_bytes_in_flight,
+        max_body_in_flight_per_principal: args.max_body_bytes_per_principal,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
         sessions: SessionLimits {
@@ -471,6 +499,10 @@ mod tests {
             "5s",
             "--max-connections",
             "100",
+            "--max-body-bytes-in-flight",
+            "32MiB",
+            "--max-body-bytes-per-principal",
+            "2MiB",
             "--session-idle-timeout",
             "1m",
             "--max-sessions-per-principal",
@@ -506,6 +538,10 @@ mod tests {
             )
         );
         assert_eq!(c.max_connections, 100);
+        assert_eq!(
+            (c.max_body_in_flight, c.max_body_in_flight_per_principal),
+            (32 << 20, 2 << 20)
+        );
         assert_eq!(
             c.sessions,
             SessionLimits {
@@ -564,6 +600,12 @@ mod tests {
         assert!(config(&t.a).unwrap_err().contains("--public-url"));
         let t = T::try_parse_from(["t", "--keep-alive-timeout", "0s"]).unwrap();
         assert!(config(&t.a).unwrap_err().contains("--keep-alive-timeout"));
+        let t = T::try_parse_from(["t", "--max-body-bytes-per-principal", "64KiB"]).unwrap();
+        assert!(
+            config(&t.a)
+                .unwrap_err()
+                .contains("--max-body-bytes-per-principal is below --max-body")
+        );
         let t = T::try_parse_from(["t", "--max-sessions-per-principal", "0"]).unwrap();
         assert!(
             config(&t.a)

@@ -15,6 +15,7 @@ use crate::protocol::jsonrpc::RequestId;
 use crate::state::{Claims, Sealer, StateError};
 use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id, now_ms};
 
+use super::body_budget::BodyBudget;
 use super::browser_session::{BrowserSessions, CookieNames};
 use super::config::ServerConfig;
 use super::flaw::Flaw;
@@ -33,6 +34,8 @@ pub struct App {
     pub store: Arc<dyn Store>,
     /// Counters (shared with the accept loop).
     pub stats: Arc<Stats>,
+    /// Request-body bytes in flight.
+    pub bodies: BodyBudget,
     /// The public base URL links name: `--public-url`, else
     /// `http://` + the bound address.
     pub base_url: String,
@@ -70,12 +73,14 @@ impl App {
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
         let sessions = Sessions::new(cfg.sessions);
+        let bodies = BodyBudget::new(cfg.max_body_in_flight, cfg.max_body_in_flight_per_principal);
         let base_url_is_https = base_url.starts_with("https://");
         App {
             cfg,
             sealer,
             store,
             stats: Arc::new(Stats::default()),
+            bodies,
             base_url,
             sessions,
             origins,
@@ -250,6 +255,13 @@ impl App {
                 serde_json::to_value(self.store.counters()).unwrap_or(Value::Null),
             );
             o.insert("store_backend".into(), self.store.backend_name().into());
+            o.insert(
+                "request_bodies".into(),
+                serde_json::json!({
+                    "bytes_in_flight": self.bodies.in_flight(),
+                    "refused_over_budget": self.bodies.refused(),
+                }),
+            );
         }
         v
     }

@@ -1,13 +1,16 @@
 //! Reading a request body within its limits: at most so many bytes, within
-//! `--body-read-timeout`, and the 413 and 408 answers when it is not.
+//! `--body-read-timeout`, within the bytes-in-flight budget
+//! ([`super::body_budget`]), and the 413, 408 and 503 answers when it is not.
 
 use axum::body::Body;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
+use futures::StreamExt as _;
 
 use crate::protocol::codes;
 
 use super::app::App;
+use super::body_budget::Held;
 use super::reply::{self, RpcError};
 
 /// 413 for a body longer than `max` bytes.
@@ -25,22 +28,89 @@ pub fn too_large(max: usize) -> Response {
 /// Why a request body could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BodyError {
-    /// Longer than the limit (413).
+    /// Longer than the limit, or broken off (413).
     TooLarge,
     /// Not all there within `--body-read-timeout` (408; the connection closes).
     TimedOut,
+    /// Beyond the bytes-in-flight budget (503 with `Retry-After`).
+    OverBudget,
 }
 
-/// Reads a request body of at most `max` bytes within the body-read timeout.
-pub async fn read_body(app: &App, body: Body, max: usize) -> Result<axum::body::Bytes, BodyError> {
-    match tokio::time::timeout(app.cfg.body_read_timeout, axum::body::to_bytes(body, max)).await {
-        Ok(Ok(b)) => Ok(b),
-        Ok(Err(_)) => Err(BodyError::TooLarge),
+/// The `Content-Length` a request declares, if it is a number.
+pub fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+}
+
+/// A body read whole; its bytes count against the budget until it is
+/// dropped.
+pub struct Received<'a> {
+    bytes: Vec<u8>,
+    _held: Held<'a>,
+}
+
+impl std::ops::Deref for Received<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Reads a request body of at most `max` bytes within the body-read
+/// timeout, held against the budget of `principal` (`None`: server-wide
+/// only). `declared` is its `Content-Length`, checked on admission (up
+/// to `max`: a longer one is the 413 it gets once `max` bytes arrived).
+pub async fn read_body<'a>(
+    app: &'a App,
+    body: Body,
+    max: usize,
+    principal: Option<&str>,
+    declared: Option<usize>,
+) -> Result<Received<'a>, BodyError> {
+    let Ok(mut held) = app.bodies.admit(principal, declared.unwrap_or(0).min(max)) else {
+        tracing::info!("request body refused: the bytes-in-flight budget is spent");
+        return Err(BodyError::OverBudget);
+    };
+    let collect = async {
+        let mut bytes = Vec::new();
+        let mut frames = body.into_data_stream();
+        while let Some(chunk) = frames.next().await {
+            let chunk = chunk.map_err(|_| BodyError::TooLarge)?;
+            if bytes.len() + chunk.len() > max {
+                return Err(BodyError::TooLarge);
+            }
+            if held.grow(chunk.len()).is_err() {
+                tracing::info!("request body cut off: the bytes-in-flight budget is spent");
+                return Err(BodyError::OverBudget);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
+    };
+    match tokio::time::timeout(app.cfg.body_read_timeout, collect).await {
+        Ok(Ok(bytes)) => Ok(Received { bytes, _held: held }),
+        Ok(Err(e)) => Err(e),
         Err(_) => {
             tracing::info!("request body not received within --body-read-timeout");
             Err(BodyError::TimedOut)
         }
     }
+}
+
+/// 503 for a body beyond the bytes-in-flight budget (with `Retry-After`,
+/// as every 503: bodies are short-lived, a retry a second later usually
+/// fits).
+pub fn over_budget() -> Response {
+    reply::error(
+        None,
+        &RpcError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::SERVER_ERROR,
+            "too many request bodies in flight; try again shortly",
+        ),
+    )
 }
 
 /// 408 for a body that did not arrive in time; the connection is closed.

@@ -81,6 +81,11 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     /// Most time to receive a request body once its head arrived (→ 408).
     pub body_read_timeout: Duration,
+    /// Most request-body bytes buffered at once, server-wide; a body that
+    /// would go beyond it gets 503 with `Retry-After` (see `body`).
+    pub max_body_in_flight: usize,
+    /// Most request-body bytes buffered at once for one principal.
+    pub max_body_in_flight_per_principal: usize,
     /// Most time a kept-alive connection may sit idle between requests.
     pub keep_alive_timeout: Duration,
     /// How long the store keeps a record after its expiry and an audit
@@ -136,6 +141,8 @@ impl Default for ServerConfig {
             max_body: 1024 * 1024,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            max_body_in_flight: 64 * 1024 * 1024,
+            max_body_in_flight_per_principal: 8 * 1024 * 1024,
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: 8192,
             sessions: super::sessions::SessionLimits::default(),

@@ -32,7 +32,7 @@ use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_s
 
 use super::app::App;
 use super::auth::cookie;
-use super::body::{BodyError, body_timed_out, read_body};
+use super::body::{BodyError, Received, body_timed_out, declared_length, read_body};
 use super::browser_session::{BROWSER_SESSION_TTL, LOGIN_CSRF_TTL, plausible_token, random_token};
 use super::flaw::Flaw;
 use super::log_text::LogText;
@@ -202,9 +202,18 @@ fn form_fields(body: &[u8], names: &[&str]) -> Vec<Option<String>> {
     out
 }
 
-/// The form body, or the response that says why there is none.
-async fn read_form(app: &App, body: Body, timing: &Timing) -> Result<axum::body::Bytes, Response> {
-    match read_body(app, body, MAX_FORM_BYTES).await {
+/// The form body, held against `principal`'s share of the body budget
+/// (`None`: a sign-in, server-wide only), or the response that says why
+/// there is none.
+async fn read_form<'a>(
+    app: &'a App,
+    headers: &HeaderMap,
+    body: Body,
+    principal: Option<&str>,
+    timing: &Timing,
+) -> Result<Received<'a>, Response> {
+    let declared = declared_length(headers);
+    match read_body(app, body, MAX_FORM_BYTES, principal, declared).await {
         Ok(b) => Ok(b),
         Err(BodyError::TimedOut) => Err(body_timed_out()),
         Err(BodyError::TooLarge) => Err(html(
@@ -213,6 +222,19 @@ async fn read_form(app: &App, body: Body, timing: &Timing) -> Result<axum::body:
             "<p>The form is too large.</p>",
             timing,
         )),
+        Err(BodyError::OverBudget) => {
+            let mut r = html(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Busy",
+                "<p>The server is busy; try again in a moment.</p>",
+                timing,
+            );
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_static(reply::RETRY_AFTER_SECS),
+            );
+            Err(r)
+        }
     }
 }
 
@@ -228,7 +250,7 @@ pub async fn submit(
         let next = format!("/flow/{id}");
         return login_page(&app, &headers, &next, "Sign in to continue.", &timing);
     };
-    let bytes = match read_form(&app, body, &timing).await {
+    let bytes = match read_form(&app, &headers, body, Some(&principal), &timing).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };
@@ -351,7 +373,7 @@ fn forbidden(why: &str, timing: &Timing) -> Response {
 /// `POST /login`: `token`, `csrf` and `next` form fields.
 pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let timing = Timing::start();
-    let bytes = match read_form(&app, body, &timing).await {
+    let bytes = match read_form(&app, &headers, body, None, &timing).await {
         Ok(b) => b,
         Err(resp) => return resp,
     };

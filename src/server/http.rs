@@ -27,7 +27,7 @@ use crate::protocol::legacy::METHOD_INITIALIZE;
 use crate::protocol::version::{LEGACY, MODERN};
 
 use super::app::App;
-use super::body::{BodyError, body_timed_out, read_body, too_large};
+use super::body::{BodyError, body_timed_out, declared_length, over_budget, read_body, too_large};
 use super::flaw::Flaw;
 use super::log_text::LogText;
 use super::origin::Refusal;
@@ -171,10 +171,7 @@ async fn post_inner(
     timing: &mut Timing,
 ) -> Response {
     let max = app.cfg.max_body;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared = declared_length(headers);
     if declared.is_some_and(|n| n > max) {
         return too_large(max);
     }
@@ -184,12 +181,16 @@ async fn post_inner(
     let Some(principal) = app.principal_of(headers, false) else {
         return unauthorized();
     };
-    let bytes = match read_body(app, body, max).await {
+    let bytes = match read_body(app, body, max, Some(&principal), declared).await {
         Ok(b) => b,
         Err(BodyError::TooLarge) => return too_large(max),
         Err(BodyError::TimedOut) => return body_timed_out(),
+        Err(BodyError::OverBudget) => return over_budget(),
     };
-    let value = match parse_json_capped(&bytes, max) {
+    let parsed = parse_json_capped(&bytes, max);
+    // The parsed value is all that is needed: the bytes leave the budget.
+    drop(bytes);
+    let value = match parsed {
         Ok(v) => v,
         Err(e) => {
             tracing::debug!(kind = codes::name(e.code()), "unparseable body");

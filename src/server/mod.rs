@@ -13,7 +13,7 @@
 //!   `remote`: the public URL links name, and the warnings before serving
 //!   beyond loopback.
 //! - `http`: routes, the origin guard, generation choice; `body`: the body
-//!   cap and read timeout; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
+//!   cap, read timeout and bytes-in-flight budget; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
 //!   per originating request, its outcome kept for repeats; `leak`: what
@@ -31,6 +31,7 @@ pub mod accept;
 mod app;
 pub mod auth;
 mod body;
+mod body_budget;
 mod browser_session;
 mod catalog;
 pub mod config;

@@ -71,6 +71,18 @@ async fn gets_in(s: &Srv) -> Result<(), String> {
     }
 }
 
+/// Polls `/stats` until `ready` holds for it (at most 5 s).
+async fn stats_until(s: &Srv, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let v = stats(s).await;
+        if ready(&v) || Instant::now() > deadline {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn cfg() -> ServerConfig {
     ServerConfig {
         header_read_timeout: Duration::from_millis(400),
@@ -320,5 +332,46 @@ async fn a_post_without_credentials_gets_401_before_its_body() {
         );
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     }
+    s.server.shutdown().await;
+}
+
+/// Issue 28 item 2: bodies beyond the bytes-in-flight budget, per
+/// principal or server-wide, get 503 with `Retry-After`; the budget frees
+/// up when a body goes.
+#[tokio::test]
+async fn bodies_beyond_the_in_flight_budget_get_503() {
+    let s = start(ServerConfig {
+        max_body_in_flight: 1500,
+        max_body_in_flight_per_principal: 1000,
+        ..ServerConfig::default()
+    })
+    .await;
+    let refused = |r: &Reply| {
+        r.status == 503 && r.headers.get("retry-after").and_then(|v| v.to_str().ok()) == Some("1")
+    };
+    // alice holds 800 bytes of a 900-byte body.
+    let alice = open_bodies(&s, 1, &post_head(&s, 900, Some("alice")), &[b' '; 800]).await;
+    stats_until(&s, |v| v["request_bodies"]["bytes_in_flight"] == 800).await;
+    let r = tools_list(&s, "alice").await;
+    assert!(refused(&r), "alice's share: {} {}", r.status, r.text);
+    assert_eq!(tools_list(&s, "bob").await.result_type(), "complete");
+    // bob holds 600 more (of 650 declared, which fit): 1,400 of the 1,500.
+    let bob = open_bodies(&s, 1, &post_head(&s, 650, Some("bob")), &[b' '; 600]).await;
+    stats_until(&s, |v| v["request_bodies"]["bytes_in_flight"] == 1400).await;
+    let r = tools_list(&s, "carol").await;
+    assert!(refused(&r), "the server's budget: {} {}", r.status, r.text);
+    // A declared length that cannot fit is refused from the head.
+    let mut dave = open_bodies(&s, 1, &post_head(&s, 200, Some("dave")), b"").await;
+    let (reply, _) = read_to_close(&mut dave[0], Duration::from_secs(3))
+        .await
+        .expect("refused without its body");
+    let text = String::from_utf8_lossy(&reply);
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("\r\nretry-after: 1\r\n"), "{text}");
+    drop(alice);
+    let v = stats_until(&s, |v| v["request_bodies"]["bytes_in_flight"] == 600).await;
+    assert_eq!(v["request_bodies"]["refused_over_budget"], 3, "{v}");
+    assert_eq!(tools_list(&s, "carol").await.result_type(), "complete");
+    drop(bob);
     s.server.shutdown().await;
 }
