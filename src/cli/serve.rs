@@ -167,14 +167,22 @@ pub struct Args {
     /// Example: --max-body-bytes-per-principal 16MiB
     #[arg(long, default_value = "8MiB", value_parser = parse_size)]
     pub max_body_bytes_per_principal: usize,
+    /// Bytes a second a request body must average, after a 2 s grace, not
+    /// to count as slow: at --max-connections a slow body's connection may
+    /// be shed for a new one (credentials are checked before any body is
+    /// read, so only callers with a token get that far). 0: never shed a
+    /// body. Example: --min-body-rate 256
+    #[arg(long, default_value_t = 1024)]
+    pub min_body_rate: u64,
     /// Most time a kept-alive connection may sit idle between requests.
     /// Example: --keep-alive-timeout 5s
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub keep_alive_timeout: Duration,
     /// Most HTTP connections open at once, lowered to what the file
     /// descriptor limit allows (less 256 kept for files). At the cap a new
-    /// connection sheds the one idle (or half-sent) the longest; only when
-    /// all are busy with requests is it refused.
+    /// connection sheds the one idle, half-sent or slow (see
+    /// --min-body-rate) the longest; only when all are busy with requests
+    /// is it refused (503 with Retry-After).
     /// Example: --max-connections 2000
     #[arg(long, default_value_t = 8192)]
     pub max_connections: usize,
@@ -330,6 +338,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         body_read_timeout: args.body_read_timeout,
         max_body_in_flight: args.max_body_bytes_in_flight,
         max_body_in_flight_per_principal: args.max_body_bytes_per_principal,
+        min_body_rate: args.min_body_rate,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
         sessions: SessionLimits {
@@ -503,6 +512,8 @@ mod tests {
             "32MiB",
             "--max-body-bytes-per-principal",
             "2MiB",
+            "--min-body-rate",
+            "100",
             "--session-idle-timeout",
             "1m",
             "--max-sessions-per-principal",
@@ -539,8 +550,12 @@ mod tests {
         );
         assert_eq!(c.max_connections, 100);
         assert_eq!(
-            (c.max_body_in_flight, c.max_body_in_flight_per_principal),
-            (32 << 20, 2 << 20)
+            (
+                c.max_body_in_flight,
+                c.max_body_in_flight_per_principal,
+                c.min_body_rate
+            ),
+            (32 << 20, 2 << 20, 100)
         );
         assert_eq!(
             c.sessions,

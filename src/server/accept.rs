@@ -3,27 +3,29 @@
 //! open at once.
 //!
 //! At the cap (`--max-connections`, lowered to what the descriptor limit
-//! allows), a new connection sheds the one that has been idle or
-//! half-sent the longest; only when every open connection is busy with a
-//! request is the new one refused instead (503 with `Retry-After`). A
-//! failed `accept` (descriptors exhausted despite the cap) also sheds one
-//! and retries within
-//! milliseconds, where a plain accept loop would sleep. So thousands of
-//! idle or slowloris connections cost their timeouts, never a legitimate
-//! request its answer.
+//! allows), a new connection sheds the one that has been useless the
+//! longest: idle, half-sent a head, or trickling a body below
+//! `--min-body-rate` (see [`super::conn_phase`]); only when every open
+//! connection is busy with a request (or a body within its grace) is the
+//! new one refused instead (503 with `Retry-After`). Picking the one to
+//! shed costs O(log n) under the registry's lock ([`super::shed_index`]),
+//! so accepts stay cheap with thousands open. A failed `accept`
+//! (descriptors exhausted despite the cap) also sheds one and retries
+//! within milliseconds, where a plain accept loop would sleep. So
+//! thousands of idle, slowloris or slow-body connections cost their
+//! timeouts, never a legitimate request its answer.
 //!
 //! Every request runs in a `request` span naming the peer address (and,
 //! once known, the principal), carries the peer as
 //! `axum::extract::ConnectInfo`, and keeps its connection busy until its
 //! response body ends.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -37,7 +39,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, watch};
 use tracing::Instrument as _;
 
-use super::conn_phase::{Phase, PhaseLimits, Tracked, Watched};
+use super::conn_phase::{Inbound, Phase, PhaseLimits, Registry, Tracked, Watched, lock, ms_since};
 use super::stats::{Stats, bump, drop_one};
 
 /// Descriptors kept free for everything but client connections (store
@@ -79,46 +81,55 @@ pub struct ConnLimits {
     pub nodelay: bool,
 }
 
-/// The open connections by id.
+/// The open connections, and who is woken when the last one closes.
 #[derive(Default)]
 struct Table {
-    conns: Mutex<HashMap<u64, Arc<Phase>>>,
+    conns: Arc<Registry>,
     drained: Notify,
 }
 
 impl Table {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Phase>>> {
-        self.conns.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn len(&self) -> usize {
-        self.lock().len()
+        lock(&self.conns).len()
     }
 
     fn remove(&self, id: u64) {
-        let mut m = self.lock();
-        m.remove(&id);
-        if m.is_empty() {
+        let mut ix = lock(&self.conns);
+        ix.remove(id);
+        if ix.is_empty() {
             self.drained.notify_waiters();
         }
     }
 
-    /// Asks the connection idle (or half-sent) the longest to go; false
-    /// when every connection is busy.
-    fn shed_one(&self) -> bool {
-        let m = self.lock();
-        let mut idle: Vec<&Arc<Phase>> = m
-            .values()
-            .filter(|p| !p.is_busy() && !p.is_shedding())
-            .collect();
-        idle.sort_unstable_by_key(|p| p.since_ms());
-        idle.into_iter().any(|p| p.mark_shed())
+    /// Asks the connection useless the longest at `now` to go; false when
+    /// none is (every one is busy, or a body within its grace).
+    fn shed_one(&self, now: u64) -> bool {
+        lock(&self.conns).pick(now, |p| p.shed_check(now)).is_some()
     }
 
-    /// Connections that count against the cap (not already on their way out).
-    fn staying(&self) -> usize {
-        self.lock().values().filter(|p| !p.is_shedding()).count()
+    /// Makes room for one more connection under `cap` (those already
+    /// asked to go do not count).
+    fn make_room(&self, cap: usize, now: u64) -> Room {
+        let mut ix = lock(&self.conns);
+        if ix.staying() < cap {
+            Room::Free
+        } else if ix.pick(now, |p| p.shed_check(now)).is_some() {
+            Room::Shed
+        } else {
+            Room::Full
+        }
     }
+}
+
+/// What [`Table::make_room`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Room {
+    /// Below the cap.
+    Free,
+    /// At the cap: one connection was asked to go.
+    Shed,
+    /// At the cap with nothing sheddable: refuse the new one.
+    Full,
 }
 
 /// The cap actually used: `wanted`, or what the descriptor limit allows
@@ -188,7 +199,6 @@ impl Throttle {
 /// Everything the connection tasks share.
 struct Shared {
     router: Router,
-    limits: ConnLimits,
     stats: Arc<Stats>,
     table: Table,
     epoch: Instant,
@@ -208,7 +218,6 @@ pub async fn serve(
     let epoch = Instant::now();
     let shared = Arc::new(Shared {
         router,
-        limits,
         stats,
         table: Table::default(),
         epoch,
@@ -231,7 +240,7 @@ pub async fn serve(
                 if shared.throttle.due() {
                     tracing::warn!(error = %e, "out of file descriptors: shedding idle connections");
                 }
-                shared.table.shed_one();
+                shared.table.shed_one(ms_since(shared.epoch));
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 continue;
             }
@@ -240,12 +249,13 @@ pub async fn serve(
                 continue;
             }
         };
-        if shared.table.len() >= limits.max_connections
-            && shared.table.staying() >= limits.max_connections
+        match shared
+            .table
+            .make_room(limits.max_connections, ms_since(shared.epoch))
         {
-            if shared.table.shed_one() {
-                bump(&shared.stats.connections_shed);
-            } else {
+            Room::Free => {}
+            Room::Shed => bump(&shared.stats.connections_shed),
+            Room::Full => {
                 bump(&shared.stats.connections_refused);
                 tracing::debug!(%peer, "connection refused: every open connection is busy");
                 refuse(stream);
@@ -255,8 +265,7 @@ pub async fn serve(
         let _ = stream.set_nodelay(limits.nodelay);
         next_id += 1;
         let id = next_id;
-        let phase = Arc::new(Phase::new(shared.epoch));
-        shared.table.lock().insert(id, phase.clone());
+        let phase = Phase::open(&shared.table.conns, id, shared.epoch, limits.phases);
         bump(&shared.stats.connections_open);
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -311,13 +320,12 @@ async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase:
         .keep_alive(true)
         .serve_connection(io, svc);
     tokio::pin!(conn);
-    let limits = shared.limits.phases;
     let mut closing = shared.closing.clone();
     let mut stop_at: Option<tokio::time::Instant> = None;
     loop {
         let deadline = match stop_at {
             Some(t) => Some(t),
-            None => phase.deadline(&limits).map(tokio::time::Instant::from_std),
+            None => phase.deadline().map(tokio::time::Instant::from_std),
         };
         let wait = async {
             match deadline {
@@ -336,7 +344,7 @@ async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase:
                 if stop_at.is_some() {
                     return;
                 }
-                if phase.deadline(&limits).is_some_and(|d| Instant::now() >= d) {
+                if phase.deadline().is_some_and(|d| Instant::now() >= d) {
                     bump(&shared.stats.connections_timed_out);
                     tracing::debug!(%peer, phase = phase.name(), "closing a connection that outstayed its timeout");
                     if shared.throttle.due() {
@@ -353,7 +361,7 @@ async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase:
             }
             () = phase.changed.notified() => {}
             () = phase.evict.notified() => {
-                if !phase.is_busy() {
+                if phase.may_leave() {
                     tracing::debug!(%peer, phase = phase.name(), "shed a connection: the server is at --max-connections");
                     return;
                 }
@@ -367,8 +375,9 @@ async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase:
     }
 }
 
-/// The per-connection service: marks the connection busy, names the peer,
-/// and runs the router inside the request's span.
+/// The per-connection service: marks the connection busy (in its body
+/// phase first, when a body is coming), names the peer, and runs the
+/// router inside the request's span.
 #[derive(Clone)]
 struct Svc {
     router: TowerToHyperService<Router>,
@@ -383,8 +392,10 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
     type Error = Infallible;
     type Future = SvcFuture;
 
-    fn call(&self, mut req: Request<Incoming>) -> SvcFuture {
-        let busy = self.phase.begin();
+    fn call(&self, req: Request<Incoming>) -> SvcFuture {
+        let has_body = !hyper::body::Body::is_end_stream(req.body());
+        let busy = self.phase.begin(has_body);
+        let mut req = req.map(|b| Inbound::new(b, self.phase.clone()));
         req.extensions_mut().insert(ConnectInfo(self.peer));
         let span = tracing::info_span!(
             "request",
@@ -413,36 +424,63 @@ mod tests {
         assert_eq!(effective_cap(10), 10);
     }
 
+    const LIMITS: PhaseLimits = PhaseLimits {
+        header_read: Duration::from_secs(10),
+        keep_alive: Duration::from_secs(60),
+        body_grace: Duration::from_secs(1),
+        min_body_rate: 1000,
+    };
+
     #[test]
-    fn shedding_picks_the_longest_idle_and_spares_busy_ones() {
+    fn shedding_picks_the_idle_then_the_slow_and_spares_busy_ones() {
         let epoch = Instant::now() - Duration::from_secs(100);
         let t = Table::default();
-        let old = Arc::new(Phase::new(epoch));
-        let busy = Arc::new(Phase::new(epoch));
-        let _held = busy.begin();
-        t.lock().insert(1, busy.clone());
-        t.lock().insert(2, old.clone());
-        std::thread::sleep(Duration::from_millis(5));
-        let young = Arc::new(Phase::new(epoch));
-        t.lock().insert(3, young.clone());
-        assert!(t.shed_one());
-        // The oldest non-busy one was asked to go (its permit is stored).
+        let open = |id| Phase::open(&t.conns, id, epoch, LIMITS);
+        let (busy, idle_a, body, idle_b) = (open(1), open(2), open(3), open(4));
+        let _held = busy.begin(false);
+        let _reading = body.begin(true);
+        let now = ms_since(epoch);
+        assert_eq!(t.make_room(5, now), Room::Free);
+        // The idle ones are filed from when they became so, the body from
+        // when it becomes slow (1 s after its head at the earliest).
+        let later = now + 60_000;
+        assert_eq!(t.make_room(4, later), Room::Shed);
+        assert!(t.shed_one(later));
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .unwrap();
-        rt.block_on(async {
-            tokio::time::timeout(Duration::from_millis(50), old.evict.notified())
-                .await
-                .expect("the oldest idle connection is shed");
-            assert!(
-                tokio::time::timeout(Duration::from_millis(20), young.evict.notified())
+        let asked = |p: &Arc<Phase>| {
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_millis(20), p.evict.notified())
                     .await
-                    .is_err()
-            );
-        });
-        t.remove(2);
-        t.remove(3);
-        assert!(!t.shed_one(), "only a busy connection is left");
+                    .is_ok()
+            })
+        };
+        assert!(asked(&idle_a) && asked(&idle_b) && !asked(&body));
+        assert!(t.shed_one(later), "then the slow body");
+        assert!(asked(&body) && body.may_leave());
+        assert!(!t.shed_one(later), "only a busy one left");
+        assert!(!asked(&busy));
+        assert_eq!(t.make_room(1, later), Room::Full);
+        for id in 1..=4 {
+            t.remove(id);
+        }
+        assert_eq!(t.len(), 0);
+    }
+
+    #[test]
+    fn a_body_within_its_grace_is_not_shed_and_a_full_table_refuses() {
+        let epoch = Instant::now();
+        let t = Table::default();
+        let p = Phase::open(&t.conns, 1, epoch, LIMITS);
+        let _reading = p.begin(true);
+        let now = ms_since(epoch);
+        assert_eq!(t.make_room(1, now), Room::Full, "within the grace");
+        assert!(!t.shed_one(now + 500));
+        assert!(t.shed_one(now + 5_000), "slow once the grace is over");
+        assert_eq!(t.make_room(1, now + 5_000), Room::Free, "it is leaving");
+        p.spared();
+        assert_eq!(t.make_room(1, now + 5_000), Room::Shed);
     }
 }

@@ -86,6 +86,12 @@ pub struct ServerConfig {
     pub max_body_in_flight: usize,
     /// Most request-body bytes buffered at once for one principal.
     pub max_body_in_flight_per_principal: usize,
+    /// At the connection cap, a connection whose request body has averaged
+    /// fewer bytes a second than this (after [`Self::body_rate_grace`]) may
+    /// be shed for a new one (0: never).
+    pub min_body_rate: u64,
+    /// How long a body may arrive at any pace before it can count as slow.
+    pub body_rate_grace: Duration,
     /// Most time a kept-alive connection may sit idle between requests.
     pub keep_alive_timeout: Duration,
     /// How long the store keeps a record after its expiry and an audit
@@ -96,7 +102,8 @@ pub struct ServerConfig {
     /// 2025-11-25 session limits: idle expiry, per-principal and total caps.
     pub sessions: super::sessions::SessionLimits,
     /// Most HTTP connections open at once (lowered to what the descriptor
-    /// limit allows); at the cap the longest-idle connection is shed.
+    /// limit allows); at the cap the connection idle (or half-sent, or
+    /// slow) the longest is shed.
     pub max_connections: usize,
     /// Offer the demo tools (the default). Without them the server
     /// declares no `tools` capability and answers `tools/list` and
@@ -143,6 +150,8 @@ impl Default for ServerConfig {
             body_read_timeout: Duration::from_secs(30),
             max_body_in_flight: 64 * 1024 * 1024,
             max_body_in_flight_per_principal: 8 * 1024 * 1024,
+            min_body_rate: 1024,
+            body_rate_grace: Duration::from_secs(2),
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: 8192,
             sessions: super::sessions::SessionLimits::default(),

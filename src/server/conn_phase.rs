@@ -2,28 +2,35 @@
 //! it has been idle or half-sent too long, or shed it when the server is
 //! full.
 //!
-//! A connection is in one of three phases:
+//! A connection is in one of four phases:
 //!
 //! - **head**: bytes of a request head are arriving (or, right after the
 //!   accept, nothing has arrived yet). It must become a request within the
 //!   header-read timeout, measured from the accept or from the first byte
 //!   after an idle spell: a slowloris connection dribbling a header, or an
 //!   idle socket that never speaks, is closed then.
+//! - **body**: a request was handed over and its body is still arriving.
+//!   The body read timeout is the handler's (see `body::read_body`); at the
+//!   connection cap the connection may be shed once its body has averaged
+//!   less than `min_body_rate` bytes a second for longer than
+//!   `body_grace` (a body trickled in to hold the connection).
 //! - **busy**: a request is being handled or its response (an SSE stream,
-//!   say) is still being written. No connection timeout applies; the body
-//!   read timeout is the handler's (see `body::read_body`).
+//!   say) is still being written. No connection timeout applies and it is
+//!   never shed.
 //! - **idle**: the last response is done and nothing new has arrived. The
 //!   keep-alive timeout closes it.
 //!
 //! [`Watched`] (around the socket) notices the first byte of a head;
-//! [`Phase::begin`] (when hyper hands a request over) and the [`Busy`]
-//! guard (dropped when the response body ends, or the request is dropped)
-//! move between busy and idle.
+//! [`Phase::begin`] (when hyper hands a request over), [`Inbound`] (around
+//! the request body: counts its bytes, ends the body phase) and the
+//! [`Busy`] guard (dropped when the response body ends, or the request is
+//! dropped) move between the phases. Every change re-files the connection
+//! in its [`Registry`] (see [`super::shed_index`]).
 
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -32,11 +39,14 @@ use hyper::body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
+use super::shed_index::{Check, ShedIndex};
+
 const HEAD: u8 = 0;
 const BUSY: u8 = 1;
 const IDLE: u8 = 2;
+const BODY: u8 = 3;
 
-/// The timeouts that apply to a connection's phases.
+/// The limits that apply to a connection's phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhaseLimits {
     /// Most time from the accept (or the first byte after an idle spell)
@@ -44,18 +54,45 @@ pub struct PhaseLimits {
     pub header_read: Duration,
     /// Most time a connection may sit idle between requests.
     pub keep_alive: Duration,
+    /// How long a request body may arrive at any pace before it can count
+    /// as slow.
+    pub body_grace: Duration,
+    /// Bytes a second a body must average, from its head on, not to count
+    /// as slow once `body_grace` is over (0: a body never does).
+    pub min_body_rate: u64,
+}
+
+/// Every open connection's phase by id, the sheddable ones in shed order.
+pub type Registry = Mutex<ShedIndex<Arc<Phase>>>;
+
+/// Locks `reg`, poisoned or not: every update under the lock is a few map
+/// operations that leave it consistent.
+pub fn lock(reg: &Registry) -> MutexGuard<'_, ShedIndex<Arc<Phase>>> {
+    reg.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Milliseconds from `epoch` to now: the clock of shed keys.
+pub fn ms_since(epoch: Instant) -> u64 {
+    u64::try_from(epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The shared phase of one connection.
 #[derive(Debug)]
 pub struct Phase {
     epoch: Instant,
+    limits: PhaseLimits,
     phase: AtomicU8,
     /// Milliseconds since `epoch` when the current phase began.
     since_ms: AtomicU64,
     in_flight: AtomicU32,
-    /// Asked to go by the accept loop (and not yet gone).
-    shedding: AtomicBool,
+    /// Bytes of the request body received in the body phase.
+    body_bytes: AtomicU64,
+    /// The registry this connection is filed in, and its id there.
+    filed: Option<(Weak<Registry>, u64)>,
     /// Woken on every phase change, so the connection task re-reads its deadline.
     pub changed: Notify,
     /// Woken when the accept loop wants this connection gone.
@@ -63,94 +100,169 @@ pub struct Phase {
 }
 
 impl Phase {
-    /// A connection accepted now: in the head phase.
-    pub fn new(epoch: Instant) -> Self {
-        let p = Phase {
+    /// A connection accepted now, in the head phase, filed nowhere.
+    #[cfg(test)]
+    pub fn new(epoch: Instant, limits: PhaseLimits) -> Self {
+        Self::filed_in(epoch, limits, None)
+    }
+
+    fn filed_in(epoch: Instant, limits: PhaseLimits, filed: Option<(Weak<Registry>, u64)>) -> Self {
+        Phase {
             epoch,
+            limits,
             phase: AtomicU8::new(HEAD),
-            since_ms: AtomicU64::new(0),
+            since_ms: AtomicU64::new(ms_since(epoch)),
             in_flight: AtomicU32::new(0),
-            shedding: AtomicBool::new(false),
+            body_bytes: AtomicU64::new(0),
+            filed,
             changed: Notify::new(),
             evict: Notify::new(),
-        };
-        p.since_ms.store(p.now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// A connection accepted now, filed in `reg` under `id` (remove it
+    /// from there when it closes).
+    pub fn open(reg: &Arc<Registry>, id: u64, epoch: Instant, limits: PhaseLimits) -> Arc<Self> {
+        let p = Arc::new(Self::filed_in(
+            epoch,
+            limits,
+            Some((Arc::downgrade(reg), id)),
+        ));
+        let mut ix = lock(reg);
+        ix.insert(id, p.clone(), p.shed_key());
+        drop(ix);
         p
     }
 
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    /// Files the connection under its current shed key; the key is read
+    /// under the lock, so the last of racing updates files the last state.
+    fn refile(&self) {
+        if let Some((reg, id)) = &self.filed
+            && let Some(reg) = reg.upgrade()
+        {
+            let mut ix = lock(&reg);
+            ix.set_key(*id, self.shed_key());
+        }
     }
 
     fn set(&self, phase: u8) {
-        self.since_ms.store(self.now_ms(), Ordering::Relaxed);
+        self.since_ms.store(ms_since(self.epoch), Ordering::Relaxed);
         self.phase.store(phase, Ordering::Release);
+        self.refile();
         self.changed.notify_one();
+    }
+
+    /// Moves from phase `from` to `to`; false if it was not in `from`.
+    fn advance(&self, from: u8, to: u8) -> bool {
+        if self
+            .phase
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        self.since_ms.store(ms_since(self.epoch), Ordering::Relaxed);
+        self.refile();
+        self.changed.notify_one();
+        true
     }
 
     /// Bytes arrived: an idle connection starts a request head.
     fn bytes_arrived(&self) {
-        if self
-            .phase
-            .compare_exchange(IDLE, HEAD, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            self.since_ms.store(self.now_ms(), Ordering::Relaxed);
-            self.changed.notify_one();
-        }
+        self.advance(IDLE, HEAD);
     }
 
-    /// A request head was parsed and handed to the router.
-    pub fn begin(self: &Arc<Self>) -> Busy {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        self.set(BUSY);
+    /// A request head was parsed and handed to the router; `has_body`
+    /// when a body is still to come (the body phase, unless another
+    /// request is in flight).
+    pub fn begin(self: &Arc<Self>, has_body: bool) -> Busy {
+        let first = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        if first && has_body {
+            self.body_bytes.store(0, Ordering::Relaxed);
+            self.set(BODY);
+        } else {
+            self.set(BUSY);
+        }
         Busy(self.clone())
     }
 
-    /// True while a request is handled or its response is being written.
+    /// `n` more bytes of the request body arrived.
+    fn body_read(&self, n: usize) {
+        self.body_bytes
+            .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// The request body ended (or was dropped unread): busy until the
+    /// response is done.
+    fn body_done(&self) {
+        self.advance(BODY, BUSY);
+    }
+
+    /// True while a request is in flight (its body, its handling, or its
+    /// response).
     pub fn is_busy(&self) -> bool {
         self.in_flight.load(Ordering::Acquire) > 0
     }
 
-    /// Marks this connection to be shed: true if it was not marked and is
-    /// not busy (then its task is woken to go).
-    pub fn mark_shed(&self) -> bool {
-        if self.is_busy() || self.shedding.swap(true, Ordering::AcqRel) {
-            return false;
+    /// True when the connection may go now it was asked to: nothing in
+    /// flight, or only a body still arriving.
+    pub fn may_leave(&self) -> bool {
+        !self.is_busy() || self.phase.load(Ordering::Acquire) == BODY
+    }
+
+    /// When this connection became sheddable, in [`ms_since`] time: the
+    /// start of its head or idle spell, or the moment its body falls below
+    /// the rate floor if no more of it arrives; `None` while busy.
+    pub fn shed_key(&self) -> Option<u64> {
+        let since = self.since_ms.load(Ordering::Relaxed);
+        match self.phase.load(Ordering::Acquire) {
+            HEAD | IDLE => Some(since),
+            BODY if self.limits.min_body_rate > 0 => {
+                let bytes = self.body_bytes.load(Ordering::Relaxed);
+                let earned = bytes.saturating_mul(1000) / self.limits.min_body_rate;
+                Some(since.saturating_add(earned.max(ms(self.limits.body_grace))))
+            }
+            _ => None,
         }
-        self.evict.notify_one();
-        true
     }
 
-    /// True once [`Phase::mark_shed`] picked it.
-    pub fn is_shedding(&self) -> bool {
-        self.shedding.load(Ordering::Acquire)
+    /// The accept loop's question at `now`: shed it (then it is told to
+    /// go), not before some later time, or not while busy.
+    pub fn shed_check(&self, now: u64) -> Check {
+        match self.shed_key() {
+            None => Check::Never,
+            Some(k) if k > now => Check::NotBefore(k),
+            Some(_) => {
+                self.evict.notify_one();
+                Check::Go
+            }
+        }
     }
 
-    /// Clears the mark (it turned busy before it could go).
+    /// Asked to go but turned busy first: counts against the cap again.
     pub fn spared(&self) {
-        self.shedding.store(false, Ordering::Release);
+        if let Some((reg, id)) = &self.filed
+            && let Some(reg) = reg.upgrade()
+        {
+            lock(&reg).spare(*id);
+        }
     }
 
-    /// When the current phase began (for picking the longest-idle victim).
-    pub fn since_ms(&self) -> u64 {
-        self.since_ms.load(Ordering::Relaxed)
-    }
-
-    /// When the current phase runs out (`None`: busy, no limit).
-    pub fn deadline(&self, limits: &PhaseLimits) -> Option<Instant> {
+    /// When the current phase runs out (`None`: body or busy, no limit here).
+    pub fn deadline(&self) -> Option<Instant> {
         let limit = match self.phase.load(Ordering::Acquire) {
-            HEAD => limits.header_read,
-            IDLE => limits.keep_alive,
+            HEAD => self.limits.header_read,
+            IDLE => self.limits.keep_alive,
             _ => return None,
         };
-        Some(self.epoch + Duration::from_millis(self.since_ms()) + limit)
+        Some(self.epoch + Duration::from_millis(self.since_ms.load(Ordering::Relaxed)) + limit)
     }
 
     /// What the connection is doing, for logs.
     pub fn name(&self) -> &'static str {
         match self.phase.load(Ordering::Acquire) {
             HEAD => "reading a request head",
+            BODY => "reading a request body",
             IDLE => "idle",
             _ => "busy",
         }
@@ -167,6 +279,68 @@ impl Drop for Busy {
         if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.set(IDLE);
         }
+    }
+}
+
+/// A request body that counts its bytes into its connection's [`Phase`]
+/// and ends the body phase when it ends or is dropped unread.
+pub struct Inbound<B> {
+    inner: B,
+    phase: Option<Arc<Phase>>,
+}
+
+impl<B> Inbound<B> {
+    /// Wraps the body of the request `phase` just began.
+    pub fn new(inner: B, phase: Arc<Phase>) -> Self {
+        Inbound {
+            inner,
+            phase: Some(phase),
+        }
+    }
+
+    fn done(&mut self) {
+        if let Some(p) = self.phase.take() {
+            p.body_done();
+        }
+    }
+}
+
+impl<B> Drop for Inbound<B> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+impl<B: hyper::body::Body<Data = Bytes> + Unpin> hyper::body::Body for Inbound<B> {
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(data), Some(p)) = (frame.data_ref(), &self.phase) {
+                    p.body_read(data.len());
+                }
+                if self.inner.is_end_stream() {
+                    self.done();
+                }
+            }
+            Poll::Ready(_) => self.done(),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -275,29 +449,97 @@ mod tests {
     const LIMITS: PhaseLimits = PhaseLimits {
         header_read: Duration::from_secs(10),
         keep_alive: Duration::from_secs(60),
+        body_grace: Duration::from_secs(2),
+        min_body_rate: 1000,
     };
 
     #[test]
     fn phases_move_head_busy_idle_head() {
-        let p = Arc::new(Phase::new(Instant::now()));
-        let head = p
-            .deadline(&LIMITS)
-            .expect("a fresh connection has a deadline");
+        let p = Arc::new(Phase::new(Instant::now(), LIMITS));
+        let head = p.deadline().expect("a fresh connection has a deadline");
         assert!(head <= Instant::now() + LIMITS.header_read);
         assert_eq!(p.name(), "reading a request head");
         p.bytes_arrived(); // still the same head: the deadline does not move
-        assert_eq!(p.deadline(&LIMITS), Some(head));
-        let busy = p.begin();
-        assert!(p.is_busy() && p.deadline(&LIMITS).is_none());
-        let second = p.begin(); // pipelined
+        assert_eq!(p.deadline(), Some(head));
+        let busy = p.begin(false);
+        assert!(p.is_busy() && p.deadline().is_none() && !p.may_leave());
+        assert_eq!(p.shed_key(), None);
+        let second = p.begin(true); // pipelined: busy, not a body phase
+        assert_eq!(p.name(), "busy");
         drop(busy);
         assert!(p.is_busy(), "one request still in flight");
         drop(second);
         assert_eq!(p.name(), "idle");
-        let idle = p.deadline(&LIMITS).unwrap();
+        assert!(p.may_leave());
+        let idle = p.deadline().unwrap();
         assert!(idle > head + Duration::from_secs(40));
         p.bytes_arrived();
         assert_eq!(p.name(), "reading a request head");
-        assert!(p.deadline(&LIMITS).unwrap() < idle);
+        assert!(p.deadline().unwrap() < idle);
+    }
+
+    #[test]
+    fn a_body_is_sheddable_once_below_the_rate_floor_after_the_grace() {
+        let reg = Arc::new(Registry::default());
+        let epoch = Instant::now() - Duration::from_secs(100);
+        let p = Phase::open(&reg, 7, epoch, LIMITS);
+        let busy = p.begin(true);
+        assert_eq!(p.name(), "reading a request body");
+        assert!(p.may_leave() && p.deadline().is_none());
+        let start = p.since_ms.load(Ordering::Relaxed);
+        // Within the grace whatever has arrived.
+        assert_eq!(p.shed_key(), Some(start + 2_000));
+        assert_eq!(p.shed_check(start + 1_999), Check::NotBefore(start + 2_000));
+        // 5,000 bytes at 1,000 B/s buy 5 s from the start.
+        p.body_read(5_000);
+        assert_eq!(p.shed_key(), Some(start + 5_000));
+        // The registry holds the stale key until a pick re-files it.
+        let picked = lock(&reg)
+            .pick(start + 4_000, |c| c.shed_check(start + 4_000))
+            .is_some();
+        assert!(!picked, "not slow yet");
+        let mut ix = lock(&reg);
+        assert!(
+            ix.pick(start + 5_000, |c| c.shed_check(start + 5_000))
+                .is_some()
+        );
+        assert_eq!(ix.staying(), 0);
+        drop(ix);
+        p.spared();
+        assert_eq!(lock(&reg).staying(), 1);
+        // The body ends: busy, not sheddable, however slow it was.
+        let mut body = Inbound::new(Body::empty(), p.clone());
+        body.done();
+        assert_eq!(
+            (p.name(), p.shed_key(), p.may_leave()),
+            ("busy", None, false)
+        );
+        assert!(
+            lock(&reg)
+                .pick(u64::MAX, |c| c.shed_check(u64::MAX))
+                .is_none()
+        );
+        drop(busy);
+        assert_eq!(p.name(), "idle");
+        assert!(
+            lock(&reg)
+                .pick(u64::MAX, |c| c.shed_check(u64::MAX))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn a_body_dropped_unread_ends_the_body_phase() {
+        let p = Arc::new(Phase::new(Instant::now(), LIMITS));
+        let _busy = p.begin(true);
+        drop(Inbound::new(Body::empty(), p.clone()));
+        assert_eq!(p.name(), "busy");
+        let none = PhaseLimits {
+            min_body_rate: 0,
+            ..LIMITS
+        };
+        let q = Arc::new(Phase::new(Instant::now(), none));
+        let _busy = q.begin(true);
+        assert_eq!(q.shed_key(), None, "a zero floor never sheds a body");
     }
 }

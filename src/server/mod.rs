@@ -21,7 +21,8 @@
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`;
 //!   `log_text`: client strings made safe for log lines.
 //! - `accept`: the accept loop (connection cap, shedding, graceful end);
-//!   `conn_phase`: per-connection header-read and keep-alive timeouts.
+//!   `conn_phase`: per-connection header-read and keep-alive timeouts and
+//!   the body-rate floor; `shed_index`: the open connections in shed order.
 //!
 //! Embed it with [`start`]; the returned [`RunningServer`] knows its address
 //! and shuts down gracefully. [`embed::in_process`] gives the router alone,
@@ -50,6 +51,7 @@ pub mod origin;
 mod remote;
 mod reply;
 mod sessions;
+mod shed_index;
 pub mod stats;
 pub mod stdio;
 pub mod timing;
@@ -286,6 +288,8 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         phases: conn_phase::PhaseLimits {
             header_read: app.cfg.header_read_timeout,
             keep_alive: app.cfg.keep_alive_timeout,
+            body_grace: app.cfg.body_rate_grace,
+            min_body_rate: app.cfg.min_body_rate,
         },
         max_connections: cap,
         // `no-nodelay` leaves Nagle on; with the body written after the head

@@ -260,10 +260,12 @@ async fn at_the_cap_with_every_connection_busy_a_new_one_gets_503() {
     let s = start(ServerConfig {
         max_connections: 2,
         body_read_timeout: Duration::from_secs(20),
+        body_rate_grace: Duration::from_secs(20),
         ..ServerConfig::default()
     })
     .await;
-    // Two requests whose bodies never come: busy until the body timeout.
+    // Two requests whose bodies never come: busy until the body timeout
+    // (their grace outlasts the test, so they are not shed as slow).
     let busy = open_bodies(&s, 2, &post_head(&s, 100, Some("alice")), b"").await;
     // Let the server read both heads (a connection still reading its head
     // would be shed rather than the new one refused).
@@ -332,6 +334,33 @@ async fn a_post_without_credentials_gets_401_before_its_body() {
         );
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     }
+    s.server.shutdown().await;
+}
+
+/// Issue 28 item 3: at the cap, bodies trickled in with credentials are
+/// shed once below the rate floor, so a legitimate request gets in.
+#[tokio::test]
+async fn at_the_cap_slow_bodies_with_credentials_are_shed_for_requests() {
+    let s = start(ServerConfig {
+        max_connections: 20,
+        body_read_timeout: Duration::from_secs(30),
+        body_rate_grace: Duration::from_millis(200),
+        min_body_rate: 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let head = post_head(&s, 1000, Some("mallory"));
+    let _slow = open_bodies(&s, 20, &head, b"{").await;
+    // Past the grace: one byte in 400 ms is far below 1 KiB/s.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    for i in 0..5 {
+        assert_eq!(gets_in(&s).await, Ok(()), "request {i} at the cap");
+    }
+    // Each answered request closes its connection, so later ones may find
+    // room without shedding again.
+    let conns = stats(&s).await["connections"].clone();
+    assert!(conns["shed"].as_u64().unwrap() >= 1, "{conns}");
+    assert_eq!(conns["refused"].as_u64(), Some(0), "{conns}");
     s.server.shutdown().await;
 }
 
