@@ -3,6 +3,10 @@
 //!
 //! ```text
 //! abuse slowloris --target URL [--conns 4000] [--baseline 10s] [--attack 30s]
+//!                 [--reconnect-rate 0]
+//! abuse slow-bodies --target URL --pid PID [--conns 4000] [--declared 1048575]
+//!                 [--token NAME] [--burst 0] [--legit 80] [--spread 20s]
+//!                 [--reconnect-after 1s]
 //! abuse retries   --target URL [--n 1000]
 //! abuse forget    --target URL --pid PID [--db PATH] [--flows N] [--legacy N]
 //!                 [--concurrency 16] [--rate 0] [--window 90s] [--max-time 60m]
@@ -15,7 +19,17 @@
 //! - `slowloris`: legitimate `tools/list` latency (one kept-alive client,
 //!   one new connection per request) first alone, then while `--conns`
 //!   attacker connections (half silent, half dribbling a header byte every
-//!   2 s, each reopened as soon as the server closes it) are held open.
+//!   2 s, each reopened as soon as the server closes it, or at most
+//!   `--reconnect-rate` reopenings a second in all) are held open.
+//! - `slow-bodies`: `--conns` attacker connections that each send an MCP
+//!   POST head declaring `--declared` body bytes (with `--token` as bearer
+//!   token, or none), then `--burst` body bytes at once, then one byte a
+//!   second, each reopened
+//!   `--reconnect-after` the server answered or closed it; meanwhile
+//!   `--legit` `tools/list` requests as alice, each on a new connection,
+//!   spread evenly over `--spread`: how many were answered, their
+//!   latency, what the attackers got, and the server's RSS before, at
+//!   its peak and at the end.
 //! - `retries`: per side-effecting tool, one confirmation brought to its
 //!   final retry, then `--n` copies of that retry at once: how many
 //!   completed, how many got the recorded outcome, whether every outcome
@@ -61,7 +75,14 @@ enum Mode {
         baseline: Duration,
         #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
         attack: Duration,
+        /// Most reconnects a second across all attacker slots (0: each
+        /// slot reconnects at once), for a churn rate that does not grow
+        /// with how fast the server sheds.
+        #[arg(long, default_value_t = 0)]
+        reconnect_rate: u64,
     },
+    /// Legitimate requests among connections trickling large bodies.
+    SlowBodies(SlowBodyOpts),
     /// Concurrent retries of one confirmation of each side-effecting tool.
     Retries {
         #[arg(long)]
@@ -71,6 +92,30 @@ enum Mode {
     },
     /// Steady URL flows and legacy calls; RSS and SQLite file over time.
     Forget(ForgetOpts),
+}
+
+#[derive(clap::Args)]
+struct SlowBodyOpts {
+    #[arg(long)]
+    target: String,
+    #[arg(long)]
+    pid: u32,
+    #[arg(long, default_value_t = 4000)]
+    conns: usize,
+    #[arg(long, default_value_t = 1_048_575)]
+    declared: usize,
+    /// The attackers' bearer token (default: no Authorization header).
+    #[arg(long)]
+    token: Option<String>,
+    /// Body bytes each attacker sends at once after its head.
+    #[arg(long, default_value_t = 0)]
+    burst: usize,
+    #[arg(long, default_value_t = 80)]
+    legit: usize,
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    spread: Duration,
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    reconnect_after: Duration,
 }
 
 #[derive(clap::Args)]
@@ -207,8 +252,16 @@ async fn attacker(
     dribble: bool,
     stop: Arc<AtomicBool>,
     opened: Arc<AtomicU64>,
+    pace: Option<Arc<tokio::sync::Semaphore>>,
 ) {
+    let mut first = true;
     while !stop.load(Ordering::Relaxed) {
+        if let (Some(p), false) = (&pace, first)
+            && let Ok(permit) = p.acquire().await
+        {
+            permit.forget();
+        }
+        first = false;
         let Ok(mut c) = TcpStream::connect(addr).await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
@@ -253,11 +306,43 @@ async fn open_connections(base: &str) -> Option<u64> {
     v["connections"]["open"].as_u64()
 }
 
-async fn slowloris(base: String, conns: usize, baseline: Duration, attack: Duration) -> Value {
+/// Permits for `rate` reconnects a second, handed out every 10 ms (at
+/// most a second's worth banked), until `stop`.
+fn pacer(rate: u64, stop: Arc<AtomicBool>) -> Option<Arc<tokio::sync::Semaphore>> {
+    if rate == 0 {
+        return None;
+    }
+    let sem = Arc::new(tokio::sync::Semaphore::new(0));
+    let s = sem.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(10));
+        let (mut due, start) = (0u64, Instant::now());
+        while !stop.load(Ordering::Relaxed) {
+            tick.tick().await;
+            let should = rate * start.elapsed().as_millis() as u64 / 1000;
+            let add = (should - due).min(rate) as usize;
+            due = should;
+            if s.available_permits() < rate as usize {
+                s.add_permits(add);
+            }
+        }
+        s.close();
+    });
+    Some(sem)
+}
+
+async fn slowloris(
+    base: String,
+    conns: usize,
+    baseline: Duration,
+    attack: Duration,
+    reconnect_rate: u64,
+) -> Value {
     let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
     let before = measure(&base, baseline).await;
     let stop = Arc::new(AtomicBool::new(false));
     let opened = Arc::new(AtomicU64::new(0));
+    let pace = pacer(reconnect_rate, stop.clone());
     let mut slots = Vec::new();
     for i in 0..conns {
         slots.push(tokio::spawn(attacker(
@@ -265,6 +350,7 @@ async fn slowloris(base: String, conns: usize, baseline: Duration, attack: Durat
             i % 2 == 1,
             stop.clone(),
             opened.clone(),
+            pace.clone(),
         )));
         if i % 200 == 199 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -302,6 +388,7 @@ async fn slowloris(base: String, conns: usize, baseline: Duration, attack: Durat
     }
     json!({
         "attack_connections": conns,
+        "reconnect_rate": reconnect_rate,
         "ramp_s": ramp.elapsed().as_secs_f64().min(30.0),
         "server_open_connections_during_attack": {
             "min": seen.iter().min(), "max": seen.iter().max(),
@@ -311,6 +398,187 @@ async fn slowloris(base: String, conns: usize, baseline: Duration, attack: Durat
         "baseline": before,
         "under_attack": under,
     })
+}
+
+/// What the slow-body attackers saw, shared by their slots.
+#[derive(Default)]
+struct Seen {
+    connects: AtomicU64,
+    heads_sent: AtomicU64,
+    answers: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+/// One slow-body slot: a POST head (and a burst), then a body byte a second until the
+/// server answers or closes; again `reconnect_after` later; until `stop`.
+async fn slow_body(
+    addr: std::net::SocketAddr,
+    head: Arc<Vec<u8>>,
+    reconnect_after: Duration,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Seen>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut c) = TcpStream::connect(addr).await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        seen.connects.fetch_add(1, Ordering::Relaxed);
+        if c.write_all(&head).await.is_ok() {
+            seen.heads_sent.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut buf = [0u8; 512];
+        let outcome = loop {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
+            match tokio::time::timeout(Duration::from_secs(1), c.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break "closed".to_owned(),
+                Ok(Ok(n)) => {
+                    let line = String::from_utf8_lossy(&buf[..n.min(12)]).into_owned();
+                    break line.trim().to_owned();
+                }
+                Err(_) => {
+                    if c.write_all(b" ").await.is_err() {
+                        break "write failed".to_owned();
+                    }
+                }
+            }
+        };
+        if let Ok(mut a) = seen.answers.lock() {
+            *a.entry(outcome).or_default() += 1;
+        }
+        tokio::time::sleep(reconnect_after).await;
+    }
+}
+
+/// One legitimate `tools/list` as alice on a new connection: its latency
+/// when answered, else what happened.
+async fn legit_once(s: &Srv) -> Result<Duration, String> {
+    let body =
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": meta(&json!({}))}})
+            .to_string();
+    let t = Instant::now();
+    let r = s
+        .http
+        .post(&s.url)
+        .bearer_auth("alice")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/list")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| {
+            if e.is_timeout() {
+                "timeout".to_owned()
+            } else {
+                "connection error".to_owned()
+            }
+        })?;
+    let status = r.status();
+    let text = r.text().await.map_err(|_| "body cut off".to_owned())?;
+    if status.is_success() && text.contains("\"tools\"") {
+        Ok(t.elapsed())
+    } else {
+        Err(format!("HTTP {}", status.as_u16()))
+    }
+}
+
+async fn slow_bodies(o: SlowBodyOpts) -> Result<Value, String> {
+    let base = loopback(&o.target)?;
+    let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
+    let rss_before = rss_kib(o.pid);
+    let auth = o
+        .token
+        .as_ref()
+        .map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+         {auth}Content-Length: {}\r\n\r\n",
+        o.declared
+    )
+    .into_bytes();
+    head.resize(head.len() + o.burst.min(o.declared), b' ');
+    let head = Arc::new(head);
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Seen::default());
+    let mut slots = Vec::new();
+    for i in 0..o.conns {
+        slots.push(tokio::spawn(slow_body(
+            addr,
+            head.clone(),
+            o.reconnect_after,
+            stop.clone(),
+            seen.clone(),
+        )));
+        if i % 200 == 199 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // Until every slot sent its first head (at most 30 s), then 2 s more.
+    let ramp = Instant::now();
+    while ramp.elapsed() < Duration::from_secs(30)
+        && (seen.heads_sent.load(Ordering::Relaxed) as usize) < o.conns
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let ramp_s = ramp.elapsed().as_secs_f64();
+    let sampling = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (base, sampling, pid) = (base.clone(), sampling.clone(), o.pid);
+        tokio::spawn(async move {
+            let (mut rss, mut open) = (Vec::new(), Vec::new());
+            while !sampling.load(Ordering::Relaxed) {
+                rss.extend(rss_kib(pid));
+                open.extend(open_connections(&base).await);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            (rss, open)
+        })
+    };
+    let every = o.spread / u32::try_from(o.legit.max(1)).unwrap_or(u32::MAX);
+    let mut calls = Vec::new();
+    for i in 0..o.legit {
+        let s = srv(&base, false);
+        calls.push(tokio::spawn(async move {
+            tokio::time::sleep(every * u32::try_from(i).unwrap_or(0)).await;
+            legit_once(&s).await
+        }));
+    }
+    let (mut lat, mut failures) = (Vec::new(), std::collections::BTreeMap::<String, u64>::new());
+    for c in calls {
+        match c.await.expect("legit request task") {
+            Ok(d) => lat.push(d),
+            Err(why) => *failures.entry(why).or_default() += 1,
+        }
+    }
+    let rss_end = rss_kib(o.pid);
+    sampling.store(true, Ordering::Relaxed);
+    let (rss, open) = sampler.await.unwrap_or_default();
+    stop.store(true, Ordering::Relaxed);
+    for s in slots {
+        s.abort();
+        let _ = s.await;
+    }
+    let answers = seen.answers.lock().map(|a| a.clone()).unwrap_or_default();
+    Ok(json!({
+        "attack_connections": o.conns,
+        "declared_body_bytes": o.declared,
+        "burst_body_bytes": o.burst,
+        "attacker_token": o.token,
+        "ramp_s": ramp_s,
+        "attacker_connects": seen.connects.load(Ordering::Relaxed),
+        "attacker_outcomes": answers,
+        "legit_sent": o.legit,
+        "legit_answered": lat.len(),
+        "legit_failures": failures,
+        "legit_latency": summary(lat, 0),
+        "server_open_connections": {"min": open.iter().min(), "max": open.iter().max()},
+        "rss_kib": {"before": rss_before, "peak": rss.iter().max(), "end": rss_end},
+    }))
 }
 
 async fn retries(base: String, n: usize) -> Value {
@@ -617,7 +885,9 @@ fn main() -> std::process::ExitCode {
                 conns,
                 baseline,
                 attack,
-            } => slowloris(loopback(&target)?, conns, baseline, attack).await,
+                reconnect_rate,
+            } => slowloris(loopback(&target)?, conns, baseline, attack, reconnect_rate).await,
+            Mode::SlowBodies(o) => slow_bodies(o).await?,
             Mode::Retries { target, n } => retries(loopback(&target)?, n).await,
             Mode::Forget(o) => forget(o).await?,
         })

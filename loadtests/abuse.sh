@@ -4,10 +4,14 @@
 #
 #   cargo build --release --bin elicitkit --example abuse && loadtests/abuse.sh
 #
-# Parts (PARTS, comma-separated; default all four):
+# Parts (PARTS, comma-separated; default all five):
 #   slowloris      legitimate tools/list latency alone, then under CONNS
 #                  (default 4000) idle + slowloris connections held open
 #                  (target: p99 < 50 ms)
+#   slow-bodies    LEGIT (80) tools/list requests over 20 s while CONNS
+#                  connections trickle 1 MiB bodies at a byte a second (no
+#                  credentials), server at --max-connections SLOW_CAP (3840):
+#                  answered count, latency, RSS (target: all answered)
 #   retries        RETRIES (default 1000) concurrent copies of one final retry
 #                  of each side-effecting tool, memory and SQLite stores
 #                  (target: one side effect each, identical outcomes)
@@ -25,8 +29,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/elicitkit}
 DRIVER=${DRIVER:-target/release/examples/abuse}
-PARTS=${PARTS:-slowloris,retries,forget-memory,forget-sqlite}
+PARTS=${PARTS:-slowloris,slow-bodies,retries,forget-memory,forget-sqlite}
 CONNS=${CONNS:-4000}
+SLOW_CAP=${SLOW_CAP:-3840}
+LEGIT=${LEGIT:-80}
 BASELINE_SECS=${BASELINE_SECS:-10}
 ATTACK_SECS=${ATTACK_SECS:-30}
 RETRIES=${RETRIES:-1000}
@@ -100,6 +106,11 @@ if part == "slowloris":
     for phase in ("baseline", "under_attack"):
         p = d[phase]
         print(f"  - {phase}: all {lat(p['all'])}; kept-alive {lat(p['kept_alive'])}; new connection each {lat(p['new_connection_each'])}")
+elif part == "slow-bodies":
+    r = d["rss_kib"]
+    print(f"- slow-bodies, {d['attack_connections']} connections trickling {d['declared_body_bytes']}-byte bodies (token {d['attacker_token']}; attacker connects {d['attacker_connects']}, outcomes {d['attacker_outcomes']}):")
+    print(f"  - legitimate: {d['legit_answered']} of {d['legit_sent']} answered ({d['legit_failures']}); {lat(d['legit_latency'])}")
+    print(f"  - server RSS: {r['before']} KiB before, {r['peak']} KiB peak, {r['end']} KiB at the end; open connections {d['server_open_connections']}")
 elif part.startswith("retries"):
     for t in d["tools"]:
         print(f"- {part} {t['tool']}: {t['retries']} retries → {t['completed']} completed, {t['repeats_with_outcome']} repeats with the outcome, {t['other']} other; side effects {t['side_effects']}; identical outcomes {t['identical_outcomes']}; {t['wall_s']:.2f} s")
@@ -133,6 +144,13 @@ for part in "${parts[@]}"; do
       stop_server
       summarize slowloris "$out/slowloris.json" | tee -a "$out/summary.md"
       ;;
+    slow-bodies)
+      start_server slow-bodies --workers 2 --max-connections "$SLOW_CAP"
+      timeout $((ATTACK_SECS + 120)) "$DRIVER" slow-bodies --target "$base" --pid "$srv_pid" --conns "$CONNS" \
+        --legit "$LEGIT" --out "$out/slow-bodies.json" >/dev/null
+      stop_server
+      summarize slow-bodies "$out/slow-bodies.json" | tee -a "$out/summary.md"
+      ;;
     retries)
       for store in memory sqlite; do
         if [ "$store" = sqlite ]; then spec="sqlite:$out/retries.db"; else spec=memory; fi
@@ -160,7 +178,7 @@ for part in "${parts[@]}"; do
       if [ -n "$shm_dir" ]; then rm -rf "$shm_dir"; shm_dir=""; fi
       summarize "$part" "$out/$part.json" | tee -a "$out/summary.md"
       ;;
-    *) echo "unknown part $part (slowloris, retries, forget-memory, forget-sqlite)" >&2; exit 2 ;;
+    *) echo "unknown part $part (slowloris, slow-bodies, retries, forget-memory, forget-sqlite)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out/"
