@@ -23,8 +23,9 @@ async fn check_stdio(command: Command, identity_env: Option<&str>, only: &[&str]
     s.target.principal = "alice".into();
     s.target.other_principal = "bob".into();
     s.principals_given = identity_env.is_some();
-    // Each 2025-11-25 session is a process start (`check`'s stdio default).
-    s.target.timeout = Duration::from_secs(30);
+    // Each 2025-11-25 session is a process start (`check`'s stdio default
+    // is 30 s; a loaded CI machine starting Python per session needs more).
+    s.target.timeout = Duration::from_secs(60);
     s.deadline = Duration::from_secs(240);
     s.stdio = Some(bridge.info());
     let only: Vec<String> = only.iter().map(|o| (*o).to_owned()).collect();
