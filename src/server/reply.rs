@@ -58,23 +58,21 @@ impl RpcError {
         } else {
             tracing::error!(error = %e, "store failure");
         }
-        let busy = match &e {
-            StoreError::Unavailable(_) => {
-                "the pending-elicitation store is unreachable; retry later"
-            }
-            StoreError::Full { .. } => {
-                "the server's store is full (--store-memory-budget); retry later"
-            }
-            _ => "",
+        let (status, message) = match &e {
+            StoreError::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the pending-elicitation store is unreachable; retry later",
+            ),
+            StoreError::Full { .. } => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the server's store is full (--store-memory-budget); retry later",
+            ),
+            _ => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the pending-elicitation store failed",
+            ),
         };
-        if !busy.is_empty() {
-            return Self::new(StatusCode::SERVICE_UNAVAILABLE, codes::INTERNAL_ERROR, busy);
-        }
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            codes::INTERNAL_ERROR,
-            "the pending-elicitation store failed",
-        )
+        Self::new(status, codes::INTERNAL_ERROR, message)
     }
 
     /// Adds `data`.

@@ -99,19 +99,6 @@ impl<B> Counted<B> {
             cells: CounterCells::default(),
         }
     }
-
-    /// Counts a claim's result.
-    fn count_claim(&self, r: Result<Claim, StoreError>) -> Result<Claim, StoreError> {
-        if let Ok(claim) = &r {
-            let cell = if claim.is_won() {
-                &self.cells.claims_won
-            } else {
-                &self.cells.claims_lost
-            };
-            add(cell, 1);
-        }
-        r
-    }
 }
 
 /// Atomic cells behind [`Counters`] (all but `backend_calls`, which the
@@ -180,15 +167,6 @@ impl<B: Backend> Store for Counted<B> {
         self.backend.audit(id)
     }
 
-    fn claim(
-        &self,
-        key: &str,
-        outcome: Option<&Value>,
-        keep_until_ms: u64,
-    ) -> Result<Claim, StoreError> {
-        self.count_claim(self.backend.claim(key, outcome, keep_until_ms))
-    }
-
     fn claim_in_epoch(
         &self,
         key: &str,
@@ -196,10 +174,18 @@ impl<B: Backend> Store for Counted<B> {
         keep_until_ms: u64,
         epoch: u64,
     ) -> Result<Claim, StoreError> {
-        self.count_claim(
-            self.backend
-                .claim_in_epoch(key, outcome, keep_until_ms, epoch),
-        )
+        let r = self
+            .backend
+            .claim_in_epoch(key, outcome, keep_until_ms, epoch);
+        if let Ok(claim) = &r {
+            let cell = if claim.is_won() {
+                &self.cells.claims_won
+            } else {
+                &self.cells.claims_lost
+            };
+            add(cell, 1);
+        }
+        r
     }
 
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError> {

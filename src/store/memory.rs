@@ -160,15 +160,15 @@ const RECORD_BYTES: u64 = 1024;
 struct Inner {
     entries: HashMap<String, Box<Entry>>,
     claims: HashMap<ClaimKey, ClaimEntry>,
-    /// Heap bytes of the claims' outcomes.
-    outcome_bytes: u64,
+    /// Heap bytes of the claim entries (expiry and outcome each).
+    claim_bytes: u64,
 }
 
 impl Inner {
     /// Estimated bytes held once `claims` more claims holding
-    /// `outcome_bytes` and `records` more records are added (a table about
+    /// `claim_bytes` and `records` more records are added (a table about
     /// to grow counts at its doubled size).
-    fn bytes_with(&self, claims: usize, outcome_bytes: u64, records: usize) -> u64 {
+    fn bytes_with(&self, claims: usize, claim_bytes: u64, records: usize) -> u64 {
         let cap = |len: usize, cap: usize, add: usize| {
             if len + add > cap {
                 (cap * 2).max(len + add)
@@ -178,7 +178,7 @@ impl Inner {
         };
         let slots = cap(self.claims.len(), self.claims.capacity(), claims) as u64;
         let entries = (self.entries.len() + records) as u64;
-        slots * CLAIM_SLOT_BYTES + self.outcome_bytes + outcome_bytes + entries * RECORD_BYTES
+        slots * CLAIM_SLOT_BYTES + self.claim_bytes + claim_bytes + entries * RECORD_BYTES
     }
 }
 
@@ -191,9 +191,7 @@ impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
-}
 
-impl MemoryStore {
     /// An empty store that refuses new records and claims beyond `bytes`
     /// (estimated; see the module docs).
     pub fn with_budget(bytes: u64) -> Self {
@@ -241,11 +239,11 @@ impl MemoryBackend {
         &self,
         inner: &Inner,
         claims: usize,
-        outcome: u64,
+        claim_bytes: u64,
         records: usize,
     ) -> Result<(), StoreError> {
         match self.budget {
-            Some(budget) if inner.bytes_with(claims, outcome, records) > budget => {
+            Some(budget) if inner.bytes_with(claims, claim_bytes, records) > budget => {
                 Err(StoreError::Full {
                     used: inner.bytes_with(0, 0, 0),
                     budget,
@@ -355,7 +353,7 @@ impl Backend for MemoryBackend {
             return Ok(Claim::Taken(c.taken()?));
         }
         self.room_for(&inner, 1, entry.heap_bytes(), 0)?;
-        inner.outcome_bytes += entry.heap_bytes();
+        inner.claim_bytes += entry.heap_bytes();
         inner.claims.insert(k, entry);
         Ok(Claim::Won)
     }
@@ -398,7 +396,7 @@ impl Backend for MemoryBackend {
             }
             keep
         });
-        inner.outcome_bytes -= freed;
+        inner.claim_bytes -= freed;
         purged.claims = (before - inner.claims.len()) as u64;
         // Give memory back once most of a table went (a burst is over).
         if inner.entries.capacity() > 4 * inner.entries.len().max(1024) {

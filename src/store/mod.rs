@@ -103,7 +103,9 @@ pub trait Store: Send + Sync {
         key: &str,
         outcome: Option<&Value>,
         keep_until_ms: u64,
-    ) -> Result<Claim, StoreError>;
+    ) -> Result<Claim, StoreError> {
+        self.claim_in_epoch(key, outcome, keep_until_ms, 0)
+    }
 
     /// The claim on `key`, if it was taken (and not yet purged).
     fn claimed(&self, key: &str) -> Result<Option<Taken>, StoreError>;
