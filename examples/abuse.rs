@@ -195,25 +195,28 @@ fn srv(base: &str, pooled: bool) -> Srv {
     s
 }
 
-/// Sequential legitimate `tools/list` calls until `stop`; latencies and errors.
-async fn legit(s: Srv, stop: Arc<AtomicBool>) -> (Vec<Duration>, u64) {
-    let (mut lat, mut errors) = (Vec::new(), 0);
+/// A legitimate 2026-07-28 `tools/list` as `token`, ready to send.
+fn tools_list(s: &Srv, token: &str) -> reqwest::RequestBuilder {
     let body =
         json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": meta(&json!({}))}})
             .to_string();
+    s.http
+        .post(&s.url)
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", "tools/list")
+        .body(body)
+}
+
+/// Sequential legitimate `tools/list` calls until `stop`; latencies and errors.
+async fn legit(s: Srv, stop: Arc<AtomicBool>) -> (Vec<Duration>, u64) {
+    let (mut lat, mut errors) = (Vec::new(), 0);
     while !stop.load(Ordering::Relaxed) {
+        let req = tools_list(&s, "legit");
         let t = Instant::now();
-        let r = s
-            .http
-            .post(&s.url)
-            .bearer_auth("legit")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", MODERN)
-            .header("mcp-method", "tools/list")
-            .body(body.clone())
-            .send()
-            .await;
+        let r = req.send().await;
         let ok = match r {
             Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
             _ => false,
@@ -454,28 +457,15 @@ async fn slow_body(
 /// One legitimate `tools/list` as alice on a new connection: its latency
 /// when answered, else what happened.
 async fn legit_once(s: &Srv) -> Result<Duration, String> {
-    let body =
-        json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta": meta(&json!({}))}})
-            .to_string();
+    let req = tools_list(s, "alice");
     let t = Instant::now();
-    let r = s
-        .http
-        .post(&s.url)
-        .bearer_auth("alice")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", MODERN)
-        .header("mcp-method", "tools/list")
-        .body(body)
-        .send()
-        .await
-        .map_err(|e| {
-            if e.is_timeout() {
-                "timeout".to_owned()
-            } else {
-                "connection error".to_owned()
-            }
-        })?;
+    let r = req.send().await.map_err(|e| {
+        if e.is_timeout() {
+            "timeout".to_owned()
+        } else {
+            "connection error".to_owned()
+        }
+    })?;
     let status = r.status();
     let text = r.text().await.map_err(|_| "body cut off".to_owned())?;
     if status.is_success() && text.contains("\"tools\"") {
