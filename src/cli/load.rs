@@ -758,9 +758,14 @@ fn print_report(r: &run::RunReport) {
     {
         let mib = |v: u64| v as f64 / (1024.0 * 1024.0);
         println!(
-            "  target health (pid {}, {}): RSS {:.1} → {:.1} MiB, descriptors {} → {}, threads {} → {} ({} samples)",
+            "  target health (pid {}, {}{}): RSS {:.1} → {:.1} MiB, descriptors {} → {}, threads {} → {} ({} samples)",
             h.pid,
             h.source,
+            if h.alive_at_end {
+                ""
+            } else {
+                "; gone before the load ended"
+            },
             mib(a.rss_bytes),
             mib(b.rss_bytes),
             a.fds,

@@ -262,6 +262,9 @@ struct SampledHealth {
     load_end_s: f64,
     /// The cool-down actually waited, seconds.
     cool_down_s: f64,
+    /// Whether the process still ran when the load ended (judged then: an
+    /// embedded server is stopped before the report is written).
+    alive_at_end: bool,
 }
 
 /// Runs a whole `elicitkit load` invocation and writes its report.
@@ -453,6 +456,7 @@ async fn measure(
     let health = match (sampler, health) {
         (Some(sampler), Some((pid, source))) => {
             let load_end_s = sampler.elapsed_s();
+            let alive_at_end = health::alive(pid);
             let ran_its_course = measured.end.as_ref().is_none_or(|(by, _)| by.is_normal());
             if let Some(soak) = plan.soak.filter(|_| ran_its_course) {
                 match cool_down::wait(soak.cool_down, pid, opts.progress, &plan.name).await {
@@ -479,6 +483,7 @@ async fn measure(
                 samples: sampler.finish().await,
                 load_end_s,
                 cool_down_s,
+                alive_at_end,
             })
         }
         _ => None,
@@ -520,6 +525,7 @@ fn health_summary(plan: &Plan, h: SampledHealth, summary: &mut Summary) {
         window_from_s,
         window_to_s,
         load_end_s: h.load_end_s,
+        alive_at_end: h.alive_at_end,
         soak,
     });
 }
@@ -589,10 +595,8 @@ fn report(
         summary.failures.extend(failed);
         summary.baseline = Some(c);
     }
-    // Whether the target's process (when one is watched) still runs.
-    let target_alive = health
-        .as_ref()
-        .is_some_and(|h| super::metrics::health::alive(h.pid));
+    // Whether the target's process (when one is watched) ran when the load ended.
+    let target_alive = health.as_ref().is_some_and(|h| h.alive_at_end);
     if let Some(h) = health {
         health_summary(plan, h, &mut summary);
     }

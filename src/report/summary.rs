@@ -450,6 +450,10 @@ pub struct HealthSummary {
     pub window_to_s: f64,
     /// When the load stopped (the cool-down began), seconds since sampling began.
     pub load_end_s: f64,
+    /// Whether the process still ran when the load ended (a run cut short
+    /// by timeouts against a live target may be the generator's doing).
+    #[serde(default)]
+    pub alive_at_end: bool,
     /// The soak verdict (`load --soak`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<SoakSummary>,
