@@ -133,7 +133,11 @@ impl Shard {
         let mut slot = 0u64; // this segment's arrivals so far
         let end = start + shape::total(&self.stages);
         let segment = self.ctx.plan.segment;
-        'schedule: for (k, offset) in Arrivals::new(&self.stages).enumerate() {
+        let mut schedule = Arrivals::new(&self.stages).enumerate();
+        // Set when the schedule's end came before a due arrival could start:
+        // its slot, and whether the in-flight cap was holding it.
+        let mut overdue: Option<(Instant, bool)> = None;
+        'schedule: for (k, offset) in schedule.by_ref() {
             // A segment of a distributed run takes every N-th arrival of
             // the whole schedule (crate::load::spec::segment).
             if !segment.owns(k as u64) {
@@ -149,10 +153,14 @@ impl Shard {
             let mut held = Duration::ZERO;
             // Drive what is in flight until the slot is due and there is room.
             loop {
-                if self.ctx.stop.load(Ordering::Relaxed) || Instant::now() >= end {
+                if self.ctx.stop.load(Ordering::Relaxed) {
                     break 'schedule;
                 }
                 let full = in_flight.len() >= self.limit;
+                if Instant::now() >= end {
+                    overdue = Some((intended, full));
+                    break 'schedule;
+                }
                 if !full && Instant::now() + EARLY_SLACK >= intended {
                     break;
                 }
@@ -160,7 +168,10 @@ impl Shard {
                     let waited = Instant::now();
                     tokio::select! {
                         _ = in_flight.next() => {}
-                        _ = tokio::time::sleep_until(end.into()) => break 'schedule,
+                        _ = tokio::time::sleep_until(end.into()) => {
+                            overdue = Some((intended, true));
+                            break 'schedule;
+                        }
                     }
                     held += waited.elapsed();
                     continue;
@@ -190,6 +201,30 @@ impl Shard {
                 origin,
             )));
             started += 1;
+        }
+        // Arrivals due before the schedule ended that never started are the
+        // plan's too: held by the cap, or late, by how long they were due.
+        if let Some((first, held)) = overdue {
+            let now = Instant::now();
+            let note = |intended: Instant| {
+                let slip = now.saturating_duration_since(intended);
+                let held = if held {
+                    slip.max(Duration::from_nanos(1))
+                } else {
+                    Duration::ZERO
+                };
+                self.ctx.recorder.slip().note(slip, held);
+            };
+            note(first);
+            for (k, offset) in schedule {
+                if !segment.owns(k as u64) {
+                    continue;
+                }
+                slot += 1;
+                if (slot - 1) % self.shards as u64 == self.shard as u64 {
+                    note(start + Duration::from_secs_f64(offset));
+                }
+            }
         }
         let drain = async { while in_flight.next().await.is_some() {} };
         let _ = tokio::time::timeout(self.drain, drain).await;

@@ -75,7 +75,8 @@ impl SlipMeter {
 /// What a [`SlipMeter`] counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct SlipCounts {
-    /// Arrivals started.
+    /// Arrivals due: started, or due before the schedule ended and never
+    /// started.
     pub arrivals: u64,
     /// Of those, late by more than [`LATE`] and never held by the cap.
     pub late: u64,
@@ -150,7 +151,7 @@ pub fn problems(
     {
         out.push(format!(
             "the generator fell behind its schedule: {} of {} arrivals ({:.0}%) started more \
-             than {} ms late for want of CPU (at most {:.0}% may; the largest slip was {:.0} ms), \
+             than {} ms late, or not at all, for want of CPU (at most {:.0}% may; the largest slip was {:.0} ms), \
              so the target was offered less than the plan",
             s.late,
             s.arrivals,
