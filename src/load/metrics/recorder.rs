@@ -44,6 +44,9 @@ struct Inner {
     book: InstanceBook,
     /// Quiet spells with round trips in flight ([`super::gaps`]).
     spells: SpellLog,
+    /// Round trips begun in the window, by interval index, until their
+    /// interval closes.
+    begun: BTreeMap<u64, u64>,
 }
 
 /// Shared, thread-safe collector for one run.
@@ -120,6 +123,7 @@ impl Recorder {
                 last_in_window: None,
                 book: InstanceBook::default(),
                 spells: SpellLog::default(),
+                begun: BTreeMap::new(),
             }),
             requests: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
@@ -159,6 +163,13 @@ impl Recorder {
             self.busy_since_ns.store(now - 1, Ordering::Relaxed);
         }
         self.in_flight_peak.fetch_max(n, Ordering::Relaxed);
+        let since = Duration::from_nanos(now - 1).checked_sub(self.window_start());
+        if let Some(since) = since.filter(|s| *s < self.measured)
+            && let Ok(mut inner) = self.inner.lock()
+        {
+            let index = (since.as_nanos() / self.interval.as_nanos().max(1)) as u64;
+            *inner.begun.entry(index).or_insert(0) += 1;
+        }
         InFlight { recorder: self }
     }
 
@@ -399,7 +410,8 @@ impl Recorder {
         let peak = self
             .in_flight_peak
             .swap(self.in_flight.load(Ordering::Relaxed), Ordering::Relaxed);
-        let stats = bucket.stats(start.as_secs_f64(), len.as_secs_f64(), peak);
+        let mut stats = bucket.stats(start.as_secs_f64(), len.as_secs_f64(), peak);
+        stats.started = take_begun(&mut inner.begun, inner.current_index);
         let window = self.window_start();
         if let Some((stream, phase)) = &inner.stream {
             let unix = self.started_unix + window.as_secs_f64();
@@ -410,11 +422,12 @@ impl Recorder {
         // zeros (a frozen target shows as a hole, not as a shorter run).
         for i in inner.current_index + 1..next_index {
             let start = self.interval.saturating_mul(i as u32);
-            let empty = Bucket::default().stats(
+            let mut empty = Bucket::default().stats(
                 start.as_secs_f64(),
                 self.interval.as_secs_f64(),
                 self.in_flight.load(Ordering::Relaxed),
             );
+            empty.started = take_begun(&mut inner.begun, i);
             if let Some((stream, phase)) = &inner.stream {
                 stream.write_interval(phase, self.started_unix + window.as_secs_f64(), &empty);
             }
@@ -510,6 +523,16 @@ impl Recorder {
     }
 }
 
+/// The round trips begun in interval `index`, and any of an earlier one
+/// that had already closed when they were counted.
+fn take_begun(begun: &mut BTreeMap<u64, u64>, index: u64) -> u64 {
+    let mut n = 0;
+    while let Some(entry) = begun.first_entry().filter(|e| *e.key() <= index) {
+        n += entry.remove();
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,6 +615,25 @@ mod tests {
         assert_eq!(again.round_trips(), 3);
         assert_eq!(again.outcome_counts(), counts);
         assert_eq!(again.e2e_all().max(), set.e2e_all().max());
+    }
+
+    #[test]
+    fn the_timeline_counts_round_trips_where_they_begin_and_where_they_end() {
+        let r = Recorder::new(Duration::from_millis(200), &[]).unwrap();
+        let (a, b) = (r.begin(), r.begin());
+        std::thread::sleep(Duration::from_millis(450));
+        let c = r.begin();
+        r.record("a", &rt(Outcome::Success), Duration::from_millis(450), 0);
+        r.record("a", &rt(Outcome::Success), Duration::from_millis(450), 0);
+        r.record("a", &rt(Outcome::Success), Duration::ZERO, 0);
+        drop((a, b, c));
+        let (set, _, _) = r.finish();
+        let started: Vec<u64> = set.timeline.iter().map(|i| i.started).collect();
+        let finished: Vec<u64> = set.timeline.iter().map(|i| i.round_trips).collect();
+        assert_eq!(started.iter().sum::<u64>(), 3, "{started:?}");
+        assert_eq!(started[0], 2, "{started:?}");
+        assert_eq!(finished[0], 0, "{finished:?}");
+        assert_eq!(finished.iter().sum::<u64>(), 3, "{finished:?}");
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub struct IntervalStats {
     pub len_s: f64,
     /// Round trips finished in it.
     pub round_trips: u64,
+    /// Round trips begun in it: the load offered, where `round_trips` is
+    /// the load served (0 from merged `.hlog` files, which keep only
+    /// finished ones).
+    pub started: u64,
     /// Unexpected outcomes among them.
     pub errors: u64,
     /// HTTP requests (legs) finished in it.
@@ -248,6 +252,7 @@ impl Bucket {
             start_s,
             len_s,
             round_trips: e2e.len(),
+            started: 0,
             errors,
             requests,
             p50_ms: pct(50.0),

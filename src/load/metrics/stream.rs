@@ -4,8 +4,9 @@
 //!
 //! Lines (`type` first; times in Unix seconds and milliseconds):
 //!
-//! - `{"type":"interval","phase","t_s","unix","interval_s","round_trips","requests","errors","rps","requests_per_s","error_rate_pct","p50_ms","p99_ms"}`:
-//!   the interval as a whole (end-to-end latency of its round trips).
+//! - `{"type":"interval","phase","t_s","unix","interval_s","round_trips","started","requests","errors","rps","requests_per_s","error_rate_pct","p50_ms","p99_ms"}`:
+//!   the interval as a whole: `round_trips` finished in it (with their
+//!   end-to-end latency), `started` begun in it (the load offered).
 //! - `{"type":"metric","phase","t_s","unix","interval_s","metric","count","min_ms","mean_ms","p50_ms","p90_ms","p99_ms","max_ms"}`:
 //!   one per histogram that got values in the interval, named by its
 //!   `.hlog` tag (`leg:tools/call #1`, `e2e:<scenario>`,
@@ -73,6 +74,7 @@ impl IntervalStream {
             "unix": unix,
             "interval_s": stats.len_s,
             "round_trips": stats.round_trips,
+            "started": stats.started,
             "requests": stats.requests,
             "errors": stats.errors,
             "rps": per_s(stats.round_trips),

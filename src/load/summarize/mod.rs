@@ -548,6 +548,7 @@ mod tests {
             start_s,
             len_s,
             round_trips,
+            started: round_trips,
             errors: 0,
             requests: round_trips * 2,
             p50_ms: 1.0,
