@@ -494,6 +494,11 @@ pub struct Trend {
     pub r2: Option<f64>,
     /// Samples the fit used.
     pub samples: usize,
+    /// Least-squares slope over the steady phase's second half, per minute
+    /// (`null`: fewer than 3 samples there): growth that has stopped by
+    /// then was a cache or a retention window filling, not a leak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_slope_per_min: Option<f64>,
     /// The slope times the steady phase: the growth the fit says.
     pub growth: f64,
     /// A slope above this (with `r2 >= min_r2`) is growth...
@@ -503,8 +508,10 @@ pub struct Trend {
     /// Share of the steady-phase growth still there after the cool-down,
     /// percent (`null`: no growth, or no cool-down).
     pub retained_pct: Option<f64>,
-    /// `flat`, `noisy` (beyond the limit, poor fit), `returns` (grew, and
-    /// gave back over half after the cool-down) or `leaks` (fails the run).
+    /// `flat`, `levels-off` (grew, then stopped: the second half's slope
+    /// under half the limit), `noisy` (beyond the limit, poor fit),
+    /// `returns` (grew, and gave back over half after the cool-down) or
+    /// `leaks` (fails the run).
     pub verdict: String,
 }
 

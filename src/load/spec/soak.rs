@@ -3,10 +3,13 @@
 //! health is sampled; the verdict says whether memory (RSS) and open
 //! descriptors grow, and whether they return after the cool-down.
 //!
-//! Growth counts when the least-squares slope over the steady phase is
-//! above its limit per minute, fits with R² ≥ [`SoakLimits::min_r2`], and
-//! adds up to more than a noise floor; it fails the run unless over half
-//! of it is given back by the end of the cool-down.
+//! Growth counts when the least-squares slope over the steady phase (or
+//! over its second half: a leak that began halfway) is above its limit per
+//! minute, fits with R² ≥ [`SoakLimits::min_r2`], and adds up to more than
+//! a noise floor; it fails the run unless over half
+//! of it is given back by the end of the cool-down, or it has levelled off:
+//! over the steady phase's second half the slope is under half its limit
+//! (a cache or a retention window that filled, where a leak keeps going).
 
 use std::time::Duration;
 

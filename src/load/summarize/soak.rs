@@ -3,13 +3,17 @@
 //! still there after the cool-down? See [`crate::load::spec::soak`] for the
 //! rule; [`super::trend`] fits the line.
 
-use super::trend::least_squares;
+use super::trend::{Fit, least_squares};
 use crate::load::spec::soak::SoakLimits;
 use crate::report::{HealthSample, SoakSummary, Trend};
 
 /// Over this share of the growth still there after the cool-down, it is
 /// kept (a leak), percent.
 pub const RETAINED_PCT: f64 = 50.0;
+
+/// Growth whose slope over the steady phase's second half is under this
+/// share of the limit has levelled off (a filled cache), not a leak.
+pub const LEVELLED_SHARE: f64 = 0.5;
 
 /// Where the phases lie, in seconds since sampling began.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -99,6 +103,16 @@ fn trend(samples: &[HealthSample], phases: Phases, min_r2: f64, q: &Quantity) ->
         .map(|s| (s.t_s / 60.0, get(s)))
         .collect();
     let fit = least_squares(&steady)?;
+    // The second half alone: a leak keeps its slope to the end; a cache or
+    // a retention window that filled has stopped growing by then.
+    let half = (phases.steady_from_s + phases.steady_to_s) / 120.0;
+    let late = least_squares(
+        &steady
+            .iter()
+            .copied()
+            .filter(|(m, _)| *m >= half)
+            .collect::<Vec<_>>(),
+    );
     let baseline = get(samples.first()?);
     let steady_end = steady.last()?.1;
     let after = (phases.cool_down_s > 0.0)
@@ -111,14 +125,27 @@ fn trend(samples: &[HealthSample], phases: Phases, min_r2: f64, q: &Quantity) ->
     let retained_pct = after
         .filter(|_| grown > 0.0)
         .map(|a| ((a - baseline) * 100.0 / grown).max(0.0));
-    let beyond = fit.slope > q.limit && growth > q.floor;
-    let good_fit = fit.r2.is_some_and(|r| r >= min_r2);
+    // Growth beyond the limit and the floor, over the whole steady phase or
+    // its second half (a leak that began halfway), and whether the line
+    // that shows it fits.
+    let beyond = |f: &Fit, minutes: f64| f.slope > q.limit && f.slope * minutes > q.floor;
+    let fits = |f: &Fit| f.r2.is_some_and(|r| r >= min_r2);
+    let late_beyond = late.as_ref().is_some_and(|l| beyond(l, minutes / 2.0));
+    let good_fit =
+        (beyond(&fit, minutes) && fits(&fit)) || (late_beyond && late.as_ref().is_some_and(fits));
+    let beyond = beyond(&fit, minutes) || late_beyond;
     let kept = retained_pct.is_none_or(|r| r > RETAINED_PCT);
-    let verdict = match (beyond, good_fit, kept) {
-        (false, _, _) => "flat",
-        (true, false, _) => "noisy",
-        (true, true, false) => "returns",
-        (true, true, true) => "leaks",
+    let levelled = late.is_some_and(|l| l.slope < q.limit * LEVELLED_SHARE);
+    let verdict = if !beyond {
+        "flat"
+    } else if levelled {
+        "levels-off"
+    } else if !good_fit {
+        "noisy"
+    } else if !kept {
+        "returns"
+    } else {
+        "leaks"
     };
     Some(Trend {
         metric: q.metric.into(),
@@ -129,6 +156,7 @@ fn trend(samples: &[HealthSample], phases: Phases, min_r2: f64, q: &Quantity) ->
         slope_per_min: fit.slope,
         r2: fit.r2,
         samples: fit.n,
+        late_slope_per_min: late.map(|l| l.slope),
         growth,
         limit_per_min: q.limit,
         floor: q.floor,
@@ -149,8 +177,12 @@ fn leak_line(t: &Trend, phases: Phases) -> String {
         ),
         _ => "; there was no cool-down to see it return".into(),
     };
+    let late = t
+        .late_slope_per_min
+        .map(|l| format!(", {} {}/min over its second half", fmt(l), t.unit))
+        .unwrap_or_default();
     format!(
-        "soak: {} grew {} {}/min (R² {:.2}, +{} {} over the {:.0} s steady phase, from {} at \
+        "soak: {} grew {} {}/min (R² {:.2}, +{} {} over the {:.0} s steady phase{late}, from {} at \
          the start), beyond the limit of {} {}/min{after} (a cache or a retention window longer \
          than the soak grows this way too until it is full: soak longer than the target keeps \
          what it keeps)",
@@ -177,8 +209,13 @@ pub fn describe(s: &SoakSummary) -> Vec<String> {
                 .after
                 .map(|a| format!(", {} after the cool-down", fmt(a)))
                 .unwrap_or_default();
+            let late = t
+                .late_slope_per_min
+                .filter(|_| t.verdict == "levels-off")
+                .map(|l| format!(", {} {}/min over the second half", fmt(l), t.unit))
+                .unwrap_or_default();
             format!(
-                "soak: {}: {} {}/min ({r2}, {} samples), {} → {}{after}: {}",
+                "soak: {}: {} {}/min ({r2}, {} samples), {} → {}{late}{after}: {}",
                 name(&t.metric),
                 fmt(t.slope_per_min),
                 t.unit,
@@ -286,6 +323,42 @@ mod tests {
         assert!(failures.is_empty(), "{failures:?}");
         assert_eq!(sum.trends[1].verdict, "returns");
         assert!(sum.trends[1].retained_pct.unwrap() < 10.0);
+    }
+
+    #[test]
+    fn growth_that_levels_off_is_a_filled_cache_and_a_late_leak_is_not() {
+        // +20 MiB over the first 20 s of the steady phase, then flat and
+        // kept after the cool-down: a cache that filled.
+        let filled = |t: f64| 20.0 + (t.clamp(10.0, 30.0) - 10.0);
+        let s = series(100, filled, |_| 10);
+        let (sum, failures) = judge(&s, PHASES, &SoakLimits::default());
+        assert!(failures.is_empty(), "{failures:?}");
+        let rss = &sum.trends[0];
+        assert_eq!(rss.verdict, "levels-off", "{rss:?}");
+        assert!(rss.slope_per_min > 1.0 && rss.growth > 4.0, "{rss:?}");
+        assert_eq!(rss.late_slope_per_min, Some(0.0));
+        assert!(
+            describe(&sum)[0].contains("0 MiB/min over the second half"),
+            "{:?}",
+            describe(&sum)
+        );
+        // Growth that starts halfway and keeps going is a leak.
+        let late = |t: f64| 20.0 + (t.clamp(40.0, 70.0) - 40.0) / 3.0;
+        let s = series(100, late, |_| 10);
+        let (sum, failures) = judge(&s, PHASES, &SoakLimits::default());
+        let rss = &sum.trends[0];
+        assert_eq!(rss.verdict, "leaks", "{rss:?}");
+        assert!(rss.late_slope_per_min.unwrap() > 19.0, "{rss:?}");
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(
+            failures[0].contains("20 MiB/min over its second half"),
+            "{failures:?}"
+        );
+        // A steady 5 MiB/min leak with a wobbly second half stays a leak.
+        let wobbly = |t: f64| 20.0 + t.min(70.0) * 5.0 / 60.0 + 0.5 * (t * 2.3).sin();
+        let s = series(100, wobbly, |_| 10);
+        let (sum, _) = judge(&s, PHASES, &SoakLimits::default());
+        assert_eq!(sum.trends[0].verdict, "leaks", "{:?}", sum.trends[0]);
     }
 
     #[test]
