@@ -241,7 +241,7 @@ pub async fn run(
     let mut tools = Vec::new();
     let mut last = None;
     let t = &settings.target;
-    let identity = identity::evidence(
+    let identity = crate::discover::identity::evidence(
         &found,
         http.clone(),
         &t.principal,

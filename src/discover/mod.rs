@@ -7,6 +7,7 @@
 //! [`Discovery::exchanges`], so a user sees what was called for real.
 //!
 //! - [`args`]: tool arguments from an `inputSchema` (required only, unique per call).
+//! - [`identity`]: the evidence that the target knows its users.
 //! - [`wire`]: the [`Wire`] requests go through, what every wire knows
 //!   ([`WireCore`]), and discovery's [`wire::Log`].
 //! - [`modern`]: `tools/list` and the round [`modern::walk`] (also used by checks).
@@ -14,6 +15,7 @@
 //! - [`page`]: URL-flow pages completed on the target's origin only.
 
 pub mod args;
+pub mod identity;
 pub mod legacy;
 pub mod modern;
 pub mod page;
@@ -352,13 +354,6 @@ pub struct AuthSeen {
     /// A request with a token the server cannot know was refused (it
     /// validates tokens even when anonymous requests are served).
     pub checks_tokens: bool,
-}
-
-impl AuthSeen {
-    /// Whether principals mean something to this server.
-    pub fn principals_matter(self) -> bool {
-        self.anonymous_refused || self.checks_tokens
-    }
 }
 
 /// Everything discovery learned.

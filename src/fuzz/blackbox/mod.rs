@@ -171,17 +171,29 @@ fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
 /// Discovers the target and builds what the cases run against.
 pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
     let d = discover::discover(&s.target.discovery(s.generation)).await?;
+    let http = discover::http_client()?;
+    // Cross-principal retries mean something when the user named two
+    // principals or the server shows it knows its users (as for `check`).
+    let users = s.other_given
+        || !discover::identity::evidence(
+            &d,
+            http.clone(),
+            &s.target.principal,
+            &s.target.other_principal,
+            s.target.timeout,
+        )
+        .await
+        .is_empty();
     Ok(Target {
         mcp_url: s.target.mcp_url.clone(),
         principal: s.target.principal.clone(),
-        other_principal: (s.other_given || d.auth.principals_matter())
-            .then(|| s.target.other_principal.clone()),
+        other_principal: users.then(|| s.target.other_principal.clone()),
         timeout: s.target.timeout,
         seed: s.target.seed,
         modern: tool_infos(&d, Generation::Modern),
         legacy: tool_infos(&d, Generation::Legacy),
         speaks_modern: d.modern.is_some(),
-        http: discover::http_client()?,
+        http,
         ids: AtomicI64::new(1_000_000),
         stdio_log: s.stdio.as_ref().map(|i| i.log.clone()),
     })

@@ -231,6 +231,40 @@ fn a_state_completing_for_another_principal_is_found_against_its_control() {
     assert_eq!(s["notes"].as_array().unwrap().len(), 0, "{s}");
 }
 
+/// Cross-principal retries run without `--other-principal` when the server
+/// shows it knows its users by the evidence `check` uses, here only a
+/// 2025-11-25 session bound to its principal: it serves anonymous requests
+/// and takes any token.
+#[test]
+fn a_server_that_binds_sessions_to_users_gets_cross_principal_retries_unasked() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = crate::support::serve::cmd();
+    c.args([
+        "--anonymous-principal",
+        "anon",
+        "--flaw",
+        "ignore-state-principal",
+    ]);
+    let srv = crate::support::serve::start(c);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--duration", "10s", "--tool", "deploy"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let s = summary(dir.path());
+    assert!(
+        s["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["oracle"] == "foreign-principal-accepted"),
+        "{s}"
+    );
+}
+
 #[test]
 fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     let f = finds(
