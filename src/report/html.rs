@@ -161,22 +161,33 @@ pub fn timeline_svgs(s: &Summary) -> Vec<String> {
     let t = |f: fn(&super::summary::TimelinePoint) -> f64| -> Vec<(f64, f64)> {
         s.timeline.iter().map(|p| (p.t_s, f(p))).collect()
     };
+    let mut throughput = vec![
+        Series {
+            name: "round trips/s".into(),
+            points: t(|p| p.rps),
+        },
+        Series {
+            name: "requests/s".into(),
+            points: t(|p| p.requests_per_s),
+        },
+    ];
+    // The load offered beside the load served (none from merged logs).
+    if s.timeline.iter().any(|p| p.started_per_s > 0.0) {
+        throughput.insert(
+            0,
+            Series {
+                name: "round trips begun/s".into(),
+                points: t(|p| p.started_per_s),
+            },
+        );
+    }
     let mut out = vec![
         time_chart(
             s,
             "chart-throughput",
             "Throughput over time",
             "per second",
-            vec![
-                Series {
-                    name: "round trips/s".into(),
-                    points: t(|p| p.rps),
-                },
-                Series {
-                    name: "requests/s".into(),
-                    points: t(|p| p.requests_per_s),
-                },
-            ],
+            throughput,
             threshold_lines(&lim, LineTarget::Throughput),
             false,
         ),

@@ -32,7 +32,7 @@
 //! | `scenarios` | object | per scenario: `kind`, `tool`, `weight`, `outcomes`, `errors`, `e2e` |
 //! | `server_state` | object | per leg: the target's `Server-Timing: state` durations (only nonzero ones) |
 //! | `spectrum` | object | per leg and `e2e`: `[[percentile, ms], …]` |
-//! | `timeline` | object[] | per interval: `t_s`, `rps`, `requests_per_s`, `errors`, `p50_ms`, `p99_ms`, `in_flight_max`, `errors_by_kind`, `legs` and `scenarios` (each `count`, `p50_ms`, `p99_ms`) |
+//! | `timeline` | object[] | per interval: `t_s`, `rps` (round trips finished per second), `started_per_s` (begun: the load offered), `requests_per_s`, `errors`, `p50_ms`, `p99_ms`, `in_flight_max`, `errors_by_kind`, `legs` and `scenarios` (each `count`, `p50_ms`, `p99_ms`) |
 //! | `thresholds` | object[] | `expr`, `actual` (ms, fraction or per second; null = nothing measured), `passed`, `limit` (`metric`, `selector`, `percentile`, `value`, `unit`: where charts draw it) |
 //! | `passed` | bool | every threshold held and the run ended by duration or cap |
 //! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate` (the worst sample's), `within_slo`, `target_cpu_us_per_rt`, `kind` (`coarse`/`bisect`), `samples`, `stable`, `verdict` (`within`/`breach`/`unstable`/`stopped`), `sample_p99_ms[]`, `store_cmds_per_rt`), `knee_rps`, `knee_offered_rps`, `first_bad_rps`, `knee_status` (`bracketed`/`below_start`/`not_reached`/`stopped`), `target_cpu_us_per_rt`, `store`, `store_cmds_per_rt`, `instances`, `target_rate`, `instances_needed` (if scaling were linear: a lower bound), `worst_case_s`, `notes[]` |

@@ -129,6 +129,10 @@ pub struct TimelinePoint {
     pub t_s: f64,
     /// Round trips finished per second in the interval.
     pub rps: f64,
+    /// Round trips begun per second in the interval: the load offered (0
+    /// from merged `.hlog` files).
+    #[serde(default)]
+    pub started_per_s: f64,
     /// HTTP requests finished per second.
     pub requests_per_s: f64,
     /// Unexpected outcomes in the interval.

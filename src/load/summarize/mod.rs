@@ -226,6 +226,7 @@ pub fn timeline_points(
             if let Some(prev) = iv.last_mut() {
                 prev.len_s += last.len_s;
                 prev.round_trips += last.round_trips;
+                prev.started += last.started;
                 prev.requests += last.requests;
                 prev.errors += last.errors;
                 prev.p99_ms = prev.p99_ms.max(last.p99_ms);
@@ -247,6 +248,7 @@ pub fn timeline_points(
             TimelinePoint {
                 t_s: t.start_s,
                 rps: t.round_trips as f64 / len,
+                started_per_s: t.started as f64 / len,
                 requests_per_s: t.requests as f64 / len,
                 errors: t.errors,
                 p50_ms: t.p50_ms,
