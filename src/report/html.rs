@@ -813,6 +813,23 @@ mod tests {
     }
 
     #[test]
+    fn the_load_offered_is_drawn_only_when_starts_were_counted() {
+        let point = |t_s: f64, started_per_s: f64| TimelinePoint {
+            t_s,
+            rps: 10.0,
+            started_per_s,
+            ..Default::default()
+        };
+        let mut s = Summary {
+            timeline: vec![point(0.0, 0.0), point(1.0, 0.0)],
+            ..Default::default()
+        };
+        assert!(!timeline_svgs(&s)[0].contains("round trips begun/s"));
+        s.timeline = vec![point(0.0, 30.0), point(1.0, 90.0)];
+        assert!(timeline_svgs(&s)[0].contains("round trips begun/s"));
+    }
+
+    #[test]
     fn two_instances_get_a_requests_by_instance_chart() {
         use crate::report::summary::PointLatency;
         let mut s = Summary::default();
