@@ -198,17 +198,12 @@ impl RawReply {
 
     /// The JSON-RPC response in the body (the first one).
     pub fn rpc(&self) -> Rpc {
-        if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
-            return Rpc::Missing(format!("no reply on the stdio server's stdout ({why})"));
+        let decoded = self.decoded();
+        if let Some(why) = self.missing_rpc(&decoded) {
+            return Rpc::Missing(why);
         }
-        if self.body.iter().all(u8::is_ascii_whitespace) {
-            return Rpc::Missing(format!("HTTP {} with an empty body", self.status));
-        }
-        let decoded = match self.decoded() {
-            Ok(d) => d,
-            Err(e) => return Rpc::Missing(format!("HTTP {}, undecodable body: {e}", self.status)),
-        };
-        for m in decoded.messages {
+        let responses = decoded.into_iter().flat_map(|d| d.messages);
+        for m in responses {
             if let Message::Response(r) = m {
                 return match r.outcome {
                     RpcOutcome::Result(v) => Rpc::Result(v),
@@ -220,6 +215,26 @@ impl RawReply {
             "HTTP {}, no JSON-RPC response in the body",
             self.status
         ))
+    }
+
+    /// Why the body, already decoded (see [`RawReply::decoded`]), holds no
+    /// JSON-RPC response (as [`RawReply::rpc`] says it); `None` when it
+    /// holds one. For callers that read the decoded body further.
+    pub fn missing_rpc(&self, decoded: &Result<DecodedBody, BodyError>) -> Option<String> {
+        if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
+            return Some(format!("no reply on the stdio server's stdout ({why})"));
+        }
+        if self.body.iter().all(u8::is_ascii_whitespace) {
+            return Some(format!("HTTP {} with an empty body", self.status));
+        }
+        match decoded {
+            Err(e) => Some(format!("HTTP {}, undecodable body: {e}", self.status)),
+            Ok(d) if d.messages.iter().any(|m| matches!(m, Message::Response(_))) => None,
+            Ok(_) => Some(format!(
+                "HTTP {}, no JSON-RPC response in the body",
+                self.status
+            )),
+        }
     }
 
     /// The `id` of the JSON-RPC response in the body, if any.

@@ -53,7 +53,7 @@ use crate::client::raw::{Exchange, RawError, RawReply, RawRequest, Rpc};
 use crate::discover::modern::{WalkEnd, call_request, list_tools, walk};
 use crate::discover::{Wire, all_modes, args, is_single_use, page};
 use crate::findings::Severity;
-use crate::protocol::body::decode_body;
+use crate::protocol::jsonrpc::Message;
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE, asks_for_input};
 use crate::protocol::{Generation, validate};
 
@@ -410,6 +410,29 @@ fn is_complete(reply: &Result<RawReply, RawError>) -> Option<Value> {
     }
 }
 
+/// The `id` of a JSON-RPC request body (`null` kept as a value), read
+/// without building the rest of the body as values; `None`: no id, not an
+/// object, or not JSON.
+fn sent_id(body: &[u8]) -> Option<Value> {
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        <Value as serde::Deserialize>::deserialize(d).map(Some)
+    }
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        #[serde(default, deserialize_with = "present")]
+        id: Option<Value>,
+    }
+    let object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    match serde_json::from_slice::<IdOnly>(body) {
+        Ok(v) if object => v.id,
+        // A duplicate `id` key (the struct refuses it; a full parse keeps
+        // the last), or no object at all.
+        _ => serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("id").cloned()),
+    }
+}
+
 /// Drives a service with sessions and checks the invariants.
 pub struct Harness<S> {
     make: Arc<dyn Fn() -> S + Send + Sync>,
@@ -593,17 +616,22 @@ impl<S: McpService> Run<'_, S> {
         } else {
             Invariant::JsonRpc
         };
+        // The reply is decoded once for every judgement below.
+        let decoded = r.decoded();
         if self.on(which) && !framing {
-            if let Rpc::Missing(why) = r.rpc() {
+            if let Some(why) = r.missing_rpc(&decoded) {
                 return Some(self.violation(
                     which,
                     format!("{label}: the reply is not a JSON-RPC response: {why}"),
                 ));
             }
-            let sent_id = serde_json::from_slice::<Value>(&req.body)
-                .ok()
-                .and_then(|v| v.get("id").cloned());
-            let got = r.response_id();
+            let got = decoded.as_ref().ok().and_then(|d| {
+                d.messages.iter().find_map(|m| match m {
+                    Message::Response(r) => r.id.clone(),
+                    _ => None,
+                })
+            });
+            let sent_id = sent_id(&req.body);
             let id_ok = match (&sent_id, &got) {
                 (_, None) => true,
                 (Some(s), Some(g)) => serde_json::to_value(g).ok().as_ref() == Some(s),
@@ -617,15 +645,20 @@ impl<S: McpService> Run<'_, S> {
             }
         }
         if self.on(Invariant::WellFormed)
-            && let Ok(d) = decode_body(r.header("content-type"), &r.body)
+            && let Ok(d) = &decoded
         {
             let opts = validate::Options {
                 generation: Some(Generation::Modern),
                 schema: None,
             };
-            for m in d.messages {
-                let text = m.to_json();
-                let raw: &[u8] = if r.is_sse() { text.as_bytes() } else { &r.body };
+            for m in &d.messages {
+                let text;
+                let raw: &[u8] = if r.is_sse() {
+                    text = m.to_json();
+                    text.as_bytes()
+                } else {
+                    &r.body
+                };
                 if let Ok(rep) = validate::validate_document(raw, &opts)
                     && let Some(f) = rep.findings.iter().find(|f| f.severity == Severity::Must)
                 {
@@ -670,6 +703,10 @@ impl<S: McpService> Run<'_, S> {
         state: Option<Value>,
     ) -> RawRequest {
         let tool = &self.h.tools[f.tool].name;
+        let text = match &state {
+            Some(Value::String(s)) => Some(s.as_str()),
+            _ => None,
+        };
         let mut req = call_request(
             &*self.h.wire,
             label,
@@ -677,9 +714,9 @@ impl<S: McpService> Run<'_, S> {
             &f.args,
             &all_modes(),
             answers,
-            None,
+            text,
         );
-        if let Some(s) = state {
+        if let Some(s) = state.filter(|s| !s.is_string()) {
             // `call_request` takes only text states; put any JSON in.
             if let Ok(mut v) = serde_json::from_slice::<Value>(&req.body) {
                 v["params"][REQUEST_STATE] = s;
@@ -1042,5 +1079,40 @@ impl<S: McpService> Run<'_, S> {
             return self.completed(f, done, "concurrent copies");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sent_id;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn the_sent_id_reads_as_a_full_parse_would() {
+        let full = |b: &[u8]| {
+            serde_json::from_slice::<Value>(b)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+        };
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"id":1}}"#[..],
+            br#"{"id":"a\"b"}"#,
+            br#"{"id":null}"#,
+            br#"{"method":"m"}"#,
+            br#"{"id":1,"id":2}"#,
+            br#"[7]"#,
+            br#"  {"id":{"x":[1]}}"#,
+            br#"{"id":1"#,
+            b"",
+        ] {
+            assert_eq!(
+                sent_id(body),
+                full(body),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        assert_eq!(sent_id(br#"{"id":null}"#), Some(Value::Null));
+        assert_eq!(sent_id(br#"{"id":1,"id":2}"#), Some(json!(2)));
     }
 }
