@@ -179,6 +179,7 @@ pub fn read_run(arg: &str) -> Result<(Run, Option<f64>), String> {
             knee_status: c.knee_status,
             store_cmds_per_rt: c.store_cmds_per_rt,
             target_cpu_us_per_rt: c.target_cpu_us_per_rt,
+            host: c.host,
         },
         c.target_rate,
     ))

@@ -401,20 +401,8 @@ fn health_target(
             .url
             .as_deref()
             .filter(|_| plan.target.more_urls.is_empty())
-            .and_then(|u| url::Url::parse(u).ok())
-            .filter(|u| {
-                matches!(
-                    u.host(),
-                    Some(url::Host::Ipv4(ip)) if ip.is_loopback()
-                ) || matches!(u.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
-                    || u.host_str() == Some("localhost")
-            })
-            .and_then(|u| u.port_or_known_default())
-            .and_then(|port| {
-                target::listener_pid(port)
-                    .filter(|p| health::readable(*p))
-                    .map(|p| (p, format!("listener of 127.0.0.1:{port}")))
-            })
+            .and_then(target::loopback_listener)
+            .filter(|(p, _)| health::readable(*p))
     };
     if found.is_none() && plan.soak.is_some() {
         return Err(RunError::Setup(

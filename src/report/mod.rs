@@ -35,7 +35,7 @@
 //! | `timeline` | object[] | per interval: `t_s`, `rps` (round trips finished per second), `started_per_s` (begun: the load offered), `requests_per_s`, `errors`, `p50_ms`, `p99_ms`, `in_flight_max`, `errors_by_kind`, `legs` and `scenarios` (each `count`, `p50_ms`, `p99_ms`) |
 //! | `thresholds` | object[] | `expr`, `actual` (ms, fraction or per second; null = nothing measured), `passed`, `limit` (`metric`, `selector`, `percentile`, `value`, `unit`: where charts draw it) |
 //! | `passed` | bool | every threshold held and the run ended by duration or cap |
-//! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate` (the worst sample's), `within_slo`, `target_cpu_us_per_rt`, `kind` (`coarse`/`bisect`), `samples`, `stable`, `verdict` (`within`/`breach`/`unstable`/`stopped`), `sample_p99_ms[]`, `store_cmds_per_rt`), `knee_rps`, `knee_offered_rps`, `first_bad_rps`, `knee_status` (`bracketed`/`below_start`/`not_reached`/`stopped`), `target_cpu_us_per_rt`, `store`, `store_cmds_per_rt`, `instances`, `target_rate`, `instances_needed` (if scaling were linear: a lower bound), `worst_case_s`, `notes[]` |
+//! | `capacity` | object? | `slo`, `steps[]` (`offered_rps`, `achieved_rps`, `p50_ms`, `p99_ms`, `error_rate` (the worst sample's), `within_slo`, `target_cpu_us_per_rt`, `kind` (`coarse`/`bisect`), `samples`, `stable`, `verdict` (`within`/`breach`/`unstable`/`stopped`), `sample_p99_ms[]`, `store_cmds_per_rt`), `knee_rps`, `knee_offered_rps`, `first_bad_rps`, `knee_status` (`bracketed`/`below_start`/`not_reached`/`stopped`), `target_cpu_us_per_rt`, `store`, `store_cmds_per_rt`, `instances`, `target_rate`, `instances_needed` (if scaling were linear: a lower bound), `worst_case_s`, `notes[]`, `host` (`cores`, `local_targets[]`: target processes found on the generator's host) |
 //! | `generator_cpu`, `target_cpu` | object? | `cpu_s`, `us_per_request`, `us_per_round_trip` |
 //! | `files` | object | report files by role |
 //! | `health` | object? | when the target's PID was known (embedded server, `--target-pid`, a 127.0.0.1 listener): `pid`, `source`, `started_unix`, `samples[]` (`t_s` since sampling began, `rss_bytes`, `fds`, `threads`; one per interval from just before the load), `window_from_s`, `window_to_s` (the measured window), `load_end_s`; with `--soak`, `soak` (`steady_s`, `cool_down_s`, `min_r2`, `passed`, `trends[]`: `metric` (`rss`, `fds`), `unit` (`MiB`, `descriptors`), `baseline`, `steady_end`, `after`, `slope_per_min`, `r2` (null: never moved), `samples`, `growth`, `limit_per_min`, `floor`, `retained_pct`, `verdict` (`flat`, `noisy`, `returns`, `leaks`: fails the run)) |
@@ -56,7 +56,7 @@ pub mod svg;
 
 pub use summary::{
     BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    GeneratorHealth, HealthSample, HealthSummary, InstanceLegSummary, InstanceSummary,
+    GeneratorHealth, HealthSample, HealthSummary, HostShare, InstanceLegSummary, InstanceSummary,
     InstancesSummary, LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary,
     ServiceGap, SoakSummary, Summary, ThresholdLimit, ThresholdResult, TimelinePoint, Trend,
     WindowSummary, add_error_sample, group_samples,

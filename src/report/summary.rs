@@ -262,6 +262,36 @@ pub struct CapacitySummary {
     /// What the search could not measure.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The generator's host and the target processes found running on it
+    /// (`null`: from before this was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostShare>,
+}
+
+/// Whether the load generator shared its host's cores with the target.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostShare {
+    /// Cores available to the generator (its CPU affinity and quota).
+    pub cores: u64,
+    /// Target processes on the same host, each as `PID (how it was found)`:
+    /// the embedded server, a `--cpu-pid`, the listener of a 127.0.0.1
+    /// target. Empty: none found (a remote target, or not ours to see).
+    pub local_targets: Vec<String>,
+}
+
+impl HostShare {
+    /// The note for a run whose target shared the generator's cores, if it did.
+    pub fn shared_note(&self) -> Option<String> {
+        (!self.local_targets.is_empty()).then(|| {
+            format!(
+                "the generator and the target ({}) shared one host of {} cores: the knee is what \
+                 the target got of them, not a limit of the target, its store or a balancer; run \
+                 the generator on another machine to measure the target alone",
+                self.local_targets.join(", "),
+                self.cores
+            )
+        })
+    }
 }
 
 /// The measured window: the results cover the round trips that started in

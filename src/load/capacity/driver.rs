@@ -9,7 +9,7 @@ use crate::load::exec::engine::{EndReason, Engine, Measured, RunError};
 use crate::load::exec::target::{self, EmbeddedServer};
 use crate::load::spec::plan::{CapacitySpec, LoadShape, Plan};
 use crate::load::summarize;
-use crate::report::{CapacityStep, CapacitySummary};
+use crate::report::{CapacityStep, CapacitySummary, HostShare};
 use std::time::Duration;
 
 /// What `load --capacity` takes besides the plan.
@@ -34,6 +34,33 @@ fn target_cpu(server: Option<&EmbeddedServer>, pids: &[u32]) -> Option<f64> {
         total = Some(total.unwrap_or(0.0) + target::process_cpu_seconds(p)?);
     }
     total
+}
+
+/// The generator's cores and the target processes running beside it: the
+/// embedded server, every `--cpu-pid`, the listener of each 127.0.0.1
+/// target URL.
+fn host_share(engine: &Engine, plan: &Plan, extras: &Extras) -> HostShare {
+    let mut found: Vec<(u32, String)> = Vec::new();
+    if let Some(s) = &engine.server {
+        found.push((s.pid(), "embedded server".into()));
+    }
+    found.extend(extras.cpu_pids.iter().map(|p| (*p, "--cpu-pid".into())));
+    let urls = plan.target.url.iter().chain(&plan.target.more_urls);
+    found.extend(urls.filter_map(|u| target::loopback_listener(u)));
+    let mut local_targets: Vec<String> = Vec::new();
+    for (pid, how) in found {
+        let line = format!("PID {pid} ({how})");
+        if !local_targets
+            .iter()
+            .any(|l| l.starts_with(&format!("PID {pid} ")))
+        {
+            local_targets.push(line);
+        }
+    }
+    HostShare {
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u64),
+        local_targets,
+    }
 }
 
 /// The highest good step so far: its rate, achieved rate, last sample and costs.
@@ -189,6 +216,8 @@ pub async fn search(
     let status = search.status().unwrap_or(KneeStatus::Stopped);
     let (good, bad) = search.bracket();
     let knee_rps = knee.as_ref().map(|k| k.achieved);
+    let host = host_share(engine, plan, extras);
+    notes.extend(host.shared_note());
     let summary = CapacitySummary {
         slo: spec.slo.iter().map(|t| t.expr.clone()).collect(),
         slo_limits: spec.slo.iter().filter_map(summarize::chart_limit).collect(),
@@ -208,6 +237,7 @@ pub async fn search(
         store_cmds_per_rt: knee.as_ref().and_then(|k| k.store_rt),
         worst_case_s: bound.as_secs_f64(),
         notes,
+        host: Some(host),
     };
     let measured = match (knee, last) {
         (Some(k), _) => k.measured,

@@ -38,6 +38,8 @@ pub struct Run {
     pub store_cmds_per_rt: Option<f64>,
     /// Target CPU per round trip at the knee (µs).
     pub target_cpu_us_per_rt: Option<f64>,
+    /// The generator's host and the target processes found on it.
+    pub host: Option<crate::report::HostShare>,
 }
 
 /// Builds the scaling report of `runs` (any order), projecting for
@@ -134,12 +136,39 @@ pub fn analyse(runs: &[Run], target_rate: Option<f64>) -> ScalingReport {
             None => "no run found a knee: nothing to plan from".into(),
         });
     }
+    // Instances that shared the generator's cores: the curve is the host's.
+    let shared: Vec<String> = merged
+        .iter()
+        .filter_map(|r| {
+            let h = r.host.as_ref()?;
+            h.shared_note()
+                .map(|_| format!("{} ({} cores)", r.instances, h.cores))
+        })
+        .collect();
+    if !shared.is_empty() {
+        notes.push(format!(
+            "at {} instances the generator ran on the target's host: those knees measure how \
+             one host's cores were shared, not how the target scales (a flat or falling curve \
+             there is no verdict on the store or the balancer); run the generator on another \
+             machine",
+            shared.join(", ")
+        ));
+    }
+    let mut projection = target_rate.map(|t| project(&curve, t));
+    if let Some(p) = projection.as_mut().filter(|p| p.method == "unreachable")
+        && !shared.is_empty()
+    {
+        p.text.push_str(
+            "; but the generator shared the host with the target, so the cores, not the \
+             instances, may be what ran out",
+        );
+    }
     ScalingReport {
         schema: 1,
         points,
         efficiency_base: base.filter(|_| scaling_measured).map(|b| b.0),
         scaling_measured,
-        projection: target_rate.map(|t| project(&curve, t)),
+        projection,
         notes,
     }
 }
@@ -284,6 +313,43 @@ mod tests {
             knee_status: "bracketed".into(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn runs_that_shared_the_generators_host_are_named_instead_of_the_store() {
+        let local = |n: u64, knee: f64| Run {
+            host: Some(crate::report::HostShare {
+                cores: 2,
+                local_targets: vec!["PID 42 (listener of 127.0.0.1:8080)".into()],
+            }),
+            ..run(n, knee)
+        };
+        let r = analyse(&[local(1, 1000.0), local(2, 990.0)], Some(5000.0));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("at 1 (2 cores), 2 (2 cores) instances the generator ran")),
+            "{:?}",
+            r.notes
+        );
+        let p = r.projection.unwrap();
+        assert_eq!(p.method, "unreachable");
+        assert!(
+            p.text.contains("the cores, not the instances"),
+            "{}",
+            p.text
+        );
+        // A remote target (no local process found): the store is suspected.
+        let remote = |n: u64, knee: f64| Run {
+            host: Some(crate::report::HostShare {
+                cores: 2,
+                local_targets: vec![],
+            }),
+            ..run(n, knee)
+        };
+        let r = analyse(&[remote(1, 1000.0), remote(2, 990.0)], Some(5000.0));
+        assert!(!r.notes.iter().any(|n| n.contains("generator ran")));
+        assert!(!r.projection.unwrap().text.contains("the cores"));
     }
 
     #[test]

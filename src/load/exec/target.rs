@@ -244,6 +244,20 @@ pub fn parse_stat_cpu(stat: &str) -> Option<f64> {
     Some((utime + stime) / USER_HZ)
 }
 
+/// The process listening on a loopback URL's port (`127.0.0.1`, `::1`,
+/// `localhost`), with how it was found (`listener of 127.0.0.1:PORT`);
+/// `None` for another host or when no process of this user listens there.
+pub fn loopback_listener(url: &str) -> Option<(u32, String)> {
+    let u = url::Url::parse(url).ok()?;
+    let loopback = match u.host()? {
+        url::Host::Ipv4(ip) => ip.is_loopback(),
+        url::Host::Ipv6(ip) => ip.is_loopback(),
+        url::Host::Domain(d) => d == "localhost",
+    };
+    let port = u.port_or_known_default().filter(|_| loopback)?;
+    listener_pid(port).map(|p| (p, format!("listener of 127.0.0.1:{port}")))
+}
+
 /// The process listening on TCP `port` (any local address), found through
 /// `/proc/net/tcp`, `/proc/net/tcp6` and the `socket:[INODE]` links under
 /// `/proc/*/fd` (only processes this user may inspect); the lowest such PID.

@@ -59,6 +59,11 @@ fn a_capacity_search_bisects_between_the_last_good_and_first_bad_rate() {
     let c = &s["capacity"];
     assert_eq!(c["instances"], 1);
     assert_eq!(c["knee_status"], "bracketed", "{c:#}");
+    // The embedded server ran beside the generator: said, and named.
+    let local = c["host"]["local_targets"].to_string();
+    assert!(local.contains("(embedded server)"), "{c:#}");
+    assert!(c["host"]["cores"].as_u64().unwrap() >= 1, "{c:#}");
+    assert!(c["notes"].to_string().contains("shared one host"), "{c:#}");
     let steps = c["steps"].as_array().expect("steps");
     let kinds: Vec<&str> = steps.iter().map(|s| s["kind"].as_str().unwrap()).collect();
     let offered: Vec<f64> = steps.iter().map(|s| f(&s["offered_rps"])).collect();
