@@ -1,8 +1,9 @@
 //! `elicitkit state`: choose and debug `requestState` sealing.
 //!
-//! - `state bench [--quick]`: measure every codec on this machine and print
-//!   a table (token size, seal/open ns, confidentiality, nonce-misuse
-//!   resistance, a one-line recommendation).
+//! - `state bench [--quick]`: measure every codec on this machine
+//!   over a few rounds and print the CPU's relevant features and a
+//!   table (token size, seal/open ns as median (min–max), confidentiality,
+//!   nonce-misuse resistance), then one recommendation with its reason.
 //! - `state inspect TOKEN [--key-file F | --key-env VAR]`: decode the
 //!   envelope, show version, key id, algorithm and the claims where visible;
 //!   with a key, say whether it opens and, if not, why.
@@ -15,8 +16,9 @@ use clap::{Args as ClapArgs, Subcommand};
 
 use super::{exit, usage_error};
 use crate::state::claims::{self, ClaimsRef};
+use crate::state::cpu::CpuFeatures;
 use crate::state::envelope::{self, HEADER_LEN, Header};
-use crate::state::measure::{self, Measurement};
+use crate::state::measure::{self, Measurement, Recommendation, Spread};
 use crate::state::{Binding, CodecName, KeyRing, Sealer, SealerConfig, StateError};
 
 /// Arguments of `elicitkit state`.
@@ -99,54 +101,107 @@ fn bench(args: &BenchArgs) -> ExitCode {
     } else {
         Duration::from_millis(350)
     };
-    let rows: Vec<Measurement> = CodecName::ALL
-        .iter()
-        .map(|c| measure::measure(*c, args.payload as usize, budget))
-        .collect();
-    print!("{}", render_bench(&rows, args.payload as usize));
+    let payload = args.payload as usize;
+    let rows = measure::measure_all(&CodecName::ALL, payload, budget, measure::REPEATS);
+    let cpu = CpuFeatures::detect();
+    let rec = measure::recommend(&rows, &cpu);
+    print!("{}", render_bench(&rows, payload, &cpu, rec.as_ref()));
     exit::ok()
 }
 
-/// Renders the `state bench` table.
-pub fn render_bench(rows: &[Measurement], payload: usize) -> String {
-    let fastest = |conf: bool| {
-        rows.iter()
-            .filter(|m| m.codec.confidential() == conf)
-            .min_by(|a, b| a.open_ns.total_cmp(&b.open_ns))
-            .map(|m| m.codec)
+/// `median (min–max)` of a spread, `!` marking a wide one.
+fn spread_cell(s: &Spread) -> String {
+    let mark = if s.is_wide() { "!" } else { " " };
+    format!("{:.0} ({:.0}–{:.0}){mark}", s.median, s.min, s.max)
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+/// Renders the `state bench` report: the CPU line, the table, what its
+/// columns mean, a noise warning when a spread is wide, and the one
+/// recommendation.
+pub fn render_bench(
+    rows: &[Measurement],
+    payload: usize,
+    cpu: &CpuFeatures,
+    rec: Option<&Recommendation>,
+) -> String {
+    let cells: Vec<[String; 2]> = rows
+        .iter()
+        .map(|m| [spread_cell(&m.seal_ns), spread_cell(&m.open_ns)])
+        .collect();
+    let heads = ["seal ns med (min–max)", "open ns med (min–max)"];
+    let width = |i: usize| {
+        cells
+            .iter()
+            .map(|c| c[i].chars().count())
+            .chain([heads[i].chars().count()])
+            .max()
+            .unwrap_or(0)
     };
-    let (fast_mac, fast_aead) = (fastest(false), fastest(true));
+    let (w0, w1) = (width(0), width(1));
     let mut out = format!(
-        "requestState codecs on this machine ({payload}-byte payload; median of short batches, \
-         noisy on a busy host)\n\n{:<19} {:>6} {:>8} {:>8}  {:<5} {:<7}  {}\n",
-        "codec", "token", "seal ns", "open ns", "conf.", "misuse", "recommendation"
+        "requestState codecs on this machine: {payload}-byte payload, {} rounds (each the median \
+         of short batches)\n{}\n\n{:<19} {:>6}  {:<5} {:<6}  {:>w0$}  {:>w1$}\n",
+        measure::REPEATS,
+        cpu.line(),
+        "codec",
+        "token",
+        "conf.",
+        "misuse",
+        heads[0],
+        heads[1],
     );
-    for m in rows {
-        let star = if Some(m.codec) == fast_mac || Some(m.codec) == fast_aead {
-            " [fastest open of its kind here]"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "{:<19} {:>6} {:>8.0} {:>8.0}  {:<5} {:<7}  {}{}\n",
+    for (m, [seal, open]) in rows.iter().zip(&cells) {
+        let line = format!(
+            "{:<19} {:>6}  {:<5} {:<6}  {seal:>w0$}  {open:>w1$}",
             m.codec.as_str(),
             m.token_len,
-            m.seal_ns,
-            m.open_ns,
-            if m.codec.confidential() { "yes" } else { "no" },
-            if m.codec.nonce_misuse_resistant() {
-                "yes"
-            } else {
-                "no"
-            },
-            measure::recommendation(m.codec),
-            star
-        ));
+            yes_no(m.codec.confidential()),
+            yes_no(m.codec.nonce_misuse_resistant()),
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str(&legend(rows));
+    if let Some(r) = rec {
+        out.push_str(&format!("\nRecommended: {}: {}.\n", r.codec, r.reason));
     }
     out.push_str(
-        "\ntoken = characters; conf. = claims hidden from the client; misuse = safe if a nonce repeats.\n\
-         Rigorous numbers: cargo bench --bench state_codec\n",
+        "Rigorous numbers: cargo bench --bench state_codec (README: its duration and quick mode)\n",
     );
+    out
+}
+
+/// What the table's columns mean, the nonce bound of the codecs it
+/// applies to, and a warning when a spread is wide.
+fn legend(rows: &[Measurement]) -> String {
+    let mut out = String::from(
+        "\ntoken = characters; conf. = claims hidden from the client; misuse = safe if a nonce \
+         repeats\n",
+    );
+    let bounded: Vec<&str> = rows
+        .iter()
+        .filter(|m| !m.codec.nonce_misuse_resistant())
+        .map(|m| m.codec.as_str())
+        .collect();
+    if !bounded.is_empty() {
+        out.push_str(&format!(
+            "{}: random 96-bit nonces, at most 2^32 seals per key\n",
+            bounded.join(", ")
+        ));
+    }
+    let wide = rows
+        .iter()
+        .any(|m| m.seal_ns.is_wide() || m.open_ns.is_wide());
+    if wide {
+        out.push_str(&format!(
+            "! wide spread (max > {}× min): noisy host, rerun or use cargo bench\n",
+            measure::WIDE_SPREAD
+        ));
+    }
     out
 }
 
@@ -409,22 +464,106 @@ mod tests {
         assert!(!ok && text.contains("unsupported_version"), "{text}");
     }
 
-    #[test]
-    fn bench_table_lists_every_codec() {
-        let rows: Vec<_> = CodecName::ALL
+    /// Rows with medians 100 + 10 × codec id; aes-256-gcm's open spread is wide.
+    fn fake_rows() -> Vec<Measurement> {
+        CodecName::ALL
             .iter()
-            .map(|c| Measurement {
-                codec: *c,
-                token_len: 400,
-                seal_ns: 100.0,
-                open_ns: 90.0 + f64::from(c.id()),
+            .map(|c| {
+                let med = 100.0 + 10.0 * f64::from(c.id());
+                let open_max = if *c == CodecName::Aes256Gcm {
+                    300.0
+                } else {
+                    med + 5.0
+                };
+                Measurement {
+                    codec: *c,
+                    token_len: 400,
+                    seal_ns: Spread {
+                        min: med - 5.0,
+                        median: med,
+                        max: med + 5.0,
+                    },
+                    open_ns: Spread {
+                        min: med - 5.04,
+                        median: med,
+                        max: open_max,
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn fake_cpu() -> CpuFeatures {
+        use crate::state::cpu::CpuFlag;
+        CpuFeatures {
+            arch: "x86_64",
+            flags: vec![
+                CpuFlag {
+                    name: "aes",
+                    label: "AES-NI",
+                    present: true,
+                },
+                CpuFlag {
+                    name: "pclmulqdq",
+                    label: "PCLMULQDQ",
+                    present: true,
+                },
+                CpuFlag {
+                    name: "vaes",
+                    label: "VAES",
+                    present: false,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn bench_table_shows_spreads_cpu_and_one_recommendation() {
+        let rows = fake_rows();
+        let cpu = fake_cpu();
+        let rec = measure::recommend(&rows, &cpu).unwrap();
+        let t = render_bench(&rows, 256, &cpu, Some(&rec));
+        for c in CodecName::ALL {
+            let row = format!("{c} ");
+            assert_eq!(t.lines().filter(|l| l.starts_with(&row)).count(), 1, "{t}");
+        }
+        assert!(t.contains("256-byte payload, 5 rounds"), "{t}");
+        assert!(
+            t.contains("CPU (x86_64): AES-NI yes, PCLMULQDQ yes, VAES no"),
+            "{t}"
+        );
+        assert!(t.contains("open ns med (min–max)"), "{t}");
+        // hmac-sha256 (id 1): seal 110 (105–115); aes-256-gcm (id 3): open 130 (125–300), wide
+        let hmac = t.lines().find(|l| l.starts_with("hmac-sha256")).unwrap();
+        assert!(
+            hmac.contains("110 (105–115) ") && !hmac.contains('!'),
+            "{hmac}"
+        );
+        let gcm = t.lines().find(|l| l.starts_with("aes-256-gcm ")).unwrap();
+        assert!(gcm.ends_with("130 (125–300)!"), "{gcm}");
+        assert!(t.contains("noisy host, rerun or use cargo bench"), "{t}");
+        assert!(
+            t.contains("aes-256-gcm, chacha20-poly1305: random 96-bit nonces"),
+            "{t}"
+        );
+        assert_eq!(t.matches("Recommended:").count(), 1, "{t}");
+        assert!(
+            t.contains("Recommended: aes-256-gcm-siv: AES-NI with PCLMULQDQ present"),
+            "{t}"
+        );
+        assert!(t.contains("open 140 ns median"), "{t}");
+        let calm: Vec<Measurement> = rows
+            .iter()
+            .map(|m| Measurement {
+                open_ns: m.seal_ns,
+                ..*m
             })
             .collect();
-        let t = render_bench(&rows, 256);
-        for c in CodecName::ALL {
-            assert!(t.contains(c.as_str()));
-        }
-        assert_eq!(t.matches("[fastest open of its kind here]").count(), 2);
+        assert!(!render_bench(&calm, 256, &cpu, None).contains("noisy"));
+    }
+
+    #[test]
+    fn request_digests_parse_as_64_hex_digits() {
         assert!(crate::hex::decode32(&"ab".repeat(32)).is_some());
         assert!(crate::hex::decode32("zz").is_none());
     }
