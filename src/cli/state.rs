@@ -1,7 +1,7 @@
 //! `elicitkit state`: choose and debug `requestState` sealing.
 //!
-//! - `state bench [--quick]`: measure every codec on this machine
-//!   over a few rounds and print the CPU's relevant features and a
+//! - `state bench [--quick] [--format json]`: measure every codec on this
+//!   machine over a few rounds and print the CPU's relevant features and a
 //!   table (token size, seal/open ns as median (min–max), confidentiality,
 //!   nonce-misuse resistance), then one recommendation with its reason.
 //! - `state inspect TOKEN [--key-file F | --key-env VAR]`: decode the
@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, UNIX_EPOCH};
 
-use clap::{Args as ClapArgs, Subcommand};
+use clap::{Args as ClapArgs, Subcommand, ValueEnum};
+use serde::Serialize;
 
 use super::{exit, usage_error};
 use crate::state::claims::{self, ClaimsRef};
@@ -58,6 +59,21 @@ pub struct BenchArgs {
     /// Payload bytes in the measured state.
     #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(0..=65536))]
     pub payload: u32,
+    /// Output: text (a table, the CPU line and one recommendation) or json
+    /// (one document: payload, repeats, cpu {arch, features}, codecs
+    /// [{codec, token_len, confidential, misuse_resistant, seal_ns and
+    /// open_ns as {min, median, max}}], recommendation {codec, reason}).
+    #[arg(long, value_enum, default_value_t = BenchFormat::Text)]
+    pub format: BenchFormat,
+}
+
+/// `state bench --format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchFormat {
+    /// A table for people.
+    Text,
+    /// One JSON document for machines.
+    Json,
 }
 
 /// Arguments of `elicitkit state inspect`.
@@ -105,7 +121,10 @@ fn bench(args: &BenchArgs) -> ExitCode {
     let rows = measure::measure_all(&CodecName::ALL, payload, budget, measure::REPEATS);
     let cpu = CpuFeatures::detect();
     let rec = measure::recommend(&rows, &cpu);
-    print!("{}", render_bench(&rows, payload, &cpu, rec.as_ref()));
+    match args.format {
+        BenchFormat::Text => print!("{}", render_bench(&rows, payload, &cpu, rec.as_ref())),
+        BenchFormat::Json => println!("{}", bench_json(&rows, payload, &cpu, rec.as_ref())),
+    }
     exit::ok()
 }
 
@@ -203,6 +222,82 @@ fn legend(rows: &[Measurement]) -> String {
         ));
     }
     out
+}
+
+/// `state bench --format json`.
+#[derive(Debug, Serialize)]
+struct BenchDoc {
+    payload: usize,
+    repeats: usize,
+    cpu: CpuDoc,
+    codecs: Vec<CodecDoc>,
+    recommendation: Option<RecommendationDoc>,
+}
+
+#[derive(Debug, Serialize)]
+struct CpuDoc {
+    arch: &'static str,
+    /// Rust's feature names (`aes`, `vaes`, `avx512f`, ...) to presence.
+    features: std::collections::BTreeMap<&'static str, bool>,
+}
+
+#[derive(Debug, Serialize)]
+struct CodecDoc {
+    codec: &'static str,
+    token_len: usize,
+    confidential: bool,
+    misuse_resistant: bool,
+    seal_ns: Spread,
+    open_ns: Spread,
+}
+
+#[derive(Debug, Serialize)]
+struct RecommendationDoc {
+    codec: &'static str,
+    reason: String,
+}
+
+/// A spread rounded to 0.1 ns (the batches do not resolve finer).
+fn rounded(s: Spread) -> Spread {
+    let r = |x: f64| (x * 10.0).round() / 10.0;
+    Spread {
+        min: r(s.min),
+        median: r(s.median),
+        max: r(s.max),
+    }
+}
+
+/// Renders the `state bench` report as one JSON document.
+pub fn bench_json(
+    rows: &[Measurement],
+    payload: usize,
+    cpu: &CpuFeatures,
+    rec: Option<&Recommendation>,
+) -> String {
+    let doc = BenchDoc {
+        payload,
+        repeats: measure::REPEATS,
+        cpu: CpuDoc {
+            arch: cpu.arch,
+            features: cpu.flags.iter().map(|f| (f.name, f.present)).collect(),
+        },
+        codecs: rows
+            .iter()
+            .map(|m| CodecDoc {
+                codec: m.codec.as_str(),
+                token_len: m.token_len,
+                confidential: m.codec.confidential(),
+                misuse_resistant: m.codec.nonce_misuse_resistant(),
+                seal_ns: rounded(m.seal_ns),
+                open_ns: rounded(m.open_ns),
+            })
+            .collect(),
+        recommendation: rec.map(|r| RecommendationDoc {
+            codec: r.codec.as_str(),
+            reason: r.reason.clone(),
+        }),
+    };
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
 fn fmt_ms(ms: u64, now: u64) -> String {
@@ -560,6 +655,35 @@ mod tests {
             })
             .collect();
         assert!(!render_bench(&calm, 256, &cpu, None).contains("noisy"));
+    }
+
+    #[test]
+    fn bench_json_parses_back_with_every_field() {
+        let rows = fake_rows();
+        let cpu = fake_cpu();
+        let rec = measure::recommend(&rows, &cpu).unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_str(&bench_json(&rows, 1024, &cpu, Some(&rec))).unwrap();
+        assert_eq!(doc["payload"], 1024);
+        assert_eq!(doc["repeats"], measure::REPEATS);
+        assert_eq!(doc["cpu"]["arch"], "x86_64");
+        assert_eq!(doc["cpu"]["features"]["aes"], true);
+        assert_eq!(doc["cpu"]["features"]["vaes"], false);
+        let codecs = doc["codecs"].as_array().unwrap();
+        assert_eq!(codecs.len(), CodecName::ALL.len());
+        let gcm = &codecs[2];
+        assert_eq!(gcm["codec"], "aes-256-gcm");
+        assert_eq!(gcm["token_len"], 400);
+        assert_eq!(gcm["confidential"], true);
+        assert_eq!(gcm["misuse_resistant"], false);
+        assert_eq!(gcm["seal_ns"]["median"], 130.0);
+        assert_eq!(gcm["open_ns"]["min"], 125.0, "rounded to 0.1 ns");
+        assert_eq!(gcm["open_ns"]["max"], 300.0);
+        assert_eq!(doc["recommendation"]["codec"], "aes-256-gcm-siv");
+        assert_eq!(doc["recommendation"]["reason"], rec.reason.as_str());
+        let none: serde_json::Value =
+            serde_json::from_str(&bench_json(&rows, 0, &cpu, None)).unwrap();
+        assert!(none["recommendation"].is_null());
     }
 
     #[test]
