@@ -22,18 +22,53 @@ use crate::state::envelope::{self, HEADER_LEN, Header};
 use crate::state::measure::{self, Measurement, Recommendation, Spread};
 use crate::state::{Binding, CodecName, KeyRing, Sealer, SealerConfig, StateError};
 
+/// `elicitkit state --help` examples. Indented lines are shell commands, run
+/// in order by `tests/it/state/cli.rs` up to the live-server part. The
+/// example token is checked against the claims it names by a unit test.
+const STATE_HELP: &str = r#"Examples (indented lines are shell commands; run them in order):
+  elicitkit state bench --quick
+  elicitkit state bench --payload 1024 --format json
+
+An example state: hmac-sha256, key id 1, principal alice, bound to
+`tools/call profile {}`, valid until 2100, sealed with the key written below
+(published here: never use it for real states):
+  T=AQAAAAEBAAABlB8pfAAAAAO7LMPYAGVsaWNpdGtpdC1leGFtcGwAAAAB79evksB8YuH7Gm1Sl6aU
+  T=${T}Keggg45mxmxQlw5lz1w1i1EAAAUAAAAAAAJhbGljZXt91yZPO2vIlRKPJua_ZW9roMqFwK8m
+  T=${T}Sw2Hz8K2TpIB9po
+  elicitkit state inspect "$T"
+  echo 1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8 > example-keys.txt
+  elicitkit state inspect "$T" --key-file example-keys.txt
+  D=efd7af92c07c62e1fb1a6d5297a69429e820838e66c66c50970e65cf5c358b51
+  elicitkit state inspect "$T" --key-file example-keys.txt \
+    --principal alice --request-digest $D
+
+A state from a running server (needs curl and a free port 8080; the server's
+default codec, aes-256-gcm-siv, encrypts the claims):
+  K=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  echo "1:$K" > keys.txt
+  elicitkit serve --key-file keys.txt & S=$!; sleep 1
+  T=$(curl -s http://127.0.0.1:8080/mcp -H 'Authorization: Bearer alice' \
+    -H 'Content-Type: application/json' \
+    -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' \
+    -H 'Mcp-Method: tools/call' -H 'Mcp-Name: profile' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/call",
+      "params":{"name":"profile","arguments":{},
+      "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}' \
+    | grep -o '"requestState":"[^"]*"' | cut -d'"' -f4)
+  elicitkit state inspect "$T"
+  elicitkit state inspect "$T" --key-file keys.txt
+  kill $S
+
+Exit codes: 0 done (inspect: the token decodes, and opens with a key);
+1 it does not; 2 usage error."#;
+
 /// Arguments of `elicitkit state`.
 #[derive(Debug, ClapArgs)]
 #[command(
     about = "Choose and debug requestState sealing (benchmark codecs, inspect tokens)",
-    after_help = "Examples:
-  elicitkit state bench --quick                      # which codec is fastest here
-  elicitkit state bench --payload 1024
-  elicitkit state inspect eyJ...                     # decode a token's envelope
-  elicitkit state inspect TOKEN --key-file keys.txt --principal alice
-
-Exit codes: 0 done (inspect: the token decodes, and opens with a key); 1 it does not;
-2 usage error."
+    after_help = STATE_HELP
 )]
 pub struct Args {
     /// What to do.
@@ -84,7 +119,8 @@ when the codec does not encrypt them. With --key-file or --key-env (key ring for
 `kid:base64url(key)` per line, or one bare key), verifies the token and prints why it does not \
 open. With --principal and --request-digest, checks the binding too.\n\n\
 Exit status: 0 when the token decodes (and opens, when a key is given), 1 when it does not, \
-2 on a usage error or unreadable key."
+2 on a usage error or unreadable key.",
+    after_help = "Examples that run as they are: elicitkit state --help"
 )]
 pub struct InspectArgs {
     /// The requestState token.
@@ -684,6 +720,46 @@ mod tests {
         let none: serde_json::Value =
             serde_json::from_str(&bench_json(&rows, 0, &cpu, None)).unwrap();
         assert!(none["recommendation"].is_null());
+    }
+
+    /// The example state in `state --help` is what its text says: the
+    /// claims it names, sealed with the key it writes.
+    #[test]
+    fn help_example_token_holds_the_claims_it_names() {
+        let line = |prefix: &str| {
+            STATE_HELP
+                .lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("{prefix} in the help"))
+                .to_owned()
+        };
+        let token: String = STATE_HELP
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("  T=${T}")
+                    .or_else(|| l.strip_prefix("  T=").filter(|t| !t.starts_with('$')))
+            })
+            .collect();
+        let key = line("  echo 1:").replace(" > example-keys.txt", "");
+        let ring = KeyRing::parse(&format!("1:{key}")).unwrap();
+        let digest = crate::state::request_digest("tools/call", "profile", &serde_json::json!({}));
+        assert_eq!(crate::hex::encode(&digest.unwrap()), line("  D="));
+        let claims = crate::state::Claims {
+            principal: "alice".into(),
+            client_id: None,
+            request_digest: digest.unwrap(),
+            issued_at: 1_735_689_600_000,  // 2025-01-01
+            expires_at: 4_102_444_800_000, // 2100-01-01
+            nonce: *b"elicitkit-exampl",
+            round: 1,
+            payload: b"{}".to_vec(),
+        };
+        let s = Sealer::new(&ring, CodecName::HmacSha256, SealerConfig::default()).unwrap();
+        assert_eq!(s.seal(&claims).unwrap(), token);
+        // clap wraps longer lines on an 80-column terminal, breaking commands
+        for l in STATE_HELP.lines() {
+            assert!(l.chars().count() <= 80, "{l}");
+        }
     }
 
     #[test]
