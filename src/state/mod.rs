@@ -114,6 +114,7 @@
 pub mod base64url;
 pub mod claims;
 pub mod codec;
+pub mod cpu;
 pub mod digest;
 pub mod envelope;
 pub mod error;
