@@ -280,9 +280,14 @@ pub struct HostShare {
 }
 
 impl HostShare {
+    /// Whether a target process ran on the generator's host.
+    pub fn shared(&self) -> bool {
+        !self.local_targets.is_empty()
+    }
+
     /// The note for a run whose target shared the generator's cores, if it did.
     pub fn shared_note(&self) -> Option<String> {
-        (!self.local_targets.is_empty()).then(|| {
+        self.shared().then(|| {
             format!(
                 "the generator and the target ({}) shared one host of {} cores: the knee is what \
                  the target got of them, not a limit of the target, its store or a balancer; run \

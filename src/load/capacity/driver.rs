@@ -47,14 +47,14 @@ fn host_share(engine: &Engine, plan: &Plan, extras: &Extras) -> HostShare {
     found.extend(extras.cpu_pids.iter().map(|p| (*p, "--cpu-pid".into())));
     let urls = plan.target.url.iter().chain(&plan.target.more_urls);
     found.extend(urls.filter_map(|u| target::loopback_listener(u)));
+    // A process found twice (the embedded server is also its port's
+    // listener) is named once, by the first way it was found.
+    let mut pids: Vec<u32> = Vec::new();
     let mut local_targets: Vec<String> = Vec::new();
     for (pid, how) in found {
-        let line = format!("PID {pid} ({how})");
-        if !local_targets
-            .iter()
-            .any(|l| l.starts_with(&format!("PID {pid} ")))
-        {
-            local_targets.push(line);
+        if !pids.contains(&pid) {
+            pids.push(pid);
+            local_targets.push(format!("PID {pid} ({how})"));
         }
     }
     HostShare {

@@ -140,9 +140,8 @@ pub fn analyse(runs: &[Run], target_rate: Option<f64>) -> ScalingReport {
     let shared: Vec<String> = merged
         .iter()
         .filter_map(|r| {
-            let h = r.host.as_ref()?;
-            h.shared_note()
-                .map(|_| format!("{} ({} cores)", r.instances, h.cores))
+            let h = r.host.as_ref().filter(|h| h.shared())?;
+            Some(format!("{} ({} cores)", r.instances, h.cores))
         })
         .collect();
     if !shared.is_empty() {

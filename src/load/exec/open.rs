@@ -137,14 +137,19 @@ impl Shard {
         // Set when the schedule's end came before a due arrival could start:
         // its slot, and whether the in-flight cap was holding it.
         let mut overdue: Option<(Instant, bool)> = None;
-        'schedule: for (k, offset) in schedule.by_ref() {
-            // A segment of a distributed run takes every N-th arrival of
-            // the whole schedule (crate::load::spec::segment).
+        // Whether arrival `k` is this shard's: a segment of a distributed run
+        // takes every N-th arrival of the whole schedule
+        // (crate::load::spec::segment), and the shards of a segment take
+        // its arrivals in turn. Counts the segment's arrivals in `slot`.
+        let mine = |k: usize, slot: &mut u64| {
             if !segment.owns(k as u64) {
-                continue;
+                return false;
             }
-            slot += 1;
-            if (slot - 1) % self.shards as u64 != self.shard as u64 {
+            *slot += 1;
+            (*slot - 1) % self.shards as u64 == self.shard as u64
+        };
+        'schedule: for (k, offset) in schedule.by_ref() {
+            if !mine(k, &mut slot) {
                 continue;
             }
             let intended = start + Duration::from_secs_f64(offset);
@@ -217,11 +222,7 @@ impl Shard {
             };
             note(first);
             for (k, offset) in schedule {
-                if !segment.owns(k as u64) {
-                    continue;
-                }
-                slot += 1;
-                if (slot - 1) % self.shards as u64 == self.shard as u64 {
+                if mine(k, &mut slot) {
                     note(start + Duration::from_secs_f64(offset));
                 }
             }

@@ -167,8 +167,7 @@ impl Recorder {
         if let Some(since) = since.filter(|s| *s < self.measured)
             && let Ok(mut inner) = self.inner.lock()
         {
-            let index = (since.as_nanos() / self.interval.as_nanos().max(1)) as u64;
-            *inner.begun.entry(index).or_insert(0) += 1;
+            *inner.begun.entry(self.interval_index(since)).or_insert(0) += 1;
         }
         InFlight { recorder: self }
     }
@@ -181,6 +180,11 @@ impl Recorder {
         let _ = self
             .anchor_ns
             .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// The interval `since` the window's start falls in.
+    fn interval_index(&self, since: Duration) -> u64 {
+        (since.as_nanos() / self.interval.as_nanos().max(1)) as u64
     }
 
     /// The measured window's start, from `started`.
@@ -336,7 +340,7 @@ impl Recorder {
         }
         let since = now.saturating_sub(window);
         inner.last_in_window = inner.last_in_window.max(Some(since));
-        let index = (since.as_nanos() / self.interval.as_nanos().max(1)) as u64;
+        let index = self.interval_index(since);
         if index > inner.current_index {
             self.rotate(&mut inner, index, None);
         }

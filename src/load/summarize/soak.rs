@@ -128,12 +128,12 @@ fn trend(samples: &[HealthSample], phases: Phases, min_r2: f64, q: &Quantity) ->
     // Growth beyond the limit and the floor, over the whole steady phase or
     // its second half (a leak that began halfway), and whether the line
     // that shows it fits.
-    let beyond = |f: &Fit, minutes: f64| f.slope > q.limit && f.slope * minutes > q.floor;
+    let grows = |f: &Fit, minutes: f64| f.slope > q.limit && f.slope * minutes > q.floor;
     let fits = |f: &Fit| f.r2.is_some_and(|r| r >= min_r2);
-    let late_beyond = late.as_ref().is_some_and(|l| beyond(l, minutes / 2.0));
-    let good_fit =
-        (beyond(&fit, minutes) && fits(&fit)) || (late_beyond && late.as_ref().is_some_and(fits));
-    let beyond = beyond(&fit, minutes) || late_beyond;
+    let whole_beyond = grows(&fit, minutes);
+    let late_beyond = late.as_ref().is_some_and(|l| grows(l, minutes / 2.0));
+    let good_fit = (whole_beyond && fits(&fit)) || (late_beyond && late.as_ref().is_some_and(fits));
+    let beyond = whole_beyond || late_beyond;
     let kept = retained_pct.is_none_or(|r| r > RETAINED_PCT);
     let levelled = late.is_some_and(|l| l.slope < q.limit * LEVELLED_SHARE);
     let verdict = if !beyond {
