@@ -239,14 +239,7 @@ impl RawReply {
 
     /// The `id` of the JSON-RPC response in the body, if any.
     pub fn response_id(&self) -> Option<RequestId> {
-        self.decoded()
-            .ok()?
-            .messages
-            .into_iter()
-            .find_map(|m| match m {
-                Message::Response(r) => r.id,
-                _ => None,
-            })
+        self.decoded().ok()?.response_id()
     }
 
     /// The reply as evidence text (secrets masked).

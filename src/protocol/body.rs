@@ -1,7 +1,7 @@
 //! HTTP response bodies: a single JSON message, or an SSE stream of messages.
 //! Which one is decided by `Content-Type`, falling back to sniffing.
 
-use super::jsonrpc::{Message, ParseError, message_from_value, parse_json};
+use super::jsonrpc::{Message, ParseError, RequestId, message_from_value, parse_json};
 use super::sse::{SseError, parse_all};
 
 /// How a body was framed.
@@ -24,6 +24,16 @@ pub struct DecodedBody {
     pub empty_events: usize,
     /// Whether the SSE stream ended in the middle of an event.
     pub truncated: bool,
+}
+
+impl DecodedBody {
+    /// The `id` of the first JSON-RPC response among the messages.
+    pub fn response_id(&self) -> Option<RequestId> {
+        self.messages.iter().find_map(|m| match m {
+            Message::Response(r) => r.id.clone(),
+            _ => None,
+        })
+    }
 }
 
 /// Why a body could not be decoded.

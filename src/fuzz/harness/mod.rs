@@ -53,7 +53,6 @@ use crate::client::raw::{Exchange, RawError, RawReply, RawRequest, Rpc};
 use crate::discover::modern::{WalkEnd, call_request, list_tools, walk};
 use crate::discover::{Wire, all_modes, args, is_single_use, page};
 use crate::findings::Severity;
-use crate::protocol::jsonrpc::Message;
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE, asks_for_input};
 use crate::protocol::{Generation, validate};
 
@@ -625,12 +624,7 @@ impl<S: McpService> Run<'_, S> {
                     format!("{label}: the reply is not a JSON-RPC response: {why}"),
                 ));
             }
-            let got = decoded.as_ref().ok().and_then(|d| {
-                d.messages.iter().find_map(|m| match m {
-                    Message::Response(r) => r.id.clone(),
-                    _ => None,
-                })
-            });
+            let got = decoded.as_ref().ok().and_then(|d| d.response_id());
             let sent_id = sent_id(&req.body);
             let id_ok = match (&sent_id, &got) {
                 (_, None) => true,
