@@ -168,7 +168,8 @@ pub struct Args {
     #[arg(long, default_value = "8MiB", value_parser = parse_size)]
     pub max_body_bytes_per_principal: usize,
     /// Bytes a second a request body must average, after a 2 s grace, not
-    /// to count as slow: at --max-connections a slow body's connection may
+    /// to count as slow (a body with no new byte for 2 s is slow too, however
+    /// fast it began): at --max-connections a slow body's connection may
     /// be shed for a new one (credentials are checked before any body is
     /// read, so only callers with a token get that far). 0: never shed a
     /// body. Example: --min-body-rate 256

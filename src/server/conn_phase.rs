@@ -13,7 +13,10 @@
 //!   The body read timeout is the handler's (see `body::read_body`); at the
 //!   connection cap the connection may be shed once its body has averaged
 //!   less than `min_body_rate` bytes a second for longer than
-//!   `body_grace` (a body trickled in to hold the connection).
+//!   `body_grace` (a body trickled in to hold the connection), or once no
+//!   byte of it has arrived for `body_grace` (a burst, then a stall: its
+//!   average alone would hold the connection for as long as the burst
+//!   bought).
 //! - **busy**: a request is being handled or its response (an SSE stream,
 //!   say) is still being written. No connection timeout applies and it is
 //!   never shed.
@@ -58,7 +61,8 @@ pub struct PhaseLimits {
     /// as slow.
     pub body_grace: Duration,
     /// Bytes a second a body must average, from its head on, not to count
-    /// as slow once `body_grace` is over (0: a body never does).
+    /// as slow once `body_grace` is over; a body that stalls for
+    /// `body_grace` counts as slow too (0: a body never does).
     pub min_body_rate: u64,
 }
 
@@ -91,6 +95,9 @@ pub struct Phase {
     in_flight: AtomicU32,
     /// Bytes of the request body received in the body phase.
     body_bytes: AtomicU64,
+    /// Milliseconds since `epoch` when the body's last bytes arrived (or
+    /// its phase began).
+    body_last_ms: AtomicU64,
     /// The registry this connection is filed in, and its id there.
     filed: Option<(Weak<Registry>, u64)>,
     /// Woken on every phase change, so the connection task re-reads its deadline.
@@ -114,6 +121,7 @@ impl Phase {
             since_ms: AtomicU64::new(ms_since(epoch)),
             in_flight: AtomicU32::new(0),
             body_bytes: AtomicU64::new(0),
+            body_last_ms: AtomicU64::new(0),
             filed,
             changed: Notify::new(),
             evict: Notify::new(),
@@ -179,6 +187,8 @@ impl Phase {
         let first = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
         if first && has_body {
             self.body_bytes.store(0, Ordering::Relaxed);
+            self.body_last_ms
+                .store(ms_since(self.epoch), Ordering::Relaxed);
             self.set(BODY);
         } else {
             self.set(BUSY);
@@ -188,8 +198,14 @@ impl Phase {
 
     /// `n` more bytes of the request body arrived.
     fn body_read(&self, n: usize) {
+        self.body_read_at(n, ms_since(self.epoch));
+    }
+
+    /// `n` more bytes of the request body arrived at `now` ([`ms_since`]).
+    fn body_read_at(&self, n: usize, now: u64) {
         self.body_bytes
             .fetch_add(u64::try_from(n).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.body_last_ms.fetch_max(now, Ordering::Relaxed);
     }
 
     /// The request body ended (or was dropped unread): busy until the
@@ -212,15 +228,22 @@ impl Phase {
 
     /// When this connection became sheddable, in [`ms_since`] time: the
     /// start of its head or idle spell, or the moment its body falls below
-    /// the rate floor if no more of it arrives; `None` while busy.
+    /// the rate floor if no more of it arrives, or has stalled for the
+    /// grace, whichever comes first; `None` while busy.
     pub fn shed_key(&self) -> Option<u64> {
         let since = self.since_ms.load(Ordering::Relaxed);
         match self.phase.load(Ordering::Acquire) {
             HEAD | IDLE => Some(since),
             BODY if self.limits.min_body_rate > 0 => {
+                let grace = ms(self.limits.body_grace);
                 let bytes = self.body_bytes.load(Ordering::Relaxed);
                 let earned = bytes.saturating_mul(1000) / self.limits.min_body_rate;
-                Some(since.saturating_add(earned.max(ms(self.limits.body_grace))))
+                let below_floor = since.saturating_add(earned.max(grace));
+                let stalled = self
+                    .body_last_ms
+                    .load(Ordering::Relaxed)
+                    .saturating_add(grace);
+                Some(below_floor.min(stalled))
             }
             _ => None,
         }
@@ -490,8 +513,9 @@ mod tests {
         // Within the grace whatever has arrived.
         assert_eq!(p.shed_key(), Some(start + 2_000));
         assert_eq!(p.shed_check(start + 1_999), Check::NotBefore(start + 2_000));
-        // 5,000 bytes at 1,000 B/s buy 5 s from the start.
-        p.body_read(5_000);
+        // 5,000 bytes at 1,000 B/s buy 5 s from the start; the last of
+        // them at 4.5 s keeps the stall rule (2 s of nothing) beyond that.
+        p.body_read_at(5_000, start + 4_500);
         assert_eq!(p.shed_key(), Some(start + 5_000));
         // The registry holds the stale key until a pick re-files it.
         let picked = lock(&reg)
@@ -526,6 +550,26 @@ mod tests {
                 .pick(u64::MAX, |c| c.shed_check(u64::MAX))
                 .is_some()
         );
+    }
+
+    #[test]
+    fn a_body_that_bursts_then_stalls_is_sheddable_a_grace_after_its_last_byte() {
+        let p = Arc::new(Phase::new(
+            Instant::now() - Duration::from_secs(100),
+            LIMITS,
+        ));
+        let _busy = p.begin(true);
+        let start = p.since_ms.load(Ordering::Relaxed);
+        // 900 kB at once would buy 900 s at the floor's 1,000 B/s.
+        p.body_read_at(900_000, start + 100);
+        assert_eq!(p.shed_key(), Some(start + 2_100));
+        assert_eq!(p.shed_check(start + 2_099), Check::NotBefore(start + 2_100));
+        assert_eq!(p.shed_check(start + 2_100), Check::Go);
+        // More bytes move the stall on; a late, stale clock reading does not
+        // move it back.
+        p.body_read_at(1, start + 3_000);
+        p.body_read_at(1, start + 2_500);
+        assert_eq!(p.shed_key(), Some(start + 5_000));
     }
 
     #[test]

@@ -364,6 +364,33 @@ async fn at_the_cap_slow_bodies_with_credentials_are_shed_for_requests() {
     s.server.shutdown().await;
 }
 
+/// Issue 28 item 1: a body that bursts, then stalls, is slow too. 60 kB at
+/// once average far above 1 KiB/s for a minute, longer than the body-read
+/// timeout; a stall as long as the grace makes them sheddable anyway.
+#[tokio::test]
+async fn at_the_cap_bodies_that_burst_then_stall_are_shed_for_requests() {
+    let s = start(ServerConfig {
+        max_connections: 20,
+        body_read_timeout: Duration::from_secs(30),
+        body_rate_grace: Duration::from_millis(200),
+        min_body_rate: 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let head = post_head(&s, 100_000, Some("mallory"));
+    let _stalled = open_bodies(&s, 20, &head, &[b' '; 60_000]).await;
+    // (No `/stats` poll here: at the cap it would need a connection, which
+    // only shedding gives.) Past the grace by 400 ms.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    for i in 0..5 {
+        assert_eq!(gets_in(&s).await, Ok(()), "request {i} at the cap");
+    }
+    let conns = stats(&s).await["connections"].clone();
+    assert!(conns["shed"].as_u64().unwrap() >= 1, "{conns}");
+    assert_eq!(conns["refused"].as_u64(), Some(0), "{conns}");
+    s.server.shutdown().await;
+}
+
 /// Issue 28 item 2: bodies beyond the bytes-in-flight budget, per
 /// principal or server-wide, get 503 with `Retry-After`; the budget frees
 /// up when a body goes.
