@@ -1,7 +1,8 @@
 //! `elicitkit serve` logs, read from a file as an operator would: client
 //! strings cannot forge lines or colour the terminal, a log file carries
-//! no colour codes, every security event names principal and peer, and no
-//! token or typed API key ever appears.
+//! no colour codes, every security event names principal and peer, no
+//! token or typed API key ever appears, and a flood of refusals is a line
+//! per window, not a line each.
 #![cfg(feature = "net")]
 
 use crate::support::server::*;
