@@ -25,7 +25,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -40,6 +40,7 @@ use tokio::sync::{Notify, watch};
 use tracing::Instrument as _;
 
 use super::conn_phase::{Inbound, Phase, PhaseLimits, Registry, Tracked, Watched, lock, ms_since};
+use super::log_gate::LogGate;
 use super::stats::{Stats, bump, drop_one};
 
 /// Descriptors kept free for everything but client connections (store
@@ -177,32 +178,16 @@ fn fds_exhausted(e: &std::io::Error) -> bool {
     }
 }
 
-/// Logs a summary of closed and shed connections at most every 10 s, so a
-/// flood of them shows without a line each.
-struct Throttle {
-    last_ms: AtomicU64,
-    epoch: Instant,
-}
-
-impl Throttle {
-    fn due(&self) -> bool {
-        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let last = self.last_ms.load(Ordering::Relaxed);
-        (last == 0 || now >= last + 10_000)
-            && self
-                .last_ms
-                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-}
-
 /// Everything the connection tasks share.
 struct Shared {
     router: Router,
     stats: Arc<Stats>,
     table: Table,
     epoch: Instant,
-    throttle: Throttle,
+    /// One line at most every 10 s for closed and shed connections (a
+    /// summary) and for running out of descriptors, so a flood of either
+    /// shows without a line each.
+    summary: LogGate,
     closing: watch::Receiver<bool>,
 }
 
@@ -221,10 +206,7 @@ pub async fn serve(
         stats,
         table: Table::default(),
         epoch,
-        throttle: Throttle {
-            last_ms: AtomicU64::new(0),
-            epoch,
-        },
+        summary: LogGate::new(),
         closing: closing.clone(),
     });
     let mut closing = closing;
@@ -237,7 +219,7 @@ pub async fn serve(
         let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) if fds_exhausted(&e) => {
-                if shared.throttle.due() {
+                if shared.summary.pass().is_some() {
                     tracing::warn!(error = %e, "out of file descriptors: shedding idle connections");
                 }
                 shared.table.shed_one(ms_since(shared.epoch));
@@ -347,7 +329,7 @@ async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase:
                 if phase.deadline().is_some_and(|d| Instant::now() >= d) {
                     bump(&shared.stats.connections_timed_out);
                     tracing::debug!(%peer, phase = phase.name(), "closing a connection that outstayed its timeout");
-                    if shared.throttle.due() {
+                    if shared.summary.pass().is_some() {
                         let s = &shared.stats;
                         tracing::info!(
                             timed_out = s.connections_timed_out.load(Ordering::Relaxed),

@@ -11,6 +11,7 @@ use crate::protocol::codes;
 
 use super::app::App;
 use super::body_budget::Held;
+use super::log_gate::info_gated;
 use super::reply::{self, RpcError};
 
 /// 413 for a body longer than `max` bytes.
@@ -70,7 +71,7 @@ pub async fn read_body<'a>(
     declared: Option<usize>,
 ) -> Result<Received<'a>, BodyError> {
     let Ok(mut held) = app.bodies.admit(principal, declared.unwrap_or(0).min(max)) else {
-        tracing::info!("request body refused: the bytes-in-flight budget is spent");
+        info_gated!("request body refused: the bytes-in-flight budget is spent");
         return Err(BodyError::OverBudget);
     };
     let collect = async {
@@ -82,7 +83,7 @@ pub async fn read_body<'a>(
                 return Err(BodyError::TooLarge);
             }
             if held.grow(chunk.len()).is_err() {
-                tracing::info!("request body cut off: the bytes-in-flight budget is spent");
+                info_gated!("request body cut off: the bytes-in-flight budget is spent");
                 return Err(BodyError::OverBudget);
             }
             bytes.extend_from_slice(&chunk);
@@ -93,7 +94,7 @@ pub async fn read_body<'a>(
         Ok(Ok(bytes)) => Ok(Received { bytes, _held: held }),
         Ok(Err(e)) => Err(e),
         Err(_) => {
-            tracing::info!("request body not received within --body-read-timeout");
+            info_gated!("request body not received within --body-read-timeout");
             Err(BodyError::TimedOut)
         }
     }

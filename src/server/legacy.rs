@@ -39,6 +39,7 @@ use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 use super::app::App;
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
+use super::log_gate::info_gated;
 use super::log_text::LogText;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
@@ -102,7 +103,7 @@ pub async fn handle_post(
         return reply::error(id.as_ref(), &e);
     };
     if session.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
-        tracing::info!("session used by another principal");
+        info_gated!("session used by another principal");
         let e = err(
             StatusCode::FORBIDDEN,
             codes::INVALID_REQUEST,
@@ -172,12 +173,12 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
     match app.sessions.insert(sid.clone(), session) {
         Ok(None) => {}
         Ok(Some(_replaced)) => {
-            tracing::info!(
+            info_gated!(
                 "session limit of the principal reached: its least recently used idle session was closed"
             );
         }
         Err(Refused::PrincipalFull) => {
-            tracing::info!("session refused: the principal's sessions are all in use");
+            info_gated!("session refused: the principal's sessions are all in use");
             let max = app.sessions.limits().per_principal;
             // A limit the client hit, not a fault of ours: not -32603.
             let e = err(
@@ -274,7 +275,7 @@ pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
         return reply::status(StatusCode::NOT_FOUND);
     };
     if session.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
-        tracing::info!("GET stream of a session asked for by another principal");
+        info_gated!("GET stream of a session asked for by another principal");
         return reply::status(StatusCode::FORBIDDEN);
     }
     let Some(rx) = session.open_get_stream() else {

@@ -19,7 +19,8 @@
 //!   per originating request, its outcome kept for repeats; `leak`: what
 //!   `--flaw leak` keeps per completed call (bounded).
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`;
-//!   `log_text`: client strings made safe for log lines.
+//!   `log_text`: client strings made safe for log lines; `log_gate`: one
+//!   line per window for events a client triggers at will.
 //! - `accept`: the accept loop (connection cap, shedding, graceful end);
 //!   `conn_phase`: per-connection header-read and keep-alive timeouts and
 //!   the body-rate floor; `shed_index`: the open connections in shed order.
@@ -44,6 +45,7 @@ mod flow;
 mod http;
 mod leak;
 mod legacy;
+mod log_gate;
 mod log_text;
 mod modern;
 mod once;

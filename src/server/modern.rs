@@ -34,6 +34,7 @@ use super::app::App;
 use super::catalog;
 use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
+use super::log_gate::info_gated;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::timing::Timing;
@@ -408,7 +409,7 @@ async fn tools_call(
                 (conv, 1, None)
             }
             Err(e) => {
-                tracing::info!(reason = e.kind(), tool = name, "requestState rejected");
+                info_gated!(reason = e.kind(), tool = name, "requestState rejected");
                 return Err(state_rejected(&e));
             }
         },

@@ -1,7 +1,8 @@
 //! `elicitkit serve` logs, read from a file as an operator would: client
 //! strings cannot forge lines or colour the terminal, a log file carries
-//! no colour codes, every security event names principal and peer, and no
-//! token or typed API key ever appears.
+//! no colour codes, every security event names principal and peer, no
+//! token or typed API key ever appears, and a flood of refusals is a line
+//! per window, not a line each.
 #![cfg(feature = "net")]
 
 use crate::support::server::*;
@@ -184,4 +185,43 @@ async fn refused_replays_are_counted_not_logged_at_info() {
         .filter(|l| l.contains("refused with its outcome"))
         .count();
     assert_eq!(lines, 0, "no INFO line per replay:\n{text}");
+}
+
+/// Issue 28 item 5: a flood of requests without credentials is a flood of
+/// 401s, not of log lines: the first is logged at once, the rest of the
+/// 10 s window only counted, and the next line says how many it held back.
+#[tokio::test]
+async fn a_flood_of_401s_logs_a_line_per_window_with_the_count_held_back() {
+    const FLOOD: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = crate::support::serve::cmd();
+    c.args(["--workers", "1"])
+        .env("RUST_LOG", "info")
+        .stderr(log);
+    let mut child = crate::support::serve::start(c);
+    let s = remote(child.base_url());
+    let unauthenticated = || s.http.post(&s.url).json(&json!({})).send();
+    let mut first = None;
+    for _ in 0..FLOOD {
+        let r = unauthenticated().await.unwrap();
+        assert_eq!(r.status().as_u16(), 401);
+        first.get_or_insert_with(std::time::Instant::now);
+    }
+    // One more once the window since the first line is over.
+    let window_over = first.unwrap() + std::time::Duration::from_millis(10_500);
+    tokio::time::sleep_until(window_over.into()).await;
+    assert_eq!(unauthenticated().await.unwrap().status().as_u16(), 401);
+    child.kill();
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("no valid credentials"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per window, not per 401:\n{text}");
+    assert!(lines[0].contains("suppressed=0"), "{}", lines[0]);
+    let held_back = format!("suppressed={}", FLOOD - 1);
+    assert!(lines[1].contains(&held_back), "{}", lines[1]);
+    assert!(lines[1].contains("peer=127.0.0.1:"), "{}", lines[1]);
 }
