@@ -11,7 +11,7 @@ use crate::protocol::codes;
 
 use super::app::App;
 use super::body_budget::Held;
-use super::log_gate::info_gated;
+use super::log_gate::gated;
 use super::reply::{self, RpcError};
 
 /// 413 for a body longer than `max` bytes.
@@ -71,7 +71,10 @@ pub async fn read_body<'a>(
     declared: Option<usize>,
 ) -> Result<Received<'a>, BodyError> {
     let Ok(mut held) = app.bodies.admit(principal, declared.unwrap_or(0).min(max)) else {
-        info_gated!("request body refused: the bytes-in-flight budget is spent");
+        gated!(
+            info,
+            "request body refused: the bytes-in-flight budget is spent"
+        );
         return Err(BodyError::OverBudget);
     };
     let collect = async {
@@ -83,7 +86,10 @@ pub async fn read_body<'a>(
                 return Err(BodyError::TooLarge);
             }
             if held.grow(chunk.len()).is_err() {
-                info_gated!("request body cut off: the bytes-in-flight budget is spent");
+                gated!(
+                    info,
+                    "request body cut off: the bytes-in-flight budget is spent"
+                );
                 return Err(BodyError::OverBudget);
             }
             bytes.extend_from_slice(&chunk);
@@ -94,7 +100,7 @@ pub async fn read_body<'a>(
         Ok(Ok(bytes)) => Ok(Received { bytes, _held: held }),
         Ok(Err(e)) => Err(e),
         Err(_) => {
-            info_gated!("request body not received within --body-read-timeout");
+            gated!(info, "request body not received within --body-read-timeout");
             Err(BodyError::TimedOut)
         }
     }

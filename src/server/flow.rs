@@ -35,7 +35,7 @@ use super::auth::cookie;
 use super::body::{BodyError, Received, body_timed_out, declared_length, read_body};
 use super::browser_session::{BROWSER_SESSION_TTL, LOGIN_CSRF_TTL, plausible_token, random_token};
 use super::flaw::Flaw;
-use super::log_gate::info_gated;
+use super::log_gate::gated;
 use super::log_text::LogText;
 use super::reply;
 use super::timing::Timing;
@@ -134,7 +134,7 @@ async fn load(app: &App, id: &str, principal: &str, timing: &Timing) -> Result<R
         }
     };
     if rec.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
-        info_gated!("flow page refused to another principal");
+        gated!(info, "flow page refused to another principal");
         return Err(html(
             StatusCode::FORBIDDEN,
             "Forbidden",
@@ -266,7 +266,7 @@ pub async fn submit(
         fields.next().flatten(),
     );
     if !csrf.as_deref().is_some_and(|c| rec.csrf_matches(c)) {
-        info_gated!("flow page submit with a bad CSRF token");
+        gated!(info, "flow page submit with a bad CSRF token");
         return html(
             StatusCode::FORBIDDEN,
             "Forbidden",
@@ -381,7 +381,7 @@ pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
     // The Origin guard already refused a foreign Origin; a browser's form
     // POST always carries one, so none at all is not a browser's sign-in.
     if !headers.contains_key(header::ORIGIN) {
-        info_gated!("sign-in refused: no Origin header");
+        gated!(info, "sign-in refused: no Origin header");
         return forbidden("Sign in from the sign-in page.", &timing);
     }
     let mut fields = form_fields(&bytes, &["token", "csrf", "next"]).into_iter();
@@ -393,7 +393,10 @@ pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
     let expected = cookie(&headers, app.cookies.login_csrf).unwrap_or("");
     let csrf_ok = !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(csrf.as_bytes()));
     if !csrf_ok {
-        info_gated!("sign-in refused: the CSRF token does not match its cookie");
+        gated!(
+            info,
+            "sign-in refused: the CSRF token does not match its cookie"
+        );
         return forbidden("The sign-in form expired; reload the page.", &timing);
     }
     let shown_next = next
@@ -401,7 +404,7 @@ pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
         .filter(|n| n.starts_with("/flow/"))
         .unwrap_or("");
     let Some(principal) = app.cfg.principals.resolve(&token) else {
-        info_gated!("sign-in failed: unknown token");
+        gated!(info, "sign-in failed: unknown token");
         return login_page(
             &app,
             &headers,

@@ -29,7 +29,7 @@ use crate::protocol::version::{LEGACY, MODERN};
 use super::app::App;
 use super::body::{BodyError, body_timed_out, declared_length, over_budget, read_body, too_large};
 use super::flaw::Flaw;
-use super::log_gate::info_gated;
+use super::log_gate::gated;
 use super::log_text::LogText;
 use super::origin::Refusal;
 use super::reply::{self, RpcError};
@@ -107,7 +107,7 @@ async fn guard_origin(State(app): State<Arc<App>>, req: Request, next: Next) -> 
                 .get(&name)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
                 .unwrap_or_default();
-            info_gated!(
+            gated!(info,
                 ?refusal,
                 value = %LogText(&value),
                 "request refused by the Origin/Host check"
@@ -138,7 +138,7 @@ async fn split_writes(req: Request, next: Next) -> Response {
 /// 401 with `WWW-Authenticate: Bearer`. It names no JSON-RPC id: the body
 /// of a caller without credentials is never read.
 fn unauthorized() -> Response {
-    info_gated!("request refused: no valid credentials");
+    gated!(info, "request refused: no valid credentials");
     let e = RpcError::new(
         StatusCode::UNAUTHORIZED,
         codes::INVALID_REQUEST,

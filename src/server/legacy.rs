@@ -39,7 +39,7 @@ use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 use super::app::App;
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
-use super::log_gate::info_gated;
+use super::log_gate::gated;
 use super::log_text::LogText;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
@@ -103,7 +103,7 @@ pub async fn handle_post(
         return reply::error(id.as_ref(), &e);
     };
     if session.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
-        info_gated!("session used by another principal");
+        gated!(info, "session used by another principal");
         let e = err(
             StatusCode::FORBIDDEN,
             codes::INVALID_REQUEST,
@@ -173,12 +173,16 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
     match app.sessions.insert(sid.clone(), session) {
         Ok(None) => {}
         Ok(Some(_replaced)) => {
-            info_gated!(
+            gated!(
+                info,
                 "session limit of the principal reached: its least recently used idle session was closed"
             );
         }
         Err(Refused::PrincipalFull) => {
-            info_gated!("session refused: the principal's sessions are all in use");
+            gated!(
+                info,
+                "session refused: the principal's sessions are all in use"
+            );
             let max = app.sessions.limits().per_principal;
             // A limit the client hit, not a fault of ours: not -32603.
             let e = err(
@@ -195,7 +199,7 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
             return r;
         }
         Err(Refused::Full) => {
-            tracing::warn!("session refused: the session table is full");
+            gated!(warn, "session refused: the session table is full");
             let e = err(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::INTERNAL_ERROR,
@@ -275,7 +279,10 @@ pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
         return reply::status(StatusCode::NOT_FOUND);
     };
     if session.principal != principal && !app.flaw(Flaw::IgnorePrincipal) {
-        info_gated!("GET stream of a session asked for by another principal");
+        gated!(
+            info,
+            "GET stream of a session asked for by another principal"
+        );
         return reply::status(StatusCode::FORBIDDEN);
     }
     let Some(rx) = session.open_get_stream() else {

@@ -6,7 +6,7 @@
 //! how many were held back since the last one. Lock-free (two atomics): an
 //! event held back costs a load and an add.
 //!
-//! [`info_gated!`] is how a call site uses one: a `static` gate of its own,
+//! [`gated!`] is how a call site uses one: a `static` gate of its own,
 //! the INFO line with a `suppressed = N` field when due, the same event at
 //! DEBUG otherwise.
 
@@ -75,21 +75,22 @@ impl LogGate {
     }
 }
 
-/// `tracing::info!(suppressed = N, ARGS)` when this call site's own
+/// `tracing::LEVEL!(suppressed = N, ARGS)` when this call site's own
 /// [`LogGate`] lets it through, else `tracing::debug!(ARGS)` (the detail
-/// of every event, for whoever turns DEBUG on). Client text in ARGS goes
-/// through [`LogText`](super::log_text::LogText) as in any line. The gate
-/// is per process: servers embedded side by side share it.
-macro_rules! info_gated {
-    ($($arg:tt)+) => {{
+/// of every event, for whoever turns DEBUG on): `gated!(info, "…")`,
+/// `gated!(warn, "…")`. Client text in ARGS goes through
+/// [`LogText`](super::log_text::LogText) as in any line. The gate is per
+/// process: servers embedded side by side share it.
+macro_rules! gated {
+    ($level:ident, $($arg:tt)+) => {{
         static GATE: $crate::server::log_gate::LogGate = $crate::server::log_gate::LogGate::new();
         match GATE.pass() {
-            Some(suppressed) => ::tracing::info!(suppressed, $($arg)+),
+            Some(suppressed) => ::tracing::$level!(suppressed, $($arg)+),
             None => ::tracing::debug!($($arg)+),
         }
     }};
 }
-pub(crate) use info_gated;
+pub(crate) use gated;
 
 #[cfg(test)]
 mod tests {

@@ -34,7 +34,7 @@ use super::app::App;
 use super::catalog;
 use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
-use super::log_gate::info_gated;
+use super::log_gate::gated;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::timing::Timing;
@@ -409,7 +409,12 @@ async fn tools_call(
                 (conv, 1, None)
             }
             Err(e) => {
-                info_gated!(reason = e.kind(), tool = name, "requestState rejected");
+                gated!(
+                    info,
+                    reason = e.kind(),
+                    tool = name,
+                    "requestState rejected"
+                );
                 return Err(state_rejected(&e));
             }
         },

@@ -53,10 +53,11 @@ impl RpcError {
     /// carries the error object, its HTTP status is long sent).
     pub fn store_failed(e: crate::store::StoreError) -> Self {
         use crate::store::StoreError;
+        // Gated: during an outage every request would log one.
         if matches!(e, StoreError::Full { .. }) {
-            tracing::warn!(error = %e, "store full");
+            super::log_gate::gated!(warn, error = %e, "store full");
         } else {
-            tracing::error!(error = %e, "store failure");
+            super::log_gate::gated!(error, error = %e, "store failure");
         }
         let (status, message) = match &e {
             StoreError::Unavailable(_) => (
