@@ -638,21 +638,28 @@ impl<S: McpService> Run<'_, S> {
                 ));
             }
         }
-        if self.on(Invariant::WellFormed)
-            && let Ok(d) = &decoded
-        {
+        if self.on(Invariant::WellFormed) && decoded.is_ok() {
             let opts = validate::Options {
                 generation: Some(Generation::Modern),
                 schema: None,
             };
-            for m in &d.messages {
-                let text;
-                let raw: &[u8] = if r.is_sse() {
-                    text = m.to_json();
-                    text.as_bytes()
-                } else {
-                    &r.body
-                };
+            // Each message's own text: an SSE event's data as sent, not the
+            // decoded message written out again (which would drop a
+            // duplicate key or an extra member before the check saw it).
+            let events;
+            let texts: Vec<&[u8]> = if r.is_sse() {
+                events = crate::protocol::sse::parse_all(&r.body)
+                    .map(|(evs, _)| evs)
+                    .unwrap_or_default();
+                events
+                    .iter()
+                    .filter(|e| !e.data.trim().is_empty())
+                    .map(|e| e.data.as_bytes())
+                    .collect()
+            } else {
+                vec![&r.body[..]]
+            };
+            for raw in texts {
                 if let Ok(rep) = validate::validate_document(raw, &opts)
                     && let Some(f) = rep.findings.iter().find(|f| f.severity == Severity::Must)
                 {

@@ -167,3 +167,51 @@ fn each_invariant_fires_on_its_flaw() {
         Invariant::WellFormed,
     );
 }
+
+/// `WellFormed` reads an SSE event's data as sent: a duplicate key inside
+/// it (added here by a layer over a clean server answering in SSE) is a
+/// violation. It was not while the check wrote the decoded message out
+/// again, which kept one of the two keys.
+#[test]
+fn a_duplicate_key_inside_an_sse_event_breaks_well_formed() {
+    use axum::body::{Body, to_bytes};
+    use axum::response::Response;
+    use elicitkit::server::ResponseMode;
+
+    async fn doubled(r: Response) -> Response {
+        let (parts, body) = r.into_parts();
+        let bytes = to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).replacen(
+            "\"resultType\":\"input_required\"",
+            "\"resultType\":\"input_required\",\"resultType\":\"input_required\"",
+            1,
+        );
+        Response::from_parts(parts, Body::from(text))
+    }
+    let cfg = ServerConfig {
+        response: ResponseMode::Sse,
+        ..ServerConfig::default()
+    };
+    let url = in_process(cfg.clone()).unwrap().mcp_url();
+    let build = move |dup: bool| {
+        let cfg = cfg.clone();
+        move || -> axum::Router {
+            let r = in_process(cfg.clone()).expect("server builds").router();
+            if dup {
+                r.layer(axum::middleware::map_response(doubled))
+            } else {
+                r
+            }
+        }
+    };
+    let config = || Config::new(url.clone()).single_use(SingleUse::All);
+    let mut clean = Harness::new(build(false), config()).expect("harness");
+    let deploy = tool(&clean, "deploy");
+    passes(&mut clean, vec![Step::Start { tool: deploy }]);
+    let mut dup = Harness::new(build(true), config()).expect("harness");
+    expect(
+        &mut dup,
+        vec![Step::Start { tool: deploy }],
+        Invariant::WellFormed,
+    );
+}
