@@ -6,6 +6,9 @@
 //! authentication, states bound to no request, plain-text 415 for an
 //! unparseable body.
 #![no_main]
+#![feature(cfg_sanitize)]
+
+mod harness_alloc;
 
 #[path = "../../tests/rmcp_server/mod.rs"]
 mod rmcp_server;

@@ -4,6 +4,9 @@
 //! [`elicitkit::fuzz::harness::targets::serve_mrtr_target`], which replays
 //! under `cargo test` too.
 #![no_main]
+#![feature(cfg_sanitize)]
+
+mod harness_alloc;
 
 use libfuzzer_sys::fuzz_target;
 

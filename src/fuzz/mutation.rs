@@ -237,7 +237,9 @@ pub enum AnswerMutation {
         /// Depth.
         depth: u16,
     },
-    /// `n * 64` extra keys (1..=64).
+    /// `n * 16` extra keys (`n` in 1..=64: 16 to 1,024). Up to 4,096 before:
+    /// those sessions were 8 % of the corpus and 29 % of its time, and a
+    /// thousand answers already take the many-keys path any server has.
     Wide {
         /// Multiplier.
         n: u8,
@@ -292,7 +294,7 @@ impl AnswerMutation {
                 });
             }
             AnswerMutation::Wide { n } => {
-                for i in 0..usize::from((*n).clamp(1, 64)) * 64 {
+                for i in 0..usize::from((*n).clamp(1, 64)) * 16 {
                     m.insert(format!("k{i}"), json!({"action": "accept"}));
                 }
             }
