@@ -5,8 +5,25 @@
 //! per window, not a line each.
 #![cfg(feature = "net")]
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::serve::Serve;
 use crate::support::server::*;
 use serde_json::json;
+
+/// `serve --workers 1` logging at INFO to `DIR/serve.log` (returned with
+/// it), its command first given to `more` for further arguments.
+fn serve_logging(dir: &Path, more: impl FnOnce(&mut Command)) -> (Serve, PathBuf) {
+    let log_path = dir.join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = crate::support::serve::cmd();
+    c.args(["--workers", "1"])
+        .env("RUST_LOG", "info")
+        .stderr(log);
+    more(&mut c);
+    (crate::support::serve::start(c), log_path)
+}
 
 const ALICE_TOKEN: &str = "s3cr3t-token-alice";
 const BOB_TOKEN: &str = "s3cr3t-token-bob";
@@ -18,15 +35,9 @@ async fn logs_escape_client_text_name_principal_and_peer_and_hold_no_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, format!("{ALICE_TOKEN} alice\n{BOB_TOKEN} bob\n")).unwrap();
-    let log_path = dir.path().join("serve.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut c = crate::support::serve::cmd();
-    c.args(["--workers", "1", "--auth-tokens"])
-        .arg(&tokens)
-        .env("RUST_LOG", "info")
-        .env_remove("NO_COLOR")
-        .stderr(log);
-    let mut child = crate::support::serve::start(c);
+    let (mut child, log_path) = serve_logging(dir.path(), |c| {
+        c.arg("--auth-tokens").arg(&tokens).env_remove("NO_COLOR");
+    });
     let base = child.base_url().to_owned();
     let s = remote(&base);
 
@@ -161,13 +172,7 @@ async fn to_final_with(s: &Srv, user: &str, key: &str) -> Reply {
 #[tokio::test]
 async fn refused_replays_are_counted_not_logged_at_info() {
     let dir = tempfile::tempdir().unwrap();
-    let log_path = dir.path().join("serve.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut c = crate::support::serve::cmd();
-    c.args(["--workers", "1"])
-        .env("RUST_LOG", "info")
-        .stderr(log);
-    let mut child = crate::support::serve::start(c);
+    let (mut child, log_path) = serve_logging(dir.path(), |_| {});
     let s = remote(child.base_url());
     let f = to_final(&s, "alice", "deploy").await;
     assert_eq!(f.send(&s, "alice", 10).await.result_type(), "complete");
@@ -194,13 +199,7 @@ async fn refused_replays_are_counted_not_logged_at_info() {
 async fn a_flood_of_401s_logs_a_line_per_window_with_the_count_held_back() {
     const FLOOD: usize = 200;
     let dir = tempfile::tempdir().unwrap();
-    let log_path = dir.path().join("serve.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut c = crate::support::serve::cmd();
-    c.args(["--workers", "1"])
-        .env("RUST_LOG", "info")
-        .stderr(log);
-    let mut child = crate::support::serve::start(c);
+    let (mut child, log_path) = serve_logging(dir.path(), |_| {});
     let s = remote(child.base_url());
     let unauthenticated = || s.http.post(&s.url).json(&json!({})).send();
     let mut first = None;
