@@ -95,39 +95,28 @@ pub fn goose_config(
     c
 }
 
-/// Where Goose's own `println!` lines ("All 4 users launched.") go while
-/// it runs: never stdout, which holds elicitkit's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GooseChatter {
-    /// To stderr, beside the progress line.
-    Stderr,
-    /// Nowhere (`--quiet`).
-    Discard,
-}
-
-/// Points file descriptor 1 elsewhere until dropped. Goose prints with
-/// `println!` unconditionally; nothing else in this process writes to
-/// stdout while a closed-model phase runs (progress goes to stderr).
+/// Points file descriptor 1 at `/dev/null` until dropped. Goose prints
+/// "All 4 users launched." with `println!` unconditionally; stdout holds
+/// elicitkit's result, and on stderr the line broke into the live view
+/// mid-line, which already shows the phase (launch, measuring). Nothing
+/// else in this process writes to stdout while a closed-model phase runs
+/// (progress goes to stderr).
 struct StdoutDiverted {
     #[cfg(unix)]
     saved: libc::c_int,
 }
 
 impl StdoutDiverted {
-    fn new(to: GooseChatter) -> Option<StdoutDiverted> {
+    fn new() -> Option<StdoutDiverted> {
         #[cfg(unix)]
         {
             use std::io::Write as _;
             use std::os::fd::AsRawFd as _;
             let _ = std::io::stdout().flush();
-            let sink = match to {
-                GooseChatter::Stderr => None,
-                GooseChatter::Discard => std::fs::OpenOptions::new()
-                    .write(true)
-                    .open("/dev/null")
-                    .ok(),
-            };
-            let target = sink.as_ref().map_or(2, |f| f.as_raw_fd());
+            let sink = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .ok()?;
             // SAFETY: dup/dup2 on descriptors this process owns; `saved`
             // keeps the original stdout open until `drop` puts it back.
             unsafe {
@@ -135,7 +124,7 @@ impl StdoutDiverted {
                 if saved < 0 {
                     return None;
                 }
-                if libc::dup2(target, 1) < 0 {
+                if libc::dup2(sink.as_raw_fd(), 1) < 0 {
                     libc::close(saved);
                     return None;
                 }
@@ -144,7 +133,6 @@ impl StdoutDiverted {
         }
         #[cfg(not(unix))]
         {
-            let _ = to;
             None
         }
     }
@@ -166,12 +154,11 @@ impl Drop for StdoutDiverted {
 }
 
 /// Runs the plan's scenarios on Goose until the duration or the killswitch
-/// ends it; Goose's own lines go where `chatter` says.
+/// ends it; Goose's own lines go nowhere ([`StdoutDiverted`]).
 pub async fn drive(
     ctx: Arc<LoadContext>,
     config: GooseConfiguration,
     shape: &GooseShape,
-    chatter: GooseChatter,
 ) -> Result<goose::metrics::GooseMetrics, GooseError> {
     let mut scenario = Scenario::new("elicitation");
     for (idx, spec) in ctx.plan.scenarios.iter().enumerate() {
@@ -185,7 +172,7 @@ pub async fn drive(
             .set_weight(spec.weight as usize)?;
         scenario = scenario.register_transaction(t);
     }
-    let _diverted = StdoutDiverted::new(chatter);
+    let _diverted = StdoutDiverted::new();
     let mut attack = GooseAttack::initialize_with_config(config)?;
     if let GooseShape::Plan(plan) = shape {
         attack = *attack.set_default(GooseDefault::TestPlan, plan.as_str())?;

@@ -246,12 +246,7 @@ impl Engine {
                     _ => closed::GooseShape::Plan(closed::goose_test_plan(&timeline.stages)),
                 };
                 let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
-                let chatter = if progress {
-                    closed::GooseChatter::Stderr
-                } else {
-                    closed::GooseChatter::Discard
-                };
-                let run = closed::drive(ctx.clone(), cfg, &shape, chatter);
+                let run = closed::drive(ctx.clone(), cfg, &shape);
                 let result = tokio::time::timeout(backstop, run).await;
                 // Goose's own Ctrl-C handler ends its run; the first reason set
                 // wins, so a stop we triggered ourselves keeps its reason.
