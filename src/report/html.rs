@@ -136,6 +136,7 @@ fn time_chart(
                 (g.from_s, g.from_s + g.length_s, label)
             })
             .collect(),
+        x_hover: Some(|t| format!("{t:.1} s")),
     })
 }
 
@@ -406,6 +407,7 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
                 refs,
                 allow_log: log,
                 bands: Vec::new(),
+                x_hover: Some(|r| format!("{r:.0}/s offered")),
             })
         };
     Some((

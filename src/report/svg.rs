@@ -219,7 +219,17 @@ pub struct Chart {
     pub allow_log: bool,
     /// Shaded x spans with their labels (service gaps on time charts).
     pub bands: Vec<(f64, f64, String)>,
+    /// How a point's x reads in its hover text (`None`: the x label and
+    /// the number).
+    pub x_hover: Option<fn(f64) -> String>,
 }
+
+/// Legend rows that fit beside the plot; with more series the last row
+/// names how many more there are (their names in its hover text).
+pub const LEGEND_ROWS: usize = ((H - 8.0 - TOP - 12.0) / 16.0) as usize + 1;
+
+/// The least vertical distance between two threshold labels, in pixels.
+const LABEL_GAP: f64 = 11.0;
 
 /// A line chart (linear y axis from 0, no threshold lines), for callers
 /// that need nothing more.
@@ -374,15 +384,21 @@ pub fn render(c: &Chart) -> String {
             );
         }
     }
-    for r in &c.refs {
-        let py = sy(r.y);
+    // Threshold labels top to bottom, each at least LABEL_GAP below the
+    // one above it, so close thresholds do not print over each other.
+    let mut refs: Vec<(&RefLine, f64)> = c.refs.iter().map(|r| (r, sy(r.y))).collect();
+    refs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut last_label = f64::NEG_INFINITY;
+    for (r, py) in refs {
+        let label_y = (py - 3.0).max(last_label + LABEL_GAP);
+        last_label = label_y;
         let _ = write!(
             s,
             r##"<g class="threshold" data-value="{}"><line x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#000" stroke-width="1.4" stroke-dasharray="1 3"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text></g>"##,
             r.y,
             LEFT + pw,
             LEFT + pw - 4.0,
-            py - 3.0,
+            label_y,
             escape_xml(&truncate(&r.label, 48))
         );
     }
@@ -410,14 +426,43 @@ pub fn render(c: &Chart) -> String {
             );
         }
         // Markers on at most ~40 points, offset per series so equal
-        // series do not stack theirs.
+        // series do not stack theirs; each tells its values on hover.
         let every = pts.len().div_ceil(40).max(1);
-        for (k, (x, y)) in pts.iter().enumerate() {
+        let data = ser
+            .points
+            .iter()
+            .filter(|(x, y)| x.is_finite() && y.is_finite());
+        for (k, ((x, y), (dx, dy))) in pts.iter().zip(data).enumerate() {
             if (k + i) % every == 0 {
-                s.push_str(&marker_svg(st.marker, *x, *y, st.color));
+                let at = c
+                    .x_hover
+                    .map_or_else(|| format!("{} {}", c.x_label, fmt_num(*dx)), |f| f(*dx));
+                let _ = write!(
+                    s,
+                    r#"<g class="point"><title>{}: {} {} at {}</title>{}</g>"#,
+                    escape_xml(&ser.name),
+                    fmt_num(*dy),
+                    escape_xml(&c.y_label),
+                    escape_xml(&at),
+                    marker_svg(st.marker, *x, *y, st.color)
+                );
             }
         }
         s.push_str("</g>");
+        if i + 1 >= LEGEND_ROWS && c.series.len() > LEGEND_ROWS {
+            if i + 1 == LEGEND_ROWS {
+                let hidden: Vec<String> = c.series[i..].iter().map(|h| h.name.clone()).collect();
+                let _ = write!(
+                    s,
+                    r#"<g class="legend-more"><title>{}</title><text x="{:.1}" y="{:.1}">+{} more (hover)</text></g>"#,
+                    escape_xml(&hidden.join("\n")),
+                    LEFT + pw + 12.0,
+                    TOP + 12.0 + i as f64 * 16.0,
+                    hidden.len()
+                );
+            }
+            continue;
+        }
         let ly = TOP + 12.0 + i as f64 * 16.0;
         let lx = LEFT + pw + 12.0;
         let _ = write!(
@@ -464,6 +509,10 @@ pub fn spectrum_chart(title: &str, series: &[(String, Vec<[f64; 2]>)]) -> String
         x_ticks: ticks,
         series: lines,
         allow_log: true,
+        x_hover: Some(|x| {
+            let p = format!("{:.3}", 100.0 * (1.0 - 10f64.powf(-x)));
+            format!("p{}", p.trim_end_matches('0').trim_end_matches('.'))
+        }),
         ..Chart::default()
     })
 }
@@ -528,6 +577,94 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_series_keep_their_legend_inside_the_chart_and_points_tell_their_values() {
+        let series: Vec<Series> = (0..26)
+            .map(|i| Series {
+                name: format!("scenario-{i}"),
+                points: vec![(0.0, 1.0 + i as f64), (10.0, 2.0 + i as f64)],
+            })
+            .collect();
+        let svg = line_chart(
+            "rates",
+            "time (s)",
+            "round trips/s",
+            (0.0, 10.0),
+            &[],
+            &series,
+        );
+        assert_eq!(svg.matches(r#"<g class="legend""#).count(), LEGEND_ROWS - 1);
+        assert!(svg.contains(&format!("+{} more (hover)", 26 - (LEGEND_ROWS - 1))));
+        assert!(svg.contains("scenario-25</title>") || svg.contains("\nscenario-25"));
+        // Every legend row sits inside the chart's height.
+        for row in svg.split(r#"<g class="legend"#).skip(1) {
+            let y: f64 = row
+                .split(r#"<text x=""#)
+                .nth(1)
+                .unwrap()
+                .split(r#"y=""#)
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(y <= H - 8.0, "legend row at y {y}");
+        }
+        assert!(
+            svg.contains("<title>scenario-3: 4 round trips/s at time (s) 0</title>"),
+            "{svg}"
+        );
+        let spectrum = spectrum_chart("latency", &[("e2e".into(), vec![[99.9, 7.5]])]);
+        assert!(
+            spectrum.contains("<title>e2e: 7.5 latency (ms) at p99.9</title>"),
+            "{spectrum}"
+        );
+    }
+
+    #[test]
+    fn close_thresholds_keep_their_labels_apart() {
+        let chart = Chart {
+            series: vec![Series {
+                name: "p99".into(),
+                points: vec![(0.0, 10.0), (1.0, 80.0)],
+            }],
+            refs: vec![
+                RefLine {
+                    y: 50.0,
+                    label: "p99(first) < 50ms".into(),
+                },
+                RefLine {
+                    y: 50.5,
+                    label: "p99(retry) < 50.5ms".into(),
+                },
+            ],
+            x_range: (0.0, 1.0),
+            ..Chart::default()
+        };
+        let svg = render(&chart);
+        let ys: Vec<f64> = svg
+            .split(r#"<g class="threshold""#)
+            .skip(1)
+            .map(|g| {
+                g.split(r#"text-anchor="end""#)
+                    .next()
+                    .unwrap()
+                    .rsplit(r#"y=""#)
+                    .next()
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(ys.len(), 2);
+        assert!((ys[0] - ys[1]).abs() >= LABEL_GAP, "labels at {ys:?}");
+    }
 
     #[test]
     fn spectrum_positions_are_log_spaced() {

@@ -121,3 +121,60 @@ fn report_html_renders_every_chart_without_script_errors() {
         "the report states the warm-up"
     );
 }
+
+/// Issue 29 item 4: a plan discovered from `serve` (a scenario per tool and
+/// answer) charts more series than the legend has rows: the legend keeps
+/// to the chart, names how many more there are, and every drawn point
+/// tells its values on hover. Screenshots of the page go to
+/// `target/tmp/report_html/` for a look.
+#[test]
+fn a_discovered_plan_keeps_its_legends_inside_the_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut serve = crate::support::serve::serve(&[]);
+    let url = serve.mcp_url();
+    let (out, s) = load(&["--target", &url, "--duration", "3s"], dir.path());
+    serve.kill();
+    let scenarios = s["scenarios"].as_object().map_or(0, |m| m.len());
+    assert!(
+        scenarios > elicitkit::report::svg::LEGEND_ROWS,
+        "{scenarios} scenarios discovered: {}",
+        stderr(&out)
+    );
+    let page = dir.path().join("run/report.html");
+    let dom = dump_dom(&page);
+    let errors = dom
+        .split(r#"<ul id="script-errors">"#)
+        .nth(1)
+        .and_then(|r| r.split("</ul>").next())
+        .expect("the error list is in the page");
+    assert_eq!(errors.trim(), "", "script errors: {errors}");
+    let chart = dom
+        .split(r#"id="chart-scenarios-p99""#)
+        .nth(1)
+        .and_then(|r| r.split("</svg>").next())
+        .expect("the per-scenario chart");
+    let rows = chart.matches(r#"<g class="legend""#).count();
+    assert_eq!(rows, elicitkit::report::svg::LEGEND_ROWS - 1, "{chart}");
+    let more = scenarios - rows;
+    assert!(chart.contains(&format!("+{more} more (hover)")), "{chart}");
+    assert!(chart.contains(r#"<g class="point"><title>"#), "{chart}");
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("discovered-plan.png");
+    let profile = tempfile::tempdir().unwrap();
+    let status = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,6000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    assert!(status.status.success(), "{}", stderr(&status));
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+}
