@@ -412,7 +412,7 @@ async fn tools_call(
                 gated!(
                     info,
                     reason = e.kind(),
-                    tool = name,
+                    tool = %super::log_text::LogText(name),
                     "requestState rejected"
                 );
                 return Err(state_rejected(&e));
