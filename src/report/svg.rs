@@ -578,6 +578,13 @@ fn truncate(s: &str, n: usize) -> String {
 mod tests {
     use super::*;
 
+    /// The number in the first `ATTR="…"` after the first `after` in `s`.
+    fn attr(s: &str, after: &str, attr: &str) -> f64 {
+        let rest = s.split(after).nth(1).expect(after);
+        let v = rest.split(&format!(r#"{attr}=""#)).nth(1).expect(attr);
+        v.split('"').next().unwrap().parse().unwrap()
+    }
+
     #[test]
     fn many_series_keep_their_legend_inside_the_chart_and_points_tell_their_values() {
         let series: Vec<Series> = (0..26)
@@ -599,18 +606,7 @@ mod tests {
         assert!(svg.contains("scenario-25</title>") || svg.contains("\nscenario-25"));
         // Every legend row sits inside the chart's height.
         for row in svg.split(r#"<g class="legend"#).skip(1) {
-            let y: f64 = row
-                .split(r#"<text x=""#)
-                .nth(1)
-                .unwrap()
-                .split(r#"y=""#)
-                .nth(1)
-                .unwrap()
-                .split('"')
-                .next()
-                .unwrap()
-                .parse()
-                .unwrap();
+            let y = attr(row, "<text ", "y");
             assert!(y <= H - 8.0, "legend row at y {y}");
         }
         assert!(
@@ -648,19 +644,7 @@ mod tests {
         let ys: Vec<f64> = svg
             .split(r#"<g class="threshold""#)
             .skip(1)
-            .map(|g| {
-                g.split(r#"text-anchor="end""#)
-                    .next()
-                    .unwrap()
-                    .rsplit(r#"y=""#)
-                    .next()
-                    .unwrap()
-                    .split('"')
-                    .next()
-                    .unwrap()
-                    .parse()
-                    .unwrap()
-            })
+            .map(|g| attr(g, "<text ", "y"))
             .collect();
         assert_eq!(ys.len(), 2);
         assert!((ys[0] - ys[1]).abs() >= LABEL_GAP, "labels at {ys:?}");
@@ -765,16 +749,7 @@ mod tests {
         // The limit is part of the axis range: the axis turns log to show
         // it and the data both.
         assert!(svg.contains(r#"data-log="true""#), "{svg}");
-        let line = svg.split(r#"class="threshold""#).nth(1).unwrap();
-        let y: f64 = line
-            .split("y1=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let y = attr(&svg, r#"class="threshold""#, "y1");
         let want = y_px(&YAxis::Log { lo: 1.0, hi: 100.0 }, 50.0);
         assert!((y - want).abs() < 0.1, "{y} vs {want}");
         assert!(y > TOP && y < H - BOTTOM);

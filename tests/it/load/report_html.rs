@@ -48,6 +48,23 @@ fn dump_dom(page: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The page's list of script errors (empty when the script ran clean).
+fn script_errors(dom: &str) -> &str {
+    dom.split(r#"<ul id="script-errors">"#)
+        .nth(1)
+        .and_then(|r| r.split("</ul>").next())
+        .expect("the error list is in the page")
+        .trim()
+}
+
+/// The chart `id`'s SVG in the page.
+fn chart<'a>(dom: &'a str, id: &str) -> &'a str {
+    dom.split(&format!(r#"id="{id}""#))
+        .nth(1)
+        .and_then(|r| r.split("</svg>").next())
+        .unwrap_or_else(|| panic!("chart {id} in the page"))
+}
+
 #[test]
 fn report_html_renders_every_chart_without_script_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -73,12 +90,7 @@ fn report_html_renders_every_chart_without_script_errors() {
         dom.contains(r#"data-ok="1""#),
         "the inline script ran to its end: {dom}"
     );
-    let errors = dom
-        .split(r#"<ul id="script-errors">"#)
-        .nth(1)
-        .and_then(|r| r.split("</ul>").next())
-        .expect("the error list is in the page");
-    assert_eq!(errors.trim(), "", "script errors: {errors}");
+    assert_eq!(script_errors(&dom), "", "script errors");
     // The embedded server's PID is known: its health is charted too.
     let health = elicitkit::report::health::HEALTH_CHARTS;
     for id in elicitkit::report::html::CHART_IDS.iter().chain(&health) {
@@ -102,11 +114,7 @@ fn report_html_renders_every_chart_without_script_errors() {
         ("chart-errors", "error_rate &lt; 90%"),
         ("chart-throughput", "rps &gt; 1"),
     ] {
-        let svg = dom
-            .split(&format!(r#"id="{id}""#))
-            .nth(1)
-            .and_then(|r| r.split("</svg>").next())
-            .unwrap();
+        let svg = chart(&dom, id);
         assert!(
             svg.contains(r#"class="threshold""#) && svg.contains(expr),
             "{id} has no line for {expr}"
@@ -142,17 +150,8 @@ fn a_discovered_plan_keeps_its_legends_inside_the_charts() {
     );
     let page = dir.path().join("run/report.html");
     let dom = dump_dom(&page);
-    let errors = dom
-        .split(r#"<ul id="script-errors">"#)
-        .nth(1)
-        .and_then(|r| r.split("</ul>").next())
-        .expect("the error list is in the page");
-    assert_eq!(errors.trim(), "", "script errors: {errors}");
-    let chart = dom
-        .split(r#"id="chart-scenarios-p99""#)
-        .nth(1)
-        .and_then(|r| r.split("</svg>").next())
-        .expect("the per-scenario chart");
+    assert_eq!(script_errors(&dom), "", "script errors");
+    let chart = chart(&dom, "chart-scenarios-p99");
     let rows = chart.matches(r#"<g class="legend""#).count();
     assert_eq!(rows, elicitkit::report::svg::LEGEND_ROWS - 1, "{chart}");
     let more = scenarios - rows;
