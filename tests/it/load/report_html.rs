@@ -27,7 +27,8 @@ weight = 3
 weight = 1
 "#;
 
-fn dump_dom(page: &Path) -> String {
+/// Headless Chromium on `page` with `args` (a fresh profile); its stdout.
+fn chromium(page: &Path, args: &[&str]) -> String {
     crate::support::need::need("chromium");
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(CHROMIUM)
@@ -36,16 +37,20 @@ fn dump_dom(page: &Path) -> String {
             "--no-sandbox",
             "--disable-gpu",
             "--no-first-run",
-            "--disable-extensions",
-            "--virtual-time-budget=2000",
         ])
+        .args(["--disable-extensions", "--hide-scrollbars"])
+        .args(args)
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg("--dump-dom")
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("run chromium");
     assert!(out.status.success(), "chromium failed: {}", stderr(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The page's DOM after its script ran.
+fn dump_dom(page: &Path) -> String {
+    chromium(page, &["--virtual-time-budget=2000", "--dump-dom"])
 }
 
 /// The page's list of script errors (empty when the script ran clean).
@@ -160,20 +165,7 @@ fn a_discovered_plan_keeps_its_legends_inside_the_charts() {
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
     std::fs::create_dir_all(&shots).unwrap();
     let shot = shots.join("discovered-plan.png");
-    let profile = tempfile::tempdir().unwrap();
-    let status = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--window-size=1400,6000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(status.status.success(), "{}", stderr(&status));
+    let shot_arg = format!("--screenshot={}", shot.display());
+    chromium(&page, &["--window-size=1400,6000", &shot_arg]);
     assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
 }
