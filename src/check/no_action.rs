@@ -9,7 +9,10 @@
 //! show up there proves the tool records its actions, and a refusal whose
 //! arguments show up too did act. A state tool that shows only counters
 //! cannot tell one call from another and is not guessed at. These checks
-//! run alone, so no other check's calls move that state.
+//! run alone, so no other check's calls move that state, and their call
+//! numbers ([`call_number`]) are never the same twice in a process, so
+//! the 2026-07-28 run's accepted call is not read as the 2025-11-25 run's
+//! declined one.
 
 use super::decline_cancel::{refusal_deadline, refuse_flow};
 use super::flows::run_flow;
@@ -80,6 +83,25 @@ fn own_values(tool: &ToolProfile, n: u64) -> (Map<String, Value>, Vec<String>) {
         .filter(|v| v.contains(&number))
         .collect();
     (mine, own)
+}
+
+/// A number for one call's own arguments: nine digits (one width, so no
+/// call's values begin another's; small enough for a 32-bit integer
+/// argument), from a random start per process, then counting up, so no
+/// two calls of a run share one whichever generation's check draws it. It
+/// was the target's request id, and each generation's target counts its
+/// ids from 1: the 2026-07-28 check accepted an order with the very number
+/// the 2025-11-25 check later declined with, and the state tool's listing
+/// of the first was read as the second having acted (a false finding on
+/// the Python SDK server, when the two counters met).
+fn call_number() -> u64 {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const SPAN: u64 = 100_000_000;
+    static START: OnceLock<u64> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let start = *START.get_or_init(|| rand::random::<u64>() % SPAN);
+    900_000_000 + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN
 }
 
 /// Whether `text` mentions `value` as a whole (not as the start of a longer
@@ -207,9 +229,7 @@ async fn one_tool(
 ) {
     let name = &tool.name;
     let deadline = refusal_deadline(p);
-    // Call numbers of one width, so no call's values begin another's.
-    let n = |p: &Probe| 900_000 + p.target().next_id().unsigned_abs() % 100_000;
-    let (accept_args, accept_own) = own_values(tool, n(p));
+    let (accept_args, accept_own) = own_values(tool, call_number());
     let accepted = run(p, via, tool, &accept_args, "accept").await;
     // Does the state tool show what an accepted call did?
     let shows = match st {
@@ -221,7 +241,7 @@ async fn one_tool(
         _ => false,
     };
     for what in ["decline", "cancel"] {
-        let (args, own) = own_values(tool, n(p));
+        let (args, own) = own_values(tool, call_number());
         let refusal = match run(p, via, tool, &args, what).await {
             Ok(v) => v,
             Err(why) if why.contains(NO_ELICITATION) => {
@@ -381,5 +401,18 @@ mod tests {
             "structuredContent":{"orders":[{"item": own_a[0]}]}}));
         assert!(mentions(&r, &own_a[0]));
         assert!(!mentions("elicitkit-item-9000031", "elicitkit-item-900003"));
+    }
+
+    #[test]
+    fn call_numbers_are_one_width_and_never_repeat_in_a_process() {
+        let drawn: Vec<u64> = (0..1000).map(|_| call_number()).collect();
+        let distinct: std::collections::BTreeSet<_> = drawn.iter().collect();
+        assert_eq!(distinct.len(), drawn.len());
+        assert!(
+            drawn
+                .iter()
+                .all(|n| (900_000_000..1_000_000_000).contains(n))
+        );
+        assert!(drawn.iter().all(|n| i32::try_from(*n).is_ok()));
     }
 }
