@@ -926,12 +926,15 @@ impl<S: McpService> Run<'_, S> {
         let Some(state) = self.flows[f].state.clone() else {
             return Ok(());
         };
+        // The donor is a flow of another request (tool or arguments): the
+        // state of an identical request is as valid as the flow's own (the
+        // binding is the request's content), so accepting it is no tamper.
+        let own = &self.flows[f];
         let donor = self
             .flows
             .iter()
-            .enumerate()
-            .find(|(i, o)| *i != f && !o.states.is_empty())
-            .map(|(_, o)| o.states[0].clone());
+            .find(|o| (o.tool, &o.args) != (own.tool, &own.args) && !o.states.is_empty())
+            .map(|o| o.states[0].clone());
         let sent_state = match state_m {
             Some(m) => m.apply(&state, donor.as_deref()),
             None => Some(Value::from(state.clone())),

@@ -215,3 +215,37 @@ fn a_duplicate_key_inside_an_sse_event_breaks_well_formed() {
         Invariant::WellFormed,
     );
 }
+
+/// A splice or donor from a flow of the *same* request (tool and
+/// arguments) is that request's own valid state, so the harness takes its
+/// donor from another request; a clean server then refuses it, and a server
+/// that ignores the request binding completes it. (A fuzz run in CI found
+/// the harness calling the identical request's state a tamper.)
+#[test]
+fn a_spliced_state_comes_from_another_request() {
+    let splice = |first, second| {
+        vec![
+            Step::Start { tool: first },
+            Step::Start { tool: second },
+            Step::Start { tool: first },
+            Step::Retry {
+                flow: 0,
+                state: Some(StateMutation::Splice { at: 0 }),
+                answers: None,
+                headers: vec![],
+                body: None,
+            },
+        ]
+    };
+    let mut clean = harness(&[]);
+    let delete = tool(&clean, "delete_file");
+    let deploy = tool(&clean, "deploy");
+    passes(&mut clean, splice(delete, delete));
+    passes(&mut clean, splice(delete, deploy));
+    let mut h = harness(&[Flaw::IgnoreRequestBinding]);
+    expect(
+        &mut h,
+        splice(delete, deploy),
+        Invariant::TamperedNeverCompletes,
+    );
+}
