@@ -122,13 +122,23 @@ fn sse_regression_keeps_its_meaning() {
 /// invariant) replays its committed seeds too; `rmcp_server` lives in the
 /// fuzz crate (it includes the rmcp test server) and is covered by
 /// `tests/it/fuzz/harness_rmcp.rs`. Both have seeds, so the CI smoke, which
-/// passes `corpus/<target>` to libFuzzer, finds the directory.
+/// passes `corpus/<target>` to libFuzzer, finds the directory. Its fixed
+/// regressions replay here as well (`splice-identical-request`: a false
+/// tamper finding, the donor state of an identical request).
 #[test]
 fn harness_targets_have_seeds_and_serve_mrtr_replays_them() {
     for t in ["serve_mrtr", "rmcp_server"] {
         assert!(!inputs("corpus", t).is_empty(), "fuzz/corpus/{t}/ is empty");
     }
-    for f in inputs("corpus", "serve_mrtr") {
+    let regressions = inputs("regressions", "serve_mrtr");
+    assert!(
+        !regressions.is_empty(),
+        "fuzz/regressions/serve_mrtr/ is empty"
+    );
+    for f in inputs("corpus", "serve_mrtr")
+        .into_iter()
+        .chain(regressions)
+    {
         let data = std::fs::read(&f).expect("readable");
         elicitkit::fuzz::harness::targets::serve_mrtr_target(&data);
     }
