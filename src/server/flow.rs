@@ -303,7 +303,7 @@ pub async fn submit(
         .await;
     match res {
         Ok(Completion::Applied(_)) => {
-            tracing::info!("URL flow completed");
+            gated!(info, "URL flow completed");
             app.flow_settled(&rec.id);
             html(
                 StatusCode::OK,
@@ -415,7 +415,8 @@ pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) 
     };
     let names = app.cookies;
     let session = app.browser.sign_in(&principal);
-    tracing::info!(
+    gated!(
+        info,
         principal = %LogText(&principal),
         "browser signed in for the flow pages"
     );

@@ -211,7 +211,8 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
             return r;
         }
     }
-    tracing::info!(
+    gated!(
+        info,
         client = %LogText(&params.client_info.name),
         version = %LogText(&params.client_info.version),
         "legacy session created"

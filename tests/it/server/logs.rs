@@ -224,3 +224,36 @@ async fn a_flood_of_401s_logs_a_line_per_window_with_the_count_held_back() {
     assert!(lines[1].contains(&held_back), "{}", lines[1]);
     assert!(lines[1].contains("peer=127.0.0.1:"), "{}", lines[1]);
 }
+
+/// Issue 28 item 5: under demo auth one client inventing a name per
+/// request opens a session per name (until the session table is full);
+/// the log holds one "legacy session created" line for the window, not
+/// one per session.
+#[tokio::test]
+async fn sessions_opened_under_invented_names_are_a_line_per_window() {
+    const NAMES: usize = 60;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, log_path) = serve_logging(dir.path(), |_| {});
+    let s = remote(child.base_url());
+    for i in 0..NAMES {
+        let r = legacy_post(
+            &s,
+            &format!("invented-{i}"),
+            None,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+                "protocolVersion": LEGACY, "capabilities": {},
+                "clientInfo": {"name": "flood", "version":"1"}}}),
+        )
+        .await;
+        assert_eq!(r.status().as_u16(), 200);
+        assert!(r.headers().contains_key("mcp-session-id"));
+    }
+    child.kill();
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("legacy session created"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line per window:\n{text}");
+    assert!(lines[0].contains("suppressed=0"), "{}", lines[0]);
+}
