@@ -123,8 +123,9 @@ fn sse_regression_keeps_its_meaning() {
 /// fuzz crate (it includes the rmcp test server) and is covered by
 /// `tests/it/fuzz/harness_rmcp.rs`. Both have seeds, so the CI smoke, which
 /// passes `corpus/<target>` to libFuzzer, finds the directory. Its fixed
-/// regressions replay here as well (`splice-identical-request`: a false
-/// tamper finding, the donor state of an identical request).
+/// regressions replay here as well (`splice-identical-request` and
+/// `donor-identical-request`: false tamper findings, the state of an
+/// identical request spliced in or sent whole).
 #[test]
 fn harness_targets_have_seeds_and_serve_mrtr_replays_them() {
     for t in ["serve_mrtr", "rmcp_server"] {
