@@ -80,6 +80,7 @@ pub fn step_rows(c: &CapacitySummary) -> (Vec<&'static str>, Vec<Vec<String>>) {
         "achieved/s",
         "p50 ms",
         "p99 ms",
+        "p99 per sample",
         "errors",
         "samples",
         "verdict",
@@ -115,6 +116,7 @@ pub fn step_rows(c: &CapacitySummary) -> (Vec<&'static str>, Vec<Vec<String>>) {
                 format!("{:.1}", s.achieved_rps),
                 ms(s.p50_ms),
                 ms(s.p99_ms),
+                per_sample(&s.sample_p99_ms),
                 format!("{:.2}%", s.error_rate * 100.0),
                 samples,
                 verdict,
@@ -127,6 +129,21 @@ pub fn step_rows(c: &CapacitySummary) -> (Vec<&'static str>, Vec<Vec<String>>) {
         })
         .collect();
     (head, rows)
+}
+
+/// What a step's figures are and when it is within the SLO, under every
+/// step table.
+pub const STEP_NOTE: &str = "Each step's figures are its worst sample's (highest p50, p99 and \
+    error rate, lowest achieved rate); a step is within the SLO when every sample held it \
+    (`unstable`: every sample held, but the p99 did not settle within the samples taken).";
+
+/// Each sample's p99 in order (`6.143 / 7.712 / 13.3`), `-` for fewer
+/// than two: the spread a step's worst sample hides.
+fn per_sample(p99s: &[f64]) -> String {
+    if p99s.len() < 2 {
+        return "-".into();
+    }
+    p99s.iter().map(|v| ms(*v)).collect::<Vec<_>>().join(" / ")
 }
 
 /// The knee in words: where it lies, how sure, and what it costs.
@@ -195,12 +212,7 @@ pub fn steps_markdown(c: &CapacitySummary) -> String {
     for r in rows {
         let _ = writeln!(o, "| {} |", r.join(" | "));
     }
-    let _ = writeln!(
-        o,
-        "\nEach step's figures are its worst sample's (highest p50, p99 and error rate, lowest \
-         achieved rate); a step is within the SLO only when every sample held it and the p99 \
-         settled.\n"
-    );
+    let _ = writeln!(o, "\n{STEP_NOTE}\n");
     let _ = writeln!(o, "{}", knee_text(c));
     if c.worst_case_s > 0.0 {
         let _ = writeln!(
@@ -373,6 +385,7 @@ mod tests {
                     samples: 3,
                     stable: Some(false),
                     verdict: "unstable".into(),
+                    sample_p99_ms: vec![6.143, 7.712, 13.3],
                     ..Default::default()
                 },
             ],
@@ -384,6 +397,7 @@ mod tests {
         };
         let md = steps_markdown(&c);
         assert!(md.contains("| 1 | coarse | 100 | 99.5 |"), "{md}");
+        assert!(md.contains("| 6.143 / 7.712 / 13.3 |"), "{md}");
         assert!(md.contains("| 3 unsettled | unstable |"), "{md}");
         assert!(md.contains("between 100/s (within) and 150/s"), "{md}");
         let text = steps_text(&c);

@@ -43,6 +43,29 @@ fn escape(s: &str, apos: &str, mask_controls: bool) -> String {
     out
 }
 
+/// Prose written for Markdown, as HTML: escaped, and each `` `span` ``
+/// a `<code>` element (an unpaired backtick stays as it is).
+pub fn html_prose(s: &str) -> String {
+    let parts: Vec<&str> = s.split('`').collect();
+    let mut out = String::with_capacity(s.len() + 16);
+    for (i, p) in parts.iter().enumerate() {
+        let in_code = i % 2 == 1 && i + 1 < parts.len();
+        match (in_code, i % 2 == 1) {
+            (true, _) => {
+                out.push_str("<code>");
+                out.push_str(&escape_html(p));
+                out.push_str("</code>");
+            }
+            (false, true) => {
+                out.push('`');
+                out.push_str(&escape_html(p));
+            }
+            (false, false) => out.push_str(&escape_html(p)),
+        }
+    }
+    out
+}
+
 /// Text made safe for one Markdown table cell: `|` escaped, each line break
 /// (a multi-line error page, say) a space.
 pub fn md_cell(s: &str) -> String {
@@ -69,6 +92,17 @@ mod tests {
         );
         assert_eq!(escape_xml(s), "&lt;a href=&quot;x&quot;&gt;&amp;&apos;?");
         assert_eq!(escape_xml("a\tb\nc"), "a\tb\nc");
+    }
+
+    #[test]
+    fn prose_renders_code_spans_and_escapes_the_rest() {
+        assert_eq!(
+            html_prose("run `report capacity` <now>"),
+            "run <code>report capacity</code> &lt;now&gt;"
+        );
+        assert_eq!(html_prose("`a<b`"), "<code>a&lt;b</code>");
+        assert_eq!(html_prose("one ` alone"), "one ` alone");
+        assert_eq!(html_prose("`x` and ` y"), "<code>x</code> and ` y");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! into `#script-errors`, and marks `<body data-ok="1">` when it ran.
 
 use super::format::escape_html as esc;
+use super::format::html_prose;
 use super::summary::{ErrorGroup, LatencyStats, Summary, ThresholdLimit, group_samples};
 use super::svg::{Chart, RefLine, Series, linear_ticks, render as chart, spectrum_chart};
 use std::collections::BTreeMap;
@@ -394,6 +395,16 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
             (expr, l.clone())
         })
         .collect();
+    // The knee's bracket shaded on both charts: within at its low end,
+    // not within at its high end.
+    let bands: Vec<(f64, f64, String)> = match (c.knee_offered_rps, c.first_bad_rps) {
+        (Some(good), Some(bad)) if bad > good => vec![(
+            good,
+            bad,
+            format!("the knee lies here: {good:.0}/s within the SLO, {bad:.0}/s not"),
+        )],
+        _ => Vec::new(),
+    };
     let base =
         |id: &str, title: &str, y: &str, series: Vec<Series>, refs: Vec<RefLine>, log: bool| {
             chart(&Chart {
@@ -406,7 +417,7 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
                 series,
                 refs,
                 allow_log: log,
-                bands: Vec::new(),
+                bands: bands.clone(),
                 x_hover: Some(|r| format!("{r:.0}/s offered")),
             })
         };
@@ -423,6 +434,10 @@ pub fn capacity_svgs(s: &Summary) -> Option<(String, String)> {
                 Series {
                     name: "offered/s".into(),
                     points: vec![(0.0, 0.0), (hi, hi)],
+                },
+                Series {
+                    name: "knee".into(),
+                    points: c.knee_offered_rps.zip(c.knee_rps).into_iter().collect(),
                 },
             ],
             Vec::new(),
@@ -481,6 +496,44 @@ window.onerror = function (msg, src, line) {
   document.body.dataset.ok = '1';
 })();
 "#;
+
+/// The capacity section (`#capacity`), first after the headline of a
+/// capacity run: the knee in words, the step table with each sample's
+/// p99, then both charts with the knee marked and its bracket shaded.
+fn capacity_html(o: &mut String, s: &Summary) {
+    let (Some(c), Some((rate, p99))) = (&s.capacity, capacity_svgs(s)) else {
+        return;
+    };
+    let _ = write!(
+        o,
+        "<h2>Capacity</h2><p id=\"capacity-knee\"><code>{}</code>: {}</p><table id=\"capacity-steps\"><tr>",
+        esc(&c.slo.join(", ")),
+        html_prose(&super::capacity::knee_text(c))
+    );
+    let (head, rows) = super::capacity::step_rows(c);
+    for h in head {
+        let _ = write!(o, "<th>{}</th>", esc(h));
+    }
+    o.push_str("</tr>");
+    for (r, step) in rows.iter().zip(&c.steps) {
+        let class = if step.within_slo { "pass" } else { "fail" };
+        let _ = write!(o, "<tr class=\"{class}\">");
+        for cell in r {
+            let _ = write!(o, "<td>{}</td>", esc(cell));
+        }
+        o.push_str("</tr>");
+    }
+    let _ = write!(
+        o,
+        "</table><p>{}</p>",
+        html_prose(super::capacity::STEP_NOTE)
+    );
+    o.push_str(&rate);
+    o.push_str(&p99);
+    for n in &c.notes {
+        let _ = write!(o, "<p class=\"note\">{}</p>", html_prose(n));
+    }
+}
 
 fn kv_table(o: &mut String, id: &str, rows: &[(String, String)]) {
     let _ = write!(o, "<table id=\"{id}\">");
@@ -567,6 +620,7 @@ pub fn render(s: &Summary) -> String {
     if let Some(w) = super::window_text(s) {
         let _ = write!(o, "<p id=\"window\">{}.</p>", esc(&w));
     }
+    capacity_html(&mut o, s);
     let gaps: Vec<String> = s.service_gaps.iter().map(super::gap_text).collect();
     let unwell = s
         .generator_health
@@ -583,7 +637,7 @@ pub fn render(s: &Summary) -> String {
         }
         let _ = write!(o, "<h2>{title}</h2><ul>");
         for i in items {
-            let _ = write!(o, "<li>{}</li>", esc(i));
+            let _ = write!(o, "<li>{}</li>", html_prose(i));
         }
         o.push_str("</ul>");
     }
@@ -740,19 +794,6 @@ pub fn render(s: &Summary) -> String {
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     kv_table(&mut o, "settings", &rows);
-    if let Some((a, b)) = capacity_svgs(s) {
-        o.push_str("<h2>Capacity</h2>");
-        o.push_str(&a);
-        o.push_str(&b);
-        if let Some(c) = &s.capacity {
-            let _ = write!(
-                o,
-                "<p><code>{}</code>: {}</p>",
-                esc(&c.slo.join(", ")),
-                esc(&super::capacity::knee_text(c))
-            );
-        }
-    }
     let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
     o
 }

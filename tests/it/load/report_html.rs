@@ -169,3 +169,82 @@ fn a_discovered_plan_keeps_its_legends_inside_the_charts() {
     chromium(&page, &["--window-size=1400,6000", &shot_arg]);
     assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
 }
+
+/// A capacity run's page leads with the search (issue 29 item 1): the
+/// knee in words, the step table (a row per step, each sample's p99) and
+/// both capacity charts with the knee marked and its bracket shaded,
+/// before every other chart. Its screenshot goes beside the other one.
+#[test]
+fn a_capacity_report_leads_with_its_steps_and_knee() {
+    const CAPACITY: &str = r#"
+name = "cap-html"
+duration = "1s"
+warmup = "0s"
+timeout = "2s"
+
+[load]
+rate = 40
+
+[scenarios.form-accept]
+tool = "deploy"
+arguments = { service = "web" }
+
+[capacity]
+start_rate = 40
+step = 40
+max_rate = 200
+step_duration = "500ms"
+slo = ["rps < 100", "error_rate < 5%"]
+bisections = 1
+samples = 2
+stable_pct = 1000
+stable_floor = "1s"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), CAPACITY);
+    let (out, s) = load(&["--plan", &plan, "--capacity"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let steps = s["capacity"]["steps"].as_array().expect("steps").len();
+    let page = dir.path().join("run/report.html");
+    let dom = dump_dom(&page);
+    assert_eq!(script_errors(&dom), "", "script errors");
+    let at = |needle: &str| {
+        dom.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in the page"))
+    };
+    let first_other_chart = dom
+        .match_indices("<svg ")
+        .map(|(i, _)| i)
+        .find(|i| {
+            let tag = dom[*i..].split('>').next().unwrap_or("");
+            !tag.contains(r#"id="chart-capacity"#)
+        })
+        .unwrap_or(usize::MAX);
+    for part in [
+        r#"id="capacity-knee""#,
+        r#"id="capacity-steps""#,
+        r#"id="chart-capacity-rate""#,
+        r#"id="chart-capacity-p99""#,
+    ] {
+        assert!(at(part) < first_other_chart, "{part} comes first");
+    }
+    let table = dom[at(r#"id="capacity-steps""#)..]
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert_eq!(table.matches("<tr class=").count(), steps, "{table}");
+    assert!(table.contains("p99 per sample"), "{table}");
+    assert!(dom.contains("<code>rps &lt; 100, error_rate &lt; 5%</code>"));
+    let rate = chart(&dom, "chart-capacity-rate");
+    assert!(
+        rate.contains("the knee lies here"),
+        "bracket shaded: {rate}"
+    );
+    assert!(rate.contains(">knee<"), "knee in the legend: {rate}");
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("capacity.png");
+    let shot_arg = format!("--screenshot={}", shot.display());
+    chromium(&page, &["--window-size=1400,3000", &shot_arg]);
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+}
