@@ -219,14 +219,18 @@ pub struct Args {
     /// FILE, k6's flag, e.g. --summary-export ci/summary.json.
     #[arg(long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
-    /// Compare with an earlier run (its summary.json or folder): per-leg
-    /// p50/p99 and round trips/s deltas; the run fails when one regresses
-    /// beyond --baseline-tolerance, e.g. --baseline reports/last-week/.
+    /// Compare with earlier runs of the same setup (a summary.json, a run
+    /// folder, or a folder of run folders; repeatable): per-leg p50/p99,
+    /// end to end, round trips/s and the error rate; the run fails when one
+    /// regresses. With 3 or more runs each figure may also move by its
+    /// noise band over them (a 99.5 % prediction interval), so a noisy
+    /// machine does not flap the gate, e.g. --baseline reports/baseline/
+    /// holding five runs, or --baseline reports/last-week/.
     #[arg(long, value_name = "SUMMARY")]
-    pub baseline: Option<PathBuf>,
+    pub baseline: Vec<PathBuf>,
     /// How much worse than the baseline a leg's p50/p99 may get (and how
-    /// much round trips/s may fall), in percent. Growth under 0.1 ms never
-    /// counts.
+    /// much round trips/s may fall), in percent, at least; the baseline
+    /// runs' noise band widens it. Growth under 0.1 ms never counts.
     #[arg(long, value_name = "PCT", default_value_t = crate::load::summarize::baseline::DEFAULT_TOLERANCE_PCT)]
     pub baseline_tolerance: f64,
     /// Name of the report folder (default: <UTC time>-<plan>).
@@ -449,15 +453,18 @@ pub fn run(args: Args) -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
-    let baseline = match &args.baseline {
-        Some(path) if args.baseline_tolerance.is_finite() && args.baseline_tolerance >= 0.0 => {
-            match crate::load::summarize::baseline::read(path) {
-                Ok(s) => Some((s, path.display().to_string(), args.baseline_tolerance)),
-                Err(e) => return usage_error(e),
-            }
+    let baseline = match args.baseline.as_slice() {
+        [] => None,
+        _ if !(args.baseline_tolerance.is_finite() && args.baseline_tolerance >= 0.0) => {
+            return usage_error("--baseline-tolerance must be a percentage ≥ 0");
         }
-        Some(_) => return usage_error("--baseline-tolerance must be a percentage ≥ 0"),
-        None => None,
+        paths => match crate::load::summarize::baseline::read_all(paths) {
+            Ok(runs) => {
+                let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                Some((runs, names.join(", "), args.baseline_tolerance))
+            }
+            Err(e) => return usage_error(e),
+        },
     };
     let mut discovery_lines = Vec::new();
     let discovered = match (&args.plan, &args.target) {

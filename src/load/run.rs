@@ -45,9 +45,9 @@ pub struct Options {
     pub ndjson: Option<PathBuf>,
     /// Extra copy of `summary.json` (`--summary-export FILE`).
     pub summary_export: Option<PathBuf>,
-    /// A baseline run to compare with (`--baseline`): its summary, its
-    /// file, and the tolerance in percent.
-    pub baseline: Option<(Summary, String, f64)>,
+    /// The baseline runs to compare with (`--baseline`): their summaries,
+    /// the paths as given, and the tolerance in percent.
+    pub baseline: Option<(Vec<Summary>, String, f64)>,
     /// Run id (default `<UTC time>-<plan>`).
     pub run_id: Option<String>,
     /// Extra `serve` arguments for the embedded server (e.g. `--flaw X`).

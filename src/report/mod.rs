@@ -69,8 +69,13 @@ use std::path::Path;
 /// per leg (the first row is round trips/s).
 pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
     let head = if c.mismatches.is_empty() {
+        let noise = if c.noise.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", c.noise)
+        };
         format!(
-            "baseline {} (run {}), tolerance {} %",
+            "baseline {} (run {}), tolerance {} %{noise}",
             c.file, c.run_id, c.tolerance_pct
         )
     } else {
@@ -81,32 +86,68 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
             c.mismatches.join("; ")
         )
     };
-    let change = |b: Option<f64>, n: Option<f64>, d: Option<f64>, unit: &str| match (b, n) {
-        (Some(b), Some(n)) => format!("{b:.3} → {n:.3}{unit} ({:+.1} %)", d.unwrap_or(0.0)),
-        (None, Some(n)) => format!("new: {n:.3}{unit}"),
-        (Some(b), None) => format!("gone (was {b:.3}{unit})"),
-        (None, None) => "-".into(),
-    };
+    let change =
+        |b: Option<f64>, n: Option<f64>, d: Option<f64>, allowed: Option<f64>, unit: &str| match (
+            b, n,
+        ) {
+            (Some(b), Some(n)) => {
+                let allowed = allowed.map_or(String::new(), |a| format!(", ≤ +{a:.3}"));
+                format!(
+                    "{b:.3} → {n:.3}{unit} ({:+.1} %{allowed})",
+                    d.unwrap_or(0.0)
+                )
+            }
+            (None, Some(n)) => format!("new: {n:.3}{unit}"),
+            (Some(b), None) => format!("gone (was {b:.3}{unit})"),
+            (None, None) => "-".into(),
+        };
     let mut rows = vec![[
         "round trips/s".to_owned(),
         format!(
-            "{:.1} → {:.1} ({:+.1} %)",
-            c.rps_before, c.rps_now, c.rps_delta_pct
+            "{:.1} → {:.1} ({:+.1} %, ≥ −{:.1} %)",
+            c.rps_before, c.rps_now, c.rps_delta_pct, c.rps_allowed_pct
         ),
         String::new(),
         if c.rps_regressed { "REGRESSED" } else { "ok" }.to_owned(),
     ]];
+    rows.push([
+        "error rate".to_owned(),
+        format!(
+            "{:.3} % → {:.3} %",
+            c.error_rate_before * 100.0,
+            c.error_rate_now * 100.0
+        ),
+        String::new(),
+        if c.error_rate_regressed {
+            "REGRESSED"
+        } else {
+            "ok"
+        }
+        .to_owned(),
+    ]);
     for l in &c.legs {
         let judged = l.p50_delta_pct.is_some();
         rows.push([
             l.leg.clone(),
             format!(
                 "p50 {}",
-                change(l.p50_ms_before, l.p50_ms_now, l.p50_delta_pct, " ms")
+                change(
+                    l.p50_ms_before,
+                    l.p50_ms_now,
+                    l.p50_delta_pct,
+                    l.p50_allowed_ms,
+                    " ms"
+                )
             ),
             format!(
                 "p99 {}",
-                change(l.p99_ms_before, l.p99_ms_now, l.p99_delta_pct, " ms")
+                change(
+                    l.p99_ms_before,
+                    l.p99_ms_now,
+                    l.p99_delta_pct,
+                    l.p99_allowed_ms,
+                    " ms"
+                )
             ),
             match (judged, l.regressed) {
                 (_, true) => "REGRESSED",

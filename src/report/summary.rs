@@ -676,8 +676,27 @@ pub struct BaselineComparison {
     pub rps_delta_pct: f64,
     /// Round trips/s fell beyond the tolerance.
     pub rps_regressed: bool,
-    /// Every leg either run has.
+    /// How far round trips/s may fall, in percent: the tolerance, or the
+    /// baseline runs' noise band when that is wider.
+    #[serde(default)]
+    pub rps_allowed_pct: f64,
+    /// Every leg either run has (and `end to end`).
     pub legs: Vec<BaselineDelta>,
+    /// Every baseline run's id (several runs give the noise estimate).
+    #[serde(default)]
+    pub runs: Vec<String>,
+    /// How the noise was estimated, in words.
+    #[serde(default)]
+    pub noise: String,
+    /// Unexpected outcomes ÷ round trips: the baseline runs pooled, and now.
+    #[serde(default)]
+    pub error_rate_before: f64,
+    #[serde(default)]
+    pub error_rate_now: f64,
+    /// The error rate rose beyond chance (a two-proportion z-test) and by
+    /// at least 0.1 percentage point.
+    #[serde(default)]
+    pub error_rate_regressed: bool,
     /// What differs between the two runs' setups (plan, model, load
     /// shape, measured duration, target): numbers from different setups
     /// are not compared, and the comparison fails saying why.
@@ -698,6 +717,12 @@ pub struct BaselineDelta {
     /// Change in percent (positive = slower).
     pub p50_delta_pct: Option<f64>,
     pub p99_delta_pct: Option<f64>,
-    /// Grew beyond the tolerance and the noise floor.
+    /// How much each may grow (ms): the tolerance, the noise band of the
+    /// baseline runs or the 0.1 ms floor, whichever is widest.
+    #[serde(default)]
+    pub p50_allowed_ms: Option<f64>,
+    #[serde(default)]
+    pub p99_allowed_ms: Option<f64>,
+    /// Grew beyond what is allowed.
     pub regressed: bool,
 }
