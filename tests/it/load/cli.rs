@@ -611,13 +611,16 @@ fn a_baseline_fails_the_run_when_a_leg_regresses_and_passes_when_none_does() {
     let plan = basic(dir.path());
     let (out, first) = load(&["--plan", &plan, "--duration", "2s"], dir.path());
     assert_eq!(out.status.code(), Some(0));
-    // A baseline far faster than any real run, and one far slower.
+    // A baseline far faster than any real run, and one far slower, in
+    // every judged latency (each leg and end to end).
     let edited = |ms: f64, rps: f64, name: &str| {
         let mut b = first.clone();
         for leg in b["legs"].as_object_mut().unwrap().values_mut() {
             leg["p50_ms"] = ms.into();
             leg["p99_ms"] = ms.into();
         }
+        b["e2e"]["p50_ms"] = ms.into();
+        b["e2e"]["p99_ms"] = ms.into();
         b["rps"] = rps.into();
         b["run_id"] = name.into();
         let p = dir.path().join(format!("{name}.json"));
