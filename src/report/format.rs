@@ -3,6 +3,8 @@
 //! flow pages, `check`'s JUnit and Markdown, `fuzz`'s summary and the run
 //! reports all use these, so one rule set holds everywhere.
 
+use std::fmt::Write as _;
+
 /// Milliseconds with digits by size: `123`, `12.3`, `1.234`.
 pub fn ms(v: f64) -> String {
     if v >= 100.0 {
@@ -49,18 +51,14 @@ pub fn html_prose(s: &str) -> String {
     let parts: Vec<&str> = s.split('`').collect();
     let mut out = String::with_capacity(s.len() + 16);
     for (i, p) in parts.iter().enumerate() {
-        let in_code = i % 2 == 1 && i + 1 < parts.len();
-        match (in_code, i % 2 == 1) {
-            (true, _) => {
-                out.push_str("<code>");
-                out.push_str(&escape_html(p));
-                out.push_str("</code>");
-            }
-            (false, true) => {
+        let after_backtick = i % 2 == 1;
+        if after_backtick && i + 1 < parts.len() {
+            let _ = write!(out, "<code>{}</code>", escape_html(p));
+        } else {
+            if after_backtick {
                 out.push('`');
-                out.push_str(&escape_html(p));
             }
-            (false, false) => out.push_str(&escape_html(p)),
+            out.push_str(&escape_html(p));
         }
     }
     out

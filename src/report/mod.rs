@@ -66,7 +66,7 @@ use std::path::Path;
 
 /// The baseline comparison as text rows, shared by the terminal, Markdown
 /// and HTML: a heading line, then `[leg, p50 change, p99 change, verdict]`
-/// per leg (the first row is round trips/s).
+/// per leg (the first two rows are round trips/s and the error rate).
 pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
     let head = if c.mismatches.is_empty() {
         let noise = if c.noise.is_empty() {
@@ -101,6 +101,7 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
             (Some(b), None) => format!("gone (was {b:.3}{unit})"),
             (None, None) => "-".into(),
         };
+    let word = |regressed: bool| if regressed { "REGRESSED" } else { "ok" }.to_owned();
     let mut rows = vec![[
         "round trips/s".to_owned(),
         format!(
@@ -108,7 +109,7 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
             c.rps_before, c.rps_now, c.rps_delta_pct, c.rps_allowed_pct
         ),
         String::new(),
-        if c.rps_regressed { "REGRESSED" } else { "ok" }.to_owned(),
+        word(c.rps_regressed),
     ]];
     rows.push([
         "error rate".to_owned(),
@@ -118,12 +119,7 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
             c.error_rate_now * 100.0
         ),
         String::new(),
-        if c.error_rate_regressed {
-            "REGRESSED"
-        } else {
-            "ok"
-        }
-        .to_owned(),
+        word(c.error_rate_regressed),
     ]);
     for l in &c.legs {
         let judged = l.p50_delta_pct.is_some();

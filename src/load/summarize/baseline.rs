@@ -192,6 +192,7 @@ pub fn compare(
         let p50 = Spread::of(&b.iter().map(|l| l.p50_ms).collect::<Vec<_>>());
         let p99 = Spread::of(&b.iter().map(|l| l.p99_ms).collect::<Vec<_>>());
         let allowed = |s: Spread| (s.mean * tol).max(s.band).max(NOISE_FLOOR_MS);
+        let (p50_allowed, p99_allowed) = (allowed(p50), allowed(p99));
         let delta = match n {
             Some(n) if !b.is_empty() => BaselineDelta {
                 leg: name,
@@ -201,9 +202,9 @@ pub fn compare(
                 p99_ms_now: Some(n.p99_ms),
                 p50_delta_pct: Some(pct(p50.mean, n.p50_ms)),
                 p99_delta_pct: Some(pct(p99.mean, n.p99_ms)),
-                p50_allowed_ms: Some(allowed(p50)),
-                p99_allowed_ms: Some(allowed(p99)),
-                regressed: n.p50_ms - p50.mean > allowed(p50) || n.p99_ms - p99.mean > allowed(p99),
+                p50_allowed_ms: Some(p50_allowed),
+                p99_allowed_ms: Some(p99_allowed),
+                regressed: n.p50_ms - p50.mean > p50_allowed || n.p99_ms - p99.mean > p99_allowed,
             },
             _ => BaselineDelta {
                 leg: name,

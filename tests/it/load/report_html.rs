@@ -53,6 +53,18 @@ fn dump_dom(page: &Path) -> String {
     chromium(page, &["--virtual-time-budget=2000", "--dump-dom"])
 }
 
+/// A screenshot of `page`, 1400 px wide and `height` tall, saved as
+/// `target/tmp/report_html/NAME` for a look (and checked not to be blank).
+fn screenshot(page: &Path, name: &str, height: u32) {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join(name);
+    let size = format!("--window-size=1400,{height}");
+    let shot_arg = format!("--screenshot={}", shot.display());
+    chromium(page, &[&size, &shot_arg]);
+    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+}
+
 /// The page's list of script errors (empty when the script ran clean).
 fn script_errors(dom: &str) -> &str {
     dom.split(r#"<ul id="script-errors">"#)
@@ -162,12 +174,7 @@ fn a_discovered_plan_keeps_its_legends_inside_the_charts() {
     let more = scenarios - rows;
     assert!(chart.contains(&format!("+{more} more (hover)")), "{chart}");
     assert!(chart.contains(r#"<g class="point"><title>"#), "{chart}");
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
-    std::fs::create_dir_all(&shots).unwrap();
-    let shot = shots.join("discovered-plan.png");
-    let shot_arg = format!("--screenshot={}", shot.display());
-    chromium(&page, &["--window-size=1400,6000", &shot_arg]);
-    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+    screenshot(&page, "discovered-plan.png", 6000);
 }
 
 /// A capacity run's page leads with the search (issue 29 item 1): the
@@ -241,10 +248,5 @@ stable_floor = "1s"
         "bracket shaded: {rate}"
     );
     assert!(rate.contains(">knee<"), "knee in the legend: {rate}");
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report_html");
-    std::fs::create_dir_all(&shots).unwrap();
-    let shot = shots.join("capacity.png");
-    let shot_arg = format!("--screenshot={}", shot.display());
-    chromium(&page, &["--window-size=1400,3000", &shot_arg]);
-    assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 10_000));
+    screenshot(&page, "capacity.png", 3000);
 }

@@ -25,6 +25,11 @@ fn serve_logging(dir: &Path, more: impl FnOnce(&mut Command)) -> (Serve, PathBuf
     (crate::support::serve::start(c), log_path)
 }
 
+/// The lines of `text` that hold `event`.
+fn lines_with<'a>(text: &'a str, event: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.contains(event)).collect()
+}
+
 const ALICE_TOKEN: &str = "s3cr3t-token-alice";
 const BOB_TOKEN: &str = "s3cr3t-token-bob";
 const API_KEY: &str = "sk-live-SECRETSECRET1234";
@@ -214,10 +219,7 @@ async fn a_flood_of_401s_logs_a_line_per_window_with_the_count_held_back() {
     assert_eq!(unauthenticated().await.unwrap().status().as_u16(), 401);
     child.kill();
     let text = std::fs::read_to_string(&log_path).unwrap();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("no valid credentials"))
-        .collect();
+    let lines = lines_with(&text, "no valid credentials");
     assert_eq!(lines.len(), 2, "one line per window, not per 401:\n{text}");
     assert!(lines[0].contains("suppressed=0"), "{}", lines[0]);
     let held_back = format!("suppressed={}", FLOOD - 1);
@@ -250,10 +252,7 @@ async fn sessions_opened_under_invented_names_are_a_line_per_window() {
     }
     child.kill();
     let text = std::fs::read_to_string(&log_path).unwrap();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("legacy session created"))
-        .collect();
+    let lines = lines_with(&text, "legacy session created");
     assert_eq!(lines.len(), 1, "one line per window:\n{text}");
     assert!(lines[0].contains("suppressed=0"), "{}", lines[0]);
 }
