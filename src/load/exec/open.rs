@@ -134,8 +134,8 @@ impl Shard {
         let end = start + shape::total(&self.stages);
         let segment = self.ctx.plan.segment;
         let mut schedule = Arrivals::new(&self.stages).enumerate();
-        // Set when the schedule's end came before a due arrival could start:
-        // its slot, and whether the in-flight cap was holding it.
+        // Set when the schedule's end or a stop came before an arrival could
+        // start: its slot, and whether the in-flight cap was holding it.
         let mut overdue: Option<(Instant, bool)> = None;
         // Whether arrival `k` is this shard's: a segment of a distributed run
         // takes every N-th arrival of the whole schedule
@@ -158,10 +158,11 @@ impl Shard {
             let mut held = Duration::ZERO;
             // Drive what is in flight until the slot is due and there is room.
             loop {
+                let full = in_flight.len() >= self.limit;
                 if self.ctx.stop.load(Ordering::Relaxed) {
+                    overdue = Some((intended, full));
                     break 'schedule;
                 }
-                let full = in_flight.len() >= self.limit;
                 if Instant::now() >= end {
                     overdue = Some((intended, full));
                     break 'schedule;
@@ -207,24 +208,26 @@ impl Shard {
             )));
             started += 1;
         }
-        // Arrivals due before the schedule ended that never started are the
-        // plan's too: held by the cap, or late, by how long they were due.
+        // Arrivals due by now (the schedule's end, or a stop: a dead target,
+        // Ctrl-C) that never started are the plan's too: held by the cap, or
+        // late, by how long they were due. A generator starved of CPU when
+        // the run stops early has its shortfall here, not in what started.
         if let Some((first, held)) = overdue {
             let now = Instant::now();
-            let note = |intended: Instant| {
-                let slip = now.saturating_duration_since(intended);
+            let rest = schedule
+                .filter(|&(k, _)| mine(k, &mut slot))
+                .map(|(_, offset)| start + Duration::from_secs_f64(offset));
+            for intended in std::iter::once(first).chain(rest) {
+                if intended > now {
+                    break; // not yet due (the schedule is in order)
+                }
+                let slip = now - intended;
                 let held = if held {
                     slip.max(Duration::from_nanos(1))
                 } else {
                     Duration::ZERO
                 };
                 self.ctx.recorder.slip().note(slip, held);
-            };
-            note(first);
-            for (k, offset) in schedule {
-                if mine(k, &mut slot) {
-                    note(start + Duration::from_secs_f64(offset));
-                }
             }
         }
         let drain = async { while in_flight.next().await.is_some() {} };
@@ -292,5 +295,44 @@ mod tests {
         assert_eq!(shards_for(0.0, 4), 1);
         assert_eq!(shards_for(f64::NAN, 4), 1);
         assert_eq!(shards_for(50_000.0, 0), 1);
+    }
+
+    /// A generator kept off its thread until the run stops (a dead target
+    /// stopped it) fell behind: the arrivals due meanwhile, never started,
+    /// count as late, as at the schedule's end. They were not counted, so a
+    /// starved run cut short read as a healthy generator.
+    #[tokio::test]
+    async fn arrivals_due_before_a_stop_that_never_started_are_late() {
+        use crate::load::metrics::recorder::Recorder;
+        let plan = crate::load::spec::parse::parse_plan(
+            "[load]\nrate = 1000\n[scenarios.form-accept]\n",
+            "p.toml",
+            "p",
+        )
+        .unwrap();
+        let rec = Arc::new(Recorder::new(Duration::from_secs(1), &[]).unwrap());
+        // Port 9 (discard) refuses at once: round trips end quickly.
+        let ctx = Arc::new(LoadContext::new(
+            plan,
+            "http://127.0.0.1:9/mcp".into(),
+            rec.clone(),
+        ));
+        let stages = shape::parse_stages("0s:1000,30s:1000").unwrap();
+        let run = tokio::spawn({
+            let ctx = ctx.clone();
+            async move {
+                drive(ctx, reqwest::Client::new(), &stages, Duration::ZERO).await;
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Starve the runtime's one thread, then stop the run.
+        std::thread::sleep(Duration::from_millis(700));
+        ctx.stop.store(true, Ordering::Relaxed);
+        run.await.unwrap();
+        let c = rec.slip().counts().expect("arrivals");
+        // ~750 due by the stop, ~450 of them more than 250 ms overdue.
+        assert!(c.arrivals >= 600, "{c:?}");
+        assert!(c.late + c.held_late >= 300, "{c:?}");
+        assert!(c.arrivals < 2000, "only what was due counts: {c:?}");
     }
 }
