@@ -584,7 +584,7 @@ pub fn render(s: &Summary) -> String {
     let verdict = s.verdict_word();
     let _ = write!(
         o,
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>elicitkit load: {}</title><style>body{{font-family:sans-serif;margin:24px;max-width:1000px}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.fail{{color:#D55E00;font-weight:bold}}.pass{{color:#0072B2}}svg{{display:block;margin:12px 0}}th{{background:#f4f4f4}}</style></head><body><ul id=\"script-errors\"></ul>",
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>elicitkit load: {}</title><style>body{{font-family:sans-serif;margin:24px;max-width:1800px}}table{{border-collapse:collapse;margin:8px 0}}td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.fail{{color:#D55E00;font-weight:bold}}.pass{{color:#0072B2}}svg{{display:block;margin:12px 0}}svg.chart{{display:inline-block;vertical-align:top;width:100%;max-width:720px;height:auto;margin:12px 16px 12px 0}}@media (min-width:1200px){{svg.chart{{width:calc(50% - 16px);max-width:none}}}}th{{background:#f4f4f4}}</style></head><body><ul id=\"script-errors\"></ul>",
         esc(&s.plan)
     );
     let _ = write!(
