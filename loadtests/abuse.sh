@@ -11,7 +11,10 @@
 #   slow-bodies    LEGIT (80) tools/list requests over 20 s while CONNS
 #                  connections trickle 1 MiB bodies at a byte a second (no
 #                  credentials), server at --max-connections SLOW_CAP (3840):
-#                  answered count, latency, RSS (target: all answered)
+#                  answered count, latency, RSS (target: all answered).
+#                  SLOW_TOKEN=NAME sends them as that principal (demo auth:
+#                  any name is valid), SLOW_BURST=N sends N body bytes at once
+#                  first: the attack past the head-time credential check
 #   retries        RETRIES (default 1000) concurrent copies of one final retry
 #                  of each side-effecting tool, memory and SQLite stores
 #                  (target: one side effect each, identical outcomes)
@@ -33,6 +36,8 @@ PARTS=${PARTS:-slowloris,slow-bodies,retries,forget-memory,forget-sqlite}
 CONNS=${CONNS:-4000}
 SLOW_CAP=${SLOW_CAP:-3840}
 LEGIT=${LEGIT:-80}
+SLOW_TOKEN=${SLOW_TOKEN:-}
+SLOW_BURST=${SLOW_BURST:-0}
 BASELINE_SECS=${BASELINE_SECS:-10}
 ATTACK_SECS=${ATTACK_SECS:-30}
 RETRIES=${RETRIES:-1000}
@@ -147,7 +152,8 @@ for part in "${parts[@]}"; do
     slow-bodies)
       start_server slow-bodies --workers 2 --max-connections "$SLOW_CAP"
       timeout $((ATTACK_SECS + 120)) "$DRIVER" slow-bodies --target "$base" --pid "$srv_pid" --conns "$CONNS" \
-        --legit "$LEGIT" --out "$out/slow-bodies.json" >/dev/null
+        --legit "$LEGIT" --burst "$SLOW_BURST" ${SLOW_TOKEN:+--token "$SLOW_TOKEN"} \
+        --out "$out/slow-bodies.json" >/dev/null
       stop_server
       summarize slow-bodies "$out/slow-bodies.json" | tee -a "$out/summary.md"
       ;;
