@@ -52,6 +52,10 @@ pub const MAX_SESSIONS: usize = 16;
 /// long the bridge waited).
 pub const NO_REPLY: &str = "elicitkit-stdio-no-reply";
 
+/// The bridge's `400` to a blank body, which it does not send: over stdio
+/// it would be a blank line, no message at all.
+pub const NOT_SENT_BLANK: &str = "elicitkit bridge: a blank body is no message over stdio (it would be a blank line); nothing was sent\n";
+
 /// How long a message that is not a request (unparsable, a batch) waits
 /// for an error reply with a null id before it is answered `202`.
 pub const NULL_ID_WAIT: Duration = Duration::from_millis(500);
@@ -393,6 +397,12 @@ fn kind(msg: Option<Value>) -> Kind {
 }
 
 async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes) -> Response {
+    // A blank body has no line to send: newline-delimited JSON carries no
+    // empty message, and a blank line gets silence from any server (that
+    // silence is no defect of the server's, so it is not asked for).
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return (StatusCode::BAD_REQUEST, NOT_SENT_BLANK).into_response();
+    }
     let msg = serde_json::from_slice::<Value>(&body).ok();
     let principal = pool.principal(&headers);
     let sid = headers

@@ -278,3 +278,34 @@ fn stdio_usage_errors_exit_2_and_say_why() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
 }
+
+/// A blank body is no message over stdio (it would be a blank line, which
+/// every server rightly ignores): the bridge answers `400` itself and
+/// sends nothing. It sent the blank line and, after 500 ms of the silence
+/// that earns, said `202` "no reply", which `fuzz` filed as the server's
+/// defect (not-json-rpc on a clean `serve --stdio`, a truncated body).
+#[tokio::test]
+async fn a_blank_body_is_refused_by_the_bridge_not_sent_as_a_line() {
+    use crate::support::server::{caps_form, meta, post_raw, remote};
+    let bridge = Bridge::start(Spec {
+        command: serve(&[]),
+        identity_env: None,
+    })
+    .await
+    .expect("the stdio server starts");
+    let url = bridge.mcp_url();
+    let s = remote(url.strip_suffix("/mcp").unwrap());
+    for body in ["", " \r\n\t "] {
+        let r = post_raw(&s, Some("alice"), "tools/list", None, body.into()).await;
+        assert_eq!(r.status, 400, "{body:?}: {}", r.text);
+        assert_eq!(r.text, elicitkit::stdio::bridge::NOT_SENT_BLANK);
+        assert!(r.headers.get(elicitkit::stdio::bridge::NO_REPLY).is_none());
+    }
+    // The server behind it still answers a real request.
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": meta(&caps_form())}});
+    let r = post_raw(&s, Some("alice"), "tools/list", None, list.to_string()).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(r.text.contains("\"tools\""), "{}", r.text);
+    bridge.stop().await;
+}
