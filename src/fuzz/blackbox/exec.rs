@@ -61,7 +61,9 @@ struct Changed<'a> {
     tool: &'a ToolInfo,
     caps: &'a ClientCapabilities,
     index: u64,
-    answers: &'a Map<String, Value>,
+    /// The `inputResponses` the changed retry sent (mutated or not): the
+    /// controls send the same, so only the state differs.
+    answers: Option<&'a Value>,
     other: Option<&'a str>,
     tampered: bool,
 }
@@ -505,7 +507,7 @@ impl Target {
                     tool,
                     caps: &caps,
                     index,
-                    answers: &valid,
+                    answers: answers.as_ref(),
                     other,
                     tampered,
                 };
@@ -633,7 +635,7 @@ impl Target {
                         &c.tool.name,
                         &c.tool.args,
                         c.caps,
-                        Some(Value::Object(c.answers.clone())),
+                        c.answers.cloned(),
                         None,
                     );
                     if let Some(o) = c.other {
@@ -667,7 +669,8 @@ impl Target {
     }
 
     /// The untampered control: a fresh walk of the tool (the first state
-    /// may be spent) and its retry, as the flow's own principal.
+    /// may be spent) and its retry with the changed retry's answers, as the
+    /// flow's own principal.
     async fn untampered(&self, run: &mut Run<'_>, c: &Changed<'_>) -> Outcome {
         let walked = walk(&run.w, &c.tool.name, &c.tool.args, c.caps, 3, true).await;
         let Some((state, answers)) = walked
@@ -676,13 +679,14 @@ impl Target {
         else {
             return Outcome::Other;
         };
+        let answers = c.answers.cloned().unwrap_or(Value::Object(answers));
         let req = call_request(
             &run.w,
             format!("case {} {UNTAMPERED}", c.index),
             &c.tool.name,
             &c.tool.args,
             c.caps,
-            Some(Value::Object(answers)),
+            Some(answers),
             Some(&state),
         );
         outcome(&run.w.send(req).await)

@@ -739,3 +739,48 @@ fn a_server_that_dies_is_unresponsive_and_ends_the_run() {
         "{s:#}"
     );
 }
+
+/// The TypeScript SDK server declines `connect_account` without looking at
+/// the state ("Not connected"). A declined retry with a spliced state
+/// completes alike, which is no finding: its controls send the same
+/// decline. They sent the flow's original answers (an accept), which
+/// without a state re-prompts, so the decline with a spliced state read as
+/// a trusted tamper (a false `tampered-state-accepted` in a 45 s run).
+#[test]
+fn a_declined_retry_is_controlled_by_declines() {
+    use elicitkit::fuzz::blackbox::case::Op;
+    use elicitkit::fuzz::mutation::{AnswerMutation, StateMutation};
+    use elicitkit::protocol::Generation;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = interop::Server::start(interop::Sdk::Ts);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let t = blackbox::prepare(&Settings::new(server.url.clone()))
+            .await
+            .expect("discovery");
+        let tool = t
+            .tools(Generation::Modern)
+            .iter()
+            .position(|x| x.name == "connect_account")
+            .expect("connect_account listed");
+        let declined = [
+            Op::Answers(AnswerMutation::Decline),
+            Op::State(StateMutation::Splice { at: 8656 }),
+        ];
+        let e = t.exec(Generation::Modern, tool, &declined, 1).await;
+        assert!(e.hit.is_none(), "{:?}", e.hit);
+        let note = e.note.expect("the completed changed retry is a note");
+        assert!(note.contains("not reported"), "{note}");
+        // Every control of that case sent the decline.
+        let controls: Vec<_> = e
+            .log
+            .iter()
+            .filter(|l| blackbox::exec::is_control(&l.request.label))
+            .collect();
+        assert!(!controls.is_empty(), "no control sent");
+        for c in controls {
+            let body = String::from_utf8_lossy(&c.request.body);
+            assert!(body.contains(r#""action":"decline""#), "{body}");
+        }
+    });
+}
