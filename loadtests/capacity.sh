@@ -31,7 +31,7 @@ for n in "${counts[@]}"; do
   procs=("$redis_pid"); ups=()
   for i in $(seq "$n"); do
     # One Redis DB per count, shared by its instances.
-    serve_on "redis://127.0.0.1:$redis_port/$n" "c$n-$i" "127.0.0.1:$nginx_port"
+    serve_on "redis://127.0.0.1:$redis_port/$n" "c$n-$i" "127.0.0.1:$nginx_port" "http://127.0.0.1:$nginx_port"
     procs+=("$SRV_PID"); ups+=("127.0.0.1:$SRV_PORT")
   done
   nginx_on "$nginx_port" "${ups[@]}"

@@ -49,7 +49,8 @@ for setup in "${setups[@]}"; do
       n=${setup#redis-}
       procs=("$redis_pid"); ups=(); ports=()
       for i in $(seq "$n"); do
-        serve_on "redis://127.0.0.1:$redis_port/$n" "r$n-$i" "127.0.0.1:$nginx_port"   # one DB per setup, shared by its instances
+        # One DB per setup, shared by its instances; links name nginx.
+        serve_on "redis://127.0.0.1:$redis_port/$n" "r$n-$i" "127.0.0.1:$nginx_port" "http://127.0.0.1:$nginx_port"
         procs+=("$SRV_PID"); ups+=("127.0.0.1:$SRV_PORT"); ports+=("$SRV_PORT")
       done
       nginx_on "$nginx_port" "${ups[@]}"

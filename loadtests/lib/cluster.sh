@@ -31,11 +31,15 @@ redis_pid=$!
 pids+=("$redis_pid")
 wait_port "$redis_port"
 
-# serve_on STORE ID ALLOWED_HOST: starts an instance; sets SRV_PID and SRV_PORT.
+# serve_on STORE ID ALLOWED_HOST [PUBLIC_URL]: starts an instance; sets
+# SRV_PID and SRV_PORT. Behind nginx, PUBLIC_URL (nginx's) makes URL-flow
+# links name nginx, so the URL-flow scenario runs there as it does direct.
 serve_on() {
   SRV_PORT=$(free_port)
+  local public=()
+  [ -n "${4:-}" ] && public=(--public-url "$4")
   "$BIN" serve --listen "127.0.0.1:$SRV_PORT" --workers "$WORKERS" --store "$1" --instance-id "$2" \
-    --key-file "$tmp/keys" --allowed-host "$3" >"$tmp/$2.log" 2>&1 &
+    --key-file "$tmp/keys" --allowed-host "$3" "${public[@]}" >"$tmp/$2.log" 2>&1 &
   SRV_PID=$!
   pids+=("$SRV_PID")
   wait_port "$SRV_PORT"
