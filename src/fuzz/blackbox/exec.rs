@@ -63,7 +63,7 @@ struct Changed<'a> {
     index: u64,
     /// The `inputResponses` the changed retry sent (mutated or not): the
     /// controls send the same, so only the state differs.
-    answers: Option<&'a Value>,
+    answers: &'a Value,
     other: Option<&'a str>,
     tampered: bool,
 }
@@ -490,14 +490,15 @@ impl Target {
         }
         let reply = run.w.send(req).await;
         run.check()?;
-        let Some((state, valid)) = round else {
+        // A retry (a state round) sent answers: `answers` came from it.
+        let (Some((state, valid)), Some(answers)) = (round, answers) else {
             return Ok(());
         };
         let tampered = matches!(&sent_state, Some(Value::String(s)) if !equivalent(&state, s));
         // Whether the retry sent exactly the valid state and answers (a
         // replay of it is then the same request sent twice).
         let faithful = sent_state.as_ref() == Some(&Value::from(state.clone()))
-            && answers.as_ref() == Some(&Value::Object(valid.clone()))
+            && answers == Value::Object(valid.clone())
             && !ops.iter().any(|o| matches!(o, Op::Body(_)));
         let mut completions = 0;
         let mut same = 0;
@@ -507,7 +508,7 @@ impl Target {
                     tool,
                     caps: &caps,
                     index,
-                    answers: answers.as_ref(),
+                    answers: &answers,
                     other,
                     tampered,
                 };
@@ -635,7 +636,7 @@ impl Target {
                         &c.tool.name,
                         &c.tool.args,
                         c.caps,
-                        c.answers.cloned(),
+                        Some(c.answers.clone()),
                         None,
                     );
                     if let Some(o) = c.other {
@@ -673,20 +674,16 @@ impl Target {
     /// flow's own principal.
     async fn untampered(&self, run: &mut Run<'_>, c: &Changed<'_>) -> Outcome {
         let walked = walk(&run.w, &c.tool.name, &c.tool.args, c.caps, 3, true).await;
-        let Some((state, answers)) = walked
-            .state_round()
-            .and_then(|(_, r)| Some((r.state.clone()?, r.answers.clone())))
-        else {
+        let Some(state) = walked.state_round().and_then(|(_, r)| r.state.clone()) else {
             return Outcome::Other;
         };
-        let answers = c.answers.cloned().unwrap_or(Value::Object(answers));
         let req = call_request(
             &run.w,
             format!("case {} {UNTAMPERED}", c.index),
             &c.tool.name,
             &c.tool.args,
             c.caps,
-            Some(answers),
+            Some(c.answers.clone()),
             Some(&state),
         );
         outcome(&run.w.send(req).await)
