@@ -13,13 +13,15 @@
 //! alone on the same decoded envelope bytes and backend) are the target
 //! comparison; the latest table is in the `crate::state` module docs
 //! ("Speed"). `base64/` compares the token-text decoder with base64-simd.
+//! The run ends with each codec's targets at 256 bytes (open ÷ floor,
+//! rmcp ÷ open) and whether this run met them (`targets` below).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use elicitkit::state::primitive::{AEAD_TAG_LEN, AeadKey, Blake3Keyed, HmacSha256};
 use elicitkit::state::{Binding, Claims, CodecName, KeyRing, Sealer, SealerConfig};
 
@@ -554,4 +556,101 @@ fn base64_decode(c: &mut Criterion) {
 }
 
 criterion_group!(benches, codecs, competitors, backends, base64_decode);
-criterion_main!(benches);
+
+/// The targets each codec is held to at a 256-byte payload, from this run's
+/// medians: `open` within 1.2× its primitive (the floor), and at least 2.5×
+/// faster than rmcp's codec, or, for a codec whose primitive alone is too
+/// slow for that (rmcp ÷ floor under 3), within 1.2× of the best it could
+/// be (rmcp ÷ floor ÷ 1.2). A row that misses says MISS, so a regression
+/// shows in the bench's own output; rows this run did not measure (a
+/// filter left them out) say so.
+mod targets {
+    use super::CodecName;
+    use std::path::{Path, PathBuf};
+    use std::time::SystemTime;
+
+    const PAYLOAD: usize = 256;
+    const OPEN_OVER_FLOOR: f64 = 1.2;
+    const SPEEDUP_OVER_RMCP: f64 = 2.5;
+
+    /// Where criterion writes its estimates (its own rule).
+    fn home() -> PathBuf {
+        if let Some(h) = std::env::var_os("CRITERION_HOME") {
+            return h.into();
+        }
+        std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+            .join("criterion")
+    }
+
+    /// The median (ns) of `group/function/256`, if this run wrote it.
+    fn median(home: &Path, since: SystemTime, group: &str, function: &str) -> Option<f64> {
+        let f = home
+            .join(group)
+            .join(function)
+            .join(PAYLOAD.to_string())
+            .join("new/estimates.json");
+        let fresh = std::fs::metadata(&f).and_then(|m| m.modified()).ok()? >= since;
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&f).ok()?).ok()?;
+        fresh
+            .then(|| v["median"]["point_estimate"].as_f64())
+            .flatten()
+    }
+
+    /// Prints the table; `since` is when this run began.
+    pub fn print(since: SystemTime) {
+        let home = home();
+        let rmcp = median(&home, since, "competitor_open", "rmcp");
+        println!("\n== state_codec targets ({PAYLOAD}-byte payload, medians of this run)");
+        println!(
+            "{:<20} {:>8} {:>8} {:>10} {:>9} {:>12} {:>9}  verdict",
+            "codec", "open ns", "floor ns", "open/floor", "rmcp ns", "rmcp/open", "target"
+        );
+        for codec in CodecName::ALL {
+            let name = codec.as_str();
+            let (open, floor) = (
+                median(&home, since, "open", name),
+                median(&home, since, "floor", name),
+            );
+            let (Some(open), Some(floor)) = (open, floor) else {
+                println!("{name:<20} not measured in this run (open/ and floor/ at {PAYLOAD})");
+                continue;
+            };
+            let over = open / floor;
+            let mut verdict = if over <= OPEN_OVER_FLOOR {
+                "ok"
+            } else {
+                "MISS"
+            };
+            let (rmcp_ns, speedup, target) = match rmcp {
+                Some(r) => {
+                    let target = SPEEDUP_OVER_RMCP.min(r / floor / OPEN_OVER_FLOOR);
+                    if r / open < target {
+                        verdict = "MISS";
+                    }
+                    (
+                        format!("{r:.0}"),
+                        format!("{:.2}", r / open),
+                        format!(">= {target:.2}"),
+                    )
+                }
+                None => ("-".into(), "-".into(), "not measured".into()),
+            };
+            println!(
+                "{name:<20} {open:>8.0} {floor:>8.0} {over:>10.2} {rmcp_ns:>9} {speedup:>12} {target:>9}  {verdict}"
+            );
+        }
+        println!(
+            "targets: open/floor <= {OPEN_OVER_FLOOR}; rmcp/open >= {SPEEDUP_OVER_RMCP}, or \
+             rmcp/floor/{OPEN_OVER_FLOOR} where the primitive alone is too slow for that"
+        );
+    }
+}
+
+fn main() {
+    // A second back: file times are coarse on some filesystems.
+    let since = std::time::SystemTime::now() - Duration::from_secs(1);
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    targets::print(since);
+}

@@ -1,62 +1,107 @@
 #!/usr/bin/env bash
 # Generator CPU per request: `elicitkit load` (closed model on Goose, and the
 # open model) next to oha, on the same trivial endpoint (tools/call `stats`,
-# one POST, no elicitation) of the same `elicitkit serve`, in one run.
+# one POST, no elicitation) of the same `elicitkit serve`, in one run, at
+# each concurrency of a sweep.
 #
 #   cargo build --release && cargo install oha && loadtests/bench-vs-oha.sh
+#   CONCS="4 64 512" SECS=10 RATE=3000 loadtests/bench-vs-oha.sh
 #
-# SECS (default 10) per generator, CONC (default 4) connections/users,
-# RATE (default 3000) for the open model, WORKERS (default 1) server threads.
-# Prints requests, requests/s, CPU seconds and µs of CPU per request for each.
+# Requests are what the server received (its POST /mcp counter, read from
+# /stats before and after each run), so each side is charged for everything
+# it sent, launch and drain included, and neither side's own count is trusted.
+# Generator CPU is the whole process's (user + system, /usr/bin/time); the
+# server's CPU per request is read from /proc for the same window, so a
+# generator that makes the target work harder than oha does shows.
+#
+# SECS (default 10) per run, CONCS (default "4 64 512") connections / users /
+# round trips in flight, RATE (default 3000) for the open model, WORKERS
+# (default 1) server threads, PRINCIPALS (default: elicitkit's own choice, one
+# per user) passed to `load --principals`. Pin with taskset for steadier
+# numbers, e.g. `taskset -c 1 loadtests/bench-vs-oha.sh` with the server on 0
+# (SERVER_CPU=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/elicitkit}
 SECS=${SECS:-10}
-CONC=${CONC:-4}
+CONCS=${CONCS:-4 64 512}
 RATE=${RATE:-3000}
 WORKERS=${WORKERS:-1}
+PRINCIPALS=${PRINCIPALS:-}
+SERVER_CPU=${SERVER_CPU:-}
 command -v oha >/dev/null || { echo "oha not found: cargo install oha" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "$BIN not found: cargo build --release" >&2; exit 2; }
 out="$(mktemp -d)"
 trap 'kill "$srv" 2>/dev/null || true; rm -rf "$out"' EXIT
 
-"$BIN" serve --listen 127.0.0.1:0 --workers "$WORKERS" >"$out/serve.out" 2>/dev/null &
+pin=()
+[ -n "$SERVER_CPU" ] && pin=(taskset -c "$SERVER_CPU")
+"${pin[@]}" "$BIN" serve --listen 127.0.0.1:0 --workers "$WORKERS" >"$out/serve.out" 2>/dev/null &
 srv=$!
 for _ in $(seq 50); do grep -q 'listening on' "$out/serve.out" 2>/dev/null && break; sleep 0.1; done
 base=$(sed -n 's/^listening on //p' "$out/serve.out")
+[ -n "$base" ] || { echo "serve did not start" >&2; exit 1; }
 url="$base/mcp"
-echo "target $url (serve --workers $WORKERS), ${SECS}s each, $CONC connections"
+tck=$(getconf CLK_TCK)
+echo "target $url (serve --workers $WORKERS), ${SECS}s per run, concurrency: $CONCS"
 
 body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stats","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}}},"io.modelcontextprotocol/clientInfo":{"name":"oha","version":"1"}}}}'
 
-report() { # name requests cpu_seconds
-  awk -v n="$1" -v r="$2" -v c="$3" -v s="$SECS" \
-    'BEGIN { printf "%-22s %9d requests %9.0f req/s  CPU %6.2fs  %6.1f µs/request\n", n, r, r / s, c, (r > 0 ? c * 1e6 / r : 0) }'
+posts() { # POST /mcp requests the server has received so far
+  curl -sf -H 'Authorization: Bearer alice' "$base/stats" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"]["mcp_post"])'
+}
+server_cpu() { # the server's user + system CPU so far, in seconds
+  awk -v t="$tck" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$srv/stat"
 }
 
-oha_run() { # label extra-args...
-  local label=$1; shift
-  /usr/bin/time -f '%U %S' -o "$out/oha.time" \
-    oha -z "${SECS}s" -c "$CONC" --no-tui --output-format json -m POST "$@" \
-    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
-    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: stats' \
-    -H 'Authorization: Bearer alice' -d "$body" "$url" >"$out/oha.json"
-  local req
-  req=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(d["statusCodeDistribution"].values()))' "$out/oha.json")
-  report "$label" "$req" "$(awk '{print $1 + $2}' "$out/oha.time")"
+# One row per run: model conc label sent gen_cpu_s srv_cpu_s wall_s.
+rows="$out/rows"
+: >"$rows"
+measure() { # model conc label command...
+  local model=$1 conc=$2 label=$3; shift 3
+  local p0 c0 t0 p1 c1 t1
+  p0=$(posts); c0=$(server_cpu); t0=$(date +%s.%N)
+  /usr/bin/time -f '%U %S' -o "$out/time" "$@" >"$out/run.log" 2>&1 ||
+    { echo "$label at $conc failed:" >&2; tail -5 "$out/run.log" >&2; exit 1; }
+  p1=$(posts); c1=$(server_cpu); t1=$(date +%s.%N)
+  local gen
+  gen=$(awk '{ print $1 + $2 }' "$out/time")
+  echo "$model $conc $label $((p1 - p0)) $gen $(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }') $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" >>"$rows"
+  awk -v m="$model" -v n="$conc" -v l="$label" -v r="$((p1 - p0))" -v g="$gen" -v c0="$c0" -v c1="$c1" \
+    'BEGIN { printf "  %-6s %4d %-10s %9d sent  generator %6.2f s CPU  %6.1f µs/request  server %6.1f µs/request\n", m, n, l, r, g, (r > 0 ? g * 1e6 / r : 0), (r > 0 ? (c1 - c0) * 1e6 / r : 0) }'
 }
 
-run_ek() { # id extra-args...
-  local id=$1; shift
-  /usr/bin/time -f '%U %S' -o "$out/$id.time" \
-    "$BIN" load --plan loadtests/trivial.toml --target "$url" --duration "${SECS}s" \
-    --out "$out" --run-id "$id" --quiet "$@" >/dev/null
-  local req inner
-  req=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["requests"])' "$out/$id/summary.json")
-  inner=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generator_cpu"]["cpu_s"])' "$out/$id/summary.json")
-  report "elicitkit $id" "$req" "$(awk '{print $1 + $2}' "$out/$id.time")"
-  report "  (during the run)" "$req" "$inner"
+oha_cmd() { # conc extra-args...: sets oha_args to the oha command line
+  local conc=$1; shift
+  oha_args=(oha -z "${SECS}s" -c "$conc" --no-tui --output-format json -m POST "$@"
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: stats'
+    -H 'Authorization: Bearer alice' -d "$body" "$url")
 }
-oha_run "oha (full speed)"
-run_ek closed --users "$CONC"
-oha_run "oha (-q $RATE)" -q "$RATE"
-run_ek open --rate "$RATE"
+
+for conc in $CONCS; do
+  # The open model keeps at most `conc` round trips in flight, as oha -c conc
+  # holds `conc` connections.
+  sed "s/^\[load\]$/[load]\nmax_in_flight = $conc/" loadtests/trivial.toml >"$out/trivial-$conc.toml"
+  ek=("$BIN" load --plan "$out/trivial-$conc.toml" --target "$url" --duration "${SECS}s"
+    --out "$out" --quiet)
+  [ -n "$PRINCIPALS" ] && ek+=(--principals "$PRINCIPALS")
+  echo "concurrency $conc"
+  oha_cmd "$conc"
+  measure closed "$conc" oha "${oha_args[@]}"
+  measure closed "$conc" elicitkit "${ek[@]}" --run-id "closed-$conc" --users "$conc"
+  oha_cmd "$conc" -q "$RATE"
+  measure open "$conc" oha "${oha_args[@]}"
+  measure open "$conc" elicitkit "${ek[@]}" --run-id "open-$conc" --rate "$RATE"
+done
+
+echo
+echo "elicitkit ÷ oha, CPU per request (generator; and the server's, driven by each)"
+printf '%-7s %6s %10s %10s %10s %10s %10s %10s\n' model conc "oha µs" "ek µs" "ek/oha" "srv(oha)" "srv(ek)" "srv ratio"
+awk '
+  { key = $1 " " $2; per = ($4 > 0 ? $5 * 1e6 / $4 : 0); srv = ($4 > 0 ? $6 * 1e6 / $4 : 0)
+    if ($3 == "oha") { o[key] = per; os[key] = srv } else { e[key] = per; es[key] = srv; order[++n] = key } }
+  END { for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " ")
+    printf "%-7s %6d %10.1f %10.1f %10.2f %10.1f %10.1f %10.2f\n", f[1], f[2], o[k], e[k], (o[k] > 0 ? e[k] / o[k] : 0), os[k], es[k], (os[k] > 0 ? es[k] / os[k] : 0) } }
+' "$rows"

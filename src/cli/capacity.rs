@@ -41,9 +41,10 @@ pub struct SearchArgs {
     /// default 20).
     #[arg(long, value_name = "PCT")]
     pub stable_within: Option<f64>,
-    /// With --capacity: count this local process's CPU as the target's
-    /// (repeatable; e.g. each `serve` instance, Redis, nginx), for CPU per
-    /// round trip of a target that is not the embedded server.
+    /// Count this local process's CPU as the target's (repeatable; e.g.
+    /// each `serve` instance, Redis, nginx): the target's CPU per request
+    /// and round trip in the summary (per step with --capacity), for a
+    /// target that is not the embedded server.
     #[arg(long = "cpu-pid", value_name = "PID")]
     pub cpu_pids: Vec<u32>,
 }
@@ -65,7 +66,6 @@ impl SearchArgs {
             || self.resolution.is_some()
             || self.samples.is_some()
             || self.stable_within.is_some()
-            || !self.cpu_pids.is_empty()
     }
 
     /// The search knobs, as the plan's overrides take them.

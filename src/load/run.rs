@@ -416,15 +416,15 @@ fn health_target(
 }
 
 /// Runs the plan's phase (or the capacity search) and, in a soak, the
-/// cool-down; reads the CPU both sides spent and samples the target's
-/// health throughout.
+/// cool-down; reads the CPU both sides spent (the target's: the embedded
+/// server and every `--cpu-pid`) and samples the target's health throughout.
 async fn measure(
     opts: &Options,
     engine: &Engine,
     health: Option<(u32, String)>,
 ) -> Result<MeasuredRun, RunError> {
     let plan = &opts.plan;
-    let server_cpu = || engine.server.as_ref().and_then(EmbeddedServer::cpu_seconds);
+    let server_cpu = || target::target_cpu(engine.server.as_ref(), &opts.capacity_extras.cpu_pids);
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server_cpu();
     let t0 = std::time::Instant::now();

@@ -766,7 +766,7 @@ pub fn render(s: &Summary) -> String {
     let mut cpu_rows = Vec::new();
     for (who, c) in [
         ("generator (this process)", &s.generator_cpu),
-        ("target (embedded server)", &s.target_cpu),
+        ("target (embedded server, --cpu-pid)", &s.target_cpu),
     ] {
         if let Some(c) = c {
             cpu_rows.push((

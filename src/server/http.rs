@@ -161,6 +161,7 @@ fn is_legacy(headers: &HeaderMap, msg: &Message) -> bool {
 
 async fn mcp_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let mut timing = Timing::start();
+    super::stats::bump(&app.stats.mcp_posts);
     let resp = post_inner(&app, &headers, body, &mut timing).await;
     reply::with_timing(resp, &timing)
 }

@@ -1,6 +1,7 @@
-//! Counters behind `GET /stats` and the `stats` tool: side effects per kind,
-//! states sealed / opened / rejected by reason, pending elicitations and
-//! connections (the session counts come from the session table).
+//! Counters behind `GET /stats` and the `stats` tool: `POST /mcp` requests
+//! received, side effects per kind, states sealed / opened / rejected by
+//! reason, pending elicitations and connections (the session counts come
+//! from the session table).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -11,6 +12,10 @@ use crate::state::StateError;
 /// Lock-free server counters.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// `POST /mcp` requests received, whatever came of them: what clients
+    /// sent, counted the same way for every client (load scripts compare
+    /// generators by it).
+    pub mcp_posts: AtomicU64,
     /// `deploy` runs that deployed.
     pub deployments: AtomicU64,
     /// `delete_file` side effects.
@@ -86,6 +91,7 @@ impl Stats {
                 "opened": g(&self.states_opened),
                 "rejected": rejected,
             },
+            "requests": { "mcp_post": g(&self.mcp_posts) },
             "pending_elicitations": g(&self.pending_elicitations),
             "connections": {
                 "open": g(&self.connections_open),
@@ -111,6 +117,8 @@ mod tests {
         let j = s.to_json();
         assert_eq!(j["states"]["rejected"]["expired"], 1);
         assert_eq!(j["side_effects"]["files_deleted"], 0);
+        bump(&s.mcp_posts);
+        assert_eq!(s.to_json()["requests"]["mcp_post"], 1);
         drop_one(&s.pending_elicitations);
         assert_eq!(j["pending_elicitations"], 0);
     }

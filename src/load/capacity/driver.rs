@@ -6,7 +6,7 @@
 use super::search::{KneeStatus, Sample, Search, StepVerdict, judge, worst_case, worst_of};
 use super::store_stats::StoreStats;
 use crate::load::exec::engine::{EndReason, Engine, Measured, RunError};
-use crate::load::exec::target::{self, EmbeddedServer};
+use crate::load::exec::target;
 use crate::load::spec::plan::{CapacitySpec, LoadShape, Plan};
 use crate::load::summarize;
 use crate::report::{CapacityStep, CapacitySummary, HostShare};
@@ -21,19 +21,6 @@ pub struct Extras {
     pub instances: Option<u64>,
     /// Local processes whose CPU counts as the target's (`--cpu-pid`).
     pub cpu_pids: Vec<u32>,
-}
-
-/// CPU seconds of the target: the embedded server and every `--cpu-pid`
-/// (`None` when there is neither, or one cannot be read).
-fn target_cpu(server: Option<&EmbeddedServer>, pids: &[u32]) -> Option<f64> {
-    let mut total = match server {
-        Some(s) => Some(s.cpu_seconds()?),
-        None => None,
-    };
-    for &p in pids {
-        total = Some(total.unwrap_or(0.0) + target::process_cpu_seconds(p)?);
-    }
-    total
 }
 
 /// The generator's cores and the target processes running beside it: the
@@ -269,14 +256,14 @@ async fn sample(
     p.shape = LoadShape::Open { rate };
     p.duration = spec.step_duration;
     let server = engine.server.as_ref();
-    let cpu0 = target_cpu(server, &extras.cpu_pids);
+    let cpu0 = target::target_cpu(server, &extras.cpu_pids);
     let cmd0 = match store {
         Some(s) => s.read().await,
         None => None,
     };
     let label = format!("{} @{rate:.0}/s", plan.name);
     let m = engine.phase(&p, &label).await?;
-    let cpu1 = target_cpu(server, &extras.cpu_pids);
+    let cpu1 = target::target_cpu(server, &extras.cpu_pids);
     let cmd1 = match store {
         Some(s) => s.read().await,
         None => None,

@@ -226,6 +226,19 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     parse_stat_cpu(&stat)
 }
 
+/// CPU seconds of the target: the embedded server and every `--cpu-pid`
+/// (`None` when there is neither, or one cannot be read).
+pub fn target_cpu(server: Option<&EmbeddedServer>, pids: &[u32]) -> Option<f64> {
+    let mut total = match server {
+        Some(s) => Some(s.cpu_seconds()?),
+        None => None,
+    };
+    for &p in pids {
+        total = Some(total.unwrap_or(0.0) + process_cpu_seconds(p)?);
+    }
+    total
+}
+
 /// CPU seconds of this process.
 pub fn own_cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;

@@ -129,6 +129,35 @@ fn capacity_flags_without_capacity_are_a_usage_error() {
     assert!(stderr(&out).contains("go with --capacity"));
 }
 
+/// `--cpu-pid` is not only the search's: a plain run against a server we
+/// did not start charges that process's CPU to the target (none without it).
+#[test]
+fn cpu_pid_counts_an_outside_targets_cpu_in_a_plain_run() {
+    let server = crate::support::serve::serve(&[]);
+    let url = server.mcp_url();
+    let pid = server.pid().to_string();
+    for (with, id) in [(false, "without"), (true, "with")] {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = write_plan(dir.path(), PLAN);
+        let mut args = vec!["--plan", &plan, "--target", &url, "--duration", "1s"];
+        if with {
+            args.extend(["--cpu-pid", &pid]);
+        }
+        let (out, s) = load(&args, dir.path());
+        assert_eq!(out.status.code(), Some(0), "{id}: {}", stderr(&out));
+        let cpu = &s["target_cpu"];
+        if with {
+            assert!(cpu["cpu_s"].as_f64().is_some_and(|c| c > 0.0), "{cpu}");
+            assert!(
+                cpu["us_per_round_trip"].as_f64().is_some_and(|c| c > 0.0),
+                "{cpu}"
+            );
+        } else {
+            assert!(cpu.is_null(), "{cpu}");
+        }
+    }
+}
+
 fn synthetic(dir: &Path, instances: Option<u64>, knee: f64, cmds: Option<f64>) {
     let s = Summary {
         schema: SCHEMA_VERSION,
