@@ -118,21 +118,27 @@ impl ElicitRequestParams {
     /// The params as JSON for the given generation: `elicitationId` is written
     /// for 2025-11-25 only; form mode always spells out `mode`.
     pub fn to_value(&self, generation: Generation) -> Value {
+        self.clone().into_value(generation)
+    }
+
+    /// [`ElicitRequestParams::to_value`], taking the params (no copy of the
+    /// schema).
+    pub fn into_value(self, generation: Generation) -> Value {
         let mut m = Map::new();
         match self {
             ElicitRequestParams::Form(f) => {
                 m.insert("mode".into(), "form".into());
-                m.insert("message".into(), f.message.clone().into());
-                m.insert("requestedSchema".into(), f.requested_schema.clone());
+                m.insert("message".into(), f.message.into());
+                m.insert("requestedSchema".into(), f.requested_schema);
             }
             ElicitRequestParams::Url(u) => {
                 m.insert("mode".into(), "url".into());
-                m.insert("message".into(), u.message.clone().into());
-                m.insert("url".into(), u.url.clone().into());
+                m.insert("message".into(), u.message.into());
+                m.insert("url".into(), u.url.into());
                 if generation == Generation::Legacy
-                    && let Some(id) = &u.elicitation_id
+                    && let Some(id) = u.elicitation_id
                 {
-                    m.insert("elicitationId".into(), id.clone().into());
+                    m.insert("elicitationId".into(), id.into());
                 }
             }
         }

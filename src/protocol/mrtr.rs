@@ -100,14 +100,15 @@ impl RequestMeta {
             None => return Err(MetaError::MissingKey(META_PROTOCOL_VERSION)),
         };
         let client_capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
-            Some(v @ Value::Object(_)) => serde_json::from_value(v.clone())
+            // Read from the borrowed tree: no copy of it first.
+            Some(v @ Value::Object(_)) => ClientCapabilities::deserialize(v)
                 .map_err(|_| MetaError::WrongType(META_CLIENT_CAPABILITIES))?,
             Some(_) => return Err(MetaError::WrongType(META_CLIENT_CAPABILITIES)),
             None => return Err(MetaError::MissingKey(META_CLIENT_CAPABILITIES)),
         };
         let client_info = meta
             .get(META_CLIENT_INFO)
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
+            .and_then(|v| Implementation::deserialize(v).ok());
         let other = meta
             .iter()
             .filter(|(k, _)| {

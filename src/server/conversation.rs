@@ -57,11 +57,29 @@ impl Conversation {
         {
             return Vec::new();
         }
-        let mut v = json!({"o": self.origin, "a": self.answers, "m": self.memo, "q": self.asked});
-        if self.epoch != 0 {
-            v["e"] = self.epoch.into();
+        // Serialized from borrows (a `json!` tree would deep-copy the
+        // answers and memo first); fields in key order, as before, so the
+        // bytes are what a `json!` object gave.
+        #[derive(serde::Serialize)]
+        struct Wire<'a> {
+            a: &'a Map<String, Value>,
+            #[serde(skip_serializing_if = "is_zero")]
+            e: u64,
+            m: &'a Map<String, Value>,
+            o: &'a str,
+            q: &'a [String],
         }
-        serde_json::to_vec(&v).unwrap_or_default()
+        fn is_zero(e: &u64) -> bool {
+            *e == 0
+        }
+        serde_json::to_vec(&Wire {
+            a: &self.answers,
+            e: self.epoch,
+            m: &self.memo,
+            o: &self.origin,
+            q: &self.asked,
+        })
+        .unwrap_or_default()
     }
 
     /// Reads [`Conversation::encode`] output.
@@ -69,13 +87,16 @@ impl Conversation {
         if bytes.is_empty() {
             return Ok(Conversation::default());
         }
-        let v: Value = serde_json::from_slice(bytes).map_err(|_| PayloadError)?;
-        let obj = v.as_object().ok_or(PayloadError)?;
-        let map = |k: &str| match obj.get(k) {
-            Some(Value::Object(m)) => Ok(m.clone()),
+        let Value::Object(mut obj) = serde_json::from_slice(bytes).map_err(|_| PayloadError)?
+        else {
+            return Err(PayloadError);
+        };
+        let mut map = |k: &str| match obj.remove(k) {
+            Some(Value::Object(m)) => Ok(m),
             None => Ok(Map::new()),
             Some(_) => Err(PayloadError),
         };
+        let (answers, memo) = (map("a")?, map("m")?);
         let asked = match obj.get("q") {
             Some(Value::Array(a)) => a
                 .iter()
@@ -96,8 +117,8 @@ impl Conversation {
         Ok(Conversation {
             origin,
             epoch,
-            answers: map("a")?,
-            memo: map("m")?,
+            answers,
+            memo,
             asked,
         })
     }
@@ -176,7 +197,7 @@ pub fn judge(expect: &Expect, raw: &Value, validate: bool) -> Verdict {
         Expect::Form(schema) => match obj.get("content") {
             None => Verdict::Invalid("accept without content".into()),
             Some(Value::Object(content)) if !validate => {
-                Verdict::Answered(json!({"action": "accept", "content": content}))
+                Verdict::Answered(accepted(content.clone()))
             }
             Some(Value::Object(content)) => {
                 let findings = validate_content_map(schema, content);
@@ -194,12 +215,21 @@ pub fn judge(expect: &Expect, raw: &Value, validate: bool) -> Verdict {
                             kept.insert(name.clone(), v.clone());
                         }
                     }
-                    Verdict::Answered(json!({"action": "accept", "content": kept}))
+                    Verdict::Answered(accepted(kept))
                 }
             }
             Some(_) => Verdict::Malformed("\"content\" must be an object".into()),
         },
     }
+}
+
+/// `{"action": "accept", "content": content}`, the content moved in (a
+/// `json!` object would copy it).
+fn accepted(content: Map<String, Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("action".into(), "accept".into());
+    m.insert("content".into(), Value::Object(content));
+    Value::Object(m)
 }
 
 #[cfg(test)]
@@ -221,6 +251,16 @@ mod tests {
         c.memo.insert("flow".into(), json!("abc"));
         c.asked.push("k".into());
         assert_eq!(Conversation::decode(&c.encode()), Ok(c.clone()));
+        // The bytes are those of the JSON object it was written as before
+        // (sorted keys, `e` only when set), so older instances read them.
+        let as_object = |c: &Conversation| {
+            let mut v = json!({"o": c.origin, "a": c.answers, "m": c.memo, "q": c.asked});
+            if c.epoch != 0 {
+                v["e"] = c.epoch.into();
+            }
+            serde_json::to_vec(&v).unwrap()
+        };
+        assert_eq!(c.encode(), as_object(&c));
         assert_eq!(c.action("k"), Some(ElicitAction::Accept));
         assert!(Conversation::decode(b"[1]").is_err());
         assert!(Conversation::decode(b"{\"q\":[1]}").is_err());
@@ -229,6 +269,7 @@ mod tests {
         // The epoch round-trips whole (a u64), and is 0 when absent.
         c.epoch = u64::MAX - 1;
         assert_eq!(Conversation::decode(&c.encode()), Ok(c.clone()));
+        assert_eq!(c.encode(), as_object(&c));
         assert_eq!(Conversation::decode(b"{}").unwrap().epoch, 0);
         assert!(Conversation::decode(b"{\"e\":-1}").is_err());
     }

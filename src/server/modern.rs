@@ -514,13 +514,15 @@ fn ask(
     asks: Vec<tools::Ask>,
     timing: &mut Timing,
 ) -> Result<Value, RpcError> {
+    // Built by moving each part in: `json!` would deep-copy every Value
+    // it is given (the schemas twice over).
     let mut requests = Map::new();
     conv.asked = asks.iter().map(|a| a.key.clone()).collect();
-    for a in &asks {
-        requests.insert(
-            a.key.clone(),
-            json!({"method": "elicitation/create", "params": a.params.to_value(Generation::Modern)}),
-        );
+    for a in asks {
+        let mut request = Map::new();
+        request.insert("method".into(), "elicitation/create".into());
+        request.insert("params".into(), a.params.into_value(Generation::Modern));
+        requests.insert(a.key, Value::Object(request));
     }
     let token = app
         .seal_state(
@@ -538,6 +540,8 @@ fn ask(
                 "could not seal requestState",
             )
         })?;
-    let v = json!({"inputRequests": requests, REQUEST_STATE: token});
-    Ok(finish(app, v, "input_required"))
+    let mut v = Map::new();
+    v.insert("inputRequests".into(), Value::Object(requests));
+    v.insert(REQUEST_STATE.into(), token.into());
+    Ok(finish(app, Value::Object(v), "input_required"))
 }

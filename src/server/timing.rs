@@ -32,11 +32,15 @@ impl Timing {
     pub fn header_value(&self) -> String {
         let total = self.start.elapsed();
         let app = total.saturating_sub(self.state);
-        format!(
-            "state;dur={:.3}, app;dur={:.3}",
-            self.state.as_secs_f64() * 1000.0,
-            app.as_secs_f64() * 1000.0
-        )
+        // Milliseconds to 3 places from whole microseconds (rounded): integer
+        // formatting, where `{:.3}` of a float took its exact-digits path on
+        // every response.
+        let ms = |d: Duration| {
+            let us = (d.as_nanos() + 500) / 1000;
+            (us / 1000, us % 1000)
+        };
+        let ((s, s_frac), (a, a_frac)) = (ms(self.state), ms(app));
+        format!("state;dur={s}.{s_frac:03}, app;dur={a}.{a_frac:03}")
     }
 }
 
@@ -54,5 +58,15 @@ mod tests {
         assert!(h.contains(", app;dur="), "{h}");
         let fresh = Timing::start().header_value();
         assert!(fresh.starts_with("state;dur=0.000"), "{fresh}");
+        let t = Timing {
+            start: Instant::now(),
+            state: Duration::from_nanos(1_234_567),
+        };
+        assert!(t.header_value().starts_with("state;dur=1.235, app;dur="));
+        let t = Timing {
+            start: Instant::now(),
+            state: Duration::from_micros(42),
+        };
+        assert!(t.header_value().starts_with("state;dur=0.042, app;dur="));
     }
 }
