@@ -33,25 +33,13 @@ out="$(mktemp -d)"
 srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; rm -rf "$out"' EXIT
 
-cat >"$out/serve.toml" <<'EOF'
-name = "serve-form"
-timeout = "5s"
-thresholds = ["error_rate < 0.1%"]
-[scenarios.form-accept]
-kind = "form-accept"
-tool = "deploy"
-arguments = { service = "web" }
-EOF
-cat >"$out/rmcp.toml" <<'EOF'
-name = "rmcp-form"
-timeout = "5s"
-thresholds = ["error_rate < 0.1%"]
-[scenarios.form-accept]
-kind = "form-accept"
-tool = "place_order"
-arguments = { item = "x" }
-answers = { gift_wrap = true }
-EOF
+plan() { # server tool arguments [answers]: one form-accept scenario
+  printf 'name = "%s-form"\ntimeout = "5s"\nthresholds = ["error_rate < 0.1%%"]\n' "$1"
+  printf '[scenarios.form-accept]\nkind = "form-accept"\ntool = "%s"\narguments = %s\n' "$2" "$3"
+  [ -z "${4:-}" ] || printf 'answers = %s\n' "$4"
+}
+plan serve deploy '{ service = "web" }' >"$out/serve.toml"
+plan rmcp place_order '{ item = "x" }' '{ gift_wrap = true }' >"$out/rmcp.toml"
 
 start() { # serve|rmcp: starts it on SERVER_CPU, sets srv and url
   local cmd
