@@ -2,6 +2,7 @@
 //! and `report.html`: one line when a single instance answered, else a
 //! table row per instance, and the retries that crossed instances.
 
+use super::format::ms;
 use super::summary::{InstancesSummary, Summary};
 
 /// What to show of a run's instances.
@@ -27,10 +28,6 @@ pub const INSTANCE_COLUMNS: [&str; 7] = [
     "p99 ms",
     "per leg: requests (p99 ms)",
 ];
-
-fn ms(v: f64) -> String {
-    format!("{v:.3}")
-}
 
 /// The retry and unattributed counts, as a sentence.
 fn retry_text(i: &InstancesSummary) -> String {
