@@ -30,6 +30,7 @@
 # Results: reports/abuse-<UTC time>/ (one JSON per part, summary.md, logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. loadtests/lib/listening.sh
 BIN=${BIN:-target/release/elicitkit}
 DRIVER=${DRIVER:-target/release/examples/abuse}
 PARTS=${PARTS:-slowloris,slow-bodies,retries,forget-memory,forget-sqlite}
@@ -83,13 +84,7 @@ start_server() {
   local name=$1; shift
   "$BIN" serve --listen 127.0.0.1:0 "$@" >"$out/$name.stdout" 2>"$out/$name.log" &
   srv_pid=$!
-  for _ in $(seq 100); do
-    grep -q 'listening on' "$out/$name.stdout" 2>/dev/null && break
-    kill -0 "$srv_pid" 2>/dev/null || { echo "server $name died; see $out/$name.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  base=$(sed -n 's/^listening on //p' "$out/$name.stdout")
-  [ -n "$base" ] || { echo "server $name did not start" >&2; exit 1; }
+  base=$(listening_url "$out/$name.stdout" "$srv_pid") || { echo "server $name: see $out/$name.log" >&2; exit 1; }
   echo "== $name: $BIN serve --listen 127.0.0.1:0 $* (pid $srv_pid, $base)"
 }
 

@@ -22,6 +22,7 @@
 # (SERVER_CPU=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. loadtests/lib/listening.sh
 BIN=${BIN:-target/release/elicitkit}
 SECS=${SECS:-10}
 CONCS=${CONCS:-4 64 512}
@@ -38,9 +39,7 @@ pin=()
 [ -n "$SERVER_CPU" ] && pin=(taskset -c "$SERVER_CPU")
 "${pin[@]}" "$BIN" serve --listen 127.0.0.1:0 --workers "$WORKERS" >"$out/serve.out" 2>/dev/null &
 srv=$!
-for _ in $(seq 50); do grep -q 'listening on' "$out/serve.out" 2>/dev/null && break; sleep 0.1; done
-base=$(sed -n 's/^listening on //p' "$out/serve.out")
-[ -n "$base" ] || { echo "serve did not start" >&2; exit 1; }
+base=$(listening_url "$out/serve.out" "$srv") || exit 1
 url="$base/mcp"
 tck=$(getconf CLK_TCK)
 echo "target $url (serve --workers $WORKERS), ${SECS}s per run, concurrency: $CONCS"

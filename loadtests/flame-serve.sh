@@ -10,6 +10,7 @@
 # FOLDED (default: OUT with .folded) keeps the collapsed stacks for grep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. loadtests/lib/listening.sh
 BIN=${BIN:-target/release/elicitkit}
 USERS=${USERS:-16}
 SECS=${SECS:-8}
@@ -32,9 +33,7 @@ EOF
 RUST_LOG=warn taskset -c 0 perf record -q -F 997 --call-graph dwarf,16384 -o "$work/perf.data" -- \
   "$BIN" serve --listen 127.0.0.1:0 --workers 1 >"$work/serve.out" 2>/dev/null &
 rec=$!
-for _ in $(seq 100); do grep -q 'listening on' "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-url="$(sed -n 's/^listening on //p' "$work/serve.out")/mcp"
-[ "$url" != /mcp ] || { echo "serve did not start" >&2; kill "$rec"; exit 1; }
+url="$(listening_url "$work/serve.out" "$rec")/mcp" || { kill "$rec" 2>/dev/null; exit 1; }
 taskset -c 1 "$BIN" load --plan "$work/plan.toml" --target "$url" --users "$USERS" \
   --duration "${SECS}s" --out "$work" --run-id flame --quiet >/dev/null || true
 # The server is perf's child; perf writes its data when the server ends.

@@ -18,6 +18,7 @@
 # SERVER_CPU (default 0) and DRIVER_CPU (default 1) the cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. loadtests/lib/listening.sh
 BIN=${BIN:-target/release/elicitkit}
 RMCP=${RMCP:-target/release/examples/interop_rmcp}
 SECS=${SECS:-10}
@@ -50,9 +51,7 @@ start() { # serve|rmcp: starts it on SERVER_CPU, sets srv and url
   fi
   RUST_LOG=warn taskset -c "$SERVER_CPU" "${cmd[@]}" >"$out/srv.out" 2>"$out/srv.err" &
   srv=$!
-  for _ in $(seq 100); do grep -q 'listening on' "$out/srv.out" 2>/dev/null && break; sleep 0.1; done
-  url=$(sed -n 's/^listening on //p' "$out/srv.out" | head -1)
-  [ -n "$url" ] || { echo "$1 did not start:" >&2; cat "$out/srv.err" >&2; exit 1; }
+  url=$(listening_url "$out/srv.out" "$srv") || { echo "$1 did not start:" >&2; cat "$out/srv.err" >&2; exit 1; }
   case $url in */mcp) ;; *) url="$url/mcp" ;; esac
 }
 
