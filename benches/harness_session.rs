@@ -1,20 +1,28 @@
 //! The in-process fuzz harness (issue 26 item 5): sessions per second of
-//! the `serve_mrtr` target's own harness over a slice of its committed
-//! corpus, outside libFuzzer and its sanitizer, so a profile shows the
-//! harness and the server rather than the instrumentation.
+//! the `serve_mrtr` and `rmcp_server` targets' own harnesses over a slice
+//! of each one's committed corpus, outside libFuzzer and its
+//! instrumentation: the ceiling of the harness and the server, and a
+//! profile that shows them rather than the fuzzer.
 //!
 //! Run: `cargo bench --bench harness_session -- --warm-up-time 2 --measurement-time 10`
 
+#[path = "../tests/rmcp_server/fuzz_harness.rs"]
+mod rmcp_harness;
+#[path = "../tests/rmcp_server/mod.rs"]
+mod rmcp_server;
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use elicitkit::fuzz::harness::targets::serve_mrtr_harness;
+use elicitkit::fuzz::harness::{Harness, SingleUse};
 
 /// How many committed seeds one iteration runs (every n-th, sorted).
 const SEEDS: usize = 64;
 
-fn corpus() -> Vec<Vec<u8>> {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus/serve_mrtr");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .expect("the serve_mrtr corpus")
+/// Every n-th of `fuzz/corpus/<target>`'s seeds, sorted by name.
+fn corpus(target: &str) -> Vec<Vec<u8>> {
+    let dir = format!("{}/fuzz/corpus/{target}", env!("CARGO_MANIFEST_DIR"));
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.is_file())
@@ -29,20 +37,31 @@ fn corpus() -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Builds a target's harness.
+type Build = fn() -> Harness<axum::Router>;
+
 fn sessions(c: &mut Criterion) {
-    let seeds = corpus();
-    let mut h = serve_mrtr_harness();
     let mut g = c.benchmark_group("harness");
     g.sample_size(10);
-    g.throughput(Throughput::Elements(seeds.len() as u64));
-    g.bench_function(format!("serve_mrtr/{}_sessions", seeds.len()), |b| {
-        b.iter(|| {
-            for s in &seeds {
-                // A violation is a finding, not a benchmark failure.
-                let _ = h.run_bytes(s);
-            }
-        })
-    });
+    let targets: [(&str, Build); 2] = [
+        ("serve_mrtr", serve_mrtr_harness),
+        ("rmcp_server", || {
+            rmcp_harness::harness(rmcp_harness::kept(), SingleUse::Declared)
+        }),
+    ];
+    for (target, build) in targets {
+        let seeds = corpus(target);
+        let mut h = build();
+        g.throughput(Throughput::Elements(seeds.len() as u64));
+        g.bench_function(format!("{target}/{}_sessions", seeds.len()), |b| {
+            b.iter(|| {
+                for s in &seeds {
+                    // A violation is a finding, not a benchmark failure.
+                    let _ = h.run_bytes(s);
+                }
+            })
+        });
+    }
     g.finish();
 }
 

@@ -446,8 +446,12 @@ impl<S: McpService> Harness<S> {
     /// Builds a service with `make`, lists its tools, and prepares each.
     /// Fails when `tools/list` does not answer or lists no usable tool.
     pub fn new(make: impl Fn() -> S + Send + Sync + 'static, cfg: Config) -> Result<Self, String> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread: a session runs the same way every time (concurrent
+        // copies interleave at the server's await points, in spawn order),
+        // so coverage and findings reproduce, and no request pays for a
+        // hand-off between threads. Races that need two cores are `load`'s
+        // to find (concurrent retries against a listening server).
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("tokio runtime: {e}"))?;

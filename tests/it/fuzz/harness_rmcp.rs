@@ -10,26 +10,10 @@
 //!   plain-text HTTP 415, not a JSON-RPC parse error.
 #![cfg(feature = "net")]
 
-use crate::support::rmcp_server;
+use crate::support::rmcp_harness::{harness, kept};
 
-use elicitkit::fuzz::harness::{Config, Harness, Invariant, Invariants, Session, SingleUse, Step};
+use elicitkit::fuzz::harness::{Harness, Invariant, Invariants, Session, SingleUse, Step};
 use elicitkit::fuzz::mutation::BodyMutation;
-
-const URL: &str = "http://127.0.0.1:8080/mcp";
-
-/// The invariants of the `rmcp_server` fuzz target.
-fn kept() -> Invariants {
-    Invariants::all()
-        .without(Invariant::OtherPrincipalNeverCompletes)
-        .without(Invariant::OtherRequestNeverCompletes)
-        .without(Invariant::JsonRpcOnMalformed)
-}
-
-fn harness(inv: Invariants, single_use: SingleUse) -> Harness<axum::Router> {
-    let make = || rmcp_server::app("http://127.0.0.1:8080").0;
-    let cfg = Config::new(URL).invariants(inv).single_use(single_use);
-    Harness::new(make, cfg).expect("harness")
-}
 
 fn bytes(seed: u64, n: usize) -> Vec<u8> {
     let mut x = seed;

@@ -5,6 +5,9 @@ pub mod cluster;
 pub mod interop;
 pub mod load;
 pub mod need;
+#[cfg(feature = "net")]
+#[path = "../../rmcp_server/fuzz_harness.rs"]
+pub mod rmcp_harness;
 #[path = "../../rmcp_server/mod.rs"]
 pub mod rmcp_server;
 pub mod serve;
