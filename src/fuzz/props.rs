@@ -785,7 +785,8 @@ fn check_elicit_params(v: &Value) {
 /// The message validators on raw bytes: never panic, agree with the JSON
 /// parser on what is JSON, are deterministic, point with JSON Pointers, and
 /// agree with [`validate::validate_value`] apart from duplicate keys (which
-/// only the raw text shows); re-serialized JSON has no duplicate keys.
+/// only the raw text shows); the duplicate-noting parse builds serde_json's
+/// tree; re-serialized JSON has no duplicate keys.
 fn check_validators(data: &[u8]) {
     let parsed = serde_json::from_slice::<Value>(data).ok();
     let schema = parsed
@@ -835,10 +836,14 @@ fn check_validators(data: &[u8]) {
         assert_eq!(direct, without_dups, "validate_value vs validate_document");
     }
     if let Some(v) = parsed {
+        if data.len() <= crate::protocol::jsonrpc::MAX_MESSAGE_BYTES {
+            let (tree, _) = validate::parse_noting_duplicates(data).expect("parsed above");
+            assert_eq!(tree, v, "the duplicate-noting parse builds another tree");
+        }
         let text = v.to_string();
         assert_eq!(
-            validate::duplicate_keys(text.as_bytes()),
-            Vec::<String>::new(),
+            validate::parse_noting_duplicates(text.as_bytes()).map(|(_, d)| d),
+            Ok(Vec::new()),
             "a serialized value reports duplicate keys"
         );
     }

@@ -317,13 +317,26 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, ParseError> {
 
 /// Parses bytes as JSON, refusing bodies larger than `max` before decoding.
 pub fn parse_json_capped(bytes: &[u8], max: usize) -> Result<Value, ParseError> {
+    parse_seed_capped(bytes, max, std::marker::PhantomData::<Value>)
+}
+
+/// What [`parse_json_capped`] does, with `seed` building the result: the
+/// same cap, the same trailing-text rule (`serde_json::from_slice`'s), the
+/// same errors.
+pub fn parse_seed_capped<'de, T: serde::de::DeserializeSeed<'de>>(
+    bytes: &'de [u8],
+    max: usize,
+    seed: T,
+) -> Result<T::Value, ParseError> {
     if bytes.len() > max {
         return Err(ParseError::TooLarge {
             len: bytes.len(),
             max,
         });
     }
-    serde_json::from_slice(bytes).map_err(|e| ParseError::Json {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = seed.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    parsed.map_err(|e| ParseError::Json {
         line: e.line(),
         column: e.column(),
         reason: e.to_string(),

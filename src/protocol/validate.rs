@@ -3,14 +3,13 @@
 //! (to flag protocol violations) and the conformance checker.
 
 use super::codes;
-use super::jsonrpc::{ParseError, parse_json};
+use super::jsonrpc::{MAX_MESSAGE_BYTES, ParseError, parse_seed_capped};
 use super::mrtr::{INPUT_REQUEST_METHODS, REQUEST_STATE};
 use super::version::Generation;
 use crate::findings::{Finding, Severity, pointer_push};
 use crate::schema;
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use std::collections::HashSet;
 use std::fmt;
 
 /// What a validated document turned out to be.
@@ -67,8 +66,8 @@ pub struct Options {
 
 /// Parses and validates one raw JSON document.
 pub fn validate_document(raw: &[u8], opts: &Options) -> Result<Report, ParseError> {
-    let v = parse_json(raw)?;
-    let mut findings: Vec<Finding> = duplicate_keys(raw)
+    let (v, dups) = parse_noting_duplicates(raw)?;
+    let mut findings: Vec<Finding> = dups
         .into_iter()
         .map(|p| {
             Finding::new(
@@ -742,88 +741,156 @@ fn prefixed(prefix: &str, mut f: Finding) -> Finding {
     f
 }
 
-/// JSON Pointers of every object key that appears twice in its object.
-///
-/// `serde_json::Value` keeps only the last duplicate, so this walks the raw
-/// text. Invalid JSON yields what was found before the error.
-pub fn duplicate_keys(raw: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let _ = Walk {
-        ptr: String::new(),
-        out: &mut out,
+/// Parses a document into a tree (capped as [`parse_json`] caps it, and
+/// equal to its tree) and notes the JSON Pointer of every object key that
+/// appears twice in its object, in document order. The tree keeps the last
+/// of the duplicates, as `serde_json` does; one pass over the text.
+pub fn parse_noting_duplicates(raw: &[u8]) -> Result<(Value, Vec<String>), ParseError> {
+    let mut path = Vec::new();
+    let mut dups = Vec::new();
+    let tree = parse_seed_capped(
+        raw,
+        MAX_MESSAGE_BYTES,
+        Tree {
+            path: &mut path,
+            dups: &mut dups,
+        },
+    )?;
+    Ok((tree, dups))
+}
+
+/// Where a value sits: the keys and indexes down to it.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// A seed that builds what `serde_json::Value`'s own deserializer builds,
+/// keeping the path so a duplicate key can be named.
+struct Tree<'a> {
+    path: &'a mut Vec<Step>,
+    dups: &'a mut Vec<String>,
+}
+
+impl Tree<'_> {
+    fn pointer_to(&self, key: &str) -> String {
+        let mut out = String::new();
+        for step in self.path.iter() {
+            out = match step {
+                Step::Key(k) => pointer_push(&out, k),
+                Step::Index(i) => pointer_push(&out, &i.to_string()),
+            };
+        }
+        pointer_push(&out, key)
     }
-    .deserialize(&mut de);
-    out
+
+    fn child(&mut self) -> Tree<'_> {
+        Tree {
+            path: &mut *self.path,
+            dups: &mut *self.dups,
+        }
+    }
 }
 
-struct Walk<'a> {
-    ptr: String,
-    out: &'a mut Vec<String>,
-}
-
-impl<'de> DeserializeSeed<'de> for Walk<'_> {
-    type Value = ();
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+impl<'de> DeserializeSeed<'de> for Tree<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Walk<'_> {
-    type Value = ();
+/// The key `serde_json` (with `raw_value`) reads as "the value is this
+/// string's JSON" when it opens an object; mirrored so the tree stays equal.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// A string, as `serde_json` reads a raw value's text.
+struct RawText;
+
+impl<'de> Visitor<'de> for RawText {
+    type Value = String;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("raw value")
+    }
+    fn visit_str<E>(self, s: &str) -> Result<String, E> {
+        Ok(s.to_owned())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for RawText {
+    type Value = String;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tree<'_> {
+    type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
+        f.write_str("any valid JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let out = self.out;
-        let mut seen = HashSet::new();
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        let mut first = true;
         while let Some(k) = map.next_key::<String>()? {
-            let child = pointer_push(&self.ptr, &k);
-            if !seen.insert(k) {
-                out.push(child.clone());
+            if std::mem::take(&mut first) && k == RAW_VALUE_TOKEN {
+                let text = map.next_value_seed(RawText)?;
+                return serde_json::from_str(&text).map_err(serde::de::Error::custom);
             }
-            map.next_value_seed(Walk {
-                ptr: child,
-                out: &mut *out,
-            })?;
+            if out.contains_key(&k) {
+                let p = self.pointer_to(&k);
+                self.dups.push(p);
+            }
+            self.path.push(Step::Key(k));
+            let v = map.next_value_seed(self.child());
+            let Some(Step::Key(k)) = self.path.pop() else {
+                unreachable!("the key pushed above")
+            };
+            out.insert(k, v?);
         }
-        Ok(())
+        Ok(Value::Object(out))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let out = self.out;
-        let mut i = 0usize;
-        while seq
-            .next_element_seed(Walk {
-                ptr: pointer_push(&self.ptr, &i.to_string()),
-                out: &mut *out,
-            })?
-            .is_some()
-        {
-            i += 1;
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            self.path.push(Step::Index(out.len()));
+            let v = seq.next_element_seed(self.child());
+            self.path.pop();
+            match v? {
+                Some(v) => out.push(v),
+                None => return Ok(Value::Array(out)),
+            }
         }
-        Ok(())
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number))
     }
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
     }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        self.deserialize(d)
     }
 }
 
@@ -845,9 +912,36 @@ mod tests {
 
     #[test]
     fn duplicate_keys_are_found_in_raw_text() {
-        let d = duplicate_keys(br#"{"a":1,"b":{"k":1,"k":2},"a":3,"c":[{"x":1,"x":1}]}"#);
+        let dups = |t: &str| parse_noting_duplicates(t.as_bytes()).unwrap().1;
+        let d = dups(r#"{"a":1,"b":{"k":1,"k":2},"a":3,"c":[{"x":1,"x":1}]}"#);
         assert_eq!(d, vec!["/b/k", "/a", "/c/0/x"]);
-        assert!(duplicate_keys(br#"{"a":1}"#).is_empty());
+        assert!(dups(r#"{"a":1}"#).is_empty());
+        // A repeated key is named before the duplicates inside its value,
+        // and escaped as a pointer token.
+        let d = dups(r#"{"a/~":1,"a/~":{"x":[0,{"y":1,"y":2}],"x":3}}"#);
+        assert_eq!(d, vec!["/a~1~0", "/a~1~0/x/1/y", "/a~1~0/x"]);
+    }
+
+    #[test]
+    fn the_duplicate_noting_parse_builds_serde_jsons_tree() {
+        for t in [
+            r#"{"a":[1,-2,3.5,"s\u00e9",true,null,{}],"b":{"c":[]},"a":0}"#,
+            r#"[1e400]"#,
+            // serde_json (with `raw_value`) reads this key's string as JSON.
+            r#"{"$serde_json::private::RawValue":"[1,{\"k\":2}]"}"#,
+            r#"{"k":1,"$serde_json::private::RawValue":"[1]"}"#,
+            r#"[{"$serde_json::private::RawValue":7}]"#,
+            r#"{"a":1} x"#,
+            r#"{"a":1,}"#,
+            "",
+        ] {
+            let ours = parse_noting_duplicates(t.as_bytes()).map(|(v, _)| v);
+            let theirs = crate::protocol::jsonrpc::parse_json(t.as_bytes());
+            assert_eq!(ours, theirs, "{t}");
+        }
+        let (tree, dups) = parse_noting_duplicates(br#"{"a":[1,{"b":2}],"a":{"c":3}}"#).unwrap();
+        assert_eq!(tree, serde_json::json!({"a": {"c": 3}}));
+        assert_eq!(dups, vec!["/a"]);
     }
 
     #[test]
