@@ -5,8 +5,9 @@
 
 use elicitkit::fuzz::harness::{Config, Harness, Invariant, Invariants, SingleUse};
 
-/// The URL the harness addresses (no socket: requests go to the router).
-pub const URL: &str = "http://127.0.0.1:8080/mcp";
+/// The origin the server is built for and the harness addresses (no
+/// socket: requests go to the router).
+const ORIGIN: &str = "http://127.0.0.1:8080";
 
 /// The invariants the `rmcp_server` target keeps: every one but the three
 /// documented deviations of that server (no authentication, states bound
@@ -20,8 +21,8 @@ pub fn kept() -> Invariants {
 
 /// A harness over the rmcp test server checking `invariants`.
 pub fn harness(invariants: Invariants, single_use: SingleUse) -> Harness<axum::Router> {
-    let make = || super::rmcp_server::app("http://127.0.0.1:8080").0;
-    let cfg = Config::new(URL)
+    let make = || super::rmcp_server::app(ORIGIN).0;
+    let cfg = Config::new(format!("{ORIGIN}/mcp"))
         .invariants(invariants)
         .single_use(single_use);
     Harness::new(make, cfg).unwrap_or_else(|e| panic!("rmcp harness: {e}"))
