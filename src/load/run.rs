@@ -72,6 +72,24 @@ pub struct Options {
     pub target_pid: Option<u32>,
 }
 
+/// The embedded server's extra arguments: the user's `--serve-arg`s, and
+/// a `--max-connections` that holds every connection the plan may open
+/// (two per round trip in flight) when that is above the server's default
+/// and the user set none. Otherwise the server would refuse the
+/// generator's own connections at its default cap, and the run would fail
+/// on a limit nobody chose.
+fn embedded_serve_args(plan: &Plan, user: &[String]) -> Vec<String> {
+    let mut args = user.to_vec();
+    let set = user
+        .iter()
+        .any(|a| a == "--max-connections" || a.starts_with("--max-connections="));
+    let wanted = plan.max_in_flight.saturating_mul(2);
+    if !set && wanted > crate::server::config::ServerConfig::default().max_connections {
+        args.push(format!("--max-connections={wanted}"));
+    }
+    args
+}
+
 /// How a run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -303,7 +321,8 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
                     why: e.to_string(),
                 })?,
             };
-            let s = EmbeddedServer::start(exe, plan.target.workers, &opts.serve_args)?;
+            let args = embedded_serve_args(plan, &opts.serve_args);
+            let s = EmbeddedServer::start(exe, plan.target.workers, &args)?;
             (s.mcp_url(), Some(s))
         }
     };
@@ -747,6 +766,28 @@ mod tests {
         assert_eq!(utc_stamp(0), "19700101T000000Z");
         assert_eq!(utc_stamp(1_709_251_199), "20240229T235959Z");
         assert_eq!(utc_stamp(1_795_000_000), "20261118T110640Z");
+    }
+
+    #[test]
+    fn the_embedded_server_holds_every_connection_the_plan_may_open() {
+        let text = "name = \"c\"\n[load]\nrate = 10\nmax_in_flight = 9000\n\
+                    [scenarios.form-accept]\ntool = \"deploy\"\n";
+        let mut plan = super::super::spec::parse::parse_plan(text, "c.toml", "c").expect("plan");
+        let flaw = vec!["--flaw".to_owned(), "no-expiry".to_owned()];
+        assert_eq!(
+            embedded_serve_args(&plan, &flaw),
+            ["--flaw", "no-expiry", "--max-connections=18000"]
+        );
+        // The user's own cap stands, in either spelling.
+        for user in [
+            vec!["--max-connections".to_owned(), "100".to_owned()],
+            vec!["--max-connections=100".to_owned()],
+        ] {
+            assert_eq!(embedded_serve_args(&plan, &user), user);
+        }
+        // Below the server's default, its default stands.
+        plan.max_in_flight = 100;
+        assert_eq!(embedded_serve_args(&plan, &flaw), flaw);
     }
 
     /// A plan whose one threshold (error_rate) failed, with these errors,
