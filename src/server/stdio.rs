@@ -199,13 +199,28 @@ async fn one(
     if status.as_u16() == 202 || (bytes.is_empty() && status.is_success()) {
         return;
     }
-    if serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v.get("jsonrpc").is_some()) {
+    let id = msg.as_ref().and_then(|m| m.get("id")).cloned();
+    if let Ok(mut reply) = serde_json::from_slice::<Value>(&bytes)
+        && reply.get("jsonrpc").is_some()
+    {
+        // Refused before the router read the message (no credentials, a
+        // wrong header), the error names no request: over HTTP the status
+        // ties it to its request, on a pipe only the id can, so it gets the
+        // request's own.
+        if let Some(id) = id.filter(|id| !id.is_null())
+            && reply.get("id").is_some_and(Value::is_null)
+            && reply.get("error").is_some()
+        {
+            reply["id"] = id;
+            emit(reply.to_string().as_bytes(), out);
+            return;
+        }
         note_version(&bytes);
         emit(&bytes, out);
         return;
     }
     // An HTTP refusal with no JSON-RPC error in it: say it as one.
-    let Some(id) = msg.as_ref().and_then(|m| m.get("id")).cloned() else {
+    let Some(id) = id else {
         return;
     };
     let code = if status.is_client_error() {
@@ -239,5 +254,70 @@ fn agreed_version(bytes: &[u8], conn: &Mutex<Conn>) {
         .and_then(Value::as_str)
     {
         conn.lock().unwrap_or_else(|p| p.into_inner()).version = Some(v.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::StatusCode;
+    use tokio::io::AsyncWriteExt as _;
+
+    /// Lines written to a stdio server whose router answers every request
+    /// with `reply`; what it wrote back.
+    async fn through(reply: &'static str, lines: &str) -> Vec<Value> {
+        let router = Router::new().route(
+            "/mcp",
+            axum::routing::post(move || async move {
+                (
+                    StatusCode::UNAUTHORIZED,
+                    [(header::CONTENT_TYPE, "application/json")],
+                    reply,
+                )
+            }),
+        );
+        let (mut client, input) = tokio::io::duplex(4096);
+        let (output, mut replies) = tokio::io::duplex(4096);
+        client.write_all(lines.as_bytes()).await.unwrap();
+        drop(client);
+        serve(
+            router,
+            "127.0.0.1:1".into(),
+            String::new(),
+            false,
+            input,
+            output,
+        )
+        .await;
+        let mut text = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut replies, &mut text)
+            .await
+            .unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// A refusal before the router read the request names no id; on a pipe
+    /// the client could not tell which request it answers, so it gets the
+    /// request's id (a client waited for it until its timeout).
+    #[tokio::test]
+    async fn a_refusal_without_an_id_answers_its_request_by_id() {
+        let refused = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}"#;
+        let got = through(
+            refused,
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n",
+        )
+        .await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0]["id"], 7);
+        assert_eq!(got[0]["error"]["code"], -32600);
+        // A message with no id of its own keeps the null one.
+        let got = through(refused, "not json\n").await;
+        assert_eq!(got[0]["id"], Value::Null, "{got:?}");
+        // A reply that names its id is passed on as it came.
+        let own = r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"no"}}"#;
+        let got = through(own, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n").await;
+        assert_eq!(got[0]["id"], 3);
     }
 }
