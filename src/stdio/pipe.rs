@@ -139,7 +139,11 @@ impl Pipe {
             pid,
         } = running;
         let (out, _writer) = spawn_line_writer(stdin);
-        let refuse = refuse_server_requests.then(|| out.clone());
+        // Weak: the reader must not keep stdin open. With a strong clone,
+        // closing stdin to stop the child waited for the child's exit,
+        // which waited for stdin to close, until the grace ran out and the
+        // child was killed.
+        let refuse = refuse_server_requests.then(|| out.downgrade());
         let routes = Arc::new(Mutex::new(Routes::default()));
         let (exited_tx, exited) = watch::channel(false);
         let stopping = Arc::new(AtomicBool::new(false));
@@ -291,7 +295,7 @@ fn route(
     routes: &Mutex<Routes>,
     log: &Log,
     line: &[u8],
-    refuse: Option<&mpsc::UnboundedSender<Vec<u8>>>,
+    refuse: Option<&mpsc::WeakUnboundedSender<Vec<u8>>>,
 ) {
     let trimmed = line.trim_ascii();
     if trimmed.is_empty() {
@@ -304,7 +308,7 @@ fn route(
             return;
         }
     };
-    if let (Some(out), Some(id)) = (refuse, msg.get("id"))
+    if let (Some(out), Some(id)) = (refuse.and_then(|w| w.upgrade()), msg.get("id"))
         && msg.get("method").is_some()
     {
         let no = serde_json::json!({"jsonrpc": "2.0", "id": id,
@@ -352,12 +356,18 @@ mod tests {
 
     #[tokio::test]
     async fn replies_reach_their_waiter_and_noise_is_logged() {
+        for refuse in [false, true] {
+            replies_reach_their_waiter(refuse).await;
+        }
+    }
+
+    async fn replies_reach_their_waiter(refuse_server_requests: bool) {
         let log = Arc::new(Log::default());
         // Echoes each line back as the response to id 7, after one line of noise.
         let p = Pipe::start(
             &sh(r#"echo 'hello from print()'; while read l; do echo '{"jsonrpc":"2.0","id":7,"result":{}}'; done"#),
             log.clone(),
-            false,
+            refuse_server_requests,
         )
         .unwrap();
         let mut w = p.wait_for(&json!(7));
@@ -373,6 +383,9 @@ mod tests {
         let exits = log.exits();
         assert_eq!(exits.len(), 1);
         assert!(exits[0].expected, "{exits:?}");
+        // Closing stdin ended it: it exited by itself, not killed at the
+        // end of the grace (the reader once held stdin open).
+        assert_eq!(exits[0].status, "exit status: 0", "{exits:?}");
     }
 
     #[tokio::test]
