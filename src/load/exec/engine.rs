@@ -354,9 +354,17 @@ impl Watch {
                 } else {
                     EndReason::TargetUnreachable
                 };
+                // A process still running refuses or resets connections (a
+                // full accept queue, a connection cap): not the same fix as
+                // a dead one.
+                let alive = if target_pid.is_some_and(health::alive) {
+                    ", though its process still runs (it refused or reset the connections)"
+                } else {
+                    ""
+                };
                 stop(
                     by,
-                    format!("{streak} consecutive round trips could not reach the target"),
+                    format!("{streak} consecutive round trips could not reach the target{alive}"),
                 );
             }
             ctx.recorder.observe_quiet();
