@@ -412,13 +412,12 @@ fn generator_threads(plan: &Plan, args: &Args) -> usize {
     crate::load::exec::open::shards_for(peak, cores)
 }
 
-/// Raises this process's descriptor limit for the round trips the plan may
-/// hold in flight (two connections each, at most: a 2025-11-25 call and its
-/// GET stream), or lowers `max_in_flight` to what the limit allows, saying
-/// so: out of descriptors, every connection would fail as the target's
-/// fault.
+/// Raises this process's descriptor limit for the connections the plan's
+/// round trips may hold ([`Plan::max_connections`]), or lowers
+/// `max_in_flight` to what the limit allows, saying so: out of descriptors,
+/// every connection would fail as the target's fault.
 fn fit_descriptors(plan: &mut Plan) {
-    let wanted = plan.max_in_flight.saturating_mul(2);
+    let wanted = plan.max_connections();
     let allowed = crate::server::accept::effective_cap(wanted);
     if allowed < wanted {
         let lowered = (allowed / 2).max(1);

@@ -74,7 +74,7 @@ pub struct Options {
 
 /// The embedded server's extra arguments: the user's `--serve-arg`s, and
 /// a `--max-connections` that holds every connection the plan may open
-/// (two per round trip in flight) when that is above the server's default
+/// ([`Plan::max_connections`]) when that is above the server's default
 /// and the user set none. Otherwise the server would refuse the
 /// generator's own connections at its default cap, and the run would fail
 /// on a limit nobody chose.
@@ -83,7 +83,7 @@ fn embedded_serve_args(plan: &Plan, user: &[String]) -> Vec<String> {
     let set = user
         .iter()
         .any(|a| a == "--max-connections" || a.starts_with("--max-connections="));
-    let wanted = plan.max_in_flight.saturating_mul(2);
+    let wanted = plan.max_connections();
     if !set && wanted > crate::server::config::ServerConfig::default().max_connections {
         args.push(format!("--max-connections={wanted}"));
     }

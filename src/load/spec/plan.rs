@@ -378,6 +378,13 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The most connections the plan's round trips may hold open at once:
+    /// two per round trip in flight, at most (a 2025-11-25 call and its GET
+    /// stream).
+    pub fn max_connections(&self) -> usize {
+        self.max_in_flight.saturating_mul(2)
+    }
+
     /// What the run drives and which part of it is measured.
     pub fn timeline(&self) -> Timeline {
         match &self.shape {
