@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::ConnectInfo;
-use axum::http::{Request, Response};
+use axum::http::{HeaderValue, Request, Response, header};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
@@ -359,7 +359,9 @@ async fn connection(shared: &Shared, stream: TcpStream, peer: SocketAddr, phase:
 
 /// The per-connection service: marks the connection busy (in its body
 /// phase first, when a body is coming), names the peer, and runs the
-/// router inside the request's span.
+/// router inside the request's span. A response given without reading
+/// its request's body to the end says `Connection: close`: hyper closes
+/// such a connection, and a client told nothing would reuse it.
 #[derive(Clone)]
 struct Svc {
     router: TowerToHyperService<Router>,
@@ -385,9 +387,16 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
             principal = tracing::field::Empty
         );
         let fut = self.router.call(req);
+        let phase = self.phase.clone();
         Box::pin(
             async move {
-                let resp = fut.await?;
+                let mut resp = fut.await?;
+                if has_body && phase.body_unread() {
+                    // Said, so that a client does not send its next
+                    // request down a connection that closes after this.
+                    resp.headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
                 Ok(resp.map(|b| Tracked::new(b, busy)))
             }
             .instrument(span),

@@ -32,7 +32,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -98,6 +98,9 @@ pub struct Phase {
     /// Milliseconds since `epoch` when the body's last bytes arrived (or
     /// its phase began).
     body_last_ms: AtomicU64,
+    /// A request body began and has not been read to its end (so far, or
+    /// at all: the handler answered without it).
+    body_unread: AtomicBool,
     /// The registry this connection is filed in, and its id there.
     filed: Option<(Weak<Registry>, u64)>,
     /// Woken on every phase change, so the connection task re-reads its deadline.
@@ -122,6 +125,7 @@ impl Phase {
             in_flight: AtomicU32::new(0),
             body_bytes: AtomicU64::new(0),
             body_last_ms: AtomicU64::new(0),
+            body_unread: AtomicBool::new(false),
             filed,
             changed: Notify::new(),
             evict: Notify::new(),
@@ -185,6 +189,7 @@ impl Phase {
     /// request is in flight).
     pub fn begin(self: &Arc<Self>, has_body: bool) -> Busy {
         let first = self.in_flight.fetch_add(1, Ordering::AcqRel) == 0;
+        self.body_unread.store(has_body, Ordering::Relaxed);
         if first && has_body {
             self.body_bytes.store(0, Ordering::Relaxed);
             self.body_last_ms
@@ -212,6 +217,14 @@ impl Phase {
     /// response is done.
     fn body_done(&self) {
         self.advance(BODY, BUSY);
+    }
+
+    /// Whether the body of the request in flight was left unread: its
+    /// handler answered without reading to its end (a 401 before the
+    /// body, a 413, a 408). The rest of it is still on the wire, so the
+    /// connection cannot carry another request.
+    pub fn body_unread(&self) -> bool {
+        self.body_unread.load(Ordering::Relaxed)
     }
 
     /// True while a request is in flight (its body, its handling, or its
@@ -326,6 +339,14 @@ impl<B> Inbound<B> {
             p.body_done();
         }
     }
+
+    /// The body was read to its end.
+    fn ended(&mut self) {
+        if let Some(p) = &self.phase {
+            p.body_unread.store(false, Ordering::Relaxed);
+        }
+        self.done();
+    }
 }
 
 impl<B> Drop for Inbound<B> {
@@ -349,10 +370,11 @@ impl<B: hyper::body::Body<Data = Bytes> + Unpin> hyper::body::Body for Inbound<B
                     p.body_read(data.len());
                 }
                 if self.inner.is_end_stream() {
-                    self.done();
+                    self.ended();
                 }
             }
-            Poll::Ready(_) => self.done(),
+            Poll::Ready(None) => self.ended(),
+            Poll::Ready(Some(Err(_))) => self.done(),
             Poll::Pending => {}
         }
         polled

@@ -327,12 +327,60 @@ async fn a_post_without_credentials_gets_401_before_its_body() {
             .expect("answered and closed without the body");
         let text = String::from_utf8_lossy(&reply);
         assert!(text.starts_with("HTTP/1.1 401"), "{token:?}: {text}");
-        assert!(
-            text.to_ascii_lowercase()
-                .contains("www-authenticate: bearer"),
-            "{text}"
-        );
+        let lower = text.to_ascii_lowercase();
+        assert!(lower.contains("www-authenticate: bearer"), "{text}");
+        // The body was never read, so the connection closes, and says so.
+        assert!(lower.contains("connection: close"), "{text}");
         assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    }
+    s.server.shutdown().await;
+}
+
+/// A reply given before the request's body was read whole says
+/// `Connection: close` before the server closes: a client that wrote the
+/// whole body and read a complete 401 or 413 would otherwise send its
+/// next request down the closing connection (seen as a "broken pipe" by
+/// `fuzz`). A reply to a body read whole keeps the connection.
+#[tokio::test]
+async fn a_reply_that_leaves_the_body_unread_says_the_connection_closes() {
+    let s = start(ServerConfig {
+        max_body: 64 * 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let (big, too_big) = (vec![b' '; 48 * 1024], vec![b' '; 200 * 1024]);
+    let small = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    for (token, body, status, closes) in [
+        (None, &big[..], "401", true),
+        (Some("alice"), &too_big[..], "413", true),
+        (None, &small[..], "401", true),
+        // Read whole, refused after (a method of no session): kept.
+        (Some("alice"), &small[..], "404", false),
+    ] {
+        let mut c = open_bodies(&s, 1, &post_head(&s, body.len(), token), b"")
+            .await
+            .remove(0);
+        // Written in the background: the server may stop reading it.
+        let (mut rd, mut wr) = c.split();
+        let write = async {
+            let _ = wr.write_all(body).await;
+        };
+        let mut reply = Vec::new();
+        let read = async {
+            let mut buf = [0u8; 4096];
+            while let Ok(Ok(n)) =
+                tokio::time::timeout(Duration::from_millis(500), rd.read(&mut buf)).await
+            {
+                if n == 0 {
+                    break;
+                }
+                reply.extend_from_slice(&buf[..n]);
+            }
+        };
+        tokio::join!(write, read);
+        let text = String::from_utf8_lossy(&reply).to_ascii_lowercase();
+        assert!(text.starts_with(&format!("http/1.1 {status}")), "{text}");
+        assert_eq!(text.contains("connection: close"), closes, "{text}");
     }
     s.server.shutdown().await;
 }
