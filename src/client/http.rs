@@ -164,6 +164,35 @@ pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// Whether `e` is what a request meets on a kept-alive connection the
+/// server had closed, before any reply: the connection closed before the
+/// response began, or the write hit a closed (broken, reset) socket. A
+/// server that closes after a reply without `Connection: close` leaves
+/// such a connection in the pool; the request may be sent again on
+/// another.
+pub fn stale_connection(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut src = Some(e);
+    while let Some(c) = src {
+        if c.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_incomplete_message)
+        {
+            return true;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+            )
+        {
+            return true;
+        }
+        src = c.source();
+    }
+    false
+}
+
 /// The reqwest [`Exchange`]: every leg to `endpoint` (pages resolved
 /// against it) over `client`, bounded by `timeout`.
 #[derive(Debug, Clone, Copy)]

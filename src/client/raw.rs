@@ -5,7 +5,7 @@
 //! deliberately broken requests (missing `_meta`, wrong headers, garbage)
 //! go through here.
 
-use super::http::describe;
+use super::http::{describe, stale_connection};
 use super::mask;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::body::{BodyError, DecodedBody, decode_body};
@@ -278,7 +278,9 @@ pub enum RawError {
 }
 
 /// Sends `req`, reads the whole reply within `timeout`, and returns the
-/// evidence of the exchange with the outcome.
+/// evidence of the exchange with the outcome. A request that met a
+/// kept-alive connection the server had closed before any reply began
+/// ([`stale_connection`]) is sent once more, on another connection.
 pub async fn send(
     http: &reqwest::Client,
     req: &RawRequest,
@@ -296,10 +298,16 @@ pub async fn send(
         rb = rb.body(req.body.clone());
     }
     let work = async {
-        let resp = rb
-            .send()
-            .await
-            .map_err(|e| RawError::Transport(describe(&e)))?;
+        let again = rb.try_clone();
+        let resp = match (rb.send().await, again) {
+            // A pooled connection the server had closed (see
+            // [`stale_connection`]): no reply began, so the request goes
+            // once more, on another connection; a server that breaks the
+            // connection on this request breaks the second one too.
+            (Err(e), Some(again)) if stale_connection(&e) => again.send().await,
+            (r, _) => r,
+        }
+        .map_err(|e| RawError::Transport(describe(&e)))?;
         let status = resp.status().as_u16();
         let headers = resp
             .headers()

@@ -6,7 +6,7 @@
 //! changes call to call) and an untampered retry of a fresh state.
 //!
 //! - No-state does not complete: the state was needed, and the changed one
-//!   stood in for it.
+//!   stood in for it. (No reply at all is no refusal: it shows nothing.)
 //! - No-state completes too: the state bears on the call only when the
 //!   untampered retry completes *differently* from no-state (compared on
 //!   `content` and `structuredContent`), and the changed state was trusted
@@ -24,8 +24,11 @@ use super::replay::completes;
 pub enum Outcome {
     /// A final success, with what it said (`content`, `structuredContent`).
     Completed(Value),
-    /// Anything else: an error, a re-prompt, a tool error, no reply.
+    /// A reply that did not complete: an error, a re-prompt, a tool error.
     Other,
+    /// No reply at all (a transport failure, a timeout): says nothing of
+    /// what the server does with the request.
+    Unanswered,
 }
 
 impl Outcome {
@@ -77,6 +80,10 @@ pub enum Judgement {
     Need(Control),
 }
 
+/// Why a no-state control that got no reply decides nothing.
+const UNANSWERED: &str = "the same answers without a state got no reply, so nothing shows whether \
+                          the state was needed";
+
 /// Judges a changed retry's `outcome` against `c`.
 pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
     let Outcome::Completed(t) = changed else {
@@ -85,6 +92,9 @@ pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
     let Some(none) = &c.no_state else {
         return Judgement::Need(Control::NoState);
     };
+    if *none == Outcome::Unanswered {
+        return Judgement::NotShown(UNANSWERED.into());
+    }
     let Outcome::Completed(n) = none else {
         return Judgement::Accepted(
             "the same answers without a state did not complete: the state was needed, and the \
@@ -95,6 +105,9 @@ pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
     let Some(again) = &c.no_state_again else {
         return Judgement::Need(Control::NoStateAgain);
     };
+    if *again == Outcome::Unanswered {
+        return Judgement::NotShown(UNANSWERED.into());
+    }
     if again != none {
         return Judgement::NotShown(
             "without a state the call completes too, with a result that changes from call to \
@@ -106,7 +119,7 @@ pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
         return Judgement::Need(Control::Untampered);
     };
     match untampered {
-        Outcome::Other => Judgement::NotShown(
+        Outcome::Other | Outcome::Unanswered => Judgement::NotShown(
             "without a state the call completes too, and the untampered retry did not, so \
              nothing shows what the state adds"
                 .into(),
@@ -160,6 +173,15 @@ mod tests {
         );
         let c = controls(Outcome::Other, None, None);
         assert!(matches!(judge(&done("ok"), &c), Judgement::Accepted(w) if w.contains("needed")));
+        // A control that got no reply is no refusal: it tells nothing.
+        let c = controls(Outcome::Unanswered, None, None);
+        assert!(matches!(judge(&done("ok"), &c), Judgement::NotShown(w) if w.contains("no reply")));
+        let c = controls(done("ok"), Some(Outcome::Unanswered), None);
+        assert!(matches!(judge(&done("ok"), &c), Judgement::NotShown(w) if w.contains("no reply")));
+        assert_eq!(
+            judge(&Outcome::Unanswered, &Controls::default()),
+            Judgement::Refused
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub fn is_control(label: &str) -> bool {
 pub fn outcome(reply: &Result<RawReply, RawError>) -> Outcome {
     reply
         .as_ref()
-        .map_or(Outcome::Other, |r| Outcome::of(&r.rpc()))
+        .map_or(Outcome::Unanswered, |r| Outcome::of(&r.rpc()))
 }
 
 /// The capabilities a case declares: form mode only with
@@ -502,8 +502,11 @@ impl Target {
             && !ops.iter().any(|o| matches!(o, Op::Body(_)));
         let mut completions = 0;
         let mut same = 0;
+        // Another principal's retry carries a state only when one was sent
+        // (an omitted or mistyped one is no state to take over).
+        let foreign = other.is_some() && matches!(&sent_state, Some(Value::String(_)));
         if completes(&reply) {
-            if tampered || other.is_some() {
+            if tampered || foreign {
                 let changed = Changed {
                     tool,
                     caps: &caps,

@@ -131,6 +131,8 @@ mod tests {
     use super::super::test_http::{Read, read_request};
     use super::*;
     use crate::fuzz::blackbox::oracle::{Oracle, judge};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
     use tokio::io::AsyncWriteExt;
 
@@ -227,5 +229,50 @@ mod tests {
         assert!(matches!(&reply, Err(RawError::Transport(_))), "{reply:?}");
         let judged = judge(&req, &reply, &url).map(|(o, _)| o);
         assert_eq!(judged, Some(Oracle::ConnectionReset), "{reply:?}");
+    }
+
+    /// A server that answers the first request on each connection `200 {}`
+    /// without `Connection: close`, then closes the connection when the
+    /// next request's head arrives, answering nothing: a kept-alive
+    /// connection it closed as the client reused it (hyper closes so after
+    /// a reply that left the body unread). `calls` counts the answers.
+    async fn closes_kept_alive(calls: Arc<AtomicUsize>) -> String {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            while let Ok((mut c, _)) = l.accept().await {
+                let calls = calls.clone();
+                tokio::spawn(async move {
+                    if let Read::Request { .. } = read_request(&mut c, 4096).await {
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        let _ = c
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+                            .await;
+                        let _ = read_request(&mut c, 4096).await;
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    /// A request sent down a kept-alive connection the server had closed
+    /// goes once more on another: both calls are answered, no reset, and
+    /// the second reached the server once.
+    #[tokio::test]
+    async fn a_kept_alive_connection_closed_by_the_server_is_no_reset() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let url = closes_kept_alive(calls.clone()).await;
+        let w = wire(&url);
+        for n in 1..=3 {
+            let req = RawRequest::new("ping", reqwest::Method::POST, &url)
+                .header("content-type", "application/json")
+                .body(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec());
+            let reply = w.send(req.clone()).await;
+            assert!(matches!(&reply, Ok(r) if r.status == 200), "{n}: {reply:?}");
+            let judged = judge(&req, &reply, &url).map(|(o, _)| o);
+            assert_ne!(judged, Some(Oracle::ConnectionReset), "{n}");
+            assert_eq!(calls.load(Ordering::Relaxed), n);
+        }
     }
 }
