@@ -162,7 +162,12 @@ fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
             .iter()
             .filter(|f| f["oracle"] == "tampered-state-accepted")
             .count();
-        assert_eq!(tamper > 0, found, "{flaws:?}: {stdout}");
+        assert_eq!(
+            tamper > 0,
+            found,
+            "{flaws:?}: {stdout}\n{:#}",
+            s["findings"]
+        );
         let notes: Vec<&str> = s["notes"]
             .as_array()
             .unwrap()
