@@ -391,7 +391,7 @@ impl hyper::service::Service<Request<Incoming>> for Svc {
         Box::pin(
             async move {
                 let mut resp = fut.await?;
-                if has_body && phase.body_unread() {
+                if phase.body_unread() {
                     // Said, so that a client does not send its next
                     // request down a connection that closes after this.
                     resp.headers_mut()

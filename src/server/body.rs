@@ -3,7 +3,7 @@
 //! ([`super::body_budget`]), and the 413, 408 and 503 answers when it is not.
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt as _;
 
@@ -120,17 +120,16 @@ pub fn over_budget() -> Response {
     )
 }
 
-/// 408 for a body that did not arrive in time; the connection is closed.
+/// 408 for a body that did not arrive in time. The connection closes, and
+/// says so, as after every reply that leaves its body unread (the accept
+/// loop's service adds `Connection: close`).
 pub fn body_timed_out() -> Response {
-    let mut r = reply::error(
+    reply::error(
         None,
         &RpcError::new(
             StatusCode::REQUEST_TIMEOUT,
             codes::INVALID_REQUEST,
             "the request body did not arrive in time",
         ),
-    );
-    r.headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    r
+    )
 }
