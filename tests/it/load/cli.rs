@@ -732,3 +732,57 @@ fn goose_lines_stay_off_stdout() {
     // (until this change it was moved there).
     assert!(!stderr.contains("users launched"), "{stderr}");
 }
+
+/// Goose's request table holds HTTP requests only, and a round trip is its
+/// transaction: failed in Goose when the round trip failed (a round trip
+/// recorded as one more request made `Aggregated` count it twice, and every
+/// transaction read as a success).
+#[test]
+fn goose_tables_count_requests_and_fail_the_failed_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        r#"
+name = "goose-tables"
+duration = "1s"
+timeout = "5s"
+
+[load]
+users = 2
+
+[scenarios.form-accept]
+
+[scenarios.never-elicits]
+kind = "form-accept"
+tool = "stats"
+"#,
+    );
+    let (out, _) = load(&["--plan", &plan], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a scenario fails: {stderr}");
+    let goose: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/goose.json")).unwrap())
+            .unwrap();
+    let requests = goose["raw_request_metrics"].as_array().unwrap();
+    assert!(requests.len() >= 2, "{requests:?}");
+    for r in requests {
+        assert!(
+            r["method"] == "POST" || r["name"] == "Aggregated",
+            "only HTTP requests: {r}"
+        );
+    }
+    let rows = goose["transaction_metrics"].as_array().unwrap();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("transaction {name}: {rows:?}"))
+    };
+    let (ok, failed) = (row("form-accept"), row("never-elicits"));
+    assert!(n(&ok["number_of_requests"]) > 0, "{ok}");
+    assert_eq!(n(&ok["number_of_failures"]), 0, "{ok}");
+    assert!(n(&failed["number_of_requests"]) > 0, "{failed}");
+    assert_eq!(
+        failed["number_of_failures"], failed["number_of_requests"],
+        "every round trip of a tool that never elicits failed: {failed}"
+    );
+}
