@@ -17,7 +17,8 @@
 # SECS (default 10) per run, CONCS (default "4 64 512") connections / users /
 # round trips in flight, RATE (default 3000) for the open model, WORKERS
 # (default 1) server threads, PRINCIPALS (default: elicitkit's own choice, one
-# per user) passed to `load --principals`. Pin with taskset for steadier
+# per user) passed to `load --principals`, MODELS (default "closed open") the
+# models to run. Pin with taskset for steadier
 # numbers, e.g. `taskset -c 1 loadtests/bench-vs-oha.sh` with the server on 0
 # (SERVER_CPU=0).
 set -euo pipefail
@@ -29,6 +30,7 @@ CONCS=${CONCS:-4 64 512}
 RATE=${RATE:-3000}
 WORKERS=${WORKERS:-1}
 PRINCIPALS=${PRINCIPALS:-}
+MODELS=${MODELS:-closed open}
 SERVER_CPU=${SERVER_CPU:-}
 command -v oha >/dev/null || { echo "oha not found: cargo install oha" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build --release" >&2; exit 2; }
@@ -87,12 +89,21 @@ for conc in $CONCS; do
     --out "$out" --quiet)
   [ -n "$PRINCIPALS" ] && ek+=(--principals "$PRINCIPALS")
   echo "concurrency $conc"
-  oha_cmd "$conc"
-  measure closed "$conc" oha "${oha_args[@]}"
-  measure closed "$conc" elicitkit "${ek[@]}" --run-id "closed-$conc" --users "$conc"
-  oha_cmd "$conc" -q "$RATE"
-  measure open "$conc" oha "${oha_args[@]}"
-  measure open "$conc" elicitkit "${ek[@]}" --run-id "open-$conc" --rate "$RATE"
+  for model in $MODELS; do
+    case $model in
+    closed)
+      oha_cmd "$conc"
+      measure closed "$conc" oha "${oha_args[@]}"
+      measure closed "$conc" elicitkit "${ek[@]}" --run-id "closed-$conc" --users "$conc"
+      ;;
+    open)
+      oha_cmd "$conc" -q "$RATE"
+      measure open "$conc" oha "${oha_args[@]}"
+      measure open "$conc" elicitkit "${ek[@]}" --run-id "open-$conc" --rate "$RATE"
+      ;;
+    *) echo "MODELS: closed or open, not $model" >&2; exit 2 ;;
+    esac
+  done
 done
 
 echo
