@@ -552,7 +552,7 @@ fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, 
     )
     .token(Some("x"))
     .body(out.body.clone());
-    req.headers = out.headers.clone();
+    req.headers = out.headers.to_vec();
     let status = reply.ok().map(|r| r.status);
     let response = match reply {
         Ok(r) => RawReply {

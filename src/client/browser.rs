@@ -8,6 +8,7 @@
 //! on malformed markup. It is not an HTML parser; it reads forms.
 
 use super::leg::{Auth, HttpMethod, Outgoing, Target};
+use std::sync::Arc;
 
 /// One form control that a submission may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -488,10 +489,10 @@ pub fn page_request(url: &str) -> Outgoing {
             url: url.to_owned(),
         },
         method: HttpMethod::Get,
-        headers: vec![(
+        headers: Arc::new([(
             "Accept".into(),
             "text/html,application/xhtml+xml,*/*;q=0.8".into(),
-        )],
+        )]),
         body: Vec::new(),
         auth: Auth::Primary,
     }
@@ -514,13 +515,13 @@ pub fn submit_request(page_url: &str, html: &str, seed: u64) -> Option<Outgoing>
         leg: "flow page POST".into(),
         target: Target::Page { url: target },
         method,
-        headers: vec![
+        headers: Arc::new([
             (
                 "Content-Type".into(),
                 "application/x-www-form-urlencoded".into(),
             ),
             ("Accept".into(), "text/html, */*;q=0.8".into()),
-        ],
+        ]),
         body,
         auth: Auth::Primary,
     })

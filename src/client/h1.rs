@@ -22,7 +22,7 @@
 //! A request is never resent.
 
 use super::http::Endpoint;
-use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
+use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
@@ -30,6 +30,7 @@ use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -70,8 +71,9 @@ pub struct H1Lane {
     other: Option<HeaderValue>,
     open: Option<Open>,
     /// The last request's headers, as given and as parsed: a load run sends
-    /// the same few headers every time, so they are parsed once.
-    parsed: Option<(Vec<(String, String)>, http::HeaderMap)>,
+    /// the same few headers (one shared list per scenario) every time, so
+    /// they are parsed once.
+    parsed: Option<(Headers, http::HeaderMap)>,
     /// Who answered the latest request that got a reply (a copy, kept
     /// while the next replies name the same instance).
     answered: Option<HeaderValue>,
@@ -276,16 +278,19 @@ impl H1Lane {
         let cached = self
             .parsed
             .as_ref()
-            .filter(|(given, _)| *given == out.headers);
+            .filter(|(given, _)| Arc::ptr_eq(given, &out.headers) || *given == out.headers);
         let mut headers = match cached {
             Some((_, map)) => map.clone(),
             None => {
-                let map = parse_headers(&out.headers)?;
+                // Kept with `Host` and an `Authorization` slot, so a copy
+                // takes this request's token without growing.
+                let mut map = parse_headers(&out.headers)?;
+                map.insert(HOST, self.host.clone());
+                map.insert(AUTHORIZATION, auth.clone());
                 self.parsed = Some((out.headers.clone(), map.clone()));
                 map
             }
         };
-        headers.insert(HOST, self.host.clone());
         headers.insert(AUTHORIZATION, auth);
         *req.headers_mut() = headers;
         Ok(req)

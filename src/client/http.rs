@@ -98,7 +98,7 @@ async fn send(
         HttpMethod::Get => reqwest::Method::GET,
     };
     let mut req = client.request(method, url).bearer_auth(token);
-    for (k, v) in &out.headers {
+    for (k, v) in out.headers.iter() {
         req = req.header(k.as_str(), v.as_str());
     }
     if out.method == HttpMethod::Post {

@@ -6,6 +6,7 @@
 
 use super::outcome::RoundTrip;
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where a request goes.
@@ -38,6 +39,10 @@ pub enum Auth {
     Other,
 }
 
+/// Request headers other than `Authorization`, as name and value, shared:
+/// every call of a round trip (and of a scenario) sends the same ones.
+pub type Headers = Arc<[(String, String)]>;
+
 /// One request for the driver to send.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outgoing {
@@ -48,7 +53,7 @@ pub struct Outgoing {
     /// GET or POST.
     pub method: HttpMethod,
     /// Headers other than `Authorization`.
-    pub headers: Vec<(String, String)>,
+    pub headers: Headers,
     /// The body (empty for GET).
     pub body: Vec<u8>,
     /// Whose token to attach.

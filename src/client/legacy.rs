@@ -186,7 +186,7 @@ impl<'p> CallState<'p> {
     /// trip's marker, keeping the evidence for [`judge`].
     fn misroute(&mut self, bytes: &[u8]) -> Option<Final> {
         let (n, sent) = self.owner?;
-        match super::marker::judge(bytes, n, sent, "tools/call (stream)") {
+        match super::marker::judge(bytes, n, sent, || "tools/call (stream)") {
             Ok(ours) => {
                 self.rt.attributed |= ours;
                 None

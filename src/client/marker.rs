@@ -64,14 +64,20 @@ pub fn attribute(body: &[u8], ours: Option<u64>) -> Attribution {
 /// Whose `body` is, the reply to `leg` of round trip `n` (`sent`: our
 /// marker went out with the request): `Ok(true)` ours, `Ok(false)` no
 /// marker, `Err` the evidence of a misroute (another round trip's marker
-/// and not ours).
-pub fn judge(body: &[u8], n: u64, sent: bool, leg: &str) -> Result<bool, String> {
+/// and not ours). The leg is named only in the evidence.
+pub fn judge<L: std::fmt::Display>(
+    body: &[u8],
+    n: u64,
+    sent: bool,
+    leg: impl FnOnce() -> L,
+) -> Result<bool, String> {
     match attribute(body, sent.then_some(n)) {
         Attribution::Ours => Ok(true),
         Attribution::Unattributed => Ok(false),
         Attribution::Foreign(other) => Err(format!(
-            "the reply to {leg} of round trip {PREFIX}{n} carries round trip \
-             {PREFIX}{other}'s marker (a response meant for another request)"
+            "the reply to {} of round trip {PREFIX}{n} carries round trip \
+             {PREFIX}{other}'s marker (a response meant for another request)",
+            leg()
         )),
     }
 }
@@ -79,7 +85,7 @@ pub fn judge(body: &[u8], n: u64, sent: bool, leg: &str) -> Result<bool, String>
 /// The evidence of a misroute ([`judge`]'s `Err`); `None` when the reply
 /// is ours or unattributed.
 pub fn misroute(body: &[u8], n: u64, sent: bool, leg: &str) -> Option<String> {
-    judge(body, n, sent, leg).err()
+    judge(body, n, sent, || leg).err()
 }
 
 /// The argument of `args` that can carry a marker under the tool's

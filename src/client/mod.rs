@@ -41,7 +41,9 @@ pub use content::InvalidKind;
 pub use drive::{Exchange, LegReply, drive};
 pub use h1::H1Lane;
 pub use http::{Endpoint, Reqwest, run_modern};
-pub use leg::{Auth, FlowResult, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
+pub use leg::{
+    Auth, FlowResult, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target,
+};
 pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{CallTemplate, Expectations, FlowConfig, ModernFlow, ToolCall};
 pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};

@@ -14,7 +14,7 @@
 
 use super::browser;
 use super::content;
-use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
+use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 use super::marker;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
@@ -73,7 +73,7 @@ pub struct CallTemplate {
     /// marked string, after its value), when one argument carries it.
     marker_at: Option<usize>,
     meta_json: String,
-    headers: Vec<(String, String)>,
+    headers: Headers,
 }
 
 impl CallTemplate {
@@ -103,7 +103,7 @@ impl CallTemplate {
             name_json,
             arguments_json,
             marker_at: None,
-            headers,
+            headers: headers.into(),
             call,
         }
     }
@@ -151,7 +151,8 @@ impl CallTemplate {
             96 + self.name_json.len() + self.arguments_json.len() + self.meta_json.len(),
         );
         b.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        b.extend_from_slice(id.to_string().as_bytes());
+        // Written in place (a Vec cannot fail a write).
+        let _ = std::io::Write::write_fmt(&mut b, format_args!("{id}"));
         b.extend_from_slice(br#","method":"tools/call","params":{"name":"#);
         b.extend_from_slice(self.name_json.as_bytes());
         b.extend_from_slice(br#","arguments":"#);
@@ -337,7 +338,11 @@ enum Event {
 #[derive(Debug)]
 pub struct ModernFlow {
     tpl: Arc<CallTemplate>,
-    cfg: FlowConfig,
+    cfg: Arc<FlowConfig>,
+    /// This round trip's seed and marker: the config's, or those
+    /// [`Self::for_round_trip`] was given.
+    seed: u64,
+    marker: Option<u64>,
     next_id: i64,
     calls: u32,
     rt: RoundTrip,
@@ -363,6 +368,19 @@ impl ModernFlow {
     /// A flow for a shared template; `tpl` must [fit](CallTemplate::fits)
     /// `cfg` (a template that does not is rebuilt for this flow).
     pub fn with_template(tpl: Arc<CallTemplate>, cfg: FlowConfig) -> Self {
+        let round = (cfg.seed, cfg.first_id, cfg.marker);
+        Self::for_round_trip(tpl, Arc::new(cfg), round)
+    }
+
+    /// One round trip under a shared template and config (a load scenario
+    /// builds both once): only its `(seed, first_id, marker)` are its own,
+    /// in place of the config's. A template that does not
+    /// [fit](CallTemplate::fits) is rebuilt for this flow.
+    pub fn for_round_trip(
+        tpl: Arc<CallTemplate>,
+        cfg: Arc<FlowConfig>,
+        (seed, first_id, marker): (u64, i64, Option<u64>),
+    ) -> Self {
         let tpl = if tpl.fits(&cfg) {
             tpl
         } else {
@@ -373,9 +391,11 @@ impl ModernFlow {
             .clone()
             .unwrap_or_else(|| cfg.policy.name().to_owned());
         ModernFlow {
-            next_id: cfg.first_id,
+            next_id: first_id,
             tpl,
             cfg,
+            seed,
+            marker,
             calls: 0,
             rt: RoundTrip::new(name),
             pending: Pending::Call,
@@ -451,7 +471,7 @@ impl ModernFlow {
                 }
                 self.rt.legs.push(leg);
                 let html = String::from_utf8_lossy(&reply.body);
-                let seed = self.cfg.seed ^ u64::from(self.calls);
+                let seed = self.seed ^ u64::from(self.calls);
                 let Some(submit) = browser::submit_request(&url, &html, seed) else {
                     return self.finish(Outcome::unexpected(
                         ErrorClass::HttpError,
@@ -545,13 +565,13 @@ impl ModernFlow {
 
     /// The marker this round trip's calls carry, if any.
     fn sent_marker(&self) -> Option<u64> {
-        self.cfg.marker.filter(|_| self.tpl.is_marked())
+        self.marker.filter(|_| self.tpl.is_marked())
     }
 
     /// The evidence of a misroute in a reply (see [`marker::misroute`]).
     fn misroute(&mut self, body: &[u8]) -> Option<String> {
-        let n = self.cfg.marker?;
-        match marker::judge(body, n, self.tpl.is_marked(), &self.current_call_leg()) {
+        let n = self.marker?;
+        match marker::judge(body, n, self.tpl.is_marked(), || self.current_call_leg()) {
             Ok(ours) => {
                 self.rt.attributed |= ours;
                 None
@@ -950,7 +970,7 @@ impl ModernFlow {
             return self.violation("an inputRequests value is not a {method, params} object");
         }
         let modes = self.cfg.capabilities.elicit_modes();
-        let seed = self.cfg.seed ^ (u64::from(self.rt.rounds) << 32);
+        let seed = self.seed ^ (u64::from(self.rt.rounds) << 32);
         let mut responses = Map::new();
         let mut invalid_keys = BTreeSet::new();
         let mut refused = false;

@@ -49,11 +49,15 @@ pub enum BodyError {
 
 /// Framing from a `Content-Type` value, or by sniffing the body when absent or unknown.
 pub fn framing_of(content_type: Option<&str>, body: &[u8]) -> Framing {
-    let ct = content_type.unwrap_or("").to_ascii_lowercase();
-    if ct.starts_with("text/event-stream") {
+    let ct = content_type.unwrap_or("").as_bytes();
+    let starts = |p: &str| {
+        ct.get(..p.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
+    };
+    if starts("text/event-stream") {
         return Framing::Sse;
     }
-    if ct.starts_with("application/json") {
+    if starts("application/json") {
         return Framing::Json;
     }
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
@@ -115,6 +119,18 @@ mod tests {
         assert_eq!(b.empty_events, 1);
         assert_eq!(framing_of(None, b"  {"), Framing::Json);
         assert_eq!(framing_of(None, b"data: x"), Framing::Sse);
+        // The media type is read case-insensitively, parameters and all;
+        // a body that starts like JSON under an event-stream type is SSE.
+        assert_eq!(
+            framing_of(Some("Text/Event-Stream; charset=utf-8"), b"{"),
+            Framing::Sse
+        );
+        assert_eq!(
+            framing_of(Some("APPLICATION/JSON;charset=utf-8"), b"data: x"),
+            Framing::Json
+        );
+        assert_eq!(framing_of(Some("text/e"), b"data: x"), Framing::Sse);
+        assert_eq!(framing_of(Some("text/plain"), b" [1]"), Framing::Json);
     }
 
     #[test]

@@ -108,9 +108,9 @@ pub struct LoadContext {
     legacy_pools: Vec<Mutex<Vec<LegacyClient>>>,
     /// Idle 2025-11-25 sessions of open-model round trips, any principal.
     shared_pool: Mutex<Vec<LegacyClient>>,
-    /// Each scenario's call template and flow settings, built once (same
-    /// order as the plan's scenarios).
-    flows: Vec<(Arc<CallTemplate>, FlowConfig)>,
+    /// Each scenario's call template and flow settings, built once and
+    /// shared by its round trips (same order as the plan's scenarios).
+    flows: Vec<(Arc<CallTemplate>, Arc<FlowConfig>)>,
     /// Idle HTTP/1.1 lanes to each endpoint (plain `http` targets only).
     lanes: Vec<Mutex<Vec<H1Lane>>>,
     /// Per scenario, the argument that carries each round trip's marker.
@@ -151,7 +151,8 @@ impl LoadContext {
             .map(|spec| {
                 let mut cfg = flow_config(spec);
                 cfg.page_origin = origin.clone();
-                (Arc::new(CallTemplate::new(tool_call(spec), &cfg)), cfg)
+                let tpl = Arc::new(CallTemplate::new(tool_call(spec), &cfg));
+                (tpl, Arc::new(cfg))
             })
             .collect();
         LoadContext {
@@ -199,11 +200,12 @@ impl LoadContext {
     /// tell whose a reply is, its marker `n` can.
     pub fn flow_for(&self, idx: usize, n: u64) -> Option<ModernFlow> {
         let (tpl, cfg) = self.flows.get(idx)?;
-        let mut cfg = cfg.clone();
-        cfg.seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        cfg.first_id = 1;
-        cfg.marker = Some(n);
-        Some(ModernFlow::with_template(tpl.clone(), cfg))
+        let seed = self.plan.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Some(ModernFlow::for_round_trip(
+            tpl.clone(),
+            cfg.clone(),
+            (seed, 1, Some(n)),
+        ))
     }
 
     /// How many principals the round trips run as.

@@ -187,8 +187,16 @@ async fn changed_headers_are_sent_as_changed() {
     let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
     let mut out = flow.start();
     for value in ["one", "one", "two"] {
-        out.headers.retain(|(k, _)| k != "X-Probe");
-        out.headers.push(("X-Probe".into(), value.into()));
+        // A new list each time: equal lists that are not the same one
+        // ("one" twice) reuse the parsed headers, a changed one does not.
+        let mut headers: Vec<_> = out
+            .headers
+            .iter()
+            .filter(|(k, _)| k != "X-Probe")
+            .cloned()
+            .collect();
+        headers.push(("X-Probe".into(), value.into()));
+        out.headers = headers.into();
         let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
         let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
         assert!(head.contains(&format!("x-probe: {value}")), "{head}");
