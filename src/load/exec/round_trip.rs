@@ -112,7 +112,10 @@ pub struct LoadContext {
     /// shared by its round trips (same order as the plan's scenarios).
     flows: Vec<(Arc<CallTemplate>, Arc<FlowConfig>)>,
     /// Idle HTTP/1.1 lanes to each endpoint (plain `http` targets only).
-    lanes: Vec<Mutex<Vec<H1Lane>>>,
+    /// Boxed: a lane (about 600 bytes) moves in and out of its pool with
+    /// every round trip, and a box moves as a pointer.
+    #[allow(clippy::vec_box)]
+    lanes: Vec<Mutex<Vec<Box<H1Lane>>>>,
     /// Per scenario, the argument that carries each round trip's marker.
     markers: Vec<Option<String>>,
 }
@@ -274,7 +277,7 @@ impl LoadContext {
         principal: usize,
     ) -> Option<(RoundTrip, u64)> {
         let n = self.next_seq();
-        let flow = self.flow_for(idx, n)?;
+        let mut flow = self.flow_for(idx, n)?;
         let k = self.endpoints.len().max(1);
         let mut lanes = Lanes {
             ctx: self,
@@ -287,7 +290,8 @@ impl LoadContext {
             instances: Vec::with_capacity(4),
             reserved: 0,
         };
-        let ended = drive(flow, &mut lanes).await;
+        // Lent, not moved: the flow is held once, in this future.
+        let ended = drive(&mut flow, &mut lanes).await;
         if let Some((i, Some(l))) = lanes.lane.take() {
             self.put_lane(i, l);
         }
@@ -299,13 +303,13 @@ impl LoadContext {
 
     /// An idle lane to endpoint `i`, or a new one (`None` when that
     /// endpoint needs reqwest).
-    fn take_lane(&self, i: usize) -> Option<H1Lane> {
+    fn take_lane(&self, i: usize) -> Option<Box<H1Lane>> {
         let idle = self.lanes.get(i)?.lock().ok().and_then(|mut v| v.pop());
-        idle.or_else(|| H1Lane::for_endpoint(self.endpoints.get(i)?))
+        idle.or_else(|| H1Lane::for_endpoint(self.endpoints.get(i)?).map(Box::new))
     }
 
     /// Returns a lane to endpoint `i`'s idle pool.
-    fn put_lane(&self, i: usize, lane: H1Lane) {
+    fn put_lane(&self, i: usize, lane: Box<H1Lane>) {
         if let Some(Ok(mut idle)) = self.lanes.get(i).map(Mutex::lock) {
             idle.push(lane);
         }
@@ -548,7 +552,7 @@ struct Lanes<'a> {
     calls: u32,
     /// The lane held, and the endpoint it is for (`None` inside: that
     /// endpoint needs reqwest).
-    lane: Option<(usize, Option<H1Lane>)>,
+    lane: Option<(usize, Option<Box<H1Lane>>)>,
     /// The answering instance of each leg, in order.
     instances: Vec<u16>,
     /// Requests reserved under the cap.
