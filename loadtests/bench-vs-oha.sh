@@ -18,7 +18,9 @@
 # round trips in flight, RATE (default 3000) for the open model, WORKERS
 # (default 1) server threads, PRINCIPALS (default: elicitkit's own choice, one
 # per user) passed to `load --principals`, MODELS (default "closed open") the
-# models to run. Pin with taskset for steadier
+# models to run, RUNS (default 1) oha-then-elicitkit pairs per model and
+# concurrency, each ratio taken within its pair, with the median and range
+# over the pairs (one noisy pair does not make the verdict). Pin with taskset for steadier
 # numbers, e.g. `taskset -c 1 loadtests/bench-vs-oha.sh` with the server on 0
 # (SERVER_CPU=0).
 set -euo pipefail
@@ -31,6 +33,7 @@ RATE=${RATE:-3000}
 WORKERS=${WORKERS:-1}
 PRINCIPALS=${PRINCIPALS:-}
 MODELS=${MODELS:-closed open}
+RUNS=${RUNS:-1}
 SERVER_CPU=${SERVER_CPU:-}
 command -v oha >/dev/null || { echo "oha not found: cargo install oha" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build --release" >&2; exit 2; }
@@ -89,7 +92,7 @@ for conc in $CONCS; do
     --out "$out" --quiet)
   [ -n "$PRINCIPALS" ] && ek+=(--principals "$PRINCIPALS")
   echo "concurrency $conc"
-  for model in $MODELS; do
+  for _ in $(seq "$RUNS"); do for model in $MODELS; do
     case $model in
     closed)
       oha_cmd "$conc"
@@ -103,15 +106,26 @@ for conc in $CONCS; do
       ;;
     *) echo "MODELS: closed or open, not $model" >&2; exit 2 ;;
     esac
-  done
+  done; done
 done
 
 echo
 echo "elicitkit ÷ oha, CPU per request (generator; and the server's, driven by each)"
 printf '%-7s %6s %10s %10s %10s %10s %10s %10s\n' model conc "oha µs" "ek µs" "ek/oha" "srv(oha)" "srv(ek)" "srv ratio"
+# One line per pair (elicitkit's run against the oha run just before it),
+# then the median and range of the ratio over each model and concurrency.
 awk '
   { key = $1 " " $2; per = ($4 > 0 ? $5 * 1e6 / $4 : 0); srv = ($4 > 0 ? $6 * 1e6 / $4 : 0)
-    if ($3 == "oha") { o[key] = per; os[key] = srv } else { e[key] = per; es[key] = srv; order[++n] = key } }
-  END { for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " ")
-    printf "%-7s %6d %10.1f %10.1f %10.2f %10.1f %10.1f %10.2f\n", f[1], f[2], o[k], e[k], (o[k] > 0 ? e[k] / o[k] : 0), os[k], es[k], (os[k] > 0 ? es[k] / os[k] : 0) } }
+    if ($3 == "oha") { o = per; os = srv; next }
+    ratio = (o > 0 ? per / o : 0)
+    printf "%-7s %6d %10.1f %10.1f %10.2f %10.1f %10.1f %10.2f\n", $1, $2, o, per, ratio, os, srv, (os > 0 ? srv / os : 0)
+    if (!(key in c)) keys[++n] = key
+    r[key, ++c[key]] = ratio }
+  END { if (c[keys[1]] < 2) exit
+    print ""
+    for (i = 1; i <= n; i++) { k = keys[i]; m = c[k]
+      for (a = 2; a <= m; a++) { v = r[k, a]; for (b = a - 1; b >= 1 && r[k, b] > v; b--) r[k, b + 1] = r[k, b]; r[k, b + 1] = v }
+      med = (m % 2 ? r[k, (m + 1) / 2] : (r[k, m / 2] + r[k, m / 2 + 1]) / 2)
+      split(k, f, " ")
+      printf "%-7s %6d  ek/oha median %.2f, %.2f–%.2f over %d pairs\n", f[1], f[2], med, r[k, 1], r[k, m], m } }
 ' "$rows"
