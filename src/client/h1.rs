@@ -24,7 +24,7 @@
 use super::http::Endpoint;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
+use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::{Connection, SendRequest};
 use hyper_util::rt::TokioIo;
@@ -72,8 +72,11 @@ pub struct H1Lane {
     open: Option<Open>,
     /// The last request's headers, as given and as parsed: a load run sends
     /// the same few headers (one shared list per scenario) every time, so
-    /// they are parsed once.
-    parsed: Option<(Headers, http::HeaderMap)>,
+    /// they are parsed once. The flag: the map holds a `Content-Length` slot
+    /// of ours (the given headers had none).
+    parsed: Option<(Headers, http::HeaderMap, bool)>,
+    /// The last `Content-Length` sent, reused while bodies keep its size.
+    length: Option<(usize, HeaderValue)>,
     /// Who answered the latest request that got a reply (a copy, kept
     /// while the next replies name the same instance).
     answered: Option<HeaderValue>,
@@ -122,6 +125,7 @@ impl H1Lane {
             },
             open: None,
             parsed: None,
+            length: None,
             answered: None,
             replied: false,
         })
@@ -272,28 +276,54 @@ impl H1Lane {
             HttpMethod::Post => (http::Method::POST, Bytes::from(out.body.clone())),
             HttpMethod::Get => (http::Method::GET, Bytes::new()),
         };
-        let mut req = http::Request::new(Full::new(body));
-        *req.method_mut() = method;
-        *req.uri_mut() = uri;
         let cached = self
             .parsed
             .as_ref()
-            .filter(|(given, _)| Arc::ptr_eq(given, &out.headers) || *given == out.headers);
-        let mut headers = match cached {
-            Some((_, map)) => map.clone(),
+            .filter(|(given, ..)| Arc::ptr_eq(given, &out.headers) || *given == out.headers);
+        let (mut headers, own_length) = match cached {
+            Some((_, map, own)) => (map.clone(), *own),
             None => {
-                // Kept with `Host` and an `Authorization` slot, so a copy
-                // takes this request's token without growing.
+                // Kept with `Host`, an `Authorization` and a `Content-Length`
+                // slot, so a copy takes this request's values without
+                // growing (a copy has no spare room).
                 let mut map = parse_headers(&out.headers)?;
                 map.insert(HOST, self.host.clone());
                 map.insert(AUTHORIZATION, auth.clone());
-                self.parsed = Some((out.headers.clone(), map.clone()));
-                map
+                let own = !map.contains_key(CONTENT_LENGTH);
+                if own {
+                    map.insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
+                }
+                self.parsed = Some((out.headers.clone(), map.clone(), own));
+                (map, own)
             }
         };
         headers.insert(AUTHORIZATION, auth);
+        if own_length {
+            // What hyper would add: the length of a body that has bytes,
+            // nothing for an empty one.
+            if body.is_empty() {
+                headers.remove(CONTENT_LENGTH);
+            } else {
+                headers.insert(CONTENT_LENGTH, self.content_length(body.len()));
+            }
+        }
+        let mut req = http::Request::new(Full::new(body));
+        *req.method_mut() = method;
+        *req.uri_mut() = uri;
         *req.headers_mut() = headers;
         Ok(req)
+    }
+
+    /// `Content-Length: len`, shared with the previous request of that size.
+    fn content_length(&mut self, len: usize) -> HeaderValue {
+        match &self.length {
+            Some((l, v)) if *l == len => v.clone(),
+            _ => {
+                let v = HeaderValue::from(len);
+                self.length = Some((len, v.clone()));
+                v
+            }
+        }
     }
 
     /// The connection, reopened when there is none or the server closed it
@@ -349,9 +379,9 @@ impl H1Lane {
     }
 }
 
-/// The headers of an [`Outgoing`] as a header map, with room for two more.
+/// The headers of an [`Outgoing`] as a header map, with room for three more.
 fn parse_headers(given: &[(String, String)]) -> Result<http::HeaderMap, String> {
-    let mut map = http::HeaderMap::with_capacity(given.len() + 2);
+    let mut map = http::HeaderMap::with_capacity(given.len() + 3);
     for (k, v) in given {
         let name = if k.eq_ignore_ascii_case("content-type") {
             CONTENT_TYPE

@@ -186,9 +186,11 @@ async fn changed_headers_are_sent_as_changed() {
     let mut lane = H1Lane::for_endpoint(&Endpoint::new(url, "alice")).unwrap();
     let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
     let mut out = flow.start();
-    for value in ["one", "one", "two"] {
+    for (value, pad) in [("one", 0), ("one", 0), ("two", 3), ("two", 0)] {
         // A new list each time: equal lists that are not the same one
         // ("one" twice) reuse the parsed headers, a changed one does not.
+        // A body that grows keeps its Content-Length true.
+        out.body.extend(std::iter::repeat_n(b' ', pad));
         let mut headers: Vec<_> = out
             .headers
             .iter()
@@ -202,7 +204,21 @@ async fn changed_headers_are_sent_as_changed() {
         assert!(head.contains(&format!("x-probe: {value}")), "{head}");
         assert!(head.contains("authorization: bearer alice"), "{head}");
         assert!(head.contains("mcp-method: tools/call"), "{head}");
+        let lengths: Vec<_> = head
+            .lines()
+            .filter(|l| l.starts_with("content-length:"))
+            .collect();
+        assert_eq!(
+            lengths,
+            [format!("content-length: {}", out.body.len())],
+            "{head}"
+        );
     }
+    // An empty body goes without one, as hyper sends it.
+    out.body.clear();
+    let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
+    let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
+    assert!(!head.contains("content-length"), "{head}");
 }
 
 #[tokio::test]
