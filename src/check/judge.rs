@@ -59,7 +59,7 @@ pub fn judge_state_probe(rt: &RoundTrip, expected: &[&str]) -> Probed {
             message,
         } => Probed::Hung(message.clone()),
         Outcome::Unexpected { message, .. } => Probed::NotReached(message.clone()),
-        Outcome::Skipped(why) => Probed::NotReached(why.clone()),
+        Outcome::Skipped(why) => Probed::NotReached(why.to_string()),
         Outcome::Success => Probed::NotReached("the flow ended without the probe".into()),
     }
 }

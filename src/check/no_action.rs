@@ -175,7 +175,7 @@ async fn run(
                     _,
                 ) => Err(format!("timeout: {message}")),
                 (Outcome::Unexpected { message, .. }, _) => Err(message.clone()),
-                (Outcome::Skipped(why), _) => Err(why.clone()),
+                (Outcome::Skipped(why), _) => Err(why.to_string()),
                 _ => Err("no final result".into()),
             }
         }

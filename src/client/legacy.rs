@@ -450,10 +450,13 @@ impl LegacyClient {
                 | AnswerPolicy::ReplayState
                 | AnswerPolicy::CrossPrincipalReplay
         ) {
-            st.rt.outcome = Outcome::Skipped(format!(
-                "{} probes requestState, which 2025-11-25 does not have",
-                policy.name()
-            ));
+            st.rt.outcome = Outcome::Skipped(
+                format!(
+                    "{} probes requestState, which 2025-11-25 does not have",
+                    policy.name()
+                )
+                .into(),
+            );
             return st.rt;
         }
         let id = self.take_id();

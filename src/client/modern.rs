@@ -1016,9 +1016,10 @@ impl ModernFlow {
                             if let Some(origin) = &self.cfg.page_origin
                                 && let Some(other) = foreign_origin(origin, &u.url)
                             {
-                                return self.finish(Outcome::Skipped(format!(
-                                    "flow page on another origin ({other}): not followed"
-                                )));
+                                return self.finish(Outcome::Skipped(
+                                    format!("flow page on another origin ({other}): not followed")
+                                        .into(),
+                                ));
                             }
                             self.pages.push_back(u.url.clone());
                             ElicitResult::consent()

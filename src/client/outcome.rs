@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -167,8 +168,9 @@ pub enum Outcome {
         message: String,
     },
     /// The policy could not be applied (e.g. the tool never elicited, or gave
-    /// no `requestState` to tamper with); says why.
-    Skipped(String),
+    /// no `requestState` to tamper with); says why (a fixed reason is not
+    /// copied: every round trip starts as "not run").
+    Skipped(Cow<'static, str>),
 }
 
 impl Outcome {
@@ -243,7 +245,7 @@ impl RoundTrip {
             total: Duration::ZERO,
             rounds: 0,
             attributed: false,
-            outcome: Outcome::Skipped("not run".into()),
+            outcome: Outcome::Skipped(Cow::Borrowed("not run")),
             request_states: Vec::new(),
             final_result: None,
             instances: Vec::new(),
@@ -264,21 +266,42 @@ pub fn parse_server_timing(value: &str) -> (Option<Duration>, Option<Duration>) 
     for metric in value.split(',') {
         let mut parts = metric.split(';');
         let name = parts.next().unwrap_or("").trim();
-        let dur = parts.find_map(|p| {
-            let (k, v) = p.split_once('=')?;
-            if !k.trim().eq_ignore_ascii_case("dur") {
-                return None;
-            }
-            let ms: f64 = v.trim().trim_matches('"').parse().ok()?;
-            (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
-        });
-        if name.eq_ignore_ascii_case("state") {
-            state = state.or(dur);
+        let slot = if name.eq_ignore_ascii_case("state") {
+            &mut state
         } else if name.eq_ignore_ascii_case("app") {
-            app = app.or(dur);
+            &mut app
+        } else {
+            continue;
+        };
+        if slot.is_none() {
+            *slot = parts.find_map(|p| {
+                let (k, v) = p.split_once('=')?;
+                k.trim()
+                    .eq_ignore_ascii_case("dur")
+                    .then(|| millis(v.trim().trim_matches('"')))?
+            });
         }
     }
     (state, app)
+}
+
+/// A `dur` value (milliseconds): `digits[.digits]` read exactly to the
+/// nanosecond without a float (the common case, on every reply the load
+/// client reads), anything else through `f64`; negative or not finite gives
+/// `None`.
+fn millis(v: &str) -> Option<Duration> {
+    let (whole, frac) = v.split_once('.').unwrap_or((v, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    if whole.len() <= 12 && digits(whole) && digits(frac) {
+        let ns = frac
+            .bytes()
+            .chain(std::iter::repeat(b'0'))
+            .take(6)
+            .fold(0, |n, c| n * 10 + u64::from(c - b'0'));
+        return Some(Duration::from_millis(whole.parse().ok()?) + Duration::from_nanos(ns));
+    }
+    let ms: f64 = v.parse().ok()?;
+    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
 }
 
 #[cfg(test)]
@@ -301,6 +324,25 @@ mod tests {
         assert_eq!(
             parse_server_timing("state;dur=-1,app;dur=NaN,app;dur=abc"),
             (None, None)
+        );
+        // exactly to the nanosecond, past it truncated; odd forms via f64
+        assert_eq!(
+            parse_server_timing("state;dur=1.0000019,app;dur=\"7\""),
+            (
+                Some(Duration::from_nanos(1_000_001)),
+                Some(Duration::from_millis(7))
+            )
+        );
+        assert_eq!(
+            parse_server_timing("state;dur=1.,app;dur=.5"),
+            (
+                Some(Duration::from_millis(1)),
+                Some(Duration::from_micros(500))
+            )
+        );
+        assert_eq!(
+            parse_server_timing("state;dur=2e1,app;dur=1.x"),
+            (Some(Duration::from_millis(20)), None)
         );
     }
 

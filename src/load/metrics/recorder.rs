@@ -382,7 +382,9 @@ impl Recorder {
         if let Outcome::Skipped(why) = &rt.outcome
             && !inner.skip_reasons.contains_key(scenario)
         {
-            inner.skip_reasons.insert(scenario.to_owned(), why.clone());
+            inner
+                .skip_reasons
+                .insert(scenario.to_owned(), why.to_string());
         }
         if let Outcome::Unexpected { class, message } = &rt.outcome {
             let text = format!("{scenario}: {class}: {message}");
