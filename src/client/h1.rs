@@ -257,7 +257,7 @@ impl H1Lane {
             };
             Ok((reply, instance))
         };
-        drive(conn, ended, work).await
+        drive(conn, ended, std::pin::pin!(work)).await
     }
 
     fn request(
@@ -347,12 +347,9 @@ impl H1Lane {
                     ended,
                     ..
                 } = o;
-                let ready = drive(
-                    conn,
-                    ended,
-                    std::future::poll_fn(|cx| sender.poll_ready(cx)),
-                );
-                if ready.await.is_ok() && !o.ended {
+                let poll_ready = std::pin::pin!(std::future::poll_fn(|cx| sender.poll_ready(cx)));
+                let ready = drive(conn, ended, poll_ready).await;
+                if ready.is_ok() && !o.ended {
                     return self.open.as_mut().ok_or_else(String::new);
                 }
             }
@@ -397,8 +394,13 @@ fn parse_headers(given: &[(String, String)]) -> Result<http::HeaderMap, String> 
 /// Runs `work` (a request on `conn`'s sender) while polling `conn`, the
 /// I/O half, in the same task. When the connection ends first, `work`
 /// still finishes: hyper fails a request whose connection is gone.
-async fn drive<T>(conn: &mut Conn, ended: &mut bool, work: impl Future<Output = T>) -> T {
-    let mut work = std::pin::pin!(work);
+/// `work` is pinned by the caller: taken by value, an async fn would hold
+/// it twice (argument and local), and every round trip's future with it.
+fn drive<'a, F: Future>(
+    conn: &'a mut Conn,
+    ended: &'a mut bool,
+    mut work: Pin<&'a mut F>,
+) -> impl Future<Output = F::Output> + 'a {
     std::future::poll_fn(move |cx| {
         // Twice: I/O progress may complete the work within one wake-up.
         for _ in 0..2 {
@@ -411,7 +413,6 @@ async fn drive<T>(conn: &mut Conn, ended: &mut bool, work: impl Future<Output = 
         }
         Poll::Pending
     })
-    .await
 }
 
 /// Reads a whole body (at most [`MAX_BODY_BYTES`]), noting when its first

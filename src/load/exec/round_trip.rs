@@ -427,8 +427,11 @@ impl LoadContext {
         let _in_flight = self.recorder.begin();
         let principal = self.principal_for(user);
         if spec.is_legacy() {
-            self.legacy_round_trip(http, idx, spec, principal, user)
-                .await
+            // Boxed: a 2025-11-25 round trip's future (reqwest, a session)
+            // is twice an MRTR one's, and held inline it would make every
+            // round trip's future that big, cold cache lines with hundreds
+            // of users in flight.
+            Box::pin(self.legacy_round_trip(http, idx, spec, principal, user)).await
         } else {
             self.modern_round_trip(http, idx, principal).await
         }
@@ -609,12 +612,14 @@ impl Exchange for Lanes<'_> {
             }
             None => {
                 let endpoint = ctx.endpoint_as(at, self.principal);
-                let (reply, by) = crate::client::http::exchange_answered(
+                // Boxed for the same reason as a legacy round trip: the
+                // lane's future is the common one.
+                let (reply, by) = Box::pin(crate::client::http::exchange_answered(
                     self.http,
                     &endpoint,
                     out,
                     ctx.plan.timeout,
-                )
+                ))
                 .await;
                 (reply, by.map(|b| table.intern(b.as_bytes())))
             }
