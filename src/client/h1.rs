@@ -376,16 +376,44 @@ impl H1Lane {
     }
 }
 
+/// Header names and values most MCP requests carry, kept static: the lane
+/// copies its header map for every request, and copying a static name or
+/// value touches no reference count (a parsed one costs an atomic
+/// increment and decrement per request).
+const STATIC_NAMES: [&str; 4] = [
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "mcp-session-id",
+];
+const STATIC_VALUES: [&str; 9] = [
+    "application/json",
+    "application/json, text/event-stream",
+    crate::protocol::version::MODERN,
+    crate::protocol::version::LEGACY,
+    crate::protocol::mrtr::METHOD_TOOLS_CALL,
+    crate::protocol::mrtr::METHOD_TOOLS_LIST,
+    crate::protocol::mrtr::METHOD_PROMPTS_GET,
+    crate::protocol::mrtr::METHOD_RESOURCES_READ,
+    crate::protocol::mrtr::METHOD_DISCOVER,
+];
+
 /// The headers of an [`Outgoing`] as a header map, with room for three more.
 fn parse_headers(given: &[(String, String)]) -> Result<http::HeaderMap, String> {
     let mut map = http::HeaderMap::with_capacity(given.len() + 3);
     for (k, v) in given {
+        let known = STATIC_NAMES.iter().find(|n| n.eq_ignore_ascii_case(k));
         let name = if k.eq_ignore_ascii_case("content-type") {
             CONTENT_TYPE
+        } else if let Some(n) = known {
+            HeaderName::from_static(n)
         } else {
             HeaderName::from_bytes(k.as_bytes()).map_err(|e| format!("header {k:?}: {e}"))?
         };
-        let value = HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?;
+        let value = match STATIC_VALUES.iter().find(|x| **x == v.as_str()) {
+            Some(x) => HeaderValue::from_static(x),
+            None => HeaderValue::from_str(v).map_err(|e| format!("header {k:?}: {e}"))?,
+        };
         map.append(name, value);
     }
     Ok(map)
@@ -458,6 +486,31 @@ async fn read_body(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn static_and_parsed_headers_read_the_same() {
+        let given: Vec<(String, String)> = [
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "stats"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+            ("X-Other", "tools/call "),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let map = parse_headers(&given).unwrap();
+        assert_eq!(map.len(), given.len());
+        for (k, v) in &given {
+            assert_eq!(map.get(k.as_str()).unwrap(), v.as_str(), "{k}");
+        }
+        let bad = vec![("Mcp-Name".to_string(), "a\nb".to_string())];
+        assert!(
+            parse_headers(&bad).is_err(),
+            "a value not from the table is still checked"
+        );
+    }
 
     #[test]
     fn only_plain_http_targets_get_a_lane() {
