@@ -200,7 +200,12 @@ impl H1Lane {
     ) -> Result<HttpReply, (LegFailure, Duration)> {
         let started = Instant::now();
         self.replied = false;
-        let result = tokio::time::timeout(timeout, self.send(uri, out, started)).await;
+        // From `started`: `timeout` would read the clock once more. (Capped
+        // at 30 years, where tokio's own far future is, so it cannot
+        // overflow.)
+        let far = Duration::from_secs(86_400 * 365 * 30);
+        let deadline = tokio::time::Instant::from_std(started) + timeout.min(far);
+        let result = tokio::time::timeout_at(deadline, self.send(uri, out, started)).await;
         let failure = match result {
             Ok(Ok((reply, instance))) => {
                 let by = instance.or_else(|| self.open.as_ref()?.peer.clone());
@@ -265,13 +270,6 @@ impl H1Lane {
         uri: http::Uri,
         out: &Outgoing,
     ) -> Result<http::Request<Full<Bytes>>, String> {
-        let auth = match out.auth {
-            Auth::Primary => self.primary.clone(),
-            Auth::Other => self
-                .other
-                .clone()
-                .ok_or("no token configured for the other principal")?,
-        };
         let (method, body) = match out.method {
             HttpMethod::Post => (http::Method::POST, Bytes::from(out.body.clone())),
             HttpMethod::Get => (http::Method::GET, Bytes::new()),
@@ -288,7 +286,7 @@ impl H1Lane {
                 // growing (a copy has no spare room).
                 let mut map = parse_headers(&out.headers)?;
                 map.insert(HOST, self.host.clone());
-                map.insert(AUTHORIZATION, auth.clone());
+                map.insert(AUTHORIZATION, self.token(out.auth)?.clone());
                 let own = !map.contains_key(CONTENT_LENGTH);
                 if own {
                     map.insert(CONTENT_LENGTH, HeaderValue::from_static("0"));
@@ -297,7 +295,12 @@ impl H1Lane {
                 (map, own)
             }
         };
-        headers.insert(AUTHORIZATION, auth);
+        // The copy holds the token it was cached with: most requests are
+        // that principal's, and keeping it saves a copy and an insert.
+        let auth = self.token(out.auth)?;
+        if headers.get(AUTHORIZATION) != Some(auth) {
+            headers.insert(AUTHORIZATION, auth.clone());
+        }
         if own_length {
             // What hyper would add: the length of a body that has bytes,
             // nothing for an empty one.
@@ -312,6 +315,17 @@ impl H1Lane {
         *req.uri_mut() = uri;
         *req.headers_mut() = headers;
         Ok(req)
+    }
+
+    /// The `Authorization` value for `auth`.
+    fn token(&self, auth: Auth) -> Result<&HeaderValue, String> {
+        match auth {
+            Auth::Primary => Ok(&self.primary),
+            Auth::Other => self
+                .other
+                .as_ref()
+                .ok_or_else(|| "no token configured for the other principal".to_owned()),
+        }
     }
 
     /// `Content-Length: len`, shared with the previous request of that size.

@@ -214,6 +214,25 @@ async fn changed_headers_are_sent_as_changed() {
             "{head}"
         );
     }
+    // Another principal's leg carries its token, once, and the next leg
+    // its own again (the cached copy holds the first principal's).
+    lane.authorize(
+        &http::HeaderValue::from_static("Bearer alice"),
+        &http::HeaderValue::from_static("Bearer bob"),
+    );
+    for (auth, who) in [
+        (elicitkit::client::Auth::Other, "bob"),
+        (elicitkit::client::Auth::Primary, "alice"),
+    ] {
+        out.auth = auth;
+        let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
+        let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
+        let tokens: Vec<_> = head
+            .lines()
+            .filter(|l| l.starts_with("authorization:"))
+            .collect();
+        assert_eq!(tokens, [format!("authorization: bearer {who}")], "{head}");
+    }
     // An empty body goes without one, as hyper sends it.
     out.body.clear();
     let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
