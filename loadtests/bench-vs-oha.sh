@@ -5,11 +5,11 @@
 # each concurrency of a sweep.
 #
 #   cargo build --release && cargo install oha --profile pgo && loadtests/bench-vs-oha.sh
+#   CONCS="4 64 512" SECS=10 RATE=3000 loadtests/bench-vs-oha.sh
 #
 # oha's `pgo` profile is its whole-program build (fat LTO, one codegen unit;
 # without profile data here), like elicitkit's release profile: a plain
 # `cargo install oha` costs 14-18 % more CPU per request and flatters us.
-#   CONCS="4 64 512" SECS=10 RATE=3000 loadtests/bench-vs-oha.sh
 #
 # Requests are what the server received (its POST /mcp counter, read from
 # /stats before and after each run), so each side is charged for everything

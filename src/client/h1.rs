@@ -519,6 +519,14 @@ mod tests {
         for (k, v) in &given {
             assert_eq!(map.get(k.as_str()).unwrap(), v.as_str(), "{k}");
         }
+        // The lowercase names are the protocol's header names.
+        use crate::protocol::headers::{METHOD, NAME, PROTOCOL_VERSION, SESSION_ID};
+        for (ours, theirs) in STATIC_NAMES
+            .iter()
+            .zip([PROTOCOL_VERSION, METHOD, NAME, SESSION_ID])
+        {
+            assert!(ours.eq_ignore_ascii_case(theirs), "{ours} vs {theirs}");
+        }
         let bad = vec![("Mcp-Name".to_string(), "a\nb".to_string())];
         assert!(
             parse_headers(&bad).is_err(),
