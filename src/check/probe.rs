@@ -491,7 +491,8 @@ struct Evidenced<'a> {
 
 impl drive::Exchange for Evidenced<'_> {
     type Stop = Infallible;
-    async fn send(&mut self, out: &Outgoing) -> LegReply {
+    async fn send(&mut self, out: Outgoing) -> LegReply {
+        let out = &out;
         let pending = flow_exchange(&self.endpoint, out, Err(""));
         let slot = self.probe.pending(&pending.label, pending.request);
         let timeout = self.probe.request_timeout();
@@ -560,7 +561,7 @@ fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, 
             headers: r
                 .content_type
                 .iter()
-                .map(|c| ("content-type".to_owned(), c.clone()))
+                .map(|c| ("content-type".to_owned(), c.to_string()))
                 .collect(),
             body: r.body.clone(),
             elapsed: r.total,
@@ -569,7 +570,7 @@ fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, 
         Err(e) => e.to_owned(),
     };
     Exchange {
-        label: out.leg.clone(),
+        label: out.leg.to_string(),
         request: req.evidence(),
         response,
         status,

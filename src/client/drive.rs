@@ -34,7 +34,9 @@ pub trait Exchange {
 
     /// Sends `out` and reads its whole reply (under the exchange's own
     /// timeout: a leg that takes too long is a [`LegFailure::Timeout`]).
-    fn send(&mut self, out: &Outgoing) -> impl Future<Output = LegReply> + Send;
+    /// `out` is given, not lent: a leg is sent once, and a driver that
+    /// owns its body need not copy it.
+    fn send(&mut self, out: Outgoing) -> impl Future<Output = LegReply> + Send;
 }
 
 /// Runs `flow` to its end over `ex`: the round trip, its `total` the wall
@@ -52,7 +54,7 @@ pub async fn drive<E: Exchange>(
     let mut out = flow.start();
     loop {
         ex.before(&out)?;
-        let step = match ex.send(&out).await {
+        let step = match ex.send(out).await {
             Ok(reply) => flow.on_reply(reply),
             Err((failure, elapsed)) => flow.on_failure(failure, elapsed),
         };
@@ -85,8 +87,8 @@ mod tests {
             self.budget = self.budget.checked_sub(1).ok_or("cap reached")?;
             Ok(())
         }
-        async fn send(&mut self, out: &Outgoing) -> LegReply {
-            self.sent.push(out.leg.clone());
+        async fn send(&mut self, out: Outgoing) -> LegReply {
+            self.sent.push(out.leg.to_string());
             Err((LegFailure::Timeout, Duration::from_millis(3)))
         }
     }

@@ -167,7 +167,7 @@ impl H1Lane {
     /// on another origin fails without sending (see [`H1Lane::uri_for`]).
     pub async fn exchange(
         &mut self,
-        out: &Outgoing,
+        out: Outgoing,
         timeout: Duration,
     ) -> Result<HttpReply, (LegFailure, Duration)> {
         match self.uri_for(&out.target) {
@@ -195,7 +195,7 @@ impl H1Lane {
     pub async fn exchange_at(
         &mut self,
         uri: http::Uri,
-        out: &Outgoing,
+        out: Outgoing,
         timeout: Duration,
     ) -> Result<HttpReply, (LegFailure, Duration)> {
         let started = Instant::now();
@@ -229,7 +229,7 @@ impl H1Lane {
     async fn send(
         &mut self,
         uri: http::Uri,
-        out: &Outgoing,
+        out: Outgoing,
         started: Instant,
     ) -> Result<(HttpReply, Option<HeaderValue>), String> {
         let req = self.request(uri, out)?;
@@ -247,8 +247,8 @@ impl H1Lane {
                 .map_err(|e| super::http::describe(&e))?;
             let to_headers = started.elapsed();
             let status = resp.status().as_u16();
-            let content_type = super::http::header_text(resp.headers(), "content-type");
-            let server_timing = super::http::header_text(resp.headers(), "server-timing");
+            let content_type = super::http::content_type_of(resp.headers());
+            let server_timing = super::http::server_timing_of(resp.headers());
             let instance = resp.headers().get(&INSTANCE).cloned();
             let (body, first) = read_body(resp.into_body(), started).await?;
             let reply = HttpReply {
@@ -268,10 +268,11 @@ impl H1Lane {
     fn request(
         &mut self,
         uri: http::Uri,
-        out: &Outgoing,
+        out: Outgoing,
     ) -> Result<http::Request<Full<Bytes>>, String> {
+        // The body is moved, not copied: a leg is sent once.
         let (method, body) = match out.method {
-            HttpMethod::Post => (http::Method::POST, Bytes::from(out.body.clone())),
+            HttpMethod::Post => (http::Method::POST, Bytes::from(out.body)),
             HttpMethod::Get => (http::Method::GET, Bytes::new()),
         };
         let cached = self

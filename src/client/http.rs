@@ -6,7 +6,8 @@
 use super::drive::{Exchange, LegReply, drive};
 use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use super::modern::ModernFlow;
-use super::outcome::RoundTrip;
+use super::outcome::{RoundTrip, parse_server_timing};
+use std::borrow::Cow;
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
@@ -108,8 +109,8 @@ async fn send(
         let resp = req.send().await.map_err(|e| describe(&e))?;
         let to_headers = started.elapsed();
         let status = resp.status().as_u16();
-        let content_type = header_text(resp.headers(), "content-type");
-        let server_timing = header_text(resp.headers(), "server-timing");
+        let content_type = content_type_of(resp.headers());
+        let server_timing = server_timing_of(resp.headers());
         *answered = header_text(resp.headers(), crate::protocol::headers::INSTANCE)
             .or_else(|| resp.remote_addr().map(|a| a.to_string()));
         let mut resp = resp;
@@ -150,6 +151,27 @@ pub(crate) fn header_text(headers: &http::HeaderMap, name: &str) -> Option<Strin
         .get(name)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
+}
+
+/// A reply's `Content-Type` as [`HttpReply::content_type`] holds it: the
+/// media types MCP servers answer with are borrowed, so most replies copy
+/// nothing.
+pub(crate) fn content_type_of(headers: &http::HeaderMap) -> Option<Cow<'static, str>> {
+    const COMMON: [&str; 2] = ["application/json", "text/event-stream"];
+    let text = headers.get(http::header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(match COMMON.iter().find(|c| **c == text) {
+        Some(c) => Cow::Borrowed(*c),
+        None => Cow::Owned(text.to_owned()),
+    })
+}
+
+/// A reply's `Server-Timing` durations as [`HttpReply::server_timing`]
+/// holds them.
+pub(crate) fn server_timing_of(headers: &http::HeaderMap) -> (Option<Duration>, Option<Duration>) {
+    headers
+        .get("server-timing")
+        .and_then(|v| v.to_str().ok())
+        .map_or((None, None), parse_server_timing)
 }
 
 /// A reqwest error with its chain of causes, on one line.
@@ -207,8 +229,8 @@ pub struct Reqwest<'a> {
 
 impl Exchange for Reqwest<'_> {
     type Stop = Infallible;
-    async fn send(&mut self, out: &Outgoing) -> LegReply {
-        exchange(self.client, self.endpoint, out, self.timeout).await
+    async fn send(&mut self, out: Outgoing) -> LegReply {
+        exchange(self.client, self.endpoint, &out, self.timeout).await
     }
 }
 

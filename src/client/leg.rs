@@ -6,6 +6,7 @@
 
 use super::outcome::RoundTrip;
 use bytes::Bytes;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,7 +48,7 @@ pub type Headers = Arc<[(String, String)]>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outgoing {
     /// Leg name, e.g. `tools/call #2 retry` (a metric label).
-    pub leg: String,
+    pub leg: Cow<'static, str>,
     /// Where to send it.
     pub target: Target,
     /// GET or POST.
@@ -65,10 +66,12 @@ pub struct Outgoing {
 pub struct HttpReply {
     /// HTTP status.
     pub status: u16,
-    /// `Content-Type`, if any.
-    pub content_type: Option<String>,
-    /// `Server-Timing`, if any.
-    pub server_timing: Option<String>,
+    /// `Content-Type`, if any (the common media types borrowed, not
+    /// copied: see [`super::http::content_type_of`]).
+    pub content_type: Option<Cow<'static, str>>,
+    /// `Server-Timing`'s `state` and `app` durations, when reported
+    /// ([`super::outcome::parse_server_timing`]).
+    pub server_timing: (Option<Duration>, Option<Duration>),
     /// The whole body.
     pub body: Bytes,
     /// Time until the response headers arrived.

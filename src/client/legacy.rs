@@ -202,7 +202,7 @@ impl<'p> CallState<'p> {
 fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> Leg {
     let e = started.elapsed();
     Leg {
-        name: name.to_owned(),
+        name: name.to_owned().into(),
         status,
         to_headers: e,
         to_first_byte: e,
@@ -1057,12 +1057,9 @@ fn reason_of(e: &ErrorObject) -> Option<String> {
 }
 
 fn page_leg(name: &str, r: &HttpReply) -> Leg {
-    let (s, a) = r
-        .server_timing
-        .as_deref()
-        .map_or((None, None), parse_server_timing);
+    let (s, a) = r.server_timing;
     Leg {
-        name: name.to_owned(),
+        name: name.to_owned().into(),
         status: Some(r.status),
         to_headers: r.to_headers,
         to_first_byte: r.to_headers,
@@ -1079,7 +1076,7 @@ fn page_leg(name: &str, r: &HttpReply) -> Leg {
 
 fn failed_leg(name: &str, f: &LegFailure, elapsed: Duration) -> Leg {
     Leg {
-        name: name.to_owned(),
+        name: name.to_owned().into(),
         status: None,
         to_headers: elapsed,
         to_first_byte: elapsed,

@@ -16,7 +16,7 @@ use super::browser;
 use super::content;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 use super::marker;
-use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
+use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip};
 use super::policy::AnswerPolicy;
 use super::rejection;
 use crate::protocol::body::{Framing, decode_body, framing_of};
@@ -29,6 +29,7 @@ use crate::protocol::mrtr::{
     InputRequiredResult, METHOD_TOOLS_CALL, REQUEST_STATE, RequestMeta, ResultHead, ResultType,
 };
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
@@ -386,10 +387,7 @@ impl ModernFlow {
         } else {
             Arc::new(CallTemplate::new(tpl.call.clone(), &cfg))
         };
-        let name = cfg
-            .scenario
-            .clone()
-            .unwrap_or_else(|| cfg.policy.name().to_owned());
+        let name = round_trip_name(&cfg);
         ModernFlow {
             next_id: first_id,
             tpl,
@@ -426,14 +424,11 @@ impl ModernFlow {
     /// Feeds the reply to the last [`Outgoing`].
     pub fn on_reply(&mut self, reply: HttpReply) -> Step {
         if self.finished {
-            return Step::Done(self.rt.clone());
+            return self.done_again();
         }
-        let (state, app) = reply
-            .server_timing
-            .as_deref()
-            .map_or((None, None), parse_server_timing);
+        let (state, app) = reply.server_timing;
         let mut leg = Leg {
-            name: String::new(),
+            name: Cow::Borrowed(""),
             status: Some(reply.status),
             to_headers: reply.to_headers,
             to_first_byte: reply.to_first_byte,
@@ -502,7 +497,7 @@ impl ModernFlow {
     /// Feeds a failure to get any reply for the last [`Outgoing`].
     pub fn on_failure(&mut self, failure: LegFailure, elapsed: Duration) -> Step {
         if self.finished {
-            return Step::Done(self.rt.clone());
+            return self.done_again();
         }
         let name = match std::mem::replace(&mut self.pending, Pending::Call) {
             Pending::Call => self.current_call_leg(),
@@ -540,17 +535,19 @@ impl ModernFlow {
         self.finished
     }
 
-    fn current_call_leg(&self) -> String {
+    /// The name of the call leg in flight (borrowed for the first call and
+    /// a replay: no copy on most legs).
+    fn current_call_leg(&self) -> Cow<'static, str> {
         if self.probe == Probe::Replay {
             "tools/call replay".into()
         } else if self.calls <= 1 {
             "tools/call #1".into()
         } else {
-            format!("tools/call #{} retry", self.calls)
+            format!("tools/call #{} retry", self.calls).into()
         }
     }
 
-    fn mcp_request(&mut self, leg: String, extra: &RetryParams, auth: Auth) -> Outgoing {
+    fn mcp_request(&mut self, leg: Cow<'static, str>, extra: &RetryParams, auth: Auth) -> Outgoing {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1);
         Outgoing {
@@ -749,12 +746,21 @@ impl ModernFlow {
         self.finished = true;
         self.rt.outcome = outcome;
         self.rt.total = self.rt.legs_total();
-        // Hand the record over; keep only its name and outcome for late calls.
-        let mut rest = RoundTrip::new(self.rt.name.clone());
+        // Hand the record over; keep its outcome for late calls (which
+        // name it again: [`Self::done_again`]).
+        let mut rest = RoundTrip::new(String::new());
         rest.outcome = self.rt.outcome.clone();
         rest.total = self.rt.total;
         rest.rounds = self.rt.rounds;
         Step::Done(std::mem::replace(&mut self.rt, rest))
+    }
+
+    /// What a call after the end gets: the ended round trip's name,
+    /// outcome, total and rounds, without its legs.
+    fn done_again(&self) -> Step {
+        let mut rt = self.rt.clone();
+        rt.name = round_trip_name(&self.cfg);
+        Step::Done(rt)
     }
 
     fn violation(&mut self, why: impl Into<String>) -> Step {
@@ -1141,7 +1147,7 @@ impl ModernFlow {
         }
         self.pending = Pending::Call;
         let leg = format!("tools/call #{} retry", self.calls);
-        Step::Send(self.mcp_request(leg, &params, auth))
+        Step::Send(self.mcp_request(leg.into(), &params, auth))
     }
 }
 
@@ -1182,6 +1188,13 @@ pub(crate) fn classify_error(code: i64, reason: Option<String>, message: &str) -
     };
     let reason = reason.map_or(String::new(), |r| format!(", reason {r}"));
     Outcome::unexpected(class, format!("{what}: {code} {message}{reason}"))
+}
+
+/// A round trip's name: its scenario's, else its policy's.
+fn round_trip_name(cfg: &FlowConfig) -> String {
+    cfg.scenario
+        .clone()
+        .unwrap_or_else(|| cfg.policy.name().to_owned())
 }
 
 #[cfg(test)]

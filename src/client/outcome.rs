@@ -47,7 +47,7 @@ pub enum LegResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Leg {
     /// Stable name: `tools/call #1`, `tools/call #2 retry`, `flow page GET`, ...
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// HTTP status, when a response arrived.
     pub status: Option<u16>,
     /// Time until the response headers arrived.

@@ -27,7 +27,10 @@ fn json_reply(status: u16, v: Value) -> HttpReply {
     HttpReply {
         status,
         content_type: Some("application/json".into()),
-        server_timing: Some("state;dur=0.5, app;dur=2".into()),
+        server_timing: (
+            Some(Duration::from_micros(500)),
+            Some(Duration::from_millis(2)),
+        ),
         body: Bytes::from(v.to_string()),
         to_headers: Duration::from_millis(1),
         to_first_byte: Duration::from_millis(1),
@@ -39,7 +42,6 @@ fn sse_reply(v: Value) -> HttpReply {
     HttpReply {
         status: 200,
         content_type: Some("text/event-stream".into()),
-        server_timing: None,
         body: Bytes::from(format!(
             "id: e0\ndata:\n\n: keep-alive\n\nevent: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{}}}}\n\ndata: {v}\n\n"
         )),
@@ -152,7 +154,7 @@ fn accept_valid_form_round_trip() {
     assert_eq!(rt.outcome, Outcome::Success);
     assert_eq!(rt.rounds, 1);
     assert_eq!(rt.request_states, vec!["st-1".to_owned()]);
-    let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<_> = rt.legs.iter().map(|l| &*l.name).collect();
     assert_eq!(names, ["tools/call #1", "tools/call #2 retry"]);
     assert_eq!(rt.legs[0].result, LegResult::InputRequired);
     assert_eq!(rt.legs[1].result, LegResult::Complete { is_error: false });
@@ -446,7 +448,7 @@ fn random_bodies_never_panic() {
             let _ = f.start();
             let step = f.on_reply(HttpReply {
                 status: 200,
-                content_type: ct.map(str::to_owned),
+                content_type: ct.map(|c| c.to_owned().into()),
                 body: Bytes::from(body.clone()),
                 ..HttpReply::default()
             });
@@ -609,7 +611,7 @@ fn url_flow_completes_the_page_then_retries() {
     assert_eq!(b["id"], json!(2));
     let rt = done(f.on_reply(json_reply(200, complete(2, false))));
     assert_eq!(rt.outcome, Outcome::Success);
-    let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<_> = rt.legs.iter().map(|l| &*l.name).collect();
     assert_eq!(
         names,
         [
@@ -790,6 +792,8 @@ fn failures_and_late_replies() {
     assert_eq!(rt.legs[0].result, LegResult::Timeout);
     let again = done(f.on_reply(json_reply(200, complete(1, false))));
     assert_eq!(again.outcome, rt.outcome, "a finished flow stays finished");
+    assert_eq!((&*again.name, again.total), (&*rt.name, rt.total));
+    assert!(!rt.name.is_empty() && again.legs.is_empty());
     let mut f = flow(AnswerPolicy::AcceptValid);
     let _ = f.start();
     let rt = done(f.on_failure(LegFailure::Transport("refused".into()), Duration::ZERO));
@@ -815,7 +819,7 @@ fn both_readers(reply: HttpReply, policy: AnswerPolicy) -> (RoundTrip, RoundTrip
 fn the_tree_free_reader_judges_like_the_full_one() {
     let raw = |status: u16, ct: &str, body: &str| HttpReply {
         status,
-        content_type: Some(ct.into()),
+        content_type: Some(ct.to_owned().into()),
         body: Bytes::from(body.to_owned()),
         ..HttpReply::default()
     };

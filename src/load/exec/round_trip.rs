@@ -583,7 +583,7 @@ impl Exchange for Lanes<'_> {
         Ok(())
     }
 
-    async fn send(&mut self, out: &Outgoing) -> LegReply {
+    async fn send(&mut self, out: Outgoing) -> LegReply {
         let (ctx, at) = (self.ctx, self.at);
         if self.lane.as_ref().map(|(i, _)| *i) != Some(at) {
             if let Some((i, Some(l))) = self.lane.take() {
@@ -617,7 +617,7 @@ impl Exchange for Lanes<'_> {
                 let (reply, by) = Box::pin(crate::client::http::exchange_answered(
                     self.http,
                     &endpoint,
-                    out,
+                    &out,
                     ctx.plan.timeout,
                 ))
                 .await;

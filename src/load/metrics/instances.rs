@@ -150,12 +150,15 @@ impl InstanceBook {
                 continue;
             }
             let seen = self.seen(id, table);
-            let acc = match seen.legs.get_mut(leg.name.as_str()) {
+            let acc = match seen.legs.get_mut(&*leg.name) {
                 Some(a) => a,
-                None => seen.legs.entry(leg.name.clone()).or_insert_with(|| LegAcc {
-                    latency: hlog::new_histogram(),
-                    errors: 0,
-                }),
+                None => seen
+                    .legs
+                    .entry(leg.name.to_string())
+                    .or_insert_with(|| LegAcc {
+                        latency: hlog::new_histogram(),
+                        errors: 0,
+                    }),
             };
             let _ = acc.latency.record(micros(leg.total));
             let reached = !matches!(leg.result, LegResult::Transport(_) | LegResult::Timeout);
@@ -240,7 +243,7 @@ mod tests {
 
     fn leg(name: &str, result: LegResult, ms: u64) -> Leg {
         Leg {
-            name: name.into(),
+            name: name.to_owned().into(),
             status: Some(200),
             to_headers: Duration::from_millis(ms),
             to_first_byte: Duration::from_millis(ms),

@@ -25,7 +25,7 @@ async fn run(lane: &mut H1Lane, tool: &str) -> RoundTrip {
     let mut out = flow.start();
     loop {
         assert!(lane.uri_for(&out.target).is_some(), "{:?}", out.target);
-        let step = match lane.exchange(&out, TIMEOUT).await {
+        let step = match lane.exchange(out, TIMEOUT).await {
             Ok(r) => flow.on_reply(r),
             Err((f, t)) => flow.on_failure(f, t),
         };
@@ -50,7 +50,7 @@ async fn flows_run_over_one_lane() {
     for _ in 0..3 {
         let rt = run(&mut lane, "connect_billing").await;
         assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
-        let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<_> = rt.legs.iter().map(|l| &*l.name).collect();
         assert!(names.contains(&"flow page GET"), "{names:?}");
         assert!(names.contains(&"flow page POST"), "{names:?}");
     }
@@ -62,14 +62,14 @@ async fn flows_run_over_one_lane() {
         ..ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default()).start()
     };
     assert!(lane.uri_for(&elsewhere.target).is_none());
-    let (failure, _) = lane.exchange(&elsewhere, TIMEOUT).await.unwrap_err();
+    let (failure, _) = lane.exchange(elsewhere, TIMEOUT).await.unwrap_err();
     assert!(matches!(failure, LegFailure::Transport(ref w) if w.contains("origin")));
     // Another principal without a token configured: a transport failure,
     // not a request without credentials.
     let mut flow = ModernFlow::new(ToolCall::new("stats", json!({})), FlowConfig::default());
     let mut out = flow.start();
     out.auth = elicitkit::client::Auth::Other;
-    let err = lane.exchange(&out, TIMEOUT).await.unwrap_err();
+    let err = lane.exchange(out.clone(), TIMEOUT).await.unwrap_err();
     assert!(matches!(err.0, LegFailure::Transport(ref w) if w.contains("other principal")));
 }
 
@@ -127,7 +127,7 @@ async fn a_closed_connection_is_reopened_before_the_next_request() {
     for i in 1..=3 {
         let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
         let out = flow.start();
-        let reply = lane.exchange(&out, TIMEOUT).await.expect("reply");
+        let reply = lane.exchange(out, TIMEOUT).await.expect("reply");
         assert_eq!(reply.status, 200);
         let rt = match flow.on_reply(reply) {
             Step::Done(rt) => rt,
@@ -154,7 +154,7 @@ async fn a_silent_server_times_out_and_a_dead_port_fails_fast() {
     let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
     let out = flow.start();
     let (failure, elapsed) = lane
-        .exchange(&out, Duration::from_millis(200))
+        .exchange(out.clone(), Duration::from_millis(200))
         .await
         .unwrap_err();
     assert_eq!(failure, LegFailure::Timeout);
@@ -165,7 +165,7 @@ async fn a_silent_server_times_out_and_a_dead_port_fails_fast() {
     let dead = format!("http://{}/mcp", free.local_addr().unwrap());
     drop(free);
     let mut lane = H1Lane::for_endpoint(&Endpoint::new(dead, "alice")).unwrap();
-    let (failure, _) = lane.exchange(&out, TIMEOUT).await.unwrap_err();
+    let (failure, _) = lane.exchange(out.clone(), TIMEOUT).await.unwrap_err();
     assert!(
         matches!(failure, LegFailure::Transport(ref w) if w.contains("cannot connect")),
         "{failure:?}"
@@ -199,7 +199,7 @@ async fn changed_headers_are_sent_as_changed() {
             .collect();
         headers.push(("X-Probe".into(), value.into()));
         out.headers = headers.into();
-        let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
+        let reply = lane.exchange(out.clone(), TIMEOUT).await.expect("echo");
         let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
         assert!(head.contains(&format!("x-probe: {value}")), "{head}");
         assert!(head.contains("authorization: bearer alice"), "{head}");
@@ -225,7 +225,7 @@ async fn changed_headers_are_sent_as_changed() {
         (elicitkit::client::Auth::Primary, "alice"),
     ] {
         out.auth = auth;
-        let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
+        let reply = lane.exchange(out.clone(), TIMEOUT).await.expect("echo");
         let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
         let tokens: Vec<_> = head
             .lines()
@@ -235,7 +235,7 @@ async fn changed_headers_are_sent_as_changed() {
     }
     // An empty body goes without one, as hyper sends it.
     out.body.clear();
-    let reply = lane.exchange(&out, TIMEOUT).await.expect("echo");
+    let reply = lane.exchange(out.clone(), TIMEOUT).await.expect("echo");
     let head = String::from_utf8_lossy(&reply.body).to_ascii_lowercase();
     assert!(!head.contains("content-length"), "{head}");
 }
@@ -263,17 +263,17 @@ async fn the_answering_instance_is_the_header_else_the_peer() {
     let mut lane = H1Lane::for_endpoint(&Endpoint::new(url, "alice")).unwrap();
     let mut flow = ModernFlow::new(ToolCall::new("t", json!({})), FlowConfig::default());
     let out = flow.start();
-    lane.exchange(&out, TIMEOUT).await.expect("reply");
+    lane.exchange(out.clone(), TIMEOUT).await.expect("reply");
     assert_eq!(lane.answered_by(), Some(addr.as_bytes()));
     // The connection is closed after each reply: the next one, on a new
     // connection, still names the same peer; a failed request names none.
     tokio::time::sleep(Duration::from_millis(20)).await;
-    lane.exchange(&out, TIMEOUT).await.expect("reply");
+    lane.exchange(out.clone(), TIMEOUT).await.expect("reply");
     assert_eq!(lane.answered_by(), Some(addr.as_bytes()));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let silent = format!("http://{}/mcp", listener.local_addr().unwrap());
     let mut lane = H1Lane::for_endpoint(&Endpoint::new(silent, "alice")).unwrap();
-    let _ = lane.exchange(&out, Duration::from_millis(100)).await;
+    let _ = lane.exchange(out, Duration::from_millis(100)).await;
     assert_eq!(
         lane.answered_by(),
         None,

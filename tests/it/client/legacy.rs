@@ -47,7 +47,7 @@ async fn legacy_form_and_url_round_trips() {
         .await;
     assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
     assert_eq!(rt.rounds, 1);
-    let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<_> = rt.legs.iter().map(|l| &*l.name).collect();
     assert_eq!(names, ["tools/call (stream)", "elicitation answer POST"]);
     assert_eq!(rt.legs[1].result, LegResult::Accepted);
 
@@ -65,7 +65,7 @@ async fn legacy_form_and_url_round_trips() {
         .call_tool("connect_billing", Map::new(), &AnswerPolicy::AcceptValid)
         .await;
     assert_eq!(rt.outcome, Outcome::Success, "{rt:#?}");
-    let names: Vec<_> = rt.legs.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<_> = rt.legs.iter().map(|l| &*l.name).collect();
     assert_eq!(
         names,
         [

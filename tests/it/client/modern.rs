@@ -37,7 +37,7 @@ async fn run(
 }
 
 fn legs(rt: &RoundTrip) -> Vec<&str> {
-    rt.legs.iter().map(|l| l.name.as_str()).collect()
+    rt.legs.iter().map(|l| &*l.name).collect()
 }
 
 #[tokio::test]
@@ -89,7 +89,7 @@ async fn book_trip_takes_three_rounds_with_a_new_state_each() {
     distinct.dedup();
     assert_eq!(distinct.len(), 3, "a new requestState every round");
     assert_eq!(
-        rt.legs.last().map(|l| l.name.as_str()),
+        rt.legs.last().map(|l| &*l.name),
         Some("tools/call #4 retry")
     );
     srv.shutdown().await;
@@ -209,10 +209,7 @@ async fn state_probes_are_rejected() {
             },
         )
         .await;
-        assert_eq!(
-            rt.legs.last().map(|l| l.name.as_str()),
-            Some("tools/call replay")
-        );
+        assert_eq!(rt.legs.last().map(|l| &*l.name), Some("tools/call replay"));
         match &rt.outcome {
             Outcome::ExpectedRejection { code, reason } => {
                 assert_eq!((*code, reason.as_deref()), (Some(-32602), Some("replayed")));
@@ -313,7 +310,10 @@ async fn measure_client_throughput() {
     let reply = |v: &Value| HttpReply {
         status: 200,
         content_type: Some("application/json".into()),
-        server_timing: Some("state;dur=0.010, app;dur=0.020".into()),
+        server_timing: (
+            Some(Duration::from_micros(10)),
+            Some(Duration::from_micros(20)),
+        ),
         body: bytes::Bytes::from(v.to_string()),
         ..HttpReply::default()
     };
