@@ -23,6 +23,7 @@
 
 use super::http::Endpoint;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
+use crate::protocol::body::Framing;
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
@@ -402,8 +403,8 @@ const STATIC_NAMES: [&str; 4] = [
     "mcp-session-id",
 ];
 const STATIC_VALUES: [&str; 9] = [
-    "application/json",
-    "application/json, text/event-stream",
+    Framing::Json.media_type(),
+    crate::protocol::body::ACCEPT_BOTH,
     crate::protocol::version::MODERN,
     crate::protocol::version::LEGACY,
     crate::protocol::mrtr::METHOD_TOOLS_CALL,

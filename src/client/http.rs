@@ -7,6 +7,7 @@ use super::drive::{Exchange, LegReply, drive};
 use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use super::modern::ModernFlow;
 use super::outcome::{RoundTrip, parse_server_timing};
+use crate::protocol::body::Framing;
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -157,10 +158,10 @@ pub(crate) fn header_text(headers: &http::HeaderMap, name: &str) -> Option<Strin
 /// media types MCP servers answer with are borrowed, so most replies copy
 /// nothing.
 pub(crate) fn content_type_of(headers: &http::HeaderMap) -> Option<Cow<'static, str>> {
-    const COMMON: [&str; 2] = ["application/json", "text/event-stream"];
     let text = headers.get(http::header::CONTENT_TYPE)?.to_str().ok()?;
-    Some(match COMMON.iter().find(|c| **c == text) {
-        Some(c) => Cow::Borrowed(*c),
+    let known = [Framing::Json, Framing::Sse].map(Framing::media_type);
+    Some(match known.into_iter().find(|c| *c == text) {
+        Some(c) => Cow::Borrowed(c),
         None => Cow::Owned(text.to_owned()),
     })
 }

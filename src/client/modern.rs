@@ -19,7 +19,7 @@ use super::marker;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip};
 use super::policy::AnswerPolicy;
 use super::rejection;
-use crate::protocol::body::{Framing, decode_body, framing_of};
+use crate::protocol::body::{ACCEPT_BOTH, Framing, decode_body, framing_of};
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::codes;
 use crate::protocol::elicitation::{self, ElicitAction, ElicitRequestParams, ElicitResult};
@@ -92,11 +92,8 @@ impl CallTemplate {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        headers.push((
-            "Accept".into(),
-            "application/json, text/event-stream".into(),
-        ));
-        headers.push(("Content-Type".into(), "application/json".into()));
+        headers.push(("Accept".into(), ACCEPT_BOTH.into()));
+        headers.push(("Content-Type".into(), Framing::Json.media_type().into()));
         CallTemplate {
             capabilities: cfg.capabilities.clone(),
             protocol_version: meta.protocol_version.clone(),

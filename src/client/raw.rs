@@ -8,7 +8,7 @@
 use super::http::{describe, stale_connection};
 use super::mask;
 use crate::protocol::ClientCapabilities;
-use crate::protocol::body::{BodyError, DecodedBody, decode_body};
+use crate::protocol::body::{ACCEPT_BOTH, BodyError, DecodedBody, decode_body};
 use crate::protocol::headers::request_headers;
 use crate::protocol::jsonrpc::{ErrorObject, Message, Outcome as RpcOutcome, RequestId};
 use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
@@ -18,9 +18,6 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
-
-/// The `Accept` value both generations require on POSTs.
-pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
 /// One HTTP request and its response, as evidence (secrets masked, long
 /// bodies shortened).

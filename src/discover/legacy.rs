@@ -10,6 +10,7 @@ use super::wire::Wire;
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
 use crate::client::mask;
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
+use crate::protocol::body::ACCEPT_BOTH;
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
@@ -149,7 +150,7 @@ pub fn initialize_request(url: &str, token: Option<&str>, id: i64, caps: &Value)
         }
     });
     RawRequest::new("initialize", reqwest::Method::POST, url)
-        .header("Accept", raw::ACCEPT_BOTH)
+        .header("Accept", ACCEPT_BOTH)
         .header("Content-Type", "application/json")
         .token(token)
         .body(body.to_string())
@@ -157,7 +158,7 @@ pub fn initialize_request(url: &str, token: Option<&str>, id: i64, caps: &Value)
 
 fn session_post<W: Wire + ?Sized>(p: &W, label: &str, s: &Session, body: Value) -> RawRequest {
     let mut r = RawRequest::new(label, reqwest::Method::POST, p.mcp_url())
-        .header("Accept", raw::ACCEPT_BOTH)
+        .header("Accept", ACCEPT_BOTH)
         .header("Content-Type", "application/json")
         .header(PROTOCOL_VERSION, LEGACY)
         .token(Some(p.token()))

@@ -13,6 +13,19 @@ pub enum Framing {
     Sse,
 }
 
+/// The `Accept` value both generations require on POSTs.
+pub const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+
+impl Framing {
+    /// The media type a `Content-Type` names this framing with.
+    pub const fn media_type(self) -> &'static str {
+        match self {
+            Framing::Json => "application/json",
+            Framing::Sse => "text/event-stream",
+        }
+    }
+}
+
 /// A response body, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedBody {
@@ -54,11 +67,10 @@ pub fn framing_of(content_type: Option<&str>, body: &[u8]) -> Framing {
         ct.get(..p.len())
             .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
     };
-    if starts("text/event-stream") {
-        return Framing::Sse;
-    }
-    if starts("application/json") {
-        return Framing::Json;
+    for f in [Framing::Sse, Framing::Json] {
+        if starts(f.media_type()) {
+            return f;
+        }
     }
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{') | Some(b'[')) {

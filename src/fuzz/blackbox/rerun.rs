@@ -618,7 +618,7 @@ mod tests {
         Logged {
             request: RawRequest::new(label, reqwest::Method::POST, url)
                 .header("Content-Type", "application/json")
-                .header("Accept", crate::client::raw::ACCEPT_BOTH)
+                .header("Accept", crate::protocol::body::ACCEPT_BOTH)
                 .token(Some("alice"))
                 .body(body),
             reply: Ok(parse_curl_i(&reply).unwrap()),

@@ -69,7 +69,7 @@ async fn flows_run_over_one_lane() {
     let mut flow = ModernFlow::new(ToolCall::new("stats", json!({})), FlowConfig::default());
     let mut out = flow.start();
     out.auth = elicitkit::client::Auth::Other;
-    let err = lane.exchange(out.clone(), TIMEOUT).await.unwrap_err();
+    let err = lane.exchange(out, TIMEOUT).await.unwrap_err();
     assert!(matches!(err.0, LegFailure::Transport(ref w) if w.contains("other principal")));
 }
 
