@@ -715,6 +715,17 @@ fn print_report(r: &run::RunReport) {
             c.skipped
         );
     }
+    if let Some(d) = &s.delivery {
+        println!(
+            "  offered {:.1}/s, achieved {:.1}/s ({} of the plan){}",
+            d.offered_rps,
+            d.achieved_rps,
+            crate::load::summarize::delivery::pct(d.delivered_pct),
+            d.limited_by
+                .as_deref()
+                .map_or(String::new(), |by| format!(": short, limited by the {by}"))
+        );
+    }
     print_instances(s);
     for (leg, st) in &s.legs {
         let gap = s
@@ -722,14 +733,28 @@ fn print_report(r: &run::RunReport) {
             .get(leg)
             .map_or(String::new(), |g| format!("  gap p50 {:>7.3} ms", g.p50_ms));
         println!(
-            "  {leg:<24} n={:<8} p50 {:>8.3} ms  p99 {:>8.3} ms{gap}",
-            st.count, st.p50_ms, st.p99_ms
+            "  {leg:<24} n={:<8} p50 {:>8.3} ms  p95 {:>8.3} ms  p99 {:>8.3} ms{gap}",
+            st.count, st.p50_ms, st.p95_ms, st.p99_ms
         );
     }
     println!(
-        "  {:<24} n={:<8} p50 {:>8.3} ms  p99 {:>8.3} ms",
-        "end to end", s.e2e.count, s.e2e.p50_ms, s.e2e.p99_ms
+        "  {:<24} n={:<8} p50 {:>8.3} ms  p95 {:>8.3} ms  p99 {:>8.3} ms",
+        "end to end", s.e2e.count, s.e2e.p50_ms, s.e2e.p95_ms, s.e2e.p99_ms
     );
+    if let Some(c) = s.e2e_corrected.as_ref().filter(|_| s.backfilled > 0) {
+        println!(
+            "  {:<24} n={:<8} p50 {:>8.3} ms  p95 {:>8.3} ms  p99 {:>8.3} ms  ({} backfilled: \
+             coordinated omission)",
+            "end to end, corrected", c.count, c.p50_ms, c.p95_ms, c.p99_ms, s.backfilled
+        );
+    }
+    if let Some(f) = s.frozen.as_ref().filter(|f| f.spells > 0) {
+        println!(
+            "  frozen {:.1}% of the window: {} spells of up to {:.2} s with round trips waiting \
+             and none answered",
+            f.share_pct, f.spells, f.longest_s
+        );
+    }
     if let Some(c) = &s.baseline {
         let (head, rows) = crate::report::baseline_rows(c);
         println!("  {head}");

@@ -591,6 +591,7 @@ fn report(
     );
     summary.generator_cpu = gen_cpu.map(|c| cpu(c, reqs, rts));
     summary.target_cpu = tgt_cpu.map(|c| cpu(c, reqs, rts));
+    let capacity_run = capacity.as_ref().map(|_| ());
     if let Some((c, _)) = capacity {
         summary.passed = summary.passed && c.knee_rps.is_some();
         summary.capacity = Some(c);
@@ -607,7 +608,22 @@ fn report(
     if let Some(h) = health {
         health_summary(plan, h, &mut summary);
     }
-    let health = generator_health(&measured, gen_cpu, wall, plan);
+    let mut health = generator_health(&measured, gen_cpu, wall, plan);
+    if capacity_run.is_none() {
+        summary.delivery = delivery(&measured, plan, &summary, &health);
+    }
+    if let Some(d) = &summary.delivery
+        && let Some(reason) = &d.reason
+    {
+        if d.limited_by.as_deref() == Some(summarize::delivery::Limit::Target.as_str()) {
+            summary.passed = false;
+            summary
+                .failures
+                .push(format!("the offered rate was not delivered: {reason}"));
+        } else if health.problems.is_empty() {
+            health.problems.push(reason.clone());
+        }
+    }
     let verdict = verdict(
         &info,
         &summary,
@@ -634,6 +650,34 @@ fn report(
         dir,
         verdict,
     })
+}
+
+/// The open model's delivery: the arrivals its measured window planned
+/// against those started and ended ([`summarize::delivery`]); `None` in the
+/// closed model.
+fn delivery(
+    m: &Measured,
+    plan: &Plan,
+    summary: &Summary,
+    health: &crate::report::GeneratorHealth,
+) -> Option<crate::report::Delivery> {
+    use super::spec::shape::Model;
+    let mut timeline = plan.timeline();
+    if timeline.model != Model::Open {
+        return None;
+    }
+    // A run cut short is judged on the part of the window it ran.
+    timeline.measured = timeline.measured.min(m.set.elapsed);
+    let facts = summarize::delivery::Facts {
+        planned: summarize::delivery::planned_in_window(&timeline, plan.segment),
+        ran: summary.round_trips.total + summary.round_trips.skipped,
+        window: timeline.measured,
+        slip: m.slip,
+        generator_busy: health.cpu_busy_pct.map(|p| p / 100.0),
+        generator_unwell: !health.problems.is_empty(),
+        max_in_flight: plan.max_in_flight,
+    };
+    Some(summarize::delivery::judge(&facts))
 }
 
 /// The generator's health over the run: the open model's slip and its
@@ -687,7 +731,7 @@ fn verdict(
         .keys()
         .all(|k| matches!(k.as_str(), "timeout" | "transport"));
     let timing = |m: &Metric| match m {
-        Metric::Latency { .. } | Metric::Rps | Metric::ServiceGaps => true,
+        Metric::Latency { .. } | Metric::Rps | Metric::ServiceGaps | Metric::FrozenTime => true,
         Metric::ErrorRate | Metric::Ok(_) => only_slow_errors,
         Metric::SkippedRate(_) | Metric::Misrouted => false,
     };
@@ -695,6 +739,7 @@ fn verdict(
     // runs, all of them timeouts or transport errors: a starved generator
     // (connections idle past the server's timeouts) can cause exactly that.
     let ended_for_timing = info.ended_by.is_normal()
+        || info.ended_by == EndReason::Aborted
         || (matches!(
             info.ended_by,
             EndReason::TargetDied | EndReason::TargetUnreachable

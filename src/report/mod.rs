@@ -55,11 +55,12 @@ pub mod summary;
 pub mod svg;
 
 pub use summary::{
-    BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, ErrorGroup,
-    GeneratorHealth, HealthSample, HealthSummary, HostShare, InstanceLegSummary, InstanceSummary,
-    InstancesSummary, LatencyStats, OutcomeCounts, PointLatency, SCHEMA_VERSION, ScenarioSummary,
-    ServiceGap, SoakSummary, Summary, ThresholdLimit, ThresholdResult, TimelinePoint, Trend,
-    WindowSummary, add_error_sample, group_samples,
+    BaselineComparison, BaselineDelta, CapacityStep, CapacitySummary, CpuUsage, Delivery,
+    ErrorGroup, FrozenTime, GeneratorHealth, HealthSample, HealthSummary, HostShare,
+    InstanceLegSummary, InstanceSummary, InstancesSummary, LatencyStats, OutcomeCounts,
+    PointLatency, SCHEMA_VERSION, ScenarioSummary, ServiceGap, SoakSummary, Summary,
+    ThresholdLimit, ThresholdResult, TimelinePoint, Trend, WindowSummary, add_error_sample,
+    group_samples,
 };
 
 use std::path::Path;

@@ -20,6 +20,9 @@ pub struct LatencyStats {
     pub p50_ms: f64,
     /// 90th percentile.
     pub p90_ms: f64,
+    /// 95th percentile (absent from reports written before it was kept).
+    #[serde(default)]
+    pub p95_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
     /// 99.9th percentile.
@@ -61,6 +64,10 @@ pub struct ScenarioSummary {
     pub errors: BTreeMap<String, u64>,
     /// End-to-end latency.
     pub e2e: LatencyStats,
+    /// Closed model: end-to-end latency with the round trips stalled users
+    /// held back (coordinated omission corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_corrected: Option<LatencyStats>,
 }
 
 /// One histogram's count, p50 and p99 in one interval.
@@ -455,6 +462,61 @@ pub struct Summary {
     /// The target process's health over time, when its PID was known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthSummary>,
+    /// Open model: the rate the plan offered against what was started and
+    /// ended, and who set the pace when it fell short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// Closed model: end-to-end latency corrected for coordinated omission
+    /// (the round trips each stalled user would have started at its own
+    /// pacing, backfilled); the end-to-end thresholds judge this figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_corrected: Option<LatencyStats>,
+    /// Round trips backfilled into `e2e_corrected`.
+    #[serde(default)]
+    pub backfilled: u64,
+    /// How much of the window the target was frozen (absent when the
+    /// spells are not known: a merged report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frozen: Option<FrozenTime>,
+}
+
+/// The time the target spent frozen: quiet spells with round trips
+/// waiting and none answered, however short each (see
+/// `crate::load::metrics::gaps::frozen`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrozenTime {
+    /// Frozen time over the window, percent.
+    pub share_pct: f64,
+    /// Frozen time, seconds.
+    pub frozen_s: f64,
+    /// Spells that counted.
+    pub spells: usize,
+    /// The longest, seconds.
+    pub longest_s: f64,
+    /// Time the generator itself was paused within them (left out), seconds.
+    pub generator_paused_s: f64,
+}
+
+/// Whether an open-model run delivered the rate its plan offered (see
+/// `crate::load::summarize::delivery`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// Round trips/s the schedule put in the measured window.
+    pub offered_rps: f64,
+    /// Round trips/s of the window that ran (any outcome).
+    pub achieved_rps: f64,
+    /// Achieved over offered, percent.
+    pub delivered_pct: f64,
+    /// Arrivals the in-flight cap held back, percent of all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_pct: Option<f64>,
+    /// When short of the offered rate by more than the margin: `target`,
+    /// `generator` or `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<String>,
+    /// The shortfall in words, offered against achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// One reading of the target process (`/proc/PID`).

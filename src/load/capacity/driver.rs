@@ -255,6 +255,10 @@ async fn sample(
     let mut p = plan.clone();
     p.shape = LoadShape::Open { rate };
     p.duration = spec.step_duration;
+    // A step is judged on its SLO; the plan's abort_on_fail does not end it.
+    for t in &mut p.thresholds {
+        t.abort = None;
+    }
     let server = engine.server.as_ref();
     let cpu0 = target::target_cpu(server, &extras.cpu_pids);
     let cmd0 = match store {

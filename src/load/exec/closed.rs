@@ -222,7 +222,11 @@ async fn round_trip(
         return Ok(());
     };
     // Our metrics first: a Goose bookkeeping error must not lose the sample.
-    ctx.recorder.record(&spec.name, &rt, rt.total, reserved);
+    // A round trip long against this user's pacing held back others
+    // (coordinated omission): the recorder backfills them.
+    let pacing = ctx.cadence.note(user.weighted_users_index, idx, rt.total);
+    ctx.recorder
+        .record_paced(&spec.name, &rt, rt.total, reserved, pacing);
     let ok = rt.outcome.is_ok();
     let last = rt.legs.len().saturating_sub(1);
     for (i, leg) in rt.legs.iter().enumerate() {

@@ -16,6 +16,7 @@ use super::open;
 use super::progress::ProgressLine;
 use super::round_trip::LoadContext;
 use super::target::{EmbeddedServer, TargetError};
+use crate::load::metrics::gaps::Pace;
 use crate::load::metrics::health;
 use crate::load::metrics::recorder::Recorder;
 use crate::load::metrics::set::MetricSet;
@@ -44,8 +45,10 @@ pub enum EndReason {
     TargetDied,
     /// The target never answered at all.
     TargetUnreachable,
-    /// Ctrl-C.
+    /// Ctrl-C or SIGTERM.
     Interrupted,
+    /// A threshold marked `abort_on_fail` failed mid-run.
+    Aborted,
     /// Goose failed, or the run overran its time bound.
     Error,
 }
@@ -60,6 +63,7 @@ impl EndReason {
             EndReason::TargetDied => "target_died",
             EndReason::TargetUnreachable => "target_unreachable",
             EndReason::Interrupted => "interrupted",
+            EndReason::Aborted => "aborted",
             EndReason::Error => "error",
         }
     }
@@ -190,7 +194,15 @@ impl Engine {
         let recorder = Arc::new(
             Recorder::new(plan.interval, comments)
                 .map_err(|e| RunError::Setup(e.to_string()))?
-                .with_window(timeline.lead, timeline.measured),
+                .with_window(timeline.lead, timeline.measured)
+                .with_pace(match timeline.model {
+                    Model::Closed => Pace::Latency,
+                    Model::Open => Pace::Schedule {
+                        stages: timeline.stages.clone(),
+                        lead: timeline.lead,
+                        share: 1.0 / f64::from(plan.segment.count.max(1)),
+                    },
+                }),
         );
         if let Some(s) = stream {
             recorder.stream_to(s.clone(), label);
@@ -202,6 +214,7 @@ impl Engine {
         let end = Arc::new(EndState::default());
         let done = Arc::new(AtomicBool::new(false));
         let goose = timeline.model == Model::Closed;
+        let heartbeat = Heartbeat::start(recorder.clone(), done.clone());
         let watcher = tokio::spawn(
             Watch {
                 ctx: ctx.clone(),
@@ -281,6 +294,9 @@ impl Engine {
         ctx.stop.store(true, Ordering::Relaxed);
         done.store(true, Ordering::Relaxed);
         let _ = watcher.await;
+        if let Some(h) = heartbeat {
+            let _ = tokio::task::spawn_blocking(move || h.join()).await;
+        }
         if let Some(i) = interrupt {
             i.abort();
         }
@@ -293,6 +309,41 @@ impl Engine {
             end: end.get(),
             slip: recorder.slip().counts(),
         })
+    }
+}
+
+/// The generator's heartbeat: a thread of its own that wakes every
+/// [`Heartbeat::TICK`] and notes in the recorder each time it woke more
+/// than [`Heartbeat::LATE`] late: the host did not run this process (a
+/// VM paused, the machine overloaded). A quiet spell the generator itself
+/// sat through is not the target's frozen time.
+struct Heartbeat;
+
+impl Heartbeat {
+    /// How often it wakes.
+    const TICK: Duration = Duration::from_millis(10);
+    /// A wake-up this late is a pause.
+    const LATE: Duration = Duration::from_millis(100);
+
+    /// Starts the thread; it ends when `done` is set. `None` when no
+    /// thread could be started (then no pause is noted).
+    fn start(
+        recorder: Arc<Recorder>,
+        done: Arc<AtomicBool>,
+    ) -> Option<std::thread::JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("elicitkit-heartbeat".into())
+            .spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let due = Instant::now() + Self::TICK;
+                    std::thread::sleep(Self::TICK);
+                    let late = due.elapsed();
+                    if late > Self::LATE {
+                        recorder.note_pause(late);
+                    }
+                }
+            })
+            .ok()
     }
 }
 
@@ -323,6 +374,7 @@ impl Watch {
         } = self;
         let started = Instant::now();
         let mut line = ProgressLine::new(false);
+        let mut aborts = Aborts::new(&ctx.plan);
         let stop = |by: EndReason, note: String| {
             end.set(by, note);
             ctx.stop.store(true, Ordering::Relaxed);
@@ -367,6 +419,11 @@ impl Watch {
                     format!("{streak} consecutive round trips could not reach the target{alive}"),
                 );
             }
+            if !ctx.stop.load(Ordering::Relaxed)
+                && let Some(why) = aborts.due(&ctx.recorder)
+            {
+                stop(EndReason::Aborted, why);
+            }
             ctx.recorder.observe_quiet();
             let quiet = ctx.recorder.since_last_answer();
             if quiet >= ctx.plan.stall && !ctx.stop.load(Ordering::Relaxed) {
@@ -395,6 +452,8 @@ impl Watch {
                     last_rate: last
                         .as_ref()
                         .map(|i| i.round_trips as f64 / i.len_s.max(1e-3)),
+                    last_span: last.as_ref().map(|i| (i.start_s, i.len_s)),
+                    share: 1.0 / f64::from(ctx.plan.segment.count.max(1)),
                     in_flight: rec.in_flight(),
                     unexpected: rec.errors(),
                     last_errors: last
@@ -407,6 +466,63 @@ impl Watch {
             }
         }
         line.finish();
+    }
+}
+
+/// The plan's `abort_on_fail` thresholds (k6's `abortOnFail`), judged on
+/// the metrics so far once a second, each from its `delay_abort_eval` into
+/// the measured window on.
+struct Aborts {
+    thresholds: Vec<crate::load::spec::threshold::Threshold>,
+    last: Option<Instant>,
+}
+
+impl Aborts {
+    fn new(plan: &Plan) -> Aborts {
+        Aborts {
+            thresholds: plan
+                .thresholds
+                .iter()
+                .filter(|t| t.abort.is_some())
+                .cloned()
+                .collect(),
+            last: None,
+        }
+    }
+
+    /// Why the run must end now (a failed threshold, with its figure), if
+    /// it must.
+    fn due(&mut self, recorder: &Recorder) -> Option<String> {
+        if self.thresholds.is_empty()
+            || self
+                .last
+                .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            return None;
+        }
+        self.last = Some(Instant::now());
+        let into = recorder.into_window();
+        let ready: Vec<_> = self
+            .thresholds
+            .iter()
+            .filter(|t| !into.is_zero() && t.abort.is_some_and(|d| into >= d))
+            .collect();
+        if ready.is_empty() {
+            return None;
+        }
+        let set = recorder.snapshot();
+        ready.into_iter().find_map(|t| {
+            let actual = crate::load::summarize::measure(t, &set);
+            (!actual.is_some_and(|v| t.passes(v))).then(|| {
+                format!(
+                    "threshold `{}` failed {:.1} s into the measured window (actual {}); \
+                     abort_on_fail ended the run",
+                    t.expr,
+                    into.as_secs_f64(),
+                    actual.map_or_else(|| "nothing measured".into(), |v| t.value_text(v))
+                )
+            })
+        })
     }
 }
 

@@ -142,6 +142,14 @@ impl Shard {
         // Set when the schedule's end or a stop came before an arrival could
         // start: its slot, and whether the in-flight cap was holding it.
         let mut overdue: Option<(Instant, bool)> = None;
+        // When the shard last stopped waiting for room under the in-flight
+        // cap. An arrival that fell due before then was kept back by the cap
+        // (the target's pace) even if the cap had room by the time its turn
+        // came: the backlog a full cap leaves is the target's, not the
+        // generator's. Counted as late instead, a target that filled the cap
+        // made the run read as a slow generator (INCONCLUSIVE) on one run
+        // and as the target's (held) on the next.
+        let mut cap_freed: Option<Instant> = None;
         // Whether arrival `k` is this shard's: a segment of a distributed run
         // takes every N-th arrival of the whole schedule
         // (crate::load::spec::segment), and the shards of a segment take
@@ -185,6 +193,7 @@ impl Shard {
                         }
                     }
                     held += waited.elapsed();
+                    cap_freed = Some(Instant::now());
                     continue;
                 }
                 tokio::select! {
@@ -200,10 +209,10 @@ impl Shard {
             }
             let idx = self.order[(slot - 1) as usize % self.order.len()];
             let now = Instant::now();
-            self.ctx
-                .recorder
-                .slip()
-                .note(now.saturating_duration_since(intended), held);
+            self.ctx.recorder.slip().note(
+                now.saturating_duration_since(intended),
+                held_back(intended, held, cap_freed),
+            );
             let origin = intended.min(now);
             in_flight.push(Box::pin(round_trip(
                 self.ctx.clone(),
@@ -230,7 +239,7 @@ impl Shard {
                 let held = if held {
                     slip.max(Duration::from_nanos(1))
                 } else {
-                    Duration::ZERO
+                    held_back(intended, Duration::ZERO, cap_freed)
                 };
                 self.ctx.recorder.slip().note(slip, held);
             }
@@ -238,6 +247,17 @@ impl Shard {
         let drain = async { while in_flight.next().await.is_some() {} };
         let _ = tokio::time::timeout(self.drain, drain).await;
         started
+    }
+}
+
+/// How long the in-flight cap held back an arrival due at `intended` that
+/// waited `held` for room itself: when the cap last freed a place after
+/// the arrival fell due (`cap_freed`), the arrival was in the backlog the
+/// full cap left, and its wait up to then is the cap's.
+fn held_back(intended: Instant, held: Duration, cap_freed: Option<Instant>) -> Duration {
+    match cap_freed {
+        Some(freed) if held.is_zero() && freed > intended => freed - intended,
+        _ => held,
     }
 }
 

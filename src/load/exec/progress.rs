@@ -73,6 +73,13 @@ pub struct Snapshot<'a> {
     pub round_trips: u64,
     /// Round trips per second in the last interval.
     pub last_rate: Option<f64>,
+    /// The last interval's span, seconds from the measured window's start
+    /// (start, length): the open model's offered rate is the schedule's
+    /// over the same span.
+    pub last_span: Option<(f64, f64)>,
+    /// This process's share of the schedule's arrivals (a segment of a
+    /// distributed run takes 1/N of them).
+    pub share: f64,
     /// Round trips in flight now.
     pub in_flight: u64,
     /// Unexpected round trips so far.
@@ -98,18 +105,35 @@ impl Snapshot<'_> {
         }
     }
 
+    /// The open model's offered rate beside the achieved one: the
+    /// schedule's mean over the last interval's span (so the two cover
+    /// the same time), or its rate now before any interval closed.
+    pub fn offered(&self) -> f64 {
+        use crate::load::spec::shape::{mean_target, target_at};
+        let t = self.timeline;
+        let rate = match self.last_span {
+            Some((start, len)) => {
+                let from = t.lead + Duration::from_secs_f64(start.max(0.0));
+                mean_target(
+                    &t.stages,
+                    from,
+                    from + Duration::from_secs_f64(len.max(0.0)),
+                )
+            }
+            None => target_at(&t.stages, self.elapsed.min(t.total())),
+        };
+        rate * self.share
+    }
+
     /// The line, cut to `width` columns.
     pub fn render(&self, width: usize) -> String {
-        use crate::load::spec::shape::{Model, target_at};
+        use crate::load::spec::shape::Model;
         let t = self.timeline;
         let rate = self
             .last_rate
             .map_or_else(|| "-".to_owned(), |r| format!("{r:.0}/s"));
         let offered = match t.model {
-            Model::Open => format!(
-                " of {:.0}/s offered",
-                target_at(&t.stages, self.elapsed.min(t.total()))
-            ),
+            Model::Open => format!(" of {:.0}/s offered", self.offered()),
             Model::Closed => String::new(),
         };
         let errors = if self.last_errors.is_empty() {
@@ -213,6 +237,8 @@ mod tests {
             timeline: t,
             round_trips: 1200,
             last_rate: Some(410.0),
+            last_span: None,
+            share: 1.0,
             in_flight: 7,
             unexpected: 3,
             last_errors: vec![("timeout".into(), 2), ("misrouted".into(), 1)],
@@ -248,6 +274,30 @@ mod tests {
             snap(&open, 5.0)
                 .render(200)
                 .contains("410/s of 500/s offered")
+        );
+    }
+
+    /// The line read "2451/s of 0/s offered" once the schedule had ended:
+    /// the offered rate is the schedule's over the interval the achieved
+    /// rate covers, not its value at the moment of printing.
+    #[test]
+    fn the_offered_rate_covers_the_last_interval() {
+        let open = open_500();
+        let mut s = snap(&open, 10.4);
+        assert!(
+            s.render(200).contains("of 0/s offered"),
+            "past the end, now"
+        );
+        s.last_span = Some((9.0, 1.0));
+        assert!(
+            s.render(200).contains("410/s of 500/s offered"),
+            "{}",
+            s.render(200)
+        );
+        s.share = 0.5;
+        assert!(
+            s.render(200).contains("of 250/s offered"),
+            "a segment's share"
         );
     }
 

@@ -27,10 +27,12 @@ use crate::client::{
     AnswerPolicy, CallTemplate, Endpoint, Exchange, Expectations, FlowConfig, H1Lane, LegReply,
     LegResult, ModernFlow, Outgoing, RoundTrip, Target, ToolCall, drive,
 };
+use crate::load::metrics::cadence::CadenceBook;
 use crate::load::metrics::instances::UNKNOWN;
 use crate::load::metrics::recorder::Recorder;
-use crate::load::spec::plan::{Plan, ScenarioKind, ScenarioSpec};
+use crate::load::spec::plan::{LoadShape, Plan, ScenarioKind, ScenarioSpec};
 use crate::load::spec::principals::other_for;
+use crate::load::spec::shape::{self, Model};
 use http::HeaderValue;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -118,6 +120,10 @@ pub struct LoadContext {
     lanes: Vec<Mutex<Vec<Box<H1Lane>>>>,
     /// Per scenario, the argument that carries each round trip's marker.
     markers: Vec<Option<String>>,
+    /// Closed model: each user's pacing per scenario, for the round trips
+    /// a stall held back (empty in the open model, whose latency counts
+    /// from each slot already).
+    pub cadence: CadenceBook,
 }
 
 impl LoadContext {
@@ -158,7 +164,17 @@ impl LoadContext {
                 (tpl, Arc::new(cfg))
             })
             .collect();
+        let users = match &plan.shape {
+            LoadShape::Closed { users, .. } => *users,
+            LoadShape::Staged {
+                model: Model::Closed,
+                stages,
+            } => shape::peak(stages).round() as usize,
+            _ => 0,
+        };
+        let cadence = CadenceBook::new(users, plan.scenarios.len());
         LoadContext {
+            cadence,
             flows,
             lanes: endpoints.iter().map(|_| Mutex::new(Vec::new())).collect(),
             plan,

@@ -30,6 +30,10 @@ use base64::Engine as _;
 pub const LEG: &str = "leg:";
 /// Tag prefix of per-scenario end-to-end histograms.
 pub const E2E: &str = "e2e:";
+/// Closed model: end-to-end times backfilled for the round trips a
+/// stalled user would have started (`co:<scenario>`; see
+/// [`super::cadence`]).
+pub const CO: &str = "co:";
 /// Tag prefix of per-scenario, per-outcome histograms.
 pub const OUT: &str = "out:";
 /// Tag prefix of server-reported state verification time.

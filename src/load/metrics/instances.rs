@@ -321,6 +321,9 @@ mod tests {
                 window: Default::default(),
                 instances: InstancesSummary::default(),
                 spells: None,
+                pauses: None,
+                window_len: Duration::ZERO,
+                pace: Default::default(),
             }
         }
 

@@ -10,13 +10,16 @@
 //!   else the peer address), interned; per-instance counts and latency, and
 //!   the retries that crossed instances.
 //! - [`gaps`]: service gaps, spells with round trips in flight and none
-//!   answered.
+//!   answered, and the share of the window they froze.
+//! - [`cadence`]: each closed-model user's pacing, for the round trips a
+//!   stall held back (coordinated omission).
 //! - [`generator`]: the generator's own health (schedule slip, CPU), which
 //!   makes a verdict INCONCLUSIVE.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
 //! - [`health`]: the target process's RSS, descriptors and threads from
 //!   `/proc`, sampled once per interval.
 
+pub mod cadence;
 pub mod gaps;
 pub mod generator;
 pub mod health;

@@ -6,7 +6,7 @@
 
 use super::gaps::SpellLog;
 use super::generator::SlipMeter;
-use super::hlog::{self, E2E, GAP, HlogBuffer, HlogError, LEG, OUT, STATE};
+use super::hlog::{self, CO, E2E, GAP, HlogBuffer, HlogError, LEG, OUT, STATE};
 use super::instances::{self, InstanceBook, InstanceTable};
 use super::set::{Bucket, IntervalStats, MeasuredWindow, MetricSet, is_error_label};
 use super::stream::IntervalStream;
@@ -44,6 +44,8 @@ struct Inner {
     book: InstanceBook,
     /// Quiet spells with round trips in flight ([`super::gaps`]).
     spells: SpellLog,
+    /// Spells in which the generator's heartbeat did not run.
+    pauses: SpellLog,
     /// Round trips begun in the window, by interval index, until their
     /// interval closes.
     begun: BTreeMap<u64, u64>,
@@ -76,6 +78,8 @@ pub struct Recorder {
     instances: InstanceTable,
     /// The open model's schedule slip ([`super::generator`]).
     slip: SlipMeter,
+    /// What quiet spells are measured against.
+    pace: super::gaps::Pace,
 }
 
 /// A round trip in flight; counted down when dropped.
@@ -123,6 +127,7 @@ impl Recorder {
                 last_in_window: None,
                 book: InstanceBook::default(),
                 spells: SpellLog::default(),
+                pauses: SpellLog::default(),
                 begun: BTreeMap::new(),
             }),
             requests: AtomicU64::new(0),
@@ -139,6 +144,7 @@ impl Recorder {
             busy_since_ns: AtomicU64::new(0),
             instances: InstanceTable::default(),
             slip: SlipMeter::default(),
+            pace: Default::default(),
         })
     }
 
@@ -148,6 +154,13 @@ impl Recorder {
     pub fn with_window(mut self, lead: Duration, measured: Duration) -> Recorder {
         self.lead = lead;
         self.measured = measured;
+        self
+    }
+
+    /// Measures quiet spells against `pace` (the open model's schedule;
+    /// the closed model's latency by default).
+    pub fn with_pace(mut self, pace: super::gaps::Pace) -> Recorder {
+        self.pace = pace;
         self
     }
 
@@ -259,8 +272,23 @@ impl Recorder {
             .load(Ordering::Relaxed)
             .max(self.busy_since_ns.load(Ordering::Relaxed));
         let now = self.started.elapsed();
+        let waiting = self.in_flight.load(Ordering::Relaxed);
         if let Ok(mut inner) = self.inner.lock() {
-            inner.spells.note(Duration::from_nanos(from), now);
+            inner.spells.note_waiting(
+                Duration::from_nanos(from),
+                now,
+                u32::try_from(waiting).unwrap_or(u32::MAX),
+            );
+        }
+    }
+
+    /// Notes that the generator's heartbeat, due `late` ago, only ran now:
+    /// the host did not run this process meanwhile ([`super::gaps::frozen`]
+    /// leaves such spells out of the target's frozen time).
+    pub fn note_pause(&self, late: Duration) {
+        let now = self.started.elapsed();
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.pauses.note(now.saturating_sub(late), now);
         }
     }
 
@@ -283,6 +311,20 @@ impl Recorder {
     /// intended start in the open model); `reserved` is how many requests
     /// were already counted via [`Recorder::try_reserve`].
     pub fn record(&self, scenario: &str, rt: &RoundTrip, e2e: Duration, reserved: u64) {
+        self.record_paced(scenario, rt, e2e, reserved, None);
+    }
+
+    /// [`Recorder::record`] for a closed-model round trip that stalled
+    /// against its user's `pacing` ([`super::cadence`]): the round trips
+    /// the user would have started meanwhile are backfilled under `co:`.
+    pub fn record_paced(
+        &self,
+        scenario: &str,
+        rt: &RoundTrip,
+        e2e: Duration,
+        reserved: u64,
+        pacing: Option<Duration>,
+    ) {
         let legs = rt.legs.len() as u64;
         if legs > reserved {
             self.requests.fetch_add(legs - reserved, Ordering::Relaxed);
@@ -374,6 +416,11 @@ impl Recorder {
         }
         if !skipped {
             b.record(k, &[E2E, scenario], e2e);
+            if let Some(c) = pacing {
+                for v in super::cadence::backfill(e2e, c) {
+                    b.record(k, &[CO, scenario], v);
+                }
+            }
         }
         let failed = is_error_label(label);
         inner
@@ -462,36 +509,59 @@ impl Recorder {
     /// trip's end when the run stopped early (so shutdown and report
     /// writing do not dilute the rates).
     pub fn finish(&self) -> (MetricSet, Vec<u8>, Option<String>) {
-        let window = self.window_start();
         let Ok(mut inner) = self.inner.lock() else {
             return (
-                MetricSet {
-                    totals: BTreeMap::new(),
-                    timeline: Vec::new(),
-                    elapsed: Duration::ZERO,
-                    samples: Vec::new(),
-                    status_codes: BTreeMap::new(),
-                    skip_reasons: BTreeMap::new(),
-                    window: MeasuredWindow::default(),
-                    instances: InstancesSummary::default(),
-                    spells: None,
-                },
+                MetricSet::empty(),
                 Vec::new(),
                 Some("metrics lock poisoned".into()),
             );
         };
-        let since_window = self.started.elapsed().saturating_sub(window);
-        let elapsed = inner
-            .last_in_window
-            .unwrap_or(since_window)
-            .min(self.measured);
-        let spells = inner.spells.window(window, since_window.min(self.measured));
+        let (elapsed, _) = self.covered(&inner);
         let next = inner.current_index + 1;
         if !inner.current.hists.is_empty() || inner.timeline.is_empty() {
             self.rotate(&mut inner, next, Some(elapsed));
         }
+        let set = self.set_of(&inner, inner.totals.clone());
+        (
+            set,
+            inner.hlog.as_bytes().to_vec(),
+            inner.hlog_error.clone(),
+        )
+    }
+
+    /// The metrics so far, the interval under way included, without
+    /// closing it: what an `abort_on_fail` threshold judges mid-run.
+    pub fn snapshot(&self) -> MetricSet {
+        let Ok(inner) = self.inner.lock() else {
+            return MetricSet::empty();
+        };
+        let mut totals = inner.totals.clone();
+        for (name, h) in &inner.current.hists {
+            let _ = totals
+                .entry(name.clone())
+                .or_insert_with(hlog::new_histogram)
+                .add(h);
+        }
+        self.set_of(&inner, totals)
+    }
+
+    /// The time the metrics cover (to the last measured round trip's end)
+    /// and the part of the window that ran.
+    fn covered(&self, inner: &Inner) -> (Duration, Duration) {
+        let since_window = self.started.elapsed().saturating_sub(self.window_start());
+        let elapsed = inner
+            .last_in_window
+            .unwrap_or(since_window)
+            .min(self.measured);
+        (elapsed, since_window.min(self.measured))
+    }
+
+    /// The metric set of `inner` with these `totals`.
+    fn set_of(&self, inner: &Inner, totals: BTreeMap<String, Histogram<u64>>) -> MetricSet {
+        let window = self.window_start();
+        let (elapsed, window_len) = self.covered(inner);
         let mut set = MetricSet {
-            totals: inner.totals.clone(),
+            totals,
             timeline: inner.timeline.clone(),
             elapsed,
             samples: inner.samples.clone(),
@@ -521,14 +591,21 @@ impl Recorder {
                 after: inner.after,
             },
             instances: InstancesSummary::default(),
-            spells: Some(spells),
+            spells: Some(inner.spells.window(window, window_len)),
+            pauses: Some(inner.pauses.window(window, window_len)),
+            window_len,
+            pace: self.pace.clone(),
         };
         set.instances = instances::summarize(&set, Some(&inner.book));
-        (
-            set,
-            inner.hlog.as_bytes().to_vec(),
-            inner.hlog_error.clone(),
-        )
+        set
+    }
+
+    /// How far into the measured window the run is (zero before it).
+    pub fn into_window(&self) -> Duration {
+        if self.anchor_ns.load(Ordering::Relaxed) == 0 {
+            return Duration::ZERO;
+        }
+        self.started.elapsed().saturating_sub(self.window_start())
     }
 }
 

@@ -4,7 +4,7 @@
 //! A finished [`super::recorder::Recorder`] gives one; merged `.hlog` files
 //! give the same ([`MetricSet::from_intervals`]).
 
-use super::hlog::{self, E2E, LEG, LoggedInterval, OUT};
+use super::hlog::{self, CO, E2E, LEG, LoggedInterval, OUT};
 use crate::report::{ErrorGroup, InstancesSummary, LatencyStats};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -63,6 +63,14 @@ pub struct MetricSet {
     /// Quiet spells with round trips in flight, in the window (none from
     /// merged `.hlog` files, which do not keep them; see [`super::gaps`]).
     pub spells: Option<Vec<super::gaps::Spell>>,
+    /// Spells in which the generator's own heartbeat did not run (the
+    /// host paused it), in the window; none from merged `.hlog` files.
+    pub pauses: Option<Vec<super::gaps::Spell>>,
+    /// How much of the measured window the run covered (the window, or
+    /// up to an early stop); `elapsed` ends at the last round trip's end.
+    pub window_len: Duration,
+    /// What a quiet spell is measured against (the model's pace).
+    pub pace: super::gaps::Pace,
 }
 
 /// The measured window of a run: when it began, and the round trips
@@ -81,6 +89,24 @@ pub struct MeasuredWindow {
 }
 
 impl MetricSet {
+    /// A set that measured nothing.
+    pub fn empty() -> MetricSet {
+        MetricSet {
+            totals: BTreeMap::new(),
+            timeline: Vec::new(),
+            elapsed: Duration::ZERO,
+            samples: Vec::new(),
+            status_codes: BTreeMap::new(),
+            skip_reasons: BTreeMap::new(),
+            window: MeasuredWindow::default(),
+            instances: InstancesSummary::default(),
+            spells: None,
+            pauses: None,
+            window_len: Duration::ZERO,
+            pace: Default::default(),
+        }
+    }
+
     /// Names after a prefix (`leg:`, `e2e:`, …) with their histograms.
     pub fn with_prefix<'a>(
         &'a self,
@@ -94,6 +120,32 @@ impl MetricSet {
     /// All round trips' end-to-end times merged.
     pub fn e2e_all(&self) -> Histogram<u64> {
         merged(self.with_prefix(E2E).map(|(_, h)| h))
+    }
+
+    /// The end-to-end times thresholds judge: every round trip's, and in
+    /// the closed model those backfilled for the round trips stalled users
+    /// held back ([`super::cadence`]).
+    pub fn e2e_judged(&self) -> Histogram<u64> {
+        merged(
+            self.with_prefix(E2E)
+                .chain(self.with_prefix(CO))
+                .map(|(_, h)| h),
+        )
+    }
+
+    /// One scenario's end-to-end times with its backfilled ones.
+    pub fn e2e_judged_of(&self, scenario: &str) -> Histogram<u64> {
+        let tag = |p: &str| format!("{p}{scenario}");
+        merged(
+            [tag(E2E), tag(CO)]
+                .iter()
+                .filter_map(|k| self.totals.get(k)),
+        )
+    }
+
+    /// Round trips backfilled for stalled closed-model users.
+    pub fn backfilled(&self) -> u64 {
+        self.with_prefix(CO).map(|(_, h)| h.len()).sum()
     }
 
     /// Legs matching a predicate merged.
@@ -160,6 +212,9 @@ impl MetricSet {
             },
             instances: InstancesSummary::default(),
             spells: None,
+            pauses: None,
+            window_len: Duration::from_secs_f64(end),
+            pace: Default::default(),
         }
     }
 }
@@ -286,6 +341,7 @@ pub fn latency_stats(h: &Histogram<u64>) -> LatencyStats {
         mean_ms: h.mean() / 1000.0,
         p50_ms: us_to_ms(h.value_at_percentile(50.0)),
         p90_ms: us_to_ms(h.value_at_percentile(90.0)),
+        p95_ms: us_to_ms(h.value_at_percentile(95.0)),
         p99_ms: us_to_ms(h.value_at_percentile(99.0)),
         p999_ms: us_to_ms(h.value_at_percentile(99.9)),
         p9999_ms: us_to_ms(h.value_at_percentile(99.99)),

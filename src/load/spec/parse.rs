@@ -44,7 +44,7 @@ struct RawPlan {
     stall: Option<toml::Spanned<String>>,
     default_thresholds: Option<bool>,
     #[serde(default)]
-    thresholds: Vec<toml::Spanned<String>>,
+    thresholds: Vec<toml::Spanned<RawThreshold>>,
     #[serde(default)]
     target: RawTarget,
     #[serde(default)]
@@ -52,6 +52,44 @@ struct RawPlan {
     #[serde(default)]
     scenarios: BTreeMap<String, toml::Spanned<RawScenario>>,
     capacity: Option<RawCapacity>,
+}
+
+/// A threshold as a plan writes it: the expression (with any modifiers,
+/// `"p99(e2e) < 50ms; abort_on_fail"`), or k6's object form.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawThreshold {
+    Text(String),
+    Table(RawThresholdTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawThresholdTable {
+    threshold: String,
+    #[serde(default)]
+    abort_on_fail: bool,
+    delay_abort_eval: Option<String>,
+}
+
+impl RawThreshold {
+    /// The threshold in its one-line form.
+    fn text(&self) -> String {
+        match self {
+            RawThreshold::Text(t) => t.clone(),
+            RawThreshold::Table(t) => {
+                let mut out = t.threshold.clone();
+                if t.abort_on_fail {
+                    out.push_str("; abort_on_fail");
+                }
+                if let Some(d) = &t.delay_abort_eval {
+                    out.push_str("; delay_abort_eval=");
+                    out.push_str(d);
+                }
+                out
+            }
+        }
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -170,7 +208,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         Some(s) => parse_span(s.get_ref()).map_err(|m| at(Some(s.span()), "warmup", m))?,
     };
 
-    let thresholds = parse_thresholds(&raw.thresholds, "thresholds", &at)?;
+    let thresholds = parse_plan_thresholds(&raw.thresholds, &at)?;
 
     let url = match &raw.target.url {
         None => None,
@@ -572,16 +610,36 @@ fn parse_thresholds(
     items
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            Threshold::parse(t.get_ref()).map_err(|ThresholdError { why, .. }| {
-                at(
-                    Some(t.span()),
-                    &format!("{key}[{i}]"),
-                    format!("{:?}: {why}", t.get_ref()),
-                )
-            })
-        })
+        .map(|(i, t)| parse_threshold(t.get_ref(), t.span(), key, i, at))
         .collect()
+}
+
+/// The plan's `thresholds`: strings or k6-style tables.
+fn parse_plan_thresholds(
+    items: &[toml::Spanned<RawThreshold>],
+    at: &At<'_>,
+) -> Result<Vec<Threshold>, PlanError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, t)| parse_threshold(&t.get_ref().text(), t.span(), "thresholds", i, at))
+        .collect()
+}
+
+fn parse_threshold(
+    text: &str,
+    span: std::ops::Range<usize>,
+    key: &str,
+    i: usize,
+    at: &At<'_>,
+) -> Result<Threshold, PlanError> {
+    Threshold::parse(text).map_err(|ThresholdError { why, .. }| {
+        at(
+            Some(span),
+            &format!("{key}[{i}]"),
+            format!("{text:?}: {why}"),
+        )
+    })
 }
 
 /// Parses `10s`, `1m30s`, `250ms` (humantime syntax).
@@ -669,6 +727,29 @@ mutation = "truncate"
         assert_eq!((accept.tool.as_str(), accept.weight), ("deploy", 3));
         assert_eq!(p.thresholds.len(), 2);
         assert_eq!(p.max_requests, DEFAULT_MAX_REQUESTS);
+    }
+
+    #[test]
+    fn thresholds_take_k6s_table_form_with_abort_on_fail() {
+        let text = GOOD.replace(
+            r#"thresholds = ["p99(retry) < 50ms", "error_rate < 1%"]"#,
+            r#"thresholds = [
+  "p99(retry) < 50ms; abort_on_fail",
+  { threshold = "error_rate < 1%", abort_on_fail = true, delay_abort_eval = "10s" },
+  { threshold = "avg(e2e) < 5ms" },
+]"#,
+        );
+        let p = parse_plan(&text, "t.toml", "t").unwrap();
+        let aborts: Vec<_> = p.thresholds.iter().map(|t| t.abort).collect();
+        assert_eq!(
+            aborts,
+            [Some(Duration::ZERO), Some(Duration::from_secs(10)), None]
+        );
+        assert_eq!(p.thresholds[1].expr, "error_rate < 1%");
+        let bad = text.replace("delay_abort_eval = \"10s\"", "delay_abort_eval = \"later\"");
+        let e = parse_plan(&bad, "t.toml", "t").unwrap_err();
+        assert!(e.to_string().contains("thresholds[1]"), "{e}");
+        assert!(e.to_string().contains("not a duration"), "{e}");
     }
 
     #[test]

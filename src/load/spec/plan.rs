@@ -30,8 +30,8 @@ pub const DEFAULT_STALL: Duration = Duration::from_secs(5);
 
 /// The default thresholds in words (see [`Plan::all_thresholds`]); a plan
 /// `plan` writes lists them, and adds no other.
-pub const DEFAULT_THRESHOLDS: &str = "error_rate < 1%, misrouted < 1, service_gaps < 1, and per \
-scenario ok(S) > 0 and skipped_rate(S) < 50%";
+pub const DEFAULT_THRESHOLDS: &str = "error_rate < 1%, misrouted < 1, service_gaps < 1, \
+frozen_time < 20%, and per scenario ok(S) > 0 and skipped_rate(S) < 50%";
 
 /// What a scenario does (its answer policy and generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -414,7 +414,9 @@ impl Plan {
     /// the plan sets its own error rate), `misrouted < 1` (no reply meant
     /// for another round trip, unless the plan sets its own limit),
     /// `service_gaps < 1` (no spell with round trips in flight and none
-    /// answered, see [`crate::load::metrics::gaps`]), and per
+    /// answered, see [`crate::load::metrics::gaps`]), `frozen_time < 20%`
+    /// (short freezes that add up: no more than a fifth of the window
+    /// with round trips waiting and none answered), and per
     /// scenario `ok(S) > 0` (no
     /// scenario without a success) and `skipped_rate(S) < 50%` (a scenario
     /// that mostly cannot apply its policy says so).
@@ -434,6 +436,7 @@ impl Plan {
         add("error_rate < 1%".into());
         add("misrouted < 1".into());
         add("service_gaps < 1".into());
+        add("frozen_time < 20%".into());
         for s in &self.scenarios {
             add(format!("ok({}) > 0", s.name));
             add(format!("skipped_rate({}) < 50%", s.name));

@@ -138,6 +138,31 @@ pub fn target_at(stages: &[Stage], t: Duration) -> f64 {
     0.0
 }
 
+/// The mean target over `[from, to)` (the integral of the piecewise-linear
+/// stages over their length): the offered rate of an interval. 0 past
+/// the end; the target at `from` when the span is empty.
+pub fn mean_target(stages: &[Stage], from: Duration, to: Duration) -> f64 {
+    let (a, b) = (from.as_secs_f64(), to.as_secs_f64());
+    if b <= a {
+        return target_at(stages, from);
+    }
+    let mut area = 0.0;
+    let mut start = 0.0;
+    let mut prev = 0.0;
+    for s in stages {
+        let len = s.duration.as_secs_f64();
+        let end = start + len;
+        let (lo, hi) = (a.max(start), b.min(end));
+        if hi > lo && len > 0.0 {
+            let at = |t: f64| prev + (s.target - prev) * (t - start) / len;
+            area += (at(lo) + at(hi)) / 2.0 * (hi - lo);
+        }
+        prev = s.target;
+        start = end;
+    }
+    area / (b - a)
+}
+
 /// Stages scaled in time so they last `len`.
 pub fn scaled(stages: &[Stage], len: Duration) -> Vec<Stage> {
     let factor = len.as_secs_f64() / total(stages).as_secs_f64().max(1e-9);
@@ -313,6 +338,20 @@ mod tests {
 
     fn secs(s: u64) -> Duration {
         Duration::from_secs(s)
+    }
+
+    #[test]
+    fn an_intervals_mean_target_integrates_the_ramps() {
+        let s = parse_stages("10s:100,10s:100,10s:0").unwrap();
+        // Flat part, then half a ramp down: 100 and (100 + 50) / 2.
+        assert!((mean_target(&s, secs(12), secs(13)) - 100.0).abs() < 1e-9);
+        assert!((mean_target(&s, secs(20), secs(25)) - 75.0).abs() < 1e-9);
+        // Across a stage boundary: 1 s at 100 and 1 s from 100 down to 90.
+        assert!((mean_target(&s, secs(19), secs(21)) - 97.5).abs() < 1e-9);
+        // Past the end the schedule offers nothing; the run's last second
+        // is still what the schedule offered over it.
+        assert_eq!(mean_target(&s, secs(40), secs(41)), 0.0);
+        assert!((mean_target(&s, secs(29), secs(30)) - 5.0).abs() < 1e-9);
     }
 
     #[test]

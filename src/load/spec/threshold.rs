@@ -1,14 +1,24 @@
 //! Pass/fail thresholds of a plan: `"p99(retry) < 50ms"`, `"p50(e2e) < 10ms"`,
-//! `"error_rate < 0.1%"`, `"rps > 100"`, `"ok(form-accept) > 0"`,
-//! `"skipped_rate(tamper) < 50%"`, `"misrouted < 1"`.
+//! `"avg(first) < 5ms"`, `"error_rate < 0.1%"`, `"rps > 100"`,
+//! `"ok(form-accept) > 0"`, `"skipped_rate(tamper) < 50%"`, `"misrouted < 1"`,
+//! `"frozen_time < 20%"`.
 //!
-//! Latency selectors: `first` (the `tools/call #1` leg), `retry` (every
-//! `tools/call #n retry` leg), `e2e` (whole round trips), or an exact leg
-//! name such as `flow page GET` ([`KNOWN_LEGS`]). Units: `us`, `ms`, `s`.
-//! Rates take `%` or a plain fraction. `ok(S)` counts the round trips of
-//! scenario `S` that went the expected way; `skipped_rate(S)` is the share of
-//! its attempts that could not apply their policy. Comparisons: `<`, `<=`,
+//! Latency functions, as k6 names them: `pNN` (any percentile, `p95`,
+//! `p99.9`), `med`, `avg`, `min`, `max`. Latency selectors: `first` (the
+//! `tools/call #1` leg), `retry` (every `tools/call #n retry` leg), `e2e`
+//! (whole round trips; in the closed model corrected for coordinated
+//! omission, see [`crate::load::metrics::cadence`]), or an exact leg name
+//! such as `flow page GET` ([`KNOWN_LEGS`]). Units: `us`, `ms`, `s`. Rates
+//! take `%` or a plain fraction. `ok(S)` counts the round trips of scenario
+//! `S` that went the expected way; `skipped_rate(S)` is the share of its
+//! attempts that could not apply their policy. Comparisons: `<`, `<=`,
 //! `>`, `>=`. [`Threshold::validate`] rejects names that match nothing.
+//!
+//! A threshold may end the run as soon as it fails, as k6's `abortOnFail`:
+//! `"p99(e2e) < 50ms; abort_on_fail"`, or after a delay into the measured
+//! window (k6's `delayAbortEval`): `"p99(e2e) < 50ms; abort_on_fail;
+//! delay_abort_eval=10s"` (in a plan, also a table: `{ threshold = "…",
+//! abort_on_fail = true, delay_abort_eval = "10s" }`).
 
 use serde::Serialize;
 use std::fmt;
@@ -17,10 +27,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Metric {
-    /// A latency percentile (0–100) of the selected legs, in milliseconds.
+    /// A latency statistic of the selected legs, in milliseconds.
     Latency {
-        /// The percentile, e.g. 99.0.
-        percentile: f64,
+        /// Which statistic (a percentile, the mean, the extremes).
+        stat: Stat,
         /// Which legs.
         selector: LegSelector,
     },
@@ -41,6 +51,52 @@ pub enum Metric {
     /// long against the run's own pace (a count; see
     /// [`crate::load::metrics::gaps`]).
     ServiceGaps,
+    /// The share of the measured window the target was frozen: quiet
+    /// spells of any length from 200 ms (and 5× the median round trip),
+    /// less the time the generator itself was paused (a fraction, 0–1; see
+    /// [`crate::load::metrics::gaps::frozen`]).
+    FrozenTime,
+}
+
+/// Which statistic of a latency histogram a threshold reads.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stat {
+    /// A percentile (0–100]: `p99`, `p99.9`; `med` is the 50th.
+    Percentile(f64),
+    /// The mean (`avg`).
+    Mean,
+    /// The smallest value (`min`).
+    Min,
+    /// The largest value (`max`).
+    Max,
+}
+
+impl Stat {
+    /// Reads the statistic off a microsecond histogram, in microseconds
+    /// (`None` when it is empty).
+    pub fn of(self, h: &hdrhistogram::Histogram<u64>) -> Option<f64> {
+        if h.is_empty() {
+            return None;
+        }
+        Some(match self {
+            Stat::Percentile(p) => h.value_at_percentile(p) as f64,
+            Stat::Mean => h.mean(),
+            Stat::Min => h.min() as f64,
+            Stat::Max => h.max() as f64,
+        })
+    }
+
+    /// The percentile a chart puts the statistic nearest (the mean and
+    /// the median at 50, the minimum at 0, the maximum at 100).
+    pub fn percentile(self) -> f64 {
+        match self {
+            Stat::Percentile(p) => p,
+            Stat::Mean => 50.0,
+            Stat::Min => 0.0,
+            Stat::Max => 100.0,
+        }
+    }
 }
 
 /// Which legs a latency threshold reads.
@@ -118,7 +174,7 @@ impl Cmp {
 /// fraction for `error_rate`, round trips per second for `rps`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Threshold {
-    /// The text as written in the plan.
+    /// The expression (without its modifiers).
     pub expr: String,
     /// What is measured.
     pub metric: Metric,
@@ -126,6 +182,11 @@ pub struct Threshold {
     pub cmp: Cmp,
     /// The limit, normalised (ms, fraction, per second).
     pub limit: f64,
+    /// `abort_on_fail`: the run ends as soon as the threshold fails, once
+    /// this long into the measured window (`delay_abort_eval`; zero: from
+    /// its start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abort: Option<std::time::Duration>,
 }
 
 /// Why a threshold does not parse.
@@ -145,10 +206,48 @@ impl fmt::Display for Threshold {
 }
 
 impl Threshold {
-    /// Parses one threshold expression.
-    pub fn parse(expr: &str) -> Result<Threshold, ThresholdError> {
+    /// Parses one threshold with its modifiers: `EXPR[; abort_on_fail[;
+    /// delay_abort_eval=DURATION]]`.
+    pub fn parse(text: &str) -> Result<Threshold, ThresholdError> {
+        let mut parts = text.split(';');
+        let mut t = Threshold::parse_expr(parts.next().unwrap_or(""))?;
+        let err = |why: String| ThresholdError {
+            expr: text.trim().to_owned(),
+            why,
+        };
+        let (mut abort, mut delay) = (false, None);
+        for m in parts.map(str::trim) {
+            match m.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                None if m == "abort_on_fail" => abort = true,
+                Some(("delay_abort_eval", v)) => {
+                    delay = Some(humantime::parse_duration(v).map_err(|e| {
+                        err(format!(
+                            "delay_abort_eval={v:?} is not a duration ({e}); use e.g. 10s"
+                        ))
+                    })?)
+                }
+                _ => {
+                    return Err(err(format!(
+                        "unknown modifier {m:?}: use abort_on_fail and \
+                         delay_abort_eval=DURATION, e.g. \"p99(e2e) < 50ms; abort_on_fail; \
+                         delay_abort_eval=10s\""
+                    )));
+                }
+            }
+        }
+        if delay.is_some() && !abort {
+            return Err(err(
+                "delay_abort_eval needs abort_on_fail (it delays the abort)".into(),
+            ));
+        }
+        t.abort = abort.then(|| delay.unwrap_or_default());
+        Ok(t)
+    }
+
+    /// Parses one threshold expression (no modifiers).
+    pub fn parse_expr(expr: &str) -> Result<Threshold, ThresholdError> {
         let err = |why: &str| ThresholdError {
-            expr: expr.to_owned(),
+            expr: expr.trim().to_owned(),
             why: why.to_owned(),
         };
         let text = expr.trim();
@@ -167,83 +266,95 @@ impl Threshold {
                 .map(|r| r.trim().to_owned())
                 .filter(|r| !r.is_empty())
         };
-        let (metric, limit) = match lhs {
-            "error_rate" => (Metric::ErrorRate, parse_rate(rhs).map_err(|w| err(&w))?),
-            "service_gaps" => {
-                let v: f64 = rhs
-                    .parse()
-                    .map_err(|_| err("service_gaps needs a count, e.g. \"service_gaps < 1\""))?;
-                (Metric::ServiceGaps, finite_nonneg(v).map_err(|w| err(&w))?)
-            }
-            "misrouted" => {
-                let v: f64 = rhs
-                    .parse()
-                    .map_err(|_| err("misrouted needs a count, e.g. \"misrouted < 1\""))?;
-                (Metric::Misrouted, finite_nonneg(v).map_err(|w| err(&w))?)
-            }
-            _ if scenario_arg("ok").is_some() => {
-                let v: f64 = rhs
-                    .parse()
-                    .map_err(|_| err("ok(...) needs a count, e.g. \"ok(form-accept) > 0\""))?;
-                (
-                    Metric::Ok(scenario_arg("ok").unwrap_or_default()),
-                    finite_nonneg(v).map_err(|w| err(&w))?,
-                )
-            }
-            _ if scenario_arg("skipped_rate").is_some() => (
-                Metric::SkippedRate(scenario_arg("skipped_rate").unwrap_or_default()),
-                parse_rate(rhs).map_err(|w| err(&w))?,
-            ),
-            "rps" => {
-                let v: f64 = rhs
-                    .trim_end_matches("/s")
-                    .trim()
-                    .parse()
-                    .map_err(|_| err("rps needs a number, e.g. \"rps > 100\""))?;
-                (Metric::Rps, finite_nonneg(v).map_err(|w| err(&w))?)
-            }
-            _ if lhs.starts_with("ok(") || lhs.starts_with("skipped_rate(") => {
-                return Err(err("ok(...) and skipped_rate(...) need a scenario name"));
-            }
-            _ => {
-                let rest = lhs
-                    .strip_prefix('p')
-                    .ok_or_else(|| err("unknown metric: use pNN(selector), error_rate or rps"))?;
-                let open = rest
-                    .find('(')
-                    .ok_or_else(|| err("percentile needs a selector, e.g. p99(retry)"))?;
-                let close = rest
-                    .rfind(')')
-                    .filter(|&c| c > open && c == rest.len() - 1)
-                    .ok_or_else(|| err("unclosed selector: expected pNN(selector)"))?;
-                let percentile: f64 = rest[..open]
-                    .parse()
-                    .map_err(|_| err("bad percentile: expected e.g. p50, p99, p99.9"))?;
-                if !(percentile > 0.0 && percentile <= 100.0) {
-                    return Err(err("percentile must be in (0, 100]"));
+        let (metric, limit) =
+            match lhs {
+                "error_rate" => (Metric::ErrorRate, parse_rate(rhs).map_err(|w| err(&w))?),
+                "frozen_time" => (
+                    Metric::FrozenTime,
+                    parse_rate(rhs).map_err(|_| {
+                        err("frozen_time needs a share of the window, e.g. \"frozen_time < 20%\"")
+                    })?,
+                ),
+                "service_gaps" => {
+                    let v: f64 = rhs.parse().map_err(|_| {
+                        err("service_gaps needs a count, e.g. \"service_gaps < 1\"")
+                    })?;
+                    (Metric::ServiceGaps, finite_nonneg(v).map_err(|w| err(&w))?)
                 }
-                let selector = match rest[open + 1..close].trim() {
-                    "" => return Err(err("empty selector")),
-                    "first" => LegSelector::First,
-                    "retry" => LegSelector::Retry,
-                    "e2e" => LegSelector::E2e,
-                    other => LegSelector::Leg(other.to_owned()),
-                };
-                let limit = parse_duration_ms(rhs).map_err(|w| err(&w))?;
-                (
-                    Metric::Latency {
-                        percentile,
-                        selector,
-                    },
-                    limit,
-                )
-            }
-        };
+                "misrouted" => {
+                    let v: f64 = rhs
+                        .parse()
+                        .map_err(|_| err("misrouted needs a count, e.g. \"misrouted < 1\""))?;
+                    (Metric::Misrouted, finite_nonneg(v).map_err(|w| err(&w))?)
+                }
+                _ if scenario_arg("ok").is_some() => {
+                    let v: f64 = rhs
+                        .parse()
+                        .map_err(|_| err("ok(...) needs a count, e.g. \"ok(form-accept) > 0\""))?;
+                    (
+                        Metric::Ok(scenario_arg("ok").unwrap_or_default()),
+                        finite_nonneg(v).map_err(|w| err(&w))?,
+                    )
+                }
+                _ if scenario_arg("skipped_rate").is_some() => (
+                    Metric::SkippedRate(scenario_arg("skipped_rate").unwrap_or_default()),
+                    parse_rate(rhs).map_err(|w| err(&w))?,
+                ),
+                "rps" => {
+                    let v: f64 = rhs
+                        .trim_end_matches("/s")
+                        .trim()
+                        .parse()
+                        .map_err(|_| err("rps needs a number, e.g. \"rps > 100\""))?;
+                    (Metric::Rps, finite_nonneg(v).map_err(|w| err(&w))?)
+                }
+                _ if lhs.starts_with("ok(") || lhs.starts_with("skipped_rate(") => {
+                    return Err(err("ok(...) and skipped_rate(...) need a scenario name"));
+                }
+                _ => {
+                    let open = lhs.find('(').ok_or_else(|| {
+                    err("unknown metric: use pNN(selector), med, avg, min, max, error_rate, rps, \
+                         frozen_time or service_gaps")
+                })?;
+                    let close = lhs
+                        .rfind(')')
+                        .filter(|&c| c > open && c == lhs.len() - 1)
+                        .ok_or_else(|| err("unclosed selector: expected e.g. p99(selector)"))?;
+                    let stat = match lhs[..open].trim() {
+                        "med" => Stat::Percentile(50.0),
+                        "avg" => Stat::Mean,
+                        "min" => Stat::Min,
+                        "max" => Stat::Max,
+                        f => {
+                            let digits = f.strip_prefix('p').ok_or_else(|| {
+                            err("unknown function: use pNN (e.g. p95, p99.9), med, avg, min or max")
+                        })?;
+                            let p: f64 = digits.parse().map_err(|_| {
+                                err("bad percentile: expected e.g. p50, p95, p99.9")
+                            })?;
+                            if !(p > 0.0 && p <= 100.0) {
+                                return Err(err("percentile must be in (0, 100]"));
+                            }
+                            Stat::Percentile(p)
+                        }
+                    };
+                    let selector = match lhs[open + 1..close].trim() {
+                        "" => return Err(err("empty selector")),
+                        "first" => LegSelector::First,
+                        "retry" => LegSelector::Retry,
+                        "e2e" => LegSelector::E2e,
+                        other => LegSelector::Leg(other.to_owned()),
+                    };
+                    let limit = parse_duration_ms(rhs).map_err(|w| err(&w))?;
+                    (Metric::Latency { stat, selector }, limit)
+                }
+            };
         Ok(Threshold {
             expr: text.to_owned(),
             metric,
             cmp,
             limit,
+            abort: None,
         })
     }
 
@@ -256,7 +367,7 @@ impl Threshold {
     pub fn limit_text(&self) -> String {
         match self.metric {
             Metric::Latency { .. } => format!("{} {}ms", self.cmp.as_str(), self.limit),
-            Metric::ErrorRate | Metric::SkippedRate(_) => {
+            Metric::ErrorRate | Metric::SkippedRate(_) | Metric::FrozenTime => {
                 format!("{} {}%", self.cmp.as_str(), self.limit * 100.0)
             }
             Metric::Rps => format!("{} {}/s", self.cmp.as_str(), self.limit),
@@ -271,7 +382,9 @@ impl Threshold {
     pub fn value_text(&self, v: f64) -> String {
         match self.metric {
             Metric::Latency { .. } => format!("{v:.3}ms"),
-            Metric::ErrorRate | Metric::SkippedRate(_) => format!("{:.2}%", v * 100.0),
+            Metric::ErrorRate | Metric::SkippedRate(_) | Metric::FrozenTime => {
+                format!("{:.2}%", v * 100.0)
+            }
             Metric::Rps => format!("{v:.1}/s"),
             // A count: never "-0" (a negated zero prints its sign).
             Metric::Ok(_) | Metric::Misrouted | Metric::ServiceGaps => {
@@ -388,6 +501,7 @@ pub fn parse_duration_ms(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn counts_print_without_a_sign_on_zero() {
@@ -402,7 +516,7 @@ mod tests {
         assert_eq!(
             t.metric,
             Metric::Latency {
-                percentile: 99.0,
+                stat: Stat::Percentile(99.0),
                 selector: LegSelector::Retry
             }
         );
@@ -424,6 +538,62 @@ mod tests {
             (Metric::Rps, Cmp::Ge, 100.0)
         );
         assert!(t.passes(100.0) && !t.passes(99.9));
+    }
+
+    #[test]
+    fn k6_functions_read_their_statistic() {
+        let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+        for v in [1000, 2000, 3000, 4000, 10_000] {
+            h.record(v).unwrap();
+        }
+        let read = |expr: &str| {
+            let t = Threshold::parse(expr).unwrap();
+            match t.metric {
+                // To a tenth of a millisecond: HDR keeps 3 significant digits.
+                Metric::Latency { stat, .. } => (stat.of(&h).unwrap() / 100.0).round() / 10.0,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(read("min(e2e) < 1s"), 1.0);
+        assert_eq!(read("max(e2e) < 1s"), 10.0);
+        assert_eq!(read("avg(e2e) < 1s"), 4.0);
+        assert_eq!(read("med(e2e) < 1s"), 3.0);
+        assert_eq!(read("p95(first) < 1s"), 10.0);
+        assert_eq!(read("p80(retry) < 1s"), 4.0);
+        assert!(
+            Stat::Mean
+                .of(&hdrhistogram::Histogram::<u64>::new(3).unwrap())
+                .is_none()
+        );
+        let e = Threshold::parse("mean(e2e) < 1s").unwrap_err();
+        assert!(e.why.contains("med, avg, min or max"), "{e}");
+    }
+
+    #[test]
+    fn abort_on_fail_and_its_delay_are_modifiers() {
+        let t = Threshold::parse("p99(e2e) < 50ms").unwrap();
+        assert_eq!(t.abort, None);
+        let t = Threshold::parse("p99(e2e) < 50ms; abort_on_fail").unwrap();
+        assert_eq!(
+            (t.expr.as_str(), t.abort),
+            ("p99(e2e) < 50ms", Some(Duration::ZERO))
+        );
+        let t = Threshold::parse("error_rate < 1% ;abort_on_fail; delay_abort_eval = 10s").unwrap();
+        assert_eq!(t.abort, Some(Duration::from_secs(10)));
+        for (bad, says) in [
+            (
+                "p99(e2e) < 50ms; delay_abort_eval=10s",
+                "needs abort_on_fail",
+            ),
+            ("p99(e2e) < 50ms; abort", "unknown modifier \"abort\""),
+            (
+                "p99(e2e) < 50ms; abort_on_fail; delay_abort_eval=soon",
+                "not a duration",
+            ),
+        ] {
+            let e = Threshold::parse(bad).unwrap_err();
+            assert!(e.why.contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! health samples of a soak (does memory or the descriptor count grow?).
 
 pub mod baseline;
+pub mod delivery;
 pub mod soak;
 pub mod trend;
 
@@ -44,16 +45,13 @@ pub fn spectrum(h: &Histogram<u64>) -> Vec<[f64; 2]> {
 /// `None` when nothing matched (a failing threshold).
 pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
     match &t.metric {
-        Metric::Latency {
-            percentile,
-            selector,
-        } => {
+        Metric::Latency { stat, selector } => {
             let h = if *selector == crate::load::spec::threshold::LegSelector::E2e {
-                set.e2e_all()
+                set.e2e_judged()
             } else {
                 set.legs_where(|n| selector.matches_leg(n))
             };
-            (!h.is_empty()).then(|| us_to_ms(h.value_at_percentile(*percentile)))
+            stat.of(&h).map(|us| us / 1000.0)
         }
         Metric::ErrorRate => {
             let total = set.round_trips();
@@ -88,6 +86,7 @@ pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
             .spells
             .as_ref()
             .map(|s| gaps::gaps(s, median_e2e(set)).len() as f64),
+        Metric::FrozenTime => frozen(set).map(|f| f.share),
         Metric::Misrouted => Some(
             set.outcome_counts()
                 .iter()
@@ -106,6 +105,26 @@ fn median_e2e(set: &MetricSet) -> Duration {
     } else {
         h.value_at_percentile(50.0)
     })
+}
+
+/// How much of the window the target was frozen (`None` when the spells
+/// are not known: a merged report).
+pub fn frozen(set: &MetricSet) -> Option<gaps::Frozen> {
+    let spells = set.spells.as_ref()?;
+    let window = set.window_len.max(set.elapsed);
+    let e2e = set.e2e_all();
+    let typical = Duration::from_micros(if e2e.is_empty() {
+        0
+    } else {
+        e2e.value_at_percentile(gaps::FROZEN_PERCENTILE)
+    });
+    Some(gaps::frozen(
+        spells,
+        &set.pace,
+        typical,
+        set.pauses.as_deref().unwrap_or_default(),
+        window,
+    ))
 }
 
 /// The run's service gaps, longest first (empty when not known).
@@ -147,21 +166,22 @@ pub fn evaluate(thresholds: &[(Threshold, bool)], set: &MetricSet) -> Vec<Thresh
 pub fn chart_limit(t: &Threshold) -> Option<ThresholdLimit> {
     use crate::load::spec::threshold::LegSelector;
     let (metric, selector, percentile, value, unit) = match &t.metric {
-        Metric::Latency {
-            percentile,
-            selector,
-        } => {
+        Metric::Latency { stat, selector } => {
             let sel = match selector {
                 LegSelector::E2e => "e2e".to_owned(),
                 LegSelector::First => "first".to_owned(),
                 LegSelector::Retry => "retry".to_owned(),
                 LegSelector::Leg(n) => n.clone(),
             };
-            ("latency", sel, *percentile, t.limit, "ms")
+            ("latency", sel, stat.percentile(), t.limit, "ms")
         }
         Metric::ErrorRate => ("error_rate", String::new(), 0.0, t.limit * 100.0, "%"),
         Metric::Rps => ("rps", String::new(), 0.0, t.limit, "/s"),
-        Metric::Ok(_) | Metric::SkippedRate(_) | Metric::Misrouted | Metric::ServiceGaps => {
+        Metric::Ok(_)
+        | Metric::SkippedRate(_)
+        | Metric::Misrouted
+        | Metric::ServiceGaps
+        | Metric::FrozenTime => {
             return None;
         }
     };
@@ -371,8 +391,13 @@ pub fn build(
             *sc.errors.entry(label.clone()).or_insert(0) += n;
         }
     }
+    let closed = info.model == crate::load::spec::shape::Model::Closed.as_str();
     for (name, h) in set.with_prefix(E2E) {
-        per_scenario.entry(name.to_owned()).or_default().e2e = latency_stats(h);
+        let sc = per_scenario.entry(name.to_owned()).or_default();
+        sc.e2e = latency_stats(h);
+        if closed {
+            sc.e2e_corrected = Some(latency_stats(&set.e2e_judged_of(name)));
+        }
     }
     let mut spectra = std::collections::BTreeMap::new();
     let legs = set
@@ -437,6 +462,14 @@ pub fn build(
                         .map_or_else(|| "-".into(), |g| crate::report::gap_text(&g.report()))
                 )
             }
+            Metric::FrozenTime if r.actual.is_some() => {
+                let f = frozen(set).unwrap_or_default();
+                format!(
+                    "threshold `{}` failed: the target was frozen {} of the window: {} spells \
+                     of up to {:.1} s ({:.1} s in all) with round trips waiting and none answered",
+                    r.expr, r.actual_text, f.spells, f.longest_s, f.frozen_s
+                )
+            }
             Metric::SkippedRate(sc) => format!(
                 "scenario {sc}: {} of its attempts were skipped: {}",
                 r.actual_text,
@@ -446,7 +479,10 @@ pub fn build(
         };
         failures.push(why);
     }
-    let diagnoses: Vec<String> = tail_stall(set).into_iter().collect();
+    let e2e_corrected = closed.then(|| latency_stats(&set.e2e_judged()));
+    let mut diagnoses: Vec<String> = tail_stall(set).into_iter().collect();
+    diagnoses.extend(omission(set, &e2e_all, e2e_corrected.as_ref()));
+    diagnoses.extend(collapses(&timeline));
     let error_fraction = if round_trips.total > 0 {
         round_trips.unexpected as f64 / round_trips.total as f64
     } else {
@@ -515,7 +551,80 @@ pub fn build(
             .is_some()
             .then(|| gaps::floor(median_e2e(set)).as_secs_f64() * 1000.0),
         health: None,
+        delivery: None,
+        e2e_corrected,
+        backfilled: set.backfilled(),
+        frozen: frozen(set).map(|f| crate::report::FrozenTime {
+            share_pct: f.share * 100.0,
+            frozen_s: f.frozen_s,
+            spells: f.spells,
+            longest_s: f.longest_s,
+            generator_paused_s: f.paused_s,
+        }),
     }
+}
+
+/// Closed model: when the round trips stalled users held back change the
+/// picture (the corrected p99 at least twice the raw one), say so: the
+/// users waited on the target, and a client at a fixed rate would have
+/// seen the corrected figure.
+fn omission(
+    set: &MetricSet,
+    raw: &Histogram<u64>,
+    corrected: Option<&crate::report::LatencyStats>,
+) -> Option<String> {
+    let c = corrected?;
+    let at = |p: f64| us_to_ms(raw.value_at_percentile(p));
+    let (p50, p99) = (at(50.0), at(99.0));
+    let moved = |fixed: f64, raw: f64| fixed >= 2.0 * raw && fixed - raw >= 1.0;
+    (set.backfilled() > 0 && (moved(c.p50_ms, p50) || moved(c.p99_ms, p99))).then(|| {
+        format!(
+            "users waited on a stalled target: {} round trips they would have started at their \
+             own pace were held back (coordinated omission); end to end, corrected p50 {:.1} ms \
+             and p99 {:.1} ms against {:.1} ms and {:.1} ms as measured (the thresholds on e2e \
+             judge the corrected figures)",
+            set.backfilled(),
+            c.p50_ms,
+            c.p99_ms,
+            p50,
+            p99
+        )
+    })
+}
+
+/// Throughput that collapsed and recovered: intervals (not the first or
+/// the last, which the run's edges cut) that completed under a quarter
+/// of the median interval while round trips were in flight, with a later
+/// one back above half of it.
+fn collapses(timeline: &[TimelinePoint]) -> Option<String> {
+    if timeline.len() < 4 {
+        return None;
+    }
+    let inner = &timeline[1..timeline.len() - 1];
+    let mut rates: Vec<f64> = inner.iter().map(|p| p.rps).collect();
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
+    if median <= 0.0 {
+        return None;
+    }
+    let low: Vec<usize> = inner
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.rps < median / 4.0 && p.in_flight_max > 0)
+        .map(|(i, _)| i)
+        .collect();
+    let recovered = low
+        .first()
+        .is_some_and(|&i| inner[i..].iter().any(|p| p.rps > median / 2.0));
+    (low.len() >= 2 && recovered).then(|| {
+        format!(
+            "throughput collapsed and recovered: {} of {} intervals completed under a quarter of \
+             the median {:.0} round trips/s while round trips were in flight",
+            low.len(),
+            inner.len(),
+            median
+        )
+    })
 }
 
 #[cfg(test)]

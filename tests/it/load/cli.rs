@@ -163,6 +163,72 @@ fn a_threshold_breach_exits_1() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"));
 }
 
+/// k6's `abortOnFail`: a threshold that fails ends a 60 s run soon after
+/// its `delay_abort_eval`, with its report written and the reason in it;
+/// the k6 functions (`p95`, `avg`, `min`, `max`, `med`) judge beside it, and
+/// p95 is in the tables.
+#[test]
+fn an_abort_on_fail_threshold_ends_the_run_with_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(
+        dir.path(),
+        r#"
+name = "abort"
+duration = "60s"
+timeout = "5s"
+thresholds = [
+  { threshold = "p50(e2e) < 1us", abort_on_fail = true, delay_abort_eval = "1s" },
+  "p95(e2e) < 10s", "avg(e2e) < 10s", "med(first) < 10s", "min(retry) < 10s", "max(e2e) > 0ms",
+]
+[load]
+users = 2
+[scenarios.form-accept]
+tool = "deploy"
+arguments = { service = "web" }
+"#,
+    );
+    let t0 = Instant::now();
+    let (out, s) = load(&["--plan", &plan], dir.path());
+    let took = t0.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        took < Duration::from_secs(40),
+        "aborted, not run to its end: {took:?}"
+    );
+    assert_eq!(s["ended_by"], "aborted", "{s:#}");
+    let note = s["end_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("`p50(e2e) < 1us` failed") && note.contains("abort_on_fail"),
+        "{note}"
+    );
+    let into: f64 = s["duration_s"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (1.0..20.0).contains(&into),
+        "ended {into} s into the window"
+    );
+    for t in s["thresholds"].as_array().unwrap() {
+        let must_pass = t["expr"] != "p50(e2e) < 1us";
+        assert_eq!(t["passed"], must_pass, "{t:#}");
+    }
+    assert!(
+        s["e2e"]["p95_ms"].as_f64().unwrap_or(0.0) > 0.0,
+        "{:#}",
+        s["e2e"]
+    );
+    assert!(
+        stdout.contains("p95 ") && stdout.contains("ended by aborted"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("run/summary.md")).unwrap();
+    assert!(md.contains("| p95 ms |"), "{md}");
+}
+
 fn start_serve() -> (crate::support::serve::Serve, String) {
     let server = crate::support::serve::serve(&[]);
     let url = server.mcp_url();

@@ -78,6 +78,169 @@ fn a_four_second_freeze_fails_the_closed_model_and_a_steady_run_has_no_gap() {
     assert_eq!(gap_threshold(&s)["passed"], true);
 }
 
+/// A target frozen for 1.8 s of every 2.4 s (SIGSTOP/SIGCONT), each freeze
+/// under the 2 s service-gap floor: both models used to PASS it (the
+/// closed model's 4 users waited out each freeze once among thousands of
+/// fast samples, p99 13–15 ms). Now the frozen time (75 % of the window)
+/// fails the default `frozen_time < 20%` in both, and the closed model's
+/// end-to-end latency corrected for coordinated omission shows what a
+/// fixed-rate client would have waited. The same runs against a steady
+/// server pass (the control).
+#[test]
+fn a_target_frozen_most_of_the_time_fails_both_models() {
+    let plan = |model: &str| {
+        format!(
+            "name = \"duty\"\nduration = \"8s\"\ntimeout = \"10s\"\nstall = \"20s\"\n\
+             max_requests = 200000\n[load]\n{model}\n\
+             [scenarios.form-accept]\ntool = \"deploy\"\narguments = {{ service = \"web\" }}\n"
+        )
+    };
+    for model in ["users = 4", "rate = 300"] {
+        let frozen = serve::serve(&[]);
+        let steady = serve::serve(&[]);
+        let (fd, sd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (pf, ps) = (
+            write_plan(fd.path(), &plan(model)),
+            write_plan(sd.path(), &plan(model)),
+        );
+        let freezer = serve::duty_freeze(
+            frozen.pid(),
+            Duration::from_millis(300),
+            Duration::from_millis(1800),
+            Duration::from_millis(2400),
+            Duration::from_secs(10),
+        );
+        let url_s = steady.mcp_url();
+        let control = std::thread::spawn({
+            let d = sd.path().to_owned();
+            move || load(&["--plan", &ps, "--target", &url_s], &d)
+        });
+        let (out, s) = load(&["--plan", &pf, "--target", &frozen.mcp_url()], fd.path());
+        freezer.join().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{model}: {stdout}\n{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            s["service_gaps"],
+            serde_json::json!([]),
+            "{model}: no freeze reaches the gap floor"
+        );
+        let share = f(&s["frozen"]["share_pct"]);
+        assert!(
+            (35.0..=90.0).contains(&share),
+            "{model}: frozen {share}% {:#}",
+            s["frozen"]
+        );
+        let t = s["thresholds"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["expr"] == "frozen_time < 20%"))
+            .unwrap_or_else(|| panic!("{model}: {:#}", s["thresholds"]));
+        assert_eq!(t["passed"], false, "{model}: {t:#}");
+        assert!(
+            s["failures"].to_string().contains("the target was frozen"),
+            "{model}: {:#}",
+            s["failures"]
+        );
+        if model.starts_with("users") {
+            // Coordinated omission: the corrected median is the freeze's
+            // order (the round trips the users held back waited up to
+            // 1.8 s), the measured one is the thaw's; the backfilled round
+            // trips are counted.
+            let (raw, fixed) = (f(&s["e2e"]["p50_ms"]), f(&s["e2e_corrected"]["p50_ms"]));
+            assert!(
+                fixed > 200.0 && fixed > 10.0 * raw,
+                "p50 raw {raw} corrected {fixed}"
+            );
+            assert!(n(&s["backfilled"]) > 1000, "{:#}", s["backfilled"]);
+            assert!(
+                s["diagnoses"].to_string().contains("coordinated omission"),
+                "{:#}",
+                s["diagnoses"]
+            );
+        }
+        let (out, s) = control.join().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{model}: the steady control: {}\n{s:#}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            f(&s["frozen"]["share_pct"]) < 20.0,
+            "{model}: {:#}",
+            s["frozen"]
+        );
+    }
+}
+
+/// An offered rate the target cannot serve: before, the arrivals the
+/// in-flight cap held back were simply not counted, and such a run PASSED
+/// (2,451 round trips/s of 200,000 offered). A server whose replies stall
+/// 40 ms each (`--flaw no-nodelay`) behind a cap of 8 serves about 100
+/// round trips/s; offered 1,000/s the run FAILS naming offered against
+/// achieved and the target as the limit. The control, 40/s, is delivered.
+#[test]
+fn a_rate_the_target_cannot_serve_fails_naming_offered_and_achieved() {
+    let run = |rate: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = write_plan(
+            dir.path(),
+            &format!(
+                "name = \"undelivered\"\nduration = \"3s\"\ntimeout = \"10s\"\nstall = \"20s\"\n\
+                 [load]\nrate = {rate}\nmax_in_flight = 8\n\
+                 [scenarios.form-accept]\ntool = \"deploy\"\narguments = {{ service = \"web\" }}\n"
+            ),
+        );
+        let r = load(
+            &[
+                "--plan",
+                &plan,
+                "--serve-arg=--flaw",
+                "--serve-arg=no-nodelay",
+            ],
+            dir.path(),
+        );
+        (r, dir)
+    };
+    let ((out, s), _d) = run(1000);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", stderr(&out));
+    assert_eq!(s["verdict"], "failed", "{s:#}");
+    let d = &s["delivery"];
+    assert_eq!(d["limited_by"], "target", "{d:#}");
+    assert!(f(&d["delivered_pct"]) < 50.0, "{d:#}");
+    assert!((f(&d["offered_rps"]) - 1000.0).abs() < 50.0, "{d:#}");
+    let failures = s["failures"].to_string();
+    assert!(
+        failures.contains("not delivered") && failures.contains("offered 1000 round trips/s"),
+        "{failures}"
+    );
+    assert!(stdout.contains("short, limited by the target"), "{stdout}");
+
+    let ((out, s), _d) = run(40);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{s:#}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(
+        s["delivery"]["limited_by"],
+        Value::Null,
+        "{:#}",
+        s["delivery"]
+    );
+    assert!(
+        f(&s["delivery"]["delivered_pct"]) > 90.0,
+        "{:#}",
+        s["delivery"]
+    );
+}
+
 /// An open-model rate one generator thread (a debug build) cannot reach:
 /// the verdict is INCONCLUSIVE with its own exit code and the reason,
 /// never PASSED or FAILED on figures the generator could not back.

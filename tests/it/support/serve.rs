@@ -49,6 +49,28 @@ pub fn signal(pid: u32, sig: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Freezes process `pid` for `frozen` of every `period` (SIGSTOP, then
+/// SIGCONT), starting `after` from now, until `until` from now; it is left
+/// running. A thread of its own: join it to know it thawed for good.
+pub fn duty_freeze(
+    pid: u32,
+    after: std::time::Duration,
+    frozen: std::time::Duration,
+    period: std::time::Duration,
+    until: std::time::Duration,
+) -> std::thread::JoinHandle<()> {
+    let end = std::time::Instant::now() + until;
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        while std::time::Instant::now() + frozen < end {
+            assert!(signal(pid, "STOP"), "kill -STOP {pid}");
+            std::thread::sleep(frozen);
+            assert!(signal(pid, "CONT"), "kill -CONT {pid}");
+            std::thread::sleep(period.saturating_sub(frozen));
+        }
+    })
+}
+
 /// Freezes process `pid` (SIGSTOP) `after` from now for `lasting`, then
 /// thaws it (SIGCONT), on a thread of its own; join it to know it thawed.
 pub fn freeze_later(
