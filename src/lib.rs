@@ -58,6 +58,9 @@
 //!   behind a loopback endpoint so every driver reaches them as it reaches
 //!   HTTP servers (`--target stdio -- CMD`); `serve --stdio` is
 //!   `server::stdio`.
+//! - [`interrupt`]: Ctrl-C and SIGTERM, taken once for the process and
+//!   polled by load and fuzz runs, which end, write their reports marked
+//!   so, and exit 130 or 143. Imports nothing of ours.
 //! - [`cli`]: the subcommands behind the `elicitkit` binary.
 //! - [`fuzz`]: the properties of the cargo-fuzz targets (replayed by `cargo
 //!   test` on stable), their `arbitrary` input shapes, an in-process harness
@@ -79,6 +82,8 @@ pub mod findings;
 #[cfg(feature = "arbitrary")]
 pub mod fuzz;
 pub mod hex;
+#[cfg(feature = "net")]
+pub mod interrupt;
 #[cfg(feature = "net")]
 pub mod load;
 #[cfg(feature = "net")]

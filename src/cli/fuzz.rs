@@ -5,7 +5,8 @@
 //!
 //! Exit codes ([`EXIT_CODES`]), as `check` and `load`: 0 no finding (or
 //! warnings only); 1 a finding; 2 usage errors or a target that does not
-//! answer as an MCP server.
+//! answer as an MCP server; 130 / 143 stopped by Ctrl-C / SIGTERM, with
+//! the summary and every finding's `repro.sh` written.
 
 use super::{exit, usage_error};
 use crate::fuzz::blackbox::{self, Settings};
@@ -18,7 +19,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The exit codes, for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 no finding (warnings, such as a replay of a tool \
 not known to be single-use, are listed but do not fail); 1 at least one finding (each has a \
-repro.sh); 2 usage error, or a target that does not answer as an MCP server (nothing fuzzed).";
+repro.sh); 2 usage error, or a target that does not answer as an MCP server (nothing fuzzed); \
+130 / 143 stopped by Ctrl-C / SIGTERM (summary.md, summary.json and every finding's repro.sh \
+are written first; a second signal exits at once).";
 
 /// `--help` examples.
 pub const FUZZ_EXAMPLES: &str = "Examples:
@@ -140,6 +143,8 @@ pub fn run(args: Args) -> ExitCode {
          a test instance, not production."
     );
     let summary = runtime.block_on(async {
+        // Ctrl-C and SIGTERM end the campaign with its summary written.
+        crate::interrupt::listen();
         let resolved = super::target::resolve(&args.target, stdio.clone()).await?;
         s.target.mcp_url.clone_from(&resolved.url);
         s.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
@@ -168,6 +173,9 @@ pub fn run(args: Args) -> ExitCode {
     };
     print!("{}", summary.text());
     println!("report: {}", s.out_dir.join("summary.md").display());
+    if let Some(sig) = crate::interrupt::received() {
+        return ExitCode::from(sig.exit_code());
+    }
     if summary.failed() {
         exit::failed()
     } else {

@@ -33,12 +33,15 @@ use std::time::Duration;
 pub const EXIT_CODES: &str = "Exit codes: 0 every threshold held; 1 a threshold failed, or the \
 target stalled or died; 2 usage error, bad plan, or a target that does not answer as an MCP \
 server (nothing measured); 3 inconclusive (the generator fell behind its schedule or saturated \
-its own CPU, and nothing failed that it could not have caused: the report says why); 130 interrupted (Ctrl-C; the report is written and marked).";
+its own CPU, or fell short of the offered rate, and nothing failed that it could not have \
+caused: the report says why); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (in either case \
+the report is written and marked INTERRUPTED; a second signal exits at once).";
 
 /// Exit code of a run whose verdict the generator cannot back.
 pub const EXIT_INCONCLUSIVE: u8 = 3;
 
-/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it);
+/// SIGTERM's is 143 ([`crate::interrupt::Signal::exit_code`]).
 pub const EXIT_INTERRUPTED: u8 = 130; // exit::interrupted()
 
 /// `--help` examples of `elicitkit load`.
@@ -559,7 +562,9 @@ pub fn run(args: Args) -> ExitCode {
     match report.verdict {
         Verdict::Passed => exit::ok(),
         Verdict::Failed => exit::failed(),
-        Verdict::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        Verdict::Interrupted => {
+            ExitCode::from(crate::interrupt::received().map_or(EXIT_INTERRUPTED, |s| s.exit_code()))
+        }
         Verdict::Inconclusive => ExitCode::from(EXIT_INCONCLUSIVE),
         Verdict::Unreachable => {
             eprintln!(

@@ -443,6 +443,9 @@ async fn measure(
     health: Option<(u32, String)>,
 ) -> Result<MeasuredRun, RunError> {
     let plan = &opts.plan;
+    // From here on a report exists to write: Ctrl-C and SIGTERM end the
+    // run and keep it.
+    crate::interrupt::listen();
     let server_cpu = || target::target_cpu(engine.server.as_ref(), &opts.capacity_extras.cpu_pids);
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server_cpu();
@@ -468,10 +471,10 @@ async fn measure(
             if let Some(soak) = plan.soak.filter(|_| ran_its_course) {
                 match cool_down::wait(soak.cool_down, pid, opts.progress, &plan.name).await {
                     Ok(()) => {}
-                    Err(CutShort::Interrupted) => {
+                    Err(CutShort::Interrupted(sig)) => {
                         measured.end = Some((
                             EndReason::Interrupted,
-                            "stopped by Ctrl-C in the cool-down".into(),
+                            format!("{} in the cool-down", sig.note()),
                         ))
                     }
                     Err(CutShort::TargetGone) => {

@@ -254,6 +254,12 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             summary.stopped = "max-requests".into();
             break;
         }
+        // Ctrl-C or SIGTERM: what was found is filed already (repro.sh
+        // included); the summary is written below.
+        if let Some(sig) = crate::interrupt::received() {
+            summary.stopped = sig.note().into();
+            break;
+        }
         let Some(c) = case::generate(s.target.seed, index, &gens) else {
             break;
         };

@@ -111,6 +111,9 @@ pub async fn search(
     // The highest good rate's last sample, its achieved rate, CPU and store cost.
     let mut knee: Option<Knee> = None;
     let mut last: Option<Measured> = None;
+    // What ended the search early (Ctrl-C, SIGTERM, a dead target): the
+    // run's end, whichever step's figures the report shows.
+    let mut stop: Option<(EndReason, String)> = None;
     let mut i = 0;
     while let Some((rate, kind)) = search.next_rate() {
         i += 1;
@@ -184,6 +187,9 @@ pub async fn search(
             store_cmds_per_rt: store_rt,
         });
         let stopped = verdict == StepVerdict::Stopped;
+        if stopped && stop.is_none() {
+            stop = taken.last().and_then(|t| t.measured.end.clone());
+        }
         search.record(rate, kind, within, stopped);
         let m = taken.pop().map(|t| t.measured);
         if within && knee.as_ref().is_none_or(|k| rate > k.offered) {
@@ -226,7 +232,7 @@ pub async fn search(
         notes,
         host: Some(host),
     };
-    let measured = match (knee, last) {
+    let mut measured = match (knee, last) {
         (Some(k), _) => k.measured,
         (None, Some(m)) => m,
         (None, None) => Measured {
@@ -240,6 +246,9 @@ pub async fn search(
             slip: None,
         },
     };
+    if stop.is_some() {
+        measured.end = stop;
+    }
     Ok((measured, summary, totals))
 }
 

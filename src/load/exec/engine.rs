@@ -9,7 +9,8 @@
 //! Stop conditions, checked four times a second: the hard request cap
 //! (`max_requests`); 25 consecutive round trips that could not connect (a
 //! dead target); no round trip answered for the plan's `stall` window (a
-//! stalled target); the embedded server exiting; Ctrl-C.
+//! stalled target); the embedded server exiting; Ctrl-C or SIGTERM
+//! ([`crate::interrupt`]); an `abort_on_fail` threshold that failed.
 
 use super::closed;
 use super::open;
@@ -228,17 +229,6 @@ impl Engine {
             }
             .run(),
         );
-        let interrupt = if goose {
-            None
-        } else {
-            let (c, e) = (ctx.clone(), end.clone());
-            Some(tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    e.set(EndReason::Interrupted, "stopped by Ctrl-C".into());
-                    c.stop.store(true, Ordering::Relaxed);
-                }
-            }))
-        };
         if !plan.segment.is_whole() {
             recorder.anchor_now();
         }
@@ -261,9 +251,12 @@ impl Engine {
                 let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
                 let run = closed::drive(ctx.clone(), cfg, &shape);
                 let result = tokio::time::timeout(backstop, run).await;
-                // Goose's own Ctrl-C handler ends its run; the first reason set
-                // wins, so a stop we triggered ourselves keeps its reason.
-                if goose::is_killswitch_triggered() {
+                // A signal (or, where ours are not taken, Goose's own Ctrl-C
+                // handler) ends its run; the first reason set wins, so a stop
+                // we triggered ourselves keeps its reason.
+                if let Some(sig) = crate::interrupt::received() {
+                    end.set(EndReason::Interrupted, sig.note().into());
+                } else if goose::is_killswitch_triggered() {
                     end.set(EndReason::Interrupted, "stopped by Ctrl-C".into());
                 }
                 match result {
@@ -296,9 +289,6 @@ impl Engine {
         let _ = watcher.await;
         if let Some(h) = heartbeat {
             let _ = tokio::task::spawn_blocking(move || h.join()).await;
-        }
-        if let Some(i) = interrupt {
-            i.abort();
         }
         ctx.close_legacy_sessions().await;
         let (set, hlog, hlog_error) = recorder.finish();
@@ -436,6 +426,11 @@ impl Watch {
                         ctx.plan.timeout
                     ),
                 );
+            }
+            if let Some(sig) = crate::interrupt::received()
+                && !ctx.stop.load(Ordering::Relaxed)
+            {
+                stop(EndReason::Interrupted, sig.note().into());
             }
             if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
                 stop(EndReason::Interrupted, "stopped by Ctrl-C".into());

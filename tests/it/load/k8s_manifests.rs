@@ -42,6 +42,16 @@ fn parsed() -> Vec<(String, Value)> {
     out
 }
 
+/// The load Job's container script (`sh -c` runs it as the pod's PID 1).
+pub(super) fn job_script() -> String {
+    let docs = parsed();
+    let job = &docs.iter().find(|(n, _)| n == "job-load.yaml").unwrap().1;
+    job["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .expect("the container's script")
+        .to_owned()
+}
+
 fn env_of<'a>(container: &'a Value, name: &str) -> Option<&'a str> {
     container["env"]
         .as_array()?
@@ -82,6 +92,15 @@ fn the_manifests_parse_and_agree() {
     );
     let pod = &spec["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
+    // SIGTERM, then SIGKILL after the grace: room for the report
+    // (load::signals runs the script and stops it with SIGTERM).
+    assert!(
+        pod["terminationGracePeriodSeconds"]
+            .as_u64()
+            .is_some_and(|g| g >= 30),
+        "{:#}",
+        pod["terminationGracePeriodSeconds"]
+    );
     let c = &pod["containers"][0];
     assert_eq!(env_of(c, "SEGMENTS"), Some(n.to_string().as_str()));
     assert!(env_of(c, "START_AT").is_some() && env_of(c, "TARGET").is_some());

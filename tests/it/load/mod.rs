@@ -8,4 +8,5 @@ mod principals;
 mod report_html;
 mod segment;
 mod shape;
+mod signals;
 mod soak;
