@@ -31,9 +31,11 @@ pub struct SearchArgs {
     /// percentage of the first bad rate (plan: resolution_pct; default 5).
     #[arg(long, value_name = "PCT")]
     pub resolution: Option<f64>,
-    /// With --capacity: most samples per step; a step is within the SLO
-    /// only once two consecutive samples' p99 agree (plan: samples; default
-    /// 3; 1: one sample, no stability check).
+    /// With --capacity: most samples per step. Neither a lone pass nor a
+    /// lone breach decides a step: it is within once two samples held the
+    /// SLO with agreeing p99s, broken once two breached; with 3, two of
+    /// three decide; with 2, one of each is noisy and the search
+    /// INCONCLUSIVE (plan: samples; default 3; 1: one sample decides).
     #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
     /// With --capacity: two p99s agree when within this many percent (or

@@ -627,13 +627,26 @@ fn report(
             health.problems.push(reason.clone());
         }
     }
-    let verdict = verdict(
+    // A capacity search that could not bracket the knee says why, and is
+    // inconclusive whatever the knee of its last good step.
+    let knee_unknown = summary
+        .capacity
+        .as_ref()
+        .and_then(|c| c.inconclusive.clone());
+    if let Some(why) = &knee_unknown {
+        health.problems.push(format!("capacity search: {why}"));
+    }
+    let verdict = match verdict(
         &info,
         &summary,
         plan,
         !health.problems.is_empty(),
         target_alive,
-    );
+    ) {
+        Verdict::Interrupted => Verdict::Interrupted,
+        _ if knee_unknown.is_some() => Verdict::Inconclusive,
+        v => v,
+    };
     summary.verdict = verdict.as_str().into();
     summary.passed = summary.passed && verdict != Verdict::Inconclusive;
     summary.generator_health = Some(health);

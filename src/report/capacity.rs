@@ -164,6 +164,12 @@ pub fn knee_text(c: &CapacitySummary) -> String {
             "; the highest rate tried ({g:.0}/s) held: the knee is at least that (raise max_rate)"
         ),
         ("stopped", _, _) => "; the search stopped before it ended: a lower bound at best".into(),
+        ("inconclusive", _, _) => format!(
+            "; INCONCLUSIVE, the knee is not known: {}",
+            c.inconclusive
+                .as_deref()
+                .unwrap_or("a step could not be judged")
+        ),
         _ => String::new(),
     };
     let mut o = format!("Knee: {knee} round trips/s within the SLO{at}{lies}.");

@@ -266,6 +266,11 @@ pub struct CapacitySummary {
     /// The search's longest possible duration, stated before it started (s).
     #[serde(default)]
     pub worst_case_s: f64,
+    /// Why the knee cannot be told (`knee_status` `inconclusive`): a step's
+    /// samples disagreed with no majority, or the generator could not
+    /// offer its rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
     /// What the search could not measure.
     #[serde(default)]
     pub notes: Vec<String>,

@@ -7,6 +7,7 @@ use super::search::{KneeStatus, Sample, Search, StepVerdict, judge, worst_case, 
 use super::store_stats::StoreStats;
 use crate::load::exec::engine::{EndReason, Engine, Measured, RunError};
 use crate::load::exec::target;
+use crate::load::metrics::generator;
 use crate::load::spec::plan::{CapacitySpec, LoadShape, Plan};
 use crate::load::summarize;
 use crate::report::{CapacityStep, CapacitySummary, HostShare};
@@ -114,13 +115,30 @@ pub async fn search(
     // What ended the search early (Ctrl-C, SIGTERM, a dead target): the
     // run's end, whichever step's figures the report shows.
     let mut stop: Option<(EndReason, String)> = None;
+    // Why the knee cannot be told, when it cannot.
+    let mut inconclusive: Option<String> = None;
     let mut i = 0;
+    let per_sample = plan.warmup + spec.step_duration + drain;
+    let run_start = std::time::Instant::now();
     while let Some((rate, kind)) = search.next_rate() {
         i += 1;
         let mut taken: Vec<Taken> = Vec::new();
         let (verdict, stable) = loop {
             let j = taken.len() + 1;
-            let t = sample(engine, plan, &spec, rate, extras, store.as_ref()).await?;
+            // What is left at worst: this step's remaining samples and every
+            // step after it at its most samples.
+            let left = per_sample
+                * ((search.max_steps().saturating_sub(i as u64)) as u32 * spec.samples.max(1)
+                    + spec.samples.max(1).saturating_sub(j as u32 - 1));
+            let label = format!(
+                "{} step {i}/≤{} @{rate:.0}/s sample {j}/{} (ETA ≤ {}, {} so far)",
+                plan.name,
+                search.max_steps(),
+                spec.samples.max(1),
+                humantime::format_duration(Duration::from_secs(left.as_secs())),
+                humantime::format_duration(Duration::from_secs(run_start.elapsed().as_secs())),
+            );
+            let t = sample(engine, plan, &spec, rate, extras, store.as_ref(), &label).await?;
             let path = dir.join(format!("capacity-{i:02}-{rate:.0}-{j}.hlog"));
             std::fs::write(&path, &t.measured.hlog).map_err(|source| RunError::Io {
                 path: path.display().to_string(),
@@ -161,6 +179,43 @@ pub async fn search(
             );
         }
         let within = verdict.holds();
+        let lone = samples
+            .iter()
+            .filter(|s| s.unjudged.is_none() && !s.within)
+            .count();
+        if within && lone > 0 {
+            let p99s: Vec<String> = samples.iter().map(|s| format!("{:.1}", s.p99_ms)).collect();
+            notes.push(format!(
+                "at {rate:.0}/s one sample breached the SLO and the others held it ({} ms): a \
+                 breach that does not repeat does not break a step",
+                p99s.join(", ")
+            ));
+        }
+        match verdict {
+            StepVerdict::Noisy => {
+                let p99s: Vec<String> = samples
+                    .iter()
+                    .map(|s| format!("{:.1}{}", s.p99_ms, if s.within { "" } else { " (breach)" }))
+                    .collect();
+                inconclusive = Some(format!(
+                    "at {rate:.0}/s the samples disagreed (p99 {} ms) and no majority formed in \
+                     the {} samples allowed: the host or the target is too noisy at this rate to \
+                     bracket the knee; allow more samples (--samples) or quiet the host",
+                    p99s.join(", "),
+                    spec.samples
+                ));
+            }
+            StepVerdict::Unjudged => {
+                let why = samples
+                    .iter()
+                    .find_map(|s| s.unjudged.clone())
+                    .unwrap_or_default();
+                inconclusive = Some(format!(
+                    "at {rate:.0}/s no sample could be judged: {why}; the knee is not known"
+                ));
+            }
+            _ => {}
+        }
         if verdict == StepVerdict::Unstable {
             let p99s: Vec<String> = samples.iter().map(|s| format!("{:.1}", s.p99_ms)).collect();
             notes.push(format!(
@@ -190,7 +245,7 @@ pub async fn search(
         if stopped && stop.is_none() {
             stop = taken.last().and_then(|t| t.measured.end.clone());
         }
-        search.record(rate, kind, within, stopped);
+        search.step(rate, kind, verdict);
         let m = taken.pop().map(|t| t.measured);
         if within && knee.as_ref().is_none_or(|k| rate > k.offered) {
             if let Some(m) = m {
@@ -229,6 +284,7 @@ pub async fn search(
         store: store.as_ref().map(|s| s.shown.clone()),
         store_cmds_per_rt: knee.as_ref().and_then(|k| k.store_rt),
         worst_case_s: bound.as_secs_f64(),
+        inconclusive,
         notes,
         host: Some(host),
     };
@@ -252,7 +308,7 @@ pub async fn search(
     Ok((measured, summary, totals))
 }
 
-/// Measures one sample at `rate`.
+/// Measures one sample at `rate`; `label` names it on the live line.
 async fn sample(
     engine: &Engine,
     plan: &Plan,
@@ -260,6 +316,7 @@ async fn sample(
     rate: f64,
     extras: &Extras,
     store: Option<&StoreStats>,
+    label: &str,
 ) -> Result<Taken, RunError> {
     let mut p = plan.clone();
     p.shape = LoadShape::Open { rate };
@@ -274,8 +331,11 @@ async fn sample(
         Some(s) => s.read().await,
         None => None,
     };
-    let label = format!("{} @{rate:.0}/s", plan.name);
-    let m = engine.phase(&p, &label).await?;
+    let gen0 = target::own_cpu_seconds();
+    let t0 = std::time::Instant::now();
+    let m = engine.phase(&p, label).await?;
+    let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
+    let wall = t0.elapsed();
     let cpu1 = target::target_cpu(server, &extras.cpu_pids);
     let cmd1 = match store {
         Some(s) => s.read().await,
@@ -298,6 +358,48 @@ async fn sample(
         .end
         .as_ref()
         .is_some_and(|(by, _)| *by != EndReason::MaxRequests);
+    // Could the generator offer the rate? Its own shortfall tells nothing
+    // of the target; a rate the target held back is a breach.
+    let threads = tokio::runtime::Handle::current().metrics().num_workers();
+    let cpu = gen_cpu.map(|cpu_s| generator::CpuShare {
+        cpu_s,
+        wall_s: wall.as_secs_f64(),
+        threads,
+    });
+    let cap = p
+        .in_flight_lowered_from
+        .map(|planned| generator::InFlightCap {
+            planned,
+            lowered: p.max_in_flight,
+        });
+    let problems = generator::problems(m.slip, cpu, cap);
+    let mut timeline = p.timeline();
+    timeline.measured = timeline.measured.min(m.set.elapsed);
+    let delivery = summarize::delivery::judge(&summarize::delivery::Facts {
+        planned: summarize::delivery::planned_in_window(&timeline, p.segment),
+        ran: rts
+            + m.set
+                .outcome_counts()
+                .iter()
+                .filter(|((_, l), _)| l == "skipped")
+                .map(|(_, n)| n)
+                .sum::<u64>(),
+        window: timeline.measured,
+        slip: m.slip,
+        generator_busy: cpu.map(|c| c.busy()),
+        generator_unwell: !problems.is_empty(),
+        max_in_flight: p.max_in_flight,
+    });
+    let short_by_target = delivery.limited_by.as_deref() == Some("target");
+    let unjudged = if stopped {
+        None
+    } else if let Some(p) = problems.first() {
+        Some(p.clone())
+    } else if delivery.limited_by.is_some() && !short_by_target {
+        delivery.reason.clone()
+    } else {
+        None
+    };
     let sample = Sample {
         p50_ms: pct(50.0),
         p99_ms: pct(99.0),
@@ -307,8 +409,9 @@ async fn sample(
         } else {
             0.0
         },
-        within: m.end.is_none() && verdicts.iter().all(|v| v.passed),
+        within: m.end.is_none() && verdicts.iter().all(|v| v.passed) && !short_by_target,
         stopped,
+        unjudged,
     };
     Ok(Taken {
         sample,

@@ -36,6 +36,9 @@ pub enum KneeStatus {
     NotReached,
     /// The run stopped (Ctrl-C, a dead or stalled target) before the end.
     Stopped,
+    /// A step could not be judged: its samples disagreed with no majority,
+    /// or the generator could not offer its rate. The knee is not known.
+    Inconclusive,
 }
 
 impl KneeStatus {
@@ -46,6 +49,7 @@ impl KneeStatus {
             KneeStatus::BelowStart => "below_start",
             KneeStatus::NotReached => "not_reached",
             KneeStatus::Stopped => "stopped",
+            KneeStatus::Inconclusive => "inconclusive",
         }
     }
 }
@@ -116,6 +120,21 @@ impl Search {
             self.done = Some(KneeStatus::Stopped);
             return;
         }
+        self.record_judged(rate, kind, within);
+    }
+
+    /// Records a step's verdict ([`Search::record`] for one that ran).
+    pub fn step(&mut self, rate: f64, kind: StepKind, verdict: StepVerdict) {
+        match verdict {
+            StepVerdict::Stopped => self.done = Some(KneeStatus::Stopped),
+            StepVerdict::Noisy | StepVerdict::Unjudged => {
+                self.done = Some(KneeStatus::Inconclusive)
+            }
+            v => self.record_judged(rate, kind, v.holds()),
+        }
+    }
+
+    fn record_judged(&mut self, rate: f64, kind: StepKind, within: bool) {
         match kind {
             StepKind::Coarse => {
                 if within {
@@ -167,29 +186,40 @@ pub struct Sample {
     pub achieved_rps: f64,
     /// Unexpected / all round trips.
     pub error_rate: f64,
-    /// Every SLO threshold held.
+    /// Every SLO threshold held (and the offered rate was delivered).
     pub within: bool,
     /// The run ended during this sample (not by its duration).
     pub stopped: bool,
+    /// Why the sample tells nothing of the target (the generator fell
+    /// behind its schedule, saturated its CPU, or could not offer the
+    /// rate): it is neither a pass nor a breach.
+    pub unjudged: Option<String>,
 }
 
 /// The verdict of a step once its samples are in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepVerdict {
-    /// Every sample held the SLO and the p99 settled (or one sample was asked for).
+    /// The samples held the SLO and the p99 settled (or one sample was asked for).
     Within,
-    /// A sample broke the SLO.
+    /// A breach of the SLO that repeated (or one sample was asked for).
     Breach,
     /// Every sample held, but the p99 never settled: within (the worst
     /// sample held), with the spread noted.
     Unstable,
     /// The run stopped during the step.
     Stopped,
+    /// The samples disagreed and no majority formed within the samples
+    /// allowed (a lone breach, a lone pass): the host or the target is
+    /// too noisy at this rate to tell.
+    Noisy,
+    /// No sample could be judged: the generator did not offer the rate.
+    Unjudged,
 }
 
 impl StepVerdict {
-    /// Whether the search counts the step as holding the SLO: every sample
-    /// held it, settled or not (a spread is noted, never read as a breach).
+    /// Whether the search counts the step as holding the SLO: its judged
+    /// samples held it, settled or not (a spread is noted, never read as a
+    /// breach; a lone breach that did not repeat is noted too).
     pub fn holds(self) -> bool {
         matches!(self, StepVerdict::Within | StepVerdict::Unstable)
     }
@@ -201,6 +231,8 @@ impl StepVerdict {
             StepVerdict::Breach => "breach",
             StepVerdict::Unstable => "unstable",
             StepVerdict::Stopped => "stopped",
+            StepVerdict::Noisy => "noisy",
+            StepVerdict::Unjudged => "unjudged",
         }
     }
 }
@@ -212,8 +244,16 @@ pub fn consistent(a: f64, b: f64, pct: f64, floor_ms: f64) -> bool {
 }
 
 /// The stability rule: `None` asks for another sample; otherwise the
-/// step's verdict and whether it settled (`None`: not checked, one sample
-/// allowed).
+/// step's verdict and whether it settled (`None`: not checked).
+///
+/// Neither a lone pass nor a lone breach decides a step: a pass needs a
+/// second whose p99 agrees with it, a breach needs a second breach. On a
+/// shared host one disturbed sample broke a step and moved the knee by a
+/// whole coarse step (four searches of one setup gave 1,562/s, none,
+/// 750/s, none). With `max_samples` 3, two samples of three decide; with
+/// 2, a pass and a breach are [`StepVerdict::Noisy`]. A sample the
+/// generator could not back ([`Sample::unjudged`]) counts for neither.
+/// With `max_samples` 1 the one sample decides, as asked.
 pub fn judge(
     samples: &[Sample],
     max_samples: u32,
@@ -221,26 +261,37 @@ pub fn judge(
     floor_ms: f64,
 ) -> Option<(StepVerdict, Option<bool>)> {
     let last = samples.last()?;
-    let settled = |s: &[Sample]| {
-        s.len() >= 2 && consistent(s[s.len() - 2].p99_ms, last.p99_ms, pct, floor_ms)
-    };
     if last.stopped {
         return Some((StepVerdict::Stopped, None));
     }
-    if samples.iter().any(|s| !s.within) {
-        let stable = (samples.len() >= 2).then(|| settled(samples));
-        return Some((StepVerdict::Breach, stable));
-    }
+    let judged: Vec<&Sample> = samples.iter().filter(|s| s.unjudged.is_none()).collect();
+    let passes: Vec<&Sample> = judged.iter().copied().filter(|s| s.within).collect();
+    let breaches: Vec<&Sample> = judged.iter().copied().filter(|s| !s.within).collect();
+    let settled = |s: &[&Sample]| {
+        s.len() >= 2 && consistent(s[s.len() - 2].p99_ms, s[s.len() - 1].p99_ms, pct, floor_ms)
+    };
+    let full = samples.len() as u32 >= max_samples.max(1);
     if max_samples <= 1 {
-        return Some((StepVerdict::Within, None));
+        return Some(match judged.first() {
+            Some(s) if s.within => (StepVerdict::Within, None),
+            Some(_) => (StepVerdict::Breach, None),
+            None => (StepVerdict::Unjudged, None),
+        });
     }
-    if settled(samples) {
-        return Some((StepVerdict::Within, Some(true)));
+    if breaches.len() >= 2 {
+        return Some((StepVerdict::Breach, Some(settled(&breaches))));
     }
-    if samples.len() as u32 >= max_samples {
-        return Some((StepVerdict::Unstable, Some(false)));
+    if passes.len() >= 2 && (settled(&passes) || !breaches.is_empty()) {
+        return Some((StepVerdict::Within, Some(settled(&passes))));
     }
-    None
+    if !full {
+        return None;
+    }
+    Some(match (passes.len(), breaches.len()) {
+        (0, 0) => (StepVerdict::Unjudged, None),
+        (p, 0) if p >= 2 => (StepVerdict::Unstable, Some(false)),
+        _ => (StepVerdict::Noisy, None),
+    })
 }
 
 /// The step's figures from its samples, conservatively: the worst p50, p99
@@ -258,6 +309,7 @@ pub fn worst_of(samples: &[Sample]) -> Sample {
         error_rate: max(|s| s.error_rate),
         within: samples.iter().all(|s| s.within),
         stopped: samples.iter().any(|s| s.stopped),
+        unjudged: None,
     }
 }
 
@@ -391,20 +443,48 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_breaching_sample_breaks_the_step_whatever_the_others_say() {
-        let bad = Sample {
-            p99_ms: 90.0,
+    fn bad(p99: f64) -> Sample {
+        Sample {
+            p99_ms: p99,
             within: false,
             ..Default::default()
-        };
+        }
+    }
+
+    /// A lone breach broke a step and moved the knee by a whole coarse
+    /// step on a busy host: now a breach must repeat, as a pass must.
+    #[test]
+    fn a_breach_breaks_a_step_only_when_it_repeats() {
+        // One breach: sample again.
+        assert_eq!(judge(&[bad(90.0)], 3, 20.0, 1.0), None);
+        // It repeats: a breach.
         assert_eq!(
-            judge(std::slice::from_ref(&bad), 3, 20.0, 1.0),
-            Some((StepVerdict::Breach, None))
+            judge(&[bad(90.0), bad(80.0)], 3, 20.0, 1.0),
+            Some((StepVerdict::Breach, Some(true)))
         );
-        // Good, then bad: the step is bad (not its best sample).
+        // It does not: one more decides, two of three.
+        assert_eq!(judge(&[bad(90.0), ok(5.0)], 3, 20.0, 1.0), None);
         assert_eq!(
-            judge(&[ok(10.0), bad.clone()], 3, 20.0, 1.0).map(|v| v.0),
+            judge(&[bad(90.0), ok(5.0), ok(5.5)], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Within)
+        );
+        assert_eq!(
+            judge(&[ok(5.0), bad(90.0), bad(70.0)], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Breach)
+        );
+        // Two passes that did not settle outvote a lone breach.
+        assert_eq!(
+            judge(&[ok(5.0), ok(15.0), bad(90.0)], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Within)
+        );
+        // Two samples allowed, one of each: no telling.
+        assert_eq!(
+            judge(&[bad(90.0), ok(5.0)], 2, 20.0, 1.0),
+            Some((StepVerdict::Noisy, None))
+        );
+        // One sample allowed: it decides, as asked.
+        assert_eq!(
+            judge(&[bad(90.0)], 1, 20.0, 1.0).map(|v| v.0),
             Some(StepVerdict::Breach)
         );
         let stopped = Sample {
@@ -417,6 +497,38 @@ mod tests {
         );
     }
 
+    /// A sample the generator could not back is neither a pass nor a
+    /// breach; a step with none judged cannot be told.
+    #[test]
+    fn samples_the_generator_could_not_back_do_not_count() {
+        let late = Sample {
+            unjudged: Some("the generator fell behind its schedule".into()),
+            ..bad(500.0)
+        };
+        assert_eq!(judge(&[late.clone()], 3, 20.0, 1.0), None);
+        assert_eq!(
+            judge(&[late.clone(), ok(5.0), ok(5.2)], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Within)
+        );
+        assert_eq!(
+            judge(&[late.clone(), late.clone(), late.clone()], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Unjudged)
+        );
+        assert_eq!(
+            judge(&[late.clone(), ok(5.0), late], 3, 20.0, 1.0).map(|v| v.0),
+            Some(StepVerdict::Noisy)
+        );
+        // A step that cannot be told ends the search: inconclusive.
+        let s = spec(100.0, 100.0, 1000.0, 4, 5.0);
+        let mut search = Search::new(&s);
+        let (r, k) = search.next_rate().unwrap();
+        search.step(r, k, StepVerdict::Within);
+        let (r, k) = search.next_rate().unwrap();
+        search.step(r, k, StepVerdict::Noisy);
+        assert_eq!(search.next_rate(), None);
+        assert_eq!(search.status(), Some(KneeStatus::Inconclusive));
+    }
+
     #[test]
     fn a_step_reports_its_worst_sample() {
         let a = Sample {
@@ -426,6 +538,7 @@ mod tests {
             error_rate: 0.0,
             within: true,
             stopped: false,
+            unjudged: None,
         };
         let b = Sample {
             p50_ms: 2.0,
@@ -434,6 +547,7 @@ mod tests {
             error_rate: 0.01,
             within: true,
             stopped: false,
+            unjudged: None,
         };
         let w = worst_of(&[a, b]);
         assert_eq!(

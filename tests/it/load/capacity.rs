@@ -269,3 +269,86 @@ fn report_capacity_with_one_instance_count_will_not_invent_a_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("N="), "{}", stderr(&o));
 }
+
+/// A capacity search on a disturbed host: the target frozen (SIGSTOP) for
+/// 1.2 s during the first sample of the first step only. With three
+/// samples a step, that lone breach does not break the step (two of three
+/// held), and the search goes on past it; with two, one breach and one
+/// pass cannot be told apart, and the search is INCONCLUSIVE (exit 3)
+/// with the reason, where before a lone breach ended it as "below start"
+/// or bracketed the knee a whole step low.
+#[test]
+fn a_lone_breach_is_sampled_again_and_a_noisy_step_is_inconclusive() {
+    let run = |samples: u32| {
+        let server = crate::support::serve::serve(&[]);
+        let dir = tempfile::tempdir().unwrap();
+        let plan = write_plan(
+            dir.path(),
+            &format!(
+                "name = \"noisy\"\nwarmup = \"0s\"\ntimeout = \"5s\"\nstall = \"20s\"\n\
+                 [scenarios.form-accept]\ntool = \"deploy\"\narguments = {{ service = \"web\" }}\n\
+                 [capacity]\nstart_rate = 30\nstep = 30\nmax_rate = 60\nstep_duration = \"2s\"\n\
+                 slo = [\"p99(e2e) < 800ms\"]\nbisections = 0\nsamples = {samples}\n\
+                 stable_pct = 1000\nstable_floor = \"1s\"\n"
+            ),
+        );
+        let run_dir = dir.path().join("run");
+        let freeze = {
+            let pid = server.pid();
+            let run_dir = run_dir.clone();
+            std::thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                while !run_dir.is_dir() && t0.elapsed() < std::time::Duration::from_secs(60) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                crate::support::serve::freeze_later(
+                    pid,
+                    std::time::Duration::ZERO,
+                    std::time::Duration::from_millis(1200),
+                )
+                .join()
+                .unwrap();
+            })
+        };
+        let r = load(
+            &["--plan", &plan, "--capacity", "--target", &server.mcp_url()],
+            dir.path(),
+        );
+        freeze.join().unwrap();
+        r
+    };
+    let (out, s) = run(3);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr(&out));
+    let c = &s["capacity"];
+    let first = &c["steps"][0];
+    assert_eq!(first["verdict"], "within", "{c:#}");
+    assert_eq!(first["samples"], 3, "{c:#}");
+    assert!(
+        f(&first["sample_p99_ms"][0]) > 800.0,
+        "the freeze: {first:#}"
+    );
+    assert!(
+        c["notes"].to_string().contains("does not repeat"),
+        "{:#}",
+        c["notes"]
+    );
+    assert_eq!(c["knee_status"], "not_reached", "{c:#}");
+
+    let (out, s) = run(2);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}\n{}", stderr(&out));
+    assert_eq!(s["verdict"], "inconclusive", "{s:#}");
+    let c = &s["capacity"];
+    assert_eq!(c["knee_status"], "inconclusive", "{c:#}");
+    assert_eq!(c["steps"][0]["verdict"], "noisy", "{c:#}");
+    assert!(
+        c["inconclusive"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("disagreed"),
+        "{c:#}"
+    );
+    assert!(stdout.contains("INCONCLUSIVE"), "{stdout}");
+}
