@@ -505,7 +505,7 @@ mod tests {
             unjudged: Some("the generator fell behind its schedule".into()),
             ..bad(500.0)
         };
-        assert_eq!(judge(&[late.clone()], 3, 20.0, 1.0), None);
+        assert_eq!(judge(std::slice::from_ref(&late), 3, 20.0, 1.0), None);
         assert_eq!(
             judge(&[late.clone(), ok(5.0), ok(5.2)], 3, 20.0, 1.0).map(|v| v.0),
             Some(StepVerdict::Within)
