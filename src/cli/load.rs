@@ -223,19 +223,32 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
     /// Compare with earlier runs of the same setup (a summary.json, a run
-    /// folder, or a folder of run folders; repeatable): per-leg p50/p99,
-    /// end to end, round trips/s and the error rate; the run fails when one
-    /// regresses. With 3 or more runs each figure may also move by its
-    /// noise band over them (a 99.5 % prediction interval), so a noisy
-    /// machine does not flap the gate, e.g. --baseline reports/baseline/
-    /// holding five runs, or --baseline reports/last-week/.
+    /// folder, or a folder of run folders; repeatable): round trips/s,
+    /// per-leg and end-to-end p50/p99, the error rate. Each figure is
+    /// judged from both sides' runs (a t-test on their spread): it fails
+    /// when it got worse beyond chance and beyond --baseline-tolerance. The
+    /// gate must be able to catch a 30 % fall in round trips/s and a 50 %
+    /// rise in end-to-end p50/p99: when the runs are too few or too noisy
+    /// for that, the run is INCONCLUSIVE (exit 3) and says "add runs", with
+    /// the smallest change each figure can detect. On a shared 2-core
+    /// machine 5 baseline runs and --repeat 3 is a start, e.g.
+    /// `load --repeat 5 --out reports/base` once, then `load --baseline
+    /// reports/base --repeat 3`.
     #[arg(long, value_name = "SUMMARY")]
     pub baseline: Vec<PathBuf>,
-    /// How much worse than the baseline a leg's p50/p99 may get (and how
-    /// much round trips/s may fall), in percent, at least; the baseline
-    /// runs' noise band widens it. Growth under 0.1 ms never counts.
+    /// How much worse than the baseline a figure may get, in percent,
+    /// before a change beyond chance fails (latency growth under 0.1 ms
+    /// never counts).
     #[arg(long, value_name = "PCT", default_value_t = crate::load::summarize::baseline::DEFAULT_TOLERANCE_PCT)]
     pub baseline_tolerance: f64,
+    /// Run the plan N times, one report folder each (`<run-id>-1` …);
+    /// with --baseline the N runs are judged together against it (more
+    /// runs, smaller detectable changes), otherwise the folder they share
+    /// (--out) is a baseline for later runs. Each repeat costs a whole run:
+    /// the users' launch, the warm-up, the duration and (embedded target)
+    /// a fresh server. Exit: the worst of the runs' verdicts.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
     /// Name of the report folder (default: <UTC time>-<plan>).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
@@ -534,12 +547,33 @@ pub fn run(args: Args) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return usage_error(e),
     };
-    let opts = Options {
+    let repeats = args.repeat.max(1);
+    if repeats > 1 {
+        let single = [
+            (args.capacity, "--capacity"),
+            (plan.soak.is_some(), "--soak"),
+            (!plan.segment.is_whole(), "--segment"),
+            (start_at.is_some(), "--start-at"),
+            (ndjson_file(&args.out).is_some(), "--out ndjson="),
+        ];
+        if let Some((_, flag)) = single.iter().find(|(set, _)| *set) {
+            return usage_error(format!(
+                "--repeat runs the plan several times; {flag} describes one run: drop one of them"
+            ));
+        }
+    }
+    let base_id = args.run_id.clone().unwrap_or_else(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        format!("{}-{}", run::utc_stamp(now), plan.name)
+    });
+    let mut opts = Options {
         plan,
         out_root: out_dir(&args.out),
         ndjson: ndjson_file(&args.out),
         summary_export: args.summary_export.clone(),
-        baseline,
+        baseline: None,
         run_id: args.run_id.clone(),
         serve_args: args.serve_args.clone(),
         exe: None,
@@ -550,15 +584,54 @@ pub fn run(args: Args) -> ExitCode {
         start_at,
         whole_users,
         target_pid: args.target_pid,
+        repeated: Vec::new(),
     };
-    let result = rt.block_on(run::run(opts));
+    // The runs one by one; the last is judged against the baseline with
+    // the others. The worst verdict is the invocation's.
+    let mut worst: Option<run::RunReport> = None;
+    for i in 1..=repeats {
+        if repeats > 1 {
+            opts.run_id = Some(format!("{base_id}-{i}"));
+            eprintln!("elicitkit: run {i} of {repeats}");
+        }
+        if i == repeats {
+            opts.baseline = baseline.clone();
+        }
+        let result = rt.block_on(run::run(opts.clone()));
+        let report = match result {
+            Ok(r) => r,
+            Err(e) => return usage_error(e),
+        };
+        print_report(&report);
+        let stop = matches!(report.verdict, Verdict::Interrupted | Verdict::Unreachable);
+        opts.repeated.push(report.summary.clone());
+        if worst
+            .as_ref()
+            .is_none_or(|w| rank(report.verdict) >= rank(w.verdict))
+        {
+            worst = Some(report);
+        }
+        if stop {
+            break;
+        }
+    }
     // Goose users and pooled connections may linger; do not wait for them.
     rt.shutdown_timeout(Duration::from_millis(200));
-    let report = match result {
-        Ok(r) => r,
-        Err(e) => return usage_error(e),
+    let Some(report) = worst else {
+        return usage_error("no run");
     };
-    print_report(&report);
+    if repeats > 1 {
+        let verdicts: Vec<String> = opts
+            .repeated
+            .iter()
+            .map(|s| format!("{} {}", s.run_id, s.verdict))
+            .collect();
+        println!(
+            "elicitkit load: {} runs: {}",
+            opts.repeated.len(),
+            verdicts.join(", ")
+        );
+    }
     match report.verdict {
         Verdict::Passed => exit::ok(),
         Verdict::Failed => exit::failed(),
@@ -573,6 +646,17 @@ pub fn run(args: Args) -> ExitCode {
             );
             exit::usage()
         }
+    }
+}
+
+/// How bad a verdict is, for the worst of several runs.
+fn rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Passed => 0,
+        Verdict::Inconclusive => 1,
+        Verdict::Failed => 2,
+        Verdict::Unreachable => 3,
+        Verdict::Interrupted => 4,
     }
 }
 

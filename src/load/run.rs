@@ -70,6 +70,9 @@ pub struct Options {
     pub whole_users: Option<u64>,
     /// The target's process (`--target-pid`), for its health over time.
     pub target_pid: Option<u32>,
+    /// The earlier runs of this invocation (`--repeat`): judged with this
+    /// one against the baseline.
+    pub repeated: Vec<Summary>,
 }
 
 /// The embedded server's extra arguments: the user's `--serve-arg`s, and
@@ -600,7 +603,8 @@ fn report(
         summary.capacity = Some(c);
     }
     if let Some((before, file, tolerance)) = &opts.baseline {
-        let c = summarize::baseline::compare(&summary, before, file, *tolerance);
+        let now: Vec<&Summary> = opts.repeated.iter().chain([&summary]).collect();
+        let c = summarize::baseline::compare(&now, before, file, *tolerance);
         let failed = summarize::baseline::failures(&c);
         summary.passed = summary.passed && c.passed;
         summary.failures.extend(failed);
@@ -636,6 +640,13 @@ fn report(
     if let Some(why) = &knee_unknown {
         health.problems.push(format!("capacity search: {why}"));
     }
+    // A baseline gate too noisy to catch the change it must catch, that
+    // caught nothing, cannot pass the run ("add runs").
+    let gate_unknown: Vec<String> = summary
+        .baseline
+        .as_ref()
+        .map(|b| b.inconclusive.clone())
+        .unwrap_or_default();
     let verdict = match verdict(
         &info,
         &summary,
@@ -645,6 +656,12 @@ fn report(
     ) {
         Verdict::Interrupted => Verdict::Interrupted,
         _ if knee_unknown.is_some() => Verdict::Inconclusive,
+        Verdict::Passed if !gate_unknown.is_empty() => {
+            health
+                .problems
+                .extend(gate_unknown.iter().map(|w| format!("baseline gate: {w}")));
+            Verdict::Inconclusive
+        }
         v => v,
     };
     summary.verdict = verdict.as_str().into();

@@ -87,17 +87,21 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
             c.mismatches.join("; ")
         )
     };
+    let detects = |p: Option<f64>| {
+        p.map_or_else(
+            || "noise unknown".to_owned(),
+            |p| format!("detects {p:.0} %"),
+        )
+    };
     let change =
-        |b: Option<f64>, n: Option<f64>, d: Option<f64>, allowed: Option<f64>, unit: &str| match (
-            b, n,
-        ) {
-            (Some(b), Some(n)) => {
-                let allowed = allowed.map_or(String::new(), |a| format!(", ≤ +{a:.3}"));
-                format!(
-                    "{b:.3} → {n:.3}{unit} ({:+.1} %{allowed})",
-                    d.unwrap_or(0.0)
-                )
-            }
+        |b: Option<f64>, n: Option<f64>, d: Option<f64>, det: Option<f64>, unit: &str| match (b, n)
+        {
+            (Some(b), Some(n)) if d.is_some() => format!(
+                "{b:.3} → {n:.3}{unit} ({:+.1} %, {})",
+                d.unwrap_or(0.0),
+                detects(det)
+            ),
+            (Some(b), Some(n)) => format!("{b:.3} / {n:.3}{unit}"),
             (None, Some(n)) => format!("new: {n:.3}{unit}"),
             (Some(b), None) => format!("gone (was {b:.3}{unit})"),
             (None, None) => "-".into(),
@@ -106,8 +110,11 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
     let mut rows = vec![[
         "round trips/s".to_owned(),
         format!(
-            "{:.1} → {:.1} ({:+.1} %, ≥ −{:.1} %)",
-            c.rps_before, c.rps_now, c.rps_delta_pct, c.rps_allowed_pct
+            "{:.1} → {:.1} ({:+.1} %, {})",
+            c.rps_before,
+            c.rps_now,
+            c.rps_delta_pct,
+            detects(c.rps_detectable_pct)
         ),
         String::new(),
         word(c.rps_regressed),
@@ -132,7 +139,7 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
                     l.p50_ms_before,
                     l.p50_ms_now,
                     l.p50_delta_pct,
-                    l.p50_allowed_ms,
+                    l.p50_detectable_pct,
                     " ms"
                 )
             ),
@@ -142,14 +149,15 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
                     l.p99_ms_before,
                     l.p99_ms_now,
                     l.p99_delta_pct,
-                    l.p99_allowed_ms,
+                    l.p99_detectable_pct,
                     " ms"
                 )
             ),
-            match (judged, l.regressed) {
-                (_, true) => "REGRESSED",
-                (true, false) => "ok",
-                (false, false) => "not compared",
+            match (judged, l.regressed, l.resolvable) {
+                (_, true, _) => "REGRESSED",
+                (true, false, true) => "ok",
+                (true, false, false) => "too noisy to judge",
+                (false, false, _) => "not compared",
             }
             .to_owned(),
         ]);

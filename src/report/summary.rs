@@ -735,18 +735,23 @@ pub struct BaselineComparison {
     pub file: String,
     /// The baseline's run id.
     pub run_id: String,
-    /// How much worse a leg may get, in percent.
+    /// This invocation's runs judged against it (`--repeat`): their ids.
+    #[serde(default)]
+    pub now_runs: Vec<String>,
+    /// How much worse a figure may get, in percent, before a change beyond
+    /// chance fails.
     pub tolerance_pct: f64,
-    /// Round trips/s: baseline, now, change in percent.
+    /// Round trips/s: baseline and now (geometric means over each side's
+    /// runs), change in percent.
     pub rps_before: f64,
     pub rps_now: f64,
     pub rps_delta_pct: f64,
-    /// Round trips/s fell beyond the tolerance.
+    /// Round trips/s fell beyond chance and beyond the tolerance.
     pub rps_regressed: bool,
-    /// How far round trips/s may fall, in percent: the tolerance, or the
-    /// baseline runs' noise band when that is wider.
+    /// The smallest fall in round trips/s these runs can detect, percent
+    /// (`null`: too few runs to measure their noise).
     #[serde(default)]
-    pub rps_allowed_pct: f64,
+    pub rps_detectable_pct: Option<f64>,
     /// Every leg either run has (and `end to end`).
     pub legs: Vec<BaselineDelta>,
     /// Every baseline run's id (several runs give the noise estimate).
@@ -769,7 +774,13 @@ pub struct BaselineComparison {
     /// are not compared, and the comparison fails saying why.
     #[serde(default)]
     pub mismatches: Vec<String>,
-    /// The setups match, and no leg and not the rate regressed.
+    /// Why the gate cannot tell: a headline figure (round trips/s,
+    /// end-to-end p50 or p99) whose smallest detectable change is wider
+    /// than the change the gate must catch ("add runs"). Non-empty with
+    /// nothing regressed makes the run INCONCLUSIVE.
+    #[serde(default)]
+    pub inconclusive: Vec<String>,
+    /// The setups match, and no figure regressed.
     pub passed: bool,
 }
 
@@ -784,12 +795,16 @@ pub struct BaselineDelta {
     /// Change in percent (positive = slower).
     pub p50_delta_pct: Option<f64>,
     pub p99_delta_pct: Option<f64>,
-    /// How much each may grow (ms): the tolerance, the noise band of the
-    /// baseline runs or the 0.1 ms floor, whichever is widest.
+    /// The smallest rise each can detect with these runs, percent (`null`:
+    /// too few runs to measure their noise).
     #[serde(default)]
-    pub p50_allowed_ms: Option<f64>,
+    pub p50_detectable_pct: Option<f64>,
     #[serde(default)]
-    pub p99_allowed_ms: Option<f64>,
+    pub p99_detectable_pct: Option<f64>,
+    /// Both can detect a 50 % rise: the leg is judged; otherwise listed
+    /// (a regression beyond chance still fails).
+    #[serde(default)]
+    pub resolvable: bool,
     /// Grew beyond what is allowed.
     pub regressed: bool,
 }
