@@ -12,7 +12,7 @@ use crate::client::outcome::RoundTrip;
 use crate::client::raw::{self, RawError, RawReply, RawRequest};
 use crate::discover::{self, AuthSeen, TargetSettings, View, Wire, WireCore};
 use crate::protocol::{ClientCapabilities, Generation};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -416,14 +416,7 @@ impl Probe {
         params: Value,
         caps: &ClientCapabilities,
     ) -> RawRequest {
-        raw::modern_post(
-            label,
-            &self.settings().target.mcp_url,
-            self.target.next_id(),
-            method,
-            Some(raw::with_meta(params, caps)),
-        )
-        .token(Some(&self.settings().target.principal))
+        discover::modern::request(self, label, method, params, caps)
     }
 
     /// Sends [`Probe::modern_request`].
@@ -447,14 +440,15 @@ impl Probe {
         responses: Option<Value>,
         state: Option<&str>,
     ) -> RawRequest {
-        let mut p = json!({"name": tool.name, "arguments": tool.arguments});
-        if let Some(r) = responses {
-            p["inputResponses"] = r;
-        }
-        if let Some(s) = state {
-            p[crate::protocol::mrtr::REQUEST_STATE] = Value::from(s);
-        }
-        self.modern_request(label, "tools/call", p, caps)
+        discover::modern::call_request(
+            self,
+            label,
+            &tool.name,
+            &tool.arguments,
+            caps,
+            responses,
+            state,
+        )
     }
 
     /// Runs the client's MRTR state machine for `call` under `cfg`, sending

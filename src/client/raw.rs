@@ -90,6 +90,19 @@ impl RawRequest {
         self
     }
 
+    /// The request with `params[name]` of its JSON-RPC body set to `value`
+    /// (any JSON: probes and the fuzzer send malformed ones); a body that is
+    /// not a JSON object stays as it is.
+    pub fn with_param(mut self, name: &str, value: Value) -> Self {
+        if let Ok(mut v) = serde_json::from_slice::<Value>(&self.body)
+            && v.is_object()
+        {
+            v["params"][name] = value;
+            self.body = v.to_string().into_bytes();
+        }
+        self
+    }
+
     /// The request as evidence text (secrets masked).
     pub fn evidence(&self) -> String {
         let mut s = format!("{} {}\n", self.method, self.url);

@@ -11,7 +11,9 @@ use crate::client::content::answers_for;
 use crate::client::raw::{self, RawRequest, Rpc};
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
 use crate::protocol::codes;
-use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE, asks_for_input};
+use crate::protocol::mrtr::{
+    CallToolParams, InputRequiredResult, METHOD_TOOLS_CALL, asks_for_input,
+};
 use serde_json::{Map, Value, json};
 
 /// One `input_required` round a walk saw.
@@ -100,7 +102,9 @@ pub fn request<W: Wire + ?Sized>(
     .token(Some(w.token()))
 }
 
-/// A `tools/call` with optional answers and state.
+/// A `tools/call` with optional answers and state: the typed
+/// [`CallToolParams`] with `_meta` for `caps`. Answers that are not an
+/// object (a probe's malformed ones) are put in as given.
 pub fn call_request<W: Wire + ?Sized>(
     w: &W,
     label: impl Into<String>,
@@ -110,14 +114,29 @@ pub fn call_request<W: Wire + ?Sized>(
     responses: Option<Value>,
     state: Option<&str>,
 ) -> RawRequest {
-    let mut p = json!({"name": tool, "arguments": arguments});
-    if let Some(r) = responses {
-        p["inputResponses"] = r;
+    let (typed, malformed) = match responses {
+        Some(Value::Object(m)) => (Some(m), None),
+        other => (None, other),
+    };
+    let params = CallToolParams {
+        name: tool.to_owned(),
+        arguments: Some(arguments.clone()),
+        input_responses: typed,
+        request_state: state.map(str::to_owned),
+        meta: Some(raw::meta(caps)),
+    };
+    let req = raw::modern_post(
+        label,
+        w.mcp_url(),
+        w.next_id(),
+        METHOD_TOOLS_CALL,
+        serde_json::to_value(params).ok(),
+    )
+    .token(Some(w.token()));
+    match malformed {
+        Some(v) => req.with_param("inputResponses", v),
+        None => req,
     }
-    if let Some(s) = state {
-        p[REQUEST_STATE] = Value::from(s);
-    }
-    request(w, label, "tools/call", p, caps)
 }
 
 fn round_of(result: Value, raw: String, seed: u64) -> RoundSeen {

@@ -936,6 +936,38 @@ fn a_shared_template_writes_the_same_requests() {
     );
 }
 
+/// The template writes its `tools/call` by hand (the hot path); what it
+/// writes is the typed [`CallToolParams`] serialized, first call and retry.
+#[test]
+fn the_template_writes_the_typed_call_params() {
+    use crate::protocol::mrtr::CallToolParams;
+    let cfg = FlowConfig::default();
+    let call = ToolCall::new("deploy", json!({"service":"api","n":[1,2]}));
+    let typed = |id: i64, responses: Option<Value>, state: Option<&str>| {
+        let params = CallToolParams {
+            name: call.name.clone(),
+            arguments: Some(call.arguments.clone()),
+            input_responses: responses.and_then(|r| r.as_object().cloned()),
+            request_state: state.map(str::to_owned),
+            meta: Some(cfg.generation_meta.to_value()),
+        };
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params})
+    };
+    let mut f = ModernFlow::new(call.clone(), cfg.clone());
+    assert_eq!(body_of(&f.start()), typed(1, None, None));
+    let page = send(f.on_reply(json_reply(
+        200,
+        input_required(1, json!({"k": url_request("/flow/1")}), Some("s1")),
+    )));
+    assert!(matches!(page.target, Target::Page { .. }));
+    let _submit = send(f.on_reply(html(200, "<form method=post><input name=a></form>")));
+    let retry = send(f.on_reply(html(200, "done")));
+    assert_eq!(
+        body_of(&retry),
+        typed(2, Some(json!({"k":{"action":"accept"}})), Some("s1"))
+    );
+}
+
 fn strict(policy: AnswerPolicy) -> ModernFlow {
     let mut cfg = FlowConfig::with_policy(policy);
     cfg.expect = crate::client::Expectations::STRICT;
