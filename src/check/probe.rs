@@ -6,7 +6,7 @@
 use super::model::Exchange;
 use crate::client::drive::{self, LegReply, drive};
 use crate::client::http::{Endpoint, exchange};
-use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
+use crate::client::leg::{HttpReply, Outgoing, Target as LegTarget};
 use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
 use crate::client::raw::{self, RawError, RawReply, RawRequest};
@@ -537,17 +537,7 @@ fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, 
         .resolve(&out.target)
         .map(|u| u.to_string())
         .unwrap_or_else(|e| e);
-    let mut req = RawRequest::new(
-        out.leg.clone(),
-        match out.method {
-            HttpMethod::Post => reqwest::Method::POST,
-            HttpMethod::Get => reqwest::Method::GET,
-        },
-        url,
-    )
-    .token(Some("x"))
-    .body(out.body.clone());
-    req.headers = out.headers.to_vec();
+    let req = RawRequest::from_outgoing(out, url, Some("x"));
     let status = reply.ok().map(|r| r.status);
     let response = match reply {
         Ok(r) => RawReply {

@@ -6,6 +6,7 @@
 //! go through here.
 
 use super::http::{describe, stale_connection};
+use super::leg::{HttpMethod, Outgoing};
 use super::mask;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::body::{ACCEPT_BOTH, BodyError, DecodedBody, decode_body};
@@ -62,6 +63,19 @@ impl RawRequest {
             headers: Vec::new(),
             body: Vec::new(),
             token: None,
+        }
+    }
+
+    /// A flow's leg as a request to `url`, with `token` attached.
+    pub fn from_outgoing(out: &Outgoing, url: impl Into<String>, token: Option<&str>) -> Self {
+        let method = match out.method {
+            HttpMethod::Post => reqwest::Method::POST,
+            HttpMethod::Get => reqwest::Method::GET,
+        };
+        RawRequest {
+            headers: out.headers.to_vec(),
+            body: out.body.clone(),
+            ..RawRequest::new(out.leg.as_ref(), method, url).token(token)
         }
     }
 
