@@ -499,34 +499,29 @@ pub fn page_request(url: &str) -> Outgoing {
 }
 
 /// The submission of the first form of `html` (fetched from `page_url`), as
-/// a browser would send it (a POST names the page's origin, when
-/// `page_url` is absolute); `None` when the page has no form.
+/// a browser would send it; `None` when the page has no form.
 pub fn submit_request(page_url: &str, html: &str, seed: u64) -> Option<Outgoing> {
     let form = find_form(html)?;
     let encoded = form.encoded_body(seed);
     let mut target = form.target(page_url);
-    let mut headers = vec![
-        (
-            "Content-Type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        ),
-        ("Accept".to_owned(), "text/html, */*;q=0.8".to_owned()),
-    ];
     let (method, body) = if form.method == "get" {
         target.push(if target.contains('?') { '&' } else { '?' });
         target.push_str(&encoded);
         (HttpMethod::Get, Vec::new())
     } else {
-        if let Ok(u) = url::Url::parse(page_url) {
-            headers.push(("Origin".to_owned(), u.origin().ascii_serialization()));
-        }
         (HttpMethod::Post, encoded.into_bytes())
     };
     Some(Outgoing {
         leg: "flow page POST".into(),
         target: Target::Page { url: target },
         method,
-        headers: headers.into(),
+        headers: Arc::new([
+            (
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ),
+            ("Accept".into(), "text/html, */*;q=0.8".into()),
+        ]),
         body,
         auth: Auth::Primary,
     })
