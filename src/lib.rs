@@ -4,11 +4,12 @@
 //!
 //! # Module map
 //!
-//! Dependencies point one way: `protocol`, `schema` and `state` know nothing
-//! of HTTP; `store` builds on `state` (one clock); `report` only renders and
-//! formats, for everyone, and imports no other module; `server` and `client`
-//! build on those; `discover` builds on `client`; `load` and `check` build on
-//! both.
+//! Dependencies point one way (the order is under [Layers](#layers)):
+//! `protocol`, `schema` and `state` know nothing of HTTP; `store` builds on
+//! `state` (one clock); `report` only renders and formats, for everyone, and
+//! imports no other module; `server` and `client` build on those;
+//! `discover` builds on `client`; `load` builds on both, and `check` on
+//! `load` too (its isolation probe drives load's executor).
 //!
 //! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
 //!   every validator reports in.
@@ -69,6 +70,25 @@
 //!
 //! The `net` feature (on by default) gates everything that does I/O over
 //! HTTP; the fuzz crate builds without it.
+//!
+//! # Layers
+//!
+//! A module imports only from the lines below its own, and the modules of
+//! one folder import one another without a circle (`tests/it/imports.rs`
+//! holds both, tests included):
+//!
+//! ```text
+//! cli
+//! check fuzz
+//! load
+//! discover oracle
+//! client server
+//! stdio
+//! store
+//! protocol
+//! schema state
+//! findings hex report
+//! ```
 
 #[cfg(feature = "net")]
 pub mod check;

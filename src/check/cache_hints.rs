@@ -27,7 +27,8 @@ pub fn checks() -> Vec<Check> {
         Must,
         Modern,
         "list, read and discover results carry ttlMs (integer ≥ 0) and cacheScope (public or private)",
-        cache_hints
+        cache_hints,
+        http("HTTP caching")
     )]
 }
 

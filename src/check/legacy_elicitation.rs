@@ -50,7 +50,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "the POSTed elicitation answer gets 202 with an empty body",
-            answer_202
+            answer_202,
+            http("the HTTP status of a POSTed answer")
         ),
         check!(
             "legacy-error-reply",
@@ -74,7 +75,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Legacy,
             "elicitations and the final response travel on the call's POST stream, which then closes",
-            stream_rules
+            stream_rules,
+            http("SSE streams")
         ),
         check!(
             "legacy-complete-notification",

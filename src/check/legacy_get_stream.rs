@@ -24,7 +24,8 @@ pub fn checks() -> Vec<Check> {
         Should,
         Legacy,
         "with the GET stream open, tool-call elicitations still travel on the call's POST stream and the call finishes",
-        get_stream
+        get_stream,
+        http("the standalone GET stream")
     )]
 }
 

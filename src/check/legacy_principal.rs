@@ -22,7 +22,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "a request on a session with another principal's credentials is refused",
-            session
+            session,
+            two_principals
         ),
         check!(
             "legacy-cross-principal-answer",
@@ -30,7 +31,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "another principal cannot answer a session's pending elicitation",
-            answer
+            answer,
+            two_principals
         ),
     ]
 }

@@ -138,7 +138,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "a request on a deleted session gets HTTP 404",
-            deleted_404
+            deleted_404,
+            http("HTTP sessions")
         ),
         check!(
             "legacy-bad-version-400",
@@ -146,7 +147,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "an unsupported MCP-Protocol-Version on a session request gets HTTP 400",
-            bad_version
+            bad_version,
+            http("the MCP-Protocol-Version header")
         ),
         check!(
             "legacy-missing-session-400",
@@ -154,7 +156,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Legacy,
             "a request without the session id the server issued gets HTTP 400",
-            missing_session
+            missing_session,
+            http("HTTP sessions")
         ),
     ]
 }

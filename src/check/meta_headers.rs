@@ -18,6 +18,9 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
 /// The checks of this family.
+/// What the header checks judge (none of it exists over stdio).
+const HEADERS: &str = "the Mcp-* and MCP-Protocol-Version headers";
+
 pub fn checks() -> Vec<Check> {
     vec![
         check!(
@@ -58,7 +61,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "MCP-Protocol-Version differing from _meta gets HTTP 400 and -32020",
-            version_mismatch
+            version_mismatch,
+            http(HEADERS)
         ),
         check!(
             "mrtr-header-method-missing",
@@ -66,7 +70,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a request without Mcp-Method gets HTTP 400 and -32020",
-            method_missing
+            method_missing,
+            http(HEADERS)
         ),
         check!(
             "mrtr-header-method-mismatch",
@@ -74,7 +79,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "Mcp-Method differing from the body gets HTTP 400 and -32020",
-            method_mismatch
+            method_mismatch,
+            http(HEADERS)
         ),
         check!(
             "mrtr-header-name-missing",
@@ -82,7 +88,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "tools/call without Mcp-Name gets HTTP 400 and -32020",
-            name_missing
+            name_missing,
+            http(HEADERS)
         ),
         check!(
             "mrtr-header-name-mismatch",
@@ -90,7 +97,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "Mcp-Name differing from params.name gets HTTP 400 and -32020",
-            name_mismatch
+            name_mismatch,
+            http(HEADERS)
         ),
         check!(
             "mrtr-header-base64-decoded",
@@ -98,7 +106,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a =?base64?…?= Mcp-Name is decoded before it is compared",
-            base64_decoded
+            base64_decoded,
+            http(HEADERS)
         ),
         check!(
             "mrtr-version-unsupported",
@@ -122,7 +131,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "GET and DELETE on the endpoint get HTTP 405",
-            get_delete_405
+            get_delete_405,
+            http("HTTP methods")
         ),
         check!(
             "mrtr-no-session-id",
@@ -130,7 +140,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "no Mcp-Session-Id is minted on 2026-07-28 replies",
-            no_session_id
+            no_session_id,
+            http("the MCP-Session-Id header")
         ),
     ]
 }

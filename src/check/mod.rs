@@ -79,7 +79,7 @@ pub mod url_flow;
 pub use crate::discover::DiscoverError as CheckError;
 pub use model::{CheckResult, Exchange, Status, Tally, Verdict};
 pub use probe::{Probe, Settings, Target};
-pub use registry::Check;
+pub use registry::{Check, Needs};
 
 use crate::protocol::Generation;
 
@@ -235,7 +235,7 @@ pub async fn run(
     let (tail, checks): (Vec<Check>, Vec<Check>) = all_checks()
         .into_iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| c.id.starts_with(o.as_str())))
-        .partition(|c| c.source.ends_with("stdio.rs"));
+        .partition(|c| c.needs.whole_run);
     let deadline = std::time::Instant::now() + settings.deadline;
     let mut results = Vec::new();
     let mut tools = Vec::new();

@@ -36,7 +36,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "after a decline or a cancel the action has not happened: neither the accept path's result nor its change of state",
-            modern
+            modern,
+            alone
         ),
         check!(
             "legacy-decline-no-action",
@@ -44,7 +45,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "after a decline or a cancel the action has not happened: neither the accept path's result nor its change of state",
-            legacy
+            legacy,
+            alone
         ),
     ]
 }

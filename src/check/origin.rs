@@ -27,7 +27,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a request with a foreign Origin gets HTTP 403 (a foreign Host served alone is INFO)",
-            modern
+            modern,
+            http("the Origin and Host headers")
         ),
         check!(
             "legacy-origin-validated",
@@ -35,7 +36,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "a request with a foreign Origin gets HTTP 403 (a foreign Host served alone is INFO)",
-            legacy
+            legacy,
+            http("the Origin and Host headers")
         ),
     ]
 }

@@ -4,16 +4,14 @@
 //! machine while recording every exchange as evidence.
 
 use super::model::Exchange;
-use crate::client::drive::{self, LegReply, drive};
-use crate::client::http::{Endpoint, exchange};
-use crate::client::leg::{HttpMethod, HttpReply, Outgoing, Target as LegTarget};
+use crate::client::drive::drive;
 use crate::client::modern::{FlowConfig, ModernFlow, ToolCall};
 use crate::client::outcome::RoundTrip;
 use crate::client::raw::{self, RawError, RawReply, RawRequest};
+use crate::discover::wire::WireLegs;
 use crate::discover::{self, AuthSeen, TargetSettings, View, Wire, WireCore};
 use crate::protocol::{ClientCapabilities, Generation};
-use serde_json::{Value, json};
-use std::convert::Infallible;
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -200,15 +198,6 @@ impl Target {
     /// The shared HTTP client.
     pub fn http(&self) -> &reqwest::Client {
         &self.wire.http
-    }
-
-    /// The client-library view of the endpoint.
-    pub fn endpoint(&self) -> Endpoint {
-        Endpoint {
-            mcp_url: self.settings.target.mcp_url.clone(),
-            primary_token: self.settings.target.principal.clone(),
-            other_token: Some(self.settings.target.other_principal.clone()),
-        }
     }
 
     /// Eliciting tools whose first round is form mode only.
@@ -416,14 +405,7 @@ impl Probe {
         params: Value,
         caps: &ClientCapabilities,
     ) -> RawRequest {
-        raw::modern_post(
-            label,
-            &self.settings().target.mcp_url,
-            self.target.next_id(),
-            method,
-            Some(raw::with_meta(params, caps)),
-        )
-        .token(Some(&self.settings().target.principal))
+        discover::modern::request(self, label, method, params, caps)
     }
 
     /// Sends [`Probe::modern_request`].
@@ -447,14 +429,15 @@ impl Probe {
         responses: Option<Value>,
         state: Option<&str>,
     ) -> RawRequest {
-        let mut p = json!({"name": tool.name, "arguments": tool.arguments});
-        if let Some(r) = responses {
-            p["inputResponses"] = r;
-        }
-        if let Some(s) = state {
-            p[crate::protocol::mrtr::REQUEST_STATE] = Value::from(s);
-        }
-        self.modern_request(label, "tools/call", p, caps)
+        discover::modern::call_request(
+            self,
+            label,
+            &tool.name,
+            &tool.arguments,
+            caps,
+            responses,
+            state,
+        )
     }
 
     /// Runs the client's MRTR state machine for `call` under `cfg`, sending
@@ -470,48 +453,10 @@ impl Probe {
         call: ToolCall,
         cfg: FlowConfig,
     ) -> (RoundTrip, Vec<bytes::Bytes>) {
-        let mut ex = Evidenced {
-            probe: self,
-            endpoint: self.target.endpoint(),
-            bodies: Vec::new(),
-        };
-        let Ok(rt) = drive(ModernFlow::new(call, cfg), &mut ex).await;
-        (rt, ex.bodies)
-    }
-}
-
-/// A probe's legs of a flow: over reqwest under the probe's bound, each
-/// recorded as evidence (pending until its reply comes), the body of every
-/// MCP reply kept.
-struct Evidenced<'a> {
-    probe: &'a Probe,
-    endpoint: Endpoint,
-    bodies: Vec<bytes::Bytes>,
-}
-
-impl drive::Exchange for Evidenced<'_> {
-    type Stop = Infallible;
-    async fn send(&mut self, out: Outgoing) -> LegReply {
-        let out = &out;
-        let pending = flow_exchange(&self.endpoint, out, Err(""));
-        let slot = self.probe.pending(&pending.label, pending.request);
-        let timeout = self.probe.request_timeout();
-        let reply = exchange(self.probe.target.http(), &self.endpoint, out, timeout).await;
-        match &reply {
-            Ok(r) => {
-                self.probe
-                    .fill(slot, flow_exchange(&self.endpoint, out, Ok(r)));
-                if out.target == LegTarget::Mcp {
-                    self.bodies.push(r.body.clone());
-                }
-            }
-            Err((failure, elapsed)) => {
-                let why = format!("{failure:?} after {elapsed:?}");
-                self.probe
-                    .fill(slot, flow_exchange(&self.endpoint, out, Err(&why)));
-            }
-        }
-        reply
+        let other = &self.settings().target.other_principal;
+        let mut legs = WireLegs::new(self, Some(other));
+        let Ok(rt) = drive(ModernFlow::new(call, cfg), &mut legs).await;
+        (rt, legs.bodies)
     }
 }
 
@@ -535,44 +480,5 @@ impl Wire for Probe {
     }
     fn send(&self, req: RawRequest) -> futures::future::BoxFuture<'_, Result<RawReply, RawError>> {
         Box::pin(Probe::send(self, req))
-    }
-}
-
-fn flow_exchange(endpoint: &Endpoint, out: &Outgoing, reply: Result<&HttpReply, &str>) -> Exchange {
-    let url = endpoint
-        .resolve(&out.target)
-        .map(|u| u.to_string())
-        .unwrap_or_else(|e| e);
-    let mut req = RawRequest::new(
-        out.leg.clone(),
-        match out.method {
-            HttpMethod::Post => reqwest::Method::POST,
-            HttpMethod::Get => reqwest::Method::GET,
-        },
-        url,
-    )
-    .token(Some("x"))
-    .body(out.body.clone());
-    req.headers = out.headers.to_vec();
-    let status = reply.ok().map(|r| r.status);
-    let response = match reply {
-        Ok(r) => RawReply {
-            status: r.status,
-            headers: r
-                .content_type
-                .iter()
-                .map(|c| ("content-type".to_owned(), c.to_string()))
-                .collect(),
-            body: r.body.clone(),
-            elapsed: r.total,
-        }
-        .evidence(),
-        Err(e) => e.to_owned(),
-    };
-    Exchange {
-        label: out.leg.to_string(),
-        request: req.evidence(),
-        response,
-        status,
     }
 }

@@ -1,6 +1,6 @@
 //! What a check is: the [`Check`] descriptor, the [`CheckFn`] body it runs,
-//! and the `check!` macro every family declares its checks with (it records
-//! the file). [`super::all_checks`] lists them in report order.
+//! what it [`Needs`] from the run, and the `check!` macro every family
+//! declares its checks with (it records the file). [`super::all_checks`] lists them in report order.
 
 use futures::future::BoxFuture;
 use std::fmt;
@@ -32,6 +32,78 @@ pub struct Check {
     /// The file that defines it (`src/check/<family>.rs`), filled in by
     /// the `check!` macro; `check --list` shows it.
     pub source: &'static str,
+    /// What it needs from the run, declared after its body in `check!`.
+    pub needs: Needs,
+}
+
+/// What a check needs beyond a target and the per-check timeout. Each is a
+/// word after the body in its `check!` (`alone`, `http("SSE streams")`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// The part of HTTP it judges: over stdio, which has none of it, the
+    /// check is reported not applicable.
+    pub http: Option<&'static str>,
+    /// Two principals on the wire (over stdio, only with `--identity-env`).
+    pub two_principals: bool,
+    /// No other check in flight: it reads server state before and after an
+    /// action, or times replies, and another check's calls would change it.
+    pub alone: bool,
+    /// `--wait-expiry` on top of its timeout.
+    pub expiry: bool,
+    /// It judges what the whole run did, so it runs after every other
+    /// check.
+    pub whole_run: bool,
+}
+
+impl Needs {
+    /// Nothing beyond the target.
+    pub const NONE: Needs = Needs {
+        http: None,
+        two_principals: false,
+        alone: false,
+        expiry: false,
+        whole_run: false,
+    };
+
+    /// Judges `what` of HTTP.
+    pub const fn http(self, what: &'static str) -> Needs {
+        Needs {
+            http: Some(what),
+            ..self
+        }
+    }
+
+    /// Needs two principals.
+    pub const fn two_principals(self) -> Needs {
+        Needs {
+            two_principals: true,
+            ..self
+        }
+    }
+
+    /// Runs alone.
+    pub const fn alone(self) -> Needs {
+        Needs {
+            alone: true,
+            ..self
+        }
+    }
+
+    /// Waits for a state's expiry.
+    pub const fn expiry(self) -> Needs {
+        Needs {
+            expiry: true,
+            ..self
+        }
+    }
+
+    /// Judges the whole run, last.
+    pub const fn whole_run(self) -> Needs {
+        Needs {
+            whole_run: true,
+            ..self
+        }
+    }
 }
 
 impl fmt::Debug for Check {
@@ -42,14 +114,17 @@ impl fmt::Debug for Check {
             .field("severity", &self.severity)
             .field("source", &self.source)
             .field("generation", &self.generation)
+            .field("needs", &self.needs)
             .finish_non_exhaustive()
     }
 }
 
-/// Builds a [`Check`] from its descriptor fields and an `async fn(Probe) ->
-/// Verdict`, recording the file it is written in.
+/// Builds a [`Check`] from its descriptor fields, an `async fn(Probe) ->
+/// Verdict` and what it [`Needs`] (none, or words such as `alone`,
+/// `http("SSE streams")`), recording the file it is written in.
 macro_rules! check {
-    ($id:literal, $rule:literal, $sev:ident, $gen:ident, $title:literal, $f:path) => {
+    ($id:literal, $rule:literal, $sev:ident, $gen:ident, $title:literal, $f:path
+        $(, $need:ident $(($what:expr))?)* $(,)?) => {
         $crate::check::registry::Check {
             id: $id,
             rule: $rule,
@@ -58,6 +133,7 @@ macro_rules! check {
             title: $title,
             run: |p| ::futures::FutureExt::boxed($f(p)),
             source: file!(),
+            needs: $crate::check::registry::Needs::NONE $(.$need($($what)?))*,
         }
     };
 }

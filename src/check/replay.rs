@@ -33,7 +33,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "a state presented with another principal's credentials is rejected",
-            cross_principal
+            cross_principal,
+            two_principals
         ),
         check!(
             "mrtr-state-expiry",
@@ -41,6 +42,7 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "a state replayed after --wait-expiry is rejected as expired",
+            expiry,
             expiry
         ),
     ]

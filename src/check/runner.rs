@@ -2,7 +2,7 @@
 //! timeout and all under the overall deadline, so the run always ends. A
 //! check that does not finish in time is reported as `timeout` with the
 //! evidence it gathered so far. Checks that read the server's state before
-//! and after an action, or time its replies, run alone ([`EXCLUSIVE_CHECKS`]):
+//! and after an action, or time its replies, run alone ([`Needs::alone`](super::Needs::alone)):
 //! another check's calls would change what they read.
 
 use super::model::{CheckResult, Status, Verdict};
@@ -11,17 +11,6 @@ use super::registry::Check;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
-
-/// Checks that wait for `--wait-expiry` on top of their timeout.
-pub const EXPIRY_CHECKS: [&str; 1] = ["mrtr-state-expiry"];
-
-/// Checks that run with no other check in flight.
-pub const EXCLUSIVE_CHECKS: [&str; 4] = [
-    "mrtr-decline-no-action",
-    "legacy-decline-no-action",
-    "mrtr-tail-stall",
-    "legacy-tail-stall",
-];
 
 /// Runs `checks` that apply to the target's generation against it and
 /// returns one row per check, in the order given.
@@ -58,7 +47,7 @@ pub async fn run_checks_until(
                 let body = async {
                     let _permit = permits.acquire_owned().await.ok();
                     let _running = board.start(check.id);
-                    if EXCLUSIVE_CHECKS.contains(&check.id) {
+                    if check.needs.alone {
                         let _only = alone.write().await;
                         run_one(check, target, per_check, deadline).await
                     } else {
@@ -187,7 +176,7 @@ pub async fn run_one(
             Vec::new(),
         );
     }
-    let extra = if EXPIRY_CHECKS.contains(&check.id) {
+    let extra = if check.needs.expiry {
         target.settings.wait_expiry.unwrap_or_default()
     } else {
         Duration::ZERO

@@ -21,7 +21,8 @@ pub fn checks() -> Vec<Check> {
         Must,
         Modern,
         "SSE responses: no requests, nothing after the response, no log without logLevel",
-        sse_hygiene
+        sse_hygiene,
+        http("SSE streams")
     )]
 }
 

@@ -16,7 +16,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a stdio server writes nothing but MCP messages to stdout",
-            clean_stdout
+            clean_stdout,
+            whole_run
         ),
         check!(
             "mrtr-stdio-stays-up",
@@ -24,7 +25,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a stdio server does not exit while it serves, whatever it is sent",
-            stays_up
+            stays_up,
+            whole_run
         ),
     ]
 }
@@ -38,7 +40,8 @@ pub fn legacy_checks() -> Vec<Check> {
             Must,
             Legacy,
             "a stdio server writes nothing but MCP messages to stdout",
-            clean_stdout
+            clean_stdout,
+            whole_run
         ),
         check!(
             "legacy-stdio-stays-up",
@@ -46,7 +49,8 @@ pub fn legacy_checks() -> Vec<Check> {
             Must,
             Legacy,
             "a stdio server does not exit while it serves, whatever it is sent",
-            stays_up
+            stays_up,
+            whole_run
         ),
     ]
 }

@@ -140,9 +140,7 @@ pub async fn retry_raw(
 ) -> Result<(Rpc, u16), String> {
     let mut req = p.call_request(label, tool, &all_modes(), responses, None);
     if let Some(s) = state {
-        let mut body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
-        body["params"][REQUEST_STATE] = s;
-        req = req.body(body.to_string());
+        req = req.with_param(REQUEST_STATE, s);
     }
     let r = p.send(req).await.map_err(|e| e.to_string())?;
     Ok((r.rpc(), r.status))

@@ -44,7 +44,9 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "replies on a reused connection do not stall ~40 ms in their tail (TCP_NODELAY off: Nagle + delayed ACK)",
-            modern
+            modern,
+            http("TCP segments (Nagle and delayed ACKs)"),
+            alone
         ),
         check!(
             "legacy-tail-stall",
@@ -52,7 +54,9 @@ pub fn checks() -> Vec<Check> {
             Should,
             Legacy,
             "session replies on a reused connection do not stall ~40 ms in their tail (TCP_NODELAY off: Nagle + delayed ACK)",
-            legacy
+            legacy,
+            http("TCP segments (Nagle and delayed ACKs)"),
+            alone
         ),
     ]
 }

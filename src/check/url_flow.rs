@@ -41,7 +41,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "another principal cannot open the URL-mode page of a flow",
-            cross_user
+            cross_user,
+            two_principals
         ),
         check!(
             "legacy-url-page-requires-auth",
@@ -57,7 +58,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "another principal cannot open the URL-mode page of an elicitation",
-            cross_user
+            cross_user,
+            two_principals
         ),
     ]
 }

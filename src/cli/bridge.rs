@@ -6,11 +6,8 @@
 
 use super::target::{STDIO, StdioArgs};
 use super::{exit, usage_error};
+use crate::stdio::bridge::EXITED;
 use std::process::ExitCode;
-
-/// How the bridge reports (on stderr, when it stops) each exit of the
-/// server it did not ask for; a stdio `repro.sh` shows it.
-pub const EXITED: &str = "the stdio server exited on its own";
 
 /// Arguments of `elicitkit bridge`.
 #[derive(Debug, clap::Args)]

@@ -17,6 +17,7 @@
 //! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
+//! - [`rpc`]: the JSON-RPC reading of a reply ([`rpc::Rpc`]).
 //! - [`stall`]: what a Nagle + delayed-ACK tail stall is (load and check).
 //! - [`marker`]: round-trip markers that make replies attributable.
 //! - `content`: valid and invalid form content for answers.
@@ -35,6 +36,7 @@ pub mod outcome;
 pub mod policy;
 pub mod raw;
 pub mod rejection;
+pub mod rpc;
 pub mod stall;
 
 pub use content::InvalidKind;

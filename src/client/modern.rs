@@ -229,6 +229,9 @@ pub struct FlowConfig {
     /// violation. The checker does: `mrtr-result-type` reports the missing
     /// declaration once, and every other check judges what the flow did.
     pub read_by_shape: bool,
+    /// Walk the tool instead of judging it ([`explore`]): discovery's
+    /// reading, where it stops and whose ids it takes.
+    pub explore: Option<Explore>,
 }
 
 /// Stricter expectations a load scenario sets (the checker judges these
@@ -281,6 +284,7 @@ impl Default for FlowConfig {
             pinned: None,
             page_origin: None,
             read_by_shape: false,
+            explore: None,
         }
     }
 }
@@ -319,7 +323,7 @@ enum Probe {
 enum Pending {
     Call,
     PageGet(String),
-    PagePost,
+    PagePost(String),
 }
 
 /// What an MCP reply meant.
@@ -354,6 +358,8 @@ pub struct ModernFlow {
     last_retry: Option<RetryParams>,
     replayed: bool,
     finished: bool,
+    /// What a walk saw so far ([`FlowConfig::explore`]).
+    walked: Option<Box<Walked>>,
 }
 
 impl ModernFlow {
@@ -385,6 +391,13 @@ impl ModernFlow {
             Arc::new(CallTemplate::new(tpl.call.clone(), &cfg))
         };
         let name = round_trip_name(&cfg);
+        let walked = cfg.explore.as_ref().map(|_| {
+            Box::new(Walked {
+                rounds: Vec::new(),
+                end: WalkEnd::Limit,
+                off_origin: None,
+            })
+        });
         ModernFlow {
             next_id: first_id,
             tpl,
@@ -403,6 +416,7 @@ impl ModernFlow {
             last_retry: None,
             replayed: false,
             finished: false,
+            walked,
         }
     }
 
@@ -435,6 +449,7 @@ impl ModernFlow {
             result: LegResult::Page,
         };
         match std::mem::replace(&mut self.pending, Pending::Call) {
+            Pending::Call if self.walked.is_some() => self.walk_reply(&reply),
             Pending::Call => {
                 leg.name = self.current_call_leg();
                 if let Some(why) = self.misroute(&reply.body) {
@@ -456,33 +471,34 @@ impl ModernFlow {
                         status: reply.status,
                     };
                     self.rt.legs.push(leg);
-                    return self.finish(Outcome::unexpected(
-                        ErrorClass::HttpError,
-                        format!("flow page GET {url} returned HTTP {}", reply.status),
+                    return self.page_failed(format!(
+                        "flow page GET {url} returned HTTP {}",
+                        reply.status
                     ));
                 }
                 self.rt.legs.push(leg);
                 let html = String::from_utf8_lossy(&reply.body);
-                let seed = self.seed ^ u64::from(self.calls);
-                let Some(submit) = browser::submit_request(&url, &html, seed) else {
-                    return self.finish(Outcome::unexpected(
-                        ErrorClass::HttpError,
-                        format!("flow page {url} has no <form> to complete"),
-                    ));
+                // A walk fills every page from its own seed.
+                let seed = match self.walked {
+                    Some(_) => self.seed,
+                    None => self.seed ^ u64::from(self.calls),
                 };
-                self.pending = Pending::PagePost;
+                let Some(submit) = browser::submit_request(&url, &html, seed) else {
+                    return self.page_failed(format!("flow page {url} has no <form> to complete"));
+                };
+                self.pending = Pending::PagePost(url);
                 Step::Send(submit)
             }
-            Pending::PagePost => {
+            Pending::PagePost(url) => {
                 leg.name = "flow page POST".into();
                 if !(200..400).contains(&reply.status) {
                     leg.result = LegResult::Http {
                         status: reply.status,
                     };
                     self.rt.legs.push(leg);
-                    return self.finish(Outcome::unexpected(
-                        ErrorClass::HttpError,
-                        format!("flow page POST returned HTTP {}", reply.status),
+                    return self.page_failed(format!(
+                        "flow page POST {url} returned HTTP {}",
+                        reply.status
                     ));
                 }
                 self.rt.legs.push(leg);
@@ -496,10 +512,13 @@ impl ModernFlow {
         if self.finished {
             return self.done_again();
         }
+        if self.walked.is_some() {
+            return self.walk_failure(failure, elapsed);
+        }
         let name = match std::mem::replace(&mut self.pending, Pending::Call) {
             Pending::Call => self.current_call_leg(),
             Pending::PageGet(_) => "flow page GET".into(),
-            Pending::PagePost => "flow page POST".into(),
+            Pending::PagePost(_) => "flow page POST".into(),
         };
         let (result, outcome) = match failure {
             LegFailure::Timeout => (
@@ -545,8 +564,11 @@ impl ModernFlow {
     }
 
     fn mcp_request(&mut self, leg: Cow<'static, str>, extra: &RetryParams, auth: Auth) -> Outgoing {
-        let id = self.next_id;
-        self.next_id = self.next_id.wrapping_add(1);
+        let id = match &self.cfg.explore {
+            Some(x) => x.ids.next(),
+            None => self.next_id,
+        };
+        self.next_id = id.wrapping_add(1);
         Outgoing {
             leg,
             target: Target::Mcp,
@@ -758,6 +780,14 @@ impl ModernFlow {
         let mut rt = self.rt.clone();
         rt.name = round_trip_name(&self.cfg);
         Step::Done(rt)
+    }
+
+    /// A flow page that could not be completed ends the flow.
+    fn page_failed(&mut self, why: String) -> Step {
+        match self.walked {
+            Some(_) => self.end_walk(WalkEnd::Other(why)),
+            None => self.finish(Outcome::unexpected(ErrorClass::HttpError, why)),
+        }
     }
 
     fn violation(&mut self, why: impl Into<String>) -> Step {
@@ -1105,6 +1135,11 @@ impl ModernFlow {
 
     fn next_page_or_retry(&mut self) -> Step {
         if let Some(url) = self.pages.pop_front() {
+            if self.walked.is_some()
+                && let Some(end) = self.walk_page(&url)
+            {
+                return end;
+            }
             let out = browser::page_request(&url);
             self.pending = Pending::PageGet(url);
             return Step::Send(out);
@@ -1194,5 +1229,8 @@ fn round_trip_name(cfg: &FlowConfig) -> String {
         .unwrap_or_else(|| cfg.policy.name().to_owned())
 }
 
+mod explore;
 #[cfg(test)]
 mod tests;
+
+pub use explore::{Explore, Ids, RoundSeen, WalkEnd, Walked};

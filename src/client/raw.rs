@@ -6,16 +6,19 @@
 //! go through here.
 
 use super::http::{describe, stale_connection};
+use super::leg::{HttpMethod, Outgoing};
 use super::mask;
+use super::rpc;
+pub use super::rpc::Rpc;
 use crate::protocol::ClientCapabilities;
 use crate::protocol::body::{ACCEPT_BOTH, BodyError, DecodedBody, decode_body};
 use crate::protocol::headers::request_headers;
-use crate::protocol::jsonrpc::{ErrorObject, Message, Outcome as RpcOutcome, RequestId};
-use crate::protocol::mrtr::{META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION};
+use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::mrtr::{META_PROTOCOL_VERSION, RequestMeta};
 use crate::protocol::version::MODERN;
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -65,6 +68,19 @@ impl RawRequest {
         }
     }
 
+    /// A flow's leg as a request to `url`, with `token` attached.
+    pub fn from_outgoing(out: &Outgoing, url: impl Into<String>, token: Option<&str>) -> Self {
+        let method = match out.method {
+            HttpMethod::Post => reqwest::Method::POST,
+            HttpMethod::Get => reqwest::Method::GET,
+        };
+        RawRequest {
+            headers: out.headers.to_vec(),
+            body: out.body.clone(),
+            ..RawRequest::new(out.leg.as_ref(), method, url).token(token)
+        }
+    }
+
     /// Sets (replacing) a header.
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
         self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
@@ -87,6 +103,19 @@ impl RawRequest {
     /// Sets the body.
     pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
         self.body = body.into();
+        self
+    }
+
+    /// The request with `params[name]` of its JSON-RPC body set to `value`
+    /// (any JSON: probes and the fuzzer send malformed ones); a body that is
+    /// not a JSON object stays as it is.
+    pub fn with_param(mut self, name: &str, value: Value) -> Self {
+        if let Ok(mut v) = serde_json::from_slice::<Value>(&self.body)
+            && v.is_object()
+        {
+            v["params"][name] = value;
+            self.body = v.to_string().into_bytes();
+        }
         self
     }
 
@@ -120,58 +149,6 @@ pub struct RawReply {
     pub elapsed: Duration,
 }
 
-/// The JSON-RPC reading of a reply.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Rpc {
-    /// A result object (or any value).
-    Result(Value),
-    /// An error object.
-    Error(ErrorObject),
-    /// No JSON-RPC response in the body; says why.
-    Missing(String),
-}
-
-impl Rpc {
-    /// The error code, if an error.
-    pub fn code(&self) -> Option<i64> {
-        match self {
-            Rpc::Error(e) => Some(e.code),
-            _ => None,
-        }
-    }
-
-    /// The result, if a result.
-    pub fn result(&self) -> Option<&Value> {
-        match self {
-            Rpc::Result(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    /// `error.data.reason`, if present.
-    pub fn reason(&self) -> Option<&str> {
-        match self {
-            Rpc::Error(e) => e.data.as_ref()?.get("reason")?.as_str(),
-            _ => None,
-        }
-    }
-
-    /// A short description for verdict texts.
-    pub fn describe(&self) -> String {
-        match self {
-            Rpc::Result(v) => match v.get("resultType").and_then(Value::as_str) {
-                Some(t) => format!("a result (resultType {t:?})"),
-                None => "a result without resultType".into(),
-            },
-            Rpc::Error(e) => match self.reason() {
-                Some(r) => format!("error {} (reason {r:?})", e.code),
-                None => format!("error {} ({})", e.code, mask::shorten(&e.message, 80)),
-            },
-            Rpc::Missing(why) => why.clone(),
-        }
-    }
-}
-
 impl RawReply {
     /// A header's value by (case-insensitive) name.
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -195,42 +172,19 @@ impl RawReply {
 
     /// The JSON-RPC response in the body (the first one).
     pub fn rpc(&self) -> Rpc {
-        let decoded = self.decoded();
-        if let Some(why) = self.missing_rpc(&decoded) {
-            return Rpc::Missing(why);
+        match self.header(crate::stdio::bridge::NO_REPLY) {
+            Some(why) => Rpc::Missing(no_reply(why)),
+            None => Rpc::read(self.status, self.header("content-type"), &self.body),
         }
-        let responses = decoded.into_iter().flat_map(|d| d.messages);
-        for m in responses {
-            if let Message::Response(r) = m {
-                return match r.outcome {
-                    RpcOutcome::Result(v) => Rpc::Result(v),
-                    RpcOutcome::Error(e) => Rpc::Error(e),
-                };
-            }
-        }
-        Rpc::Missing(format!(
-            "HTTP {}, no JSON-RPC response in the body",
-            self.status
-        ))
     }
 
     /// Why the body, already decoded (see [`RawReply::decoded`]), holds no
     /// JSON-RPC response (as [`RawReply::rpc`] says it); `None` when it
     /// holds one. For callers that read the decoded body further.
     pub fn missing_rpc(&self, decoded: &Result<DecodedBody, BodyError>) -> Option<String> {
-        if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
-            return Some(format!("no reply on the stdio server's stdout ({why})"));
-        }
-        if self.body.iter().all(u8::is_ascii_whitespace) {
-            return Some(format!("HTTP {} with an empty body", self.status));
-        }
-        match decoded {
-            Err(e) => Some(format!("HTTP {}, undecodable body: {e}", self.status)),
-            Ok(d) if d.messages.iter().any(|m| matches!(m, Message::Response(_))) => None,
-            Ok(_) => Some(format!(
-                "HTTP {}, no JSON-RPC response in the body",
-                self.status
-            )),
+        match self.header(crate::stdio::bridge::NO_REPLY) {
+            Some(why) => Some(no_reply(why)),
+            None => rpc::missing(self.status, &self.body, decoded),
         }
     }
 
@@ -256,6 +210,12 @@ impl RawReply {
         }
         s
     }
+}
+
+/// What the stdio bridge's silence (its [`crate::stdio::bridge::NO_REPLY`]
+/// header, saying how long it waited) means.
+pub fn no_reply(waited: &str) -> String {
+    format!("no reply on the stdio server's stdout ({waited})")
 }
 
 /// Why no reply was read.
@@ -348,11 +308,7 @@ pub async fn send(
 
 /// The 2026-07-28 `_meta` elicitkit sends for `caps`.
 pub fn meta(caps: &ClientCapabilities) -> Value {
-    json!({
-        META_PROTOCOL_VERSION: MODERN,
-        META_CLIENT_CAPABILITIES: caps.to_value(),
-        META_CLIENT_INFO: {"name": "elicitkit-check", "version": env!("CARGO_PKG_VERSION")},
-    })
+    RequestMeta::checker(caps.clone()).to_value()
 }
 
 /// `params` (an object, or `{}`) with `_meta` for `caps` added.
@@ -401,6 +357,8 @@ pub fn modern_post(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::mrtr::META_CLIENT_CAPABILITIES;
+    use serde_json::json;
 
     #[test]
     fn modern_post_has_the_2026_headers() {

@@ -1,10 +1,13 @@
 //! URL-mode flow pages, completed the way a browser would (GET the page,
 //! fill its first form with values that satisfy the form's own constraints,
-//! submit it) — only on the target's own origin. A page elsewhere is never
+//! submit it: the requests of [`crate::client::browser`], which the MRTR
+//! flow sends too) — only on the target's own origin. A page elsewhere is never
 //! fetched unless the user allows it: it is reported, not followed.
 
 use super::wire::Wire;
-use crate::client::browser::find_form;
+use crate::client::browser;
+use crate::client::http::Endpoint;
+use crate::client::leg::Outgoing;
 use crate::client::raw::RawRequest;
 
 /// Why a page was not completed.
@@ -41,15 +44,18 @@ pub fn same_origin(mcp_url: &str, url: &str) -> Result<url::Url, PageError> {
     Ok(page)
 }
 
-/// Completes the flow page at `url` as the wire's principal; returns the
-/// status of the submission.
+/// Completes the flow page at `url` as the wire's principal, with the
+/// browser's requests ([`browser::page_request`], [`browser::submit_request`]);
+/// returns the status of the submission.
 pub async fn complete<W: Wire + ?Sized>(p: &W, url: &str) -> Result<u16, PageError> {
     let page_url = same_origin(p.mcp_url(), url)?;
-    let get = RawRequest::new("flow page GET", reqwest::Method::GET, page_url.to_string())
-        .header("Accept", "text/html")
-        .token(Some(p.token()));
+    let endpoint = Endpoint::new(p.mcp_url(), p.token());
+    let request = |out: &Outgoing| {
+        let to = endpoint.resolve(&out.target).map_err(PageError::Failed)?;
+        Ok(RawRequest::from_outgoing(out, to, Some(p.token())))
+    };
     let page = p
-        .send(get)
+        .send(request(&browser::page_request(page_url.as_str()))?)
         .await
         .map_err(|e| PageError::Failed(format!("GET {page_url}: {e}")))?;
     if !(200..400).contains(&page.status) {
@@ -58,21 +64,12 @@ pub async fn complete<W: Wire + ?Sized>(p: &W, url: &str) -> Result<u16, PageErr
             page.status
         )));
     }
-    let Some(form) = find_form(&String::from_utf8_lossy(&page.body)) else {
+    let html = String::from_utf8_lossy(&page.body);
+    let Some(submit) = browser::submit_request(page_url.as_str(), &html, p.seed()) else {
         return Err(PageError::NoForm(page_url.to_string()));
     };
-    let origin = origin_of(&page_url);
-    let post = RawRequest::new(
-        "flow page POST",
-        reqwest::Method::POST,
-        form.target(page_url.as_str()),
-    )
-    .header("Content-Type", "application/x-www-form-urlencoded")
-    .header("Origin", origin)
-    .token(Some(p.token()))
-    .body(form.encoded_body(p.seed()));
     let r = p
-        .send(post)
+        .send(request(&submit)?)
         .await
         .map_err(|e| PageError::Failed(format!("POST: {e}")))?;
     if (200..400).contains(&r.status) {

@@ -4,11 +4,18 @@
 //! check in its evidence). What they all know is one [`WireCore`]; [`Log`]
 //! is discovery's own wire.
 
+use crate::client::drive::{self, LegReply};
+use crate::client::http::Endpoint;
+use crate::client::leg::{HttpReply, LegFailure, Outgoing, Target};
+use crate::client::modern::{Ids, WalkEnd};
+use crate::client::outcome::parse_server_timing;
 use crate::client::raw::{self, Exchange, RawError, RawReply, RawRequest};
+use bytes::Bytes;
 use futures::future::BoxFuture;
+use std::borrow::Cow;
+use std::convert::Infallible;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What every [`Wire`] knows: the HTTP client, the endpoint, the
 /// principal, the bound on each request, the seed, and the JSON-RPC ids it
@@ -25,7 +32,7 @@ pub struct WireCore {
     pub timeout: Duration,
     /// Seed for generated answers and page values.
     pub seed: u64,
-    ids: AtomicI64,
+    ids: Ids,
 }
 
 impl WireCore {
@@ -43,21 +50,26 @@ impl WireCore {
             token: token.to_owned(),
             timeout,
             seed,
-            ids: AtomicI64::new(1),
+            ids: Ids::starting_at(1),
         }
     }
 
     /// The same core with ids starting at `first_id`.
     pub fn first_id(self, first_id: i64) -> Self {
         WireCore {
-            ids: AtomicI64::new(first_id),
+            ids: Ids::starting_at(first_id),
             ..self
         }
     }
 
     /// A fresh JSON-RPC id.
     pub fn next_id(&self) -> i64 {
-        self.ids.fetch_add(1, Ordering::Relaxed)
+        self.ids.next()
+    }
+
+    /// The ids it hands out, for a flow that sends through it.
+    pub fn ids(&self) -> &Ids {
+        &self.ids
     }
 }
 
@@ -146,5 +158,100 @@ impl Wire for Log {
         if let Ok(mut v) = self.exchanges.lock() {
             v.push(exchange);
         }
+    }
+}
+
+/// A flow's legs over a [`Wire`] ([`drive::Exchange`]): each leg goes out
+/// with [`Wire::send`], under the wire's bound and recorded as its evidence,
+/// as the wire's principal (or `other`'s, for [`crate::client::Auth::Other`]).
+#[derive(Debug)]
+pub struct WireLegs<'w, W: Wire + ?Sized> {
+    wire: &'w W,
+    endpoint: Endpoint,
+    tool: Option<String>,
+    /// The body of every MCP reply, in order.
+    pub bodies: Vec<Bytes>,
+    /// The stdio bridge's silence on the last reply (how long it waited).
+    silence: Option<String>,
+}
+
+impl<'w, W: Wire + ?Sized> WireLegs<'w, W> {
+    /// Legs over `wire`; `other` is the token of the other principal.
+    pub fn new(wire: &'w W, other: Option<&str>) -> Self {
+        WireLegs {
+            endpoint: Endpoint {
+                mcp_url: wire.mcp_url().to_owned(),
+                primary_token: wire.token().to_owned(),
+                other_token: other.map(str::to_owned),
+            },
+            wire,
+            tool: None,
+            bodies: Vec::new(),
+            silence: None,
+        }
+    }
+
+    /// Names `tool` in the evidence label of each call
+    /// (`tools/call deploy #2 retry`).
+    pub fn naming(mut self, tool: &str) -> Self {
+        self.tool = Some(tool.to_owned());
+        self
+    }
+
+    /// Says a walk that ended on the stdio bridge's silence the way a
+    /// raw read says it ([`RawReply::rpc`]).
+    pub fn explain(&self, end: &mut WalkEnd) {
+        if let (WalkEnd::Other(why), Some(waited)) = (end, &self.silence) {
+            *why = raw::no_reply(waited);
+        }
+    }
+
+    fn request(&self, out: &Outgoing) -> Result<RawRequest, String> {
+        let url = self.endpoint.resolve(&out.target)?;
+        let token = self
+            .endpoint
+            .token(out.auth)
+            .ok_or("no token configured for the other principal")?;
+        let mut req = RawRequest::from_outgoing(out, url, Some(token));
+        if let (Some(tool), Target::Mcp) = (&self.tool, &out.target)
+            && let Some(rest) = out.leg.strip_prefix("tools/call ")
+        {
+            req.label = format!("tools/call {tool} {rest}");
+        }
+        Ok(req)
+    }
+}
+
+impl<W: Wire + ?Sized> drive::Exchange for WireLegs<'_, W> {
+    type Stop = Infallible;
+    async fn send(&mut self, out: Outgoing) -> LegReply {
+        let started = Instant::now();
+        let req = self
+            .request(&out)
+            .map_err(|e| (LegFailure::Transport(e), started.elapsed()))?;
+        let reply = match self.wire.send(req).await {
+            Ok(r) => r,
+            Err(RawError::Timeout(bound)) => return Err((LegFailure::Timeout, bound)),
+            Err(e) => return Err((LegFailure::Transport(e.to_string()), started.elapsed())),
+        };
+        self.silence = reply
+            .header(crate::stdio::bridge::NO_REPLY)
+            .map(str::to_owned);
+        if out.target == Target::Mcp {
+            self.bodies.push(reply.body.clone());
+        }
+        Ok(HttpReply {
+            status: reply.status,
+            content_type: reply
+                .header("content-type")
+                .map(|c| Cow::Owned(c.to_owned())),
+            server_timing: reply
+                .header("server-timing")
+                .map_or((None, None), parse_server_timing),
+            to_headers: reply.elapsed,
+            to_first_byte: reply.elapsed,
+            total: reply.elapsed,
+            body: reply.body,
+        })
     }
 }

@@ -1157,3 +1157,66 @@ pub fn headers_target(data: &[u8]) -> Verdict {
     );
     Verdict::Keep
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_peek_agrees as peek_agrees;
+    use crate::protocol::jsonrpc::parse_message;
+
+    #[test]
+    fn peek_takes_plain_results_and_leaves_the_rest() {
+        for ok in [
+            &br#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","isError":false}}"#[..],
+            br#" {"result":[1,{"a":"\u00e9"}],"id":-3,"jsonrpc":"2.0","extra":null} "#,
+            br#"{"jsonrpc":"2.0","id":0,"result":"text"}"#,
+            br#"{"jsonrpc":"2.0","id":0,"result":"\ud7ff \ue000"}"#,
+        ] {
+            assert!(peek_agrees(ok), "{}", String::from_utf8_lossy(ok));
+        }
+        for other in [
+            &br#"{"jsonrpc":"2.0","id":"s","result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"method":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"error":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            br#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1.0,"result":{}}"#,
+            br#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2\u002e0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+            // found by the mrtr_message target: -0 is a float in the tree,
+            // and serde_json skips ignored members without checking UTF-8
+            br#"{"jsonrpc":"2.0","id":-0,"result":{}}"#,
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}",
+            // found by the mrtr_message target: nor the surrogates of the
+            // escapes it skips (a lone low surrogate, in the result and out)
+            br#"{"jsonrpc":"2.0","id":3,"result":{"resultType":"inp\ud41d\ude00d"}}"#,
+            br#"{"jsonrpc":"2.0","id":3,"result":{},"x":"\uDC00"}"#,
+            // (a valid pair too: the full parser reads it)
+            br#"{"jsonrpc":"2.0","id":3,"result":"\ud83d\ude00"}"#,
+        ] {
+            assert!(!peek_agrees(other), "{}", String::from_utf8_lossy(other));
+        }
+    }
+
+    #[test]
+    fn peek_skips_members_past_the_trees_limits_and_says_so() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{}},"x":{}{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for limit in [
+            deep.as_bytes(),
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"x":1e999}"#,
+        ] {
+            let e = parse_message(limit).unwrap_err();
+            assert!(e.is_tree_limit(), "{e}");
+            assert!(peek_agrees(limit), "{}", String::from_utf8_lossy(limit));
+        }
+        let e = parse_message(br#"{"jsonrpc":"2.0","id":1,"result":{},"x":tru}"#).unwrap_err();
+        assert!(!e.is_tree_limit(), "{e}");
+    }
+}

@@ -32,6 +32,14 @@ impl Implementation {
             other: Map::new(),
         }
     }
+
+    /// The identity the checker, discovery and the fuzzer send.
+    pub fn elicitkit_check() -> Self {
+        Implementation {
+            name: "elicitkit-check".into(),
+            ..Self::elicitkit()
+        }
+    }
 }
 
 /// `initialize` params.

@@ -88,6 +88,15 @@ impl RequestMeta {
         }
     }
 
+    /// The `_meta` the checker, discovery and the fuzzer send for the
+    /// given capabilities.
+    pub fn checker(client_capabilities: ClientCapabilities) -> Self {
+        RequestMeta {
+            client_info: Some(Implementation::elicitkit_check()),
+            ..Self::new(client_capabilities)
+        }
+    }
+
     /// Reads `_meta` from request params, requiring the two required keys.
     pub fn from_params(params: Option<&Value>) -> Result<Self, MetaError> {
         let meta = params

@@ -1,369 +1,344 @@
 //! Flaw switches: deliberate spec violations the reference server can be
 //! started with (`--flaw NAME`), so that every check can be shown to fail.
 //! Without flaws the server breaks none of these rules.
+//!
+//! Each flaw is one row of [`flaws!`]: its variant, command-line name, the
+//! rule it breaks, what the server does, and what catches it (the check
+//! matrix holds every `check` id named there to a check that sees it).
 
 use std::fmt;
 use std::str::FromStr;
 
-/// One deliberate defect. Each changes exactly the behaviour it names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Flaw {
+/// Declares [`Flaw`] and its facts, one row a flaw, in `--list-flaws`
+/// order.
+macro_rules! flaws {
+    ($(
+        $(#[doc = $doc:literal])*
+        $flaw:ident {
+            name: $name:literal,
+            rule: $rule:literal,
+            does: $does:literal,
+            caught_by: [$($by:literal),+ $(,)?],
+        }
+    )*) => {
+        /// One deliberate defect. Each changes exactly the behaviour it names.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Flaw {
+            $($(#[doc = $doc])* $flaw,)*
+        }
+
+        impl Flaw {
+            /// Every flaw, in `--list-flaws` order.
+            pub const ALL: [Flaw; [$($name),*].len()] = [$(Flaw::$flaw),*];
+
+            fn row(self) -> &'static Row {
+                static ROWS: [Row; Flaw::ALL.len()] = [$(Row {
+                    name: $name,
+                    rule: $rule,
+                    does: $does,
+                    caught_by: &[$($by),+],
+                }),*];
+                &ROWS[self as usize]
+            }
+        }
+    };
+}
+
+/// What one row of [`flaws!`] says beside the variant.
+struct Row {
+    name: &'static str,
+    rule: &'static str,
+    does: &'static str,
+    caught_by: &'static [&'static str],
+}
+
+flaws! {
     /// A `requestState` that fails verification is trusted anyway: the
     /// request's own principal, tool and arguments stand in for its claims.
-    AcceptTamperedState,
+    AcceptTamperedState {
+        name: "accept-tampered-state",
+        rule: "§4.7 S7",
+        does: "a requestState that fails verification is trusted; the request stands in for its claims",
+        caught_by: [
+            "mrtr-tamper-bit-flip",
+            "mrtr-tamper-truncate",
+            "mrtr-tamper-extend",
+            "mrtr-unsolicited-state",
+            "mrtr-oversized-state",
+        ],
+    }
     /// The principal bound into a `requestState` (and a URL flow's owner,
     /// and a 2025-11-25 session's owner) is not compared with the caller.
-    IgnorePrincipal,
+    IgnorePrincipal {
+        name: "ignore-principal",
+        rule: "§4.7 S8a, §3.6 rule 5",
+        does: "states, URL flows and 2025-11-25 sessions are not checked against the calling principal",
+        caught_by: [
+            "mrtr-cross-principal",
+            "mrtr-url-cross-user",
+            "legacy-url-cross-user",
+            "legacy-cross-principal-session",
+            "legacy-cross-principal-answer",
+        ],
+    }
     /// The request digest bound into a `requestState` is not compared.
-    IgnoreRequestBinding,
+    IgnoreRequestBinding {
+        name: "ignore-request-binding",
+        rule: "§4.7 S8c",
+        does: "states are not checked against the originating tool and arguments",
+        caught_by: ["mrtr-tamper-other-tool", "mrtr-tamper-other-arguments"],
+    }
     /// New states are sealed without a usable expiry (far future).
-    NoExpiry,
+    NoExpiry {
+        name: "no-expiry",
+        rule: "§4.7 S8b",
+        does: "states are sealed with a far-future expiry (the TTL is ignored)",
+        caught_by: ["mrtr-state-expiry"],
+    }
     /// A completion from a `requestState` may repeat: replaying the final
     /// retry runs the tool (and its side effect) again, for every tool.
-    ReplayableSideEffect,
+    ReplayableSideEffect {
+        name: "replayable-side-effect",
+        rule: "§4.7 S8 (single use)",
+        does: "a replayed final retry completes (and deploys, deletes, books, connects) again",
+        caught_by: ["mrtr-replay-final-retry", "fuzz:single-use-twice"],
+    }
     /// `connect_billing` sends URL mode to a form-only client instead of `-32021`.
-    UrlToFormClient,
+    UrlToFormClient {
+        name: "url-to-form-client",
+        rule: "§2.4, §4.7 S5",
+        does: "connect_billing sends URL mode to a form-only client",
+        caught_by: ["mrtr-cap-form-only", "mrtr-cap-elicitation-empty", "legacy-cap-form-only"],
+    }
     /// Tools elicit even when the client declared no `elicitation` capability.
-    ElicitWithoutCapability,
+    ElicitWithoutCapability {
+        name: "elicit-without-capability",
+        rule: "§2.4, §4.7 S5",
+        does: "tools elicit even when the client declared no elicitation capability",
+        caught_by: ["mrtr-cap-none", "mrtr-cap-sampling-only", "legacy-cap-none"],
+    }
     /// `connect_billing` asks for the API key in a form field.
-    SecretInForm,
+    SecretInForm {
+        name: "secret-in-form",
+        rule: "§3.6 rule 1",
+        does: "connect_billing asks for the API key in a form field",
+        caught_by: ["mrtr-schema-findings", "legacy-schema-findings"],
+    }
     /// A `decline` answer makes the server fail with HTTP 500.
-    CrashOnDecline,
+    CrashOnDecline {
+        name: "crash-on-decline",
+        rule: "§4.10, §6.A 12",
+        does: "a decline answer yields HTTP 500",
+        caught_by: [
+            "mrtr-decline",
+            "mrtr-decline-no-action",
+            "legacy-decline",
+            "fuzz:server-error",
+        ],
+    }
     /// A `cancel` answer is not answered until the hang limit (60 s) passes.
-    HangOnCancel,
+    HangOnCancel {
+        name: "hang-on-cancel",
+        rule: "§4.10, §6.B 20",
+        does: "a cancel answer is left unanswered for 60 s",
+        caught_by: ["mrtr-cancel", "legacy-cancel", "fuzz:hang"],
+    }
     /// 2026-07-28 results carry no `resultType`.
-    MissingResultType,
+    MissingResultType {
+        name: "missing-result-type",
+        rule: "§4.4",
+        does: "2026-07-28 results omit resultType",
+        caught_by: ["mrtr-result-type", "fuzz:result-type"],
+    }
     /// `tools/list` answers `input_required`.
-    InputRequiredOnList,
+    InputRequiredOnList {
+        name: "input-required-on-list",
+        rule: "§4.7 S1",
+        does: "tools/list answers input_required",
+        caught_by: ["mrtr-input-required-scope", "fuzz:input-required-out-of-scope"],
+    }
     /// 2025-11-25 URL-mode `elicitation/create` omits `elicitationId`.
-    LegacyUrlWithoutId,
+    LegacyUrlWithoutId {
+        name: "legacy-url-without-id",
+        rule: "§2.1, §6.A 9",
+        does: "2025-11-25 URL-mode elicitation/create has no elicitationId",
+        caught_by: ["legacy-request-shape"],
+    }
     /// A foreign `Origin` or `Host` is served as if allowed (DNS rebinding).
-    NoOriginCheck,
+    NoOriginCheck {
+        name: "no-origin-check",
+        rule: "§3.2, §4.3, §6.A 19",
+        does: "a foreign Origin or Host is served as if allowed (no 403)",
+        caught_by: ["mrtr-origin-validated", "legacy-origin-validated"],
+    }
+    /// A foreign `Host` is served; a foreign `Origin` still gets 403.
+    NoHostCheck {
+        name: "no-host-check",
+        rule: "§3.2, §4.3 (hardening)",
+        does: "a foreign Host is served; a foreign Origin still gets 403",
+        caught_by: ["mrtr-origin-validated", "legacy-origin-validated"],
+    }
     /// 2026-07-28 list, read and discover results omit `ttlMs` and `cacheScope`.
-    NoCacheHints,
+    NoCacheHints {
+        name: "no-cache-hints",
+        rule: "§4.4a (SEP-2549)",
+        does: "2026-07-28 list, read and discover results omit ttlMs and cacheScope",
+        caught_by: ["mrtr-cache-hints"],
+    }
     /// A `tools/call` whose `inputResponses` is not an object or whose
     /// `requestState` is not a string gets HTTP 404 + `-32601`.
-    BadShapeNotFound,
+    BadShapeNotFound {
+        name: "bad-shape-not-found",
+        rule: "§4.7 S9, §6.B 19",
+        does: "a tools/call with non-object inputResponses or non-string requestState gets 404 + -32601",
+        caught_by: [
+            "mrtr-input-responses-shape",
+            "mrtr-request-state-shape",
+            "fuzz:shape-as-unknown-method",
+        ],
+    }
     /// 2025-11-25: a call's `elicitation/create` goes only on the
     /// session's GET stream (waiting, up to the elicitation timeout, for
     /// the client to open one), never on the call's own stream.
-    ElicitOnGetStream,
+    ElicitOnGetStream {
+        name: "elicit-on-get-stream",
+        rule: "§3.2, §6.A 16",
+        does: "2025-11-25 elicitation/create goes only on the session's GET stream, waiting (up to the elicitation timeout) for one to open; never on the call's POST stream",
+        caught_by: ["legacy-get-stream", "legacy-stream-rules"],
+    }
     /// TCP_NODELAY off and each body written after its head: replies stall
     /// on Nagle + delayed ACK (~40 ms on loopback).
-    NoNodelay,
+    NoNodelay {
+        name: "no-nodelay",
+        rule: "latency (no spec rule)",
+        does: "TCP_NODELAY off and bodies written after their heads: replies stall ~40 ms",
+        caught_by: ["mrtr-tail-stall", "legacy-tail-stall", "load:tail stalls"],
+    }
     /// `deploy` deploys on decline and cancel too, answering as for accept.
-    ActOnDecline,
+    ActOnDecline {
+        name: "act-on-decline",
+        rule: "§2.3, §4.10",
+        does: "deploy deploys on decline and cancel too, and answers as for accept",
+        caught_by: ["mrtr-decline-no-action", "legacy-decline-no-action"],
+    }
     /// `connect_billing` echoes the API key typed on its page in the result.
-    LeakSecret,
+    LeakSecret {
+        name: "leak-secret",
+        rule: "§3.6 rule 6",
+        does: "connect_billing echoes the typed API key in its result",
+        caught_by: ["mrtr-url-secret-not-returned", "legacy-url-secret-not-returned"],
+    }
     /// `connect_billing` puts the typed API key, in clear, into the
     /// `requestState` payload of one more round after the page.
-    SecretInState,
-    /// A foreign `Host` is served; a foreign `Origin` still gets 403.
-    NoHostCheck,
+    SecretInState {
+        name: "secret-in-state",
+        rule: "§3.6 rule 6, §4.7 S7",
+        does: "connect_billing seals the typed API key in clear into one more requestState",
+        caught_by: ["mrtr-url-secret-not-returned"],
+    }
     /// Accepted form content is not validated against the requested
     /// schema: missing required fields, wrong types, values out of range or
     /// outside the enum are taken as given.
-    AcceptInvalidContent,
+    AcceptInvalidContent {
+        name: "accept-invalid-content",
+        rule: "§3.6, §4.7 S9",
+        does: "form answers are taken as given, never validated against the requested schema",
+        caught_by: ["mrtr-invalid-content", "legacy-invalid-answers"],
+    }
     /// `connect_billing` puts the contact name typed on its page (not a
     /// secret field), in clear, into the `requestState` payload of one
     /// more round after the page.
-    TypedInState,
+    TypedInState {
+        name: "typed-in-state",
+        rule: "§3.6 rule 6, §4.7 S7 (SHOULD)",
+        does: "connect_billing seals the contact name typed on its page in clear into one more requestState",
+        caught_by: ["mrtr-url-secret-not-returned"],
+    }
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
-    IgnoreStatePrincipal,
+    IgnoreStatePrincipal {
+        name: "ignore-state-principal",
+        rule: "§4.7 S8a",
+        does: "states are not checked against the calling principal (sessions and flow pages still are)",
+        caught_by: ["mrtr-cross-principal"],
+    }
     /// 2025-11-25: a GET stream opened before `notifications/initialized`
     /// gets an `elicitation/create` at once.
-    ElicitBeforeInitialized,
+    ElicitBeforeInitialized {
+        name: "elicit-before-initialized",
+        rule: "§3.1, §6.A 2",
+        does: "a 2025-11-25 GET stream opened before initialized gets an elicitation/create at once",
+        caught_by: ["legacy-no-elicit-before-initialized"],
+    }
     /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
     /// responses) go through one process-wide slot: overlapping calls get
     /// the last result put there, whoever's it is (responses of one client
     /// sent to another, as in GHSA-345p-7cg4-v4c7).
-    CrossTalk,
+    CrossTalk {
+        name: "cross-talk",
+        rule: "JSON-RPC 2.0 §5 (a response answers its request)",
+        does: "overlapping tools/call requests share one result slot: a call may get another's result",
+        caught_by: ["mrtr-isolation", "legacy-isolation", "load:misrouted"],
+    }
     /// A 2026-07-28 retry carrying `inputResponses` but no `requestState`
     /// is answered from those answers alone, as if a state had asked for
     /// them (a fresh conversation; earlier rounds are lost). Breaks no rule
     /// by itself: with `accept-tampered-state` it is a server whose state
     /// is not load-bearing, which the fuzzer's tamper controls must tell.
-    CompleteWithoutState,
+    CompleteWithoutState {
+        name: "complete-without-state",
+        rule: "none (a state not load-bearing)",
+        does: "a 2026-07-28 retry with inputResponses and no requestState is answered from the answers alone",
+        caught_by: ["fuzz:a note (the state is not load-bearing)"],
+    }
     /// Every completed `tools/call` keeps 128 KiB of memory and one open
     /// descriptor for good (at most 256 MiB and 256 descriptors, so the
     /// machine survives it).
-    Leak,
+    Leak {
+        name: "leak",
+        rule: "resources (no spec rule)",
+        does: "each completed tools/call keeps 128 KiB and a descriptor (bounded: 256 MiB, 256 fds)",
+        caught_by: ["load:--soak growth verdict"],
+    }
     /// With `--stdio`: a log line goes to stdout (not stderr) before each
     /// `tools/call` reply, as a stray `print()` does.
-    StdioNoise,
+    StdioNoise {
+        name: "stdio-noise",
+        rule: "stdio transport (stdout)",
+        does: "with --stdio, a log line is written to stdout before each tools/call reply",
+        caught_by: ["mrtr-stdio-clean-stdout", "legacy-stdio-clean-stdout"],
+    }
     /// A `decline` answer makes the whole process exit (status 3), as an
     /// unhandled exception ends a stdio server.
-    ExitOnDecline,
+    ExitOnDecline {
+        name: "exit-on-decline",
+        rule: "§4.10, stdio transport",
+        does: "a decline answer makes the process exit with status 3",
+        caught_by: ["mrtr-stdio-stays-up", "legacy-stdio-stays-up", "fuzz:process-exited"],
+    }
 }
 
 impl Flaw {
-    /// Every flaw, in `--list-flaws` order.
-    pub const ALL: [Flaw; 31] = [
-        Flaw::AcceptTamperedState,
-        Flaw::IgnorePrincipal,
-        Flaw::IgnoreRequestBinding,
-        Flaw::NoExpiry,
-        Flaw::ReplayableSideEffect,
-        Flaw::UrlToFormClient,
-        Flaw::ElicitWithoutCapability,
-        Flaw::SecretInForm,
-        Flaw::CrashOnDecline,
-        Flaw::HangOnCancel,
-        Flaw::MissingResultType,
-        Flaw::InputRequiredOnList,
-        Flaw::LegacyUrlWithoutId,
-        Flaw::NoOriginCheck,
-        Flaw::NoHostCheck,
-        Flaw::NoCacheHints,
-        Flaw::BadShapeNotFound,
-        Flaw::ElicitOnGetStream,
-        Flaw::NoNodelay,
-        Flaw::ActOnDecline,
-        Flaw::LeakSecret,
-        Flaw::SecretInState,
-        Flaw::AcceptInvalidContent,
-        Flaw::TypedInState,
-        Flaw::IgnoreStatePrincipal,
-        Flaw::ElicitBeforeInitialized,
-        Flaw::CrossTalk,
-        Flaw::CompleteWithoutState,
-        Flaw::Leak,
-        Flaw::StdioNoise,
-        Flaw::ExitOnDecline,
-    ];
-
     /// The command-line name.
     pub fn name(self) -> &'static str {
-        match self {
-            Flaw::AcceptTamperedState => "accept-tampered-state",
-            Flaw::IgnorePrincipal => "ignore-principal",
-            Flaw::IgnoreRequestBinding => "ignore-request-binding",
-            Flaw::NoExpiry => "no-expiry",
-            Flaw::ReplayableSideEffect => "replayable-side-effect",
-            Flaw::UrlToFormClient => "url-to-form-client",
-            Flaw::ElicitWithoutCapability => "elicit-without-capability",
-            Flaw::SecretInForm => "secret-in-form",
-            Flaw::CrashOnDecline => "crash-on-decline",
-            Flaw::HangOnCancel => "hang-on-cancel",
-            Flaw::MissingResultType => "missing-result-type",
-            Flaw::InputRequiredOnList => "input-required-on-list",
-            Flaw::LegacyUrlWithoutId => "legacy-url-without-id",
-            Flaw::NoOriginCheck => "no-origin-check",
-            Flaw::NoHostCheck => "no-host-check",
-            Flaw::NoCacheHints => "no-cache-hints",
-            Flaw::BadShapeNotFound => "bad-shape-not-found",
-            Flaw::ElicitOnGetStream => "elicit-on-get-stream",
-            Flaw::NoNodelay => "no-nodelay",
-            Flaw::ActOnDecline => "act-on-decline",
-            Flaw::LeakSecret => "leak-secret",
-            Flaw::SecretInState => "secret-in-state",
-            Flaw::AcceptInvalidContent => "accept-invalid-content",
-            Flaw::TypedInState => "typed-in-state",
-            Flaw::IgnoreStatePrincipal => "ignore-state-principal",
-            Flaw::ElicitBeforeInitialized => "elicit-before-initialized",
-            Flaw::CrossTalk => "cross-talk",
-            Flaw::CompleteWithoutState => "complete-without-state",
-            Flaw::Leak => "leak",
-            Flaw::StdioNoise => "stdio-noise",
-            Flaw::ExitOnDecline => "exit-on-decline",
-        }
+        self.row().name
     }
 
     /// The spec rule it breaks (spec-digest section and rule).
     pub fn rule(self) -> &'static str {
-        match self {
-            Flaw::AcceptTamperedState => "§4.7 S7",
-            Flaw::IgnorePrincipal => "§4.7 S8a, §3.6 rule 5",
-            Flaw::IgnoreRequestBinding => "§4.7 S8c",
-            Flaw::NoExpiry => "§4.7 S8b",
-            Flaw::ReplayableSideEffect => "§4.7 S8 (single use)",
-            Flaw::UrlToFormClient => "§2.4, §4.7 S5",
-            Flaw::ElicitWithoutCapability => "§2.4, §4.7 S5",
-            Flaw::SecretInForm => "§3.6 rule 1",
-            Flaw::CrashOnDecline => "§4.10, §6.A 12",
-            Flaw::HangOnCancel => "§4.10, §6.B 20",
-            Flaw::MissingResultType => "§4.4",
-            Flaw::InputRequiredOnList => "§4.7 S1",
-            Flaw::LegacyUrlWithoutId => "§2.1, §6.A 9",
-            Flaw::NoOriginCheck => "§3.2, §4.3, §6.A 19",
-            Flaw::NoHostCheck => "§3.2, §4.3 (hardening)",
-            Flaw::NoCacheHints => "§4.4a (SEP-2549)",
-            Flaw::BadShapeNotFound => "§4.7 S9, §6.B 19",
-            Flaw::ElicitOnGetStream => "§3.2, §6.A 16",
-            Flaw::NoNodelay => "latency (no spec rule)",
-            Flaw::ActOnDecline => "§2.3, §4.10",
-            Flaw::LeakSecret => "§3.6 rule 6",
-            Flaw::SecretInState => "§3.6 rule 6, §4.7 S7",
-            Flaw::AcceptInvalidContent => "§3.6, §4.7 S9",
-            Flaw::TypedInState => "§3.6 rule 6, §4.7 S7 (SHOULD)",
-            Flaw::IgnoreStatePrincipal => "§4.7 S8a",
-            Flaw::ElicitBeforeInitialized => "§3.1, §6.A 2",
-            Flaw::CrossTalk => "JSON-RPC 2.0 §5 (a response answers its request)",
-            Flaw::CompleteWithoutState => "none (a state not load-bearing)",
-            Flaw::Leak => "resources (no spec rule)",
-            Flaw::StdioNoise => "stdio transport (stdout)",
-            Flaw::ExitOnDecline => "§4.10, stdio transport",
-        }
+        self.row().rule
     }
 
     /// What the server does differently.
     pub fn description(self) -> &'static str {
-        match self {
-            Flaw::AcceptTamperedState => {
-                "a requestState that fails verification is trusted; the request stands in for its claims"
-            }
-            Flaw::IgnorePrincipal => {
-                "states, URL flows and 2025-11-25 sessions are not checked against the calling principal"
-            }
-            Flaw::IgnoreRequestBinding => {
-                "states are not checked against the originating tool and arguments"
-            }
-            Flaw::NoExpiry => "states are sealed with a far-future expiry (the TTL is ignored)",
-            Flaw::ReplayableSideEffect => {
-                "a replayed final retry completes (and deploys, deletes, books, connects) again"
-            }
-            Flaw::UrlToFormClient => "connect_billing sends URL mode to a form-only client",
-            Flaw::ElicitWithoutCapability => {
-                "tools elicit even when the client declared no elicitation capability"
-            }
-            Flaw::SecretInForm => "connect_billing asks for the API key in a form field",
-            Flaw::CrashOnDecline => "a decline answer yields HTTP 500",
-            Flaw::HangOnCancel => "a cancel answer is left unanswered for 60 s",
-            Flaw::MissingResultType => "2026-07-28 results omit resultType",
-            Flaw::InputRequiredOnList => "tools/list answers input_required",
-            Flaw::LegacyUrlWithoutId => {
-                "2025-11-25 URL-mode elicitation/create has no elicitationId"
-            }
-            Flaw::NoOriginCheck => "a foreign Origin or Host is served as if allowed (no 403)",
-            Flaw::NoHostCheck => "a foreign Host is served; a foreign Origin still gets 403",
-            Flaw::NoCacheHints => {
-                "2026-07-28 list, read and discover results omit ttlMs and cacheScope"
-            }
-            Flaw::BadShapeNotFound => {
-                "a tools/call with non-object inputResponses or non-string requestState gets 404 + -32601"
-            }
-            Flaw::ElicitOnGetStream => {
-                "2025-11-25 elicitation/create goes only on the session's GET stream, waiting (up to the elicitation timeout) for one to open; never on the call's POST stream"
-            }
-            Flaw::NoNodelay => {
-                "TCP_NODELAY off and bodies written after their heads: replies stall ~40 ms"
-            }
-            Flaw::ActOnDecline => {
-                "deploy deploys on decline and cancel too, and answers as for accept"
-            }
-            Flaw::LeakSecret => "connect_billing echoes the typed API key in its result",
-            Flaw::SecretInState => {
-                "connect_billing seals the typed API key in clear into one more requestState"
-            }
-            Flaw::AcceptInvalidContent => {
-                "form answers are taken as given, never validated against the requested schema"
-            }
-            Flaw::TypedInState => {
-                "connect_billing seals the contact name typed on its page in clear into one more requestState"
-            }
-            Flaw::IgnoreStatePrincipal => {
-                "states are not checked against the calling principal (sessions and flow pages still are)"
-            }
-            Flaw::ElicitBeforeInitialized => {
-                "a 2025-11-25 GET stream opened before initialized gets an elicitation/create at once"
-            }
-            Flaw::CrossTalk => {
-                "overlapping tools/call requests share one result slot: a call may get another's result"
-            }
-            Flaw::CompleteWithoutState => {
-                "a 2026-07-28 retry with inputResponses and no requestState is answered from the answers alone"
-            }
-            Flaw::Leak => {
-                "each completed tools/call keeps 128 KiB and a descriptor (bounded: 256 MiB, 256 fds)"
-            }
-            Flaw::StdioNoise => {
-                "with --stdio, a log line is written to stdout before each tools/call reply"
-            }
-            Flaw::ExitOnDecline => "a decline answer makes the process exit with status 3",
-        }
+        self.row().does
     }
 
     /// What finds it: `check` ids, else `fuzz:`/`load:` and the oracle or
     /// verdict (the check matrix asserts that every check it sees break is
     /// named here).
     pub fn caught_by(self) -> &'static [&'static str] {
-        match self {
-            Flaw::AcceptTamperedState => &[
-                "mrtr-tamper-bit-flip",
-                "mrtr-tamper-truncate",
-                "mrtr-tamper-extend",
-                "mrtr-unsolicited-state",
-                "mrtr-oversized-state",
-            ],
-            Flaw::IgnorePrincipal => &[
-                "mrtr-cross-principal",
-                "mrtr-url-cross-user",
-                "legacy-url-cross-user",
-                "legacy-cross-principal-session",
-                "legacy-cross-principal-answer",
-            ],
-            Flaw::IgnoreRequestBinding => {
-                &["mrtr-tamper-other-tool", "mrtr-tamper-other-arguments"]
-            }
-            Flaw::NoExpiry => &["mrtr-state-expiry"],
-            Flaw::ReplayableSideEffect => &["mrtr-replay-final-retry", "fuzz:single-use-twice"],
-            Flaw::UrlToFormClient => &[
-                "mrtr-cap-form-only",
-                "mrtr-cap-elicitation-empty",
-                "legacy-cap-form-only",
-            ],
-            Flaw::ElicitWithoutCapability => {
-                &["mrtr-cap-none", "mrtr-cap-sampling-only", "legacy-cap-none"]
-            }
-            Flaw::SecretInForm => &["mrtr-schema-findings", "legacy-schema-findings"],
-            Flaw::CrashOnDecline => &[
-                "mrtr-decline",
-                "mrtr-decline-no-action",
-                "legacy-decline",
-                "fuzz:server-error",
-            ],
-            Flaw::HangOnCancel => &["mrtr-cancel", "legacy-cancel", "fuzz:hang"],
-            Flaw::MissingResultType => &["mrtr-result-type", "fuzz:result-type"],
-            Flaw::InputRequiredOnList => &[
-                "mrtr-input-required-scope",
-                "fuzz:input-required-out-of-scope",
-            ],
-            Flaw::LegacyUrlWithoutId => &["legacy-request-shape"],
-            Flaw::NoOriginCheck | Flaw::NoHostCheck => {
-                &["mrtr-origin-validated", "legacy-origin-validated"]
-            }
-            Flaw::NoCacheHints => &["mrtr-cache-hints"],
-            Flaw::BadShapeNotFound => &[
-                "mrtr-input-responses-shape",
-                "mrtr-request-state-shape",
-                "fuzz:shape-as-unknown-method",
-            ],
-            Flaw::ElicitOnGetStream => &["legacy-get-stream", "legacy-stream-rules"],
-            Flaw::NoNodelay => &["mrtr-tail-stall", "legacy-tail-stall", "load:tail stalls"],
-            Flaw::ActOnDecline => &["mrtr-decline-no-action", "legacy-decline-no-action"],
-            Flaw::LeakSecret => &[
-                "mrtr-url-secret-not-returned",
-                "legacy-url-secret-not-returned",
-            ],
-            Flaw::SecretInState | Flaw::TypedInState => &["mrtr-url-secret-not-returned"],
-            Flaw::AcceptInvalidContent => &["mrtr-invalid-content", "legacy-invalid-answers"],
-            Flaw::IgnoreStatePrincipal => &["mrtr-cross-principal"],
-            Flaw::ElicitBeforeInitialized => &["legacy-no-elicit-before-initialized"],
-            Flaw::CrossTalk => &["mrtr-isolation", "legacy-isolation", "load:misrouted"],
-            Flaw::CompleteWithoutState => &["fuzz:a note (the state is not load-bearing)"],
-            Flaw::Leak => &["load:--soak growth verdict"],
-            Flaw::StdioNoise => &["mrtr-stdio-clean-stdout", "legacy-stdio-clean-stdout"],
-            Flaw::ExitOnDecline => &[
-                "mrtr-stdio-stays-up",
-                "legacy-stdio-stays-up",
-                "fuzz:process-exited",
-            ],
-        }
-    }
-
-    fn bit(self) -> u32 {
-        1 << (self as u32)
+        self.row().caught_by
     }
 
     /// The `--list-flaws` table: name, rule, description, and (indented
@@ -405,34 +380,44 @@ impl FromStr for Flaw {
     }
 }
 
+/// Words of [`FlawSet`]: as many as the flaws need, one bit a flaw.
+const WORDS: usize = Flaw::ALL.len().div_ceil(64);
+
 /// A set of flaws (empty = a correct server).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FlawSet(u32);
+pub struct FlawSet([u64; WORDS]);
 
 impl FlawSet {
     /// No flaws.
     pub fn none() -> Self {
-        FlawSet(0)
+        FlawSet([0; WORDS])
     }
 
     /// Adds a flaw.
     pub fn insert(&mut self, flaw: Flaw) {
-        self.0 |= flaw.bit();
+        let (word, bit) = Self::at(flaw);
+        self.0[word] |= bit;
     }
 
     /// True when `flaw` is switched on.
     pub fn has(self, flaw: Flaw) -> bool {
-        self.0 & flaw.bit() != 0
+        let (word, bit) = Self::at(flaw);
+        self.0[word] & bit != 0
     }
 
     /// True when no flaw is on.
     pub fn is_empty(self) -> bool {
-        self.0 == 0
+        self.0.iter().all(|w| *w == 0)
     }
 
     /// The flaws switched on, in [`Flaw::ALL`] order.
     pub fn iter(self) -> impl Iterator<Item = Flaw> {
         Flaw::ALL.into_iter().filter(move |f| self.has(*f))
+    }
+
+    fn at(flaw: Flaw) -> (usize, u64) {
+        let i = flaw as usize;
+        (i / 64, 1 << (i % 64))
     }
 }
 
@@ -470,6 +455,8 @@ mod tests {
         assert!(!s.has(Flaw::CrashOnDecline));
         assert_eq!(s.iter().count(), 2);
         assert!(FlawSet::none().is_empty());
+        let all: FlawSet = Flaw::ALL.into_iter().collect();
+        assert_eq!(all.iter().collect::<Vec<_>>(), Flaw::ALL);
     }
 
     #[test]

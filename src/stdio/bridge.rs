@@ -51,6 +51,9 @@ pub const MAX_SESSIONS: usize = 16;
 /// reply to a message that is not a valid request (its value says how
 /// long the bridge waited).
 pub const NO_REPLY: &str = "elicitkit-stdio-no-reply";
+/// How `elicitkit bridge` reports (on stderr, when it stops) each exit of
+/// the server it did not ask for; a stdio `repro.sh` looks for it.
+pub const EXITED: &str = "the stdio server exited on its own";
 
 /// The bridge's `400` to a blank body, which it does not send: over stdio
 /// it would be a blank line, no message at all.

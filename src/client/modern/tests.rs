@@ -936,6 +936,38 @@ fn a_shared_template_writes_the_same_requests() {
     );
 }
 
+/// The template writes its `tools/call` by hand (the hot path); what it
+/// writes is the typed [`CallToolParams`] serialized, first call and retry.
+#[test]
+fn the_template_writes_the_typed_call_params() {
+    use crate::protocol::mrtr::CallToolParams;
+    let cfg = FlowConfig::default();
+    let call = ToolCall::new("deploy", json!({"service":"api","n":[1,2]}));
+    let typed = |id: i64, responses: Option<Value>, state: Option<&str>| {
+        let params = CallToolParams {
+            name: call.name.clone(),
+            arguments: Some(call.arguments.clone()),
+            input_responses: responses.and_then(|r| r.as_object().cloned()),
+            request_state: state.map(str::to_owned),
+            meta: Some(cfg.generation_meta.to_value()),
+        };
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params})
+    };
+    let mut f = ModernFlow::new(call.clone(), cfg.clone());
+    assert_eq!(body_of(&f.start()), typed(1, None, None));
+    let page = send(f.on_reply(json_reply(
+        200,
+        input_required(1, json!({"k": url_request("/flow/1")}), Some("s1")),
+    )));
+    assert!(matches!(page.target, Target::Page { .. }));
+    let _submit = send(f.on_reply(html(200, "<form method=post><input name=a></form>")));
+    let retry = send(f.on_reply(html(200, "done")));
+    assert_eq!(
+        body_of(&retry),
+        typed(2, Some(json!({"k":{"action":"accept"}})), Some("s1"))
+    );
+}
+
 fn strict(policy: AnswerPolicy) -> ModernFlow {
     let mut cfg = FlowConfig::with_policy(policy);
     cfg.expect = crate::client::Expectations::STRICT;
@@ -1092,4 +1124,108 @@ fn an_unmarked_template_sends_its_arguments_unchanged() {
     // Any marker in a reply is then another round trip's.
     let rt = done(f.on_reply(json_reply(200, form_asking(1, "Deploy ek-rt-3?"))));
     assert_eq!(rt.outcome.error_class(), Some(ErrorClass::Misrouted));
+}
+
+fn walking(stop_at_state: bool, max_rounds: u32, ids: &Ids) -> ModernFlow {
+    let explore = Explore {
+        stop_at_state,
+        ids: ids.clone(),
+    };
+    let cfg = FlowConfig::explore(
+        ClientCapabilities::with_modes(true, false),
+        7,
+        max_rounds,
+        "http://127.0.0.1:9/mcp",
+        explore,
+    );
+    ModernFlow::new(ToolCall::new("deploy", json!({"service":"api"})), cfg)
+}
+
+#[test]
+fn a_walk_records_rounds_takes_the_runs_ids_and_stops_at_the_state() {
+    let ids = Ids::starting_at(40);
+    let mut f = walking(true, 5, &ids);
+    let first = f.start();
+    assert_eq!(body_of(&first)["id"], json!(40));
+    assert_eq!(
+        body_of(&first)["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"],
+        json!("elicitkit-check")
+    );
+    // A round without a state is answered: every input request, even one a
+    // judging flow refuses (sampling from a client that did not declare it).
+    let asks = json!({"a": form_request(), "b": {"method":"sampling/createMessage","params":{}}});
+    let retry = send(f.on_reply(json_reply(200, input_required(40, asks, None))));
+    assert_eq!(ids.next(), 42, "the retry took the run's next id");
+    let answers = body_of(&retry)["params"]["inputResponses"].clone();
+    assert_eq!(answers["a"]["action"], json!("accept"));
+    assert_eq!(answers["b"]["model"], json!("elicitkit"));
+    // A round with a state ends the walk before it is answered.
+    let rt = done(f.on_reply(json_reply(
+        200,
+        input_required(41, json!({"a": form_request()}), Some("s1")),
+    )));
+    assert_eq!(rt.rounds, 2);
+    let w = f.take_walked();
+    assert_eq!(w.end, WalkEnd::AtState);
+    assert_eq!(w.rounds.len(), 2);
+    assert_eq!(
+        w.state_round().map(|(i, r)| (i, r.state.clone())),
+        Some((1, Some("s1".into())))
+    );
+    assert_eq!(Value::Object(w.rounds[0].answers.clone()), answers);
+}
+
+#[test]
+fn a_walk_ends_as_the_wire_says() {
+    let ids = Ids::starting_at(1);
+    // An error, with its status.
+    let mut f = walking(false, 5, &ids);
+    let _ = f.start();
+    let _ = done(f.on_reply(json_reply(400, rpc_error(1, -32602, Some("malformed")))));
+    assert!(matches!(
+        f.take_walked().end,
+        WalkEnd::Error {
+            code: -32602,
+            status: 400,
+            ..
+        }
+    ));
+    // A complete result, read by shape (no resultType).
+    let mut f = walking(false, 5, &ids);
+    let _ = f.start();
+    let reply = json!({"jsonrpc":"2.0","id":2,"result":{"content":[],"isError":true}});
+    let _ = done(f.on_reply(json_reply(200, reply)));
+    assert!(matches!(
+        f.take_walked().end,
+        WalkEnd::Complete { is_error: true, .. }
+    ));
+    // Still asking after the round limit.
+    let mut f = walking(false, 1, &ids);
+    let _ = f.start();
+    let _ = send(f.on_reply(json_reply(
+        200,
+        input_required(3, json!({"a": form_request()}), None),
+    )));
+    let _ = done(f.on_reply(json_reply(
+        200,
+        input_required(4, json!({"a": form_request()}), None),
+    )));
+    let w = f.take_walked();
+    assert_eq!((w.rounds.len(), w.end), (1, WalkEnd::Limit));
+    // A page elsewhere is not followed, and named.
+    let mut f = walking(false, 5, &ids);
+    let _ = f.start();
+    let asks = json!({"u": url_request("https://elsewhere.example/flow/1")});
+    let _ = done(f.on_reply(json_reply(200, input_required(5, asks, None))));
+    let w = f.take_walked();
+    assert_eq!(w.off_origin.as_deref(), Some("https://elsewhere.example"));
+    assert!(matches!(&w.end, WalkEnd::Other(why) if why.contains("not followed")));
+    // A leg without a reply.
+    let mut f = walking(false, 5, &ids);
+    let _ = f.start();
+    let _ = done(f.on_failure(LegFailure::Timeout, Duration::from_secs(5)));
+    assert_eq!(
+        f.take_walked().end,
+        WalkEnd::Other("no complete reply within 5s".into())
+    );
 }

@@ -472,11 +472,8 @@ impl Target {
             answers.clone(),
             None,
         );
-        if let Some(s) = &sent_state
-            && let Ok(mut v) = serde_json::from_slice::<Value>(&req.body)
-        {
-            v["params"][REQUEST_STATE] = s.clone();
-            req.body = v.to_string().into_bytes();
+        if let Some(s) = &sent_state {
+            req = req.with_param(REQUEST_STATE, s.clone());
         }
         if let Some(o) = other {
             req = req.token(Some(o));

@@ -110,7 +110,7 @@ impl Groups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::blackbox::rerun::{Reproduced, Verdict};
+    use crate::fuzz::blackbox::summary::{Reproduced, Verdict};
     use crate::fuzz::mutation::{AnswerMutation, BodyMutation, JsonKind, StateMutation};
 
     fn listed(cause: &RootCause, tool: Option<&str>) -> Listed {

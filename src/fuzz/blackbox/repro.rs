@@ -24,7 +24,7 @@ use crate::protocol::headers::SESSION_ID;
 use crate::protocol::mrtr::REQUEST_STATE;
 
 use super::Finding;
-use super::rerun::Verdict;
+use super::summary::Verdict;
 
 /// `send`, `show`, `sid_of`.
 const SEND_SH: &str = include_str!("sh/send.sh");

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde::Serialize;
 
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::{ANSWER_POST, Streamed};
@@ -20,55 +19,7 @@ use super::Finding;
 use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
 use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
 use super::repro::{ANSWER, NO_JSON_TOOL, STREAM, max_time, replayed, step_name};
-
-/// Whether the re-run showed the finding again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Reproduced {
-    /// The same oracle fired.
-    Yes,
-    /// The script ran to the end and the oracle did not fire.
-    No,
-    /// It could not be told (no bash or curl, a step that never ran, ...).
-    Unknown,
-}
-
-impl std::fmt::Display for Reproduced {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Reproduced::Yes => "yes",
-            Reproduced::No => "no",
-            Reproduced::Unknown => "unknown",
-        })
-    }
-}
-
-/// The verdict of a re-run and what it rests on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
-    /// Yes, no or unknown.
-    pub reproduced: Reproduced,
-    /// What was seen, or why it could not be told.
-    #[serde(rename = "reproduced_detail")]
-    pub detail: String,
-}
-
-impl Verdict {
-    fn new(reproduced: Reproduced, detail: impl Into<String>) -> Self {
-        Verdict {
-            reproduced,
-            detail: detail.into(),
-        }
-    }
-
-    /// `yes`, or `no (why)` / `unknown (why)`.
-    pub fn short(&self) -> String {
-        match self.reproduced {
-            Reproduced::Yes => "yes".into(),
-            r => format!("{r} ({})", self.detail),
-        }
-    }
-}
+use super::summary::{Reproduced, Verdict};
 
 /// The folder (inside the finding's) the re-run's replies go to.
 pub const REPLIES: &str = "rerun";
@@ -462,7 +413,7 @@ fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
 fn exited(out: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(out.join("output.txt")).unwrap_or_default();
     text.lines()
-        .find(|l| l.contains(crate::cli::bridge::EXITED))
+        .find(|l| l.contains(crate::stdio::bridge::EXITED))
         .map(|l| l.trim().to_owned())
         .ok_or_else(|| "the server process did not exit".to_owned())
 }

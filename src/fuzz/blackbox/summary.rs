@@ -7,9 +7,57 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::oracle::Oracle;
-use super::rerun::Verdict;
 use crate::findings::Severity;
 use crate::report::format::md_cell;
+
+/// Whether the re-run showed the finding again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reproduced {
+    /// The same oracle fired.
+    Yes,
+    /// The script ran to the end and the oracle did not fire.
+    No,
+    /// It could not be told (no bash or curl, a step that never ran, ...).
+    Unknown,
+}
+
+impl std::fmt::Display for Reproduced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Reproduced::Yes => "yes",
+            Reproduced::No => "no",
+            Reproduced::Unknown => "unknown",
+        })
+    }
+}
+
+/// The verdict of a re-run and what it rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// Yes, no or unknown.
+    pub reproduced: Reproduced,
+    /// What was seen, or why it could not be told.
+    #[serde(rename = "reproduced_detail")]
+    pub detail: String,
+}
+
+impl Verdict {
+    pub(super) fn new(reproduced: Reproduced, detail: impl Into<String>) -> Self {
+        Verdict {
+            reproduced,
+            detail: detail.into(),
+        }
+    }
+
+    /// `yes`, or `no (why)` / `unknown (why)`.
+    pub fn short(&self) -> String {
+        match self.reproduced {
+            Reproduced::Yes => "yes".into(),
+            r => format!("{r} ({})", self.detail),
+        }
+    }
+}
 
 /// One finding (one root cause, see [`super::group`]) as the summary
 /// lists it.
@@ -234,7 +282,6 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::blackbox::rerun::Reproduced;
 
     /// A run of one execution against `target`, with no finding or note.
     fn one_exec(target: &str, generations: Vec<String>) -> Summary {

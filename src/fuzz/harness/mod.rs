@@ -723,10 +723,7 @@ impl<S: McpService> Run<'_, S> {
         );
         if let Some(s) = state.filter(|s| !s.is_string()) {
             // `call_request` takes only text states; put any JSON in.
-            if let Ok(mut v) = serde_json::from_slice::<Value>(&req.body) {
-                v["params"][REQUEST_STATE] = s;
-                req.body = v.to_string().into_bytes();
-            }
+            req = req.with_param(REQUEST_STATE, s);
         }
         req
     }

@@ -9,6 +9,7 @@
 
 use super::principals::Principals;
 use super::segment::Segment;
+pub use super::shape::LoadShape;
 use super::shape::{self, Model, Stage, Timeline};
 use super::threshold::Threshold;
 use crate::client::Mutation;
@@ -146,69 +147,6 @@ impl ScenarioSpec {
     /// Whether its round trips go through the 2025-11-25 session client.
     pub fn is_legacy(&self) -> bool {
         self.generation == Generation::Legacy || self.kind == ScenarioKind::LegacyPush
-    }
-}
-
-/// Closed (Goose users) or open (arrival rate) model, fixed or staged.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoadShape {
-    /// `users` Goose users, each running round trips back to back.
-    Closed {
-        /// Number of users.
-        users: usize,
-        /// Users started per second.
-        hatch_rate: f64,
-    },
-    /// Round trips start at a constant rate, whatever the target's speed.
-    Open {
-        /// Round trips started per second.
-        rate: f64,
-    },
-    /// Stages ramping the users (closed) or the rate (open); they are the
-    /// whole run (`stages = "10s:50,30s:50,10s:0"`, `--stage`, or a `ramp`).
-    Staged {
-        /// What the targets count.
-        model: Model,
-        /// The stages, in order.
-        stages: Vec<Stage>,
-    },
-}
-
-impl LoadShape {
-    /// The model the shape runs in.
-    pub fn model(&self) -> Model {
-        match self {
-            LoadShape::Closed { .. } => Model::Closed,
-            LoadShape::Open { .. } => Model::Open,
-            LoadShape::Staged { model, .. } => *model,
-        }
-    }
-
-    /// The highest rate (open) or user count (closed) the shape reaches.
-    pub fn peak(&self) -> f64 {
-        match self {
-            LoadShape::Closed { users, .. } => *users as f64,
-            LoadShape::Open { rate } => *rate,
-            LoadShape::Staged { stages, .. } => shape::peak(stages),
-        }
-    }
-
-    /// The shape in words, for the report's settings.
-    pub fn describe(&self) -> String {
-        match self {
-            LoadShape::Closed { users, hatch_rate } => {
-                format!("{users} users, launched at {hatch_rate} per second")
-            }
-            LoadShape::Open { rate } => format!("{rate} round trips/s"),
-            LoadShape::Staged { model, stages } => format!(
-                "stages {} ({})",
-                shape::format_stages(stages),
-                match model {
-                    Model::Closed => "users",
-                    Model::Open => "round trips/s",
-                }
-            ),
-        }
     }
 }
 
