@@ -87,7 +87,7 @@
 //! store
 //! protocol
 //! schema state
-//! findings hex report
+//! findings hex report interrupt
 //! ```
 
 #[cfg(feature = "net")]

@@ -507,7 +507,7 @@ impl Aborts {
         }
         let set = recorder.snapshot();
         ready.into_iter().find_map(|t| {
-            let actual = crate::load::summarize::measure(t, &set);
+            let actual = crate::load::metrics::measure::measure(t, &set);
             (!actual.is_some_and(|v| t.passes(v))).then(|| {
                 format!(
                     "threshold `{}` failed {:.1} s into the measured window (actual {}); \

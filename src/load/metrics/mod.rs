@@ -15,6 +15,7 @@
 //!   stall held back (coordinated omission).
 //! - [`generator`]: the generator's own health (schedule slip, CPU), which
 //!   makes a verdict INCONCLUSIVE.
+//! - [`measure`]: what a threshold measures, read off a metric set.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
 //! - [`health`]: the target process's RSS, descriptors and threads from
 //!   `/proc`, sampled once per interval.
@@ -25,6 +26,7 @@ pub mod generator;
 pub mod health;
 pub mod hlog;
 pub mod instances;
+pub mod measure;
 pub mod recorder;
 pub mod set;
 pub mod stream;
