@@ -258,6 +258,9 @@ struct Prepared {
     late: Option<Duration>,
     /// The target process whose health is sampled, and how it was found.
     health: Option<(u32, String)>,
+    /// A soak's target: how long it keeps what a round trip leaves, when
+    /// it says.
+    keeps_for: Option<Duration>,
 }
 
 /// What a run measured, with the CPU both sides spent.
@@ -286,12 +289,17 @@ struct SampledHealth {
     /// Whether the process still ran when the load ended (judged then: an
     /// embedded server is stopped before the report is written).
     alive_at_end: bool,
+    /// How long the target keeps what a round trip leaves, when it says.
+    keeps_for: Option<Duration>,
 }
 
 /// Runs a whole `elicitkit load` invocation and writes its report.
 pub async fn run(opts: Options) -> Result<RunReport, RunError> {
     let prepared = prepare(&opts).await?;
-    let measured = measure(&opts, &prepared.engine, prepared.health.clone()).await?;
+    let mut measured = measure(&opts, &prepared.engine, prepared.health.clone()).await?;
+    if let Some(h) = &mut measured.health {
+        h.keeps_for = prepared.keeps_for;
+    }
     if let Some(s) = prepared.engine.server {
         s.stop();
     }
@@ -393,12 +401,49 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
         stream,
         markers,
     };
+    let keeps_for = match plan.soak {
+        Some(soak) => soak_retention(&engine, plan, soak.steady).await,
+        None => None,
+    };
     Ok(Prepared {
         engine,
         info,
         late,
         health,
+        keeps_for,
     })
+}
+
+/// Asks a soak's target how long it keeps what a finished round trip
+/// leaves (the reference server publishes it in `/stats`) and says before
+/// the soak what that means for its memory verdict.
+async fn soak_retention(engine: &Engine, plan: &Plan, steady: Duration) -> Option<Duration> {
+    let d = |d: Duration| humantime::format_duration(Duration::from_secs(d.as_secs())).to_string();
+    let keeps = target::keeps_for(&engine.http, &engine.mcp_url, &plan.target.token).await;
+    match keeps {
+        Some(k) if summarize::soak::needed(k) > steady => eprintln!(
+            "elicitkit: soak: the target keeps what a finished round trip leaves for {} (its \
+             state TTL and retention, from /stats): memory grows for that long, leak or not, so \
+             a {} soak cannot judge it (INCONCLUSIVE if it grows); soak at least {}, or run the \
+             target with a shorter --state-ttl and --retention",
+            d(k),
+            d(steady),
+            d(summarize::soak::needed(k))
+        ),
+        Some(k) => eprintln!(
+            "elicitkit: soak: the target keeps what a finished round trip leaves for {}; memory \
+             is judged on the {} of steady load after that",
+            d(k),
+            d(steady.saturating_sub(k))
+        ),
+        None => eprintln!(
+            "elicitkit: soak: retention unknown (the target does not publish how long it keeps \
+             finished requests): memory that grows until its sessions, caches and records fill is \
+             not a leak, and is judged as one here; soak at least twice as long as the target \
+             keeps them"
+        ),
+    }
+    keeps
 }
 
 /// Whose health is sampled: the embedded server, `--target-pid`, or the
@@ -497,6 +542,7 @@ async fn measure(
                 load_end_s,
                 cool_down_s,
                 alive_at_end,
+                keeps_for: None,
             })
         }
         _ => None,
@@ -521,6 +567,7 @@ fn health_summary(plan: &Plan, h: SampledHealth, summary: &mut Summary) {
             steady_from_s: window_from_s,
             steady_to_s: window_to_s,
             cool_down_s: h.cool_down_s,
+            keeps_for_s: h.keeps_for.map(|k| k.as_secs_f64()),
         };
         let (verdict, failures) = summarize::soak::judge(&h.samples, phases, &spec.limits);
         summary
@@ -641,12 +688,18 @@ fn report(
         health.problems.push(format!("capacity search: {why}"));
     }
     // A baseline gate too noisy to catch the change it must catch, that
-    // caught nothing, cannot pass the run ("add runs").
-    let gate_unknown: Vec<String> = summary
+    // caught nothing, cannot pass the run ("add runs"); nor can a soak
+    // whose memory grew within the target's retention (it had no chance
+    // to level off).
+    let mut gate_unknown: Vec<String> = summary
         .baseline
-        .as_ref()
-        .map(|b| b.inconclusive.clone())
-        .unwrap_or_default();
+        .iter()
+        .flat_map(|b| &b.inconclusive)
+        .map(|w| format!("baseline gate: {w}"))
+        .collect();
+    if let Some(s) = summary.health.as_ref().and_then(|h| h.soak.as_ref()) {
+        gate_unknown.extend(s.inconclusive.iter().cloned());
+    }
     let verdict = match verdict(
         &info,
         &summary,
@@ -657,9 +710,7 @@ fn report(
         Verdict::Interrupted => Verdict::Interrupted,
         _ if knee_unknown.is_some() => Verdict::Inconclusive,
         Verdict::Passed if !gate_unknown.is_empty() => {
-            health
-                .problems
-                .extend(gate_unknown.iter().map(|w| format!("baseline gate: {w}")));
+            health.problems.extend(gate_unknown);
             Verdict::Inconclusive
         }
         v => v,

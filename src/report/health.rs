@@ -170,6 +170,8 @@ mod tests {
                     cool_down_s: 5.0,
                     min_r2: 0.8,
                     passed: false,
+                    keeps_for_s: None,
+                    inconclusive: Vec::new(),
                     trends: vec![Trend {
                         metric: "rss".into(),
                         unit: "MiB".into(),

@@ -579,6 +579,14 @@ pub struct SoakSummary {
     pub trends: Vec<Trend>,
     /// No quantity leaks.
     pub passed: bool,
+    /// How long the target keeps what a finished round trip leaves, as it
+    /// publishes it (seconds; `null`: unknown). Memory is judged after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keeps_for_s: Option<f64>,
+    /// Why a quantity could not be judged (memory growth the target's
+    /// retention had no time to level off): an INCONCLUSIVE verdict.
+    #[serde(default)]
+    pub inconclusive: Vec<String>,
 }
 
 /// One quantity's trend over the steady phase.
@@ -616,8 +624,9 @@ pub struct Trend {
     pub retained_pct: Option<f64>,
     /// `flat`, `levels-off` (grew, then stopped: the second half's slope
     /// under half the limit), `noisy` (beyond the limit, poor fit),
-    /// `returns` (grew, and gave back over half after the cool-down) or
-    /// `leaks` (fails the run).
+    /// `returns` (grew, and gave back over half after the cool-down),
+    /// `unsettled` (memory grew within the target's published retention:
+    /// inconclusive) or `leaks` (fails the run).
     pub verdict: String,
 }
 

@@ -255,6 +255,7 @@ impl App {
                 serde_json::to_value(self.store.counters()).unwrap_or(Value::Null),
             );
             o.insert("store_backend".into(), self.store.backend_name().into());
+            o.insert("retention".into(), self.cfg.retention_json());
             o.insert(
                 "request_bodies".into(),
                 serde_json::json!({

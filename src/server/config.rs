@@ -126,6 +126,33 @@ pub const INSTANCE_HEADER: &str = crate::protocol::headers::INSTANCE;
 /// requests kept at once.
 pub const DEFAULT_STORE_MEMORY_BUDGET: u64 = 1 << 30;
 
+impl ServerConfig {
+    /// The longest what a finished round trip leaves behind stays in
+    /// memory: a completion record outlives the state TTL by the clock skew
+    /// and [`super::once::ORIGIN_MARGIN`], then stays `retention` longer,
+    /// and the sweep that forgets it runs every `sweep_interval`. A soak
+    /// shorter than this sees memory grow that will level off
+    /// (`crate::load::summarize::soak`).
+    pub fn keeps_for(&self) -> Duration {
+        self.state_ttl
+            + self.clock_skew
+            + super::once::ORIGIN_MARGIN
+            + self.retention
+            + self.sweep_interval
+    }
+
+    /// What `/stats` publishes of it (`retention`), in seconds.
+    pub fn retention_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "state_ttl_s": self.state_ttl.as_secs_f64(),
+            "clock_skew_s": self.clock_skew.as_secs_f64(),
+            "retention_s": self.retention.as_secs_f64(),
+            "sweep_interval_s": self.sweep_interval.as_secs_f64(),
+            "keeps_for_s": self.keeps_for().as_secs_f64(),
+        })
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {

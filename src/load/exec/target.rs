@@ -220,6 +220,29 @@ fn die_with_parent(cmd: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
 
+/// How long the target keeps what a finished round trip leaves behind, as
+/// the reference server publishes it in `/stats` (`retention.keeps_for_s`,
+/// asked as bearer `token`); `None` when the target does not say (another
+/// server, or `/stats` refused).
+pub async fn keeps_for(http: &reqwest::Client, mcp_url: &str, token: &str) -> Option<Duration> {
+    let mut url = url::Url::parse(mcp_url).ok()?;
+    url.set_path("/stats");
+    url.set_query(None);
+    let reply = http
+        .get(url)
+        .bearer_auth(token)
+        .timeout(Duration::from_secs(5))
+        .send()
+        .await
+        .ok()?;
+    if !reply.status().is_success() {
+        return None;
+    }
+    let v: serde_json::Value = reply.json().await.ok()?;
+    let s = v.get("retention")?.get("keeps_for_s")?.as_f64()?;
+    (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s))
+}
+
 /// CPU seconds (utime + stime) of a process, from `/proc/<pid>/stat`.
 pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

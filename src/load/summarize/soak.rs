@@ -2,6 +2,15 @@
 //! or the descriptor count grow over the steady phase, and is the growth
 //! still there after the cool-down? See [`crate::load::spec::soak`] for the
 //! rule; [`super::trend`] fits the line.
+//!
+//! A target that keeps what a finished round trip leaves behind for a
+//! known time (the reference server publishes it: state TTL plus
+//! retention, 20 min by default) grows until that time has passed, leak or
+//! not. Its memory is judged only on the steady phase after that time;
+//! when the soak ends before it (plus [`SETTLED_MIN_S`]), growth is
+//! `unsettled`, an INCONCLUSIVE verdict, not a leak (a 2-minute soak
+//! against a default `serve` read 3 MiB/min and failed). Descriptors are
+//! judged on the whole steady phase: records hold none.
 
 use super::trend::{Fit, least_squares};
 use crate::load::spec::soak::SoakLimits;
@@ -15,6 +24,10 @@ pub const RETAINED_PCT: f64 = 50.0;
 /// share of the limit has levelled off (a filled cache), not a leak.
 pub const LEVELLED_SHARE: f64 = 0.5;
 
+/// How much of the steady phase must lie past the target's retention for
+/// its memory to be judged there, seconds.
+pub const SETTLED_MIN_S: f64 = 120.0;
+
 /// Where the phases lie, in seconds since sampling began.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Phases {
@@ -24,6 +37,9 @@ pub struct Phases {
     pub steady_to_s: f64,
     /// The cool-down's length (zero: none).
     pub cool_down_s: f64,
+    /// How long the target keeps what a round trip leaves (its published
+    /// retention), seconds; `None`: unknown.
+    pub keeps_for_s: Option<f64>,
 }
 
 /// One judged quantity: its name, unit, limits and how a sample holds it.
@@ -61,10 +77,28 @@ pub fn judge(
     ];
     let mut trends = Vec::new();
     let mut failures = Vec::new();
+    let mut inconclusive = Vec::new();
     for q in &quantities {
-        if let Some(t) = trend(samples, phases, limits.min_r2, q) {
-            if t.verdict == "leaks" {
-                failures.push(leak_line(&t, phases));
+        // Memory, against a target that keeps records for a known time:
+        // judged from that time into the steady phase on, or not at all.
+        let settled_from = phases
+            .keeps_for_s
+            .filter(|_| q.metric == "rss")
+            .map(|k| phases.steady_from_s + k);
+        let unsettled = settled_from.is_some_and(|f| f + SETTLED_MIN_S > phases.steady_to_s);
+        let judged = match settled_from {
+            Some(f) if !unsettled => Phases {
+                steady_from_s: f,
+                ..phases
+            },
+            _ => phases,
+        };
+        if let Some(mut t) = trend(samples, judged, limits.min_r2, q) {
+            if unsettled && matches!(t.verdict.as_str(), "leaks" | "noisy" | "returns") {
+                t.verdict = "unsettled".into();
+                inconclusive.push(unsettled_line(&t, phases));
+            } else if t.verdict == "leaks" {
+                failures.push(leak_line(&t, judged));
             }
             trends.push(t);
         } else {
@@ -80,9 +114,34 @@ pub fn judge(
         cool_down_s: phases.cool_down_s,
         min_r2: limits.min_r2,
         passed: failures.is_empty(),
+        keeps_for_s: phases.keeps_for_s,
+        inconclusive,
         trends,
     };
     (summary, failures)
+}
+
+/// The soak a target that keeps records for `keeps_for` needs: its
+/// retention, then [`SETTLED_MIN_S`] more of steady load.
+pub fn needed(keeps_for: std::time::Duration) -> std::time::Duration {
+    keeps_for + std::time::Duration::from_secs_f64(SETTLED_MIN_S)
+}
+
+/// Why memory growth could not be judged against the target's retention.
+fn unsettled_line(t: &Trend, phases: Phases) -> String {
+    let keeps = phases.keeps_for_s.unwrap_or(0.0);
+    format!(
+        "soak: {} grew {} {}/min over the {:.0} s steady phase, but the target keeps what a \
+         finished round trip leaves for {:.0} s (its published state TTL and retention): growth \
+         cannot level off before then, leak or not; soak at least {:.0} s, or run the target \
+         with a shorter --state-ttl and --retention",
+        name(&t.metric),
+        fmt(t.slope_per_min),
+        t.unit,
+        phases.steady_to_s - phases.steady_from_s,
+        keeps,
+        keeps + SETTLED_MIN_S
+    )
 }
 
 /// The words for a quantity.
@@ -261,6 +320,7 @@ mod tests {
         steady_from_s: 10.0,
         steady_to_s: 70.0,
         cool_down_s: 30.0,
+        keeps_for_s: None,
     };
 
     #[test]
@@ -359,6 +419,53 @@ mod tests {
         let s = series(100, wobbly, |_| 10);
         let (sum, _) = judge(&s, PHASES, &SoakLimits::default());
         assert_eq!(sum.trends[0].verdict, "leaks", "{:?}", sum.trends[0]);
+    }
+
+    /// Records kept for a known time grow memory until that time, leak or
+    /// not: a soak shorter than it cannot tell (unsettled, inconclusive);
+    /// a longer one judges the part after it.
+    #[test]
+    fn memory_is_judged_after_the_targets_retention() {
+        // Records kept 60 s: +10 MiB/min for the first 60 s of load, flat after.
+        let retained = |t: f64| 20.0 + (t.clamp(10.0, 70.0) - 10.0) / 6.0;
+        let keeps = |k: f64, to: f64| Phases {
+            steady_to_s: to,
+            keeps_for_s: Some(k),
+            ..PHASES
+        };
+        // A 60 s soak against a 60 s retention: unsettled, not a leak.
+        let s = series(100, retained, |_| 10);
+        let (sum, failures) = judge(&s, keeps(60.0, 70.0), &SoakLimits::default());
+        assert!(failures.is_empty(), "{failures:?}");
+        assert_eq!(sum.trends[0].verdict, "unsettled", "{:?}", sum.trends[0]);
+        assert!(
+            sum.inconclusive[0].contains("soak at least 180 s"),
+            "{:?}",
+            sum.inconclusive
+        );
+        assert_eq!(
+            sum.trends[1].verdict, "flat",
+            "descriptors are judged as ever"
+        );
+        // A 5-minute soak: flat after the retention, it passes.
+        let s = series(400, retained, |_| 10);
+        let (sum, failures) = judge(&s, keeps(60.0, 310.0), &SoakLimits::default());
+        assert!(
+            failures.is_empty() && sum.inconclusive.is_empty(),
+            "{failures:?}"
+        );
+        assert_eq!(sum.trends[0].verdict, "flat", "{:?}", sum.trends[0]);
+        // A leak keeps growing after the retention: it fails.
+        let leak = |t: f64| retained(t) + t.clamp(10.0, 310.0) / 12.0;
+        let s = series(400, leak, |_| 10);
+        let (sum, failures) = judge(&s, keeps(60.0, 310.0), &SoakLimits::default());
+        assert_eq!(sum.trends[0].verdict, "leaks", "{:?}", sum.trends[0]);
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        // A descriptor leak fails a short soak whatever the retention.
+        let s = series(100, retained, |t| 10 + (t.min(70.0) / 2.0) as u64);
+        let (sum, failures) = judge(&s, keeps(60.0, 70.0), &SoakLimits::default());
+        assert_eq!(sum.trends[1].verdict, "leaks");
+        assert_eq!(failures.len(), 1, "{failures:?}");
     }
 
     #[test]

@@ -25,10 +25,25 @@ fn a_soak_against_a_leaking_server_fails_naming_the_growth() {
     let h = &s["health"];
     assert_eq!(h["source"], "--target-pid");
     assert_eq!(n(&h["pid"]), u64::from(srv.pid()));
-    for (metric, says) in [
-        ("rss", "soak: memory (RSS) grew"),
-        ("fds", "soak: open descriptors grew"),
-    ] {
+    // Memory: the server publishes that it keeps a round trip's records
+    // for 20 minutes, so a seconds-long soak cannot tell its growth from
+    // retention (unsettled: inconclusive, said before the run and in the
+    // report); the descriptors it keeps are a leak whatever the soak.
+    let rss = trend(&s, "rss");
+    assert_eq!(rss["verdict"], "unsettled", "{rss:#}");
+    assert!(
+        s["health"]["soak"]["inconclusive"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("soak at least")),
+        "{:#}",
+        s["health"]["soak"]
+    );
+    assert!(
+        stderr(&out).contains("memory grows for that long, leak or not"),
+        "{}",
+        stderr(&out)
+    );
+    for (metric, says) in [("fds", "soak: open descriptors grew")] {
         let t = trend(&s, metric);
         assert_eq!(t["verdict"], "leaks", "{t:#}");
         assert!(f(&t["r2"]) >= 0.8, "{t:#}");
