@@ -156,9 +156,12 @@ pub struct Args {
     /// --cool-down. The target's RSS and open descriptors are fitted by
     /// least squares over the steady phase; growth beyond 1 MiB/min (and
     /// 4 MiB) or 1 descriptor/min (and 5) with R² ≥ 0.8, not given back
-    /// after the cool-down, fails the run. Needs the target's PID (the
+    /// after the cool-down, fails the run. Memory is judged after the time
+    /// the target keeps a finished round trip's records (the reference
+    /// server publishes it: about 21 min by default); growth in a shorter
+    /// soak is INCONCLUSIVE, not a leak. Needs the target's PID (the
     /// embedded server, --target-pid, or a 127.0.0.1 listener). E.g.
-    /// --soak 10m --rate 50.
+    /// --soak 25m --rate 50.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["duration", "stages", "capacity"])]
     pub soak: Option<Duration>,
     /// The soak's cool-down with no load (default: a fifth of --soak, 5 s
@@ -196,7 +199,10 @@ pub struct Args {
     /// peak rate (idle workers only add wake-ups), up to every core.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub generator_threads: Option<u16>,
-    /// Extra threshold (repeatable), e.g. "p99(retry) < 50ms".
+    /// Extra threshold (repeatable): pNN, med, avg, min or max of a
+    /// latency, error_rate, rps, frozen_time…, optionally ending the run
+    /// when it fails, e.g. "p99(retry) < 50ms", "p95(e2e) < 20ms;
+    /// abort_on_fail; delay_abort_eval=10s" (loadtests/README.md lists them).
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
     /// Capacity search: step the open-model rate up until the plan's SLO
