@@ -270,6 +270,8 @@ struct MeasuredRun {
     capacity: Option<(CapacitySummary, (u64, u64))>,
     gen_cpu: Option<f64>,
     tgt_cpu: Option<f64>,
+    /// CPU seconds the whole host was busy meanwhile.
+    host_busy: Option<f64>,
     /// Wall time of the load (the cool-down left out).
     wall: Duration,
     /// The target's health samples, with their source and when the load
@@ -497,6 +499,7 @@ async fn measure(
     let server_cpu = || target::target_cpu(engine.server.as_ref(), &opts.capacity_extras.cpu_pids);
     let gen0 = target::own_cpu_seconds();
     let tgt0 = server_cpu();
+    let host0 = target::host_busy_seconds();
     let t0 = std::time::Instant::now();
     let sampler = health
         .as_ref()
@@ -511,6 +514,7 @@ async fn measure(
     let wall = t0.elapsed();
     let tgt_cpu = tgt0.zip(server_cpu()).map(|(a, b)| b - a);
     let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
+    let host_busy = host0.zip(target::host_busy_seconds()).map(|(a, b)| b - a);
     let health = match (sampler, health) {
         (Some(sampler), Some((pid, source))) => {
             let load_end_s = sampler.elapsed_s();
@@ -552,6 +556,7 @@ async fn measure(
         capacity,
         gen_cpu,
         tgt_cpu,
+        host_busy,
         wall,
         health,
     })
@@ -606,6 +611,7 @@ fn report(
         capacity,
         gen_cpu,
         tgt_cpu,
+        host_busy,
         wall,
         health,
     } = run;
@@ -644,6 +650,11 @@ fn report(
     );
     summary.generator_cpu = gen_cpu.map(|c| cpu(c, reqs, rts));
     summary.target_cpu = tgt_cpu.map(|c| cpu(c, reqs, rts));
+    // What else kept the host busy: its busy time less ours and the
+    // target's (when measured here), in cores.
+    summary.host_other_cores = host_busy
+        .zip(gen_cpu)
+        .map(|(h, g)| ((h - g - tgt_cpu.unwrap_or(0.0)) / wall.as_secs_f64().max(1e-9)).max(0.0));
     let capacity_run = capacity.as_ref().map(|_| ());
     if let Some((c, _)) = capacity {
         summary.passed = summary.passed && c.knee_rps.is_some();

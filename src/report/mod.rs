@@ -119,6 +119,26 @@ pub fn baseline_rows(c: &BaselineComparison) -> (String, Vec<[String; 4]>) {
         String::new(),
         word(c.rps_regressed),
     ]];
+    if let (Some(b), Some(n)) = (c.target_cpu_us_before, c.target_cpu_us_now) {
+        rows.push([
+            "target CPU/round trip".to_owned(),
+            format!(
+                "{b:.1} → {n:.1} µs ({:+.1} %, {})",
+                c.target_cpu_delta_pct.unwrap_or(0.0),
+                detects(c.target_cpu_detectable_pct)
+            ),
+            String::new(),
+            word(c.target_cpu_regressed),
+        ]);
+    }
+    if let (Some(b), Some(n)) = (c.host_other_cores_before, c.host_other_cores_now) {
+        rows.push([
+            "host, other work".to_owned(),
+            format!("{b:.2} → {n:.2} cores"),
+            String::new(),
+            if c.host_busier { "BUSIER" } else { "ok" }.to_owned(),
+        ]);
+    }
     rows.push([
         "error rate".to_owned(),
         format!(

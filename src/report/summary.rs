@@ -479,6 +479,11 @@ pub struct Summary {
     /// Round trips backfilled into `e2e_corrected`.
     #[serde(default)]
     pub backfilled: u64,
+    /// Cores the host spent on other processes than the generator and the
+    /// measured target during the load: a baseline comparison tells a
+    /// busier host from a slower target by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_other_cores: Option<f64>,
     /// How much of the window the target was frozen (absent when the
     /// spells are not known: a merged report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -783,6 +788,27 @@ pub struct BaselineComparison {
     /// are not compared, and the comparison fails saying why.
     #[serde(default)]
     pub mismatches: Vec<String>,
+    /// The target's CPU per round trip (µs; embedded server or
+    /// `--cpu-pid`): baseline and now, change, detectable change, and
+    /// whether it rose beyond chance and the tolerance (a costlier target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_us_before: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_us_now: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_delta_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_detectable_pct: Option<f64>,
+    #[serde(default)]
+    pub target_cpu_regressed: bool,
+    /// Cores the host spent on other work, each side's mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_other_cores_before: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_other_cores_now: Option<f64>,
+    /// The host ran notably more other work than for the baseline.
+    #[serde(default)]
+    pub host_busier: bool,
     /// Why the gate cannot tell: a headline figure (round trips/s,
     /// end-to-end p50 or p99) whose smallest detectable change is wider
     /// than the change the gate must catch ("add runs"). Non-empty with

@@ -268,6 +268,28 @@ pub fn own_cpu_seconds() -> Option<f64> {
     parse_stat_cpu(&stat)
 }
 
+/// CPU seconds the whole host has been busy (every core's user, nice,
+/// system, irq, softirq and steal time from `/proc/stat`), for the load of
+/// the processes beside a run.
+pub fn host_busy_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_host_busy(&stat)
+}
+
+/// The busy seconds of `/proc/stat`'s aggregate `cpu` line.
+pub fn parse_host_busy(stat: &str) -> Option<f64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    // user nice system idle iowait irq softirq steal …
+    let busy =
+        f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)? + f.get(7).unwrap_or(&0.0);
+    Some(busy / USER_HZ)
+}
+
 /// Reads utime + stime (fields 14 and 15) from a `/proc/<pid>/stat` line.
 pub fn parse_stat_cpu(stat: &str) -> Option<f64> {
     // The command name (field 2) may hold spaces and parentheses: split after

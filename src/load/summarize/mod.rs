@@ -452,6 +452,7 @@ pub fn build(
         delivery: None,
         e2e_corrected,
         backfilled: set.backfilled(),
+        host_other_cores: None,
         frozen: frozen(set).map(|f| crate::report::FrozenTime {
             share_pct: f.share * 100.0,
             frozen_s: f.frozen_s,
