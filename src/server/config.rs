@@ -126,19 +126,20 @@ pub const INSTANCE_HEADER: &str = crate::protocol::headers::INSTANCE;
 /// requests kept at once.
 pub const DEFAULT_STORE_MEMORY_BUDGET: u64 = 1 << 30;
 
+/// Extra time a completion record outlives the state TTL: longer than a
+/// retry can take between finding the request not yet completed and
+/// sealing its next state (SQLite's busy timeout is 5 s).
+pub const ORIGIN_MARGIN: Duration = Duration::from_secs(10);
+
 impl ServerConfig {
     /// The longest what a finished round trip leaves behind stays in
     /// memory: a completion record outlives the state TTL by the clock skew
-    /// and [`super::once::ORIGIN_MARGIN`], then stays `retention` longer,
+    /// and [`ORIGIN_MARGIN`], then stays `retention` longer,
     /// and the sweep that forgets it runs every `sweep_interval`. A soak
     /// shorter than this sees memory grow that will level off
     /// (`crate::load::summarize::soak`).
     pub fn keeps_for(&self) -> Duration {
-        self.state_ttl
-            + self.clock_skew
-            + super::once::ORIGIN_MARGIN
-            + self.retention
-            + self.sweep_interval
+        self.state_ttl + self.clock_skew + ORIGIN_MARGIN + self.retention + self.sweep_interval
     }
 
     /// What `/stats` publishes of it (`retention`), in seconds.

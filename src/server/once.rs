@@ -38,10 +38,7 @@ use super::app::App;
 use super::flaw::Flaw;
 use super::tools::{Effect, ToolResult};
 
-/// Extra time a completion record outlives the state TTL: longer than a
-/// retry can take between finding the request not yet completed and
-/// sealing its next state (SQLite's busy timeout is 5 s).
-pub const ORIGIN_MARGIN: Duration = Duration::from_secs(10);
+pub use super::config::ORIGIN_MARGIN;
 
 /// `_meta` key marking a 2025-11-25 result as the recorded outcome of an
 /// earlier completion.
