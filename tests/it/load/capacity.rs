@@ -34,7 +34,9 @@ step_duration = "500ms"
 slo = ["rps < 100", "error_rate < 5%"]
 bisections = 2
 resolution_pct = 1
-samples = 2
+# Two of three samples decide a step: a loaded test machine's lone
+# disturbed sample does not make the search noisy (samples = 2 would).
+samples = 3
 # Stability is not under test here (unit tests hold it): a wide tolerance
 # keeps a loaded machine's p99 noise from calling a step unstable.
 stable_pct = 1000
@@ -87,7 +89,8 @@ fn a_capacity_search_bisects_between_the_last_good_and_first_bad_rate() {
         match st["verdict"].as_str().unwrap() {
             "within" => {
                 assert!(o <= good, "{st:#}");
-                assert_eq!(st["samples"], 2, "a good step is confirmed: {st:#}");
+                let n = st["samples"].as_u64().unwrap_or(0);
+                assert!((2..=3).contains(&n), "a good step is confirmed: {st:#}");
                 assert_eq!(st["within_slo"], true);
             }
             "breach" => {

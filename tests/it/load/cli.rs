@@ -769,28 +769,30 @@ fn a_baseline_fails_the_run_when_a_leg_regresses_and_passes_when_none_does() {
     assert_eq!(s["baseline"]["rps_regressed"], true);
     // Far slower baselines: nothing regressed. Whether two 2 s runs of a
     // debug build on a busy test machine agree closely enough to resolve
-    // a 50 % change in p50 and p99 is the machine's business: passed, or
-    // inconclusive saying "add runs", never failed. Round trips/s is
-    // steadier and resolves.
+    // the changes the gate must catch is the machine's business: passed
+    // (then every headline figure resolved), or inconclusive saying "add
+    // runs", never failed.
     let (o, s) = run(&edited(10_000.0, 1.0, "slow5", 5), "vs-slow5", "2");
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(s["baseline"]["passed"], true, "{stdout}");
     match o.status.code() {
-        Some(0) => assert!(
-            s["baseline"]["inconclusive"]
-                .as_array()
-                .is_some_and(Vec::is_empty)
-        ),
+        Some(0) => {
+            assert!(
+                s["baseline"]["inconclusive"]
+                    .as_array()
+                    .is_some_and(Vec::is_empty)
+            );
+            assert!(
+                s["baseline"]["rps_detectable_pct"]
+                    .as_f64()
+                    .is_some_and(|p| p <= 30.0),
+                "{:#}",
+                s["baseline"]
+            );
+        }
         Some(3) => assert!(stdout.contains("add runs"), "{stdout}"),
         other => panic!("exit {other:?}: {stdout}"),
     }
-    assert!(
-        s["baseline"]["rps_detectable_pct"]
-            .as_f64()
-            .is_some_and(|p| p < 30.0),
-        "{:#}",
-        s["baseline"]
-    );
     assert!(
         stdout.contains("2 runs: vs-slow5-1 passed, vs-slow5-2 "),
         "{stdout}"

@@ -203,7 +203,7 @@ max_rate = 200
 step_duration = "500ms"
 slo = ["rps < 100", "error_rate < 5%"]
 bisections = 1
-samples = 2
+samples = 3
 stable_pct = 1000
 stable_floor = "1s"
 "#;
