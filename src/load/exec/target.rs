@@ -25,9 +25,35 @@ pub enum TargetError {
         /// Why.
         why: String,
     },
-    /// It exited or printed no `listening on` line in time.
+    /// It printed no `listening on` line in time.
     #[error("the embedded server did not report its address within {0:?}: {1}")]
     NoAddress(Duration, String),
+    /// It exited before listening: its status and what it said.
+    #[error("the embedded server exited before listening, {0}")]
+    Exited(String),
+}
+
+/// Most lines of a child's stderr kept for its error message.
+const TAIL_LINES: usize = 5;
+
+/// Drains a child's stderr to its end on a thread of its own, keeping the
+/// last [`TAIL_LINES`] lines (joined by "; ") for the thread's result: a
+/// server that exits at once said why there, and one that runs never
+/// blocks on a full pipe.
+fn stderr_tail(err: std::process::ChildStderr) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut tail = std::collections::VecDeque::with_capacity(TAIL_LINES);
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tail.len() == TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line.trim().to_owned());
+        }
+        tail.into_iter()
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 /// A running `elicitkit serve` child process.
@@ -49,7 +75,9 @@ impl EmbeddedServer {
             .arg(workers.max(1).to_string())
             .args(extra)
             .stdin(Stdio::null())
-            .stderr(Stdio::null());
+            // Read by a drain that keeps the last lines: what `serve` said
+            // when it exits before listening (a bad --serve-arg).
+            .stderr(Stdio::piped());
         own_process_group(&mut cmd);
         die_with_parent(&mut cmd);
         Self::spawn(cmd)
@@ -80,6 +108,7 @@ impl EmbeddedServer {
                 why: "no stdout pipe".into(),
             });
         };
+        let said = child.stderr.take().map(stderr_tail);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(stdout);
@@ -115,13 +144,20 @@ impl EmbeddedServer {
                 Ok(server)
             }
             Ok(None) => {
-                let status = server.child.try_wait().ok().flatten();
-                Err(TargetError::NoAddress(
-                    wait,
-                    format!(
-                        "it exited ({status:?}) before listening; try `elicitkit serve` by hand"
-                    ),
-                ))
+                // Its exit and its last words (the drain reads to the end).
+                let status = server.child.wait().ok();
+                let status = match status.and_then(|s| s.code()) {
+                    Some(c) => format!("with status {c}"),
+                    None => "on a signal".to_owned(),
+                };
+                let words = said
+                    .and_then(|t| t.join().ok())
+                    .filter(|w| !w.is_empty())
+                    .map_or_else(
+                        || "; try `elicitkit serve` by hand".to_owned(),
+                        |w| format!(": {w}"),
+                    );
+                Err(TargetError::Exited(format!("{status}{words}")))
             }
             Err(_) => Err(TargetError::NoAddress(wait, "timed out".into())),
         }

@@ -912,3 +912,30 @@ tool = "stats"
         "every round trip of a tool that never elicits failed: {failed}"
     );
 }
+
+/// A bad `--serve-arg` stops the embedded server before it listens: the
+/// user sees its status and what `serve` said, not a debug print
+/// (`Some(ExitStatus(unix_wait_status(512)))` before).
+#[test]
+fn a_serve_arg_the_server_refuses_is_reported_in_its_own_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "load",
+            "--serve-arg=--flaw",
+            "--serve-arg=nosuch",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("exited before listening, with status 2")
+            && err.contains("unknown flaw \"nosuch\" (see --list-flaws)"),
+        "{err}"
+    );
+    assert!(!err.contains("ExitStatus"), "{err}");
+}
