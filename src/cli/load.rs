@@ -209,11 +209,12 @@ pub struct Args {
     /// breaks, bisect between the last good and first bad rate, repeat each
     /// step until its p99 settles; report the step table, the knee and CPU
     /// per round trip. The worst-case duration is printed before it starts.
-    #[arg(long)]
+    /// It steps the rate itself: not with --users, --rate or --stage.
+    #[arg(long, conflicts_with_all = ["users", "rate", "stages"])]
     pub capacity: bool,
     /// With --capacity: the rate to size for (at least ceil(rate / knee)
     /// instances; `report capacity` projects it from measured scaling).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "capacity")]
     pub target_rate: Option<f64>,
     /// Capacity-search knobs.
     #[command(flatten)]
@@ -553,6 +554,12 @@ pub fn run(args: Args) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return usage_error(e),
     };
+    // A file the summary cannot be written to is said now, not after the run.
+    if let Some(path) = &args.summary_export
+        && let Err(e) = writable(path)
+    {
+        return usage_error(format!("--summary-export {}: {e}", path.display()));
+    }
     let repeats = args.repeat.max(1);
     if repeats > 1 {
         let single = [
@@ -653,6 +660,20 @@ pub fn run(args: Args) -> ExitCode {
             exit::usage()
         }
     }
+}
+
+/// Whether `path` can be written (created if missing, then removed again;
+/// an existing file is left as it is).
+fn writable(path: &Path) -> std::io::Result<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
 }
 
 /// How bad a verdict is, for the worst of several runs.

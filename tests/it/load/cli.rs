@@ -939,3 +939,51 @@ fn a_serve_arg_the_server_refuses_is_reported_in_its_own_words() {
     );
     assert!(!err.contains("ExitStatus"), "{err}");
 }
+
+/// Flags that contradict one another or would be ignored, and an export
+/// path the summary cannot be written to, are usage errors before any
+/// request is sent (before: `--capacity --users 4` ran a search with the
+/// users taken for principals, `--target-rate` without `--capacity` was
+/// ignored with exit 0, and a bad `--summary-export` failed after the run).
+#[test]
+fn contradictory_or_ignored_flags_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/summary.json");
+    let missing = missing.display().to_string();
+    for (args, says) in [
+        (
+            vec!["--capacity", "--users", "4"],
+            "'--capacity' cannot be used with '--users <N>'",
+        ),
+        (
+            vec!["--capacity", "--rate", "50"],
+            "'--capacity' cannot be used with '--rate <N>'",
+        ),
+        (vec!["--target-rate", "500"], "--capacity"),
+        (vec!["--samples", "2"], "--capacity"),
+        (
+            vec!["--summary-export", missing.as_str()],
+            "--summary-export",
+        ),
+    ] {
+        let t0 = Instant::now();
+        let out = Command::new(BIN)
+            .arg("load")
+            .args(&args)
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{args:?}: before any run"
+        );
+    }
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "no report folder"
+    );
+}
