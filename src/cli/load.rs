@@ -926,7 +926,22 @@ fn print_report(r: &run::RunReport) {
         super::capacity::print(cap);
     }
     let mut quiet_defaults = 0;
-    for t in &s.thresholds {
+    // An interrupted run is not judged on its thresholds: what it measured
+    // is in the report, but no threshold held or failed over a run cut
+    // short (its warm-up alone, say).
+    let thresholds: &[crate::report::ThresholdResult] = if r.verdict == Verdict::Interrupted {
+        if !s.thresholds.is_empty() {
+            println!(
+                "  thresholds: not judged, the run was interrupted ({} of them; summary.json holds \
+                 what was measured)",
+                s.thresholds.len()
+            );
+        }
+        &[]
+    } else {
+        &s.thresholds
+    };
+    for t in thresholds {
         if t.default && t.passed && t.expr != "error_rate < 1%" {
             quiet_defaults += 1;
             continue;

@@ -71,7 +71,7 @@ pub fn merge(
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        target: String::new(),
+        target: targets_of(&texts),
         embedded_target: false,
         model: "merged".into(),
         started_unix: origin,
@@ -297,9 +297,49 @@ pub fn merged_segments(logs: &[(String, Option<Segment>)]) -> Option<String> {
     )
 }
 
+/// The targets the logs name in their `#target URL` comment lines, each
+/// once, in order ("the logs name no target" where none does; the merged
+/// report said "against ;" before).
+fn targets_of(texts: &[Vec<u8>]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for t in texts {
+        let text = String::from_utf8_lossy(t);
+        for url in text
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .filter_map(|l| l.strip_prefix("#target "))
+        {
+            if !out.iter().any(|o| o == url.trim()) {
+                out.push(url.trim().to_owned());
+            }
+        }
+    }
+    if out.is_empty() {
+        "the logs name no target".into()
+    } else {
+        out.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_merged_report_names_the_logs_targets() {
+        let log =
+            |t: &str| format!("#elicitkit load run x\n#target {t}\n#[StartTime: 1]\n").into_bytes();
+        let logs = [
+            log("http://a/mcp"),
+            log("http://b/mcp"),
+            log("http://a/mcp"),
+        ];
+        assert_eq!(targets_of(&logs), "http://a/mcp, http://b/mcp");
+        assert_eq!(
+            targets_of(&[b"#[StartTime: 1]\n".to_vec()]),
+            "the logs name no target"
+        );
+    }
 
     fn seg(i: u32, n: u32) -> Segment {
         Segment::new(i, n).unwrap()

@@ -157,6 +157,12 @@ pub fn knee_text(c: &CapacitySummary) -> String {
             "; the knee lies between {g:.0}/s (within) and {b:.0}/s (not within), a bracket of {:.1} %",
             (b - g) / b * 100.0
         ),
+        ("below_start", _, Some(b)) if c.steps.first().is_some_and(|s| s.error_rate >= 0.99) => {
+            format!(
+                "; every round trip of the first step ({b:.0}/s) failed: errors, not load (a lower \
+                 start_rate will not help; see the errors)"
+            )
+        }
         ("below_start", _, Some(b)) => format!(
             "; the first step ({b:.0}/s) already broke the SLO: the knee is below it (lower start_rate)"
         ),
@@ -369,6 +375,32 @@ pub fn scaling_text(r: &ScalingReport) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::report::summary::CapacityStep;
+
+    /// A first step whose every round trip failed is not a knee below the
+    /// start: "lower start_rate" was the advice for a target that refused
+    /// everything.
+    #[test]
+    fn a_first_step_of_errors_is_not_advised_a_lower_rate() {
+        let step = |error_rate: f64| CapacityStep {
+            offered_rps: 500.0,
+            error_rate,
+            verdict: "breach".into(),
+            ..Default::default()
+        };
+        let mut c = CapacitySummary {
+            knee_status: "below_start".into(),
+            first_bad_rps: Some(500.0),
+            steps: vec![step(1.0)],
+            ..Default::default()
+        };
+        let t = knee_text(&c);
+        assert!(
+            t.contains("errors, not load") && !t.contains("lower start_rate)"),
+            "{t}"
+        );
+        c.steps = vec![step(0.02)];
+        assert!(knee_text(&c).contains("(lower start_rate)"));
+    }
 
     #[test]
     fn the_step_table_shows_kind_samples_and_verdict() {

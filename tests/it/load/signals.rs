@@ -228,3 +228,55 @@ fn the_k8s_job_script_forwards_sigterm_and_keeps_the_report() {
             .contains("SIGTERM")
     );
 }
+
+/// Ctrl-C in the warm-up: the run is interrupted, and its thresholds are
+/// not judged on the little it measured (before: ten FAIL lines, and
+/// "every scenario had a success" beside them).
+#[test]
+fn an_interrupted_run_does_not_judge_its_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = write_plan(dir.path(), PLAN);
+    let run_dir = dir.path().join("run");
+    let mut child = load_cmd(
+        &[
+            "--plan",
+            &plan,
+            "--warmup",
+            "30s",
+            "--duration",
+            "10s",
+            "--users",
+            "2",
+        ],
+        dir.path(),
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let t0 = Instant::now();
+    while !run_dir.is_dir() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{stdout}");
+    assert!(stdout.contains("INTERRUPTED"), "{stdout}");
+    assert!(
+        stdout.contains("thresholds: not judged, the run was interrupted"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("FAIL") && !stdout.contains("had a success"),
+        "{stdout}"
+    );
+}
