@@ -237,7 +237,7 @@ fn an_interrupted_run_does_not_judge_its_thresholds() {
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), PLAN);
     let run_dir = dir.path().join("run");
-    let mut child = load_cmd(
+    let child = load_cmd(
         &[
             "--plan",
             &plan,
