@@ -373,6 +373,11 @@ fn build_plan(args: &Args, o: &Overrides, discovered: Option<Plan>) -> Result<Pl
         }
     };
     plan.apply(o)?;
+    for t in &plan.thresholds {
+        if let Some(note) = t.ambiguity() {
+            eprintln!("elicitkit: note: {note}");
+        }
+    }
     Ok(plan)
 }
 
@@ -501,13 +506,17 @@ pub fn run(args: Args) -> ExitCode {
                 Ok(r) => r,
                 Err(e) => return usage_error(e),
             };
-            let settings = discovery_settings(
+            let mut settings = discovery_settings(
                 target,
                 &args.tools,
                 &args.skip_tools,
                 args.generation,
                 args.principal.as_deref(),
             );
+            // Discovery waits for each reply as long as the run will.
+            if let Some(t) = args.timeout {
+                settings.timeout = t;
+            }
             let opts = generate::Options {
                 token: settings.principal.clone(),
                 ..generate::Options::default()

@@ -358,6 +358,25 @@ impl Threshold {
         })
     }
 
+    /// What a reader may take otherwise: a rate written as a plain number
+    /// of 0.01 or more is a fraction (`error_rate < 0.1` is 10 %), where
+    /// `error_rate < 0.1%` is a tenth of a percent.
+    pub fn ambiguity(&self) -> Option<String> {
+        let rate = matches!(
+            self.metric,
+            Metric::ErrorRate | Metric::SkippedRate(_) | Metric::FrozenTime
+        );
+        (rate && !self.expr.contains('%') && self.limit >= 0.01).then(|| {
+            format!(
+                "threshold \"{}\": a plain number is a fraction, {}; write {}% for {} percent",
+                self.expr,
+                self.limit_text().trim_start_matches(['<', '>', '=', ' ']),
+                self.limit,
+                self.limit
+            )
+        })
+    }
+
     /// Whether `actual` (in this threshold's unit) passes.
     pub fn passes(&self, actual: f64) -> bool {
         self.cmp.holds(actual, self.limit)
@@ -567,6 +586,24 @@ mod tests {
         );
         let e = Threshold::parse("mean(e2e) < 1s").unwrap_err();
         assert!(e.why.contains("med, avg, min or max"), "{e}");
+    }
+
+    #[test]
+    fn a_rate_written_as_a_plain_fraction_is_said_in_percent() {
+        let t = Threshold::parse("error_rate < 0.1").unwrap();
+        assert_eq!(
+            t.ambiguity().as_deref(),
+            Some(
+                "threshold \"error_rate < 0.1\": a plain number is a fraction, 10%; write 0.1% for 0.1 percent"
+            )
+        );
+        for plain in ["error_rate < 0.1%", "error_rate < 0.001", "p99(e2e) < 1ms"] {
+            assert_eq!(
+                Threshold::parse(plain).unwrap().ambiguity(),
+                None,
+                "{plain}"
+            );
+        }
     }
 
     #[test]

@@ -987,3 +987,34 @@ fn contradictory_or_ignored_flags_are_refused_before_the_run() {
         "no report folder"
     );
 }
+
+/// Discovery waits for each reply as long as `--timeout` says (it waited
+/// 5 s whatever the flag): a target that accepts and never answers is a
+/// usage error in about a second with `--timeout 1s`.
+#[test]
+fn discovery_waits_as_long_as_the_timeout() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        // Accept and hold, never answer, until the test's run is over.
+        let mut conns = Vec::new();
+        silent.set_nonblocking(true).unwrap();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(15) {
+            if let Ok((c, _)) = silent.accept() {
+                conns.push(c);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    let t0 = Instant::now();
+    let out = Command::new(BIN)
+        .args(["load", "--target", &url, "--timeout", "1s", "--quiet"])
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(took < Duration::from_secs(4), "{took:?}: {err}");
+    drop(held);
+}
