@@ -15,7 +15,7 @@ use std::process::ExitCode;
 pub struct SearchArgs {
     /// With --capacity: label the run with how many instances the target
     /// runs (behind one balancer), for `elicitkit report capacity`.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), requires = "capacity")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub instances: Option<u64>,
     /// With --capacity: read Redis `INFO stats` before and after every
     /// sample, for the shared store's commands per round trip, e.g.
@@ -25,23 +25,23 @@ pub struct SearchArgs {
     /// With --capacity: most halvings of the bracket between the last good
     /// and the first bad rate (plan: [capacity] bisections; default 4; 0:
     /// coarse steps only).
-    #[arg(long, value_name = "K", requires = "capacity")]
+    #[arg(long, value_name = "K")]
     pub bisections: Option<u32>,
     /// With --capacity: stop halving when the bracket is narrower than this
     /// percentage of the first bad rate (plan: resolution_pct; default 5).
-    #[arg(long, value_name = "PCT", requires = "capacity")]
+    #[arg(long, value_name = "PCT")]
     pub resolution: Option<f64>,
     /// With --capacity: most samples per step. Neither a lone pass nor a
     /// lone breach decides a step: it is within once two samples held the
     /// SLO with agreeing p99s, broken once two breached; with 3, two of
     /// three decide; with 2, one of each is noisy and the search
     /// INCONCLUSIVE (plan: samples; default 3; 1: one sample decides).
-    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..), requires = "capacity")]
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
     /// With --capacity: two p99s agree when within this many percent (or
     /// within the plan's stable_floor, default 1ms) (plan: stable_pct;
     /// default 20).
-    #[arg(long, value_name = "PCT", requires = "capacity")]
+    #[arg(long, value_name = "PCT")]
     pub stable_within: Option<f64>,
     /// Count this local process's CPU as the target's (repeatable; e.g.
     /// each `serve` instance, Redis, nginx): the target's CPU per request

@@ -214,7 +214,7 @@ pub struct Args {
     pub capacity: bool,
     /// With --capacity: the rate to size for (at least ceil(rate / knee)
     /// instances; `report capacity` projects it from measured scaling).
-    #[arg(long, value_name = "N", requires = "capacity")]
+    #[arg(long, value_name = "N")]
     pub target_rate: Option<f64>,
     /// Capacity-search knobs.
     #[command(flatten)]
@@ -344,7 +344,7 @@ fn overrides(args: &Args) -> Overrides {
         capacity: args.capacity,
         target_rate: args.target_rate,
         search: args.cap.overrides(),
-        search_flags: args.cap.any(),
+        search_flags: args.cap.any() || args.target_rate.is_some(),
         segment: args.segment,
         soak: args.soak,
         cool_down: args.cool_down,

@@ -271,6 +271,10 @@ pub struct CapacitySummary {
     /// offer its rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<String>,
+    /// The least and most cores the host spent on other work in a sample
+    /// (a spread over 0.5 cores makes the search inconclusive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_other_cores: Option<[f64; 2]>,
     /// What the search could not measure.
     #[serde(default)]
     pub notes: Vec<String>,

@@ -3,7 +3,9 @@
 //! store's commands per round trip, and turns the [`Search`] into the
 //! report's [`CapacitySummary`].
 
-use super::search::{KneeStatus, Sample, Search, StepVerdict, judge, worst_case, worst_of};
+use super::search::{
+    KneeStatus, Sample, Search, StepVerdict, host_spread, judge, worst_case, worst_of,
+};
 use super::store_stats::StoreStats;
 use crate::load::exec::engine::{EndReason, Engine, Measured, RunError};
 use crate::load::exec::target;
@@ -68,6 +70,8 @@ struct Taken {
     requests: u64,
     cpu_s: Option<f64>,
     store_cmds: Option<u64>,
+    /// The host's other work during the sample, cores.
+    host_other: Option<f64>,
 }
 
 /// Runs the capacity search of `plan` on `engine`; returns the measured
@@ -82,7 +86,6 @@ pub async fn search(
         slo: plan.thresholds.clone(),
         ..CapacitySpec::default()
     });
-    let dir = &engine.dir;
     let store = match &extras.store_stats {
         Some(url) => {
             let u = url.clone();
@@ -107,7 +110,6 @@ pub async fn search(
         humantime::format_duration(Duration::from_secs(bound.as_secs()))
     );
     let mut steps = Vec::new();
-    let mut totals = (0u64, 0u64);
     let mut notes = Vec::new();
     // The highest good rate's last sample, its achieved rate, CPU and store cost.
     let mut knee: Option<Knee> = None;
@@ -120,93 +122,39 @@ pub async fn search(
     let mut i = 0;
     let per_sample = plan.warmup + spec.step_duration + drain;
     let run_start = std::time::Instant::now();
+    // The target's processes on this host, for its CPU and, by difference,
+    // the host's other work in each sample.
+    let mut pids = extras.cpu_pids.clone();
+    let urls = plan.target.url.iter().chain(&plan.target.more_urls);
+    pids.extend(
+        urls.filter_map(|u| target::loopback_listener(u))
+            .map(|(p, _)| p),
+    );
+    pids.sort_unstable();
+    pids.dedup();
+    let mut ctx = StepCtx {
+        engine,
+        plan,
+        spec: &spec,
+        store: store.as_ref(),
+        pids,
+        per_sample,
+        run_start,
+        max_steps: search.max_steps(),
+        totals: (0, 0),
+        host_other: Vec::new(),
+    };
     while let Some((rate, kind)) = search.next_rate() {
         i += 1;
-        let mut taken: Vec<Taken> = Vec::new();
-        let (verdict, stable) = loop {
-            let j = taken.len() + 1;
-            // What is left at worst: this step's remaining samples and every
-            // step after it at its most samples.
-            let left = per_sample
-                * ((search.max_steps().saturating_sub(i as u64)) as u32 * spec.samples.max(1)
-                    + spec.samples.max(1).saturating_sub(j as u32 - 1));
-            let label = format!(
-                "{} step {i}/≤{} @{rate:.0}/s sample {j}/{} (ETA ≤ {}, {} so far)",
-                plan.name,
-                search.max_steps(),
-                spec.samples.max(1),
-                humantime::format_duration(Duration::from_secs(left.as_secs())),
-                humantime::format_duration(Duration::from_secs(run_start.elapsed().as_secs())),
-            );
-            let t = sample(engine, plan, &spec, rate, extras, store.as_ref(), &label).await?;
-            let path = dir.join(format!("capacity-{i:02}-{rate:.0}-{j}.hlog"));
-            std::fs::write(&path, &t.measured.hlog).map_err(|source| RunError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
-            totals.0 += t.round_trips;
-            totals.1 += t.requests;
-            taken.push(t);
-            let samples: Vec<Sample> = taken.iter().map(|t| t.sample.clone()).collect();
-            if let Some(v) = judge(
-                &samples,
-                spec.samples,
-                spec.stable_pct,
-                spec.stable_floor.as_secs_f64() * 1000.0,
-            ) {
-                break v;
-            }
-        };
-        let samples: Vec<Sample> = taken.iter().map(|t| t.sample.clone()).collect();
-        let worst = worst_of(&samples);
-        let rts: u64 = taken.iter().map(|t| t.round_trips).sum();
-        let cpu_rt = taken
-            .iter()
-            .map(|t| t.cpu_s)
-            .sum::<Option<f64>>()
-            .filter(|_| rts > 0)
-            .map(|c| c * 1e6 / rts as f64);
-        let store_rt = taken
-            .iter()
-            .map(|t| t.store_cmds)
-            .sum::<Option<u64>>()
-            .filter(|_| rts > 0)
-            .map(|c| c as f64 / rts as f64);
-        if store.is_some() && store_rt.is_none() && notes.is_empty() {
-            notes.push(
-                "a Redis INFO read failed during a step: its commands per round trip are missing"
-                    .into(),
-            );
-        }
-        let within = verdict.holds();
-        let lone = samples
-            .iter()
-            .filter(|s| s.unjudged.is_none() && !s.within)
-            .count();
-        if within && lone > 0 {
-            let p99s: Vec<String> = samples.iter().map(|s| format!("{:.1}", s.p99_ms)).collect();
-            notes.push(format!(
-                "at {rate:.0}/s one sample breached the SLO and the others held it ({} ms): a \
-                 breach that does not repeat does not break a step",
-                p99s.join(", ")
-            ));
-        }
+        let mut run = ctx.step(i, rate, kind.as_str()).await?;
+        let verdict = run.verdict;
         match verdict {
             StepVerdict::Noisy => {
-                let p99s: Vec<String> = samples
-                    .iter()
-                    .map(|s| format!("{:.1}{}", s.p99_ms, if s.within { "" } else { " (breach)" }))
-                    .collect();
-                inconclusive = Some(format!(
-                    "at {rate:.0}/s the samples disagreed (p99 {} ms) and no majority formed in \
-                     the {} samples allowed: the host or the target is too noisy at this rate to \
-                     bracket the knee; allow more samples (--samples) or quiet the host",
-                    p99s.join(", "),
-                    spec.samples
-                ));
+                inconclusive = Some(noisy_reason(rate, &run.samples, spec.samples))
             }
             StepVerdict::Unjudged => {
-                let why = samples
+                let why = run
+                    .samples
                     .iter()
                     .find_map(|s| s.unjudged.clone())
                     .unwrap_or_default();
@@ -216,51 +164,91 @@ pub async fn search(
             }
             _ => {}
         }
-        if verdict == StepVerdict::Unstable {
-            let p99s: Vec<String> = samples.iter().map(|s| format!("{:.1}", s.p99_ms)).collect();
-            notes.push(format!(
-                "at {rate:.0}/s the p99 did not settle within {} % over {} samples ({} ms); \
-                 every sample held the SLO, so the step counts as within",
-                spec.stable_pct,
-                samples.len(),
-                p99s.join(", ")
-            ));
-        }
-        steps.push(CapacityStep {
-            offered_rps: rate,
-            achieved_rps: worst.achieved_rps,
-            p50_ms: worst.p50_ms,
-            p99_ms: worst.p99_ms,
-            error_rate: worst.error_rate,
-            within_slo: within,
-            target_cpu_us_per_rt: cpu_rt,
-            kind: kind.as_str().into(),
-            samples: taken.len() as u32,
-            stable,
-            verdict: verdict.as_str().into(),
-            sample_p99_ms: samples.iter().map(|s| s.p99_ms).collect(),
-            store_cmds_per_rt: store_rt,
-        });
-        let stopped = verdict == StepVerdict::Stopped;
-        if stopped && stop.is_none() {
-            stop = taken.last().and_then(|t| t.measured.end.clone());
+        notes.extend(run.notes(rate, &spec));
+        steps.push(run.row(rate, kind.as_str()));
+        if verdict == StepVerdict::Stopped && stop.is_none() {
+            stop = run.taken.last().and_then(|t| t.measured.end.clone());
         }
         search.step(rate, kind, verdict);
-        let m = taken.pop().map(|t| t.measured);
+        let within = verdict.holds();
+        // The knee's figures are a sample that held (a lone breach of a
+        // step that held is noted, not shown as the knee).
+        let m = if within {
+            run.take_within()
+        } else {
+            run.taken.pop().map(|t| t.measured)
+        };
         if within && knee.as_ref().is_none_or(|k| rate > k.offered) {
             if let Some(m) = m {
                 knee = Some(Knee {
                     offered: rate,
-                    achieved: worst.achieved_rps,
+                    achieved: run.worst.achieved_rps,
                     measured: m,
-                    cpu_rt,
-                    store_rt,
+                    cpu_rt: run.cpu_rt,
+                    store_rt: run.store_rt,
                 });
             }
         } else if let Some(m) = m {
             last = Some(m);
         }
     }
+    // A knee that repeats: the highest rate that held is measured again at
+    // the end. On a host whose spare CPU drifts (other work coming and
+    // going), a rate that held minutes ago may not now; then the knee is
+    // the host's of the moment, not the target's.
+    let settled = matches!(
+        search.status(),
+        Some(KneeStatus::Bracketed | KneeStatus::NotReached)
+    );
+    if settled
+        && inconclusive.is_none()
+        && let Some(k) = &knee
+    {
+        i += 1;
+        let rate = k.offered;
+        let run = ctx.step(i, rate, "confirm").await?;
+        steps.push(run.row(rate, "confirm"));
+        match run.verdict {
+            StepVerdict::Stopped => {
+                stop = run.taken.last().and_then(|t| t.measured.end.clone());
+            }
+            v if v.holds() => notes.push(format!(
+                "the knee repeated: {rate:.0}/s held the SLO again at the end of the search"
+            )),
+            v => {
+                inconclusive = Some(format!(
+                    "the knee did not repeat: {rate:.0}/s held the SLO during the search and {} \
+                     when measured again at its end (p99 {} ms): what this host gives the target \
+                     moved during the search; quiet the host, or run the generator elsewhere",
+                    if v == StepVerdict::Noisy {
+                        "was noisy"
+                    } else {
+                        "broke it"
+                    },
+                    run.samples
+                        .iter()
+                        .map(|s| format!("{:.1}", s.p99_ms))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            }
+        }
+    }
+    // The host's other work over the samples: a spread this wide moves the
+    // knee by itself.
+    let spread = host_spread(&ctx.host_other, spec.host_noise_cores);
+    if inconclusive.is_none()
+        && stop.is_none()
+        && let Some((lo, hi)) = spread
+    {
+        inconclusive = Some(format!(
+            "the host's other work varied from {lo:.2} to {hi:.2} cores over the search's \
+             samples (more than {} cores): the spare CPU the target got moved with it, and so \
+             would the knee; quiet the host, or run the generator elsewhere",
+            spec.host_noise_cores
+        ));
+    }
+    let totals = ctx.totals;
     let status = search.status().unwrap_or(KneeStatus::Stopped);
     let (good, bad) = search.bracket();
     let knee_rps = knee.as_ref().map(|k| k.achieved);
@@ -285,6 +273,11 @@ pub async fn search(
         store_cmds_per_rt: knee.as_ref().and_then(|k| k.store_rt),
         worst_case_s: bound.as_secs_f64(),
         inconclusive,
+        host_other_cores: (!ctx.host_other.is_empty()).then(|| {
+            let lo = ctx.host_other.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ctx.host_other.iter().copied().fold(0.0, f64::max);
+            [lo, hi]
+        }),
         notes,
         host: Some(host),
     };
@@ -308,13 +301,198 @@ pub async fn search(
     Ok((measured, summary, totals))
 }
 
-/// Measures one sample at `rate`; `label` names it on the live line.
+/// What every step of a search shares.
+struct StepCtx<'a> {
+    engine: &'a Engine,
+    plan: &'a Plan,
+    spec: &'a CapacitySpec,
+    store: Option<&'a StoreStats>,
+    /// The target's processes on this host (for its CPU).
+    pids: Vec<u32>,
+    per_sample: Duration,
+    run_start: std::time::Instant,
+    max_steps: u64,
+    /// Round trips and requests of every sample.
+    totals: (u64, u64),
+    /// Every sample's other work on the host, cores.
+    host_other: Vec<f64>,
+}
+
+/// One step: its samples, the verdict, and the costs.
+struct StepRun {
+    verdict: StepVerdict,
+    stable: Option<bool>,
+    taken: Vec<Taken>,
+    samples: Vec<Sample>,
+    worst: Sample,
+    cpu_rt: Option<f64>,
+    store_rt: Option<f64>,
+}
+
+impl StepCtx<'_> {
+    /// Samples step `i` at `rate` until [`judge`] decides, writing each
+    /// sample's `.hlog`.
+    async fn step(&mut self, i: usize, rate: f64, kind: &str) -> Result<StepRun, RunError> {
+        let spec = self.spec;
+        let mut taken: Vec<Taken> = Vec::new();
+        let (verdict, stable) = loop {
+            let j = taken.len() + 1;
+            // What is left at worst: this step's remaining samples and every
+            // step after it at its most samples.
+            let left = self.per_sample
+                * ((self.max_steps.saturating_sub(i as u64)) as u32 * spec.samples.max(1)
+                    + spec.samples.max(1).saturating_sub(j as u32 - 1));
+            let label = format!(
+                "{} step {i}/≤{}{} @{rate:.0}/s sample {j}/{} (ETA ≤ {}, {} so far)",
+                self.plan.name,
+                self.max_steps,
+                if kind == "confirm" { " (confirm)" } else { "" },
+                spec.samples.max(1),
+                humantime::format_duration(Duration::from_secs(left.as_secs())),
+                humantime::format_duration(Duration::from_secs(self.run_start.elapsed().as_secs())),
+            );
+            let t = sample(
+                self.engine,
+                self.plan,
+                spec,
+                rate,
+                &self.pids,
+                self.store,
+                &label,
+            )
+            .await?;
+            let path = self
+                .engine
+                .dir
+                .join(format!("capacity-{i:02}-{rate:.0}-{j}.hlog"));
+            std::fs::write(&path, &t.measured.hlog).map_err(|source| RunError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+            self.totals.0 += t.round_trips;
+            self.totals.1 += t.requests;
+            if let Some(h) = t.host_other {
+                self.host_other.push(h);
+            }
+            taken.push(t);
+            let samples: Vec<Sample> = taken.iter().map(|t| t.sample.clone()).collect();
+            if let Some(v) = judge(
+                &samples,
+                spec.samples,
+                spec.stable_pct,
+                spec.stable_floor.as_secs_f64() * 1000.0,
+            ) {
+                break v;
+            }
+        };
+        let samples: Vec<Sample> = taken.iter().map(|t| t.sample.clone()).collect();
+        let rts: u64 = taken.iter().map(|t| t.round_trips).sum();
+        let cpu_rt = taken
+            .iter()
+            .map(|t| t.cpu_s)
+            .sum::<Option<f64>>()
+            .filter(|_| rts > 0)
+            .map(|c| c * 1e6 / rts as f64);
+        let store_rt = taken
+            .iter()
+            .map(|t| t.store_cmds)
+            .sum::<Option<u64>>()
+            .filter(|_| rts > 0)
+            .map(|c| c as f64 / rts as f64);
+        Ok(StepRun {
+            verdict,
+            stable,
+            worst: worst_of(&samples),
+            samples,
+            taken,
+            cpu_rt,
+            store_rt,
+        })
+    }
+}
+
+impl StepRun {
+    /// The step's row in the table.
+    fn row(&self, rate: f64, kind: &str) -> CapacityStep {
+        let w = &self.worst;
+        CapacityStep {
+            offered_rps: rate,
+            achieved_rps: w.achieved_rps,
+            p50_ms: w.p50_ms,
+            p99_ms: w.p99_ms,
+            error_rate: w.error_rate,
+            within_slo: self.verdict.holds(),
+            target_cpu_us_per_rt: self.cpu_rt,
+            kind: kind.into(),
+            samples: self.taken.len() as u32,
+            stable: self.stable,
+            verdict: self.verdict.as_str().into(),
+            sample_p99_ms: self.samples.iter().map(|s| s.p99_ms).collect(),
+            store_cmds_per_rt: self.store_rt,
+        }
+    }
+
+    /// What the step's samples say beside its verdict.
+    fn notes(&self, rate: f64, spec: &CapacitySpec) -> Vec<String> {
+        let mut out = Vec::new();
+        let p99s: Vec<String> = self
+            .samples
+            .iter()
+            .map(|s| format!("{:.1}", s.p99_ms))
+            .collect();
+        let lone = self
+            .samples
+            .iter()
+            .filter(|s| s.unjudged.is_none() && !s.within)
+            .count();
+        if self.verdict.holds() && lone > 0 {
+            out.push(format!(
+                "at {rate:.0}/s one sample breached the SLO and the others held it ({} ms): a \
+                 breach that does not repeat does not break a step",
+                p99s.join(", ")
+            ));
+        }
+        if self.verdict == StepVerdict::Unstable {
+            out.push(format!(
+                "at {rate:.0}/s the p99 did not settle within {} % over {} samples ({} ms); \
+                 every sample held the SLO, so the step counts as within",
+                spec.stable_pct,
+                self.samples.len(),
+                p99s.join(", ")
+            ));
+        }
+        out
+    }
+
+    /// The measured data of the step's last sample that held the SLO.
+    fn take_within(&mut self) -> Option<Measured> {
+        let i = self.taken.iter().rposition(|t| t.sample.within)?;
+        Some(self.taken.swap_remove(i).measured)
+    }
+}
+
+/// Why a step whose samples disagreed cannot bracket the knee.
+fn noisy_reason(rate: f64, samples: &[Sample], allowed: u32) -> String {
+    let p99s: Vec<String> = samples
+        .iter()
+        .map(|s| format!("{:.1}{}", s.p99_ms, if s.within { "" } else { " (breach)" }))
+        .collect();
+    format!(
+        "at {rate:.0}/s the samples disagreed (p99 {} ms) and no majority formed in the {allowed} \
+         samples allowed: the host or the target is too noisy at this rate to bracket the knee; \
+         allow more samples (--samples) or quiet the host",
+        p99s.join(", ")
+    )
+}
+
+/// Measures one sample at `rate`; `label` names it on the live line;
+/// `pids` are the target's processes on this host.
 async fn sample(
     engine: &Engine,
     plan: &Plan,
     spec: &CapacitySpec,
     rate: f64,
-    extras: &Extras,
+    pids: &[u32],
     store: Option<&StoreStats>,
     label: &str,
 ) -> Result<Taken, RunError> {
@@ -326,7 +504,8 @@ async fn sample(
         t.abort = None;
     }
     let server = engine.server.as_ref();
-    let cpu0 = target::target_cpu(server, &extras.cpu_pids);
+    let cpu0 = target::target_cpu(server, pids);
+    let host0 = target::host_busy_seconds();
     let cmd0 = match store {
         Some(s) => s.read().await,
         None => None,
@@ -336,7 +515,8 @@ async fn sample(
     let m = engine.phase(&p, label).await?;
     let gen_cpu = gen0.zip(target::own_cpu_seconds()).map(|(a, b)| b - a);
     let wall = t0.elapsed();
-    let cpu1 = target::target_cpu(server, &extras.cpu_pids);
+    let cpu1 = target::target_cpu(server, pids);
+    let host1 = target::host_busy_seconds();
     let cmd1 = match store {
         Some(s) => s.read().await,
         None => None,
@@ -413,11 +593,18 @@ async fn sample(
         stopped,
         unjudged,
     };
+    let cpu_s = cpu0.zip(cpu1).map(|(a, b)| b - a);
+    // The host's other work meanwhile: its busy time less ours and the
+    // target's, in cores.
+    let host_other = host0.zip(host1).zip(gen_cpu).map(|((a, b), g)| {
+        ((b - a - g - cpu_s.unwrap_or(0.0)) / wall.as_secs_f64().max(1e-9)).max(0.0)
+    });
     Ok(Taken {
         sample,
+        host_other,
         round_trips: rts,
         requests: m.set.requests(),
-        cpu_s: cpu0.zip(cpu1).map(|(a, b)| b - a),
+        cpu_s,
         // One INFO of ours lands between the two reads.
         store_cmds: cmd0
             .zip(cmd1)

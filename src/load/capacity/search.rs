@@ -294,6 +294,20 @@ pub fn judge(
     })
 }
 
+/// The least and most of the host's other work over a search's samples
+/// (cores), when they lie more than `limit` apart: the spare CPU the target
+/// got moved by that much, and the knee with it (four searches of one
+/// setup on a host whose builds came and went found 531, 1,750 and
+/// 1,875/s, and none).
+pub fn host_spread(other_cores: &[f64], limit: f64) -> Option<(f64, f64)> {
+    let (lo, hi) = other_cores
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    (hi - lo > limit).then_some((lo, hi))
+}
+
 /// The step's figures from its samples, conservatively: the worst p50, p99
 /// and error rate, the lowest achieved rate.
 pub fn worst_of(samples: &[Sample]) -> Sample {
@@ -495,6 +509,15 @@ mod tests {
             judge(&[stopped], 3, 20.0, 1.0).map(|v| v.0),
             Some(StepVerdict::Stopped)
         );
+    }
+
+    #[test]
+    fn a_host_whose_other_work_comes_and_goes_is_noise() {
+        // A build beside the search: a core more in some samples.
+        assert_eq!(host_spread(&[0.1, 1.1, 0.2, 1.0], 0.5), Some((0.1, 1.1)));
+        // One core kept busy throughout: steady, whatever its level.
+        assert_eq!(host_spread(&[1.0, 1.1, 0.95, 1.05], 0.5), None);
+        assert_eq!(host_spread(&[], 0.5), None);
     }
 
     /// A sample the generator could not back is neither a pass nor a

@@ -211,8 +211,8 @@ impl Plan {
         }
         if !o.capacity && o.search_flags {
             return Err(
-                "--instances, --store-stats, --bisections, --resolution, --samples and \
-                    --stable-within go with --capacity"
+                "--target-rate, --instances, --store-stats, --bisections, --resolution, \
+                    --samples and --stable-within go with --capacity"
                     .into(),
             );
         }

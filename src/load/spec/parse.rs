@@ -150,6 +150,7 @@ struct RawCapacity {
     samples: Option<u32>,
     stable_pct: Option<f64>,
     stable_floor: Option<toml::Spanned<String>>,
+    host_noise: Option<f64>,
 }
 
 /// Reads and validates a plan file.
@@ -571,6 +572,12 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             if let Some(f) = &c.stable_floor {
                 spec.stable_floor = parse_span(f.get_ref())
                     .map_err(|m| at(Some(f.span()), "capacity.stable_floor", m))?;
+            }
+            if let Some(h) = c.host_noise {
+                if !(h.is_finite() && h > 0.0) {
+                    return Err(bad("host_noise", "must be a number of cores > 0"));
+                }
+                spec.host_noise_cores = h;
             }
             Some(spec)
         }

@@ -183,6 +183,10 @@ pub const DEFAULT_STABLE_PCT: f64 = 20.0;
 /// Default absolute tolerance between two p99s (below it, noise).
 pub const DEFAULT_STABLE_FLOOR: Duration = Duration::from_millis(1);
 
+/// The host's other work may vary by this many cores over a capacity
+/// search's samples before it is inconclusive.
+pub const DEFAULT_HOST_NOISE_CORES: f64 = 0.5;
+
 /// A capacity search: step the open-model rate until the SLO breaks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CapacitySpec {
@@ -209,6 +213,10 @@ pub struct CapacitySpec {
     pub stable_pct: f64,
     /// ... or within this much (noise floor).
     pub stable_floor: Duration,
+    /// The host's other work may vary by this many cores over the search's
+    /// samples; more makes it inconclusive (the spare CPU the target got,
+    /// and so the knee, moved with it).
+    pub host_noise_cores: f64,
 }
 
 impl Default for CapacitySpec {
@@ -236,6 +244,7 @@ impl CapacitySpec {
             samples: DEFAULT_SAMPLES,
             stable_pct: DEFAULT_STABLE_PCT,
             stable_floor: DEFAULT_STABLE_FLOOR,
+            host_noise_cores: DEFAULT_HOST_NOISE_CORES,
         }
     }
 
@@ -243,7 +252,9 @@ impl CapacitySpec {
     pub fn describe(&self) -> String {
         format!(
             "{}/s to {}/s in steps of {}/s, {} each; then up to {} halvings to {} % of the rate; \
-             up to {} samples a step, stable when consecutive p99s agree within {} % or {}",
+             up to {} samples a step, stable when consecutive p99s agree within {} % or {}; \
+             the knee measured again at the end; inconclusive when the host's other work varies \
+             by more than {} cores",
             self.start_rate,
             self.max_rate,
             self.step,
@@ -252,7 +263,8 @@ impl CapacitySpec {
             self.resolution_pct,
             self.samples,
             self.stable_pct,
-            humantime::format_duration(self.stable_floor)
+            humantime::format_duration(self.stable_floor),
+            self.host_noise_cores
         )
     }
 }

@@ -41,6 +41,9 @@ samples = 3
 # keeps a loaded machine's p99 noise from calling a step unstable.
 stable_pct = 1000
 stable_floor = "1s"
+# Nor is the host guard (its own test below): this machine runs the other
+# tests beside the search.
+host_noise = 64
 "#;
 
 #[test]
@@ -72,11 +75,19 @@ fn a_capacity_search_bisects_between_the_last_good_and_first_bad_rate() {
     // Coarse: 40, 80, 120 (the first bad one), then two halvings.
     assert_eq!(&kinds[..3], ["coarse"; 3], "{offered:?}");
     assert_eq!(&offered[..3], [40.0, 80.0, 120.0]);
-    assert_eq!(&kinds[3..], ["bisect"; 2], "{offered:?}");
+    assert_eq!(&kinds[3..5], ["bisect"; 2], "{offered:?}");
     assert_eq!(offered[3], 100.0);
     assert!(offered[4] == 90.0 || offered[4] == 110.0, "{offered:?}");
     let good = f(&c["knee_offered_rps"]);
     let bad = f(&c["first_bad_rps"]);
+    // The knee is measured again at the end, and repeats.
+    assert_eq!(&kinds[5..], ["confirm"], "{offered:?}");
+    assert_eq!(offered[5], good);
+    assert_eq!(steps[5]["verdict"], "within", "{c:#}");
+    assert!(
+        c["notes"].to_string().contains("the knee repeated"),
+        "{c:#}"
+    );
     // The knee lies between the last good and the first bad offered rate,
     // inside the coarse bracket, and bisection narrowed it.
     assert!(80.0 < good && good < bad && bad <= 120.0, "{good} {bad}");
@@ -292,7 +303,7 @@ fn a_lone_breach_is_sampled_again_and_a_noisy_step_is_inconclusive() {
                  [scenarios.form-accept]\ntool = \"deploy\"\narguments = {{ service = \"web\" }}\n\
                  [capacity]\nstart_rate = 30\nstep = 30\nmax_rate = 60\nstep_duration = \"2s\"\n\
                  slo = [\"p99(e2e) < 800ms\"]\nbisections = 0\nsamples = {samples}\n\
-                 stable_pct = 1000\nstable_floor = \"1s\"\n"
+                 stable_pct = 1000\nstable_floor = \"1s\"\nhost_noise = 64\n"
             ),
         );
         let run_dir = dir.path().join("run");

@@ -959,8 +959,8 @@ fn contradictory_or_ignored_flags_are_refused_before_the_run() {
             vec!["--capacity", "--rate", "50"],
             "'--capacity' cannot be used with '--rate <N>'",
         ),
-        (vec!["--target-rate", "500"], "--capacity"),
-        (vec!["--samples", "2"], "--capacity"),
+        (vec!["--target-rate", "500"], "go with --capacity"),
+        (vec!["--samples", "2"], "go with --capacity"),
         (
             vec!["--summary-export", missing.as_str()],
             "--summary-export",

@@ -206,6 +206,7 @@ bisections = 1
 samples = 3
 stable_pct = 1000
 stable_floor = "1s"
+host_noise = 64
 "#;
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), CAPACITY);
