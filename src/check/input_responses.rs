@@ -16,6 +16,7 @@ use super::probe::Probe;
 use super::registry::{Check, check};
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::raw::Rpc;
+use crate::client::rpc::final_success;
 use crate::findings::Severity;
 use crate::oracle::reply::{ShapeReply, shape_reply};
 use crate::protocol::mrtr::REQUEST_STATE;
@@ -172,8 +173,7 @@ impl Tally {
             (ShapeReply::UnknownMethod, rpc) => self
                 .not_found
                 .push(format!("{what}: {}", reading(&rpc, status))),
-            (ShapeReply::Other, Rpc::Result(v))
-                if !asks_for_input(&v) && v.get("isError") != Some(&json!(true)) =>
+            (ShapeReply::Other, Rpc::Result(v)) if final_success(&v) =>
             {
                 match control {
                     Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(

@@ -18,6 +18,7 @@ use super::state_decode::{reencodings, same_bytes};
 use super::subject::{Round, at_state, first_at_state, reading, retry, state_subjects};
 use crate::client::policy::Mutation;
 use crate::client::raw::Rpc;
+use crate::client::rpc::final_success;
 use crate::findings::Severity;
 use crate::state::tamper;
 use serde_json::Value;
@@ -430,19 +431,14 @@ async fn unsolicited(p: Probe) -> Verdict {
                 None,
             );
             match p.send(control).await.map(|r| r.rpc()) {
-                Ok(Rpc::Result(v))
-                    if !asks_for_input(&v)
-                        && v.get("isError").and_then(Value::as_bool) != Some(true) =>
-                {
-                    Verdict::violation(
-                        Severity::Info,
-                        format!(
-                            "{}: completed, but it completes on the same answers without any \
+                Ok(Rpc::Result(v)) if final_success(&v) => Verdict::violation(
+                    Severity::Info,
+                    format!(
+                        "{}: completed, but it completes on the same answers without any \
                              state too: the forged state was ignored, not honoured",
-                            tool.name
-                        ),
-                    )
-                }
+                        tool.name
+                    ),
+                ),
                 _ => Verdict::fail(format!(
                     "{}: the server completed a first call on the strength of a requestState it \
                      never issued (without the state, the same call does not complete)",

@@ -1,0 +1,310 @@
+//! Every oracle, one row each: its name, how bad a finding of it is,
+//! which fuzzer judges it (the black-box fuzzer behind `elicitkit fuzz`,
+//! the in-process harness, or both), and, in its doc, the rule it judges
+//! by. The black-box fuzzer reports findings of these; the harness takes a
+//! set of them ([`Oracles`]) as the properties a server must keep.
+
+use crate::findings::Severity;
+use serde::Serialize;
+
+/// Declares [`Oracle`] and its facts, one row an oracle, in report order.
+macro_rules! oracles {
+    ($(
+        $(#[doc = $doc:literal])*
+        $oracle:ident {
+            name: $name:literal,
+            severity: $severity:ident,
+            blackbox: $blackbox:literal,
+            harness: $harness:literal,
+        }
+    )*) => {
+        /// What a reply (or a flow) did wrong.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        pub enum Oracle {
+            $($(#[doc = $doc])* #[serde(rename = $name)] $oracle,)*
+        }
+
+        impl Oracle {
+            /// Every oracle, in report order.
+            pub const ALL: [Oracle; [$($name),*].len()] = [$(Oracle::$oracle),*];
+
+            fn row(self) -> &'static Row {
+                static ROWS: [Row; Oracle::ALL.len()] = [$(Row {
+                    name: $name,
+                    severity: Severity::$severity,
+                    blackbox: $blackbox,
+                    harness: $harness,
+                }),*];
+                &ROWS[self as usize]
+            }
+        }
+    };
+}
+
+/// What one row of [`oracles!`] says beside the variant.
+struct Row {
+    name: &'static str,
+    severity: Severity,
+    blackbox: bool,
+    harness: bool,
+}
+
+oracles! {
+    /// An HTTP 5xx ([`super::transport::judge`]).
+    ServerError {
+        name: "server-error",
+        severity: Must,
+        blackbox: true,
+        harness: true,
+    }
+    /// The connection failed mid-request: reset, closed, a cut-off body
+    /// ([`super::transport::judge`]).
+    ConnectionReset {
+        name: "connection-reset",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+    /// A reply to a JSON-RPC request that carries no JSON-RPC response (a
+    /// success status, or a request that was not mutated at all), or the
+    /// response to another id ([`super::transport::not_json_rpc`]).
+    NotJsonRpc {
+        name: "not-json-rpc",
+        severity: Must,
+        blackbox: true,
+        harness: true,
+    }
+    /// A body that is not a valid JSON-RPC request (cut short, invalid
+    /// UTF-8, a wrong id type, no `jsonrpc`) gets no JSON-RPC error (e.g.
+    /// `-32700`, `-32600`) but a plain-text refusal
+    /// ([`super::transport::not_json_rpc`]).
+    NotJsonRpcOnMalformed {
+        name: "not-json-rpc-on-malformed",
+        severity: Must,
+        blackbox: false,
+        harness: true,
+    }
+    /// No whole reply within the timeout ([`super::transport::judge`]).
+    Hang {
+        name: "hang",
+        severity: Must,
+        blackbox: true,
+        harness: true,
+    }
+    /// After a failure, the server no longer answers at all (a liveness
+    /// probe after a transport-level finding).
+    Unresponsive {
+        name: "unresponsive",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+    /// The in-process service panicked.
+    Panic {
+        name: "panic",
+        severity: Must,
+        blackbox: false,
+        harness: true,
+    }
+    /// A reply breaks a MUST of its 2026-07-28 shape (a result without
+    /// `resultType`, duplicate keys, ...), per
+    /// [`crate::protocol::validate`].
+    IllFormed {
+        name: "ill-formed",
+        severity: Must,
+        blackbox: false,
+        harness: true,
+    }
+    /// A retry with a changed `requestState` (other than re-encoded to the
+    /// same bytes) completed where the control (the same answers, no state)
+    /// did not ([`super::tamper::judge`]).
+    TamperedStateAccepted {
+        name: "tampered-state-accepted",
+        severity: Must,
+        blackbox: true,
+        harness: true,
+    }
+    /// A retry with the other principal's credentials completed where the
+    /// control did not ([`super::tamper::judge`]).
+    ForeignPrincipalAccepted {
+        name: "foreign-principal-accepted",
+        severity: Must,
+        blackbox: true,
+        harness: true,
+    }
+    /// A state presented on another request (another tool, or other
+    /// arguments) completed.
+    OtherRequestAccepted {
+        name: "other-request-accepted",
+        severity: Must,
+        blackbox: false,
+        harness: true,
+    }
+    /// A single-use tool's request completed more than once, whatever was
+    /// retried (duplicates, older states of it, concurrent copies)
+    /// ([`super::replay::judge`]).
+    SingleUseTwice {
+        name: "single-use-twice",
+        severity: Must,
+        blackbox: true,
+        harness: true,
+    }
+    /// The same `requestState` and `inputResponses`, sent again, completed
+    /// again on a tool not known to be single-use: a warning
+    /// ([`super::replay::judge`]).
+    ReplayAccepted {
+        name: "replay-accepted",
+        severity: Should,
+        blackbox: true,
+        harness: false,
+    }
+    /// A 2026-07-28 result without a `resultType`, or with one no extension
+    /// was advertised for (§4.4; [`super::reply::result_type_problem`]).
+    ResultType {
+        name: "result-type",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+    /// `input_required` in answer to a method MRTR is not allowed on (S1;
+    /// [`super::reply::input_required_out_of_scope`]).
+    InputRequiredOutOfScope {
+        name: "input-required-out-of-scope",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+    /// An input request for an elicitation mode the request's capabilities
+    /// did not declare (§2.4, S5), e.g. URL mode to a form-only client
+    /// ([`super::capability::undeclared`]).
+    UndeclaredMode {
+        name: "undeclared-mode",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+    /// A `tools/call` whose `inputResponses` or `requestState` has the
+    /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
+    /// unknown method) instead of invalid params or a re-prompt (S9;
+    /// [`super::reply::shape_reply`]).
+    ShapeAsUnknownMethod {
+        name: "shape-as-unknown-method",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+    /// A stdio server's process exited while the case ran (a crash: the
+    /// exit status and stderr tail are the evidence).
+    ProcessExited {
+        name: "process-exited",
+        severity: Must,
+        blackbox: true,
+        harness: false,
+    }
+}
+
+impl Oracle {
+    /// Stable kebab-case name.
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// How bad a finding of it is: MUST (an error), or SHOULD (a warning).
+    pub fn severity(self) -> Severity {
+        self.row().severity
+    }
+
+    /// Whether the black-box fuzzer judges it (and its summary counts it).
+    pub fn blackbox(self) -> bool {
+        self.row().blackbox
+    }
+
+    /// The oracle of a changed retry: a tampered state, or (not tampered)
+    /// another principal's credentials.
+    pub fn from_changed(tampered: bool) -> Self {
+        if tampered {
+            Oracle::TamperedStateAccepted
+        } else {
+            Oracle::ForeignPrincipalAccepted
+        }
+    }
+
+    /// Whether a liveness probe should follow (the server may have died).
+    pub fn transport_level(self) -> bool {
+        matches!(
+            self,
+            Oracle::ServerError | Oracle::ConnectionReset | Oracle::Hang
+        )
+    }
+}
+
+impl std::fmt::Display for Oracle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+const _: () = assert!(Oracle::ALL.len() <= 32, "Oracles holds 32 oracles");
+
+/// A set of oracles: the properties the harness holds a service to (turn
+/// off the ones a server deviates from on purpose, to fuzz past them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Oracles(u32);
+
+impl Oracles {
+    /// Every oracle the harness judges.
+    pub fn all() -> Self {
+        Oracle::ALL
+            .into_iter()
+            .filter(|o| o.row().harness)
+            .fold(Oracles::none(), Oracles::with)
+    }
+
+    /// None.
+    pub fn none() -> Self {
+        Oracles(0)
+    }
+
+    /// This set without `o`.
+    pub fn without(self, o: Oracle) -> Self {
+        Oracles(self.0 & !(1 << o as u32))
+    }
+
+    /// This set with `o`.
+    pub fn with(self, o: Oracle) -> Self {
+        Oracles(self.0 | 1 << o as u32)
+    }
+
+    /// Whether `o` is judged.
+    pub fn has(self, o: Oracle) -> bool {
+        self.0 & 1 << o as u32 != 0
+    }
+}
+
+impl Default for Oracles {
+    fn default() -> Self {
+        Oracles::all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_serialize_as_named() {
+        let mut seen = std::collections::HashSet::new();
+        for o in Oracle::ALL {
+            assert!(seen.insert(o.name()), "{o}");
+            assert_eq!(serde_json::to_value(o).unwrap(), o.name());
+            assert!(
+                o.blackbox() || Oracles::all().has(o),
+                "{o} is judged nowhere"
+            );
+        }
+        assert_eq!(Oracle::ReplayAccepted.severity(), Severity::Should);
+        assert!(!Oracles::all().has(Oracle::ConnectionReset));
+        let some = Oracles::all().without(Oracle::Hang);
+        assert!(!some.has(Oracle::Hang) && some.has(Oracle::Panic));
+    }
+}
