@@ -41,7 +41,7 @@ macro_rules! oracles {
     };
 }
 
-/// What one row of [`oracles!`] says beside the variant.
+/// What one row of `oracles!` says beside the variant.
 struct Row {
     name: &'static str,
     severity: Severity,
