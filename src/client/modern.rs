@@ -229,7 +229,7 @@ pub struct FlowConfig {
     /// violation. The checker does: `mrtr-result-type` reports the missing
     /// declaration once, and every other check judges what the flow did.
     pub read_by_shape: bool,
-    /// Walk the tool instead of judging it ([`explore`]): discovery's
+    /// Walk the tool instead of judging it ([`Explore`]): discovery's
     /// reading, where it stops and whose ids it takes.
     pub explore: Option<Explore>,
 }
