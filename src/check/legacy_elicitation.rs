@@ -325,7 +325,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
             values.extend(answer_values(&Value::Object(content)));
             let s = match open(&p, &all_modes(), true).await {
                 Ok(s) => s,
-                Err(e) => match tally.halt(e) {
+                Err(e) => match tally.halt(e.into()) {
                     Some(skip) => return skip,
                     None => break,
                 },

@@ -101,7 +101,7 @@ pub async fn resolve(target: &str, spec: Option<Spec>) -> Result<Resolved, Strin
             bridge: None,
         }),
         Some(spec) => {
-            let bridge = Bridge::start(spec).await?;
+            let bridge = Bridge::start(spec).await.map_err(|e| e.to_string())?;
             Ok(Resolved {
                 url: bridge.mcp_url().to_owned(),
                 bridge: Some(bridge),

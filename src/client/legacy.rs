@@ -793,7 +793,7 @@ impl LegacyClient {
                 Err(e) => {
                     st.violations
                         .push(format!("elicitation/create params: {e}"));
-                    return (invalid_params(e), None);
+                    return (invalid_params(e.to_string()), None);
                 }
             };
         let modes = self.cfg.capabilities.elicit_modes();

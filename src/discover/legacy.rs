@@ -6,7 +6,7 @@
 //! peeks with it; the checker judges what it keeps.
 
 use super::page;
-use super::wire::Wire;
+use super::wire::{SessionError, Wire};
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
 use crate::client::mask;
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
@@ -174,12 +174,12 @@ pub async fn open<W: Wire + ?Sized>(
     p: &W,
     caps: &ClientCapabilities,
     initialized: bool,
-) -> Result<Session, String> {
+) -> Result<Session, SessionError> {
     let init = initialize_request(p.mcp_url(), Some(p.token()), p.next_id(), &caps.to_value());
-    let reply = p.send(init).await.map_err(|e| format!("initialize: {e}"))?;
+    let reply = p.send(init).await.map_err(SessionError::Initialize)?;
     let result = match reply.rpc() {
         Rpc::Result(v) => v,
-        other => return Err(format!("initialize answered {}", other.describe())),
+        other => return Err(SessionError::Refused(other.describe())),
     };
     let mut s = Session {
         sid: reply.header(SESSION_ID).map(str::to_owned),
@@ -194,10 +194,7 @@ pub async fn open<W: Wire + ?Sized>(
             &s,
             json!({"jsonrpc":"2.0","method":METHOD_INITIALIZED}),
         );
-        let r = p
-            .send(req)
-            .await
-            .map_err(|e| format!("notifications/initialized: {e}"))?;
+        let r = p.send(req).await.map_err(SessionError::Initialized)?;
         s.initialized_status = Some(r.status);
     }
     Ok(s)

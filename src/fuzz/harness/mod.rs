@@ -53,6 +53,7 @@ use crate::client::content::answers_for;
 use crate::client::raw::{Exchange, RawError, RawReply, RawRequest, Rpc};
 use crate::client::rpc::final_success;
 use crate::discover::modern::{WalkEnd, call_request, list_tools, walk};
+use crate::discover::wire::WireError;
 use crate::discover::{Wire, all_modes, args, is_single_use, page};
 use crate::findings::Severity;
 use crate::oracle::transport;
@@ -62,6 +63,20 @@ use crate::protocol::{Generation, validate};
 
 use super::mutation::{AnswerMutation, BodyMutation, HeaderMutation, StateMutation};
 use wire::{FRAMING, Logged, MALFORMED, McpService, ServiceWire};
+
+/// Why a [`Harness`] could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The runtime the sessions run on.
+    #[error("tokio runtime: {0}")]
+    Runtime(std::io::Error),
+    /// `tools/list` through the service.
+    #[error("tools/list through the service: {0}")]
+    List(WireError),
+    /// Nothing listed is fuzzed (how many tools were listed).
+    #[error("no tool to fuzz: tools/list gave {0} tools, none selected")]
+    NoTool(usize),
+}
 
 /// Which tools' requests must complete at most once.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -327,7 +342,10 @@ pub struct Harness<S> {
 impl<S: McpService> Harness<S> {
     /// Builds a service with `make`, lists its tools, and prepares each.
     /// Fails when `tools/list` does not answer or lists no usable tool.
-    pub fn new(make: impl Fn() -> S + Send + Sync + 'static, cfg: Config) -> Result<Self, String> {
+    pub fn new(
+        make: impl Fn() -> S + Send + Sync + 'static,
+        cfg: Config,
+    ) -> Result<Self, HarnessError> {
         // One thread: a session runs the same way every time (concurrent
         // copies interleave at the server's await points, in spawn order),
         // so coverage and findings reproduce, and no request pays for a
@@ -336,12 +354,12 @@ impl<S: McpService> Harness<S> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("tokio runtime: {e}"))?;
+            .map_err(HarnessError::Runtime)?;
         let make: Arc<dyn Fn() -> S + Send + Sync> = Arc::new(make);
         let wire = Arc::new(Self::wire_for(&cfg, make()));
         let listed = rt
             .block_on(list_tools(&*wire, &all_modes()))
-            .map_err(|e| format!("tools/list through the service: {e}"))?;
+            .map_err(HarnessError::List)?;
         let mut tools = Vec::new();
         for d in &listed {
             let Some(name) = d.get("name").and_then(Value::as_str) else {
@@ -370,10 +388,7 @@ impl<S: McpService> Harness<S> {
             });
         }
         if tools.is_empty() {
-            return Err(format!(
-                "no tool to fuzz: tools/list gave {} tools, none selected",
-                listed.len()
-            ));
+            return Err(HarnessError::NoTool(listed.len()));
         }
         wire.take_log();
         Ok(Harness {
