@@ -253,20 +253,6 @@ enum Src {
     Get,
 }
 
-fn builder<W: Wire + ?Sized>(p: &W, req: &RawRequest) -> reqwest::RequestBuilder {
-    let mut rb = p.http().request(req.method.clone(), &req.url);
-    if let Some(t) = &req.token {
-        rb = rb.bearer_auth(t);
-    }
-    for (k, v) in &req.headers {
-        rb = rb.header(k.as_str(), v.as_str());
-    }
-    if !req.body.is_empty() {
-        rb = rb.body(req.body.clone());
-    }
-    rb
-}
-
 /// Opens the session's GET stream; its status and body (empty when the
 /// server refused or did not answer within `wait`).
 async fn open_get<W: Wire + ?Sized>(
@@ -285,7 +271,7 @@ async fn open_get<W: Wire + ?Sized>(
     if let Some(sid) = &s.sid {
         req = req.header(SESSION_ID, sid.clone());
     }
-    let resp = match tokio::time::timeout(wait, builder(p, &req).send()).await {
+    let resp = match tokio::time::timeout(wait, req.builder(p.http()).send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             let _ = writeln!(transcript, "(GET stream: transport error: {e})");
@@ -441,7 +427,7 @@ pub async fn call_with<W: Wire + ?Sized>(
             });
         }
     };
-    let resp = match tokio::time::timeout_at(deadline, builder(p, &req).send()).await {
+    let resp = match tokio::time::timeout_at(deadline, req.builder(p.http()).send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             out.failure = Some(format!("transport: {e}"));
