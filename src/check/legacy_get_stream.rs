@@ -30,12 +30,7 @@ pub fn checks() -> Vec<Check> {
 }
 
 async fn get_stream(p: Probe) -> Verdict {
-    let tools: Vec<_> = p
-        .target()
-        .eliciting_tools()
-        .into_iter()
-        .filter(|t| p.target().off_origin(t).is_none())
-        .collect();
+    let tools = p.target().page_safe_tools();
     if tools.is_empty() {
         return p.target().no_subject("no tool elicits");
     }

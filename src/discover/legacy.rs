@@ -253,6 +253,18 @@ enum Src {
     Get,
 }
 
+/// The session's standalone GET stream, asked for.
+fn get_request<W: Wire + ?Sized>(p: &W, s: &Session) -> RawRequest {
+    let req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
+        .header("Accept", "text/event-stream")
+        .header(PROTOCOL_VERSION, LEGACY)
+        .token(Some(p.token()));
+    match &s.sid {
+        Some(sid) => req.header(SESSION_ID, sid.clone()),
+        None => req,
+    }
+}
+
 /// Opens the session's GET stream; its status and body (empty when the
 /// server refused or did not answer within `wait`).
 async fn open_get<W: Wire + ?Sized>(
@@ -264,13 +276,7 @@ async fn open_get<W: Wire + ?Sized>(
     Option<u16>,
     BoxStream<'static, (Src, Result<Bytes, String>)>,
 ) {
-    let mut req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
-        .header("Accept", "text/event-stream")
-        .header(PROTOCOL_VERSION, LEGACY)
-        .token(Some(p.token()));
-    if let Some(sid) = &s.sid {
-        req = req.header(SESSION_ID, sid.clone());
-    }
+    let req = get_request(p, s);
     let resp = match tokio::time::timeout(wait, req.builder(p.http()).send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
@@ -328,13 +334,7 @@ pub async fn watch_get<W: Wire + ?Sized>(
         }
     }
     let _ = writeln!(transcript, "(read for {window:?})");
-    let mut req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
-        .header("Accept", "text/event-stream")
-        .header(PROTOCOL_VERSION, LEGACY)
-        .token(Some(p.token()));
-    if let Some(sid) = &s.sid {
-        req = req.header(SESSION_ID, sid.clone());
-    }
+    let req = get_request(p, s);
     p.record(Exchange {
         label: "GET stream (watched)".into(),
         request: req.evidence(),

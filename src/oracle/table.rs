@@ -7,16 +7,14 @@
 use crate::findings::Severity;
 use serde::Serialize;
 
-/// Declares [`Oracle`] and its facts, one row an oracle, in report order.
+/// Declares [`Oracle`] and its facts, one row an oracle, in report order:
+/// `Variant: "name", severity, blackbox <judged by the black-box fuzzer>,
+/// harness <judged by the harness>;`.
 macro_rules! oracles {
     ($(
         $(#[doc = $doc:literal])*
-        $oracle:ident {
-            name: $name:literal,
-            severity: $severity:ident,
-            blackbox: $blackbox:literal,
-            harness: $harness:literal,
-        }
+        $oracle:ident: $name:literal, $severity:ident, blackbox $blackbox:literal,
+            harness $harness:literal;
     )*) => {
         /// What a reply (or a flow) did wrong.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -51,156 +49,66 @@ struct Row {
 
 oracles! {
     /// An HTTP 5xx ([`super::transport::judge`]).
-    ServerError {
-        name: "server-error",
-        severity: Must,
-        blackbox: true,
-        harness: true,
-    }
+    ServerError: "server-error", Must, blackbox true, harness true;
     /// The connection failed mid-request: reset, closed, a cut-off body
     /// ([`super::transport::judge`]).
-    ConnectionReset {
-        name: "connection-reset",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    ConnectionReset: "connection-reset", Must, blackbox true, harness false;
     /// A reply to a JSON-RPC request that carries no JSON-RPC response (a
     /// success status, or a request that was not mutated at all), or the
     /// response to another id ([`super::transport::not_json_rpc`]).
-    NotJsonRpc {
-        name: "not-json-rpc",
-        severity: Must,
-        blackbox: true,
-        harness: true,
-    }
+    NotJsonRpc: "not-json-rpc", Must, blackbox true, harness true;
     /// A body that is not a valid JSON-RPC request (cut short, invalid
     /// UTF-8, a wrong id type, no `jsonrpc`) gets no JSON-RPC error (e.g.
     /// `-32700`, `-32600`) but a plain-text refusal
     /// ([`super::transport::not_json_rpc`]).
-    NotJsonRpcOnMalformed {
-        name: "not-json-rpc-on-malformed",
-        severity: Must,
-        blackbox: false,
-        harness: true,
-    }
+    NotJsonRpcOnMalformed: "not-json-rpc-on-malformed", Must, blackbox false, harness true;
     /// No whole reply within the timeout ([`super::transport::judge`]).
-    Hang {
-        name: "hang",
-        severity: Must,
-        blackbox: true,
-        harness: true,
-    }
+    Hang: "hang", Must, blackbox true, harness true;
     /// After a failure, the server no longer answers at all (a liveness
     /// probe after a transport-level finding).
-    Unresponsive {
-        name: "unresponsive",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    Unresponsive: "unresponsive", Must, blackbox true, harness false;
     /// The in-process service panicked.
-    Panic {
-        name: "panic",
-        severity: Must,
-        blackbox: false,
-        harness: true,
-    }
+    Panic: "panic", Must, blackbox false, harness true;
     /// A reply breaks a MUST of its 2026-07-28 shape (a result without
     /// `resultType`, duplicate keys, ...), per
     /// [`crate::protocol::validate`].
-    IllFormed {
-        name: "ill-formed",
-        severity: Must,
-        blackbox: false,
-        harness: true,
-    }
+    IllFormed: "ill-formed", Must, blackbox false, harness true;
     /// A retry with a changed `requestState` (other than re-encoded to the
     /// same bytes) completed where the control (the same answers, no state)
     /// did not ([`super::tamper::judge`]).
-    TamperedStateAccepted {
-        name: "tampered-state-accepted",
-        severity: Must,
-        blackbox: true,
-        harness: true,
-    }
+    TamperedStateAccepted: "tampered-state-accepted", Must, blackbox true, harness true;
     /// A retry with the other principal's credentials completed where the
     /// control did not ([`super::tamper::judge`]).
-    ForeignPrincipalAccepted {
-        name: "foreign-principal-accepted",
-        severity: Must,
-        blackbox: true,
-        harness: true,
-    }
+    ForeignPrincipalAccepted: "foreign-principal-accepted", Must, blackbox true, harness true;
     /// A state presented on another request (another tool, or other
     /// arguments) completed.
-    OtherRequestAccepted {
-        name: "other-request-accepted",
-        severity: Must,
-        blackbox: false,
-        harness: true,
-    }
+    OtherRequestAccepted: "other-request-accepted", Must, blackbox false, harness true;
     /// A single-use tool's request completed more than once, whatever was
     /// retried (duplicates, older states of it, concurrent copies)
     /// ([`super::replay::judge`]).
-    SingleUseTwice {
-        name: "single-use-twice",
-        severity: Must,
-        blackbox: true,
-        harness: true,
-    }
+    SingleUseTwice: "single-use-twice", Must, blackbox true, harness true;
     /// The same `requestState` and `inputResponses`, sent again, completed
     /// again on a tool not known to be single-use: a warning
     /// ([`super::replay::judge`]).
-    ReplayAccepted {
-        name: "replay-accepted",
-        severity: Should,
-        blackbox: true,
-        harness: false,
-    }
+    ReplayAccepted: "replay-accepted", Should, blackbox true, harness false;
     /// A 2026-07-28 result without a `resultType`, or with one no extension
     /// was advertised for (§4.4; [`super::reply::result_type_problem`]).
-    ResultType {
-        name: "result-type",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    ResultType: "result-type", Must, blackbox true, harness false;
     /// `input_required` in answer to a method MRTR is not allowed on (S1;
     /// [`super::reply::input_required_out_of_scope`]).
-    InputRequiredOutOfScope {
-        name: "input-required-out-of-scope",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    InputRequiredOutOfScope: "input-required-out-of-scope", Must, blackbox true, harness false;
     /// An input request for an elicitation mode the request's capabilities
     /// did not declare (§2.4, S5), e.g. URL mode to a form-only client
     /// ([`super::capability::undeclared`]).
-    UndeclaredMode {
-        name: "undeclared-mode",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    UndeclaredMode: "undeclared-mode", Must, blackbox true, harness false;
     /// A `tools/call` whose `inputResponses` or `requestState` has the
     /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
     /// unknown method) instead of invalid params or a re-prompt (S9;
     /// [`super::reply::shape_reply`]).
-    ShapeAsUnknownMethod {
-        name: "shape-as-unknown-method",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    ShapeAsUnknownMethod: "shape-as-unknown-method", Must, blackbox true, harness false;
     /// A stdio server's process exited while the case ran (a crash: the
     /// exit status and stderr tail are the evidence).
-    ProcessExited {
-        name: "process-exited",
-        severity: Must,
-        blackbox: true,
-        harness: false,
-    }
+    ProcessExited: "process-exited", Must, blackbox true, harness false;
 }
 
 impl Oracle {
