@@ -2,7 +2,8 @@
 //! the endpoint, the principal, the timeout and the HTTP client, hands out
 //! JSON-RPC ids, and records every exchange (discovery in its call log, a
 //! check in its evidence). What they all know is one [`WireCore`]; [`Log`]
-//! is discovery's own wire.
+//! is discovery's own wire; [`WireLegs`] drives an MRTR flow's legs over
+//! any wire, so a walk and a check's flow leave the same evidence.
 
 use crate::client::drive::{self, LegReply};
 use crate::client::http::{AddressError, Endpoint};
