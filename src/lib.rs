@@ -53,8 +53,11 @@
 //!   and soak verdict (`report::health`); `report::format` holds the
 //!   one HTML, XML and Markdown-cell escaper and the `ms` formatter.
 //! - [`oracle`]: the rules a reply is judged by, one implementation each,
-//!   shared by `check`, `fuzz` and `load` (reply shape, replay, capability
-//!   gating, tampered state against its controls).
+//!   shared by `check`, `fuzz` and `load` (server errors, hangs and replies
+//!   without JSON-RPC, reply shape, replay, capability gating, tampered
+//!   state against its controls), and one table of what they find
+//!   ([`oracle::Oracle`]: the black-box fuzzer's findings and the harness's
+//!   properties).
 //! - [`stdio`]: servers that speak stdio, started as a command and put
 //!   behind a loopback endpoint so every driver reaches them as it reaches
 //!   HTTP servers (`--target stdio -- CMD`); `serve --stdio` is

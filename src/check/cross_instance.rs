@@ -61,11 +61,6 @@ async fn send_to(
     })
 }
 
-fn completed(rpc: &Rpc) -> bool {
-    matches!(rpc, Rpc::Result(v)
-        if !asks_for_input(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
-}
-
 /// The instance that issues states: the target's answer to a first call.
 async fn first_instance(p: &Probe, tool: &ToolProfile) -> Option<String> {
     let req = p.call_request(
@@ -162,7 +157,7 @@ async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, St
             t.name
         ));
     }
-    if !completed(&there.rpc) {
+    if !there.rpc.completes() {
         return Ok(Verdict::violation(
             Severity::Should,
             format!(
@@ -182,7 +177,7 @@ async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, St
     ] {
         let label = format!("tools/call {} replay of that retry on {name}", t.name);
         match send_to(p, url, &label, t, &round.answers, &round.state).await {
-            Ok(s) if completed(&s.rpc) => again.push(format!(
+            Ok(s) if s.rpc.completes() => again.push(format!(
                 "{name} completed it again (\"{}\")",
                 s.rpc.result().map(result_text).unwrap_or_default()
             )),

@@ -16,6 +16,7 @@ use super::probe::Probe;
 use super::registry::{Check, check};
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::raw::Rpc;
+use crate::client::rpc::final_success;
 use crate::findings::Severity;
 use crate::oracle::reply::{ShapeReply, shape_reply};
 use crate::protocol::mrtr::REQUEST_STATE;
@@ -172,8 +173,7 @@ impl Tally {
             (ShapeReply::UnknownMethod, rpc) => self
                 .not_found
                 .push(format!("{what}: {}", reading(&rpc, status))),
-            (ShapeReply::Other, Rpc::Result(v))
-                if !asks_for_input(&v) && v.get("isError") != Some(&json!(true)) =>
+            (ShapeReply::Other, Rpc::Result(v)) if final_success(&v) =>
             {
                 match control {
                     Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(
@@ -310,40 +310,44 @@ async fn malformed(p: Probe) -> Verdict {
 }
 
 async fn responses_shape(p: Probe) -> Verdict {
-    let r0 = match first_at_state(&p, false).await {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let control = control_result(&p, &r0).await;
-    let values = answer_values(&Value::Object(r0.answers.clone()));
-    let mut tally = Tally::default();
-    for (what, value) in [
-        ("an array", json!([Value::Object(r0.answers.clone())])),
-        ("a number", json!(42)),
-        ("a string", json!("elicitkit")),
-        ("null", Value::Null),
-    ] {
-        let r = match at_state(&p, &r0.tool).await {
-            Ok(x) => x,
-            Err(e) => match tally.halt(e) {
-                Some(skip) => return skip,
-                None => break,
-            },
-        };
-        let reply = retry_raw(
-            &p,
-            &r.tool,
-            &format!("tools/call {} retry, inputResponses is {what}", r.tool.name),
-            Some(value),
-            Some(Value::String(r.state.clone())),
-        )
-        .await;
-        tally.file(what, reply, control.as_ref(), &values);
-    }
-    tally.verdict(&r0.tool.name, "inputResponses")
+    misshapen(p, "inputResponses", |r0, r| {
+        let cases = [
+            ("an array", json!([Value::Object(r0.answers.clone())])),
+            ("a number", json!(42)),
+            ("a string", json!("elicitkit")),
+            ("null", Value::Null),
+        ];
+        let state = Value::String(r.state.clone());
+        cases
+            .map(|(what, v)| (what, Some(v), Some(state.clone())))
+            .into()
+    })
+    .await
 }
 
 async fn state_shape(p: Probe) -> Verdict {
+    misshapen(p, REQUEST_STATE, |r0, r| {
+        let cases = [
+            ("a number", json!(42)),
+            ("an object", json!({"state": r0.state})),
+        ];
+        let answers = Value::Object(r.answers.clone());
+        cases
+            .map(|(what, v)| (what, Some(answers.clone()), Some(v)))
+            .into()
+    })
+    .await
+}
+
+/// Retries fresh states of the first state tool with `field` of the wrong
+/// JSON type: `cases` gives, from the first round and a fresh one, each
+/// case's name and the answers and state it sends. Tallies how each was
+/// answered against a valid answer's result.
+async fn misshapen(
+    p: Probe,
+    field: &str,
+    cases: impl Fn(&Round, &Round) -> Vec<(&'static str, Option<Value>, Option<Value>)>,
+) -> Verdict {
     let r0 = match first_at_state(&p, false).await {
         Ok(x) => x,
         Err(v) => return v,
@@ -351,10 +355,7 @@ async fn state_shape(p: Probe) -> Verdict {
     let control = control_result(&p, &r0).await;
     let values = answer_values(&Value::Object(r0.answers.clone()));
     let mut tally = Tally::default();
-    for (what, value) in [
-        ("a number", json!(42)),
-        ("an object", json!({"state": r0.state})),
-    ] {
+    for i in 0..cases(&r0, &r0).len() {
         let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
             Err(e) => match tally.halt(e) {
@@ -362,17 +363,12 @@ async fn state_shape(p: Probe) -> Verdict {
                 None => break,
             },
         };
-        let reply = retry_raw(
-            &p,
-            &r.tool,
-            &format!("tools/call {} retry, requestState is {what}", r.tool.name),
-            Some(Value::Object(r.answers.clone())),
-            Some(value),
-        )
-        .await;
+        let (what, answers, state) = cases(&r0, &r).swap_remove(i);
+        let label = format!("tools/call {} retry, {field} is {what}", r.tool.name);
+        let reply = retry_raw(&p, &r.tool, &label, answers, state).await;
         tally.file(what, reply, control.as_ref(), &values);
     }
-    tally.verdict(&r0.tool.name, REQUEST_STATE)
+    tally.verdict(&r0.tool.name, field)
 }
 
 #[cfg(test)]

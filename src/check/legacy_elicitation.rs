@@ -12,7 +12,7 @@ use super::input_responses::Tally;
 use super::invalid_content::{KINDS, describe};
 use super::judge::answer_values;
 use super::legacy_session::{
-    Answer, CallOptions, all_elicitations, call, call_with, close, elicit_findings, ended,
+    Answer, CallOptions, Streamed, all_elicitations, call_once, call_with, elicit_findings, ended,
     initialize_request, open, run_all, run_answered, unanswered,
 };
 use super::model::Verdict;
@@ -305,33 +305,27 @@ async fn invalid_answers(p: Probe) -> Verdict {
         if kinds.is_empty() {
             continue;
         }
-        let control = match open(&p, &all_modes(), true).await {
-            Ok(s) => {
-                let answer = Answer::Accept {
-                    complete_pages: true,
-                };
-                let st = call(&p, &s, &t.name, &t.arguments, answer).await;
-                close(&p, &s).await;
-                match st.response {
-                    Some(Rpc::Result(v)) => Some(v),
-                    _ => None,
-                }
-            }
-            Err(_) => None,
+        let accept = Answer::Accept {
+            complete_pages: true,
+        };
+        let control = match call_once(&p, t, accept, &CallOptions::default()).await {
+            Ok(Streamed {
+                response: Some(Rpc::Result(v)),
+                ..
+            }) => Some(v),
+            _ => None,
         };
         let mut values = answer_values(&Value::Object(valid_content(&schema, seed)));
         for (kind, content) in kinds {
             let what = format!("{}: {}", t.name, describe(kind));
             values.extend(answer_values(&Value::Object(content)));
-            let s = match open(&p, &all_modes(), true).await {
-                Ok(s) => s,
-                Err(e) => match tally.halt(e) {
+            let st = match call_once(&p, t, Answer::Invalid(kind), &CallOptions::default()).await {
+                Ok(st) => st,
+                Err(e) => match tally.halt(e.into()) {
                     Some(skip) => return skip,
                     None => break,
                 },
             };
-            let st = call(&p, &s, &t.name, &t.arguments, Answer::Invalid(kind)).await;
-            close(&p, &s).await;
             if let Some(why) = unanswered(&t.name, &st) {
                 unsent.push(why);
                 continue;

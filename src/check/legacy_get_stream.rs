@@ -9,9 +9,9 @@
 //! the rules. Every other check calls a tool discovery saw push on the GET
 //! stream with that stream open too, so it is judged like any other.
 
-use super::legacy_session::{Answer, CallOptions, call_with, close, open};
+use super::legacy_session::{Answer, CallOptions, call_once};
 use super::model::Verdict;
-use super::probe::{Probe, all_modes};
+use super::probe::Probe;
 use super::registry::{Check, check};
 use crate::client::raw::Rpc;
 use crate::findings::Severity;
@@ -30,12 +30,7 @@ pub fn checks() -> Vec<Check> {
 }
 
 async fn get_stream(p: Probe) -> Verdict {
-    let tools: Vec<_> = p
-        .target()
-        .eliciting_tools()
-        .into_iter()
-        .filter(|t| p.target().off_origin(t).is_none())
-        .collect();
+    let tools = p.target().page_safe_tools();
     if tools.is_empty() {
         return p.target().no_subject("no tool elicits");
     }
@@ -48,22 +43,13 @@ async fn get_stream(p: Probe) -> Verdict {
     let mut fine = Vec::new();
     let mut get_statuses = Vec::new();
     for t in &tools {
-        let s = match open(&p, &all_modes(), true).await {
-            Ok(s) => s,
+        let accept = Answer::Accept {
+            complete_pages: true,
+        };
+        let st = match call_once(&p, t, accept, &opts).await {
+            Ok(st) => st,
             Err(e) => return Verdict::skip(e),
         };
-        let st = call_with(
-            &p,
-            &s,
-            &t.name,
-            &t.arguments,
-            Answer::Accept {
-                complete_pages: true,
-            },
-            &opts,
-        )
-        .await;
-        close(&p, &s).await;
         get_statuses.push(match st.get_status {
             Some(c) => format!("{}: GET stream HTTP {c}", t.name),
             None => format!("{}: GET stream did not open", t.name),

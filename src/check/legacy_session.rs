@@ -14,6 +14,8 @@ use crate::protocol::version::LEGACY;
 use crate::protocol::{ClientCapabilities, Generation};
 use serde_json::{Value, json};
 
+use crate::discover::wire::SessionError;
+
 pub use crate::discover::legacy::{
     Answer, CallOptions, Session, Streamed, call, call_with, close, initialize_request, modes_seen,
     open, request, watch_get,
@@ -34,6 +36,20 @@ pub fn eliciting(p: &Probe, answer: &Answer) -> Vec<ToolProfile> {
         .filter(|t| t.elicits() && !(completes_pages && p.target().off_origin(t).is_some()))
         .cloned()
         .collect()
+}
+
+/// Calls `t` once on a session of its own (every mode declared,
+/// initialized) with `answer` and `opts`, and ends the session.
+pub async fn call_once(
+    p: &Probe,
+    t: &ToolProfile,
+    answer: Answer,
+    opts: &CallOptions,
+) -> Result<Streamed, SessionError> {
+    let s = open(p, &all_modes(), true).await?;
+    let st = call_with(p, &s, &t.name, &t.arguments, answer, opts).await;
+    close(p, &s).await;
+    Ok(st)
 }
 
 /// Runs every eliciting tool once on a fresh session with `caps`.

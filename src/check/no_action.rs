@@ -309,12 +309,7 @@ async fn one_tool(
 }
 
 async fn judge(p: Probe, g: Generation) -> Verdict {
-    let tools: Vec<ToolProfile> = p
-        .target()
-        .eliciting_tools()
-        .into_iter()
-        .filter(|t| p.target().off_origin(t).is_none())
-        .collect();
+    let tools = p.target().page_safe_tools();
     if tools.is_empty() {
         return p.target().no_subject("no tool elicits");
     }

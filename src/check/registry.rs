@@ -37,7 +37,8 @@ pub struct Check {
 }
 
 /// What a check needs beyond a target and the per-check timeout. Each is a
-/// word after the body in its `check!` (`alone`, `http("SSE streams")`).
+/// word after the body in its `check!` (`alone`, `http("SSE streams")`);
+/// a word that names no field does not compile.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Needs {
     /// The part of HTTP it judges: over stdio, which has none of it, the
@@ -64,46 +65,6 @@ impl Needs {
         expiry: false,
         whole_run: false,
     };
-
-    /// Judges `what` of HTTP.
-    pub const fn http(self, what: &'static str) -> Needs {
-        Needs {
-            http: Some(what),
-            ..self
-        }
-    }
-
-    /// Needs two principals.
-    pub const fn two_principals(self) -> Needs {
-        Needs {
-            two_principals: true,
-            ..self
-        }
-    }
-
-    /// Runs alone.
-    pub const fn alone(self) -> Needs {
-        Needs {
-            alone: true,
-            ..self
-        }
-    }
-
-    /// Waits for a state's expiry.
-    pub const fn expiry(self) -> Needs {
-        Needs {
-            expiry: true,
-            ..self
-        }
-    }
-
-    /// Judges the whole run, last.
-    pub const fn whole_run(self) -> Needs {
-        Needs {
-            whole_run: true,
-            ..self
-        }
-    }
 }
 
 impl fmt::Debug for Check {
@@ -119,6 +80,18 @@ impl fmt::Debug for Check {
     }
 }
 
+/// The value of one word of a `check!`'s needs: `alone` is `true`,
+/// `http("SSE streams")` is `Some("SSE streams")`.
+macro_rules! need {
+    () => {
+        true
+    };
+    ($what:expr) => {
+        Some($what)
+    };
+}
+pub(crate) use need;
+
 /// Builds a [`Check`] from its descriptor fields, an `async fn(Probe) ->
 /// Verdict` and what it [`Needs`] (none, or words such as `alone`,
 /// `http("SSE streams")`), recording the file it is written in.
@@ -133,7 +106,10 @@ macro_rules! check {
             title: $title,
             run: |p| ::futures::FutureExt::boxed($f(p)),
             source: file!(),
-            needs: $crate::check::registry::Needs::NONE $(.$need($($what)?))*,
+            needs: $crate::check::registry::Needs {
+                $($need: $crate::check::registry::need!($($what)?),)*
+                ..$crate::check::registry::Needs::NONE
+            },
         }
     };
 }

@@ -13,7 +13,7 @@ use super::registry::{Check, check};
 use super::state_decode::reencodings;
 use super::subject::{Completed, complete, first_at_state, reading, result_text, retry};
 use crate::client::raw::Rpc;
-use crate::oracle::replay::{Twice, completes, judge};
+use crate::oracle::replay::{Twice, judge};
 use serde_json::Value;
 
 /// The checks of this family.
@@ -77,7 +77,7 @@ async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
         Ok(x) => x,
         Err(e) => return Replayed::Refused(format!("{}: no reply to the replay ({e})", t.name)),
     };
-    if completes(&rpc) {
+    if rpc.completes() {
         return Replayed::Twice(format!(
             "{}: first completion \"{}\", the replay completed again \"{}\"",
             t.name,
@@ -94,7 +94,7 @@ async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
             t.name
         );
         if let Ok((rpc, _)) = retry(p, t, &label, &done.answers, &again).await
-            && completes(&rpc)
+            && rpc.completes()
         {
             return Replayed::Twice(format!(
                 "{}: the exact replay was refused, but the same state re-encoded as {what} \

@@ -11,9 +11,9 @@
 //! later `requestState` is a WARN (the state travels through the client);
 //! in a reply or the result it is not judged (a name echoed back is normal).
 
-use super::legacy_session::{Answer, call, close, open};
+use super::legacy_session::{Answer, CallOptions, call_once};
 use super::model::Verdict;
-use super::probe::{Probe, ToolProfile, all_modes};
+use super::probe::{Probe, ToolProfile};
 use super::registry::{Check, check};
 use super::state_decode::find_in;
 use super::subject::complete;
@@ -94,21 +94,13 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
                 }
             },
             Generation::Legacy => {
-                let s = match open(&p, &all_modes(), true).await {
-                    Ok(s) => s,
+                let accept = Answer::Accept {
+                    complete_pages: true,
+                };
+                let st = match call_once(&p, t, accept, &CallOptions::default()).await {
+                    Ok(st) => st,
                     Err(e) => return Verdict::skip(e),
                 };
-                let st = call(
-                    &p,
-                    &s,
-                    &t.name,
-                    &t.arguments,
-                    Answer::Accept {
-                        complete_pages: true,
-                    },
-                )
-                .await;
-                close(&p, &s).await;
                 let Some(Rpc::Result(result)) = &st.response else {
                     unreached.push(format!(
                         "{}: the flow did not complete ({})",

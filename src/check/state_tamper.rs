@@ -18,6 +18,7 @@ use super::state_decode::{reencodings, same_bytes};
 use super::subject::{Round, at_state, first_at_state, reading, retry, state_subjects};
 use crate::client::policy::Mutation;
 use crate::client::raw::Rpc;
+use crate::client::rpc::final_success;
 use crate::findings::Severity;
 use crate::state::tamper;
 use serde_json::Value;
@@ -308,25 +309,9 @@ async fn other_tool(p: Probe) -> Verdict {
     let Some(other) = subjects.iter().find(|t| t.name != tool.name).cloned() else {
         return Verdict::skip("only one tool issues a requestState");
     };
-    if let Err(why) = control(&p, &tool).await {
-        return Verdict::skip(why);
-    }
-    let foreign = match at_state(&p, &other).await {
-        Ok(r) => r.state,
-        Err(e) => return Verdict::skip(e),
-    };
-    let mine = match at_state(&p, &tool).await {
-        Ok(r) => r,
-        Err(e) => return Verdict::skip(e),
-    };
-    let label = format!(
-        "tools/call {} round {} retry with the state of {}",
-        tool.name,
-        mine.index + 1,
-        other.name
-    );
+    let of = format!("of {}", other.name);
     let what = format!("issued for tool {}", other.name);
-    judge_retry(&p, &mine, &label, &foreign, &["wrong_request"], &what, true).await
+    with_state_of(&p, &tool, &other, &of, &what).await
 }
 
 async fn other_arguments(p: Probe) -> Verdict {
@@ -343,34 +328,40 @@ async fn other_arguments(p: Probe) -> Verdict {
                 .no_subject("no tool issues a requestState in any round"),
         };
     };
-    if let Err(why) = control(&p, &tool).await {
-        return Verdict::skip(why);
-    }
     let mut varied = tool.clone();
     varied.arguments = tool.other_arguments.clone().unwrap_or_default();
-    let foreign = match at_state(&p, &varied).await {
+    let what = "issued for other arguments";
+    with_state_of(&p, &tool, &varied, what, what).await
+}
+
+/// Retries a fresh state round of `tool` with a state issued to `donor`
+/// (another tool, or other arguments; `of` names it in the label, `what`
+/// in the verdict): a state bound to its request is rejected as
+/// `wrong_request`.
+async fn with_state_of(
+    p: &Probe,
+    tool: &ToolProfile,
+    donor: &ToolProfile,
+    of: &str,
+    what: &str,
+) -> Verdict {
+    if let Err(why) = control(p, tool).await {
+        return Verdict::skip(why);
+    }
+    let foreign = match at_state(p, donor).await {
         Ok(r) => r.state,
         Err(e) => return Verdict::skip(e),
     };
-    let mine = match at_state(&p, &tool).await {
+    let mine = match at_state(p, tool).await {
         Ok(r) => r,
         Err(e) => return Verdict::skip(e),
     };
     let label = format!(
-        "tools/call {} round {} retry with the state issued for other arguments",
+        "tools/call {} round {} retry with the state {of}",
         tool.name,
         mine.index + 1
     );
-    judge_retry(
-        &p,
-        &mine,
-        &label,
-        &foreign,
-        &["wrong_request"],
-        "issued for other arguments",
-        true,
-    )
-    .await
+    judge_retry(p, &mine, &label, &foreign, &["wrong_request"], what, true).await
 }
 
 /// The answers a tool's state round takes (from discovery's walk).
@@ -430,19 +421,14 @@ async fn unsolicited(p: Probe) -> Verdict {
                 None,
             );
             match p.send(control).await.map(|r| r.rpc()) {
-                Ok(Rpc::Result(v))
-                    if !asks_for_input(&v)
-                        && v.get("isError").and_then(Value::as_bool) != Some(true) =>
-                {
-                    Verdict::violation(
-                        Severity::Info,
-                        format!(
-                            "{}: completed, but it completes on the same answers without any \
+                Ok(Rpc::Result(v)) if final_success(&v) => Verdict::violation(
+                    Severity::Info,
+                    format!(
+                        "{}: completed, but it completes on the same answers without any \
                              state too: the forged state was ignored, not honoured",
-                            tool.name
-                        ),
-                    )
-                }
+                        tool.name
+                    ),
+                ),
                 _ => Verdict::fail(format!(
                     "{}: the server completed a first call on the strength of a requestState it \
                      never issued (without the state, the same call does not complete)",

@@ -22,6 +22,7 @@ use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
 use crate::client::raw::RawRequest;
 use crate::findings::Severity;
+use crate::report::format::ms;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
@@ -77,7 +78,7 @@ impl Timing {
     }
 }
 
-fn ms(d: Duration) -> f64 {
+fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
@@ -86,7 +87,7 @@ fn stall_pattern(timings: &[Timing]) -> Option<Vec<f64>> {
     let mut tails: Vec<f64> = timings
         .iter()
         .filter(|t| t.stalled())
-        .map(|t| ms(t.tail))
+        .map(|t| millis(t.tail))
         .collect();
     if !crate::client::stall::is_pattern(tails.len() as u64, timings.len() as u64) {
         return None;
@@ -105,20 +106,20 @@ pub fn judge(first: &[Timing], quick: Option<Result<&[Timing], String>>, what: &
     let Some(tails) = stall_pattern(first) else {
         let worst = first.iter().map(|t| t.tail).max().unwrap_or_default();
         return Verdict::pass(format!(
-            "{} of {} {what} replies stalled in their tail (slowest tail {:.1} ms)",
+            "{} of {} {what} replies stalled in their tail (slowest tail {} ms)",
             first.iter().filter(|t| t.stalled()).count(),
             first.len(),
-            ms(worst)
+            ms(millis(worst))
         ));
     };
     let seen = format!(
-        "{} of {} {what} replies on one keep-alive connection took {:.0}–{:.0} ms (median \
-         {:.0} ms) from their head to the end of their body",
+        "{} of {} {what} replies on one keep-alive connection took {}–{} ms (median {} ms) \
+         from their head to the end of their body",
         tails.len(),
         first.len(),
-        tails[0],
-        tails[tails.len() - 1],
-        tails[tails.len() / 2],
+        ms(tails[0]),
+        ms(tails[tails.len() - 1]),
+        ms(tails[tails.len() / 2]),
     );
     let quick = match quick {
         Some(Ok(q)) if !q.is_empty() => q,
@@ -385,7 +386,10 @@ async fn time_replies(
         request: make(0).evidence(),
         response: out
             .iter()
-            .map(|t| format!("head {:.1} ms, tail {:.1} ms", ms(t.head), ms(t.tail)))
+            .map(|t| {
+                let (head, tail) = (ms(millis(t.head)), ms(millis(t.tail)));
+                format!("head {head} ms, tail {tail} ms")
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         status: None,

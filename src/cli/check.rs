@@ -7,7 +7,6 @@
 use super::{exit, usage_error};
 use crate::check::render::{Format, render};
 use crate::check::{Settings, all_checks};
-use crate::protocol::Generation;
 use clap::Parser;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -54,33 +53,14 @@ pub struct Args {
     /// here, and replays it on both (shared keys, shared single use).
     #[arg(long, value_name = "URL")]
     pub other_instance: Option<String>,
-    /// Protocol generation to check: auto, 2025-11-25 or 2026-07-28.
-    #[arg(long, default_value = "auto")]
-    pub generation: String,
-    /// Bearer token of the principal that runs the flows (default `alice`:
-    /// the reference server's demo mode takes the user name as token).
-    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
-    pub principal: Option<String>,
-    /// Bearer token of a second principal, for cross-principal probes
-    /// (default `bob`). Giving both tokens runs those probes even on a
-    /// server that serves anonymous requests.
-    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", value_name = "TOKEN")]
-    pub other_principal: Option<String>,
-    /// Check only this tool (repeatable); default: every listed tool.
-    #[arg(long = "tool", value_name = "NAME")]
-    pub tools: Vec<String>,
-    /// Never call this tool (repeatable).
-    #[arg(long = "skip-tool", value_name = "NAME")]
-    pub skip_tools: Vec<String>,
+    /// Generation, principals and tools.
+    #[command(flatten)]
+    pub aim: super::target::AimArgs,
     /// A read-only tool that reports the server's state, read before and
     /// after a decline to see that nothing happened (default: the first
     /// tool annotated readOnlyHint that does not elicit).
     #[arg(long, value_name = "NAME")]
     pub state_tool: Option<String>,
-    /// Treat this tool's completion as single-use (repeatable), besides
-    /// tools marked destructive or described as "exactly once".
-    #[arg(long = "single-use", value_name = "NAME")]
-    pub single_use: Vec<String>,
     /// Run only checks whose id starts with this prefix (repeatable); a
     /// prefix no check id starts with is a usage error.
     #[arg(long = "only", value_name = "PREFIX")]
@@ -143,20 +123,12 @@ pub fn list_table() -> String {
 /// Builds the settings from the arguments.
 pub fn settings(args: &Args, target: &str) -> Settings {
     let mut s = Settings::new(target);
-    if let Some(p) = &args.principal {
-        s.target.principal = p.clone();
-    }
-    if let Some(p) = &args.other_principal {
-        s.target.other_principal = p.clone();
-    }
-    s.principals_given = args.principal.is_some() && args.other_principal.is_some();
-    s.target.skip_tools = args.skip_tools.clone();
+    args.aim.apply(&mut s.target);
+    s.principals_given = args.aim.principal.is_some() && args.aim.other_principal.is_some();
     s.state_tool = args.state_tool.clone();
     s.target.timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
     s.deadline = args.deadline;
     s.wait_expiry = args.wait_expiry;
-    s.target.tools = args.tools.clone();
-    s.target.single_use = args.single_use.clone();
     s.concurrency = args.concurrency.max(1);
     s.other_instance = args.other_instance.clone();
     s.progress = true;
@@ -185,12 +157,9 @@ pub fn run(args: Args) -> ExitCode {
     let Some(target) = args.target.clone() else {
         return usage_error("--target is required");
     };
-    let generation = match args.generation.as_str() {
-        "auto" => None,
-        g => match g.parse::<Generation>() {
-            Ok(g) => Some(g),
-            Err(e) => return usage_error(e),
-        },
+    let generation = match args.aim.generation() {
+        Ok(g) => g,
+        Err(e) => return usage_error(e),
     };
     let runtime = match super::runtime() {
         Ok(r) => r,

@@ -10,7 +10,6 @@
 
 use super::{exit, usage_error};
 use crate::fuzz::blackbox::{self, Settings};
-use crate::protocol::Generation;
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,26 +58,9 @@ pub struct Args {
     /// Per-request timeout; a reply later than this is a `hang` finding.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
-    /// Protocol generation: auto, 2025-11-25 or 2026-07-28.
-    #[arg(long, default_value = "auto")]
-    pub generation: String,
-    /// Bearer token of the principal the flows run as (default `alice`).
-    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
-    pub principal: Option<String>,
-    /// Bearer token of another principal (default `bob`); cross-principal
-    /// retries run when the server authenticates, or when this is given.
-    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", value_name = "TOKEN")]
-    pub other_principal: Option<String>,
-    /// Fuzz only this tool (repeatable).
-    #[arg(long = "tool", value_name = "NAME")]
-    pub tools: Vec<String>,
-    /// Never call this tool (repeatable).
-    #[arg(long = "skip-tool", value_name = "NAME")]
-    pub skip_tools: Vec<String>,
-    /// Treat this tool's completion as single-use (repeatable), besides
-    /// tools marked destructive or described as "exactly once".
-    #[arg(long = "single-use", value_name = "NAME")]
-    pub single_use: Vec<String>,
+    /// Generation, principals and tools.
+    #[command(flatten)]
+    pub aim: super::target::AimArgs,
     /// Folder for report folders.
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub out: PathBuf,
@@ -92,12 +74,9 @@ pub struct Args {
 
 /// Runs `elicitkit fuzz`.
 pub fn run(args: Args) -> ExitCode {
-    let generation = match args.generation.as_str() {
-        "auto" => None,
-        g => match g.parse::<Generation>() {
-            Ok(g) => Some(g),
-            Err(e) => return usage_error(e),
-        },
+    let generation = match args.aim.generation() {
+        Ok(g) => g,
+        Err(e) => return usage_error(e),
     };
     if args.duration.is_zero() || args.max_requests == 0 {
         return usage_error("--duration and --max-requests must be positive");
@@ -121,17 +100,9 @@ pub fn run(args: Args) -> ExitCode {
         |s| format!("stdio: {}", s.command.display()),
     );
     let mut s = Settings::new(args.target.clone());
-    if let Some(p) = &args.principal {
-        s.target.principal = p.clone();
-    }
-    if let Some(p) = &args.other_principal {
-        s.target.other_principal = p.clone();
-        s.other_given = true;
-    }
+    args.aim.apply(&mut s.target);
+    s.other_given = args.aim.other_principal.is_some();
     s.generation = generation;
-    s.target.tools = args.tools.clone();
-    s.target.skip_tools = args.skip_tools.clone();
-    s.target.single_use = args.single_use.clone();
     s.duration = args.duration;
     s.max_requests = args.max_requests;
     s.target.timeout = args.timeout;

@@ -24,6 +24,7 @@ use crate::load::spec::plan::Plan;
 use crate::load::spec::principals::Principals;
 use crate::load::spec::shape::Model;
 use crate::protocol::Generation;
+use crate::report::format::ms;
 use clap::Args as ClapArgs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -853,24 +854,35 @@ fn print_report(r: &run::RunReport) {
     }
     print_instances(s);
     for (leg, st) in &s.legs {
-        let gap = s
-            .gaps
-            .get(leg)
-            .map_or(String::new(), |g| format!("  gap p50 {:>7.3} ms", g.p50_ms));
+        let gap = s.gaps.get(leg).map_or(String::new(), |g| {
+            format!("  gap p50 {:>7} ms", ms(g.p50_ms))
+        });
         println!(
-            "  {leg:<24} n={:<8} p50 {:>8.3} ms  p95 {:>8.3} ms  p99 {:>8.3} ms{gap}",
-            st.count, st.p50_ms, st.p95_ms, st.p99_ms
+            "  {leg:<24} n={:<8} p50 {:>8} ms  p95 {:>8} ms  p99 {:>8} ms{gap}",
+            st.count,
+            ms(st.p50_ms),
+            ms(st.p95_ms),
+            ms(st.p99_ms)
         );
     }
     println!(
-        "  {:<24} n={:<8} p50 {:>8.3} ms  p95 {:>8.3} ms  p99 {:>8.3} ms",
-        "end to end", s.e2e.count, s.e2e.p50_ms, s.e2e.p95_ms, s.e2e.p99_ms
+        "  {:<24} n={:<8} p50 {:>8} ms  p95 {:>8} ms  p99 {:>8} ms",
+        "end to end",
+        s.e2e.count,
+        ms(s.e2e.p50_ms),
+        ms(s.e2e.p95_ms),
+        ms(s.e2e.p99_ms)
     );
     if let Some(c) = s.e2e_corrected.as_ref().filter(|_| s.backfilled > 0) {
         println!(
-            "  {:<24} n={:<8} p50 {:>8.3} ms  p95 {:>8.3} ms  p99 {:>8.3} ms  ({} backfilled: \
+            "  {:<24} n={:<8} p50 {:>8} ms  p95 {:>8} ms  p99 {:>8} ms  ({} backfilled: \
              coordinated omission)",
-            "end to end, corrected", c.count, c.p50_ms, c.p95_ms, c.p99_ms, s.backfilled
+            "end to end, corrected",
+            c.count,
+            ms(c.p50_ms),
+            ms(c.p95_ms),
+            ms(c.p99_ms),
+            s.backfilled
         );
     }
     if let Some(f) = s.frozen.as_ref().filter(|f| f.spells > 0) {

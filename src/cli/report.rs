@@ -18,6 +18,7 @@
 use super::{exit, usage_error};
 use crate::load::merge;
 use crate::load::spec::threshold::Threshold;
+use crate::report::format::ms;
 use crate::report::{self, Summary};
 use clap::{Args as ClapArgs, Subcommand};
 use std::path::{Path, PathBuf};
@@ -98,12 +99,12 @@ fn merge(logs: &[PathBuf], out: &Path, interval: Duration, exprs: &[String]) -> 
         Err(e) => return usage_error(e),
     };
     println!(
-        "merged {} logs: {} round trips, {} requests, e2e p50 {:.3} ms p99 {:.3} ms, error rate {:.4}%",
+        "merged {} logs: {} round trips, {} requests, e2e p50 {} ms p99 {} ms, error rate {:.4}%",
         logs.len(),
         summary.round_trips.total,
         summary.requests,
-        summary.e2e.p50_ms,
-        summary.e2e.p99_ms,
+        ms(summary.e2e.p50_ms),
+        ms(summary.e2e.p99_ms),
         summary.error_rate * 100.0
     );
     for t in &summary.thresholds {

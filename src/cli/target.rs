@@ -1,9 +1,61 @@
 //! The target flags `check`, `fuzz`, `plan` and `load` share for a server
 //! that speaks stdio: `--target stdio`, then the command after `--`, with
-//! `--env`, `--cwd` and `--identity-env`.
+//! `--env`, `--cwd` and `--identity-env`; and those `check` and `fuzz`
+//! share for whom and what they aim at ([`AimArgs`]).
 
+use crate::discover::TargetSettings;
+use crate::protocol::Generation;
 use crate::stdio::{Bridge, Command, Spec};
 use std::path::PathBuf;
+
+/// Which generation, as whom, and which tools `check` and `fuzz` aim at.
+#[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
+pub struct AimArgs {
+    /// Protocol generation: auto, 2025-11-25 or 2026-07-28.
+    #[arg(long, default_value = "auto")]
+    pub generation: String,
+    /// Bearer token of the principal the flows run as (default `alice`:
+    /// the reference server's demo mode takes the user name as token).
+    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    pub principal: Option<String>,
+    /// Bearer token of a second principal, for cross-principal probes
+    /// (default `bob`).
+    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", value_name = "TOKEN")]
+    pub other_principal: Option<String>,
+    /// Only this tool (repeatable); default: every listed tool.
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Never call this tool (repeatable).
+    #[arg(long = "skip-tool", value_name = "NAME")]
+    pub skip_tools: Vec<String>,
+    /// Treat this tool's completion as single-use (repeatable), besides
+    /// tools marked destructive or described as "exactly once".
+    #[arg(long = "single-use", value_name = "NAME")]
+    pub single_use: Vec<String>,
+}
+
+impl AimArgs {
+    /// The generation asked for; `None` for `auto`.
+    pub fn generation(&self) -> Result<Option<Generation>, String> {
+        match self.generation.as_str() {
+            "auto" => Ok(None),
+            g => g.parse::<Generation>().map(Some).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Sets the principals and tools given on `t`.
+    pub fn apply(&self, t: &mut TargetSettings) {
+        if let Some(p) = &self.principal {
+            t.principal = p.clone();
+        }
+        if let Some(p) = &self.other_principal {
+            t.other_principal = p.clone();
+        }
+        t.tools = self.tools.clone();
+        t.skip_tools = self.skip_tools.clone();
+        t.single_use = self.single_use.clone();
+    }
+}
 
 /// The `--target` value that names a stdio server.
 pub const STDIO: &str = "stdio";
@@ -101,7 +153,7 @@ pub async fn resolve(target: &str, spec: Option<Spec>) -> Result<Resolved, Strin
             bridge: None,
         }),
         Some(spec) => {
-            let bridge = Bridge::start(spec).await?;
+            let bridge = Bridge::start(spec).await.map_err(|e| e.to_string())?;
             Ok(Resolved {
                 url: bridge.mcp_url().to_owned(),
                 bridge: Some(bridge),

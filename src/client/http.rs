@@ -43,16 +43,36 @@ impl Endpoint {
 
     /// Resolves a target: the MCP URL itself, or a page URL relative to the
     /// MCP URL's origin (absolute URLs are kept).
-    pub fn resolve(&self, target: &Target) -> Result<url::Url, String> {
+    pub fn resolve(&self, target: &Target) -> Result<url::Url, AddressError> {
         let base = url::Url::parse(&self.mcp_url)
-            .map_err(|e| format!("bad MCP URL {:?}: {e}", self.mcp_url))?;
+            .map_err(|e| AddressError::McpUrl(self.mcp_url.clone(), e))?;
         match target {
             Target::Mcp => Ok(base),
             Target::Page { url } => base
                 .join(url)
-                .map_err(|e| format!("bad page URL {url:?}: {e}")),
+                .map_err(|e| AddressError::PageUrl(url.clone(), e)),
         }
     }
+
+    /// Where `out` goes, and the token it carries.
+    pub fn address(&self, out: &Outgoing) -> Result<(url::Url, &str), AddressError> {
+        let url = self.resolve(&out.target)?;
+        Ok((url, self.token(out.auth).ok_or(AddressError::NoOtherToken)?))
+    }
+}
+
+/// Why a leg cannot be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    /// The MCP URL does not parse.
+    #[error("bad MCP URL {0:?}: {1}")]
+    McpUrl(String, url::ParseError),
+    /// A page URL does not resolve against it.
+    #[error("bad page URL {0:?}: {1}")]
+    PageUrl(String, url::ParseError),
+    /// A leg as the other principal, and none configured.
+    #[error("no token configured for the other principal")]
+    NoOtherToken,
 }
 
 /// Sends one request and reads the whole body, with a timeout on the lot.
@@ -86,15 +106,9 @@ async fn send(
     answered: &mut Option<String>,
 ) -> Result<HttpReply, (LegFailure, Duration)> {
     let started = Instant::now();
-    let url = endpoint
-        .resolve(&out.target)
-        .map_err(|e| (LegFailure::Transport(e), started.elapsed()))?;
-    let token = endpoint.token(out.auth).ok_or_else(|| {
-        (
-            LegFailure::Transport("no token configured for the other principal".into()),
-            started.elapsed(),
-        )
-    })?;
+    let (url, token) = endpoint
+        .address(out)
+        .map_err(|e| (LegFailure::Transport(e.to_string()), started.elapsed()))?;
     let method = match out.method {
         HttpMethod::Post => reqwest::Method::POST,
         HttpMethod::Get => reqwest::Method::GET,

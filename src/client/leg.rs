@@ -4,7 +4,7 @@
 //! MRTR client ([`super::modern`]), the 2025-11-25 client, the browser and
 //! the drivers ([`super::drive`], [`super::http`], [`super::h1`]) share them.
 
-use super::outcome::RoundTrip;
+use super::outcome::{LegResult, RoundTrip};
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -89,6 +89,15 @@ pub enum LegFailure {
     Timeout,
     /// Connection or I/O error.
     Transport(String),
+}
+
+impl From<&LegFailure> for LegResult {
+    fn from(f: &LegFailure) -> LegResult {
+        match f {
+            LegFailure::Timeout => LegResult::Timeout,
+            LegFailure::Transport(why) => LegResult::Transport(why.clone()),
+        }
+    }
 }
 
 /// What the driver does next.

@@ -484,8 +484,7 @@ impl LegacyClient {
                 },
             },
             Final::Http(status) => LegResult::Http { status: *status },
-            Final::Failed(LegFailure::Timeout) => LegResult::Timeout,
-            Final::Failed(LegFailure::Transport(why)) => LegResult::Transport(why.clone()),
+            Final::Failed(f) => f.into(),
             Final::Violation(_) => LegResult::Http {
                 status: stream_leg.status.unwrap_or(0),
             },
@@ -793,7 +792,7 @@ impl LegacyClient {
                 Err(e) => {
                     st.violations
                         .push(format!("elicitation/create params: {e}"));
-                    return (invalid_params(e), None);
+                    return (invalid_params(e.to_string()), None);
                 }
             };
         let modes = self.cfg.capabilities.elicit_modes();
@@ -889,16 +888,15 @@ impl LegacyClient {
         let leg_deadline = deadline.min(TokioInstant::now() + self.cfg.timeout);
         let status = match tokio::time::timeout_at(leg_deadline, send).await {
             Err(_) => {
-                st.rt
-                    .legs
-                    .push(leg(name, None, started, LegResult::Timeout));
+                let failed = Leg::failed(name.to_owned(), LegResult::Timeout, started.elapsed());
+                st.rt.legs.push(failed);
                 return Err(LegFailure::Timeout);
             }
             Ok(Err(e)) => {
                 let why = describe(&e);
-                st.rt
-                    .legs
-                    .push(leg(name, None, started, LegResult::Transport(why.clone())));
+                let result = LegResult::Transport(why.clone());
+                let failed = Leg::failed(name.to_owned(), result, started.elapsed());
+                st.rt.legs.push(failed);
                 return Err(LegFailure::Transport(why));
             }
             Ok(Ok(r)) => r.status().as_u16(),
@@ -921,7 +919,9 @@ impl LegacyClient {
         let reply = match exchange(&self.http, &self.endpoint, &get, self.cfg.timeout).await {
             Ok(r) => r,
             Err((f, e)) => {
-                st.rt.legs.push(failed_leg(&get.leg, &f, e));
+                st.rt
+                    .legs
+                    .push(Leg::failed(get.leg.clone(), (&f).into(), e));
                 return Err(Final::Failed(f));
             }
         };
@@ -952,7 +952,9 @@ impl LegacyClient {
                 Ok(())
             }
             Err((f, e)) => {
-                st.rt.legs.push(failed_leg(&post.leg, &f, e));
+                st.rt
+                    .legs
+                    .push(Leg::failed(post.leg.clone(), (&f).into(), e));
                 Err(Final::Failed(f))
             }
         }
@@ -1070,22 +1072,6 @@ fn page_leg(name: &str, r: &HttpReply) -> Leg {
             LegResult::Page
         } else {
             LegResult::Http { status: r.status }
-        },
-    }
-}
-
-fn failed_leg(name: &str, f: &LegFailure, elapsed: Duration) -> Leg {
-    Leg {
-        name: name.to_owned().into(),
-        status: None,
-        to_headers: elapsed,
-        to_first_byte: elapsed,
-        total: elapsed,
-        server_state: None,
-        server_app: None,
-        result: match f {
-            LegFailure::Timeout => LegResult::Timeout,
-            LegFailure::Transport(w) => LegResult::Transport(w.clone()),
         },
     }
 }

@@ -5,7 +5,8 @@
 //! - [`leg`]: what a driver sends and gets back ([`Outgoing`], [`HttpReply`],
 //!   [`LegFailure`]) and a flow's next [`Step`]: plain HTTP, no protocol.
 //! - [`modern`]: the 2026-07-28 MRTR client as a sans-I/O state machine
-//!   ([`ModernFlow`]), so any HTTP driver can run it.
+//!   ([`ModernFlow`]), so any HTTP driver can run it; in its walking mode
+//!   ([`FlowConfig::explore`]) it is discovery's walk of a tool.
 //! - [`drive`]: the one step loop of a [`ModernFlow`] ([`drive()`]) over an
 //!   [`Exchange`] that moves each leg.
 //! - [`http`]: reqwest as an [`Exchange`] ([`Reqwest`]) and [`run_modern`].

@@ -229,7 +229,7 @@ pub struct FlowConfig {
     /// violation. The checker does: `mrtr-result-type` reports the missing
     /// declaration once, and every other check judges what the flow did.
     pub read_by_shape: bool,
-    /// Walk the tool instead of judging it ([`explore`]): discovery's
+    /// Walk the tool instead of judging it ([`Explore`]): discovery's
     /// reading, where it stops and whose ids it takes.
     pub explore: Option<Explore>,
 }
@@ -520,29 +520,18 @@ impl ModernFlow {
             Pending::PageGet(_) => "flow page GET".into(),
             Pending::PagePost(_) => "flow page POST".into(),
         };
-        let (result, outcome) = match failure {
-            LegFailure::Timeout => (
-                LegResult::Timeout,
-                Outcome::unexpected(
-                    ErrorClass::Timeout,
-                    format!("{name} timed out after {elapsed:?}"),
-                ),
+        let outcome = match &failure {
+            LegFailure::Timeout => Outcome::unexpected(
+                ErrorClass::Timeout,
+                format!("{name} timed out after {elapsed:?}"),
             ),
-            LegFailure::Transport(why) => (
-                LegResult::Transport(why.clone()),
-                Outcome::unexpected(ErrorClass::Transport, format!("{name}: {why}")),
-            ),
+            LegFailure::Transport(why) => {
+                Outcome::unexpected(ErrorClass::Transport, format!("{name}: {why}"))
+            }
         };
-        self.rt.legs.push(Leg {
-            name,
-            status: None,
-            to_headers: elapsed,
-            to_first_byte: elapsed,
-            total: elapsed,
-            server_state: None,
-            server_app: None,
-            result,
-        });
+        self.rt
+            .legs
+            .push(Leg::failed(name, (&failure).into(), elapsed));
         self.finish(outcome)
     }
 

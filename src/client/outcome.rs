@@ -65,6 +65,23 @@ pub struct Leg {
     pub result: LegResult,
 }
 
+impl Leg {
+    /// A leg that got no reply, ending as `result` after `elapsed` (every
+    /// one of its times).
+    pub fn failed(name: impl Into<Cow<'static, str>>, result: LegResult, elapsed: Duration) -> Leg {
+        Leg {
+            name: name.into(),
+            status: None,
+            to_headers: elapsed,
+            to_first_byte: elapsed,
+            total: elapsed,
+            server_state: None,
+            server_app: None,
+            result,
+        }
+    }
+}
+
 /// Why a round trip did not go the way its policy expects. `as_str` names are
 /// stable metric labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -119,6 +119,22 @@ impl RawRequest {
         self
     }
 
+    /// The request on `http`, ready to send: method, URL, bearer token,
+    /// headers, body.
+    pub fn builder(&self, http: &reqwest::Client) -> reqwest::RequestBuilder {
+        let mut rb = http.request(self.method.clone(), &self.url);
+        if let Some(t) = &self.token {
+            rb = rb.bearer_auth(t);
+        }
+        for (k, v) in &self.headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        if !self.body.is_empty() {
+            rb = rb.body(self.body.clone());
+        }
+        rb
+    }
+
     /// The request as evidence text (secrets masked).
     pub fn evidence(&self) -> String {
         let mut s = format!("{} {}\n", self.method, self.url);
@@ -244,16 +260,7 @@ pub async fn send(
     timeout: Duration,
 ) -> (Exchange, Result<RawReply, RawError>) {
     let started = Instant::now();
-    let mut rb = http.request(req.method.clone(), &req.url);
-    if let Some(t) = &req.token {
-        rb = rb.bearer_auth(t);
-    }
-    for (k, v) in &req.headers {
-        rb = rb.header(k.as_str(), v.as_str());
-    }
-    if !req.body.is_empty() {
-        rb = rb.body(req.body.clone());
-    }
+    let rb = req.builder(http);
     let work = async {
         let again = rb.try_clone();
         let resp = match (rb.send().await, again) {

@@ -5,6 +5,7 @@
 use super::mask;
 use crate::protocol::body::{BodyError, DecodedBody, decode_body};
 use crate::protocol::jsonrpc::{ErrorObject, Message, Outcome as RpcOutcome};
+use crate::protocol::mrtr::asks_for_input;
 use serde_json::Value;
 
 /// The JSON-RPC reading of a reply.
@@ -58,6 +59,12 @@ impl Rpc {
         }
     }
 
+    /// Whether it is a final, successful result ([`final_success`]), not a
+    /// JSON-RPC error.
+    pub fn completes(&self) -> bool {
+        matches!(self, Rpc::Result(v) if final_success(v))
+    }
+
     /// Reads the first JSON-RPC response of a reply.
     pub fn read(status: u16, content_type: Option<&str>, body: &[u8]) -> Rpc {
         let decoded = decode_body(content_type, body);
@@ -76,6 +83,12 @@ impl Rpc {
     }
 }
 
+/// Whether a result is final and successful: not `input_required`, not a
+/// tool error (`isError`).
+pub fn final_success(result: &Value) -> bool {
+    !asks_for_input(result) && result.get("isError").and_then(Value::as_bool) != Some(true)
+}
+
 /// Why a reply, its body already decoded, holds no JSON-RPC response;
 /// `None` when it holds one.
 pub fn missing(
@@ -90,5 +103,21 @@ pub fn missing(
         Err(e) => Some(format!("HTTP {status}, undecodable body: {e}")),
         Ok(d) if d.messages.iter().any(|m| matches!(m, Message::Response(_))) => None,
         Ok(_) => Some(format!("HTTP {status}, no JSON-RPC response in the body")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_final_success_completes() {
+        let result = |v: Value| Rpc::Result(v);
+        assert!(result(json!({"resultType": "complete", "content": []})).completes());
+        assert!(!result(json!({"resultType": "input_required", "requestState": "s"})).completes());
+        assert!(!result(json!({"isError": true})).completes());
+        let err = serde_json::from_value(json!({"code": -32602, "message": "m"})).unwrap();
+        assert!(!Rpc::Error(err).completes());
     }
 }

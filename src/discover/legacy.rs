@@ -6,7 +6,7 @@
 //! peeks with it; the checker judges what it keeps.
 
 use super::page;
-use super::wire::Wire;
+use super::wire::{SessionError, Wire};
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
 use crate::client::mask;
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
@@ -174,12 +174,12 @@ pub async fn open<W: Wire + ?Sized>(
     p: &W,
     caps: &ClientCapabilities,
     initialized: bool,
-) -> Result<Session, String> {
+) -> Result<Session, SessionError> {
     let init = initialize_request(p.mcp_url(), Some(p.token()), p.next_id(), &caps.to_value());
-    let reply = p.send(init).await.map_err(|e| format!("initialize: {e}"))?;
+    let reply = p.send(init).await.map_err(SessionError::Initialize)?;
     let result = match reply.rpc() {
         Rpc::Result(v) => v,
-        other => return Err(format!("initialize answered {}", other.describe())),
+        other => return Err(SessionError::Refused(other.describe())),
     };
     let mut s = Session {
         sid: reply.header(SESSION_ID).map(str::to_owned),
@@ -194,10 +194,7 @@ pub async fn open<W: Wire + ?Sized>(
             &s,
             json!({"jsonrpc":"2.0","method":METHOD_INITIALIZED}),
         );
-        let r = p
-            .send(req)
-            .await
-            .map_err(|e| format!("notifications/initialized: {e}"))?;
+        let r = p.send(req).await.map_err(SessionError::Initialized)?;
         s.initialized_status = Some(r.status);
     }
     Ok(s)
@@ -256,18 +253,16 @@ enum Src {
     Get,
 }
 
-fn builder<W: Wire + ?Sized>(p: &W, req: &RawRequest) -> reqwest::RequestBuilder {
-    let mut rb = p.http().request(req.method.clone(), &req.url);
-    if let Some(t) = &req.token {
-        rb = rb.bearer_auth(t);
+/// The session's standalone GET stream, asked for.
+fn get_request<W: Wire + ?Sized>(p: &W, s: &Session) -> RawRequest {
+    let req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
+        .header("Accept", "text/event-stream")
+        .header(PROTOCOL_VERSION, LEGACY)
+        .token(Some(p.token()));
+    match &s.sid {
+        Some(sid) => req.header(SESSION_ID, sid.clone()),
+        None => req,
     }
-    for (k, v) in &req.headers {
-        rb = rb.header(k.as_str(), v.as_str());
-    }
-    if !req.body.is_empty() {
-        rb = rb.body(req.body.clone());
-    }
-    rb
 }
 
 /// Opens the session's GET stream; its status and body (empty when the
@@ -281,14 +276,8 @@ async fn open_get<W: Wire + ?Sized>(
     Option<u16>,
     BoxStream<'static, (Src, Result<Bytes, String>)>,
 ) {
-    let mut req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
-        .header("Accept", "text/event-stream")
-        .header(PROTOCOL_VERSION, LEGACY)
-        .token(Some(p.token()));
-    if let Some(sid) = &s.sid {
-        req = req.header(SESSION_ID, sid.clone());
-    }
-    let resp = match tokio::time::timeout(wait, builder(p, &req).send()).await {
+    let req = get_request(p, s);
+    let resp = match tokio::time::timeout(wait, req.builder(p.http()).send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             let _ = writeln!(transcript, "(GET stream: transport error: {e})");
@@ -345,13 +334,7 @@ pub async fn watch_get<W: Wire + ?Sized>(
         }
     }
     let _ = writeln!(transcript, "(read for {window:?})");
-    let mut req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
-        .header("Accept", "text/event-stream")
-        .header(PROTOCOL_VERSION, LEGACY)
-        .token(Some(p.token()));
-    if let Some(sid) = &s.sid {
-        req = req.header(SESSION_ID, sid.clone());
-    }
+    let req = get_request(p, s);
     p.record(Exchange {
         label: "GET stream (watched)".into(),
         request: req.evidence(),
@@ -444,7 +427,7 @@ pub async fn call_with<W: Wire + ?Sized>(
             });
         }
     };
-    let resp = match tokio::time::timeout_at(deadline, builder(p, &req).send()).await {
+    let resp = match tokio::time::timeout_at(deadline, req.builder(p.http()).send()).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             out.failure = Some(format!("transport: {e}"));

@@ -522,7 +522,10 @@ async fn modern_view(
     let caps = all_modes();
     let (listed, no_tools) = match modern::list_tools(w, &caps).await {
         Ok(l) => (l, None),
-        Err(e) => (Vec::new(), Some(no_tools_why(server.as_ref(), &e))),
+        Err(e) => (
+            Vec::new(),
+            Some(no_tools_why(server.as_ref(), &e.to_string())),
+        ),
     };
     let mut tools = select(settings, &listed)?;
     let pending: Vec<_> = tools
@@ -590,7 +593,7 @@ async fn peek(w: &wire::Log, t: &ToolProfile) -> legacy::Streamed {
             out
         }
         Err(e) => legacy::Streamed {
-            failure: Some(e),
+            failure: Some(e.into()),
             ..Default::default()
         },
     }
@@ -745,7 +748,7 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
         match legacy::open(&w, &caps, true).await {
             Ok(s) if s.init.get("protocolVersion").is_some() => legacy_session = Some(s),
             Ok(_) => legacy_why = "initialize returned no protocolVersion".into(),
-            Err(e) => legacy_why = e,
+            Err(e) => legacy_why = e.into(),
         }
     }
     if modern_server.is_none() && legacy_session.is_none() {

@@ -5,7 +5,7 @@
 //! serves the checker: any tool that issues a state in any round is a
 //! subject for tamper, replay and binding probes.
 
-use super::wire::{Wire, WireLegs};
+use super::wire::{Wire, WireError, WireLegs};
 use crate::client::drive;
 use crate::client::modern::{Explore, FlowConfig, ModernFlow, ToolCall};
 use crate::client::raw::{self, RawRequest, Rpc};
@@ -106,7 +106,7 @@ pub async fn walk<W: Wire + ?Sized>(
 pub async fn list_tools<W: Wire + ?Sized>(
     w: &W,
     caps: &ClientCapabilities,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, WireError> {
     let mut listed = Vec::new();
     let mut cursor: Option<String> = None;
     for _page in 0..20 {
@@ -116,11 +116,10 @@ pub async fn list_tools<W: Wire + ?Sized>(
         };
         let reply = w
             .send(request(w, "tools/list", "tools/list", params, caps))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let result = match reply.rpc() {
             Rpc::Result(v) => v,
-            other => return Err(other.describe()),
+            other => return Err(WireError::Answered(other.describe())),
         };
         if let Some(a) = result.get("tools").and_then(Value::as_array) {
             listed.extend(a.iter().cloned());

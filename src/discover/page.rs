@@ -51,8 +51,10 @@ pub async fn complete<W: Wire + ?Sized>(p: &W, url: &str) -> Result<u16, PageErr
     let page_url = same_origin(p.mcp_url(), url)?;
     let endpoint = Endpoint::new(p.mcp_url(), p.token());
     let request = |out: &Outgoing| {
-        let to = endpoint.resolve(&out.target).map_err(PageError::Failed)?;
-        Ok(RawRequest::from_outgoing(out, to, Some(p.token())))
+        let (to, token) = endpoint
+            .address(out)
+            .map_err(|e| PageError::Failed(e.to_string()))?;
+        Ok(RawRequest::from_outgoing(out, to, Some(token)))
     };
     let page = p
         .send(request(&browser::page_request(page_url.as_str()))?)

@@ -2,10 +2,11 @@
 //! the endpoint, the principal, the timeout and the HTTP client, hands out
 //! JSON-RPC ids, and records every exchange (discovery in its call log, a
 //! check in its evidence). What they all know is one [`WireCore`]; [`Log`]
-//! is discovery's own wire.
+//! is discovery's own wire; [`WireLegs`] drives an MRTR flow's legs over
+//! any wire, so a walk and a check's flow leave the same evidence.
 
 use crate::client::drive::{self, LegReply};
-use crate::client::http::Endpoint;
+use crate::client::http::{AddressError, Endpoint};
 use crate::client::leg::{HttpReply, LegFailure, Outgoing, Target};
 use crate::client::modern::{Ids, WalkEnd};
 use crate::client::outcome::parse_server_timing;
@@ -16,6 +17,43 @@ use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Why a request over a [`Wire`] got no usable answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WireError {
+    /// No whole reply.
+    #[error("{0}")]
+    Send(#[from] RawError),
+    /// A reply, but not the result asked for (what it was instead).
+    #[error("{0}")]
+    Answered(String),
+}
+
+/// Why a 2025-11-25 session could not be opened.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SessionError {
+    /// `initialize` got no whole reply.
+    #[error("initialize: {0}")]
+    Initialize(RawError),
+    /// `initialize` was answered, but not with a result.
+    #[error("initialize answered {0}")]
+    Refused(String),
+    /// `notifications/initialized` got no whole reply.
+    #[error("notifications/initialized: {0}")]
+    Initialized(RawError),
+}
+
+/// The message of a discovery error, where a verdict or a report states it.
+macro_rules! message_of {
+    ($($error:ty),*) => {$(
+        impl From<$error> for String {
+            fn from(e: $error) -> String {
+                e.to_string()
+            }
+        }
+    )*};
+}
+message_of!(WireError, SessionError);
 
 /// What every [`Wire`] knows: the HTTP client, the endpoint, the
 /// principal, the bound on each request, the seed, and the JSON-RPC ids it
@@ -206,12 +244,8 @@ impl<'w, W: Wire + ?Sized> WireLegs<'w, W> {
         }
     }
 
-    fn request(&self, out: &Outgoing) -> Result<RawRequest, String> {
-        let url = self.endpoint.resolve(&out.target)?;
-        let token = self
-            .endpoint
-            .token(out.auth)
-            .ok_or("no token configured for the other principal")?;
+    fn request(&self, out: &Outgoing) -> Result<RawRequest, AddressError> {
+        let (url, token) = self.endpoint.address(out)?;
         let mut req = RawRequest::from_outgoing(out, url, Some(token));
         if let (Some(tool), Target::Mcp) = (&self.tool, &out.target)
             && let Some(rest) = out.leg.strip_prefix("tools/call ")
@@ -228,7 +262,7 @@ impl<W: Wire + ?Sized> drive::Exchange for WireLegs<'_, W> {
         let started = Instant::now();
         let req = self
             .request(&out)
-            .map_err(|e| (LegFailure::Transport(e), started.elapsed()))?;
+            .map_err(|e| (LegFailure::Transport(e.to_string()), started.elapsed()))?;
         let reply = match self.wire.send(req).await {
             Ok(r) => r,
             Err(RawError::Timeout(bound)) => return Err((LegFailure::Timeout, bound)),

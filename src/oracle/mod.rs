@@ -1,6 +1,11 @@
 //! Oracles: one implementation of each rule a reply is judged by, shared by
-//! `check`, `fuzz` and `load` (a command that needs one calls it here).
+//! `check`, `fuzz` and `load` (a command that needs one calls it here), and
+//! one vocabulary for what they find.
 //!
+//! - [`table`]: every [`Oracle`], one row each (name, severity, which fuzzer
+//!   judges it), and [`Oracles`], a set of them.
+//! - [`transport`]: a server error (5xx), a hang, a reset connection, a
+//!   reply without a JSON-RPC response.
 //! - [`reply`]: rules on one 2026-07-28 reply: `resultType` declared and
 //!   known (§4.4), `input_required` only where MRTR is allowed (S1), and how
 //!   a request with a wrongly typed `inputResponses` or `requestState` was
@@ -16,4 +21,8 @@
 pub mod capability;
 pub mod replay;
 pub mod reply;
+pub mod table;
 pub mod tamper;
+pub mod transport;
+
+pub use table::{Oracle, Oracles};

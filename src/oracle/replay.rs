@@ -4,17 +4,7 @@
 //! cannot know the action may not repeat (`check --single-use NAME` and the
 //! tool's annotations say it must not).
 
-use crate::client::raw::Rpc;
 use crate::findings::Severity;
-use crate::protocol::mrtr::asks_for_input;
-use serde_json::Value;
-
-/// Whether a reply is a final, successful result: not `input_required`,
-/// not a tool error (`isError`), not a JSON-RPC error.
-pub fn completes(rpc: &Rpc) -> bool {
-    matches!(rpc, Rpc::Result(v)
-        if !asks_for_input(v) && v.get("isError").and_then(Value::as_bool) != Some(true))
-}
 
 /// How bad a request completing more than once is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,24 +39,6 @@ pub fn judge(single_use: bool, completions: usize) -> Option<Twice> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn result(v: Value) -> Rpc {
-        Rpc::Result(v)
-    }
-
-    #[test]
-    fn only_a_final_success_completes() {
-        assert!(completes(&result(
-            json!({"resultType": "complete", "content": []})
-        )));
-        assert!(!completes(&result(
-            json!({"resultType": "input_required", "requestState": "s"})
-        )));
-        assert!(!completes(&result(json!({"isError": true}))));
-        let err = serde_json::from_value(json!({"code": -32602, "message": "m"})).unwrap();
-        assert!(!completes(&Rpc::Error(err)));
-    }
 
     #[test]
     fn a_second_completion_is_an_error_for_single_use_tools_only() {

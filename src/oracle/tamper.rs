@@ -17,8 +17,6 @@
 use crate::client::raw::Rpc;
 use serde_json::{Value, json};
 
-use super::replay::completes;
-
 /// How one retry ended, as far as this rule compares replies.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -35,7 +33,7 @@ impl Outcome {
     /// The outcome of a reply.
     pub fn of(rpc: &Rpc) -> Self {
         match rpc {
-            Rpc::Result(v) if completes(rpc) => Outcome::Completed(json!({
+            Rpc::Result(v) if rpc.completes() => Outcome::Completed(json!({
                 "content": v.get("content"),
                 "structuredContent": v.get("structuredContent"),
             })),

@@ -71,14 +71,12 @@ impl ElicitRequestParams {
 
     /// Reads params tolerantly: a missing `mode` is form, `elicitationId` is optional.
     /// Fails only when the params cannot be used at all (the validator reports details).
-    pub fn from_value(v: &Value) -> Result<Self, String> {
-        let obj = v
-            .as_object()
-            .ok_or("elicitation params must be an object")?;
+    pub fn from_value(v: &Value) -> Result<Self, ParamsError> {
+        let obj = v.as_object().ok_or(ParamsError::NotAnObject)?;
         let message = match obj.get("message") {
             Some(Value::String(s)) => s.clone(),
-            Some(_) => return Err("\"message\" must be a string".into()),
-            None => return Err("\"message\" is missing".into()),
+            Some(_) => return Err(ParamsError::MessageNotAString),
+            None => return Err(ParamsError::NoMessage),
         };
         match obj.get("mode") {
             None | Some(Value::Null) => Self::form(obj, message, false),
@@ -86,12 +84,12 @@ impl ElicitRequestParams {
             Some(Value::String(m)) if m == "url" => {
                 let url = match obj.get("url") {
                     Some(Value::String(s)) => s.clone(),
-                    _ => return Err("URL mode needs a string \"url\"".into()),
+                    _ => return Err(ParamsError::NoUrl),
                 };
                 let elicitation_id = match obj.get("elicitationId") {
                     Some(Value::String(s)) => Some(s.clone()),
                     None | Some(Value::Null) => None,
-                    Some(_) => return Err("\"elicitationId\" must be a string".into()),
+                    Some(_) => return Err(ParamsError::IdNotAString),
                 };
                 Ok(ElicitRequestParams::Url(UrlParams {
                     message,
@@ -99,15 +97,19 @@ impl ElicitRequestParams {
                     elicitation_id,
                 }))
             }
-            Some(other) => Err(format!("unknown elicitation mode {other}")),
+            Some(other) => Err(ParamsError::UnknownMode(other.to_string())),
         }
     }
 
-    fn form(obj: &Map<String, Value>, message: String, explicit: bool) -> Result<Self, String> {
+    fn form(
+        obj: &Map<String, Value>,
+        message: String,
+        explicit: bool,
+    ) -> Result<Self, ParamsError> {
         let schema = obj
             .get("requestedSchema")
             .cloned()
-            .ok_or("form mode needs \"requestedSchema\"")?;
+            .ok_or(ParamsError::NoSchema)?;
         Ok(ElicitRequestParams::Form(FormParams {
             message,
             requested_schema: schema,
@@ -144,6 +146,32 @@ impl ElicitRequestParams {
         }
         Value::Object(m)
     }
+}
+
+/// Why `elicitation/create` params cannot be used at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamsError {
+    /// Not a JSON object.
+    #[error("elicitation params must be an object")]
+    NotAnObject,
+    /// `message` is not a string.
+    #[error("\"message\" must be a string")]
+    MessageNotAString,
+    /// No `message`.
+    #[error("\"message\" is missing")]
+    NoMessage,
+    /// URL mode without a string `url`.
+    #[error("URL mode needs a string \"url\"")]
+    NoUrl,
+    /// `elicitationId` is not a string.
+    #[error("\"elicitationId\" must be a string")]
+    IdNotAString,
+    /// A mode that is neither form nor URL (as written).
+    #[error("unknown elicitation mode {0}")]
+    UnknownMode(String),
+    /// Form mode without `requestedSchema`.
+    #[error("form mode needs \"requestedSchema\"")]
+    NoSchema,
 }
 
 /// The user's answer.
@@ -273,13 +301,17 @@ mod tests {
 
     #[test]
     fn unusable_params_say_why() {
-        assert!(
-            ElicitRequestParams::from_value(&json!({"mode":"url","message":"m"}))
-                .unwrap_err()
-                .contains("url")
+        let e = ElicitRequestParams::from_value(&json!({"mode":"url","message":"m"}));
+        assert_eq!(e, Err(ParamsError::NoUrl));
+        assert!(e.unwrap_err().to_string().contains("url"));
+        assert_eq!(
+            ElicitRequestParams::from_value(&json!({"mode":"video","message":"m"})),
+            Err(ParamsError::UnknownMode("\"video\"".into()))
         );
-        assert!(ElicitRequestParams::from_value(&json!({"mode":"video","message":"m"})).is_err());
-        assert!(ElicitRequestParams::from_value(&json!(3)).is_err());
+        assert_eq!(
+            ElicitRequestParams::from_value(&json!(3)),
+            Err(ParamsError::NotAnObject)
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! started with (`--flaw NAME`), so that every check can be shown to fail.
 //! Without flaws the server breaks none of these rules.
 //!
-//! Each flaw is one row of [`flaws!`]: its variant, command-line name, the
+//! Each flaw is one row of `flaws!`: its variant, command-line name, the
 //! rule it breaks, what the server does, and what catches it (the check
 //! matrix holds every `check` id named there to a check that sees it).
 
@@ -44,7 +44,7 @@ macro_rules! flaws {
     };
 }
 
-/// What one row of [`flaws!`] says beside the variant.
+/// What one row of `flaws!` says beside the variant.
 struct Row {
     name: &'static str,
     rule: &'static str,

@@ -27,6 +27,7 @@
 //! What the bridge answers on HTTP (status codes, headers, `GET`) is ours,
 //! not the server's: checks of HTTP behaviour do not apply to a stdio target.
 
+use super::StdioError;
 use super::child::Command;
 use super::log::Log;
 use super::pipe::{Pipe, Routed, Waiter};
@@ -123,7 +124,7 @@ impl Pool {
 
     /// A process for `principal`: a 2025-11-25 session's (`session`),
     /// whose client answers the server's requests, or a shared one.
-    fn start(&self, principal: &str, session: bool) -> Result<Arc<Pipe>, String> {
+    fn start(&self, principal: &str, session: bool) -> Result<Arc<Pipe>, StdioError> {
         Pipe::start(
             &self.spec.command_for(principal),
             self.log.clone(),
@@ -133,8 +134,8 @@ impl Pool {
     }
 
     /// The shared process of `principal`, started (again) if need be.
-    fn shared(&self, principal: &str) -> Result<Arc<Pipe>, String> {
-        let mut m = self.shared.lock().map_err(|_| "bridge lock poisoned")?;
+    fn shared(&self, principal: &str) -> Result<Arc<Pipe>, StdioError> {
+        let mut m = self.shared.lock().map_err(|_| StdioError::Poisoned)?;
         if let Some(p) = m.get(principal)
             && !p.has_exited()
         {
@@ -146,7 +147,7 @@ impl Pool {
     }
 
     /// A new session process; the oldest is stopped past [`MAX_SESSIONS`].
-    fn new_session(&self, principal: &str) -> Result<(String, Arc<Pipe>), String> {
+    fn new_session(&self, principal: &str) -> Result<(String, Arc<Pipe>), StdioError> {
         let spare = self
             .spare
             .lock()
@@ -168,7 +169,7 @@ impl Pool {
             self.next_session.fetch_add(1, Ordering::Relaxed)
         );
         let evicted = {
-            let mut s = self.sessions.lock().map_err(|_| "bridge lock poisoned")?;
+            let mut s = self.sessions.lock().map_err(|_| StdioError::Poisoned)?;
             s.0.insert(sid.clone(), p.clone());
             s.1.push_back(sid.clone());
             let mut out = Vec::new();
@@ -242,7 +243,7 @@ impl std::fmt::Debug for Bridge {
 impl Bridge {
     /// Starts the first process (an error if it cannot start or exits at
     /// once, with its stderr tail) and the endpoint on 127.0.0.1.
-    pub async fn start(spec: Spec) -> Result<Bridge, String> {
+    pub async fn start(spec: Spec) -> Result<Bridge, StdioError> {
         super::child::install_cleanup();
         let pool = Arc::new(Pool {
             spec,
@@ -260,20 +261,17 @@ impl Bridge {
                 .is_ok()
             {
                 let e = pool.log.exits().pop().unwrap_or_default();
-                return Err(format!(
-                    "`{}` exited at once ({}){}",
+                return Err(StdioError::ExitedAtOnce(
                     pool.spec.command.display(),
                     e.status,
-                    stderr_note(&e.stderr_tail)
+                    stderr_note(&e.stderr_tail),
                 ));
             }
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
-            .map_err(|e| format!("cannot bind the stdio bridge on 127.0.0.1: {e}"))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| format!("cannot read the bridge's address: {e}"))?;
+            .map_err(StdioError::Bind)?;
+        let addr = listener.local_addr().map_err(StdioError::Address)?;
         let router = Router::new()
             .route(
                 "/mcp",
@@ -460,7 +458,7 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
     resp
 }
 
-fn cannot_start(why: &str) -> Response {
+fn cannot_start(why: &StdioError) -> Response {
     (StatusCode::BAD_GATEWAY, format!("{why}\n")).into_response()
 }
 

@@ -3,6 +3,7 @@
 //! drop (a panic unwinds through it) and on Ctrl-C ([`install_cleanup`]);
 //! the last bytes of its stderr are kept as evidence.
 
+use super::StdioError;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -96,9 +97,9 @@ pub struct Running {
 }
 
 /// Starts `cmd` with piped stdio in a new process group.
-pub fn spawn(cmd: &Command) -> Result<Running, String> {
+pub fn spawn(cmd: &Command) -> Result<Running, StdioError> {
     let Some((program, args)) = cmd.argv.split_first() else {
-        return Err("no command given (after `--`)".into());
+        return Err(StdioError::NoCommand);
     };
     let mut c = tokio::process::Command::new(program);
     c.args(args)
@@ -118,15 +119,13 @@ pub fn spawn(cmd: &Command) -> Result<Running, String> {
             Ok(())
         });
     }
-    let mut child = c
-        .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", cmd.display()))?;
+    let mut child = c.spawn().map_err(|e| StdioError::Spawn(cmd.display(), e))?;
     let pid = child.id().unwrap_or_default();
     register(pid);
     let (Some(stdin), Some(stdout), Some(mut err)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        return Err("the child's pipes were not opened".into());
+        return Err(StdioError::NoPipes);
     };
     let stderr = StderrTail::default();
     let tail = stderr.clone();
@@ -225,7 +224,7 @@ mod tests {
         let e = spawn(&Command::new(["/nonexistent/elicitkit-no-such-server"]))
             .err()
             .unwrap();
-        assert!(e.contains("cannot start"), "{e}");
+        assert!(e.to_string().contains("cannot start"), "{e}");
         assert!(spawn(&Command::default()).is_err());
     }
 

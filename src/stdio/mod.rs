@@ -18,6 +18,33 @@ pub mod log;
 pub mod pipe;
 
 pub use bridge::{Bridge, Spec};
+
+/// Why a stdio server could not be started or reached.
+#[derive(Debug, thiserror::Error)]
+pub enum StdioError {
+    /// Nothing after `--`.
+    #[error("no command given (after `--`)")]
+    NoCommand,
+    /// The program could not be started.
+    #[error("cannot start `{0}`: {1}")]
+    Spawn(String, std::io::Error),
+    /// The child's stdio was not piped.
+    #[error("the child's pipes were not opened")]
+    NoPipes,
+    /// It exited while the bridge watched its start: the command, the
+    /// status and its stderr's last lines.
+    #[error("`{0}` exited at once ({1}){2}")]
+    ExitedAtOnce(String, String, String),
+    /// The loopback endpoint could not be opened.
+    #[error("cannot bind the stdio bridge on 127.0.0.1: {0}")]
+    Bind(std::io::Error),
+    /// Its address could not be read.
+    #[error("cannot read the bridge's address: {0}")]
+    Address(std::io::Error),
+    /// A thread holding the bridge's state panicked.
+    #[error("bridge lock poisoned")]
+    Poisoned,
+}
 pub use child::Command;
 pub use log::{Exit, Log};
 

@@ -5,6 +5,7 @@
 //! message into the [`Log`] as stdout noise. When the child exits, every
 //! waiter is released and the exit is logged with its stderr tail.
 
+use super::StdioError;
 use super::child::{self, Command, StderrTail};
 use super::log::{Exit, Log};
 use serde_json::Value;
@@ -128,7 +129,7 @@ impl Pipe {
         cmd: &Command,
         log: Arc<Log>,
         refuse_server_requests: bool,
-    ) -> Result<Pipe, String> {
+    ) -> Result<Pipe, StdioError> {
         let running = child::spawn(cmd)?;
         log.spawned();
         let child::Running {

@@ -3,7 +3,7 @@
 //! `harness_session` bench build it. Included by `#[path]` next to
 //! `mod.rs` (imported as `rmcp_server`).
 
-use elicitkit::fuzz::harness::{Config, Harness, Invariant, Invariants, SingleUse};
+use elicitkit::fuzz::harness::{Config, Harness, Oracle, Oracles, SingleUse};
 
 /// The origin the server is built for and the harness addresses (no
 /// socket: requests go to the router).
@@ -12,18 +12,18 @@ const ORIGIN: &str = "http://127.0.0.1:8080";
 /// The invariants the `rmcp_server` target keeps: every one but the three
 /// documented deviations of that server (no authentication, states bound
 /// to no request, plain-text 415 for an unparseable body).
-pub fn kept() -> Invariants {
-    Invariants::all()
-        .without(Invariant::OtherPrincipalNeverCompletes)
-        .without(Invariant::OtherRequestNeverCompletes)
-        .without(Invariant::JsonRpcOnMalformed)
+pub fn kept() -> Oracles {
+    Oracles::all()
+        .without(Oracle::ForeignPrincipalAccepted)
+        .without(Oracle::OtherRequestAccepted)
+        .without(Oracle::NotJsonRpcOnMalformed)
 }
 
 /// A harness over the rmcp test server checking `invariants`.
-pub fn harness(invariants: Invariants, single_use: SingleUse) -> Harness<axum::Router> {
+pub fn harness(invariants: Oracles, single_use: SingleUse) -> Harness<axum::Router> {
     let make = || super::rmcp_server::app(ORIGIN).0;
     let cfg = Config::new(format!("{ORIGIN}/mcp"))
-        .invariants(invariants)
+        .oracles(invariants)
         .single_use(single_use);
     Harness::new(make, cfg).unwrap_or_else(|e| panic!("rmcp harness: {e}"))
 }

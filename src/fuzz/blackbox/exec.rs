@@ -17,8 +17,9 @@ use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
 use super::case::Op;
-use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
+use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
 use super::wire::NetWire;
+use crate::oracle::Oracle;
 
 /// Label (after `case N `) of the control: the mutated retry's answers,
 /// without a state.

@@ -19,8 +19,8 @@ use std::collections::{BTreeSet, HashMap};
 use crate::protocol::Generation;
 
 use super::case::Op;
-use super::oracle::Oracle;
 use super::summary::Listed;
+use crate::oracle::Oracle;
 
 /// What makes two hits one finding.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

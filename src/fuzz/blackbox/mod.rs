@@ -47,10 +47,10 @@ use crate::findings::Severity;
 use crate::fuzz::harness::wire::Logged;
 use crate::protocol::Generation;
 
+use crate::oracle::Oracle;
 use case::Op;
 use exec::{Target, ToolInfo};
 use group::{Groups, RootCause};
-use oracle::Oracle;
 use summary::{Listed, Summary};
 
 /// How a run goes.

@@ -1,142 +1,20 @@
 //! The black-box oracles: what makes a reply (or a flow) a finding.
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::client::raw::{RawError, RawReply, RawRequest, Rpc};
 use crate::discover::legacy::Streamed;
-use crate::findings::Severity;
 use crate::fuzz::harness::wire::{FRAMING, MALFORMED};
-use crate::oracle::replay::Twice;
+use crate::oracle::{Oracle, transport};
 use crate::protocol::headers::PROTOCOL_VERSION;
 use crate::protocol::version::MODERN;
 
 /// Label prefix of requests carrying a mutation.
 pub const MUTATED: &str = "[mutated] ";
 
-/// What was wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Oracle {
-    /// An HTTP 5xx.
-    ServerError,
-    /// The connection failed mid-request (reset, closed, cut-off body).
-    ConnectionReset,
-    /// A reply to a JSON-RPC request that carries no JSON-RPC response
-    /// (a success status, or a request that was not mutated at all).
-    NotJsonRpc,
-    /// No whole reply within the timeout.
-    Hang,
-    /// After a failure, the server no longer answers at all.
-    Unresponsive,
-    /// A retry with a changed `requestState` completed where the control
-    /// (the same answers, no state) did not.
-    TamperedStateAccepted,
-    /// A retry with the other principal's credentials completed where the
-    /// control did not.
-    ForeignPrincipalAccepted,
-    /// A single-use tool's request completed more than once.
-    SingleUseTwice,
-    /// The same `requestState` and `inputResponses`, sent again, completed
-    /// again on a tool not known to be single-use (a warning).
-    ReplayAccepted,
-    /// A 2026-07-28 result without a `resultType`, or with one no
-    /// extension was advertised for (§4.4).
-    ResultType,
-    /// `input_required` in answer to a method MRTR is not allowed on (S1).
-    InputRequiredOutOfScope,
-    /// An input request for an elicitation mode the request's capabilities
-    /// did not declare (§2.4, S5), e.g. URL mode to a form-only client.
-    UndeclaredMode,
-    /// A `tools/call` whose `inputResponses` or `requestState` has the
-    /// wrong JSON type answered with HTTP 404 / `-32601` (taken for an
-    /// unknown method) instead of invalid params or a re-prompt (S9).
-    ShapeAsUnknownMethod,
-    /// A stdio server's process exited while the case ran (a crash: the
-    /// exit status and stderr tail are the evidence).
-    ProcessExited,
-}
-
-impl Oracle {
-    /// Every oracle, in report order.
-    pub const ALL: [Oracle; 14] = [
-        Oracle::ServerError,
-        Oracle::ConnectionReset,
-        Oracle::NotJsonRpc,
-        Oracle::Hang,
-        Oracle::Unresponsive,
-        Oracle::TamperedStateAccepted,
-        Oracle::ForeignPrincipalAccepted,
-        Oracle::SingleUseTwice,
-        Oracle::ReplayAccepted,
-        Oracle::ResultType,
-        Oracle::InputRequiredOutOfScope,
-        Oracle::UndeclaredMode,
-        Oracle::ShapeAsUnknownMethod,
-        Oracle::ProcessExited,
-    ];
-
-    /// Stable kebab-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Oracle::ServerError => "server-error",
-            Oracle::ConnectionReset => "connection-reset",
-            Oracle::NotJsonRpc => "not-json-rpc",
-            Oracle::Hang => "hang",
-            Oracle::Unresponsive => "unresponsive",
-            Oracle::TamperedStateAccepted => "tampered-state-accepted",
-            Oracle::ForeignPrincipalAccepted => "foreign-principal-accepted",
-            Oracle::SingleUseTwice => "single-use-twice",
-            Oracle::ReplayAccepted => "replay-accepted",
-            Oracle::ResultType => "result-type",
-            Oracle::InputRequiredOutOfScope => "input-required-out-of-scope",
-            Oracle::UndeclaredMode => "undeclared-mode",
-            Oracle::ShapeAsUnknownMethod => "shape-as-unknown-method",
-            Oracle::ProcessExited => "process-exited",
-        }
-    }
-
-    /// How bad it is: every oracle is an error (MUST) but a replay on a
-    /// tool not known to be single-use (SHOULD, a warning; the severity of
-    /// [`crate::oracle::replay::Twice`]).
-    pub fn severity(self) -> Severity {
-        match self {
-            Oracle::ReplayAccepted => Twice::MayRepeat.severity(),
-            _ => Severity::Must,
-        }
-    }
-
-    /// The oracle of a changed retry: a tampered state, or (not tampered)
-    /// another principal's credentials.
-    pub fn from_changed(tampered: bool) -> Self {
-        if tampered {
-            Oracle::TamperedStateAccepted
-        } else {
-            Oracle::ForeignPrincipalAccepted
-        }
-    }
-
-    /// Whether a liveness probe should follow (the server may have died).
-    pub fn transport_level(self) -> bool {
-        matches!(
-            self,
-            Oracle::ServerError | Oracle::ConnectionReset | Oracle::Hang
-        )
-    }
-}
-
-impl std::fmt::Display for Oracle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Whether a reply is a final, successful result (not `input_required`,
-/// not `isError`).
+/// Whether a reply is a final, successful result ([`Rpc::completes`]).
 pub fn completes(reply: &Result<RawReply, RawError>) -> bool {
-    reply
-        .as_ref()
-        .is_ok_and(|r| crate::oracle::replay::completes(&r.rpc()))
+    reply.as_ref().is_ok_and(|r| r.rpc().completes())
 }
 
 /// The body of a POSTed JSON-RPC request (an `id` and a `method`), parsed.
@@ -156,40 +34,25 @@ pub fn judge(
     mcp_url: &str,
 ) -> Option<(Oracle, String)> {
     let label = &req.label;
-    match reply {
-        Err(RawError::Timeout(t)) => {
-            Some((Oracle::Hang, format!("{label}: no reply within {t:?}")))
+    if let found @ Some(_) = transport::judge(label, reply) {
+        return found;
+    }
+    let r = reply.as_ref().ok()?;
+    if req.url != mcp_url || label.starts_with(FRAMING) {
+        return None;
+    }
+    let body = rpc_request_body(req);
+    if body.is_none() && !label.contains(MALFORMED.trim()) {
+        return None;
+    }
+    let mutated = label.contains(MUTATED.trim());
+    let success = (200..300).contains(&r.status);
+    match r.rpc() {
+        Rpc::Missing(why) if success || !mutated => {
+            Some(transport::not_json_rpc(Oracle::NotJsonRpc, label, &why))
         }
-        Err(RawError::Transport(e)) => Some((Oracle::ConnectionReset, format!("{label}: {e}"))),
-        // A server closing on an oversized request is refusing it.
-        Err(RawError::Refused(_)) => None,
-        Ok(r) if r.status >= 500 => Some((
-            Oracle::ServerError,
-            format!(
-                "{label}: HTTP {} ({})",
-                r.status,
-                crate::client::mask::shorten(&String::from_utf8_lossy(&r.body), 160)
-            ),
-        )),
-        Ok(r) => {
-            if req.url != mcp_url || label.starts_with(FRAMING) {
-                return None;
-            }
-            let body = rpc_request_body(req);
-            if body.is_none() && !label.contains(MALFORMED.trim()) {
-                return None;
-            }
-            let mutated = label.contains(MUTATED.trim());
-            let success = (200..300).contains(&r.status);
-            match r.rpc() {
-                Rpc::Missing(why) if success || !mutated => Some((
-                    Oracle::NotJsonRpc,
-                    format!("{label}: the reply is not a JSON-RPC response: {why}"),
-                )),
-                Rpc::Missing(_) => None,
-                rpc => judge_modern(req, body.as_ref()?, &rpc, r.status),
-            }
-        }
+        Rpc::Missing(_) => None,
+        rpc => judge_modern(req, body.as_ref()?, &rpc, r.status),
     }
 }
 

@@ -17,9 +17,10 @@ use crate::protocol::jsonrpc::Message;
 
 use super::Finding;
 use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
-use super::oracle::{MUTATED, Oracle, completes, judge, judge_call, judge_modes};
+use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
 use super::repro::{ANSWER, NO_JSON_TOOL, STREAM, max_time, replayed, step_name};
 use super::summary::{Reproduced, Verdict};
+use crate::oracle::Oracle;
 
 /// The folder (inside the finding's) the re-run's replies go to.
 pub const REPLIES: &str = "rerun";

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::oracle::Oracle;
 use crate::findings::Severity;
+use crate::oracle::Oracle;
 use crate::report::format::md_cell;
 
 /// Whether the re-run showed the finding again.
@@ -170,6 +170,7 @@ impl Summary {
     pub fn count(&mut self) {
         self.findings_per_oracle = Oracle::ALL
             .iter()
+            .filter(|o| o.blackbox())
             .map(|o| {
                 (
                     o.name().to_owned(),

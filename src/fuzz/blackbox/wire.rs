@@ -130,7 +130,8 @@ impl Wire for NetWire {
 mod tests {
     use super::super::test_http::{Read, read_request};
     use super::*;
-    use crate::fuzz::blackbox::oracle::{Oracle, judge};
+    use crate::fuzz::blackbox::oracle::judge;
+    use crate::oracle::Oracle;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;

@@ -9,8 +9,9 @@
 //! answers, retries with a mutated state, answers, headers or body
 //! ([`super::mutation`]), duplicate retries, retries with an older state of
 //! the same request, cross-principal and cross-request retries, and
-//! concurrent duplicates. Every reply is judged against the selected
-//! [`Invariants`]; the first broken one is a [`Violation`].
+//! concurrent duplicates. Every reply is judged by the selected
+//! [`Oracles`] (the harness's rows of [`crate::oracle::table`]); the first
+//! that fires is a [`Violation`].
 //!
 //! Setup (once per [`Harness`]): `tools/list` through the service, then per
 //! tool its arguments ([`crate::discover::args`]) and whether it is single
@@ -25,13 +26,13 @@
 //! ```ignore
 //! #![no_main]
 //! use std::sync::{Mutex, OnceLock};
-//! use elicitkit::fuzz::harness::{Config, Harness, Invariant, Invariants};
+//! use elicitkit::fuzz::harness::{Config, Harness, Oracle, Oracles};
 //!
 //! static H: OnceLock<Mutex<Harness<axum::Router>>> = OnceLock::new();
 //! libfuzzer_sys::fuzz_target!(|data: &[u8]| {
 //!     let h = H.get_or_init(|| {
 //!         let cfg = Config::new("http://127.0.0.1:3000/mcp")
-//!             .invariants(Invariants::all().without(Invariant::OtherPrincipalNeverCompletes));
+//!             .oracles(Oracles::all().without(Oracle::ForeignPrincipalAccepted));
 //!         Mutex::new(Harness::new(my_server::router, cfg).expect("tools/list answers"))
 //!     });
 //!     h.lock().unwrap().run_bytes(data).unwrap_or_else(|v| panic!("{v}"));
@@ -50,127 +51,31 @@ use serde_json::{Map, Value};
 
 use crate::client::content::answers_for;
 use crate::client::raw::{Exchange, RawError, RawReply, RawRequest, Rpc};
+use crate::client::rpc::final_success;
 use crate::discover::modern::{WalkEnd, call_request, list_tools, walk};
+use crate::discover::wire::WireError;
 use crate::discover::{Wire, all_modes, args, is_single_use, page};
 use crate::findings::Severity;
+use crate::oracle::transport;
+pub use crate::oracle::{Oracle, Oracles};
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE, asks_for_input};
 use crate::protocol::{Generation, validate};
 
 use super::mutation::{AnswerMutation, BodyMutation, HeaderMutation, StateMutation};
 use wire::{FRAMING, Logged, MALFORMED, McpService, ServiceWire};
 
-/// One property every reply (or every flow) must keep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Invariant {
-    /// No HTTP 5xx.
-    NoServerError,
-    /// The service never panics.
-    NoPanic,
-    /// A reply within the timeout.
-    NoHang,
-    /// Every reply to a JSON-RPC request carries a JSON-RPC response with
-    /// the request's id (requests whose HTTP framing was broken on purpose
-    /// may get a plain 4xx).
-    JsonRpc,
-    /// A body that is not a valid JSON-RPC request (cut short, invalid
-    /// UTF-8, a wrong id type, no `jsonrpc`) gets a JSON-RPC error (e.g.
-    /// `-32700`, `-32600`), not a plain-text refusal.
-    JsonRpcOnMalformed,
-    /// No reply breaks a MUST of its 2026-07-28 shape (e.g. a result
-    /// without `resultType`, duplicate keys), per [`validate`].
-    WellFormed,
-    /// A retry whose `requestState` was changed (other than re-encoded to
-    /// the same bytes) never completes.
-    TamperedNeverCompletes,
-    /// A state presented with another principal's credentials never
-    /// completes.
-    OtherPrincipalNeverCompletes,
-    /// A state presented on another request (another tool, or other
-    /// arguments) never completes.
-    OtherRequestNeverCompletes,
-    /// A single-use tool's request completes at most once, whatever is
-    /// retried (duplicates, older states of it, concurrent copies).
-    SingleUseOnce,
-}
-
-impl Invariant {
-    /// Every invariant.
-    pub const ALL: [Invariant; 10] = [
-        Invariant::NoServerError,
-        Invariant::NoPanic,
-        Invariant::NoHang,
-        Invariant::JsonRpc,
-        Invariant::JsonRpcOnMalformed,
-        Invariant::WellFormed,
-        Invariant::TamperedNeverCompletes,
-        Invariant::OtherPrincipalNeverCompletes,
-        Invariant::OtherRequestNeverCompletes,
-        Invariant::SingleUseOnce,
-    ];
-
-    /// Stable kebab-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Invariant::NoServerError => "no-server-error",
-            Invariant::NoPanic => "no-panic",
-            Invariant::NoHang => "no-hang",
-            Invariant::JsonRpc => "json-rpc",
-            Invariant::JsonRpcOnMalformed => "json-rpc-on-malformed",
-            Invariant::WellFormed => "well-formed",
-            Invariant::TamperedNeverCompletes => "tampered-never-completes",
-            Invariant::OtherPrincipalNeverCompletes => "other-principal-never-completes",
-            Invariant::OtherRequestNeverCompletes => "other-request-never-completes",
-            Invariant::SingleUseOnce => "single-use-once",
-        }
-    }
-
-    fn bit(self) -> u16 {
-        1 << (self as u16)
-    }
-}
-
-impl fmt::Display for Invariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A set of invariants: turn off the ones a server deviates from on
-/// purpose, to fuzz past them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Invariants(u16);
-
-impl Invariants {
-    /// Every invariant.
-    pub fn all() -> Self {
-        Invariants(Invariant::ALL.iter().fold(0, |a, i| a | i.bit()))
-    }
-
-    /// None.
-    pub fn none() -> Self {
-        Invariants(0)
-    }
-
-    /// This set without `i`.
-    pub fn without(self, i: Invariant) -> Self {
-        Invariants(self.0 & !i.bit())
-    }
-
-    /// This set with `i`.
-    pub fn with(self, i: Invariant) -> Self {
-        Invariants(self.0 | i.bit())
-    }
-
-    /// Whether `i` is checked.
-    pub fn has(self, i: Invariant) -> bool {
-        self.0 & i.bit() != 0
-    }
-}
-
-impl Default for Invariants {
-    fn default() -> Self {
-        Invariants::all()
-    }
+/// Why a [`Harness`] could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The runtime the sessions run on.
+    #[error("tokio runtime: {0}")]
+    Runtime(std::io::Error),
+    /// `tools/list` through the service.
+    #[error("tools/list through the service: {0}")]
+    List(WireError),
+    /// Nothing listed is fuzzed (how many tools were listed).
+    #[error("no tool to fuzz: tools/list gave {0} tools, none selected")]
+    NoTool(usize),
 }
 
 /// Which tools' requests must complete at most once.
@@ -199,7 +104,7 @@ pub struct Config {
     /// Bound on every request.
     pub timeout: Duration,
     /// What is checked.
-    pub invariants: Invariants,
+    pub oracles: Oracles,
     /// Which tools are single use.
     pub single_use: SingleUse,
     /// Only these tools (empty: every tool listed).
@@ -217,7 +122,7 @@ pub struct Config {
 
 impl Config {
     /// Defaults: principals `alice` and `bob`, 2 s per request, every
-    /// invariant, declared single use, 3 rounds, a fresh service every 1000
+    /// oracle the harness judges, declared single use, 3 rounds, a fresh service every 1000
     /// sessions.
     pub fn new(mcp_url: impl Into<String>) -> Self {
         Config {
@@ -225,7 +130,7 @@ impl Config {
             principal: "alice".into(),
             other_principal: "bob".into(),
             timeout: Duration::from_secs(2),
-            invariants: Invariants::all(),
+            oracles: Oracles::all(),
             single_use: SingleUse::Declared,
             tools: Vec::new(),
             skip_tools: Vec::new(),
@@ -235,9 +140,9 @@ impl Config {
         }
     }
 
-    /// With these invariants.
-    pub fn invariants(mut self, i: Invariants) -> Self {
-        self.invariants = i;
+    /// With these oracles (the properties the service must keep).
+    pub fn oracles(mut self, o: Oracles) -> Self {
+        self.oracles = o;
         self
     }
 
@@ -326,11 +231,11 @@ impl Session {
     }
 }
 
-/// An invariant the server broke.
+/// A property the server broke: the first oracle that fired.
 #[derive(Debug, Clone)]
 pub struct Violation {
     /// Which.
-    pub invariant: Invariant,
+    pub oracle: Oracle,
     /// Index of the step.
     pub step: usize,
     /// What happened.
@@ -341,11 +246,7 @@ pub struct Violation {
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "invariant {} broken at step {}: {}",
-            self.invariant, self.step, self.what
-        )?;
+        writeln!(f, "{} at step {}: {}", self.oracle, self.step, self.what)?;
         let skip = self.exchanges.len().saturating_sub(6);
         for e in &self.exchanges[skip..] {
             writeln!(
@@ -397,14 +298,10 @@ struct Flow {
     completions: usize,
 }
 
+/// The result of a reply that is a final, successful one ([`Rpc::completes`]).
 fn is_complete(reply: &Result<RawReply, RawError>) -> Option<Value> {
-    let r = reply.as_ref().ok()?;
-    match r.rpc() {
-        Rpc::Result(v)
-            if !asks_for_input(&v) && v.get("isError").and_then(Value::as_bool) != Some(true) =>
-        {
-            Some(v)
-        }
+    match reply.as_ref().ok()?.rpc() {
+        Rpc::Result(v) if final_success(&v) => Some(v),
         _ => None,
     }
 }
@@ -432,7 +329,7 @@ fn sent_id(body: &[u8]) -> Option<Value> {
     }
 }
 
-/// Drives a service with sessions and checks the invariants.
+/// Drives a service with sessions and judges every reply by its oracles.
 pub struct Harness<S> {
     make: Arc<dyn Fn() -> S + Send + Sync>,
     cfg: Config,
@@ -445,7 +342,10 @@ pub struct Harness<S> {
 impl<S: McpService> Harness<S> {
     /// Builds a service with `make`, lists its tools, and prepares each.
     /// Fails when `tools/list` does not answer or lists no usable tool.
-    pub fn new(make: impl Fn() -> S + Send + Sync + 'static, cfg: Config) -> Result<Self, String> {
+    pub fn new(
+        make: impl Fn() -> S + Send + Sync + 'static,
+        cfg: Config,
+    ) -> Result<Self, HarnessError> {
         // One thread: a session runs the same way every time (concurrent
         // copies interleave at the server's await points, in spawn order),
         // so coverage and findings reproduce, and no request pays for a
@@ -454,12 +354,12 @@ impl<S: McpService> Harness<S> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| format!("tokio runtime: {e}"))?;
+            .map_err(HarnessError::Runtime)?;
         let make: Arc<dyn Fn() -> S + Send + Sync> = Arc::new(make);
         let wire = Arc::new(Self::wire_for(&cfg, make()));
         let listed = rt
             .block_on(list_tools(&*wire, &all_modes()))
-            .map_err(|e| format!("tools/list through the service: {e}"))?;
+            .map_err(HarnessError::List)?;
         let mut tools = Vec::new();
         for d in &listed {
             let Some(name) = d.get("name").and_then(Value::as_str) else {
@@ -488,10 +388,7 @@ impl<S: McpService> Harness<S> {
             });
         }
         if tools.is_empty() {
-            return Err(format!(
-                "no tool to fuzz: tools/list gave {} tools, none selected",
-                listed.len()
-            ));
+            return Err(HarnessError::NoTool(listed.len()));
         }
         wire.take_log();
         Ok(Harness {
@@ -554,21 +451,21 @@ struct Run<'h, S> {
 }
 
 impl<S: McpService> Run<'_, S> {
-    fn violation(&self, invariant: Invariant, what: impl Into<String>) -> Violation {
+    fn violation(&self, oracle: Oracle, what: impl Into<String>) -> Violation {
         Violation {
-            invariant,
+            oracle,
             step: self.step,
             what: what.into(),
             exchanges: self.log.iter().map(Logged::exchange).collect(),
         }
     }
 
-    fn on(&self, i: Invariant) -> bool {
-        self.h.cfg.invariants.has(i)
+    fn on(&self, i: Oracle) -> bool {
+        self.h.cfg.oracles.has(i)
     }
 
     /// Judges everything sent since the last call against the per-reply
-    /// invariants.
+    /// oracles.
     fn judge_new(&mut self) -> Result<(), Violation> {
         let new = self.h.wire.take_log();
         self.ran.requests += new.len();
@@ -577,34 +474,25 @@ impl<S: McpService> Run<'_, S> {
         for i in start..self.log.len() {
             let l = &self.log[i];
             if let Some(p) = &l.panic
-                && self.on(Invariant::NoPanic)
+                && self.on(Oracle::Panic)
             {
                 return Err(self.violation(
-                    Invariant::NoPanic,
+                    Oracle::Panic,
                     format!("{}: the service panicked: {p}", l.request.label),
                 ));
             }
-            let label = l.request.label.clone();
-            match &l.reply {
-                Err(RawError::Timeout(t)) if self.on(Invariant::NoHang) => {
-                    return Err(self
-                        .violation(Invariant::NoHang, format!("{label}: no reply within {t:?}")));
-                }
-                Err(_) => {}
-                Ok(r) => {
-                    if r.status >= 500 && self.on(Invariant::NoServerError) {
-                        return Err(self.violation(
-                            Invariant::NoServerError,
-                            format!("{label}: HTTP {}", r.status),
-                        ));
-                    }
-                    if !l.request.url.ends_with("/mcp") && !l.request.url.contains("/mcp?") {
-                        continue;
-                    }
-                    if let Some(v) = self.judge_rpc(&l.request, r) {
-                        return Err(v);
-                    }
-                }
+            // A service in process has no connection to reset.
+            if let Some((o, what)) = transport::judge(&l.request.label, &l.reply)
+                && o != Oracle::ConnectionReset
+                && self.on(o)
+            {
+                return Err(self.violation(o, what));
+            }
+            if let Ok(r) = &l.reply
+                && (l.request.url.ends_with("/mcp") || l.request.url.contains("/mcp?"))
+                && let Some(v) = self.judge_rpc(&l.request, r)
+            {
+                return Err(v);
             }
         }
         Ok(())
@@ -615,18 +503,16 @@ impl<S: McpService> Run<'_, S> {
         let framing = label.starts_with(FRAMING);
         let malformed = label.starts_with(MALFORMED);
         let which = if malformed {
-            Invariant::JsonRpcOnMalformed
+            Oracle::NotJsonRpcOnMalformed
         } else {
-            Invariant::JsonRpc
+            Oracle::NotJsonRpc
         };
         // The reply is decoded once for every judgement below.
         let decoded = r.decoded();
         if self.on(which) && !framing {
             if let Some(why) = r.missing_rpc(&decoded) {
-                return Some(self.violation(
-                    which,
-                    format!("{label}: the reply is not a JSON-RPC response: {why}"),
-                ));
+                let (o, what) = transport::not_json_rpc(which, label, &why);
+                return Some(self.violation(o, what));
             }
             let got = decoded.as_ref().ok().and_then(|d| d.response_id());
             let sent_id = sent_id(&req.body);
@@ -637,12 +523,12 @@ impl<S: McpService> Run<'_, S> {
             };
             if !id_ok && !malformed {
                 return Some(self.violation(
-                    Invariant::JsonRpc,
+                    Oracle::NotJsonRpc,
                     format!("{label}: the reply's id {got:?} is not the request's {sent_id:?}"),
                 ));
             }
         }
-        if self.on(Invariant::WellFormed) && decoded.is_ok() {
+        if self.on(Oracle::IllFormed) && decoded.is_ok() {
             let opts = validate::Options {
                 generation: Some(Generation::Modern),
                 schema: None,
@@ -668,7 +554,7 @@ impl<S: McpService> Run<'_, S> {
                     && let Some(f) = rep.findings.iter().find(|f| f.severity == Severity::Must)
                 {
                     return Some(self.violation(
-                        Invariant::WellFormed,
+                        Oracle::IllFormed,
                         format!(
                             "{label}: the reply breaks a MUST at {:?} ({}): {}",
                             f.pointer, f.rule, f.message
@@ -688,9 +574,9 @@ impl<S: McpService> Run<'_, S> {
         self.flows[f].completions += times;
         let n = self.flows[f].completions;
         let tool = &self.h.tools[self.flows[f].tool];
-        if tool.single_use && n > 1 && self.on(Invariant::SingleUseOnce) {
+        if tool.single_use && n > 1 && self.on(Oracle::SingleUseTwice) {
             return Err(self.violation(
-                Invariant::SingleUseOnce,
+                Oracle::SingleUseTwice,
                 format!(
                     "single-use tool {}: one request completed {n} times (last by {how})",
                     tool.name
@@ -862,10 +748,10 @@ impl<S: McpService> Run<'_, S> {
                     .token(Some(&self.h.cfg.other_principal));
                 let reply = self.send(req).await?;
                 if let Some(v) = is_complete(&reply)
-                    && self.on(Invariant::OtherPrincipalNeverCompletes)
+                    && self.on(Oracle::ForeignPrincipalAccepted)
                 {
                     return Err(self.violation(
-                        Invariant::OtherPrincipalNeverCompletes,
+                        Oracle::ForeignPrincipalAccepted,
                         format!(
                             "{}'s state completed for {}: {}",
                             self.h.cfg.principal,
@@ -981,9 +867,9 @@ impl<S: McpService> Run<'_, S> {
             .as_ref()
             .is_some_and(|m| m.is_tamper(&state, sent_state.as_ref()));
         if tampered {
-            if self.on(Invariant::TamperedNeverCompletes) {
+            if self.on(Oracle::TamperedStateAccepted) {
                 return Err(self.violation(
-                    Invariant::TamperedNeverCompletes,
+                    Oracle::TamperedStateAccepted,
                     format!(
                         "a retry with a changed requestState ({}) completed: {}",
                         state_m.as_ref().map_or("", StateMutation::name),
@@ -1027,10 +913,10 @@ impl<S: McpService> Run<'_, S> {
         );
         let reply = self.send(req).await?;
         if let Some(v) = is_complete(&reply)
-            && self.on(Invariant::OtherRequestNeverCompletes)
+            && self.on(Oracle::OtherRequestAccepted)
         {
             return Err(self.violation(
-                Invariant::OtherRequestNeverCompletes,
+                Oracle::OtherRequestAccepted,
                 format!(
                     "a state issued for {} completed a different request ({}): {}",
                     self.h.tools[own].name,
@@ -1071,8 +957,8 @@ impl<S: McpService> Run<'_, S> {
         for h in handles {
             match h.await {
                 Ok(reply) => done += usize::from(is_complete(&reply).is_some()),
-                Err(e) if e.is_panic() && self.on(Invariant::NoPanic) => {
-                    return Err(self.violation(Invariant::NoPanic, "a concurrent call panicked"));
+                Err(e) if e.is_panic() && self.on(Oracle::Panic) => {
+                    return Err(self.violation(Oracle::Panic, "a concurrent call panicked"));
                 }
                 Err(_) => {}
             }

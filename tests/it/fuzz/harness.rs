@@ -4,7 +4,7 @@
 //! breaks it (an invariant that cannot fire proves nothing).
 #![cfg(feature = "net")]
 
-use elicitkit::fuzz::harness::{Config, Harness, Invariant, Session, SingleUse, Step};
+use elicitkit::fuzz::harness::{Config, Harness, Oracle, Session, SingleUse, Step};
 use elicitkit::fuzz::mutation::{AnswerMutation, StateMutation};
 use elicitkit::server::embed::{InProcess, in_process};
 use elicitkit::server::{Flaw, FlawSet, ServerConfig};
@@ -73,10 +73,10 @@ fn clean_server_keeps_every_invariant_over_random_sessions() {
     );
 }
 
-fn expect(h: &mut Harness<axum::Router>, steps: Vec<Step>, want: Invariant) {
+fn expect(h: &mut Harness<axum::Router>, steps: Vec<Step>, want: Oracle) {
     let s = Session { steps };
     match h.run(&s) {
-        Err(v) => assert_eq!(v.invariant, want, "{v}"),
+        Err(v) => assert_eq!(v.oracle, want, "{v}"),
         Ok(r) => panic!("no violation ({r:?}) for {s:?}"),
     }
 }
@@ -108,7 +108,7 @@ fn each_invariant_fires_on_its_flaw() {
     let book = tool(&clean, "book_trip");
     passes(&mut clean, tamper(deploy));
     let mut h = harness(&[Flaw::AcceptTamperedState]);
-    expect(&mut h, tamper(deploy), Invariant::TamperedNeverCompletes);
+    expect(&mut h, tamper(deploy), Oracle::TamperedStateAccepted);
 
     let cross = vec![
         Step::Start { tool: deploy },
@@ -116,7 +116,7 @@ fn each_invariant_fires_on_its_flaw() {
     ];
     passes(&mut clean, cross.clone());
     let mut h = harness(&[Flaw::IgnorePrincipal]);
-    expect(&mut h, cross, Invariant::OtherPrincipalNeverCompletes);
+    expect(&mut h, cross, Oracle::ForeignPrincipalAccepted);
 
     let other = vec![
         Step::Start { tool: deploy },
@@ -127,7 +127,7 @@ fn each_invariant_fires_on_its_flaw() {
     ];
     passes(&mut clean, other.clone());
     let mut h = harness(&[Flaw::IgnoreRequestBinding]);
-    expect(&mut h, other, Invariant::OtherRequestNeverCompletes);
+    expect(&mut h, other, Oracle::OtherRequestAccepted);
 
     let twice = vec![
         Step::Start { tool: delete },
@@ -136,7 +136,7 @@ fn each_invariant_fires_on_its_flaw() {
     ];
     passes(&mut clean, twice.clone());
     let mut h = harness(&[Flaw::ReplayableSideEffect]);
-    expect(&mut h, twice, Invariant::SingleUseOnce);
+    expect(&mut h, twice, Oracle::SingleUseTwice);
 
     let many = vec![
         Step::Start { tool: delete },
@@ -144,7 +144,7 @@ fn each_invariant_fires_on_its_flaw() {
     ];
     passes(&mut clean, many.clone());
     let mut h = harness(&[Flaw::ReplayableSideEffect]);
-    expect(&mut h, many, Invariant::SingleUseOnce);
+    expect(&mut h, many, Oracle::SingleUseTwice);
 
     let decline = vec![
         Step::Start { tool: book },
@@ -158,13 +158,13 @@ fn each_invariant_fires_on_its_flaw() {
     ];
     passes(&mut clean, decline.clone());
     let mut h = harness(&[Flaw::CrashOnDecline]);
-    expect(&mut h, decline, Invariant::NoServerError);
+    expect(&mut h, decline, Oracle::ServerError);
 
     let mut h = harness(&[Flaw::MissingResultType]);
     expect(
         &mut h,
         vec![Step::Start { tool: deploy }],
-        Invariant::WellFormed,
+        Oracle::IllFormed,
     );
 }
 
@@ -212,7 +212,7 @@ fn a_duplicate_key_inside_an_sse_event_breaks_well_formed() {
     expect(
         &mut dup,
         vec![Step::Start { tool: deploy }],
-        Invariant::WellFormed,
+        Oracle::IllFormed,
     );
 }
 
@@ -246,6 +246,6 @@ fn a_spliced_state_comes_from_another_request() {
     expect(
         &mut h,
         splice(delete, deploy),
-        Invariant::TamperedNeverCompletes,
+        Oracle::TamperedStateAccepted,
     );
 }

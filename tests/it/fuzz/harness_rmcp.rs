@@ -12,7 +12,7 @@
 
 use crate::support::rmcp_harness::{harness, kept};
 
-use elicitkit::fuzz::harness::{Harness, Invariant, Invariants, Session, SingleUse, Step};
+use elicitkit::fuzz::harness::{Harness, Oracle, Oracles, Session, SingleUse, Step};
 use elicitkit::fuzz::mutation::BodyMutation;
 
 fn bytes(seed: u64, n: usize) -> Vec<u8> {
@@ -51,16 +51,16 @@ fn kept_invariants_hold_over_random_sessions() {
     assert!(requests > 500, "{requests}");
 }
 
-fn fires(h: &mut Harness<axum::Router>, steps: Vec<Step>, want: Invariant) {
+fn fires(h: &mut Harness<axum::Router>, steps: Vec<Step>, want: Oracle) {
     match h.run(&Session { steps }) {
-        Err(v) => assert_eq!(v.invariant, want, "{v}"),
+        Err(v) => assert_eq!(v.oracle, want, "{v}"),
         Ok(r) => panic!("{want} did not fire ({r:?})"),
     }
 }
 
 #[test]
 fn the_deviations_the_target_steps_past_are_real() {
-    let mut h = harness(Invariants::all(), SingleUse::Declared);
+    let mut h = harness(Oracles::all(), SingleUse::Declared);
     let order = h
         .tool_names()
         .iter()
@@ -72,7 +72,7 @@ fn the_deviations_the_target_steps_past_are_real() {
             Step::Start { tool: order },
             Step::CrossPrincipal { flow: 0 },
         ],
-        Invariant::OtherPrincipalNeverCompletes,
+        Oracle::ForeignPrincipalAccepted,
     );
     fires(
         &mut h,
@@ -83,7 +83,7 @@ fn the_deviations_the_target_steps_past_are_real() {
                 tool: order,
             },
         ],
-        Invariant::OtherRequestNeverCompletes,
+        Oracle::OtherRequestAccepted,
     );
     fires(
         &mut h,
@@ -97,14 +97,11 @@ fn the_deviations_the_target_steps_past_are_real() {
                 body: Some(BodyMutation::Truncated { at: 40 }),
             },
         ],
-        Invariant::JsonRpcOnMalformed,
+        Oracle::NotJsonRpcOnMalformed,
     );
     // Not an invariant of the target (place_order is not marked single
     // use), but named single use, a replayed order is placed again.
-    let mut h = harness(
-        Invariants::all(),
-        SingleUse::Named(vec!["place_order".into()]),
-    );
+    let mut h = harness(Oracles::all(), SingleUse::Named(vec!["place_order".into()]));
     fires(
         &mut h,
         vec![
@@ -112,6 +109,6 @@ fn the_deviations_the_target_steps_past_are_real() {
             Step::Answer { flow: 0 },
             Step::Duplicate { flow: 0 },
         ],
-        Invariant::SingleUseOnce,
+        Oracle::SingleUseTwice,
     );
 }
