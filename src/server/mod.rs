@@ -9,6 +9,8 @@
 //! - [`auth`]: principals from bearer tokens (demo mode or a token file),
 //!   and the optional anonymous principal; `browser_session`: flow-page
 //!   sign-ins (random session ids, login CSRF tokens).
+//! - `backing`: the sealer and the store, built from the config once for
+//!   the listening and the in-process server.
 //! - [`origin`]: the `Origin`/`Host` allow-list (DNS-rebinding defence);
 //!   `remote`: the public URL links name, and the warnings before serving
 //!   beyond loopback.
@@ -32,6 +34,7 @@
 pub mod accept;
 mod app;
 pub mod auth;
+mod backing;
 mod body;
 mod body_budget;
 mod browser_session;
@@ -71,8 +74,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::sync::watch;
-
-use crate::state::{KeyRing, Sealer, SealerConfig};
 
 /// A server started by [`start`].
 pub struct RunningServer {
@@ -204,34 +205,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     ) {
         tracing::warn!("{w}");
     }
-    let keys = match &config.keys {
-        Some(k) => k.clone(),
-        None => {
-            tracing::warn!(
-                "no state key given: generated a random key for this process (states will not survive a restart)"
-            );
-            KeyRing::generate()
-        }
-    };
-    let sealer = Sealer::new(
-        &keys,
-        config.codec,
-        SealerConfig {
-            ttl: config.state_ttl,
-            clock_skew: config.clock_skew,
-            ..SealerConfig::default()
-        },
-    )
-    .context("building the requestState sealer")?;
-    let (store, caveat) = crate::store::open_for_serving(
-        &config.store,
-        config.allow_volatile_store,
-        config.store_memory_budget,
-    )
-    .context("opening the store")?;
-    if let Some(c) = caveat {
-        tracing::warn!("{c}");
-    }
+    let backing::Backing { sealer, store } = backing::build(&config)?;
     let listener =
         accept::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;

@@ -2,6 +2,7 @@ mod cli;
 mod cluster;
 mod connections;
 mod defences;
+mod embed;
 mod flaws;
 mod flows;
 mod forgets;
