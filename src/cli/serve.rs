@@ -6,6 +6,11 @@
 //! with `NO_COLOR` set), and never contain secrets. Every event of a
 //! request names its peer address and principal; text a client chose is
 //! quoted and escaped.
+//!
+//! Ctrl-C and SIGTERM (what Kubernetes and systemd send) stop it the same
+//! way: a log line names the signal, the listener closes, in-flight
+//! requests get up to [`crate::server::accept::SHUTDOWN_GRACE`] to finish,
+//! and it exits 0.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,6 +27,11 @@ pub const KEY_ENV: &str = "ELICITKIT_STATE_KEY";
 
 /// Arguments of `elicitkit serve`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(
+    after_help = "Stopping: Ctrl-C or SIGTERM logs the signal, stops accepting \
+connections, ends open SSE streams and gives requests in flight up to 5 s to finish, then \
+exits 0."
+)]
 pub struct Args {
     /// Address to listen on: IP:PORT or HOST:PORT (e.g. localhost:8080;
     /// a name is resolved once, IPv4 first). Non-loopback addresses need
@@ -363,7 +373,7 @@ fn colour_logs() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Runs `elicitkit serve` until Ctrl-C.
+/// Runs `elicitkit serve` until Ctrl-C or SIGTERM.
 pub fn run(args: Args) -> ExitCode {
     if args.list_flaws {
         print!("{}", Flaw::table());
@@ -401,6 +411,9 @@ pub fn run(args: Args) -> ExitCode {
     let (stdio, principal) = (args.stdio, args.stdio_principal.clone());
     let noise = cfg.flaws.has(Flaw::StdioNoise);
     runtime.block_on(async move {
+        // Listening for the signals before the server says it is up, so a
+        // SIGTERM right after `listening on` is not the default (silent) exit.
+        let mut stop = StopSignals::listen();
         let server = match crate::server::start(cfg).await {
             Ok(s) => s,
             Err(e) => return super::usage_error(format!("{e:#}")),
@@ -412,15 +425,18 @@ pub fn run(args: Args) -> ExitCode {
                 server.base_url()
             );
             let host = server.addr().to_string();
-            crate::server::stdio::serve(
+            let served = crate::server::stdio::serve(
                 server.router(),
                 host,
                 principal,
                 noise,
                 tokio::io::stdin(),
                 tokio::io::stdout(),
-            )
-            .await;
+            );
+            tokio::select! {
+                () = served => tracing::info!("stdin closed: shutting down"),
+                signal = stop.next() => log_stop(signal),
+            }
             server.shutdown().await;
             return super::exit::ok();
         }
@@ -436,11 +452,48 @@ pub fn run(args: Args) -> ExitCode {
                 server.base_url()
             );
         }
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!("shutting down");
+        log_stop(stop.next().await);
+        let t = std::time::Instant::now();
         server.shutdown().await;
+        tracing::info!(took_ms = t.elapsed().as_millis() as u64, "stopped");
         super::exit::ok()
     })
+}
+
+/// Ctrl-C and SIGTERM, listened for from [`StopSignals::listen`] on.
+struct StopSignals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn listen() -> Self {
+        StopSignals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Waits for the first of them; names it.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "Ctrl-C",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+fn log_stop(signal: &str) {
+    tracing::info!(
+        signal,
+        grace_s = crate::server::accept::SHUTDOWN_GRACE.as_secs(),
+        "shutting down: draining the requests in flight"
+    );
 }
 
 /// `--listen`: an IP:PORT, or a HOST:PORT resolved now (IPv4 first, so

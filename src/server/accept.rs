@@ -68,8 +68,10 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
-/// How long open connections get to finish after shutdown begins.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long open connections get to finish after shutdown begins: a
+/// request in flight gets its answer within it; open SSE streams end at
+/// once (see `super::app::App::closing`).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// The connection limits of one server.
 #[derive(Debug, Clone, Copy)]
@@ -258,8 +260,22 @@ pub async fn serve(
     }
     drop(listener);
     let drained = shared.table.drained.notified();
-    if shared.table.len() > 0 {
+    let open = shared.table.len();
+    if open > 0 {
+        tracing::info!(
+            open,
+            grace_s = SHUTDOWN_GRACE.as_secs(),
+            "no longer accepting; waiting for the requests in flight"
+        );
+        let t = Instant::now();
         let _ = tokio::time::timeout(SHUTDOWN_GRACE + Duration::from_millis(500), drained).await;
+        match shared.table.len() {
+            0 => tracing::info!(
+                took_ms = t.elapsed().as_millis() as u64,
+                "every connection finished"
+            ),
+            left => tracing::warn!(left, "connections still open after the grace: closed"),
+        }
     }
     Ok(())
 }

@@ -105,12 +105,13 @@ impl RunningServer {
         format!("{}/mcp", self.base_url())
     }
 
-    /// Stops accepting, ends open streams, and waits (at most 5 s) for
-    /// in-flight requests.
+    /// Stops accepting, ends open streams, and waits (at most
+    /// [`accept::SHUTDOWN_GRACE`], 5 s) for in-flight requests.
     pub async fn shutdown(self) {
         let _ = self.closing.send(true);
         let mut task = self.task;
-        match tokio::time::timeout(Duration::from_secs(5), &mut task).await {
+        let bound = accept::SHUTDOWN_GRACE + Duration::from_secs(1);
+        match tokio::time::timeout(bound, &mut task).await {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(e))) => tracing::warn!(error = %e, "server ended with an I/O error"),
             Ok(Err(e)) => tracing::warn!(error = %e, "server task failed"),
