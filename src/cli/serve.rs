@@ -82,12 +82,23 @@ pub struct Args {
     #[arg(long, default_value = "memory")]
     pub store: String,
     /// Accept a Redis store that keeps nothing across its restart (no
-    /// append-only file, or snapshots only). RISK: after a Redis restart,
-    /// every retry of a request completed before it runs again (a second
-    /// deployment, a second charge). Without it `serve` refuses such a store
-    /// at start; start Redis with --appendonly yes --appendfsync always.
+    /// append-only file, or snapshots only). No completed request runs
+    /// again after a restart that loses the data (the store's epoch
+    /// changes, so retries from before it are refused as store_reset), but
+    /// every request in flight then fails and its user is asked again.
+    /// Without it `serve` refuses such a store at start; start Redis with
+    /// --appendonly yes --appendfsync always.
     #[arg(long)]
     pub allow_volatile_store: bool,
+    /// Accept a Redis store whose maxmemory-policy may evict any key
+    /// (allkeys-lru, allkeys-lfu, allkeys-random). RISK: when Redis fills
+    /// up it evicts completion records, and every retry of such a request
+    /// runs it again (a second deployment, a second charge): the epoch
+    /// does not notice an eviction. Without it `serve` refuses such a store
+    /// at start; use maxmemory-policy noeviction (or volatile-*: this store
+    /// sets no TTL on its keys).
+    #[arg(long)]
+    pub allow_evicting_store: bool,
     /// Most memory the `memory` store may hold for pending flows and
     /// completion records (about 140 B per completed request, kept for the
     /// life of its states): past it a request that would add one gets 503
@@ -333,6 +344,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         public_url,
         store: args.store.clone(),
         allow_volatile_store: args.allow_volatile_store,
+        allow_evicting_store: args.allow_evicting_store,
         store_memory_budget: args.store_memory_budget as u64,
         codec,
         keys,

@@ -43,13 +43,14 @@ pub fn build(config: &ServerConfig) -> anyhow::Result<Backing> {
         },
     )
     .context("building the requestState sealer")?;
-    let (store, caveat) = crate::store::open_for_serving(
-        &config.store,
-        config.allow_volatile_store,
-        config.store_memory_budget,
-    )
-    .context("opening the store")?;
-    if let Some(c) = caveat {
+    let risks = crate::store::Risks {
+        volatile: config.allow_volatile_store,
+        evicting: config.allow_evicting_store,
+    };
+    let (store, caveats) =
+        crate::store::open_for_serving(&config.store, risks, config.store_memory_budget)
+            .context("opening the store")?;
+    for c in caveats {
         tracing::warn!("{c}");
     }
     Ok(Backing { sealer, store })

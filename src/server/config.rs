@@ -47,6 +47,9 @@ pub struct ServerConfig {
     /// Accept a Redis store that keeps nothing across a Redis restart
     /// (see [`crate::store::open_for_serving`]).
     pub allow_volatile_store: bool,
+    /// Accept a Redis store whose `maxmemory-policy` may evict any key
+    /// (`allkeys-*`; see [`crate::store::open_for_serving`]).
+    pub allow_evicting_store: bool,
     /// Most bytes the `memory` store's records and completion records may
     /// hold; past it new ones get 503 with `Retry-After`.
     pub store_memory_budget: u64,
@@ -134,6 +137,7 @@ impl Default for ServerConfig {
             public_url: None,
             store: "memory".into(),
             allow_volatile_store: false,
+            allow_evicting_store: false,
             store_memory_budget: DEFAULT_STORE_MEMORY_BUDGET,
             codec: CodecName::Aes256GcmSiv,
             keys: None,

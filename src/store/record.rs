@@ -449,6 +449,20 @@ pub enum StoreError {
         /// What Redis keeps, or why that is unknown.
         why: String,
     },
+    /// A Redis store that may evict completion records (`allkeys-*`).
+    #[error(
+        "refusing the store {spec}: {why}, completion records included, and a retry of a request \
+         whose record was evicted runs it again (exactly-once lost; the store's epoch does not \
+         notice an eviction). Set maxmemory-policy noeviction (a write to a full Redis then gets \
+         503) or a volatile-* policy (this store sets no TTL, so it evicts none of its keys), or \
+         accept the risk with --allow-evicting-store"
+    )]
+    Evicting {
+        /// The spec as given.
+        spec: String,
+        /// What Redis may evict, or why that is unknown.
+        why: String,
+    },
     /// A stored row cannot be read back as a record.
     #[error("corrupt stored record {id:?}: {reason}")]
     Corrupt {
