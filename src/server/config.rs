@@ -79,6 +79,9 @@ pub struct ServerConfig {
     pub elicitation_timeout: Duration,
     /// Largest request body accepted, in bytes (bigger → 413).
     pub max_body: usize,
+    /// Most JSON members (object keys and array items) a request body may
+    /// hold (see `json_cost`; more → 400).
+    pub max_json_members: usize,
     /// Most time from a connection's accept (or the first byte after an
     /// idle spell) to a complete request head; then the connection closes.
     pub header_read_timeout: Duration,
@@ -150,6 +153,7 @@ impl Default for ServerConfig {
             response: ResponseMode::Json,
             elicitation_timeout: Duration::from_secs(30),
             max_body: 1024 * 1024,
+            max_json_members: super::json_cost::DEFAULT_MAX_MEMBERS,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             max_body_in_flight: 64 * 1024 * 1024,

@@ -189,6 +189,15 @@ async fn post_inner(
         Err(BodyError::TimedOut) => return body_timed_out(),
         Err(BodyError::OverBudget) => return over_budget(),
     };
+    if let Err(e) = super::json_cost::check(&bytes, app.cfg.max_json_members) {
+        gated!(info, limit = %e, "request body refused: too costly to parse");
+        let err = RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            e.to_string(),
+        );
+        return reply::error(None, &err);
+    }
     let parsed = parse_json_capped(&bytes, max);
     // The parsed value is all that is needed: the bytes leave the budget.
     drop(bytes);

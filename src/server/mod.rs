@@ -15,7 +15,8 @@
 //!   `remote`: the public URL links name, and the warnings before serving
 //!   beyond loopback.
 //! - `http`: routes, the origin guard, generation choice; `body`: the body
-//!   cap, read timeout and bytes-in-flight budget; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
+//!   cap, read timeout and bytes-in-flight budget; `json_cost`: the cap on
+//!   what a body's JSON costs to parse; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
 //!   per originating request, its outcome kept for repeats; `leak`: what
@@ -46,6 +47,7 @@ pub mod embed;
 pub mod flaw;
 mod flow;
 mod http;
+mod json_cost;
 mod leak;
 mod legacy;
 mod log_gate;
@@ -65,6 +67,7 @@ mod tools;
 pub use auth::{AuthFileError, Principals};
 pub use config::{INSTANCE_HEADER, ResponseMode, ServerConfig, parse_size};
 pub use flaw::{Flaw, FlawSet, UnknownFlaw};
+pub use json_cost::DEFAULT_MAX_MEMBERS as DEFAULT_MAX_JSON_MEMBERS;
 pub use remote::{PublicUrl, check_links as remote_check_links};
 pub use sessions::SessionLimits;
 

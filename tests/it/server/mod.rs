@@ -12,3 +12,4 @@ mod logs;
 mod modern;
 mod once;
 mod sessions;
+mod shares;
