@@ -7,81 +7,12 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::raw::*;
 use crate::support::server::*;
 use elicitkit::server::ServerConfig;
 use serde_json::json;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
-
-/// Reads until EOF (or an error); returns what arrived and when it ended.
-async fn read_to_close(c: &mut TcpStream, within: Duration) -> Option<(Vec<u8>, Instant)> {
-    let mut all = Vec::new();
-    let mut buf = [0u8; 4096];
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        match tokio::time::timeout_at(deadline, c.read(&mut buf)).await {
-            Err(_) => return None,
-            Ok(Ok(0)) | Ok(Err(_)) => return Some((all, Instant::now())),
-            Ok(Ok(n)) => all.extend_from_slice(&buf[..n]),
-        }
-    }
-}
-
-/// The head of an MCP POST announcing `length` body bytes, with `token`
-/// as its bearer token (none: no `Authorization`).
-fn post_head(s: &Srv, length: usize, token: Option<&str>) -> String {
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    format!(
-        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         {auth}Content-Length: {length}\r\n\r\n",
-        s.server.addr()
-    )
-}
-
-/// `n` connections that each send `head` and `start` of their body (a
-/// write the server refused is left for the test to notice).
-async fn open_bodies(s: &Srv, n: usize, head: &str, start: &[u8]) -> Vec<TcpStream> {
-    let mut conns = Vec::new();
-    for _ in 0..n {
-        let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
-        let mut sent = head.as_bytes().to_vec();
-        sent.extend_from_slice(start);
-        let _ = c.write_all(&sent).await;
-        conns.push(c);
-    }
-    conns
-}
-
-/// A `tools/list` as alice on a new connection (a pooled one would slip
-/// past the connection cap) within 2 s: `Ok` when answered, else what
-/// happened instead.
-async fn gets_in(s: &Srv) -> Result<(), String> {
-    let mut fresh = remote(&s.server.base_url());
-    fresh.http = reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap();
-    let caps = json!({});
-    let call = try_modern(&fresh, "alice", 1, "tools/list", json!({}), &caps);
-    match tokio::time::timeout(Duration::from_secs(2), call).await {
-        Err(_) => Err("no answer within 2 s".into()),
-        Ok(Err(e)) => Err(e),
-        Ok(Ok(r)) if r.result_type() == "complete" => Ok(()),
-        Ok(Ok(r)) => Err(format!("HTTP {}: {}", r.status, r.text)),
-    }
-}
-
-/// Polls `/stats` until `ready` holds for it (at most 5 s).
-async fn stats_until(s: &Srv, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let v = stats(s).await;
-        if ready(&v) || Instant::now() > deadline {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 fn cfg() -> ServerConfig {
     ServerConfig {
@@ -188,12 +119,14 @@ async fn a_body_that_does_not_arrive_in_time_gets_408() {
         text.to_ascii_lowercase().contains("connection: close"),
         "{text}"
     );
-    // Flow pages read their forms under the same limit.
+    // Flow pages read their forms under the same limit (a sign-in with its
+    // Origin and CSRF cookie: without them it is refused from its head).
     let mut c = TcpStream::connect(s.server.addr()).await.unwrap();
     let head = format!(
-        "POST /login HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
-         Content-Length: 100\r\n\r\ntoken=",
-        s.server.addr()
+        "POST /login HTTP/1.1\r\nHost: {0}\r\nOrigin: http://{0}\r\nCookie: ek_login={1}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ntoken=",
+        s.server.addr(),
+        "c".repeat(43)
     );
     c.write_all(head.as_bytes()).await.unwrap();
     let (reply, _) = read_to_close(&mut c, Duration::from_secs(5)).await.unwrap();
