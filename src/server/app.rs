@@ -248,6 +248,7 @@ impl App {
                     "active": s.len(),
                     "expired": s.expired.load(std::sync::atomic::Ordering::Relaxed),
                     "replaced": s.replaced.load(std::sync::atomic::Ordering::Relaxed),
+                    "shed": s.shed.load(std::sync::atomic::Ordering::Relaxed),
                 }),
             );
             o.insert(

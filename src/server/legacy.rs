@@ -199,15 +199,22 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
             return r;
         }
         Err(Refused::Full) => {
-            gated!(warn, "session refused: the session table is full");
+            gated!(
+                warn,
+                "session refused: the session table is full and no larger holder has an idle session"
+            );
             let e = err(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::INTERNAL_ERROR,
                 "too many sessions; try again later",
             );
+            // Every session is in use or held by principals holding no more
+            // than this one: one frees when a call ends (at most the
+            // elicitation timeout).
+            let secs = app.cfg.elicitation_timeout.as_secs_f64().ceil().max(1.0);
             let mut r = reply::error(Some(&req.id), &e);
             r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs as u64));
             return r;
         }
     }
