@@ -37,7 +37,9 @@ use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_s
 
 use super::app::App;
 use super::auth::cookie;
-use super::body::{BodyError, Received, body_timed_out, declared_length, read_body};
+use super::body::{
+    BodyError, Received, body_timed_out, declared_length, read_body, retry_after_secs,
+};
 use super::browser_session::{BROWSER_SESSION_TTL, LOGIN_CSRF_TTL, plausible_token, random_token};
 use super::flaw::Flaw;
 use super::log_gate::gated;
@@ -241,7 +243,7 @@ async fn read_form<'a>(
         Ok(b) => Ok(b),
         Err(BodyError::TimedOut) => Err(body_timed_out()),
         Err(BodyError::TooLarge) => Err(too_large_form(timing)),
-        Err(BodyError::OverBudget) => {
+        Err(BodyError::OverBudget(wait)) => {
             let mut r = html(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Busy",
@@ -250,7 +252,7 @@ async fn read_form<'a>(
             );
             r.headers_mut().insert(
                 header::RETRY_AFTER,
-                HeaderValue::from_static(reply::RETRY_AFTER_SECS),
+                HeaderValue::from(retry_after_secs(wait)),
             );
             Err(r)
         }

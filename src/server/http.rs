@@ -187,7 +187,7 @@ async fn post_inner(
         Ok(b) => b,
         Err(BodyError::TooLarge) => return too_large(max),
         Err(BodyError::TimedOut) => return body_timed_out(),
-        Err(BodyError::OverBudget) => return over_budget(),
+        Err(BodyError::OverBudget(wait)) => return over_budget(wait),
     };
     if let Err(e) = super::json_cost::check(&bytes, app.cfg.max_json_members) {
         gated!(info, limit = %e, "request body refused: too costly to parse");
