@@ -547,7 +547,14 @@ impl Call<'_> {
             Ok(Finished::Repeat(v)) => {
                 self.send_result(stream, id, &once::marked_repeat(v)).await;
             }
-            Err(e) => self.fail(stream, id, RpcError::store_failed(e)).await,
+            Err(e) => {
+                self.fail(
+                    stream,
+                    id,
+                    RpcError::store_failed(e, self.app.cfg.sweep_interval),
+                )
+                .await
+            }
         }
     }
 
@@ -598,7 +605,13 @@ impl Call<'_> {
             let step = match tools::step(tool, &ctx, &mut conv).await {
                 Ok(s) => s,
                 Err(tools::ToolError::Store(e)) => {
-                    return self.fail(stream, id, RpcError::store_failed(e)).await;
+                    return self
+                        .fail(
+                            stream,
+                            id,
+                            RpcError::store_failed(e, self.app.cfg.sweep_interval),
+                        )
+                        .await;
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "legacy tool step failed");
@@ -640,7 +653,13 @@ impl Call<'_> {
                         return self.finish(stream, id, r).await;
                     }
                     Waited::StoreFailed(e) => {
-                        return self.fail(stream, id, RpcError::store_failed(e)).await;
+                        return self
+                            .fail(
+                                stream,
+                                id,
+                                RpcError::store_failed(e, self.app.cfg.sweep_interval),
+                            )
+                            .await;
                     }
                     Waited::Gone | Waited::Crash => return,
                 }

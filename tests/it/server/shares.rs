@@ -258,3 +258,65 @@ async fn nine_made_up_principals_cannot_fill_the_body_budget() {
     );
     s.server.shutdown().await;
 }
+
+/// A `connect_billing` first call (a pending URL flow in the store) as
+/// `user`: its reply.
+async fn start_flow(s: &Srv, user: &str) -> Reply {
+    call(s, user, 1, "connect_billing", json!({}), &caps_both()).await
+}
+
+/// Issue 51 route 4: one principal's pending URL flows cannot fill the
+/// memory store (`--store-memory-budget`): it holds at most an eighth of
+/// it (then 429 with `Retry-After`: when its first flow expires); and a
+/// crowd of made-up principals that does fill it gives way, pending flow
+/// by pending flow, to legitimate users. (Seen failing before: mallory
+/// alone filled the store, and every other user's connect_billing got 503
+/// "store is full".)
+#[tokio::test]
+async fn one_principal_or_a_crowd_cannot_fill_the_store_with_pending_flows() {
+    let s = start(ServerConfig {
+        store_memory_budget: 256 * 1024,
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut mallory = 0;
+    let refused = loop {
+        let r = start_flow(&s, "mallory").await;
+        if r.result_type() != "input_required" {
+            break r;
+        }
+        mallory += 1;
+        assert!(mallory <= 1000, "never refused");
+    };
+    assert!(mallory <= 40, "mallory holds {mallory} pending flows");
+    assert_eq!(refused.status, 429, "{}", refused.text);
+    let wait: u64 = refused.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (500..=600).contains(&wait),
+        "Retry-After {wait}: the 10-minute state TTL"
+    );
+    // Seven more made-up names fill the store.
+    'fill: for i in 0..1000 {
+        let name = format!("made-up-{i}");
+        for _ in 0..mallory {
+            if start_flow(&s, &name).await.result_type() != "input_required" {
+                break 'fill;
+            }
+        }
+    }
+    let mut answered = 0;
+    for i in 0..80 {
+        answered += usize::from(
+            start_flow(&s, &format!("legit-{i}")).await.result_type() == "input_required",
+        );
+    }
+    assert!(answered >= 79, "{answered} of 80 legitimate flows started");
+    let store = &stats(&s).await["store"];
+    let live = store["created"].as_u64().unwrap() - store["evicted"].as_u64().unwrap();
+    assert!(live <= 256, "{store}");
+    s.server.shutdown().await;
+}
