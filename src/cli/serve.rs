@@ -214,6 +214,17 @@ pub struct Args {
     /// Example: --max-connections 2000
     #[arg(long, default_value_t = 8192)]
     pub max_connections: usize,
+    /// Most connections one principal may hold (and the pool of callers
+    /// without credentials, together); a request that would make one more
+    /// gets 429 and its connection closes. Under pressure (at
+    /// --max-connections, nothing idle or slow) the server also sheds the
+    /// largest holder's waiting connections first (a body still arriving, a
+    /// 2025-11-25 stream waiting on its client, which ends with a JSON-RPC
+    /// error). Default: an eighth of --max-connections, at least 64 (or
+    /// all). A load test running many users as one principal needs it
+    /// raised. Example: --max-connections-per-principal 2000
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_principal: Option<usize>,
     /// A 2025-11-25 session unused this long (no request, no call in
     /// flight, no GET stream open) expires; its next request gets 404.
     /// Example: --session-idle-timeout 2m
@@ -298,6 +309,9 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
             return Err(format!("{flag} must be greater than zero"));
         }
     }
+    if args.max_connections_per_principal == Some(0) {
+        return Err("--max-connections-per-principal must be at least 1".into());
+    }
     for (flag, n) in [
         ("--max-connections", args.max_connections),
         (
@@ -371,6 +385,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         min_body_rate: args.min_body_rate,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
+        max_connections_per_principal: args.max_connections_per_principal,
         sessions: SessionLimits {
             idle: args.session_idle_timeout,
             per_principal: args.max_sessions_per_principal,
@@ -581,6 +596,8 @@ mod tests {
             "5s",
             "--max-connections",
             "100",
+            "--max-connections-per-principal",
+            "30",
             "--max-body-bytes-in-flight",
             "32MiB",
             "--max-body-bytes-per-principal",
@@ -622,6 +639,7 @@ mod tests {
             )
         );
         assert_eq!(c.max_connections, 100);
+        assert_eq!(c.max_connections_per_principal, Some(30));
         assert_eq!(
             (
                 c.max_body_in_flight,

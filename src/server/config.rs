@@ -111,6 +111,10 @@ pub struct ServerConfig {
     /// limit allows); at the cap the connection idle (or half-sent, or
     /// slow) the longest is shed.
     pub max_connections: usize,
+    /// Most connections one principal (or the pool of callers without
+    /// credentials) may hold; `None`: an eighth of the cap, at least 64
+    /// (see `accept::share_of`).
+    pub max_connections_per_principal: Option<usize>,
     /// Offer the demo tools (the default). Without them the server
     /// declares no `tools` capability and answers `tools/list` and
     /// `tools/call` with `-32601`; its resource and prompt stay.
@@ -162,6 +166,7 @@ impl Default for ServerConfig {
             body_rate_grace: Duration::from_secs(2),
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: 8192,
+            max_connections_per_principal: None,
             sessions: super::sessions::SessionLimits::default(),
             retention: Duration::from_secs(600),
             sweep_interval: Duration::from_secs(30),

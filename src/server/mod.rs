@@ -24,7 +24,8 @@
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`;
 //!   `log_text`: client strings made safe for log lines; `log_gate`: one
 //!   line per window for events a client triggers at will.
-//! - `accept`: the accept loop (connection cap, shedding, graceful end);
+//! - `accept`: the accept loop (connection cap, fair shares, shedding,
+//!   graceful end); `holder`: who holds a connection, and how many each;
 //!   `conn_phase`: per-connection header-read and keep-alive timeouts and
 //!   the body-rate floor; `shed_index`: the open connections in shed order.
 //!
@@ -46,6 +47,7 @@ mod conversation;
 pub mod embed;
 pub mod flaw;
 mod flow;
+mod holder;
 mod http;
 mod json_cost;
 mod leak;
@@ -245,6 +247,13 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         flaws = ?config.flaws.iter().map(Flaw::name).collect::<Vec<_>>(),
         "reference server starting"
     );
+    if matches!(config.principals, Principals::Demo) {
+        tracing::info!(
+            "demo auth (no --auth-tokens): any bearer token is accepted as the principal it names, so \
+             made-up names count as principals; each holds at most its share of connections, body \
+             bytes, store and sessions, and at a limit the largest holder gives way first"
+        );
+    }
     let app = Arc::new(app::App::new(
         config,
         sealer,
@@ -264,6 +273,17 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
             "--max-connections lowered to what the file descriptor limit allows"
         );
     }
+    let per_holder = app
+        .cfg
+        .max_connections_per_principal
+        .unwrap_or_else(|| accept::share_of(cap))
+        .min(cap);
+    let identify = {
+        let app = app.clone();
+        Arc::new(holder::Identify::new(move |headers, browser| {
+            app.principal_of(headers, browser)
+        }))
+    };
     let limits = accept::ConnLimits {
         phases: conn_phase::PhaseLimits {
             header_read: app.cfg.header_read_timeout,
@@ -272,6 +292,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
             min_body_rate: app.cfg.min_body_rate,
         },
         max_connections: cap,
+        per_holder,
         // `no-nodelay` leaves Nagle on; with the body written after the head
         // (see `http::split_writes`) a reply waits for the client's delayed ACK.
         nodelay: !app.flaw(Flaw::NoNodelay),
@@ -281,6 +302,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     let task = tokio::spawn(accept::serve(
         listener,
         router.clone(),
+        identify,
         limits,
         stats,
         closing_rx,
