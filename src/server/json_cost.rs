@@ -58,27 +58,21 @@ pub fn check(body: &[u8], max_members: usize) -> Result<(), Costly> {
         return Ok(());
     }
     // A member is counted at each `,` and at the first value of each
-    // container, so `[]` and `{}` count none.
-    let (mut members, mut depth, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    let mut opened = false;
-    for &b in body {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+    // container, so `[]` and `{}` count none. Strings are skipped to their
+    // closing quote with memchr, so a long string costs next to nothing.
+    let (mut members, mut depth, mut opened, mut i) = (0usize, 0usize, false, 0usize);
+    while i < body.len() {
+        let b = body[i];
+        i += 1;
+        if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
             continue;
         }
-        if opened && !matches!(b, b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r') {
+        if opened && !matches!(b, b']' | b'}') {
             members += 1;
         }
-        if !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            opened = false;
-        }
+        opened = false;
         match b {
-            b'"' => in_string = true,
+            b'"' => i = after_string(body, i),
             b'{' | b'[' => {
                 depth += 1;
                 if depth > MAX_DEPTH {
@@ -95,6 +89,22 @@ pub fn check(body: &[u8], max_members: usize) -> Result<(), Costly> {
         }
     }
     Ok(())
+}
+
+/// The index just past the string whose opening quote ends at `i` (the
+/// end of `body` when it is not closed).
+fn after_string(body: &[u8], mut i: usize) -> usize {
+    while let Some(j) = memchr::memchr2(b'"', b'\\', &body[i..]) {
+        if body[i + j] == b'"' {
+            return i + j + 1;
+        }
+        // A backslash escapes the byte after it.
+        i += j + 2;
+        if i >= body.len() {
+            break;
+        }
+    }
+    body.len()
 }
 
 #[cfg(test)]
