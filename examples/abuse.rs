@@ -5,8 +5,15 @@
 //! abuse slowloris --target URL [--conns 4000] [--baseline 10s] [--attack 30s]
 //!                 [--reconnect-rate 0]
 //! abuse slow-bodies --target URL --pid PID [--conns 4000] [--declared 1048575]
-//!                 [--token NAME] [--burst 0] [--legit 80] [--spread 20s]
-//!                 [--reconnect-after 1s]
+//!                 [--token NAME | --tokens K | --login] [--burst 0] [--legit 80]
+//!                 [--spread 20s] [--reconnect-after 1s]
+//! abuse streams   --target URL --pid PID [--conns 400] [--tokens 1] [--legit 80]
+//!                 [--spread 20s]
+//! abuse store     --target URL --pid PID [--tokens 1] [--concurrency 16]
+//!                 [--fill 10s] [--legit 80] [--spread 20s]
+//! abuse costly    --target URL --pid PID [--n 40] [--keys 88000]
+//! abuse evict     --target URL --redis redis://127.0.0.1:PORT/0 [--n 200]
+//!                 [--junk-mb 64]
 //! abuse retries   --target URL [--n 1000]
 //! abuse forget    --target URL --pid PID [--db PATH] [--flows N] [--legacy N]
 //!                 [--concurrency 16] [--rate 0] [--window 90s] [--max-time 60m]
@@ -23,13 +30,34 @@
 //!   `--reconnect-rate` reopenings a second in all) are held open.
 //! - `slow-bodies`: `--conns` attacker connections that each send an MCP
 //!   POST head declaring `--declared` body bytes (with `--token` as bearer
-//!   token, or none), then `--burst` body bytes at once, then one byte a
-//!   second, each reopened
-//!   `--reconnect-after` the server answered or closed it; meanwhile
-//!   `--legit` `tools/list` requests as alice, each on a new connection,
-//!   spread evenly over `--spread`: how many were answered, their
-//!   latency, what the attackers got, and the server's RSS before, at
-//!   its peak and at the end.
+//!   token, `--tokens K` made-up names `made-up-0` … round robin, or none;
+//!   `--login`: a sign-in form POST with a forged Origin and CSRF cookie),
+//!   then `--burst` body bytes at once, then one byte a second, each
+//!   reopened `--reconnect-after` the server answered or closed it;
+//!   meanwhile `--legit` `tools/list` requests, each as its own user on a
+//!   new connection, spread evenly over `--spread`: how many were
+//!   answered, their latency, what the attackers got, and the server's
+//!   RSS before, at its peak and at the end.
+//! - `streams`: `--conns` attacker slots each holding a 2025-11-25
+//!   `tools/call deploy` stream whose elicitation is never answered
+//!   (reopened 10 ms after the server ends it), on one session per name:
+//!   one name (`--tokens 1`, the default) or `--tokens K` made-up ones;
+//!   the legitimate requests, RSS and connections as for `slow-bodies`.
+//! - `store`: `--concurrency` attackers starting `connect_billing` URL
+//!   flows (pending records) as fast as they go, as one name or `--tokens
+//!   K` made-up ones, `--fill` alone and then while `--legit` legitimate
+//!   users each start one: how many legitimate flows started, the store's
+//!   counters and RSS.
+//! - `costly`: `--n` bodies of `--keys` JSON object keys (a `tools/list`
+//!   under the 1 MiB body limit), and `--n` plain bodies of the same size,
+//!   one at a time: the server's CPU per body (from `/proc/PID/stat`) and
+//!   the statuses.
+//! - `evict`: `--n` deployments completed through a server on a Redis
+//!   store with a `maxmemory` limit, then `--junk-mb` of other keys written
+//!   to that Redis (so it evicts what its policy lets it) while other users
+//!   keep completing requests, then every completed request's final retry
+//!   again: how many deployed a second time, and how many keys Redis
+//!   evicted.
 //! - `retries`: per side-effecting tool, one confirmation brought to its
 //!   final retry, then `--n` copies of that retry at once: how many
 //!   completed, how many got the recorded outcome, whether every outcome
@@ -83,6 +111,23 @@ enum Mode {
     },
     /// Legitimate requests among connections trickling large bodies.
     SlowBodies(SlowBodyOpts),
+    /// Legitimate requests among 2025-11-25 streams waiting on their client.
+    Streams(StreamOpts),
+    /// Legitimate URL flows while attackers fill the store with pending ones.
+    Store(StoreOpts),
+    /// The server's CPU per body: many JSON keys against a plain body.
+    Costly(CostlyOpts),
+    /// Completed requests run again after Redis evicts keys?
+    Evict {
+        #[arg(long)]
+        target: String,
+        #[arg(long)]
+        redis: String,
+        #[arg(long, default_value_t = 200)]
+        n: usize,
+        #[arg(long, default_value_t = 64)]
+        junk_mb: usize,
+    },
     /// Concurrent retries of one confirmation of each side-effecting tool.
     Retries {
         #[arg(long)]
@@ -107,6 +152,14 @@ struct SlowBodyOpts {
     /// The attackers' bearer token (default: no Authorization header).
     #[arg(long)]
     token: Option<String>,
+    /// Made-up names `made-up-0` … `made-up-(K-1)` as the attackers'
+    /// tokens, round robin (instead of --token).
+    #[arg(long, conflicts_with = "token")]
+    tokens: Option<usize>,
+    /// Sign-in form POSTs (`/login`, a forged Origin and CSRF cookie, no
+    /// credentials) instead of MCP POSTs.
+    #[arg(long, conflicts_with_all = ["token", "tokens"])]
+    login: bool,
     /// Body bytes each attacker sends at once after its head.
     #[arg(long, default_value_t = 0)]
     burst: usize,
@@ -116,6 +169,55 @@ struct SlowBodyOpts {
     spread: Duration,
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     reconnect_after: Duration,
+}
+
+#[derive(clap::Args)]
+struct StreamOpts {
+    #[arg(long)]
+    target: String,
+    #[arg(long)]
+    pid: u32,
+    #[arg(long, default_value_t = 400)]
+    conns: usize,
+    /// Attacker names: 1 (`mallory`) or K made-up ones, round robin.
+    #[arg(long, default_value_t = 1)]
+    tokens: usize,
+    #[arg(long, default_value_t = 80)]
+    legit: usize,
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    spread: Duration,
+}
+
+#[derive(clap::Args)]
+struct StoreOpts {
+    #[arg(long)]
+    target: String,
+    #[arg(long)]
+    pid: u32,
+    /// Attacker names: 1 (`mallory`) or K made-up ones, round robin.
+    #[arg(long, default_value_t = 1)]
+    tokens: usize,
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// How long the attackers run alone before the legitimate users come.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    fill: Duration,
+    #[arg(long, default_value_t = 80)]
+    legit: usize,
+    #[arg(long, default_value = "20s", value_parser = humantime::parse_duration)]
+    spread: Duration,
+}
+
+#[derive(clap::Args)]
+struct CostlyOpts {
+    #[arg(long)]
+    target: String,
+    #[arg(long)]
+    pid: u32,
+    #[arg(long, default_value_t = 40)]
+    n: usize,
+    #[arg(long, default_value_t = 88_000)]
+    keys: usize,
 }
 
 #[derive(clap::Args)]
@@ -454,10 +556,10 @@ async fn slow_body(
     }
 }
 
-/// One legitimate `tools/list` as alice on a new connection: its latency
+/// One legitimate `tools/list` as `user` on a new connection: its latency
 /// when answered, else what happened.
-async fn legit_once(s: &Srv) -> Result<Duration, String> {
-    let req = tools_list(s, "alice");
+async fn legit_once(s: &Srv, user: &str) -> Result<Duration, String> {
+    let req = tools_list(s, user);
     let t = Instant::now();
     let r = req.send().await.map_err(|e| {
         if e.is_timeout() {
@@ -475,30 +577,137 @@ async fn legit_once(s: &Srv) -> Result<Duration, String> {
     }
 }
 
+/// The name of attacker slot `i`: `token`, else made-up name `i mod
+/// tokens`, else none.
+fn attacker_name(token: Option<&str>, tokens: Option<usize>, i: usize) -> Option<String> {
+    match (token, tokens) {
+        (Some(t), _) => Some(t.to_owned()),
+        (None, Some(k)) => Some(format!("made-up-{}", i % k.max(1))),
+        (None, None) => None,
+    }
+}
+
+/// RSS and open connections of the server, sampled every second until
+/// [`Sampler::stop`].
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<(Vec<u64>, Vec<u64>)>,
+}
+
+impl Sampler {
+    fn start(base: &str, pid: u32) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (base, flag) = (base.to_owned(), stop.clone());
+        let task = tokio::spawn(async move {
+            let (mut rss, mut open) = (Vec::new(), Vec::new());
+            while !flag.load(Ordering::Relaxed) {
+                rss.extend(rss_kib(pid));
+                open.extend(open_connections(&base).await);
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            (rss, open)
+        });
+        Sampler { stop, task }
+    }
+
+    async fn stop(self) -> (Vec<u64>, Vec<u64>) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap_or_default()
+    }
+}
+
+/// `n` legitimate requests (`each(i)`, each on a new connection), spread
+/// evenly over `spread`: their latencies when answered, and what the others
+/// got.
+async fn legit_spread<F, Fut>(
+    n: usize,
+    spread: Duration,
+    each: F,
+) -> (Vec<Duration>, std::collections::BTreeMap<String, u64>)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<Duration, String>> + Send + 'static,
+{
+    let every = spread / u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+    let calls: Vec<_> = (0..n)
+        .map(|i| {
+            let call = each(i);
+            tokio::spawn(async move {
+                tokio::time::sleep(every * u32::try_from(i).unwrap_or(0)).await;
+                call.await
+            })
+        })
+        .collect();
+    let (mut lat, mut failures) = (Vec::new(), std::collections::BTreeMap::<String, u64>::new());
+    for c in calls {
+        match c.await.unwrap_or_else(|_| Err("task failed".into())) {
+            Ok(d) => lat.push(d),
+            Err(why) => *failures.entry(why).or_default() += 1,
+        }
+    }
+    (lat, failures)
+}
+
+/// The legitimate side of an attack part: `n` `tools/list` requests, each
+/// as its own user (`legit-N`) on a new connection, spread over `spread`.
+async fn legit_tools_lists(base: &str, n: usize, spread: Duration) -> Value {
+    let base = base.to_owned();
+    let (lat, failures) = legit_spread(n, spread, move |i| {
+        let s = srv(&base, false);
+        async move { legit_once(&s, &format!("legit-{i}")).await }
+    })
+    .await;
+    json!({
+        "legit_sent": n,
+        "legit_answered": lat.len(),
+        "legit_failures": failures,
+        "legit_latency": summary(lat, 0),
+    })
+}
+
+/// Merges the fields of `more` into `v`.
+fn merged(mut v: Value, more: Value) -> Value {
+    if let (Some(a), Value::Object(b)) = (v.as_object_mut(), more) {
+        a.extend(b);
+    }
+    v
+}
+
 async fn slow_bodies(o: SlowBodyOpts) -> Result<Value, String> {
     let base = loopback(&o.target)?;
     let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
     let rss_before = rss_kib(o.pid);
-    let auth = o
-        .token
-        .as_ref()
-        .map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
-         {auth}Content-Length: {}\r\n\r\n",
-        o.declared
-    )
-    .into_bytes();
-    head.resize(head.len() + o.burst.min(o.declared), b' ');
-    let head = Arc::new(head);
+    let head_of = |i: usize| {
+        let mut head = if o.login {
+            // A sign-in as a script forges it: its own Origin, any CSRF cookie.
+            format!(
+                "POST /login HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://{addr}\r\n\
+                 Cookie: ek_login={}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+                 Content-Length: {}\r\n\r\n",
+                "c".repeat(43),
+                o.declared
+            )
+        } else {
+            let auth = attacker_name(o.token.as_deref(), o.tokens, i)
+                .map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {MODERN}\r\n\
+                 {auth}Content-Length: {}\r\n\r\n",
+                o.declared
+            )
+        }
+        .into_bytes();
+        head.resize(head.len() + o.burst.min(o.declared), b' ');
+        Arc::new(head)
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Seen::default());
     let mut slots = Vec::new();
     for i in 0..o.conns {
         slots.push(tokio::spawn(slow_body(
             addr,
-            head.clone(),
+            head_of(i),
             o.reconnect_after,
             stop.clone(),
             seen.clone(),
@@ -516,59 +725,416 @@ async fn slow_bodies(o: SlowBodyOpts) -> Result<Value, String> {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let ramp_s = ramp.elapsed().as_secs_f64();
-    let sampling = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (base, sampling, pid) = (base.clone(), sampling.clone(), o.pid);
-        tokio::spawn(async move {
-            let (mut rss, mut open) = (Vec::new(), Vec::new());
-            while !sampling.load(Ordering::Relaxed) {
-                rss.extend(rss_kib(pid));
-                open.extend(open_connections(&base).await);
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-            (rss, open)
-        })
-    };
-    let every = o.spread / u32::try_from(o.legit.max(1)).unwrap_or(u32::MAX);
-    let mut calls = Vec::new();
-    for i in 0..o.legit {
-        let s = srv(&base, false);
-        calls.push(tokio::spawn(async move {
-            tokio::time::sleep(every * u32::try_from(i).unwrap_or(0)).await;
-            legit_once(&s).await
-        }));
-    }
-    let (mut lat, mut failures) = (Vec::new(), std::collections::BTreeMap::<String, u64>::new());
-    for c in calls {
-        match c.await.expect("legit request task") {
-            Ok(d) => lat.push(d),
-            Err(why) => *failures.entry(why).or_default() += 1,
-        }
-    }
+    let sampler = Sampler::start(&base, o.pid);
+    let legit = legit_tools_lists(&base, o.legit, o.spread).await;
     let rss_end = rss_kib(o.pid);
-    sampling.store(true, Ordering::Relaxed);
-    let (rss, open) = sampler.await.unwrap_or_default();
+    let (rss, open) = sampler.stop().await;
     stop.store(true, Ordering::Relaxed);
     for s in slots {
         s.abort();
         let _ = s.await;
     }
     let answers = seen.answers.lock().map(|a| a.clone()).unwrap_or_default();
+    let attacker = if o.login {
+        json!("none (sign-in forms)")
+    } else {
+        match (&o.token, o.tokens) {
+            (Some(t), _) => json!(t),
+            (None, Some(k)) => json!(format!("{k} made-up names")),
+            (None, None) => Value::Null,
+        }
+    };
+    Ok(merged(
+        json!({
+            "attack_connections": o.conns,
+            "declared_body_bytes": o.declared,
+            "burst_body_bytes": o.burst,
+            "attacker_token": attacker,
+            "ramp_s": ramp_s,
+            "attacker_connects": seen.connects.load(Ordering::Relaxed),
+            "attacker_outcomes": answers,
+            "server_open_connections": {"min": open.iter().min(), "max": open.iter().max()},
+            "rss_kib": {"before": rss_before, "peak": rss.iter().max(), "end": rss_end},
+        }),
+        legit,
+    ))
+}
+
+/// One 2025-11-25 stream slot: `tools/call deploy` on session `sid` of
+/// `user` over raw HTTP, held until the server ends it, then again 10 ms
+/// later, until `stop`; what each stream ended with is counted.
+async fn stream_slot(
+    addr: std::net::SocketAddr,
+    user: String,
+    sid: String,
+    id: usize,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Seen>,
+) {
+    let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+        "params":{"name":"deploy","arguments":{"service":"web"}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {user}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Session-Id: {sid}\r\nMCP-Protocol-Version: {LEGACY}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut c) = TcpStream::connect(addr).await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        };
+        seen.connects.fetch_add(1, Ordering::Relaxed);
+        if c.write_all(request.as_bytes()).await.is_ok() {
+            seen.heads_sent.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // The elicitation timeout is 30 s: held at most 40 s.
+        let _ = tokio::time::timeout(Duration::from_secs(40), async {
+            while let Ok(n) = c.read(&mut buf).await {
+                if n == 0 || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if got.len() < 4096 {
+                    got.extend_from_slice(&buf[..n]);
+                }
+            }
+        })
+        .await;
+        let text = String::from_utf8_lossy(&got);
+        let outcome = if text.contains("\"reason\":\"shed\"") {
+            "shed with a JSON-RPC error".to_owned()
+        } else if text.contains("elicitation/create") {
+            "held, then ended".to_owned()
+        } else {
+            text.get(..12).unwrap_or("closed").trim().to_owned()
+        };
+        if let Ok(mut a) = seen.answers.lock() {
+            *a.entry(outcome).or_default() += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn streams(o: StreamOpts) -> Result<Value, String> {
+    let base = loopback(&o.target)?;
+    let addr: std::net::SocketAddr = base.trim_start_matches("http://").parse().expect("addr");
+    let rss_before = rss_kib(o.pid);
+    let s = srv(&base, true);
+    let names: Vec<String> = if o.tokens <= 1 {
+        vec!["mallory".to_owned()]
+    } else {
+        (0..o.tokens).map(|i| format!("made-up-{i}")).collect()
+    };
+    let mut sessions = Vec::new();
+    for n in &names {
+        sessions.push(legacy_init(&s, n, caps_form()).await);
+    }
+    let (stop, seen) = (Arc::new(AtomicBool::new(false)), Arc::new(Seen::default()));
+    let slots: Vec<_> = (0..o.conns)
+        .map(|i| {
+            let k = i % names.len();
+            tokio::spawn(stream_slot(
+                addr,
+                names[k].clone(),
+                sessions[k].clone(),
+                i,
+                stop.clone(),
+                seen.clone(),
+            ))
+        })
+        .collect();
+    let ramp = Instant::now();
+    while ramp.elapsed() < Duration::from_secs(30)
+        && (seen.heads_sent.load(Ordering::Relaxed) as usize) < o.conns
+    {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let sampler = Sampler::start(&base, o.pid);
+    let legit = legit_tools_lists(&base, o.legit, o.spread).await;
+    let rss_end = rss_kib(o.pid);
+    let (rss, open) = sampler.stop().await;
+    let conns = server_connections(&base).await;
+    stop.store(true, Ordering::Relaxed);
+    for s in slots {
+        s.abort();
+        let _ = s.await;
+    }
+    let answers = seen.answers.lock().map(|a| a.clone()).unwrap_or_default();
+    Ok(merged(
+        json!({
+            "attack_streams": o.conns,
+            "attacker_names": names.len(),
+            "attacker_connects": seen.connects.load(Ordering::Relaxed),
+            "attacker_outcomes": answers,
+            "server_connections": conns,
+            "server_open_connections": {"min": open.iter().min(), "max": open.iter().max()},
+            "rss_kib": {"before": rss_before, "peak": rss.iter().max(), "end": rss_end},
+        }),
+        legit,
+    ))
+}
+
+/// The server's `/stats` `connections` object.
+async fn server_connections(base: &str) -> Value {
+    let s = srv(base, false);
+    let Ok(r) = s
+        .http
+        .get(format!("{base}/stats"))
+        .bearer_auth("bench")
+        .send()
+        .await
+    else {
+        return Value::Null;
+    };
+    r.json::<Value>()
+        .await
+        .map(|v| v["connections"].clone())
+        .unwrap_or(Value::Null)
+}
+
+async fn store(o: StoreOpts) -> Result<Value, String> {
+    let base = loopback(&o.target)?;
+    let rss_before = rss_kib(o.pid);
+    let stop = Arc::new(AtomicBool::new(false));
+    let outcomes = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::<
+        String,
+        u64,
+    >::new()));
+    let workers: Vec<_> = (0..o.concurrency)
+        .map(|w| {
+            let (base, stop, outcomes) = (base.clone(), stop.clone(), outcomes.clone());
+            let tokens = o.tokens;
+            tokio::spawn(async move {
+                let s = srv(&base, true);
+                let mut i = w;
+                while !stop.load(Ordering::Relaxed) {
+                    let user = if tokens <= 1 {
+                        "mallory".to_owned()
+                    } else {
+                        format!("made-up-{}", i % tokens)
+                    };
+                    i += o.concurrency;
+                    let args = json!({"name": "connect_billing", "arguments": {}});
+                    let r = try_modern(&s, &user, 1, "tools/call", args, &caps_both()).await;
+                    let kind = match r {
+                        Ok(r) if r.result_type() == "input_required" => "flow started".to_owned(),
+                        Ok(r) => format!("HTTP {}", r.status),
+                        Err(_) => "no reply".to_owned(),
+                    };
+                    if let Ok(mut m) = outcomes.lock() {
+                        *m.entry(kind).or_default() += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(o.fill).await;
+    let sampler = Sampler::start(&base, o.pid);
+    let b = base.clone();
+    let (lat, failures) = legit_spread(o.legit, o.spread, move |i| {
+        let s = srv(&b, false);
+        async move {
+            let t = Instant::now();
+            let args = json!({"name": "connect_billing", "arguments": {}});
+            match try_modern(
+                &s,
+                &format!("legit-{i}"),
+                1,
+                "tools/call",
+                args,
+                &caps_both(),
+            )
+            .await
+            {
+                Ok(r) if r.result_type() == "input_required" => Ok(t.elapsed()),
+                Ok(r) => Err(format!("HTTP {}", r.status)),
+                Err(_) => Err("no reply".to_owned()),
+            }
+        }
+    })
+    .await;
+    let rss_end = rss_kib(o.pid);
+    let (rss, _) = sampler.stop().await;
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        let _ = w.await;
+    }
+    let monitor = srv(&base, false);
+    let store = monitor
+        .http
+        .get(format!("{base}/stats"))
+        .bearer_auth("bench")
+        .send()
+        .await
+        .ok();
+    let store = match store {
+        Some(r) => r
+            .json::<Value>()
+            .await
+            .map(|v| v["store"].clone())
+            .unwrap_or(Value::Null),
+        None => Value::Null,
+    };
+    let outcomes = outcomes.lock().map(|m| m.clone()).unwrap_or_default();
     Ok(json!({
-        "attack_connections": o.conns,
-        "declared_body_bytes": o.declared,
-        "burst_body_bytes": o.burst,
-        "attacker_token": o.token,
-        "ramp_s": ramp_s,
-        "attacker_connects": seen.connects.load(Ordering::Relaxed),
-        "attacker_outcomes": answers,
+        "attacker_names": o.tokens.max(1),
+        "attacker_concurrency": o.concurrency,
+        "fill_s": o.fill.as_secs_f64(),
+        "attacker_outcomes": outcomes,
         "legit_sent": o.legit,
         "legit_answered": lat.len(),
         "legit_failures": failures,
         "legit_latency": summary(lat, 0),
-        "server_open_connections": {"min": open.iter().min(), "max": open.iter().max()},
+        "store": store,
         "rss_kib": {"before": rss_before, "peak": rss.iter().max(), "end": rss_end},
     }))
+}
+
+async fn evict(base: String, redis_url: &str, n: usize, junk_mb: usize) -> Result<Value, String> {
+    if !redis_url.starts_with("redis://127.0.0.1:") {
+        return Err(format!(
+            "--redis {redis_url:?}: use redis://127.0.0.1:PORT/DB"
+        ));
+    }
+    let s = srv(&base, true);
+    let mut finals = Vec::new();
+    for i in 0..n {
+        let user = format!("user-{i}");
+        let f = to_final(&s, &user, "deploy").await;
+        if f.send(&s, &user, 1).await.result_type() == "complete" {
+            finals.push((user, f));
+        }
+    }
+    let client = redis::Client::open(redis_url).map_err(|e| e.to_string())?;
+    let mut conn = client
+        .get_connection_with_timeout(Duration::from_secs(3))
+        .map_err(|e| e.to_string())?;
+    let junk = "j".repeat(1024);
+    let mut fresh = 0;
+    for i in 0..junk_mb * 1024 {
+        // Writes past maxmemory fail under noeviction: stop there.
+        let r: redis::RedisResult<()> = redis::cmd("SET")
+            .arg(format!("junk:{i}"))
+            .arg(&junk)
+            .query(&mut conn);
+        if r.is_err() {
+            break;
+        }
+        // The server keeps serving meanwhile: other users' completions keep
+        // the store's epoch key in use, as on a live server (an idle one
+        // would see the epoch evicted too, and refuse every retry).
+        if i % 512 == 0 {
+            let user = format!("other-{i}");
+            let f = to_final(&s, &user, "deploy").await;
+            fresh += u64::from(f.send(&s, &user, 1).await.result_type() == "complete");
+        }
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("stats")
+        .query(&mut conn)
+        .map_err(|e| e.to_string())?;
+    let evicted: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("evicted_keys:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let before = effect_count(&s, "deployments").await;
+    let mut outcomes = std::collections::BTreeMap::<String, u64>::new();
+    for (user, f) in &finals {
+        let r = f.send(&s, user, 2).await;
+        let kind = if r.result_type() == "complete" {
+            "completed again".to_owned()
+        } else if !r.reason().is_empty() {
+            r.reason().to_owned()
+        } else {
+            format!("HTTP {}", r.status)
+        };
+        *outcomes.entry(kind).or_default() += 1;
+    }
+    let after = effect_count(&s, "deployments").await;
+    Ok(json!({
+        "completed": finals.len(),
+        "completed_meanwhile_by_others": fresh,
+        "redis_evicted_keys": evicted,
+        "retries": outcomes,
+        "deployed_again": after - before,
+    }))
+}
+
+/// Server CPU seconds of `pid` (user + system).
+fn cpu_s(pid: u32) -> Option<f64> {
+    elicitkit::load::exec::target::process_cpu_seconds(pid)
+}
+
+async fn costly(o: CostlyOpts) -> Result<Value, String> {
+    let base = loopback(&o.target)?;
+    let meta = meta(&json!({}));
+    let keys: Vec<String> = (0..o.keys).map(|i| format!("\"k{i}\":0")).collect();
+    let many = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{meta},"x":{{{}}}}}}}"#,
+        keys.join(",")
+    );
+    let pad = many.len().saturating_sub(100);
+    let plain = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{meta},"x":"{}"}}}}"#,
+        "x".repeat(pad)
+    );
+    let s = srv(&base, true);
+    let mut kinds = serde_json::Map::new();
+    for (name, body) in [("plain", &plain), ("keys", &many)] {
+        let mut statuses = std::collections::BTreeMap::<u16, u64>::new();
+        let before = cpu_s(o.pid);
+        let t = Instant::now();
+        for _ in 0..o.n {
+            let r = s
+                .http
+                .post(&s.url)
+                .bearer_auth("alice")
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", MODERN)
+                .header("mcp-method", "tools/list")
+                .body(body.clone())
+                .send()
+                .await;
+            let status = match r {
+                Ok(r) => {
+                    let st = r.status().as_u16();
+                    let _ = r.bytes().await;
+                    st
+                }
+                Err(_) => 0,
+            };
+            *statuses.entry(status).or_default() += 1;
+        }
+        let wall = t.elapsed();
+        let cpu = match (before, cpu_s(o.pid)) {
+            (Some(a), Some(b)) => Some(((b - a) * 1e6 / o.n as f64).round()),
+            _ => None,
+        };
+        kinds.insert(
+            name.to_owned(),
+            json!({
+                "body_bytes": body.len(),
+                "bodies": o.n,
+                "server_cpu_us_per_body": cpu,
+                "wall_ms_per_body": (wall.as_secs_f64() * 1e3 / o.n as f64 * 100.0).round() / 100.0,
+                "statuses": statuses,
+            }),
+        );
+    }
+    let ratio = match (
+        kinds["keys"]["server_cpu_us_per_body"].as_f64(),
+        kinds["plain"]["server_cpu_us_per_body"].as_f64(),
+    ) {
+        (Some(k), Some(p)) if p > 0.0 => json!((k / p * 100.0).round() / 100.0),
+        _ => Value::Null,
+    };
+    Ok(json!({"keys": o.keys, "bodies": kinds, "cpu_keys_over_plain": ratio}))
 }
 
 async fn retries(base: String, n: usize) -> Value {
@@ -878,6 +1444,15 @@ fn main() -> std::process::ExitCode {
                 reconnect_rate,
             } => slowloris(loopback(&target)?, conns, baseline, attack, reconnect_rate).await,
             Mode::SlowBodies(o) => slow_bodies(o).await?,
+            Mode::Streams(o) => streams(o).await?,
+            Mode::Store(o) => store(o).await?,
+            Mode::Costly(o) => costly(o).await?,
+            Mode::Evict {
+                target,
+                redis,
+                n,
+                junk_mb,
+            } => evict(loopback(&target)?, &redis, n, junk_mb).await?,
             Mode::Retries { target, n } => retries(loopback(&target)?, n).await,
             Mode::Forget(o) => forget(o).await?,
         })

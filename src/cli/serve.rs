@@ -6,6 +6,11 @@
 //! with `NO_COLOR` set), and never contain secrets. Every event of a
 //! request names its peer address and principal; text a client chose is
 //! quoted and escaped.
+//!
+//! Ctrl-C and SIGTERM (what Kubernetes and systemd send) stop it the same
+//! way: a log line names the signal, the listener closes, in-flight
+//! requests get up to [`crate::server::accept::SHUTDOWN_GRACE`] to finish,
+//! and it exits 0.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,6 +27,11 @@ pub const KEY_ENV: &str = "ELICITKIT_STATE_KEY";
 
 /// Arguments of `elicitkit serve`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(
+    after_help = "Stopping: Ctrl-C or SIGTERM logs the signal, stops accepting \
+connections, ends open SSE streams and gives requests in flight up to 5 s to finish, then \
+exits 0."
+)]
 pub struct Args {
     /// Address to listen on: IP:PORT or HOST:PORT (e.g. localhost:8080;
     /// a name is resolved once, IPv4 first). Non-loopback addresses need
@@ -72,12 +82,23 @@ pub struct Args {
     #[arg(long, default_value = "memory")]
     pub store: String,
     /// Accept a Redis store that keeps nothing across its restart (no
-    /// append-only file, or snapshots only). RISK: after a Redis restart,
-    /// every retry of a request completed before it runs again (a second
-    /// deployment, a second charge). Without it `serve` refuses such a store
-    /// at start; start Redis with --appendonly yes --appendfsync always.
+    /// append-only file, or snapshots only). No completed request runs
+    /// again after a restart that loses the data (the store's epoch
+    /// changes, so retries from before it are refused as store_reset), but
+    /// every request in flight then fails and its user is asked again.
+    /// Without it `serve` refuses such a store at start; start Redis with
+    /// --appendonly yes --appendfsync always.
     #[arg(long)]
     pub allow_volatile_store: bool,
+    /// Accept a Redis store whose maxmemory-policy may evict any key
+    /// (allkeys-lru, allkeys-lfu, allkeys-random). RISK: when Redis fills
+    /// up it evicts completion records, and every retry of such a request
+    /// runs it again (a second deployment, a second charge): the epoch
+    /// does not notice an eviction. Without it `serve` refuses such a store
+    /// at start; use maxmemory-policy noeviction (or volatile-*: this store
+    /// sets no TTL on its keys).
+    #[arg(long)]
+    pub allow_evicting_store: bool,
     /// Most memory the `memory` store may hold for pending flows and
     /// completion records (about 140 B per completed request, kept for the
     /// life of its states): past it a request that would add one gets 503
@@ -145,6 +166,12 @@ pub struct Args {
     /// Largest request body (e.g. 1MiB, 64kB); bigger bodies get 413.
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub max_body: usize,
+    /// Most JSON members (object keys and array items) a request body may
+    /// hold; a body with more, or nested deeper than 64 levels, gets 400
+    /// before it is parsed (an 88,000-key body costs about 20 times the
+    /// CPU of a plain one). Example: --max-json-members 50000
+    #[arg(long, default_value_t = crate::server::DEFAULT_MAX_JSON_MEMBERS)]
+    pub max_json_members: usize,
     /// Most time from a connection's accept, or from the first byte after
     /// an idle spell, to a complete request head; then the connection is
     /// closed (slowloris, silent sockets). Example: --header-read-timeout 5s
@@ -187,6 +214,17 @@ pub struct Args {
     /// Example: --max-connections 2000
     #[arg(long, default_value_t = 8192)]
     pub max_connections: usize,
+    /// Most connections one principal may hold (and the pool of callers
+    /// without credentials, together); a request that would make one more
+    /// gets 429 and its connection closes. Under pressure (at
+    /// --max-connections, nothing idle or slow) the server also sheds the
+    /// largest holder's waiting connections first (a body still arriving, a
+    /// 2025-11-25 stream waiting on its client, which ends with a JSON-RPC
+    /// error). Default: an eighth of --max-connections, at least 64 (or
+    /// all). A load test running many users as one principal needs it
+    /// raised. Example: --max-connections-per-principal 2000
+    #[arg(long, value_name = "N")]
+    pub max_connections_per_principal: Option<usize>,
     /// A 2025-11-25 session unused this long (no request, no call in
     /// flight, no GET stream open) expires; its next request gets 404.
     /// Example: --session-idle-timeout 2m
@@ -271,6 +309,9 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
             return Err(format!("{flag} must be greater than zero"));
         }
     }
+    if args.max_connections_per_principal == Some(0) {
+        return Err("--max-connections-per-principal must be at least 1".into());
+    }
     for (flag, n) in [
         ("--max-connections", args.max_connections),
         (
@@ -323,6 +364,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         public_url,
         store: args.store.clone(),
         allow_volatile_store: args.allow_volatile_store,
+        allow_evicting_store: args.allow_evicting_store,
         store_memory_budget: args.store_memory_budget as u64,
         codec,
         keys,
@@ -334,6 +376,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         response: args.response,
         elicitation_timeout: args.elicitation_timeout,
         max_body: args.max_body,
+        max_json_members: args.max_json_members,
         clock_skew: args.clock_skew,
         header_read_timeout: args.header_read_timeout,
         body_read_timeout: args.body_read_timeout,
@@ -342,6 +385,7 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         min_body_rate: args.min_body_rate,
         keep_alive_timeout: args.keep_alive_timeout,
         max_connections: args.max_connections,
+        max_connections_per_principal: args.max_connections_per_principal,
         sessions: SessionLimits {
             idle: args.session_idle_timeout,
             per_principal: args.max_sessions_per_principal,
@@ -363,7 +407,7 @@ fn colour_logs() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Runs `elicitkit serve` until Ctrl-C.
+/// Runs `elicitkit serve` until Ctrl-C or SIGTERM.
 pub fn run(args: Args) -> ExitCode {
     if args.list_flaws {
         print!("{}", Flaw::table());
@@ -401,6 +445,9 @@ pub fn run(args: Args) -> ExitCode {
     let (stdio, principal) = (args.stdio, args.stdio_principal.clone());
     let noise = cfg.flaws.has(Flaw::StdioNoise);
     runtime.block_on(async move {
+        // Listening for the signals before the server says it is up, so a
+        // SIGTERM right after `listening on` is not the default (silent) exit.
+        let mut stop = StopSignals::listen();
         let server = match crate::server::start(cfg).await {
             Ok(s) => s,
             Err(e) => return super::usage_error(format!("{e:#}")),
@@ -412,15 +459,18 @@ pub fn run(args: Args) -> ExitCode {
                 server.base_url()
             );
             let host = server.addr().to_string();
-            crate::server::stdio::serve(
+            let served = crate::server::stdio::serve(
                 server.router(),
                 host,
                 principal,
                 noise,
                 tokio::io::stdin(),
                 tokio::io::stdout(),
-            )
-            .await;
+            );
+            tokio::select! {
+                () = served => tracing::info!("stdin closed: shutting down"),
+                signal = stop.next() => log_stop(signal),
+            }
             server.shutdown().await;
             return super::exit::ok();
         }
@@ -436,11 +486,48 @@ pub fn run(args: Args) -> ExitCode {
                 server.base_url()
             );
         }
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!("shutting down");
+        log_stop(stop.next().await);
+        let t = std::time::Instant::now();
         server.shutdown().await;
+        tracing::info!(took_ms = t.elapsed().as_millis() as u64, "stopped");
         super::exit::ok()
     })
+}
+
+/// Ctrl-C and SIGTERM, listened for from [`StopSignals::listen`] on.
+struct StopSignals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn listen() -> Self {
+        StopSignals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Waits for the first of them; names it.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        if let Some(term) = &mut self.term {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "Ctrl-C",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
+        let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
+    }
+}
+
+fn log_stop(signal: &str) {
+    tracing::info!(
+        signal,
+        grace_s = crate::server::accept::SHUTDOWN_GRACE.as_secs(),
+        "shutting down: draining the requests in flight"
+    );
 }
 
 /// `--listen`: an IP:PORT, or a HOST:PORT resolved now (IPv4 first, so
@@ -509,6 +596,8 @@ mod tests {
             "5s",
             "--max-connections",
             "100",
+            "--max-connections-per-principal",
+            "30",
             "--max-body-bytes-in-flight",
             "32MiB",
             "--max-body-bytes-per-principal",
@@ -550,6 +639,7 @@ mod tests {
             )
         );
         assert_eq!(c.max_connections, 100);
+        assert_eq!(c.max_connections_per_principal, Some(30));
         assert_eq!(
             (
                 c.max_body_in_flight,

@@ -73,7 +73,11 @@ impl App {
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
         let sessions = Sessions::new(cfg.sessions);
-        let bodies = BodyBudget::new(cfg.max_body_in_flight, cfg.max_body_in_flight_per_principal);
+        let bodies = BodyBudget::new(
+            cfg.max_body_in_flight,
+            cfg.max_body_in_flight_per_principal,
+            cfg.body_read_timeout,
+        );
         let base_url_is_https = base_url.starts_with("https://");
         App {
             cfg,
@@ -248,6 +252,7 @@ impl App {
                     "active": s.len(),
                     "expired": s.expired.load(std::sync::atomic::Ordering::Relaxed),
                     "replaced": s.replaced.load(std::sync::atomic::Ordering::Relaxed),
+                    "shed": s.shed.load(std::sync::atomic::Ordering::Relaxed),
                 }),
             );
             o.insert(
@@ -261,6 +266,7 @@ impl App {
                 serde_json::json!({
                     "bytes_in_flight": self.bodies.in_flight(),
                     "refused_over_budget": self.bodies.refused(),
+                    "cut_for_others": self.bodies.cut(),
                 }),
             );
         }

@@ -2,8 +2,10 @@
 //! `--body-read-timeout`, within the bytes-in-flight budget
 //! ([`super::body_budget`]), and the 413, 408 and 503 answers when it is not.
 
+use std::time::Duration;
+
 use axum::body::Body;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt as _;
 
@@ -33,8 +35,10 @@ pub enum BodyError {
     TooLarge,
     /// Not all there within `--body-read-timeout` (408; the connection closes).
     TimedOut,
-    /// Beyond the bytes-in-flight budget (503 with `Retry-After`).
-    OverBudget,
+    /// Beyond the bytes-in-flight budget, or cut off to make room for
+    /// another payer's body (503 with `Retry-After`: when the bytes it
+    /// waits for free up).
+    OverBudget(Duration),
 }
 
 /// The `Content-Length` a request declares, if it is a number.
@@ -60,9 +64,10 @@ impl std::ops::Deref for Received<'_> {
 }
 
 /// Reads a request body of at most `max` bytes within the body-read
-/// timeout, held against the budget of `principal` (`None`: server-wide
-/// only). `declared` is its `Content-Length`, checked on admission (up
-/// to `max`: a longer one is the 413 it gets once `max` bytes arrived).
+/// timeout, held against the share of `principal` (`None`: the pool of
+/// callers without credentials). `declared` is its `Content-Length`,
+/// checked on admission (up to `max`: a longer one is the 413 it gets once
+/// `max` bytes arrived).
 pub async fn read_body<'a>(
     app: &'a App,
     body: Body,
@@ -70,27 +75,42 @@ pub async fn read_body<'a>(
     principal: Option<&str>,
     declared: Option<usize>,
 ) -> Result<Received<'a>, BodyError> {
-    let Ok(mut held) = app.bodies.admit(principal, declared.unwrap_or(0).min(max)) else {
-        gated!(
-            info,
-            "request body refused: the bytes-in-flight budget is spent"
-        );
-        return Err(BodyError::OverBudget);
+    let mut held = match app.bodies.admit(principal, declared.unwrap_or(0).min(max)) {
+        Ok(h) => h,
+        Err(e) => {
+            gated!(
+                info,
+                "request body refused: the bytes-in-flight budget is spent"
+            );
+            return Err(BodyError::OverBudget(e.retry_after));
+        }
     };
     let collect = async {
         let mut bytes = Vec::new();
         let mut frames = body.into_data_stream();
-        while let Some(chunk) = frames.next().await {
+        loop {
+            let chunk = tokio::select! {
+                biased;
+                () = held.cut_off() => {
+                    gated!(
+                        info,
+                        "request body cut off to make room for a smaller payer's"
+                    );
+                    return Err(BodyError::OverBudget(app.cfg.body_read_timeout));
+                }
+                chunk = frames.next() => chunk,
+            };
+            let Some(chunk) = chunk else { break };
             let chunk = chunk.map_err(|_| BodyError::TooLarge)?;
             if bytes.len() + chunk.len() > max {
                 return Err(BodyError::TooLarge);
             }
-            if held.grow(chunk.len()).is_err() {
+            if let Err(e) = held.grow(chunk.len()) {
                 gated!(
                     info,
                     "request body cut off: the bytes-in-flight budget is spent"
                 );
-                return Err(BodyError::OverBudget);
+                return Err(BodyError::OverBudget(e.retry_after));
             }
             bytes.extend_from_slice(&chunk);
         }
@@ -106,18 +126,27 @@ pub async fn read_body<'a>(
     }
 }
 
-/// 503 for a body beyond the bytes-in-flight budget (with `Retry-After`,
-/// as every 503: bodies are short-lived, a retry a second later usually
-/// fits).
-pub fn over_budget() -> Response {
-    reply::error(
+/// 503 for a body beyond the bytes-in-flight budget, with `Retry-After`
+/// when the bytes it waits for free up (whole seconds, at least 1).
+pub fn over_budget(retry_after: Duration) -> Response {
+    let mut r = reply::error(
         None,
         &RpcError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             codes::SERVER_ERROR,
-            "too many request bodies in flight; try again shortly",
+            "too many request bodies in flight; try again later",
         ),
-    )
+    );
+    r.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(retry_after_secs(retry_after)),
+    );
+    r
+}
+
+/// Whole seconds of a `Retry-After`, rounded up, at least 1.
+pub fn retry_after_secs(d: Duration) -> u64 {
+    d.as_secs_f64().ceil().max(1.0) as u64
 }
 
 /// 408 for a body that did not arrive in time. The connection closes, and

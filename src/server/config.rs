@@ -47,6 +47,9 @@ pub struct ServerConfig {
     /// Accept a Redis store that keeps nothing across a Redis restart
     /// (see [`crate::store::open_for_serving`]).
     pub allow_volatile_store: bool,
+    /// Accept a Redis store whose `maxmemory-policy` may evict any key
+    /// (`allkeys-*`; see [`crate::store::open_for_serving`]).
+    pub allow_evicting_store: bool,
     /// Most bytes the `memory` store's records and completion records may
     /// hold; past it new ones get 503 with `Retry-After`.
     pub store_memory_budget: u64,
@@ -76,6 +79,9 @@ pub struct ServerConfig {
     pub elicitation_timeout: Duration,
     /// Largest request body accepted, in bytes (bigger → 413).
     pub max_body: usize,
+    /// Most JSON members (object keys and array items) a request body may
+    /// hold (see `json_cost`; more → 400).
+    pub max_json_members: usize,
     /// Most time from a connection's accept (or the first byte after an
     /// idle spell) to a complete request head; then the connection closes.
     pub header_read_timeout: Duration,
@@ -105,6 +111,10 @@ pub struct ServerConfig {
     /// limit allows); at the cap the connection idle (or half-sent, or
     /// slow) the longest is shed.
     pub max_connections: usize,
+    /// Most connections one principal (or the pool of callers without
+    /// credentials) may hold; `None`: an eighth of the cap, at least 64
+    /// (see `accept::share_of`).
+    pub max_connections_per_principal: Option<usize>,
     /// Offer the demo tools (the default). Without them the server
     /// declares no `tools` capability and answers `tools/list` and
     /// `tools/call` with `-32601`; its resource and prompt stay.
@@ -162,6 +172,7 @@ impl Default for ServerConfig {
             public_url: None,
             store: "memory".into(),
             allow_volatile_store: false,
+            allow_evicting_store: false,
             store_memory_budget: DEFAULT_STORE_MEMORY_BUDGET,
             codec: CodecName::Aes256GcmSiv,
             keys: None,
@@ -174,6 +185,7 @@ impl Default for ServerConfig {
             response: ResponseMode::Json,
             elicitation_timeout: Duration::from_secs(30),
             max_body: 1024 * 1024,
+            max_json_members: super::json_cost::DEFAULT_MAX_MEMBERS,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             max_body_in_flight: 64 * 1024 * 1024,
@@ -182,6 +194,7 @@ impl Default for ServerConfig {
             body_rate_grace: Duration::from_secs(2),
             keep_alive_timeout: Duration::from_secs(30),
             max_connections: 8192,
+            max_connections_per_principal: None,
             sessions: super::sessions::SessionLimits::default(),
             retention: Duration::from_secs(600),
             sweep_interval: Duration::from_secs(30),

@@ -23,6 +23,13 @@
 //! - **idle**: the last response is done and nothing new has arrived. The
 //!   keep-alive timeout closes it.
 //!
+//! A busy connection whose response waits on its client (a 2025-11-25
+//! `tools/call` stream or GET stream waiting for an answer, see
+//! [`Parking`]) is *parked*: like a body still arriving, it is what the
+//! accept loop may shed under pressure, from the largest holder first
+//! (see `super::accept`); its handler is told ([`Parked::shed`]) so it can
+//! end its stream with an error rather than a cut.
+//!
 //! [`Watched`] (around the socket) notices the first byte of a head;
 //! [`Phase::begin`] (when hyper hands a request over), [`Inbound`] (around
 //! the request body: counts its bytes, ends the body phase) and the
@@ -32,7 +39,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -42,12 +49,17 @@ use hyper::body::{Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
+use super::holder::{Holder, HolderTable, OverShare};
 use super::shed_index::{Check, ShedIndex};
 
 const HEAD: u8 = 0;
 const BUSY: u8 = 1;
 const IDLE: u8 = 2;
 const BODY: u8 = 3;
+
+/// How long a connection with a request waiting unread in its socket is
+/// spared before it is asked again (see [`Phase::shed_check`]).
+pub const UNREAD_SPARE_MS: u64 = 100;
 
 /// The limits that apply to a connection's phases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,12 +78,31 @@ pub struct PhaseLimits {
     pub min_body_rate: u64,
 }
 
-/// Every open connection's phase by id, the sheddable ones in shed order.
-pub type Registry = Mutex<ShedIndex<Arc<Phase>>>;
+/// Every open connection: its phase by id, the sheddable ones in shed
+/// order, and who holds how many.
+pub struct Conns {
+    /// Phases by id, in shed order.
+    pub index: ShedIndex<Arc<Phase>>,
+    /// Holders and their connections.
+    pub holders: HolderTable,
+}
+
+impl Conns {
+    /// No connection yet; a holder may hold `share` of them.
+    pub fn new(share: usize) -> Self {
+        Conns {
+            index: ShedIndex::default(),
+            holders: HolderTable::new(share),
+        }
+    }
+}
+
+/// The connection registry of one server.
+pub type Registry = Mutex<Conns>;
 
 /// Locks `reg`, poisoned or not: every update under the lock is a few map
 /// operations that leave it consistent.
-pub fn lock(reg: &Registry) -> MutexGuard<'_, ShedIndex<Arc<Phase>>> {
+pub fn lock(reg: &Registry) -> MutexGuard<'_, Conns> {
     reg.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -103,6 +134,17 @@ pub struct Phase {
     body_unread: AtomicBool,
     /// The registry this connection is filed in, and its id there.
     filed: Option<(Weak<Registry>, u64)>,
+    /// Its [`Holder`] (raw), changed under the registry's lock.
+    holder: AtomicU64,
+    /// Responses in flight that wait on the client ([`Parking::park`]).
+    parked: AtomicU32,
+    /// Shed under pressure: its parked handlers end, it closes.
+    shed: AtomicBool,
+    /// Wakes parked handlers when it is shed.
+    shed_wake: Notify,
+    /// The socket's descriptor (-1: none known), to see whether a request
+    /// is waiting unread in it.
+    socket: AtomicI32,
     /// Woken on every phase change, so the connection task re-reads its deadline.
     pub changed: Notify,
     /// Woken when the accept loop wants this connection gone.
@@ -127,6 +169,11 @@ impl Phase {
             body_last_ms: AtomicU64::new(0),
             body_unread: AtomicBool::new(false),
             filed,
+            holder: AtomicU64::new(Holder::NOBODY.raw()),
+            parked: AtomicU32::new(0),
+            shed: AtomicBool::new(false),
+            shed_wake: Notify::new(),
+            socket: AtomicI32::new(-1),
             changed: Notify::new(),
             evict: Notify::new(),
         }
@@ -140,10 +187,60 @@ impl Phase {
             limits,
             Some((Arc::downgrade(reg), id)),
         ));
-        let mut ix = lock(reg);
-        ix.insert(id, p.clone(), p.shed_key());
-        drop(ix);
+        let mut c = lock(reg);
+        c.index.insert(id, p.clone(), p.shed_key());
+        drop(c);
         p
+    }
+
+    /// Makes `holder` the holder of this connection (from its next request
+    /// on); refused when `holder` holds its share of connections already:
+    /// the connection then closes after its refusal, and no longer counts
+    /// against the cap. Free (no lock) when it holds the connection already.
+    pub fn claim(&self, holder: Holder) -> Result<(), OverShare> {
+        if self.holder() == holder {
+            return Ok(());
+        }
+        let Some((reg, id)) = &self.filed else {
+            self.holder.store(holder.raw(), Ordering::Relaxed);
+            return Ok(());
+        };
+        let Some(reg) = reg.upgrade() else {
+            return Ok(());
+        };
+        let mut c = lock(&reg);
+        if let Err(e) = c.holders.assign(*id, self.holder(), holder) {
+            c.index.mark_leaving(*id);
+            return Err(e);
+        }
+        self.holder.store(holder.raw(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Who holds the connection.
+    pub fn holder(&self) -> Holder {
+        Holder::from_raw(self.holder.load(Ordering::Relaxed))
+    }
+
+    /// True when the accept loop may shed it under pressure: a body is
+    /// arriving (however fast, grace or not) or a response waits on the
+    /// client.
+    pub fn sheddable_under_pressure(&self) -> bool {
+        self.phase.load(Ordering::Acquire) == BODY || self.parked.load(Ordering::Acquire) > 0
+    }
+
+    /// Sheds it under pressure: parked handlers are told to end, and the
+    /// connection task to close it once they did (or at once, in the body
+    /// phase).
+    pub fn shed_under_pressure(&self) {
+        self.shed.store(true, Ordering::Release);
+        self.shed_wake.notify_waiters();
+        self.evict.notify_one();
+    }
+
+    /// Shed under pressure ([`Phase::shed_under_pressure`]).
+    pub fn is_shed(&self) -> bool {
+        self.shed.load(Ordering::Acquire)
     }
 
     /// Files the connection under its current shed key; the key is read
@@ -152,8 +249,8 @@ impl Phase {
         if let Some((reg, id)) = &self.filed
             && let Some(reg) = reg.upgrade()
         {
-            let mut ix = lock(&reg);
-            ix.set_key(*id, self.shed_key());
+            let mut c = lock(&reg);
+            c.index.set_key(*id, self.shed_key());
         }
     }
 
@@ -263,15 +360,49 @@ impl Phase {
     }
 
     /// The accept loop's question at `now`: shed it (then it is told to
-    /// go), not before some later time, or not while busy.
+    /// go), not before some later time, or not while busy. A connection
+    /// between requests (or not through its first head) with bytes waiting
+    /// unread in its socket is not useless: its request is there, the
+    /// server has not got to it yet (a busy runtime); it is asked again
+    /// [`UNREAD_SPARE_MS`] later.
     pub fn shed_check(&self, now: u64) -> Check {
         match self.shed_key() {
             None => Check::Never,
             Some(k) if k > now => Check::NotBefore(k),
+            Some(_) if self.phase.load(Ordering::Acquire) != BODY && self.has_unread_bytes() => {
+                Check::NotBefore(now + UNREAD_SPARE_MS)
+            }
             Some(_) => {
                 self.evict.notify_one();
                 Check::Go
             }
+        }
+    }
+
+    /// Watches socket `fd` for [`Phase::shed_check`] (Unix; elsewhere a
+    /// no-op).
+    pub fn watch_socket(&self, fd: i32) {
+        self.socket.store(fd, Ordering::Relaxed);
+    }
+
+    /// True when bytes wait unread in the connection's socket.
+    fn has_unread_bytes(&self) -> bool {
+        let fd = self.socket.load(Ordering::Relaxed);
+        if fd < 0 {
+            return false;
+        }
+        #[cfg(unix)]
+        {
+            let mut n: libc::c_int = 0;
+            // SAFETY: FIONREAD writes one int we own; on a descriptor that
+            // is no longer this socket it fails or answers for another,
+            // which only delays one shed decision.
+            let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+            r == 0 && n > 0
+        }
+        #[cfg(not(unix))]
+        {
+            false
         }
     }
 
@@ -280,7 +411,7 @@ impl Phase {
         if let Some((reg, id)) = &self.filed
             && let Some(reg) = reg.upgrade()
         {
-            lock(&reg).spare(*id);
+            lock(&reg).index.spare(*id);
         }
     }
 
@@ -302,6 +433,57 @@ impl Phase {
             IDLE => "idle",
             _ => "busy",
         }
+    }
+}
+
+/// A handle on its connection that a handler finds in the request's
+/// extensions (served by the accept loop; an in-process router has none),
+/// to mark a response that waits on the client.
+#[derive(Clone)]
+pub struct Parking(Arc<Phase>);
+
+impl Parking {
+    /// The handle of `phase`'s connection.
+    pub fn new(phase: Arc<Phase>) -> Self {
+        Parking(phase)
+    }
+
+    /// Marks the response as waiting on the client until the guard drops.
+    pub fn park(&self) -> Parked {
+        self.0.parked.fetch_add(1, Ordering::AcqRel);
+        Parked(self.0.clone())
+    }
+}
+
+/// A response waiting on its client (see [`Parking::park`]).
+pub struct Parked(Arc<Phase>);
+
+impl Parked {
+    /// Resolves once the connection is shed under pressure: the handler
+    /// ends its response (with an error, so the client knows) and the
+    /// connection closes.
+    pub async fn shed(&self) {
+        loop {
+            let woken = self.0.shed_wake.notified();
+            if self.0.is_shed() {
+                return;
+            }
+            woken.await;
+        }
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        self.0.parked.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// [`Parked::shed`] of an optional guard (never, without one).
+pub async fn shed(parked: Option<&Parked>) {
+    match parked {
+        Some(p) => p.shed().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -525,7 +707,7 @@ mod tests {
 
     #[test]
     fn a_body_is_sheddable_once_below_the_rate_floor_after_the_grace() {
-        let reg = Arc::new(Registry::default());
+        let reg = Arc::new(Registry::new(Conns::new(64)));
         let epoch = Instant::now() - Duration::from_secs(100);
         let p = Phase::open(&reg, 7, epoch, LIMITS);
         let busy = p.begin(true);
@@ -541,18 +723,20 @@ mod tests {
         assert_eq!(p.shed_key(), Some(start + 5_000));
         // The registry holds the stale key until a pick re-files it.
         let picked = lock(&reg)
+            .index
             .pick(start + 4_000, |c| c.shed_check(start + 4_000))
             .is_some();
         assert!(!picked, "not slow yet");
-        let mut ix = lock(&reg);
+        let mut c = lock(&reg);
         assert!(
-            ix.pick(start + 5_000, |c| c.shed_check(start + 5_000))
+            c.index
+                .pick(start + 5_000, |c| c.shed_check(start + 5_000))
                 .is_some()
         );
-        assert_eq!(ix.staying(), 0);
-        drop(ix);
+        assert_eq!(c.index.staying(), 0);
+        drop(c);
         p.spared();
-        assert_eq!(lock(&reg).staying(), 1);
+        assert_eq!(lock(&reg).index.staying(), 1);
         // The body ends: busy, not sheddable, however slow it was.
         let mut body = Inbound::new(Body::empty(), p.clone());
         body.done();
@@ -562,6 +746,7 @@ mod tests {
         );
         assert!(
             lock(&reg)
+                .index
                 .pick(u64::MAX, |c| c.shed_check(u64::MAX))
                 .is_none()
         );
@@ -569,6 +754,7 @@ mod tests {
         assert_eq!(p.name(), "idle");
         assert!(
             lock(&reg)
+                .index
                 .pick(u64::MAX, |c| c.shed_check(u64::MAX))
                 .is_some()
         );
@@ -592,6 +778,33 @@ mod tests {
         p.body_read_at(1, start + 3_000);
         p.body_read_at(1, start + 2_500);
         assert_eq!(p.shed_key(), Some(start + 5_000));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_connection_with_a_request_waiting_unread_is_not_shed() {
+        use std::io::{Read as _, Write as _};
+        use std::os::fd::AsRawFd as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        let p = Arc::new(Phase::new(Instant::now(), LIMITS));
+        p.watch_socket(server.as_raw_fd());
+        let later = ms_since(p.epoch) + 60_000;
+        assert_eq!(p.shed_check(later), Check::Go, "a silent head goes");
+        client.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !p.has_unread_bytes() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            p.shed_check(later),
+            Check::NotBefore(later + UNREAD_SPARE_MS),
+            "its request is waiting"
+        );
+        let mut buf = [0u8; 64];
+        let _ = server.read(&mut buf).unwrap();
+        assert_eq!(p.shed_check(later), Check::Go);
     }
 
     #[test]

@@ -9,8 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use tokio::sync::watch;
 
-use super::{ServerConfig, app, http, origin};
-use crate::state::{KeyRing, Sealer, SealerConfig};
+use super::{ServerConfig, app, backing, http, origin};
 
 /// The notional port of an in-process server whose config asks for port 0.
 pub const NOTIONAL_PORT: u16 = 8080;
@@ -51,25 +50,7 @@ pub fn in_process(config: ServerConfig) -> anyhow::Result<InProcess> {
     if addr.ip().is_unspecified() {
         addr = SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port()));
     }
-    let keys = config.keys.clone().unwrap_or_else(KeyRing::generate);
-    let sealer = Sealer::new(
-        &keys,
-        config.codec,
-        SealerConfig {
-            ttl: config.state_ttl,
-            ..SealerConfig::default()
-        },
-    )
-    .context("building the requestState sealer")?;
-    let (store, caveat) = crate::store::open_for_serving(
-        &config.store,
-        config.allow_volatile_store,
-        config.store_memory_budget,
-    )
-    .context("opening the store")?;
-    if let Some(c) = caveat {
-        tracing::warn!("{c}");
-    }
+    let backing::Backing { sealer, store } = backing::build(&config)?;
     let origins = origin::AllowedOrigins::new(addr, &config.allowed_origins, &config.allowed_hosts)
         .map_err(anyhow::Error::msg)?;
     let base_url = format!("http://{addr}");

@@ -11,6 +11,11 @@
 //! is `Secure` when the public URL is https. It then redirects to `next`
 //! only when that names a pending flow of the principal just signed in.
 //!
+//! What a form would be refused for whatever it says is refused from the
+//! request head, before any of its body is read: a declared length over
+//! 16 KiB (413); for a sign-in, no `Origin` or no CSRF cookie (403); for a
+//! flow page, a flow that is unknown, another principal's or settled.
+//!
 //! Statuses: no principal → 401 (login form); another principal's flow →
 //! 403 (reveals nothing); unknown flow → 404; already submitted → 409;
 //! expired or cancelled → 410; bad CSRF token or missing Origin → 403.
@@ -32,7 +37,9 @@ use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_s
 
 use super::app::App;
 use super::auth::cookie;
-use super::body::{BodyError, Received, body_timed_out, declared_length, read_body};
+use super::body::{
+    BodyError, Received, body_timed_out, declared_length, read_body, retry_after_secs,
+};
 use super::browser_session::{BROWSER_SESSION_TTL, LOGIN_CSRF_TTL, plausible_token, random_token};
 use super::flaw::Flaw;
 use super::log_gate::gated;
@@ -203,6 +210,24 @@ fn form_fields(body: &[u8], names: &[&str]) -> Vec<Option<String>> {
     out
 }
 
+/// 413 for a form whose declared `Content-Length` is beyond
+/// [`MAX_FORM_BYTES`], from its head (a chunked one is cut off there as
+/// it arrives).
+fn too_large_from_head(headers: &HeaderMap, timing: &Timing) -> Option<Response> {
+    declared_length(headers)
+        .is_some_and(|n| n > MAX_FORM_BYTES)
+        .then(|| too_large_form(timing))
+}
+
+fn too_large_form(timing: &Timing) -> Response {
+    html(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "Too large",
+        "<p>The form is too large.</p>",
+        timing,
+    )
+}
+
 /// The form body, held against `principal`'s share of the body budget
 /// (`None`: a sign-in, server-wide only), or the response that says why
 /// there is none.
@@ -217,13 +242,8 @@ async fn read_form<'a>(
     match read_body(app, body, MAX_FORM_BYTES, principal, declared).await {
         Ok(b) => Ok(b),
         Err(BodyError::TimedOut) => Err(body_timed_out()),
-        Err(BodyError::TooLarge) => Err(html(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Too large",
-            "<p>The form is too large.</p>",
-            timing,
-        )),
-        Err(BodyError::OverBudget) => {
+        Err(BodyError::TooLarge) => Err(too_large_form(timing)),
+        Err(BodyError::OverBudget(wait)) => {
             let mut r = html(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Busy",
@@ -232,7 +252,7 @@ async fn read_form<'a>(
             );
             r.headers_mut().insert(
                 header::RETRY_AFTER,
-                HeaderValue::from_static(reply::RETRY_AFTER_SECS),
+                HeaderValue::from(retry_after_secs(wait)),
             );
             Err(r)
         }
@@ -251,12 +271,18 @@ pub async fn submit(
         let next = format!("/flow/{id}");
         return login_page(&app, &headers, &next, "Sign in to continue.", &timing);
     };
-    let bytes = match read_form(&app, &headers, body, Some(&principal), &timing).await {
-        Ok(b) => b,
-        Err(resp) => return resp,
-    };
+    // Everything refused whatever the form says is refused from the head,
+    // before a byte of the body is read: too large, no such flow, another
+    // principal's, already settled.
+    if let Some(r) = too_large_from_head(&headers, &timing) {
+        return r;
+    }
     let rec = match load(&app, &id, &principal, &timing).await {
         Ok(r) => r,
+        Err(resp) => return resp,
+    };
+    let bytes = match read_form(&app, &headers, body, Some(&principal), &timing).await {
+        Ok(b) => b,
         Err(resp) => return resp,
     };
     let mut fields = form_fields(&bytes, &["csrf", "api_key", "contact"]).into_iter();
@@ -374,24 +400,35 @@ fn forbidden(why: &str, timing: &Timing) -> Response {
 /// `POST /login`: `token`, `csrf` and `next` form fields.
 pub async fn login(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
     let timing = Timing::start();
-    let bytes = match read_form(&app, &headers, body, None, &timing).await {
-        Ok(b) => b,
-        Err(resp) => return resp,
-    };
-    // The Origin guard already refused a foreign Origin; a browser's form
-    // POST always carries one, so none at all is not a browser's sign-in.
+    // Checked from the head, before a byte of the body is read (a caller
+    // without credentials must not hold memory or a connection for a body
+    // that would be refused anyway). The Origin guard already refused a
+    // foreign Origin; a browser's form POST always carries one, so none at
+    // all is not a browser's sign-in; nor is one without the form's CSRF
+    // cookie.
     if !headers.contains_key(header::ORIGIN) {
         gated!(info, "sign-in refused: no Origin header");
         return forbidden("Sign in from the sign-in page.", &timing);
     }
+    let Some(expected) = cookie(&headers, app.cookies.login_csrf).filter(|c| plausible_token(c))
+    else {
+        gated!(info, "sign-in refused: no CSRF cookie");
+        return forbidden("The sign-in form expired; reload the page.", &timing);
+    };
+    if let Some(r) = too_large_from_head(&headers, &timing) {
+        return r;
+    }
+    let bytes = match read_form(&app, &headers, body, None, &timing).await {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
     let mut fields = form_fields(&bytes, &["token", "csrf", "next"]).into_iter();
     let (token, csrf, next) = (
         fields.next().flatten().unwrap_or_default(),
         fields.next().flatten().unwrap_or_default(),
         fields.next().flatten(),
     );
-    let expected = cookie(&headers, app.cookies.login_csrf).unwrap_or("");
-    let csrf_ok = !expected.is_empty() && bool::from(expected.as_bytes().ct_eq(csrf.as_bytes()));
+    let csrf_ok = bool::from(expected.as_bytes().ct_eq(csrf.as_bytes()));
     if !csrf_ok {
         gated!(
             info,

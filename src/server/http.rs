@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{Extension, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -28,6 +28,7 @@ use crate::protocol::version::{LEGACY, MODERN};
 
 use super::app::App;
 use super::body::{BodyError, body_timed_out, declared_length, over_budget, read_body, too_large};
+use super::conn_phase::Parking;
 use super::flaw::Flaw;
 use super::log_gate::gated;
 use super::log_text::LogText;
@@ -159,10 +160,16 @@ fn is_legacy(headers: &HeaderMap, msg: &Message) -> bool {
         || (version.is_none() && headers.contains_key(SESSION_ID))
 }
 
-async fn mcp_post(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+async fn mcp_post(
+    State(app): State<Arc<App>>,
+    parking: Option<Extension<Parking>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let mut timing = Timing::start();
     super::stats::bump(&app.stats.mcp_posts);
-    let resp = post_inner(&app, &headers, body, &mut timing).await;
+    let parking = parking.map(|Extension(p)| p);
+    let resp = post_inner(&app, &headers, body, parking, &mut timing).await;
     reply::with_timing(resp, &timing)
 }
 
@@ -170,6 +177,7 @@ async fn post_inner(
     app: &Arc<App>,
     headers: &HeaderMap,
     body: Body,
+    parking: Option<Parking>,
     timing: &mut Timing,
 ) -> Response {
     let max = app.cfg.max_body;
@@ -187,8 +195,17 @@ async fn post_inner(
         Ok(b) => b,
         Err(BodyError::TooLarge) => return too_large(max),
         Err(BodyError::TimedOut) => return body_timed_out(),
-        Err(BodyError::OverBudget) => return over_budget(),
+        Err(BodyError::OverBudget(wait)) => return over_budget(wait),
     };
+    if let Err(e) = super::json_cost::check(&bytes, app.cfg.max_json_members) {
+        gated!(info, limit = %e, "request body refused: too costly to parse");
+        let err = RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            e.to_string(),
+        );
+        return reply::error(None, &err);
+    }
     let parsed = parse_json_capped(&bytes, max);
     // The parsed value is all that is needed: the bytes leave the budget.
     drop(bytes);
@@ -209,7 +226,7 @@ async fn post_inner(
         }
     };
     if is_legacy(headers, &msg) {
-        return legacy::handle_post(app, headers, msg, principal, timing).await;
+        return legacy::handle_post(app, headers, msg, principal, parking, timing).await;
     }
     match msg {
         Message::Request(req) => modern::handle(app, headers, req, &principal, timing).await,
@@ -234,10 +251,14 @@ fn names_legacy_session(headers: &HeaderMap) -> bool {
             .is_none_or(|v| v.as_bytes() == LEGACY.as_bytes())
 }
 
-async fn mcp_get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn mcp_get(
+    State(app): State<Arc<App>>,
+    parking: Option<Extension<Parking>>,
+    headers: HeaderMap,
+) -> Response {
     let timing = Timing::start();
     let resp = if names_legacy_session(&headers) {
-        legacy::handle_get(&app, &headers)
+        legacy::handle_get(&app, &headers, parking.map(|Extension(p)| p))
     } else {
         reply::status(StatusCode::METHOD_NOT_ALLOWED)
     };

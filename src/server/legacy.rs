@@ -37,6 +37,7 @@ use crate::state::request_digest;
 use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
 
 use super::app::App;
+use super::conn_phase::{Parked, Parking, shed};
 use super::conversation::{Conversation, Expect, Verdict, judge};
 use super::flaw::Flaw;
 use super::log_gate::gated;
@@ -63,6 +64,7 @@ pub async fn handle_post(
     headers: &HeaderMap,
     msg: Message,
     principal: String,
+    parking: Option<Parking>,
     timing: &mut Timing,
 ) -> Response {
     let _ = timing;
@@ -151,7 +153,7 @@ pub async fn handle_post(
             let _ = tx.send(answer);
             reply::status(StatusCode::ACCEPTED)
         }
-        Message::Request(req) => request(app, session, req, principal).await,
+        Message::Request(req) => request(app, session, req, principal, parking).await,
     }
 }
 
@@ -199,15 +201,22 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
             return r;
         }
         Err(Refused::Full) => {
-            gated!(warn, "session refused: the session table is full");
+            gated!(
+                warn,
+                "session refused: the session table is full and no larger holder has an idle session"
+            );
             let e = err(
                 StatusCode::SERVICE_UNAVAILABLE,
                 codes::INTERNAL_ERROR,
                 "too many sessions; try again later",
             );
+            // Every session is in use or held by principals holding no more
+            // than this one: one frees when a call ends (at most the
+            // elicitation timeout).
+            let secs = app.cfg.elicitation_timeout.as_secs_f64().ceil().max(1.0);
             let mut r = reply::error(Some(&req.id), &e);
             r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs as u64));
             return r;
         }
     }
@@ -262,7 +271,7 @@ pub fn handle_delete(app: &Arc<App>, headers: &HeaderMap) -> Response {
 /// messages that belong to no request. The reference server sends none
 /// there (only a priming event) unless the `elicit-on-get-stream` flaw is on
 /// (then every elicitation goes there).
-pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
+pub fn handle_get(app: &Arc<App>, headers: &HeaderMap, parking: Option<Parking>) -> Response {
     let Some(principal) = app.principal_of(headers, false) else {
         return reply::status(StatusCode::UNAUTHORIZED);
     };
@@ -300,15 +309,19 @@ pub fn handle_get(app: &Arc<App>, headers: &HeaderMap) -> Response {
         first.push(encode_event(Some("g-early"), &early.to_string()));
     }
     let priming = futures::stream::iter(first.into_iter().map(Ok::<_, Infallible>));
+    // The stream waits on its client for as long as it is open: parked,
+    // so the accept loop may shed it under pressure (it then just ends).
+    let parked = parking.as_ref().map(Parking::park);
     let events = futures::stream::unfold(
-        (rx, closed, closing),
-        |(mut rx, mut closed, mut closing)| async move {
+        (rx, closed, closing, parked),
+        |(mut rx, mut closed, mut closing, parked)| async move {
             let next = tokio::select! {
                 m = rx.recv() => m,
                 _ = closed.wait_for(|c| *c) => None,
                 _ = closing.wait_for(|c| *c) => None,
+                () = shed(parked.as_ref()) => None,
             };
-            next.map(|m| (Ok::<_, Infallible>(m), (rx, closed, closing)))
+            next.map(|m| (Ok::<_, Infallible>(m), (rx, closed, closing, parked)))
         },
     );
     use futures::StreamExt as _;
@@ -332,6 +345,7 @@ async fn request(
     session: Arc<Session>,
     req: Request,
     principal: String,
+    parking: Option<Parking>,
 ) -> Response {
     let mode = app.cfg.response;
     let params = req.params.as_ref();
@@ -374,7 +388,9 @@ async fn request(
             }
         }
         "tools/call" => match prepare_call(&req) {
-            Ok((tool, Ok(args))) => stream_call(app, session, req.id, tool, args, principal),
+            Ok((tool, Ok(args))) => {
+                stream_call(app, session, req.id, tool, args, principal, parking)
+            }
             Ok((_, Err(bad))) => reply::result(&req.id, &bad.to_value(), mode),
             Err(e) => reply::error(Some(&req.id), &e),
         },
@@ -449,6 +465,7 @@ fn stream_call(
     tool: Tool,
     args: Map<String, Value>,
     principal: String,
+    parking: Option<Parking>,
 ) -> Response {
     let (tx, mut rx) = mpsc::channel::<String>(8);
     let cancel = Arc::new(Notify::new());
@@ -465,6 +482,7 @@ fn stream_call(
                     session: &session,
                     principal: &principal,
                     cancel: &cancel,
+                    parking: parking.as_ref(),
                 };
                 call.run(&mut stream, &id, tool, &args).await;
             }
@@ -493,6 +511,21 @@ enum Waited {
     Gone,
     /// `crash-on-decline`: end the stream without a result.
     Crash,
+    /// Shed under pressure at the connection cap while it waited on the
+    /// client: the elicitation is cancelled on the stream, the call ends
+    /// with a JSON-RPC error.
+    Shed,
+}
+
+/// The error ending a call whose stream was shed under pressure.
+fn shed_error() -> RpcError {
+    err(
+        StatusCode::SERVICE_UNAVAILABLE,
+        codes::SERVER_ERROR,
+        "the server is at its connection cap (--max-connections) and shed this call while it \
+         waited for the client; call again",
+    )
+    .with_data(json!({"reason": "shed"}))
 }
 
 struct Call<'a> {
@@ -500,6 +533,9 @@ struct Call<'a> {
     session: &'a Arc<Session>,
     principal: &'a str,
     cancel: &'a Arc<Notify>,
+    /// Its connection, to mark the call parked while it waits on the
+    /// client (absent in process: never shed).
+    parking: Option<&'a Parking>,
 }
 
 impl Call<'_> {
@@ -540,7 +576,14 @@ impl Call<'_> {
             Ok(Finished::Repeat(v)) => {
                 self.send_result(stream, id, &once::marked_repeat(v)).await;
             }
-            Err(e) => self.fail(stream, id, RpcError::store_failed(e)).await,
+            Err(e) => {
+                self.fail(
+                    stream,
+                    id,
+                    RpcError::store_failed(e, self.app.cfg.sweep_interval),
+                )
+                .await
+            }
         }
     }
 
@@ -591,7 +634,13 @@ impl Call<'_> {
             let step = match tools::step(tool, &ctx, &mut conv).await {
                 Ok(s) => s,
                 Err(tools::ToolError::Store(e)) => {
-                    return self.fail(stream, id, RpcError::store_failed(e)).await;
+                    return self
+                        .fail(
+                            stream,
+                            id,
+                            RpcError::store_failed(e, self.app.cfg.sweep_interval),
+                        )
+                        .await;
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "legacy tool step failed");
@@ -633,8 +682,15 @@ impl Call<'_> {
                         return self.finish(stream, id, r).await;
                     }
                     Waited::StoreFailed(e) => {
-                        return self.fail(stream, id, RpcError::store_failed(e)).await;
+                        return self
+                            .fail(
+                                stream,
+                                id,
+                                RpcError::store_failed(e, self.app.cfg.sweep_interval),
+                            )
+                            .await;
                     }
+                    Waited::Shed => return self.fail(stream, id, shed_error()).await,
                     Waited::Gone | Waited::Crash => return,
                 }
             }
@@ -681,18 +737,30 @@ impl Call<'_> {
             o.remove("elicitationId");
         }
         let request = reply::request_json(&sid, METHOD_CREATE, &params);
+        // From here until the answer, the call waits on its client.
+        let parked = self.parking.map(Parking::park);
         let sent = if app.flaw(Flaw::ElicitOnGetStream) {
             // The flaw: the request leaves its call's stream for the GET one.
-            self.send_on_get_stream(stream, &request, timeout).await
+            self.send_on_get_stream(stream, &request, timeout, parked.as_ref())
+                .await
         } else if stream.send(&request).await {
             Ok(())
         } else {
             Err(Waited::Gone)
         };
         let answer = match sent {
-            Ok(()) => self.wait(stream, rx, timeout).await,
+            Ok(()) => self.wait(stream, rx, timeout, parked.as_ref()).await,
             Err(w) => Err(w),
         };
+        drop(parked);
+        if matches!(answer, Err(Waited::Shed)) {
+            // The client stops asking its user: the request is withdrawn.
+            let note = reply::notification_json(
+                METHOD_CANCELLED,
+                &json!({"requestId": sid, "reason": "the server shed this call's stream"}),
+            );
+            stream.send(&note).await;
+        }
         lock(&self.session.pending).remove(&sid);
         drop_one(&app.stats.pending_elicitations);
         let raw = match answer {
@@ -746,8 +814,8 @@ impl Call<'_> {
                     match self.wait_flow(&record_id, timeout).await {
                         // Under legacy-url-without-id the client never saw an
                         // id, so no completion notice can name one (it is optional).
-                        Some(true) if app.flaw(Flaw::LegacyUrlWithoutId) => {}
-                        Some(true) => {
+                        Ok(true) if app.flaw(Flaw::LegacyUrlWithoutId) => {}
+                        Ok(true) => {
                             let note = reply::notification_json(
                                 METHOD_COMPLETE,
                                 &json!({"elicitationId": record_id}),
@@ -756,8 +824,8 @@ impl Call<'_> {
                                 return Waited::Gone;
                             }
                         }
-                        Some(false) => return Waited::TimedOut,
-                        None => return Waited::Gone,
+                        Ok(false) => return Waited::TimedOut,
+                        Err(w) => return w,
                     }
                 }
                 Waited::Answer(v)
@@ -774,6 +842,7 @@ impl Call<'_> {
         stream: &Stream,
         request: &str,
         timeout: Duration,
+        parked: Option<&Parked>,
     ) -> Result<(), Waited> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut opened = self.session.get_opened();
@@ -790,6 +859,7 @@ impl Call<'_> {
                 _ = closed.wait_for(|c| *c) => return Err(Waited::Gone),
                 _ = closing.wait_for(|c| *c) => return Err(Waited::Gone),
                 _ = stream.tx.closed() => return Err(Waited::Gone),
+                () = shed(parked) => return Err(Waited::Shed),
             }
         }
     }
@@ -800,6 +870,7 @@ impl Call<'_> {
         stream: &Stream,
         rx: oneshot::Receiver<Answer>,
         timeout: Duration,
+        parked: Option<&Parked>,
     ) -> Result<Answer, Waited> {
         let mut closed = self.session.closed.subscribe();
         let mut closing = self.app.closing.clone();
@@ -810,38 +881,47 @@ impl Call<'_> {
             _ = closed.wait_for(|c| *c) => Err(Waited::Gone),
             _ = closing.wait_for(|c| *c) => Err(Waited::Gone),
             _ = stream.tx.closed() => Err(Waited::Gone),
+            () = shed(parked) => Err(Waited::Shed),
         }
     }
 
-    /// Waits until URL flow `id` leaves `Pending`: `Some(true)` completed,
-    /// `Some(false)` timed out or refused, `None` the call went away.
-    async fn wait_flow(&self, id: &str, timeout: Duration) -> Option<bool> {
+    /// Waits until URL flow `id` leaves `Pending` (the call is parked
+    /// meanwhile: the user is on the page): `Ok(true)` completed,
+    /// `Ok(false)` timed out or refused, `Err` the call went away or was
+    /// shed.
+    async fn wait_flow(&self, id: &str, timeout: Duration) -> Result<bool, Waited> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut closed = self.session.closed.subscribe();
         let mut closing = self.app.closing.clone();
+        let parked = self.parking.map(Parking::park);
         loop {
             let notify = self.app.flow_notify(id);
             match self.app.record(id).await {
                 Ok(Some(r)) if r.status == Status::Pending => {}
                 Ok(Some(r)) => {
                     self.app.flow_forget(id);
-                    return Some(r.status == Status::Completed);
+                    return Ok(r.status == Status::Completed);
                 }
                 _ => {
                     self.app.flow_forget(id);
-                    return Some(false);
+                    return Ok(false);
                 }
             }
             if tokio::time::Instant::now() >= deadline {
                 self.app.flow_forget(id);
-                return Some(false);
+                return Ok(false);
             }
-            tokio::select! {
-                _ = notify.notified() => {}
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                _ = self.cancel.notified() => { self.app.flow_forget(id); return None; }
-                _ = closed.wait_for(|c| *c) => { self.app.flow_forget(id); return None; }
-                _ = closing.wait_for(|c| *c) => { self.app.flow_forget(id); return None; }
+            let gone = tokio::select! {
+                _ = notify.notified() => None,
+                _ = tokio::time::sleep(Duration::from_millis(250)) => None,
+                _ = self.cancel.notified() => Some(Waited::Gone),
+                _ = closed.wait_for(|c| *c) => Some(Waited::Gone),
+                _ = closing.wait_for(|c| *c) => Some(Waited::Gone),
+                () = shed(parked.as_ref()) => Some(Waited::Shed),
+            };
+            if let Some(w) = gone {
+                self.app.flow_forget(id);
+                return Err(w);
             }
         }
     }

@@ -9,11 +9,14 @@
 //! - [`auth`]: principals from bearer tokens (demo mode or a token file),
 //!   and the optional anonymous principal; `browser_session`: flow-page
 //!   sign-ins (random session ids, login CSRF tokens).
+//! - `backing`: the sealer and the store, built from the config once for
+//!   the listening and the in-process server.
 //! - [`origin`]: the `Origin`/`Host` allow-list (DNS-rebinding defence);
 //!   `remote`: the public URL links name, and the warnings before serving
 //!   beyond loopback.
 //! - `http`: routes, the origin guard, generation choice; `body`: the body
-//!   cap, read timeout and bytes-in-flight budget; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
+//!   cap, read timeout and bytes-in-flight budget; `json_cost`: the cap on
+//!   what a body's JSON costs to parse; `modern`: MRTR; `legacy`: 2025-11-25 requests and SSE push, over the
 //!   sessions of `sessions`; `flow`: the URL-flow pages; `tools`: the demo
 //!   tools; `conversation`: answers across rounds; `once`: one side effect
 //!   per originating request, its outcome kept for repeats; `leak`: what
@@ -21,7 +24,8 @@
 //! - [`stats`], [`timing`]: `/stats` counters and `Server-Timing`;
 //!   `log_text`: client strings made safe for log lines; `log_gate`: one
 //!   line per window for events a client triggers at will.
-//! - `accept`: the accept loop (connection cap, shedding, graceful end);
+//! - `accept`: the accept loop (connection cap, fair shares, shedding,
+//!   graceful end); `holder`: who holds a connection, and how many each;
 //!   `conn_phase`: per-connection header-read and keep-alive timeouts and
 //!   the body-rate floor; `shed_index`: the open connections in shed order.
 //!
@@ -32,6 +36,7 @@
 pub mod accept;
 mod app;
 pub mod auth;
+mod backing;
 mod body;
 mod body_budget;
 mod browser_session;
@@ -42,7 +47,9 @@ mod conversation;
 pub mod embed;
 pub mod flaw;
 mod flow;
+mod holder;
 mod http;
+mod json_cost;
 mod leak;
 mod legacy;
 mod log_gate;
@@ -62,6 +69,7 @@ mod tools;
 pub use auth::{AuthFileError, Principals};
 pub use config::{INSTANCE_HEADER, ResponseMode, ServerConfig, parse_size};
 pub use flaw::{Flaw, FlawSet, UnknownFlaw};
+pub use json_cost::DEFAULT_MAX_MEMBERS as DEFAULT_MAX_JSON_MEMBERS;
 pub use remote::{PublicUrl, check_links as remote_check_links};
 pub use sessions::SessionLimits;
 
@@ -71,8 +79,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tokio::sync::watch;
-
-use crate::state::{KeyRing, Sealer, SealerConfig};
 
 /// A server started by [`start`].
 pub struct RunningServer {
@@ -104,12 +110,13 @@ impl RunningServer {
         format!("{}/mcp", self.base_url())
     }
 
-    /// Stops accepting, ends open streams, and waits (at most 5 s) for
-    /// in-flight requests.
+    /// Stops accepting, ends open streams, and waits (at most
+    /// [`accept::SHUTDOWN_GRACE`], 5 s) for in-flight requests.
     pub async fn shutdown(self) {
         let _ = self.closing.send(true);
         let mut task = self.task;
-        match tokio::time::timeout(Duration::from_secs(5), &mut task).await {
+        let bound = accept::SHUTDOWN_GRACE + Duration::from_secs(1);
+        match tokio::time::timeout(bound, &mut task).await {
             Ok(Ok(Ok(()))) => {}
             Ok(Ok(Err(e))) => tracing::warn!(error = %e, "server ended with an I/O error"),
             Ok(Err(e)) => tracing::warn!(error = %e, "server task failed"),
@@ -204,34 +211,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     ) {
         tracing::warn!("{w}");
     }
-    let keys = match &config.keys {
-        Some(k) => k.clone(),
-        None => {
-            tracing::warn!(
-                "no state key given: generated a random key for this process (states will not survive a restart)"
-            );
-            KeyRing::generate()
-        }
-    };
-    let sealer = Sealer::new(
-        &keys,
-        config.codec,
-        SealerConfig {
-            ttl: config.state_ttl,
-            clock_skew: config.clock_skew,
-            ..SealerConfig::default()
-        },
-    )
-    .context("building the requestState sealer")?;
-    let (store, caveat) = crate::store::open_for_serving(
-        &config.store,
-        config.allow_volatile_store,
-        config.store_memory_budget,
-    )
-    .context("opening the store")?;
-    if let Some(c) = caveat {
-        tracing::warn!("{c}");
-    }
+    let backing::Backing { sealer, store } = backing::build(&config)?;
     let listener =
         accept::bind(config.listen).with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr().context("reading the bound address")?;
@@ -267,6 +247,13 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         flaws = ?config.flaws.iter().map(Flaw::name).collect::<Vec<_>>(),
         "reference server starting"
     );
+    if matches!(config.principals, Principals::Demo) {
+        tracing::info!(
+            "demo auth (no --auth-tokens): any bearer token is accepted as the principal it names, so \
+             made-up names count as principals; each holds at most its share of connections, body \
+             bytes, store and sessions, and at a limit the largest holder gives way first"
+        );
+    }
     let app = Arc::new(app::App::new(
         config,
         sealer,
@@ -286,6 +273,17 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
             "--max-connections lowered to what the file descriptor limit allows"
         );
     }
+    let per_holder = app
+        .cfg
+        .max_connections_per_principal
+        .unwrap_or_else(|| accept::share_of(cap))
+        .min(cap);
+    let identify = {
+        let app = app.clone();
+        Arc::new(holder::Identify::new(move |headers, browser| {
+            app.principal_of(headers, browser)
+        }))
+    };
     let limits = accept::ConnLimits {
         phases: conn_phase::PhaseLimits {
             header_read: app.cfg.header_read_timeout,
@@ -294,6 +292,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
             min_body_rate: app.cfg.min_body_rate,
         },
         max_connections: cap,
+        per_holder,
         // `no-nodelay` leaves Nagle on; with the body written after the head
         // (see `http::split_writes`) a reply waits for the client's delayed ACK.
         nodelay: !app.flaw(Flaw::NoNodelay),
@@ -303,6 +302,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
     let task = tokio::spawn(accept::serve(
         listener,
         router.clone(),
+        identify,
         limits,
         stats,
         closing_rx,

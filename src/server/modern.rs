@@ -138,10 +138,10 @@ fn repeat(app: &App, outcome: Value) -> RpcError {
     }))
 }
 
-fn tool_error(e: ToolError) -> RpcError {
+fn tool_error(app: &App, e: ToolError) -> RpcError {
     match e {
         ToolError::BadArguments(m) => RpcError::invalid_params(m),
-        ToolError::Store(e) => RpcError::store_failed(e),
+        ToolError::Store(e) => RpcError::store_failed(e, app.cfg.sweep_interval),
     }
 }
 
@@ -423,7 +423,7 @@ async fn tools_call(
     if state.is_some()
         && let Some(outcome) = once::recorded(app, &origin)
             .await
-            .map_err(RpcError::store_failed)?
+            .map_err(|e| RpcError::store_failed(e, app.cfg.sweep_interval))?
     {
         return Err(repeat(app, outcome));
     }
@@ -476,7 +476,7 @@ async fn tools_call(
     }
     let step = tools::step(tool, &ctx, &mut conv)
         .await
-        .map_err(tool_error)?;
+        .map_err(|e| tool_error(app, e))?;
     let (result, effect) = match step {
         Step::Done(r) => (r, None),
         Step::Act(e, r) => (r, Some(e)),
@@ -498,7 +498,7 @@ async fn tools_call(
         );
         return Err(state_rejected(&e));
     }
-    match finished.map_err(RpcError::store_failed)? {
+    match finished.map_err(|e| RpcError::store_failed(e, app.cfg.sweep_interval))? {
         Finished::First(v) => Ok(finish(app, v, "complete")),
         Finished::Repeat(outcome) => Err(repeat(app, outcome)),
     }

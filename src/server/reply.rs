@@ -22,6 +22,9 @@ pub struct RpcError {
     pub status: StatusCode,
     /// The error object.
     pub error: ErrorObject,
+    /// `Retry-After` in seconds: when what was missing frees up (a 503
+    /// without one says 1).
+    pub retry_after: Option<u64>,
 }
 
 impl RpcError {
@@ -30,6 +33,7 @@ impl RpcError {
         RpcError {
             status,
             error: ErrorObject::new(code, message),
+            retry_after: None,
         }
     }
 
@@ -48,32 +52,51 @@ impl RpcError {
     }
 
     /// A store failure, logged: 503 and `-32603` "retry later" when the
-    /// store is unreachable or full (nothing was done), else 500 and
-    /// `-32603`. One mapping for both generations (the 2025-11-25 stream
-    /// carries the error object, its HTTP status is long sent).
-    pub fn store_failed(e: crate::store::StoreError) -> Self {
+    /// store is unreachable (`Retry-After` 1) or full (`Retry-After` the
+    /// `sweep` interval: room is made when the sweep forgets what is past
+    /// retention); 429 when the principal holds its share of the store
+    /// (`Retry-After`: when its earliest pending record expires); else 500
+    /// and `-32603`. One mapping for both generations (the 2025-11-25
+    /// stream carries the error object, its HTTP status is long sent).
+    pub fn store_failed(e: crate::store::StoreError, sweep: std::time::Duration) -> Self {
         use crate::store::StoreError;
         // Gated: during an outage every request would log one.
-        if matches!(e, StoreError::Full { .. }) {
+        if matches!(e, StoreError::Full { .. } | StoreError::OverShare { .. }) {
             super::log_gate::gated!(warn, error = %e, "store full");
         } else {
             super::log_gate::gated!(error, error = %e, "store failure");
         }
-        let (status, message) = match &e {
-            StoreError::Unavailable(_) => (
+        let secs = |ms: u64| ms.div_ceil(1000).max(1);
+        match &e {
+            StoreError::Unavailable(_) => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
+                codes::INTERNAL_ERROR,
                 "the pending-elicitation store is unreachable; retry later",
             ),
-            StoreError::Full { .. } => (
+            StoreError::Full { .. } => Self::new(
                 StatusCode::SERVICE_UNAVAILABLE,
+                codes::INTERNAL_ERROR,
                 "the server's store is full (--store-memory-budget); retry later",
-            ),
-            _ => (
+            )
+            .retry_after(secs(u64::try_from(sweep.as_millis()).unwrap_or(u64::MAX))),
+            StoreError::OverShare { frees_in_ms, .. } => Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                codes::SERVER_ERROR,
+                e.to_string(),
+            )
+            .retry_after(secs(*frees_in_ms)),
+            _ => Self::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
+                codes::INTERNAL_ERROR,
                 "the pending-elicitation store failed",
             ),
-        };
-        Self::new(status, codes::INTERNAL_ERROR, message)
+        }
+    }
+
+    /// Sets `Retry-After` (seconds).
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
 
     /// Adds `data`.
@@ -161,10 +184,13 @@ pub fn error(id: Option<&RequestId>, e: &RpcError) -> Response {
         response_json(id, None, Some(&e.error)),
         ResponseMode::Json,
     );
-    if e.status == StatusCode::SERVICE_UNAVAILABLE {
+    if let Some(secs) = e.retry_after {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    } else if e.status == StatusCode::SERVICE_UNAVAILABLE {
         r.headers_mut().insert(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from_static(RETRY_AFTER_SECS),
+            header::RETRY_AFTER,
+            HeaderValue::from_static(RETRY_AFTER_SECS),
         );
     }
     r

@@ -6,7 +6,12 @@
 //! request, no call in flight, no GET stream open) expires, and each
 //! principal holds at most a fixed number of sessions; a new one beyond
 //! that replaces the principal's least recently used idle session (and is
-//! refused when all of them are in use). A session leaving the table,
+//! refused when all of them are in use). At the table's cap, a new session
+//! replaces the least recently used idle session of the principal holding
+//! the most (when that is more than the newcomer would hold), so a crowd of
+//! made-up principals (demo auth takes any token) cannot fill the table
+//! for everyone else; only when no larger holder has an idle session is it
+//! refused. A session leaving the table,
 //! by `DELETE`, expiry or replacement, is [`Session::close`]d: its calls
 //! and streams end and their pending elicitations are cancelled.
 //!
@@ -214,6 +219,8 @@ pub struct Sessions {
     pub expired: AtomicU64,
     /// Sessions replaced at their principal's limit.
     pub replaced: AtomicU64,
+    /// Sessions of the largest holder replaced at the table's cap.
+    pub shed: AtomicU64,
 }
 
 impl Sessions {
@@ -224,6 +231,7 @@ impl Sessions {
             table: Mutex::new(Table::default()),
             expired: AtomicU64::new(0),
             replaced: AtomicU64::new(0),
+            shed: AtomicU64::new(0),
         }
     }
 
@@ -275,7 +283,14 @@ impl Sessions {
             }
         }
         if t.by_id.len() >= self.limits.max {
-            return Err(Refused::Full);
+            let mine = t.by_principal.get(&s.principal).map_or(0, HashSet::len);
+            let Some(victim) = largest_holders_idle_session(&t, mine + 1) else {
+                return Err(Refused::Full);
+            };
+            if let Some(old) = t.take(&victim) {
+                old.close();
+                self.shed.fetch_add(1, Ordering::Relaxed);
+            }
         }
         t.by_principal
             .entry(s.principal.clone())
@@ -314,6 +329,37 @@ impl Sessions {
     pub(super) fn len(&self) -> usize {
         lock(&self.table).by_id.len()
     }
+
+    /// Sessions `principal` holds.
+    #[cfg(test)]
+    fn by_principal_len(&self, principal: &str) -> usize {
+        lock(&self.table)
+            .by_principal
+            .get(principal)
+            .map_or(0, HashSet::len)
+    }
+}
+
+/// Most larger holders looked at for an idle session at the table's cap.
+const MAX_HOLDERS_TRIED: usize = 16;
+
+/// The least recently used idle session of the principal holding the most
+/// sessions, among those holding more than `more_than` and having an idle
+/// one (the largest [`MAX_HOLDERS_TRIED`] are looked at).
+fn largest_holders_idle_session(t: &Table, more_than: usize) -> Option<String> {
+    let mut holders: Vec<&HashSet<String>> = t
+        .by_principal
+        .values()
+        .filter(|ids| ids.len() > more_than)
+        .collect();
+    holders.sort_unstable_by_key(|ids| std::cmp::Reverse(ids.len()));
+    holders.into_iter().take(MAX_HOLDERS_TRIED).find_map(|ids| {
+        ids.iter()
+            .filter_map(|sid| t.by_id.get(sid).map(|x| (sid, x)))
+            .filter(|(_, x)| !x.in_use())
+            .min_by_key(|(_, x)| x.last_use.load(Ordering::Relaxed))
+            .map(|(sid, _)| sid.clone())
+    })
 }
 
 /// A new session id: 128 random bits as hex (visible ASCII).
@@ -379,6 +425,34 @@ mod tests {
         assert_eq!(t.expired.load(Ordering::Relaxed), 1);
         assert!(t.get("1").is_none() && t.get("2").is_some());
         assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn at_the_cap_the_largest_holder_makes_room_for_a_smaller_one() {
+        let t = Sessions::new(limits(5, 6));
+        for i in 0..4 {
+            t.insert(format!("m{i}"), session("mallory")).unwrap();
+        }
+        t.insert("b0".into(), session("bob")).unwrap();
+        t.insert("b1".into(), session("bob")).unwrap();
+        // Full: alice (0) takes one of mallory's (4), the least recently used.
+        t.get("m0");
+        assert!(t.insert("a0".into(), session("alice")).unwrap().is_none());
+        assert!(t.get("m1").is_none() && t.get("m0").is_some());
+        assert_eq!((t.len(), t.shed.load(Ordering::Relaxed)), (6, 1));
+        // Mallory's left busy: bob's (2) go next, not alice's (1).
+        let _streams: Vec<_> = ["m0", "m2", "m3"]
+            .iter()
+            .map(|id| t.get(id).unwrap().open_get_stream().unwrap())
+            .collect();
+        assert!(t.insert("c0".into(), session("carol")).is_ok());
+        assert_eq!(t.by_principal_len("bob"), 1);
+        // Nobody holds more than two then: a third of mallory's is refused.
+        assert_eq!(
+            t.insert("m9".into(), session("mallory")).err(),
+            Some(Refused::Full)
+        );
+        assert_eq!(t.len(), 6);
     }
 
     #[tokio::test]

@@ -141,6 +141,27 @@ impl<T> ShedIndex<T> {
         None
     }
 
+    /// Connection `id` and whether it was picked to leave.
+    pub fn get(&self, id: u64) -> Option<(&T, bool)> {
+        self.slots.get(&id).map(|s| (&s.value, s.leaving))
+    }
+
+    /// Marks `id` leaving without a pick (it is shed for another reason
+    /// than its key): it no longer counts against the cap.
+    pub fn mark_leaving(&mut self, id: u64) {
+        let Some(slot) = self.slots.get_mut(&id) else {
+            return;
+        };
+        if slot.leaving {
+            return;
+        }
+        if let Some(k) = slot.key {
+            self.order.remove(&(k, id));
+        }
+        slot.leaving = true;
+        self.leaving += 1;
+    }
+
     /// Clears the leaving mark of `id` (it turned busy before it could go)
     /// and files it under its key again.
     pub fn spare(&mut self, id: u64) {
@@ -228,6 +249,25 @@ mod tests {
         assert!(!ix.is_empty());
         ix.remove(1);
         assert!(ix.is_empty());
+    }
+
+    #[test]
+    fn a_connection_marked_leaving_is_neither_counted_nor_picked() {
+        let mut ix = with(&[(1, Some(10), Some(10)), (2, None, None)]);
+        ix.mark_leaving(1);
+        ix.mark_leaving(2);
+        ix.mark_leaving(2);
+        assert_eq!((ix.len(), ix.staying()), (2, 0));
+        assert_eq!(
+            ix.get(2).map(|(c, leaving)| (c.id, leaving)),
+            Some((2, true))
+        );
+        assert_eq!(ix.pick(100, check(100)), None);
+        ix.spare(1);
+        assert_eq!(ix.pick(100, check(100)).map(|c| c.id), Some(1));
+        ix.remove(2);
+        assert_eq!(ix.staying(), 0);
+        assert!(ix.get(2).is_none());
     }
 
     #[test]

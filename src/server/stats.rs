@@ -41,6 +41,13 @@ pub struct Stats {
     pub connections_shed: AtomicU64,
     /// Connections closed at accept: at the cap, with every open one busy.
     pub connections_refused: AtomicU64,
+    /// Connections of the largest holders shed at the cap when none was
+    /// idle or slow: bodies still arriving, responses waiting on their
+    /// client.
+    pub connections_shed_under_pressure: AtomicU64,
+    /// Requests refused (429) because their principal held its share of
+    /// connections.
+    pub connections_over_share: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -98,6 +105,8 @@ impl Stats {
                 "timed_out": g(&self.connections_timed_out),
                 "shed": g(&self.connections_shed),
                 "refused": g(&self.connections_refused),
+                "shed_under_pressure": g(&self.connections_shed_under_pressure),
+                "over_share": g(&self.connections_over_share),
             },
         })
     }

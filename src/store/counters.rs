@@ -78,6 +78,11 @@ pub(crate) trait Backend: Send + Sync {
         0
     }
 
+    /// Pending records evicted so far ([`Counters::evicted`]).
+    fn evicted(&self) -> u64 {
+        0
+    }
+
     /// See [`Store::backend_name`].
     fn backend_name(&self) -> &'static str;
 }
@@ -221,6 +226,7 @@ impl<B: Backend> Store for Counted<B> {
             purged_audit: g(&c.purged_audit),
             purged_claims: g(&c.purged_claims),
             backend_calls: self.backend.backend_calls(),
+            evicted: self.backend.evicted(),
         }
     }
 

@@ -7,10 +7,19 @@
 //! about 120 bytes each for a typical result, as a load run's target RSS
 //! measures). An optional
 //! budget ([`MemoryStore::with_budget`]) bounds what records and claims may
-//! hold: past it a new one is refused ([`StoreError::Full`]) and nothing
-//! live is forgotten early.
+//! hold: past it a new one is refused ([`StoreError::Full`]), and no
+//! completion is ever forgotten early.
+//!
+//! With a budget, pending records are shared fairly: a principal holds at
+//! most 1/8 of the budget in pending records ([`StoreError::OverShare`],
+//! once its own due ones are expired), and when the store is full, a new
+//! record of a principal holding fewer pending records than the largest
+//! holder evicts that holder's pending record closest to its expiry (its
+//! flow is gone: the user is asked again), so one principal, or a crowd of
+//! made-up ones, cannot fill the store for everyone else.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -162,9 +171,62 @@ struct Inner {
     claims: HashMap<ClaimKey, ClaimEntry>,
     /// Heap bytes of the claim entries (expiry and outcome each).
     claim_bytes: u64,
+    /// Pending records by principal, by expiry (kept with a budget only).
+    pending: HashMap<String, BTreeSet<(u64, String)>>,
 }
 
 impl Inner {
+    fn pending_of(&self, principal: &str) -> usize {
+        self.pending.get(principal).map_or(0, BTreeSet::len)
+    }
+
+    /// Forgets that `rec` is pending (it settled, expired or went).
+    fn unpend(&mut self, rec: &Record) {
+        if let Some(set) = self.pending.get_mut(&rec.principal) {
+            set.remove(&(rec.expires_at_ms, rec.id.clone()));
+            if set.is_empty() {
+                self.pending.remove(&rec.principal);
+            }
+        }
+    }
+
+    /// Moves `principal`'s pending records due at `now_ms` to `Expired`.
+    fn expire_due_of(&mut self, principal: &str, now_ms: u64) -> u64 {
+        let due: Vec<String> = self.pending.get(principal).map_or_else(Vec::new, |set| {
+            set.iter()
+                .take_while(|(at, _)| *at <= now_ms)
+                .map(|(_, id)| id.clone())
+                .collect()
+        });
+        for id in &due {
+            if let Some(e) = self.entries.get_mut(id) {
+                e.transition(Status::Expired, None, now_ms);
+                let rec = e.record.clone();
+                self.unpend(&rec);
+            }
+        }
+        due.len() as u64
+    }
+
+    /// Evicts the pending record closest to its expiry of the principal
+    /// holding the most pending records, when that is more than
+    /// `more_than`; false when there is none.
+    fn evict_from_largest(&mut self, more_than: usize) -> bool {
+        let victim = self
+            .pending
+            .values()
+            .filter(|set| set.len() > more_than)
+            .max_by_key(|set| set.len())
+            .and_then(|set| set.first().map(|(_, id)| id.clone()));
+        let Some(id) = victim else {
+            return false;
+        };
+        if let Some(e) = self.entries.remove(&id) {
+            self.unpend(&e.record);
+        }
+        true
+    }
+
     /// Estimated bytes held once `claims` more claims holding
     /// `claim_bytes` and `records` more records are added (a table about
     /// to grow counts at its doubled size).
@@ -217,6 +279,8 @@ pub struct MemoryBackend {
     budget: Option<u64>,
     /// Random per store: its data set lives and dies with it.
     epoch: u64,
+    /// Pending records evicted for fairness so far.
+    evicted: AtomicU64,
 }
 
 impl Default for MemoryBackend {
@@ -225,9 +289,13 @@ impl Default for MemoryBackend {
             inner: Mutex::default(),
             budget: None,
             epoch: super::new_epoch(),
+            evicted: AtomicU64::new(0),
         }
     }
 }
+
+/// Most pending records evicted to make room for one new record.
+const MAX_EVICTIONS: usize = 8;
 
 impl MemoryBackend {
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
@@ -254,11 +322,58 @@ impl MemoryBackend {
     }
 }
 
+impl MemoryBackend {
+    /// Room for one more pending record of `principal` under `budget`:
+    /// within the principal's share (1/8 of the budget, after its due
+    /// records expired), and within the budget once the largest holders'
+    /// pending records are evicted (see the module docs).
+    fn fair_room(
+        &self,
+        inner: &mut Inner,
+        principal: &str,
+        now_ms: u64,
+        budget: u64,
+    ) -> Result<(), StoreError> {
+        let share = usize::try_from((budget / 8) / RECORD_BYTES)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        if inner.pending_of(principal) >= share {
+            inner.expire_due_of(principal, now_ms);
+            let held = inner.pending_of(principal);
+            if held >= share {
+                let first = inner
+                    .pending
+                    .get(principal)
+                    .and_then(|set| set.first())
+                    .map_or(now_ms, |(at, _)| *at);
+                return Err(StoreError::OverShare {
+                    held,
+                    frees_in_ms: first.saturating_sub(now_ms),
+                });
+            }
+        }
+        for _ in 0..MAX_EVICTIONS {
+            if self.room_for(inner, 0, 0, 1).is_ok() {
+                return Ok(());
+            }
+            if !inner.evict_from_largest(inner.pending_of(principal) + 1) {
+                break;
+            }
+            self.evicted.fetch_add(1, Ordering::Relaxed);
+        }
+        self.room_for(inner, 0, 0, 1)
+    }
+}
+
 impl Backend for MemoryBackend {
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
         new.validate()?;
         let mut inner = self.lock()?;
-        self.room_for(&inner, 0, 0, 1)?;
+        if let Some(budget) = self.budget {
+            self.fair_room(&mut inner, &new.principal, new.created_at_ms, budget)?;
+        } else {
+            self.room_for(&inner, 0, 0, 1)?;
+        }
         let mut id = new_id();
         while inner.entries.contains_key(&id) {
             id = new_id();
@@ -271,6 +386,13 @@ impl Backend for MemoryBackend {
             actor_principal: Some(new.principal.clone()),
             version: 0,
         }];
+        if self.budget.is_some() {
+            inner
+                .pending
+                .entry(record.principal.clone())
+                .or_default()
+                .insert((record.expires_at_ms, id.clone()));
+        }
         inner.entries.insert(
             id,
             Box::new(Entry {
@@ -304,20 +426,25 @@ impl Backend for MemoryBackend {
         }
         let target = outcome.status();
         if entry.record.status == Status::Pending {
-            if entry.record.is_due(now_ms) {
+            let settled = if entry.record.is_due(now_ms) {
                 entry.transition(Status::Expired, None, now_ms);
                 *expiries += 1;
-                return Err(StoreError::Expired);
-            }
-            entry.record.result = outcome.into_result();
-            entry.transition(target, Some(principal), now_ms);
-            return Ok(Completion::Applied(entry.record.clone()));
+                Err(StoreError::Expired)
+            } else {
+                entry.record.result = outcome.into_result();
+                entry.transition(target, Some(principal), now_ms);
+                Ok(Completion::Applied(entry.record.clone()))
+            };
+            let rec = entry.record.clone();
+            inner.unpend(&rec);
+            return settled;
         }
         settle_against(entry.record.clone(), target)
     }
 
     fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
         let mut inner = self.lock()?;
+        let inner = &mut *inner;
         let mut n = 0;
         for entry in inner.entries.values_mut() {
             if entry.record.is_due(now_ms) {
@@ -325,6 +452,11 @@ impl Backend for MemoryBackend {
                 n += 1;
             }
         }
+        // Whatever is still filed as pending and due has just expired.
+        inner.pending.retain(|_, set| {
+            set.retain(|(at, _)| *at > now_ms);
+            !set.is_empty()
+        });
         *expiries += n as u64;
         Ok(n)
     }
@@ -374,8 +506,12 @@ impl Backend for MemoryBackend {
         if let Some(cut) = cutoff(now_ms, retention_ms) {
             let before = inner.entries.len();
             let mut audit = 0;
+            let mut gone_pending = Vec::new();
             inner.entries.retain(|_, e| {
                 if e.record.expires_at_ms <= cut {
+                    if e.record.status == Status::Pending {
+                        gone_pending.push(e.record.clone());
+                    }
                     audit += e.audit.len() as u64;
                     return false;
                 }
@@ -384,6 +520,9 @@ impl Backend for MemoryBackend {
                 audit += (n - e.audit.len()) as u64;
                 true
             });
+            for rec in &gone_pending {
+                inner.unpend(rec);
+            }
             purged.records = (before - inner.entries.len()) as u64;
             purged.audit = audit;
         }
@@ -410,6 +549,10 @@ impl Backend for MemoryBackend {
 
     fn backend_name(&self) -> &'static str {
         "memory"
+    }
+
+    fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
     }
 
     fn epoch(&self) -> u64 {
@@ -537,5 +680,83 @@ mod tests {
                 .unwrap()
                 .is_won()
         );
+    }
+
+    fn pending(principal: &str, now: u64) -> crate::store::NewRecord {
+        crate::store::NewRecord {
+            principal: principal.into(),
+            client_id: None,
+            request_digest: [7; 32],
+            mode: crate::store::Mode::Url,
+            created_at_ms: now,
+            expires_at_ms: now + 1_000,
+            csrf_token: None,
+        }
+    }
+
+    #[test]
+    fn a_principal_holds_at_most_an_eighth_of_the_budget_in_pending_records() {
+        // 32 records' worth: a share of 4.
+        let s = MemoryStore::with_budget(32 * RECORD_BYTES);
+        for _ in 0..4 {
+            s.create(&pending("mallory", 10)).unwrap();
+        }
+        let over = s.create(&pending("mallory", 500)).unwrap_err();
+        assert!(
+            matches!(
+                over,
+                StoreError::OverShare {
+                    held: 4,
+                    frees_in_ms: 510
+                }
+            ),
+            "{over}"
+        );
+        assert!(
+            s.create(&pending("alice", 500)).is_ok(),
+            "others are not held up"
+        );
+        // Once mallory's are due they expire, and her share frees up.
+        let r = s.create(&pending("mallory", 1_010)).unwrap();
+        assert_eq!(
+            s.get(&r.id, 1_010).unwrap().unwrap().status,
+            Status::Pending
+        );
+        assert_eq!(s.counters().created, 6);
+    }
+
+    #[test]
+    fn a_full_store_evicts_the_largest_holders_pending_record_for_a_smaller_one() {
+        // 16 records in all, 2 per principal: 8 made-up names fill it.
+        let s = MemoryStore::with_budget(16 * RECORD_BYTES);
+        let crowd: Vec<Record> = (0..16)
+            .map(|i| s.create(&pending(&format!("m{}", i % 8), i)).unwrap())
+            .collect();
+        let alice = s.create(&pending("alice", 100)).expect("room made");
+        assert_eq!(s.counters().evicted, 1);
+        // One went: of one of the largest holders (all hold two), the one
+        // closest to its expiry (each name's first, created in 0..8).
+        let gone: Vec<usize> = (0..16)
+            .filter(|&i| s.get(&crowd[i].id, 100).unwrap().is_none())
+            .collect();
+        assert!(matches!(gone[..], [i] if i < 8), "{gone:?}");
+        assert!(s.get(&alice.id, 100).unwrap().is_some());
+        // A principal as large as any other takes nobody's place: at its
+        // share, or (the one robbed) full.
+        let robbed = format!("m{}", gone[0]);
+        for i in 0..8 {
+            let name = format!("m{i}");
+            let e = s.create(&pending(&name, 100)).unwrap_err();
+            if name == robbed {
+                assert!(matches!(e, StoreError::Full { .. }), "{e}");
+            } else {
+                assert!(matches!(e, StoreError::OverShare { .. }), "{e}");
+            }
+        }
+        // A settled record no longer counts as pending.
+        s.complete(&alice.id, "alice", Outcome::Cancelled, 200)
+            .unwrap();
+        assert!(s.create(&pending("alice", 200)).is_ok());
+        assert_eq!(s.counters().evicted, 2);
     }
 }

@@ -34,7 +34,7 @@ mod redis_lua;
 pub mod retention;
 mod sqlite;
 
-pub use self::redis::RedisStore;
+pub use self::redis::{Eviction, Persistence, RedisStore};
 pub use claim::{Claim, KEEP_FOREVER, Taken};
 pub use id::{ID_LEN, is_plausible_id, new_id};
 pub use mask::mask_secret;
@@ -172,43 +172,86 @@ pub fn open_url(spec: &str) -> Result<Arc<dyn Store>, StoreError> {
     Err(bad("unknown scheme"))
 }
 
+/// What `serve` accepts of a store that may lose completion records
+/// (`--allow-volatile-store`, `--allow-evicting-store`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Risks {
+    /// Accept a Redis that forgets its data in a restart (no append-only
+    /// file, snapshots only) or whose persistence cannot be read.
+    pub volatile: bool,
+    /// Accept a Redis whose `maxmemory-policy` may evict any key
+    /// (`allkeys-*`) or cannot be read.
+    pub evicting: bool,
+}
+
 /// [`open_url`] for `serve`: a Redis store must keep its completion
-/// records across a Redis restart, or every retry of a request completed
-/// before the restart runs again (exactly-once silently lost). Redis's
-/// persistence is read at start; a volatile or unreadable one is refused
-/// unless `allow_volatile` (`--allow-volatile-store`). A `memory` store
-/// holds at most `memory_budget` bytes. `Ok` carries a warning to log when
-/// the store is accepted with a caveat.
+/// records, or a retry of a request completed before they were lost is
+/// either refused (`store_reset`, when Redis lost its whole data set in a
+/// restart: the epoch changed, the user is asked again) or run again
+/// (when Redis evicted some records to stay under `maxmemory`: the epoch
+/// stays). Redis's persistence and `maxmemory-policy` are read at start;
+/// a volatile, evicting or unreadable one is refused unless `risks`
+/// accepts it. A `memory` store holds at most `memory_budget` bytes. `Ok`
+/// carries warnings to log when the store is accepted with a caveat.
 pub fn open_for_serving(
     spec: &str,
-    allow_volatile: bool,
+    risks: Risks,
     memory_budget: u64,
-) -> Result<(Arc<dyn Store>, Option<String>), StoreError> {
-    use self::redis::Persistence;
+) -> Result<(Arc<dyn Store>, Vec<String>), StoreError> {
+    use self::redis::{Eviction, Persistence};
     if spec == "memory" {
-        return Ok((Arc::new(MemoryStore::with_budget(memory_budget)), None));
+        return Ok((
+            Arc::new(MemoryStore::with_budget(memory_budget)),
+            Vec::new(),
+        ));
     }
     if !spec.starts_with("redis://") {
-        return open_url(spec).map(|s| (s, None));
+        return open_url(spec).map(|s| (s, Vec::new()));
     }
     let store = RedisStore::open(spec)?;
-    let refuse = |why: String| StoreError::Volatile {
-        spec: spec.to_owned(),
-        why,
-    };
-    let warning = match store.persistence() {
-        Persistence::Durable => None,
-        Persistence::LastSecond => Some(format!(
+    let mut warnings = Vec::new();
+    match store.persistence() {
+        Persistence::Durable => {}
+        Persistence::LastSecond => warnings.push(format!(
             "{spec}: appendfsync everysec: a Redis crash loses up to one second of completion \
-             records (appendfsync always loses none)"
+             records (appendfsync always loses none); retries of those requests are refused \
+             (store_reset) and their users asked again"
         )),
-        Persistence::Volatile(why) | Persistence::Unknown(why) if allow_volatile => Some(format!(
-            "{spec}: {why}; accepted (--allow-volatile-store): after a Redis restart, retries of \
-             requests completed before it run again"
+        Persistence::Volatile(why) | Persistence::Unknown(why) if risks.volatile => {
+            warnings.push(format!(
+                "{spec}: {why}; accepted (--allow-volatile-store): after a Redis restart that \
+                 loses its data, no completed request runs again, but every request in flight \
+                 then is refused (store_reset) and its user asked again"
+            ))
+        }
+        Persistence::Volatile(why) | Persistence::Unknown(why) => {
+            return Err(StoreError::Volatile {
+                spec: spec.to_owned(),
+                why,
+            });
+        }
+    }
+    match store.eviction() {
+        Eviction::Never | Eviction::OnlyKeysWithTtl(_) => {}
+        Eviction::AnyKey(why) | Eviction::Unknown(why) if risks.evicting => warnings.push(format!(
+            "{spec}: maxmemory-policy {why}; accepted (--allow-evicting-store): when Redis \
+                 reaches maxmemory it may evict completion records, and retries of those \
+                 requests run again"
         )),
-        Persistence::Volatile(why) | Persistence::Unknown(why) => return Err(refuse(why)),
-    };
-    Ok((Arc::new(store), warning))
+        Eviction::AnyKey(policy) => {
+            return Err(StoreError::Evicting {
+                spec: spec.to_owned(),
+                why: format!("maxmemory-policy {policy} lets Redis evict any key when it fills up"),
+            });
+        }
+        Eviction::Unknown(why) => {
+            return Err(StoreError::Evicting {
+                spec: spec.to_owned(),
+                why,
+            });
+        }
+    }
+    Ok((Arc::new(store), warnings))
 }
 
 /// A fresh random non-zero store epoch ([`Store::epoch`]).

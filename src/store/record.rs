@@ -394,6 +394,10 @@ pub struct Counters {
     /// command or one script); 0 for in-process stores.
     #[serde(default)]
     pub backend_calls: u64,
+    /// Pending records forgotten before their expiry to make room in a
+    /// full store for a principal holding fewer (memory store only).
+    #[serde(default)]
+    pub evicted: u64,
 }
 
 /// Why a store operation failed.
@@ -449,6 +453,20 @@ pub enum StoreError {
         /// What Redis keeps, or why that is unknown.
         why: String,
     },
+    /// A Redis store that may evict completion records (`allkeys-*`).
+    #[error(
+        "refusing the store {spec}: {why}, completion records included, and a retry of a request \
+         whose record was evicted runs it again (exactly-once lost; the store's epoch does not \
+         notice an eviction). Set maxmemory-policy noeviction (a write to a full Redis then gets \
+         503) or a volatile-* policy (this store sets no TTL, so it evicts none of its keys), or \
+         accept the risk with --allow-evicting-store"
+    )]
+    Evicting {
+        /// The spec as given.
+        spec: String,
+        /// What Redis may evict, or why that is unknown.
+        why: String,
+    },
     /// A stored row cannot be read back as a record.
     #[error("corrupt stored record {id:?}: {reason}")]
     Corrupt {
@@ -480,6 +498,18 @@ pub enum StoreError {
     EpochChanged {
         /// The store's epoch now.
         now: u64,
+    },
+    /// The principal already holds its share of the in-memory store's
+    /// budget in pending records (1/8 of `--store-memory-budget`).
+    #[error(
+        "this principal holds {held} pending elicitations, its share of the store \
+         (--store-memory-budget / 8); one expires within {frees_in_ms} ms"
+    )]
+    OverShare {
+        /// Pending records the principal holds.
+        held: usize,
+        /// Milliseconds until the earliest of them expires.
+        frees_in_ms: u64,
     },
     /// The in-memory store's budget (`--store-memory-budget`) is spent:
     /// nothing was written and nothing live was forgotten to make room. The

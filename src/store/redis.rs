@@ -206,6 +206,23 @@ impl RedisStore {
         }
     }
 
+    /// What Redis may evict when it reaches `maxmemory`, read from its own
+    /// settings (`CONFIG GET maxmemory-policy`).
+    pub fn eviction(&self) -> Eviction {
+        let policy = self.backend.with_conn(|c| {
+            ::redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("maxmemory-policy")
+                .query::<Vec<String>>(c)
+        });
+        match policy {
+            Ok(v) => Eviction::read(v.get(1).map_or("", String::as_str)),
+            Err(e) => Eviction::Unknown(format!(
+                "its maxmemory-policy cannot be read (CONFIG GET: {e})"
+            )),
+        }
+    }
+
     /// Keys of every claim currently held whose key starts with `prefix`
     /// (a bounded SCAN; for tests and operators counting side effects).
     pub fn claim_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
@@ -245,6 +262,38 @@ impl Persistence {
             _ => Persistence::Volatile(format!(
                 "appendonly no; snapshots only (save \"{save}\"): completions since the last one \
                  are lost in a restart"
+            )),
+        }
+    }
+}
+
+/// What Redis may evict when it fills up (`maxmemory`), for exactly-once:
+/// an evicted completion record lets every retry of its request run again,
+/// and unlike a restart, eviction leaves the store's epoch in place, so
+/// nothing notices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Eviction {
+    /// `noeviction`: a write past `maxmemory` fails (the server answers
+    /// 503); nothing is forgotten.
+    Never,
+    /// A `volatile-*` policy: only keys with a TTL are evicted, and this
+    /// store sets none (module docs), so none of its keys.
+    OnlyKeysWithTtl(String),
+    /// An `allkeys-*` policy: any key, completion records included.
+    AnyKey(String),
+    /// Could not be read, or a policy this build does not know; says which.
+    Unknown(String),
+}
+
+impl Eviction {
+    /// Judges Redis's `maxmemory-policy`.
+    pub fn read(policy: &str) -> Eviction {
+        match policy {
+            "noeviction" => Eviction::Never,
+            p if p.starts_with("volatile-") => Eviction::OnlyKeysWithTtl(p.to_owned()),
+            p if p.starts_with("allkeys-") => Eviction::AnyKey(p.to_owned()),
+            p => Eviction::Unknown(format!(
+                "maxmemory-policy {p:?} is not one this build knows"
             )),
         }
     }
@@ -601,6 +650,24 @@ mod tests {
                 other => panic!("{aof}/{fsync}/{save:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn only_a_policy_that_never_evicts_a_key_without_ttl_keeps_every_completion() {
+        assert_eq!(Eviction::read("noeviction"), Eviction::Never);
+        for p in [
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+        ] {
+            assert_eq!(Eviction::read(p), Eviction::OnlyKeysWithTtl(p.into()));
+        }
+        for p in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+            assert_eq!(Eviction::read(p), Eviction::AnyKey(p.into()));
+        }
+        assert!(matches!(Eviction::read("evict-all"), Eviction::Unknown(_)));
+        assert!(matches!(Eviction::read(""), Eviction::Unknown(_)));
     }
 
     #[test]

@@ -173,3 +173,71 @@ fn allow_remote_warns_that_demo_auth_takes_any_token() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"));
 }
+
+/// Issue 45 item 5: SIGTERM (what Kubernetes sends) is logged, the request
+/// in flight gets its answer, and the process exits 0 within the grace,
+/// instead of dying silently with 143 (seen so before).
+#[test]
+fn sigterm_is_logged_and_the_request_in_flight_is_answered() {
+    use std::io::{Read as _, Write as _};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let mut c = cmd();
+    c.env("RUST_LOG", "info")
+        .stderr(std::fs::File::create(&log_path).unwrap());
+    let (mut child, base) = crate::support::serve::spawn_child(c);
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let addr = base.trim_start_matches("http://");
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer alice\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMCP-Method: tools/list\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    // The head and half the body: a request in flight.
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.write_all(&body[..body.len() / 2]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    assert!(crate::support::serve::signal(child.id(), "TERM"));
+    while !log().contains("shutting down") && sent.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = log();
+    assert!(
+        text.contains("shutting down") && text.contains("SIGTERM"),
+        "no shutdown line: {text}"
+    );
+    conn.write_all(&body[body.len() / 2..]).unwrap();
+    let mut reply = String::new();
+    let _ = conn.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 200 "), "{reply:?}");
+    assert!(reply.contains("\"tools\""), "{reply:?}");
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(8) {
+            let _ = child.kill();
+            panic!("still running 8 s after SIGTERM: {}", log());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0), "{}", log());
+    assert!(
+        sent.elapsed() < Duration::from_secs(7),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(log().contains("stopped"), "{}", log());
+    let help = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("run");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("SIGTERM") && help.contains("5 s"), "{help}");
+}

@@ -362,6 +362,110 @@ fn a_volatile_redis_is_refused_at_start_unless_the_risk_is_accepted() {
     assert!(risky.port > 0 && fine.port > 0);
 }
 
+/// Issue 51 item 4: a Redis that may evict any key when it fills up
+/// (`allkeys-*`) forgets completion records without changing the store's
+/// epoch, so their retries run again (seen: 75 of 200 completed
+/// deployments ran twice under `allkeys-lru`, in the issue). `serve` reads
+/// `maxmemory-policy` at start and refuses such a Redis, saying why,
+/// unless `--allow-evicting-store`; `noeviction` and `volatile-*` (only
+/// keys with a TTL, and the store sets none) are accepted. Seen failing
+/// before (every policy was accepted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicting_redis_is_refused_at_start_unless_the_risk_is_accepted() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = key_file(dir.path(), "keys", KEY_A);
+    let mut conn = redis.conn(0);
+    // `serve` on the Redis as set now: its exit status and stderr, or
+    // `None` when it accepted the store and kept running (then killed).
+    let serve_exits = || {
+        let err_path = dir.path().join("refused.log");
+        let mut child = std::process::Command::new(crate::support::serve::BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", &redis.url(0)])
+            .arg("--key-file")
+            .arg(&keys)
+            .env_remove("ELICITKIT_STATE_KEY")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err_path).unwrap())
+            .spawn()
+            .expect("serve runs");
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if std::time::Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+        status.map(|s| (s.code(), err))
+    };
+    for policy in ["allkeys-lru", "allkeys-lfu", "allkeys-random"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg(policy)
+            .query(&mut conn)
+            .unwrap();
+        let Some((code, err)) = serve_exits() else {
+            panic!("{policy}: accepted (serve kept running)");
+        };
+        assert_eq!(code, Some(2), "{policy}: {err}");
+        assert!(
+            err.contains(&format!("maxmemory-policy {policy}"))
+                && err.contains("runs it again")
+                && err.contains("--allow-evicting-store"),
+            "{policy}: {err}"
+        );
+    }
+    // Accepted with the flag (and a warning), or with a policy that never
+    // evicts this store's keys.
+    let risky = Serve::start(
+        dir.path(),
+        "risky",
+        0,
+        &redis.url(0),
+        &keys,
+        &["--allow-evicting-store"],
+    );
+    let log = std::fs::read_to_string(dir.path().join("risky.log")).unwrap();
+    assert!(
+        log.contains("accepted (--allow-evicting-store)") && log.contains("run again"),
+        "{log}"
+    );
+    drop(risky);
+    for policy in ["noeviction", "volatile-lru", "volatile-ttl"] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory-policy")
+            .arg(policy)
+            .query(&mut conn)
+            .unwrap();
+        let fine = Serve::start(dir.path(), policy, 0, &redis.url(0), &keys, &[]);
+        let log = std::fs::read_to_string(dir.path().join(format!("{policy}.log"))).unwrap();
+        assert!(!log.contains("maxmemory-policy"), "{policy}: {log}");
+        // volatile-* is safe only because no key carries a TTL: a completed
+        // request and a URL flow leave none.
+        let s = remote(&fine.base);
+        let f = to_final(&s, "alice", "connect_billing").await;
+        assert_eq!(f.send(&s, "alice", 2).await.result_type(), "complete");
+        let all: Vec<String> = redis::cmd("KEYS")
+            .arg("elicitkit:*")
+            .query(&mut conn)
+            .unwrap();
+        assert!(all.len() >= 3, "{all:?}");
+        for k in &all {
+            let ttl: i64 = redis::cmd("TTL").arg(k).query(&mut conn).unwrap();
+            assert_eq!(ttl, -1, "{k} carries a TTL");
+        }
+    }
+}
+
 /// Redis started as the old recipe started it (`--save ''`, `--appendonly
 /// no`, accepted with `--allow-volatile-store`) and restarted empty between
 /// the completions and their retries: 1,000 concurrent retries of 100

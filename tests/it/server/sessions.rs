@@ -202,3 +202,42 @@ async fn a_full_table_answers_503_with_retry_after() {
     assert_eq!(r.headers()["retry-after"], "30");
     s.server.shutdown().await;
 }
+
+/// Issue 51: a crowd of made-up principals (demo auth takes any token)
+/// filling `--max-sessions` does not lock everyone else out: at the cap a
+/// new session replaces an idle one of the principal holding the most.
+/// 40 names × 5 sessions fill a table of 200; 80 legitimate users then
+/// each get a session that works, and the table stays at its cap. (Seen
+/// failing before: every legitimate initialize got 503.)
+#[tokio::test]
+async fn a_crowd_of_made_up_names_cannot_fill_the_session_table() {
+    let s = start(with_sessions(600_000, 32, 200)).await;
+    let crowd = (0..200).map(|i| format!("made-up-{}", i % 40));
+    let filled = futures::future::join_all(crowd.map(|u| {
+        let s = &s;
+        async move { init_status(s, &u).await.0 }
+    }))
+    .await;
+    assert!(filled.iter().all(|st| *st == 200), "{filled:?}");
+    let mut legit = Vec::new();
+    for i in 0..80 {
+        let user = format!("user-{i}");
+        if let (200, Some(sid)) = init_status(&s, &user).await {
+            legit.push((user, sid));
+        }
+    }
+    assert!(
+        legit.len() >= 79,
+        "{} of 80 legitimate sessions",
+        legit.len()
+    );
+    let mut working = 0;
+    for (user, sid) in &legit {
+        working += usize::from(list_status(&s, user, sid).await == 200);
+    }
+    assert_eq!(working, legit.len(), "every legitimate session still works");
+    let v = sessions(&s).await;
+    assert_eq!(v["active"], 200, "{v}");
+    assert!(v["shed"].as_u64().unwrap() >= 79, "{v}");
+    s.server.shutdown().await;
+}

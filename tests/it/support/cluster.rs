@@ -98,6 +98,14 @@ impl Redis {
         Redis::with(&["--appendonly", "yes", "--appendfsync", "everysec"])
     }
 
+    /// [`Redis::start`] with `extra` settings (e.g. `--maxmemory-policy
+    /// allkeys-lru`).
+    pub fn durable_with(extra: &[&str]) -> Redis {
+        let mut args = vec!["--appendonly", "yes", "--appendfsync", "everysec"];
+        args.extend_from_slice(extra);
+        Redis::with(&args)
+    }
+
     /// Keeping nothing across a restart (`--save '' --appendonly no`).
     pub fn volatile() -> Redis {
         Redis::with(&["--save", "", "--appendonly", "no"])

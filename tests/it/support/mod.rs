@@ -6,6 +6,8 @@ pub mod interop;
 pub mod load;
 pub mod need;
 #[cfg(feature = "net")]
+pub mod raw;
+#[cfg(feature = "net")]
 #[path = "../../rmcp_server/fuzz_harness.rs"]
 pub mod rmcp_harness;
 #[path = "../../rmcp_server/mod.rs"]

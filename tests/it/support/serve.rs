@@ -85,3 +85,33 @@ pub fn freeze_later(
         assert!(signal(pid, "CONT"), "kill -CONT {pid}");
     })
 }
+
+/// Spawns a prepared `serve` command as a plain child (stdout piped and
+/// read up to its `listening on` line, within 15 s), for a test that needs
+/// the child's exit status; [`start`] is the way for every other test.
+/// The caller waits for or kills the child.
+pub fn spawn_child(mut cmd: Command) -> (std::process::Child, String) {
+    use std::io::BufRead as _;
+    cmd.stdout(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn elicitkit serve");
+    let stdout = child.stdout.take().expect("stdout pipe");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let url = lines.find_map(|l| {
+            l.ok()
+                .and_then(|l| elicitkit::load::exec::target::listening_url(&l).map(str::to_owned))
+        });
+        let _ = tx.send(url);
+        // Drained to the end, so the child never blocks on a full pipe.
+        lines.for_each(drop);
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(15)) {
+        Ok(Some(url)) => (child, url),
+        other => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("elicitkit serve did not report its address: {other:?}");
+        }
+    }
+}

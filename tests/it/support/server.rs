@@ -596,3 +596,39 @@ pub async fn sign_in(s: &Srv, user: &str, next: &str) -> String {
     let session = set_cookie(r.headers(), "ek_session").expect("a session cookie");
     session.split(';').next().unwrap().to_owned()
 }
+
+// ---- in-process servers (`elicitkit::server::embed`) ----
+
+/// Sends a 2026-07-28 request (`_meta` filled in from `caps`) as `user`
+/// to an in-process server's router; returns the HTTP status and the JSON body.
+pub async fn in_process_modern(
+    s: &elicitkit::server::embed::InProcess,
+    user: &str,
+    method: &str,
+    mut params: Value,
+    caps: &Value,
+) -> (u16, Value) {
+    use http_body_util::BodyExt as _;
+    use tower_service::Service as _;
+    params["_meta"] = meta(caps);
+    let mut req = axum::http::Request::post(s.mcp_url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", MODERN)
+        .header("mcp-method", method)
+        .header("authorization", format!("Bearer {user}"));
+    if let Some(name) = params["name"].as_str() {
+        req = req.header("mcp-name", name);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let req = req
+        .body(axum::body::Body::from(body.to_string()))
+        .expect("request");
+    let resp = s.router().call(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
