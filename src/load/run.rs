@@ -83,12 +83,26 @@ pub struct Options {
 /// on a limit nobody chose.
 fn embedded_serve_args(plan: &Plan, user: &[String]) -> Vec<String> {
     let mut args = user.to_vec();
-    let set = user
-        .iter()
-        .any(|a| a == "--max-connections" || a.starts_with("--max-connections="));
+    let given = |flag: &str| {
+        user.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
     let wanted = plan.max_connections();
-    if !set && wanted > crate::server::config::ServerConfig::default().max_connections {
-        args.push(format!("--max-connections={wanted}"));
+    let default = crate::server::config::ServerConfig::default().max_connections;
+    let cap = if given("--max-connections") {
+        None
+    } else {
+        Some(wanted.max(default))
+    };
+    if let Some(c) = cap.filter(|c| *c > default) {
+        args.push(format!("--max-connections={c}"));
+    }
+    // The load is the embedded server's only client: one principal (every
+    // user as --principal TOKEN, or a pool smaller than the users) may hold
+    // every connection the plan opens, where the server's fair share per
+    // principal would refuse it some.
+    if let Some(c) = cap.filter(|_| !given("--max-connections-per-principal")) {
+        args.push(format!("--max-connections-per-principal={c}"));
     }
     args
 }
@@ -916,7 +930,12 @@ mod tests {
         let flaw = vec!["--flaw".to_owned(), "no-expiry".to_owned()];
         assert_eq!(
             embedded_serve_args(&plan, &flaw),
-            ["--flaw", "no-expiry", "--max-connections=18000"]
+            [
+                "--flaw",
+                "no-expiry",
+                "--max-connections=18000",
+                "--max-connections-per-principal=18000"
+            ]
         );
         // The user's own cap stands, in either spelling.
         for user in [
@@ -925,9 +944,17 @@ mod tests {
         ] {
             assert_eq!(embedded_serve_args(&plan, &user), user);
         }
-        // Below the server's default, its default stands.
+        // Below the server's default, its default stands, and one
+        // principal may hold all of it.
         plan.max_in_flight = 100;
-        assert_eq!(embedded_serve_args(&plan, &flaw), flaw);
+        assert_eq!(
+            embedded_serve_args(&plan, &flaw),
+            [
+                "--flaw",
+                "no-expiry",
+                "--max-connections-per-principal=8192"
+            ]
+        );
     }
 
     /// A plan whose one threshold (error_rate) failed, with these errors,
