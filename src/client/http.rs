@@ -146,6 +146,7 @@ async fn send(
             to_headers,
             to_first_byte: first.unwrap_or(to_headers),
             total: started.elapsed(),
+            opened: None,
         })
     };
     let result = match tokio::time::timeout(timeout, work).await {

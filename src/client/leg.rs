@@ -61,6 +61,15 @@ pub struct Outgoing {
     pub auth: Auth,
 }
 
+/// How long opening a leg's connection took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Opened {
+    /// The TCP connect.
+    pub connect: Duration,
+    /// The TLS handshake (zero for plain `http`).
+    pub tls: Duration,
+}
+
 /// What came back for an [`Outgoing`], with the driver's timings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HttpReply {
@@ -80,6 +89,10 @@ pub struct HttpReply {
     pub to_first_byte: Duration,
     /// Time until the body was read.
     pub total: Duration,
+    /// The connection this leg opened, and how long that took (within
+    /// `to_headers`); `None` when it went on a kept-alive connection or
+    /// the driver cannot tell (reqwest's pool does not say).
+    pub opened: Option<Opened>,
 }
 
 /// Why the driver got no reply.

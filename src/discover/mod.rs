@@ -41,6 +41,10 @@ pub enum DiscoverError {
     /// Nothing answered.
     #[error("target {0} is unreachable: {1}")]
     Unreachable(String, String),
+    /// It answered, but its TLS handshake failed (what failed, and the
+    /// flag that fixes it).
+    #[error("target {0}: {1}")]
+    Tls(String, String),
     /// Something answered, but not as an MCP server (of the wanted generation).
     #[error("target {0} does not answer as an MCP server: {1}")]
     NotMcp(String, String),
@@ -423,7 +427,7 @@ impl Discovery {
 
 /// Builds the shared HTTP client (no proxy: targets are local).
 pub fn http_client() -> Result<reqwest::Client, DiscoverError> {
-    reqwest::Client::builder()
+    crate::client::tls::reqwest_builder()
         .no_proxy()
         .tcp_nodelay(true)
         .redirect(reqwest::redirect::Policy::none())
@@ -710,7 +714,13 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
         settings.seed,
     );
     let url = settings.mcp_url.clone();
-    let unreachable = |e: raw::RawError| DiscoverError::Unreachable(url.clone(), e.to_string());
+    let unreachable = |e: raw::RawError| {
+        let why = e.to_string();
+        match crate::client::tls::explain_text(&why) {
+            Some(tls) => DiscoverError::Tls(url.clone(), tls),
+            None => DiscoverError::Unreachable(url.clone(), why),
+        }
+    };
     let want = |g: Generation| settings.generation.is_none_or(|x| x == g);
     let caps = all_modes();
 

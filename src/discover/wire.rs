@@ -285,6 +285,7 @@ impl<W: Wire + ?Sized> drive::Exchange for WireLegs<'_, W> {
             to_headers: reply.elapsed,
             to_first_byte: reply.elapsed,
             total: reply.elapsed,
+            opened: None,
             body: reply.body,
         })
     }

@@ -26,6 +26,7 @@ mod support;
 mod check;
 mod client;
 mod fuzz;
+mod https;
 mod imports;
 mod interop;
 mod load;

@@ -170,6 +170,9 @@ pub struct TargetSpec {
     pub other_token: String,
     /// Who the virtual users are.
     pub principals: Principals,
+    /// How an `https` target's certificate is checked (`cacert`,
+    /// `insecure`; the flags of the same names win).
+    pub tls: crate::client::tls::TlsOptions,
 }
 
 /// Capacity search default: number of halvings after the coarse steps.
