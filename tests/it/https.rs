@@ -163,6 +163,42 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
     let done = summary["round_trips"]["total"].as_u64().unwrap_or(0);
     assert!(done > 20, "round trips over TLS: {summary}");
     assert_eq!(summary["round_trips"]["unexpected"], 0, "{summary}");
+    // The port's listener is nginx: said, and its figures not shown as
+    // the target's; --target-pid names the server.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is nginx (PID") && err.contains("a proxy in front of the server"),
+        "{err}"
+    );
+    assert!(summary["health"].is_null(), "{}", summary["health"]);
+    let pid = d._serve.pid().to_string();
+    let o = run(
+        &[
+            "load",
+            "--target",
+            &url,
+            "--cacert",
+            &ca,
+            "--duration",
+            "1s",
+            "--users",
+            "1",
+            "--quiet",
+            "--out",
+            &dir,
+            "--run-id",
+            "tls-pid",
+            "--target-pid",
+            &pid,
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "load --target-pid: {}", text(&o));
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("tls-pid/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["health"]["source"], "--target-pid", "{summary}");
 
     // fuzz: a short run on a correct server finds nothing.
     let o = run(

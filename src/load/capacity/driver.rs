@@ -36,7 +36,15 @@ fn host_share(engine: &Engine, plan: &Plan, extras: &Extras) -> HostShare {
     }
     found.extend(extras.cpu_pids.iter().map(|p| (*p, "--cpu-pid".into())));
     let urls = plan.target.url.iter().chain(&plan.target.more_urls);
-    found.extend(urls.filter_map(|u| target::loopback_listener(u)));
+    // A proxy in front of the server is named as one: its CPU is the
+    // target side's work on this host, but it is not the server.
+    found.extend(
+        urls.filter_map(|u| target::loopback_listener(u))
+            .map(|(pid, how)| match target::proxy_program(pid) {
+                Some(p) => (pid, format!("{how}: {p}, a proxy")),
+                None => (pid, how),
+            }),
+    );
     // A process found twice (the embedded server is also its port's
     // listener) is named once, by the first way it was found.
     let mut pids: Vec<u32> = Vec::new();

@@ -367,8 +367,20 @@ fn a_refused_default_token_is_reported_as_such() {
     }
     // With the token, the same server is checked.
     let out = run(&[
-        "check", "--target", &url, "--principal", "s3cret-a", "--other-principal", "s3cret-b",
-        "--only", "mrtr-unsolicited-state",
+        "check",
+        "--target",
+        &url,
+        "--principal",
+        "s3cret-a",
+        "--other-principal",
+        "s3cret-b",
+        "--only",
+        "mrtr-unsolicited-state",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
