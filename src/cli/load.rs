@@ -889,6 +889,21 @@ fn print_report(r: &run::RunReport) {
             ms(st.p99_ms)
         );
     }
+    let phases = crate::report::phases::rows(s);
+    if !phases.is_empty() {
+        let h = crate::report::phases::HEADS;
+        println!(
+            "  where the time goes (p50 / p99 ms):  {:<16} {:<16} {:<16} {:<16} {:<16}",
+            h[0], h[1], h[2], h[3], h[4]
+        );
+        for r in &phases {
+            let c = &r.cells;
+            println!(
+                "  {:<37} {:<16} {:<16} {:<16} {:<16} {:<16} {}",
+                r.leg, c[0], c[1], c[2], c[3], c[4], r.connections
+            );
+        }
+    }
     println!(
         "  {:<24} n={:<8} p50 {:>8} ms  p95 {:>8} ms  p99 {:>8} ms",
         "end to end",

@@ -24,8 +24,8 @@
 //! A request is never resent.
 
 use super::http::Endpoint;
-use super::leg::Opened;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
+use super::leg::{Connection as LegConnection, Opened};
 use super::stream::{Stream, Tls};
 use crate::protocol::body::Framing;
 use bytes::Bytes;
@@ -223,7 +223,9 @@ impl H1Lane {
         let result = tokio::time::timeout_at(deadline, self.send(uri, out, started)).await;
         let failure = match result {
             Ok(Ok((mut reply, instance))) => {
-                reply.opened = self.opened;
+                if let Some(o) = self.opened {
+                    reply.connection = LegConnection::Opened(o);
+                }
                 let by = instance.or_else(|| self.open.as_ref()?.peer.clone());
                 let same = self.answered.as_ref().map(HeaderValue::as_bytes)
                     == by.as_ref().map(HeaderValue::as_bytes);
@@ -266,7 +268,10 @@ impl H1Lane {
             let content_type = super::http::content_type_of(resp.headers());
             let server_timing = super::http::server_timing_of(resp.headers());
             let instance = resp.headers().get(&INSTANCE).cloned();
-            let (body, first) = read_body(resp.into_body(), started).await?;
+            let sse = content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with(Framing::Sse.media_type()));
+            let (body, first, event) = read_body(resp.into_body(), started, sse).await?;
             let reply = HttpReply {
                 status,
                 content_type,
@@ -275,7 +280,8 @@ impl H1Lane {
                 to_headers,
                 to_first_byte: first.unwrap_or(to_headers),
                 total: started.elapsed(),
-                opened: None,
+                connection: LegConnection::Reused,
+                to_first_event: event,
             };
             Ok((reply, instance))
         };
@@ -473,13 +479,16 @@ fn drive<'a, F: Future>(
 }
 
 /// Reads a whole body (at most [`MAX_BODY_BYTES`]), noting when its first
-/// byte arrived. A body of one frame is kept without a copy.
+/// byte arrived and, for an SSE stream (`sse`), when its first whole event
+/// had. A body of one frame is kept without a copy.
 async fn read_body(
     body: hyper::body::Incoming,
     started: Instant,
-) -> Result<(Bytes, Option<Duration>), String> {
+    sse: bool,
+) -> Result<(Bytes, Option<Duration>, Option<Duration>), String> {
     let mut body = Limited::new(body, MAX_BODY_BYTES);
     let mut first: Option<Duration> = None;
+    let mut event: Option<Duration> = None;
     let mut one: Option<Bytes> = None;
     let mut many: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -499,6 +508,18 @@ async fn read_body(
         if first.is_none() {
             first = Some(started.elapsed());
         }
+        if sse && event.is_none() {
+            // The event ends at the first blank line of the stream so far.
+            let ended = match (&one, many.is_empty()) {
+                (Some(prev), true) => {
+                    crate::protocol::sse::has_event_end(&[prev.as_ref(), data.as_ref()])
+                }
+                _ => crate::protocol::sse::has_event_end(&[many.as_slice(), data.as_ref()]),
+            };
+            if ended {
+                event = Some(started.elapsed());
+            }
+        }
         match one.take() {
             None if many.is_empty() => one = Some(data),
             None => many.extend_from_slice(&data),
@@ -509,7 +530,7 @@ async fn read_body(
         }
     }
     let bytes = one.unwrap_or_else(|| Bytes::from(many));
-    Ok((bytes, first))
+    Ok((bytes, first, event))
 }
 
 #[cfg(test)]

@@ -62,12 +62,25 @@ pub struct Outgoing {
 }
 
 /// How long opening a leg's connection took.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Opened {
     /// The TCP connect.
     pub connect: Duration,
     /// The TLS handshake (zero for plain `http`).
     pub tls: Duration,
+}
+
+/// The connection a leg went on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connection {
+    /// The driver cannot tell (reqwest's pool does not say).
+    #[default]
+    Unknown,
+    /// A kept-alive connection: no connect, no handshake.
+    Reused,
+    /// One it opened, and how long that took (within `to_headers`).
+    Opened(Opened),
 }
 
 /// What came back for an [`Outgoing`], with the driver's timings.
@@ -89,10 +102,11 @@ pub struct HttpReply {
     pub to_first_byte: Duration,
     /// Time until the body was read.
     pub total: Duration,
-    /// The connection this leg opened, and how long that took (within
-    /// `to_headers`); `None` when it went on a kept-alive connection or
-    /// the driver cannot tell (reqwest's pool does not say).
-    pub opened: Option<Opened>,
+    /// The connection it went on.
+    pub connection: Connection,
+    /// Time until the first whole SSE event arrived, when the reply is a
+    /// stream (`text/event-stream`) and the driver watches for it.
+    pub to_first_event: Option<Duration>,
 }
 
 /// Why the driver got no reply.

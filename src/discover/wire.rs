@@ -288,7 +288,8 @@ impl<W: Wire + ?Sized> drive::Exchange for WireLegs<'_, W> {
             to_headers: reply.elapsed,
             to_first_byte: reply.elapsed,
             total: reply.elapsed,
-            opened: None,
+            connection: Default::default(),
+            to_first_event: None,
             body: reply.body,
         })
     }

@@ -152,6 +152,8 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
             &dir,
             "--run-id",
             "tls",
+            "--threshold",
+            "p99(tools/call #1.tls) < 10s",
         ],
         &[],
     );
@@ -163,6 +165,25 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
     let done = summary["round_trips"]["total"].as_u64().unwrap_or(0);
     assert!(done > 20, "round trips over TLS: {summary}");
     assert_eq!(summary["round_trips"]["unexpected"], 0, "{summary}");
+    // Where the time went: the lane opened a few connections over TLS and
+    // kept them; every leg has its time to headers and its body.
+    let first = &summary["phases"]["tools/call #1"];
+    let n = |p: &str| first[p]["count"].as_u64().unwrap_or(0);
+    assert!(n("connect") >= 1 && n("tls") == n("connect"), "{first}");
+    assert!(n("reused") > n("connect"), "kept alive: {first}");
+    assert_eq!(n("headers"), n("connect") + n("reused"), "{first}");
+    assert!(first["tls"]["p50_ms"].as_f64().unwrap() > 0.0, "{first}");
+    let phase_threshold = summary["thresholds"]
+        .as_array()
+        .and_then(|t| {
+            t.iter()
+                .find(|t| t["expr"] == "p99(tools/call #1.tls) < 10s")
+        })
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(phase_threshold["passed"], true, "{phase_threshold}");
+    let md = std::fs::read_to_string(out.path().join("tls/summary.md")).unwrap();
+    assert!(md.contains("## Where the time goes"), "{md}");
     // The port's listener is nginx: said, and its figures not shown as
     // the target's; --target-pid names the server.
     let err = String::from_utf8_lossy(&o.stderr);
