@@ -153,6 +153,7 @@ struct RawCapacity {
     stable_pct: Option<f64>,
     stable_floor: Option<toml::Spanned<String>>,
     host_noise: Option<f64>,
+    host_spare: Option<f64>,
 }
 
 /// Reads and validates a plan file.
@@ -589,6 +590,15 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                     return Err(bad("host_noise", "must be a number of cores > 0"));
                 }
                 spec.host_noise_cores = h;
+            }
+            if let Some(h) = c.host_spare {
+                if !(h.is_finite() && h >= 0.0) {
+                    return Err(bad(
+                        "host_spare",
+                        "must be a number of cores ≥ 0 (0: not judged)",
+                    ));
+                }
+                spec.host_spare_cores = h;
             }
             Some(spec)
         }
