@@ -55,6 +55,12 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().expect("run elicitkit")
 }
 
+/// The JSON document at `path`.
+fn json_at(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
 fn text(o: &Output) -> String {
     format!(
         "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
@@ -158,10 +164,7 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
         &[],
     );
     assert_eq!(o.status.code(), Some(0), "load: {}", text(&o));
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("tls/summary.json")).unwrap(),
-    )
-    .unwrap();
+    let summary = json_at(&out.path().join("tls/summary.json"));
     let done = summary["round_trips"]["total"].as_u64().unwrap_or(0);
     assert!(done > 20, "round trips over TLS: {summary}");
     assert_eq!(summary["round_trips"]["unexpected"], 0, "{summary}");
@@ -215,10 +218,7 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
         &[],
     );
     assert_eq!(o.status.code(), Some(0), "load --target-pid: {}", text(&o));
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("tls-pid/summary.json")).unwrap(),
-    )
-    .unwrap();
+    let summary = json_at(&out.path().join("tls-pid/summary.json"));
     assert_eq!(summary["health"]["source"], "--target-pid", "{summary}");
 
     // fuzz: a short run on a correct server finds nothing.
@@ -239,9 +239,6 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
         &[],
     );
     assert_eq!(o.status.code(), Some(0), "fuzz: {}", text(&o));
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("fz/fuzz/summary.json")).unwrap(),
-    )
-    .unwrap();
+    let summary = json_at(&out.path().join("fz/fuzz/summary.json"));
     assert!(summary["execs"].as_u64().unwrap_or(0) > 10, "{summary}");
 }
