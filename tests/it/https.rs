@@ -142,26 +142,31 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
     }
 
     // A discovered load over the lean lane, every round trip answered.
-    let o = run(
-        &[
+    let load = |id: &str, secs: &str, users: &str, extra: &[&str]| {
+        let mut args = vec![
             "load",
             "--target",
             &url,
             "--cacert",
             &ca,
             "--duration",
-            "3s",
+            secs,
             "--users",
-            "4",
+            users,
             "--quiet",
             "--out",
             &dir,
             "--run-id",
-            "tls",
-            "--threshold",
-            "p99(tools/call #1.tls) < 10s",
-        ],
-        &[],
+            id,
+        ];
+        args.extend_from_slice(extra);
+        run(&args, &[])
+    };
+    let o = load(
+        "tls",
+        "3s",
+        "4",
+        &["--threshold", "p99(tools/call #1.tls) < 10s"],
     );
     assert_eq!(o.status.code(), Some(0), "load: {}", text(&o));
     let summary = json_at(&out.path().join("tls/summary.json"));
@@ -196,27 +201,7 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
     );
     assert!(summary["health"].is_null(), "{}", summary["health"]);
     let pid = d._serve.pid().to_string();
-    let o = run(
-        &[
-            "load",
-            "--target",
-            &url,
-            "--cacert",
-            &ca,
-            "--duration",
-            "1s",
-            "--users",
-            "1",
-            "--quiet",
-            "--out",
-            &dir,
-            "--run-id",
-            "tls-pid",
-            "--target-pid",
-            &pid,
-        ],
-        &[],
-    );
+    let o = load("tls-pid", "1s", "1", &["--target-pid", &pid]);
     assert_eq!(o.status.code(), Some(0), "load --target-pid: {}", text(&o));
     let summary = json_at(&out.path().join("tls-pid/summary.json"));
     assert_eq!(summary["health"]["source"], "--target-pid", "{summary}");
