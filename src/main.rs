@@ -57,7 +57,7 @@ enum Command {
 fn main() -> ExitCode {
     #[cfg(target_os = "linux")]
     no_transparent_huge_pages();
-    let cli = Cli::parse();
+    let cli: Cli = elicitkit::cli::negative::parse();
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
         Command::Bridge(args) => elicitkit::cli::bridge::run(args),

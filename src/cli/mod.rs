@@ -45,6 +45,7 @@ pub mod capacity;
 pub mod check;
 pub mod fuzz;
 pub mod load;
+pub mod negative;
 pub mod report;
 pub mod serve;
 pub mod state;

@@ -73,7 +73,7 @@ pub struct Args {
     pub public_url: Option<String>,
     /// Tokio worker threads (1 = one core, a single-threaded runtime).
     /// Default: one per CPU.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Pending-elicitation store: `memory`, `sqlite:PATH` (survives
     /// restarts), or `redis://HOST:PORT/DB` (shared by every instance behind

@@ -1018,3 +1018,33 @@ fn discovery_waits_as_long_as_the_timeout() {
     assert!(took < Duration::from_secs(4), "{took:?}: {err}");
     drop(held);
 }
+
+/// A negative number given to an option is named as one, whatever its
+/// spelling (before: clap's "unexpected argument '-5' found" for `--rate
+/// -5`, "invalid digit found in string" for `--users=-5`).
+#[test]
+fn a_negative_number_is_refused_by_name() {
+    for (args, value, option) in [
+        (&["load", "--rate", "-5"][..], "-5", "--rate <N>"),
+        (&["load", "--users=-5"], "-5", "--users <N>"),
+        (
+            &["load", "--duration", "-5s"],
+            "-5s",
+            "--duration <DURATION>",
+        ),
+        (&["serve", "--workers", "-2"], "-2", "--workers <N>"),
+    ] {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "error: invalid value '{value}' for '{option}': a negative number, and no \
+                 elicitkit option takes one\n\nUsage: elicitkit {} [OPTIONS]\n\nFor more \
+                 information, try '--help'.\n",
+                args[0]
+            ),
+            "{args:?}"
+        );
+    }
+}
