@@ -28,7 +28,8 @@ pub const FUZZ_EXAMPLES: &str = "Examples:
   elicitkit fuzz --target http://127.0.0.1:8080/mcp  # 60 s, seed 1, both generations
   elicitkit fuzz --target URL --duration 10m --seed 42 --tool deploy
   elicitkit fuzz --target URL --generation 2026-07-28 --single-use place_order
-  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh   # replay a finding
+  # replay a finding; exit 1 it reproduced, 0 it did not, 2 it could not tell
+  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh
   elicitkit fuzz --target stdio -- python server.py  # a server that speaks stdio: its exit is a
                                                      # finding; repro.sh starts it behind `elicitkit bridge`";
 
@@ -39,8 +40,8 @@ pub struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp, or `stdio` and the
     /// server's command after `--`. It is called for real with mutated
     /// traffic: use a test instance.
-    #[arg(long, value_name = "URL")]
-    pub target: String,
+    #[arg(long, value_name = "URL", required_unless_present = "judge")]
+    pub target: Option<String>,
     /// A server that speaks stdio (its exit is a finding, with its status
     /// and stderr tail; each repro.sh starts it again behind
     /// `elicitkit bridge`).
@@ -70,10 +71,38 @@ pub struct Args {
     /// No progress line.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Judge the replies a finding's repro.sh wrote, as the fuzzer judged
+    /// the run's (each repro.sh ends with this): DIR is the finding's
+    /// folder. Exit 1 the symptom reproduced, 0 it did not, 2 it could not
+    /// be told.
+    #[arg(long, value_name = "DIR", conflicts_with = "target")]
+    pub judge: Option<PathBuf>,
+    /// With --judge: the folder of the replies (repro.sh's $OUT; default
+    /// DIR/rerun, the fuzzer's own re-run).
+    #[arg(long, value_name = "OUT", requires = "judge")]
+    pub replies: Option<PathBuf>,
+}
+
+/// `elicitkit fuzz --judge DIR`: repro.sh's verdict on its own replies.
+fn judge(dir: &std::path::Path, replies: Option<&std::path::Path>) -> ExitCode {
+    use crate::fuzz::blackbox::summary::Reproduced;
+    let v = crate::fuzz::blackbox::verdict_file::judge(dir, replies);
+    println!("reproduced: {} ({})", v.reproduced, v.detail);
+    match v.reproduced {
+        Reproduced::Yes => exit::failed(),
+        Reproduced::No => exit::ok(),
+        Reproduced::Unknown => exit::usage(),
+    }
 }
 
 /// Runs `elicitkit fuzz`.
 pub fn run(args: Args) -> ExitCode {
+    if let Some(dir) = &args.judge {
+        return judge(dir, args.replies.as_deref());
+    }
+    let Some(target) = args.target.clone() else {
+        return usage_error("--target is required");
+    };
     let generation = match args.aim.generation() {
         Ok(g) => g,
         Err(e) => return usage_error(e),
@@ -91,15 +120,15 @@ pub fn run(args: Args) -> ExitCode {
             .map_or(0, |d| d.as_secs());
         format!("{}-fuzz", crate::load::run::utc_stamp(now))
     });
-    let stdio = match args.stdio.spec(&args.target) {
+    let stdio = match args.stdio.spec(&target) {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
     let shown = stdio.as_ref().map_or_else(
-        || args.target.clone(),
+        || target.clone(),
         |s| format!("stdio: {}", s.command.display()),
     );
-    let mut s = Settings::new(args.target.clone());
+    let mut s = Settings::new(target.clone());
     args.aim.apply(&mut s.target);
     s.other_given = args.aim.other_principal.is_some();
     s.generation = generation;
@@ -116,7 +145,7 @@ pub fn run(args: Args) -> ExitCode {
     let summary = runtime.block_on(async {
         // Ctrl-C and SIGTERM end the campaign with its summary written.
         crate::interrupt::listen();
-        let resolved = super::target::resolve(&args.target, stdio.clone()).await?;
+        let resolved = super::target::resolve(&target, stdio.clone()).await?;
         s.target.mcp_url.clone_from(&resolved.url);
         s.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
         let target = blackbox::prepare(&s).await.map_err(|e| e.to_string());
