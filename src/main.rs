@@ -26,7 +26,13 @@ fn no_transparent_huge_pages() {
 
 /// Load-test, fuzz and conformance-check MCP servers that elicit user input.
 #[derive(Parser)]
-#[command(name = "elicitkit", version, about, long_about = None)]
+#[command(
+    name = "elicitkit",
+    version,
+    about,
+    long_about = None,
+    after_help = elicitkit::cli::START_HERE
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

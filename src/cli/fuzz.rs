@@ -24,14 +24,20 @@ are written first; a second signal exits at once).";
 
 /// `--help` examples.
 pub const FUZZ_EXAMPLES: &str = "Examples:
-  elicitkit serve --flaw accept-tampered-state &     # a deliberately broken target
-  elicitkit fuzz --target http://127.0.0.1:8080/mcp  # 60 s, seed 1, both generations
-  elicitkit fuzz --target URL --duration 10m --seed 42 --tool deploy
-  elicitkit fuzz --target URL --generation 2026-07-28 --single-use place_order
-  # replay a finding; exit 1 it reproduced, 0 it did not, 2 it could not tell
-  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh
-  elicitkit fuzz --target stdio -- python server.py  # a server that speaks stdio: its exit is a
-                                                     # finding; repro.sh starts it behind `elicitkit bridge`";
+  # a deliberately broken target, then 60 s of fuzzing
+  elicitkit serve --flaw accept-tampered-state &
+  elicitkit fuzz --target http://127.0.0.1:8080/mcp
+  # longer, another seed, one tool
+  elicitkit fuzz --target URL -d 10m --seed 42 --tool deploy
+  # one generation; a tool that must complete once
+  elicitkit fuzz --target URL --generation 2026-07-28 \\
+      --single-use place_order
+  # replay a finding: exit 1 reproduced, 0 not, 2 unknown
+  URL=http://127.0.0.1:8080/mcp \\
+      reports/<run>/fuzz/001-*/repro.sh
+  # a stdio server (its exit is a finding; each repro.sh
+  # starts it again behind `elicitkit bridge`)
+  elicitkit fuzz --target stdio -- python server.py";
 
 /// Arguments of `elicitkit fuzz`.
 #[derive(Debug, ClapArgs)]
@@ -40,7 +46,12 @@ pub struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp, or `stdio` and the
     /// server's command after `--`. It is called for real with mutated
     /// traffic: use a test instance.
-    #[arg(long, value_name = "URL", required_unless_present = "judge")]
+    #[arg(
+        help_heading = "Target",
+        long,
+        value_name = "URL",
+        required_unless_present = "judge"
+    )]
     pub target: Option<String>,
     /// A server that speaks stdio (its exit is a finding, with its status
     /// and stderr tail; each repro.sh starts it again behind
@@ -48,38 +59,54 @@ pub struct Args {
     #[command(flatten)]
     pub stdio: super::target::StdioArgs,
     /// How long to fuzz, minimising included (discovery runs before the clock starts).
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Campaign", short, long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Seed of the cases: the same seed sends the same cases again.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Campaign", long, default_value_t = 1)]
     pub seed: u64,
     /// Most HTTP requests of the run.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(help_heading = "Campaign", long, default_value_t = 100_000)]
     pub max_requests: u64,
     /// Per-request timeout; a reply later than this is a `hang` finding.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Campaign", long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
     /// Generation, principals and tools.
     #[command(flatten)]
     pub aim: super::target::AimArgs,
     /// Folder for report folders.
-    #[arg(long, value_name = "DIR", default_value = "reports")]
+    #[arg(
+        help_heading = "Output",
+        short,
+        long,
+        value_name = "DIR",
+        default_value = "reports"
+    )]
     pub out: PathBuf,
     /// Name of the report folder (default: <UTC time>-fuzz).
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "Output", long, value_name = "ID")]
     pub run_id: Option<String>,
     /// No progress line.
-    #[arg(long, short)]
+    #[arg(help_heading = "Output", long, short)]
     pub quiet: bool,
     /// Judge the replies a finding's repro.sh wrote, as the fuzzer judged
     /// the run's (each repro.sh ends with this): DIR is the finding's
     /// folder. Exit 1 the symptom reproduced, 0 it did not, 2 it could not
     /// be told.
-    #[arg(long, value_name = "DIR", conflicts_with = "target")]
+    #[arg(
+        help_heading = "Judging a repro.sh",
+        long,
+        value_name = "DIR",
+        conflicts_with = "target"
+    )]
     pub judge: Option<PathBuf>,
     /// With --judge: the folder of the replies (repro.sh's $OUT; default
     /// DIR/rerun, the fuzzer's own re-run).
-    #[arg(long, value_name = "OUT", requires = "judge")]
+    #[arg(
+        help_heading = "Judging a repro.sh",
+        long,
+        value_name = "OUT",
+        requires = "judge"
+    )]
     pub replies: Option<PathBuf>,
 }
 

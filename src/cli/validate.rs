@@ -27,9 +27,13 @@ InputRequiredResult, a JSON-RPC response holding one, an error response, or an E
 (give --schema to check its content). Detects which it is and prints every finding.",
     after_help = "Examples:
   elicitkit validate message.json
-  curl -s ... | elicitkit validate -                 # from standard input
-  elicitkit validate answer.json --schema requested-schema.json
-  elicitkit validate result.json --generation 2026-07-28 --format json
+  # from standard input
+  curl -s ... | elicitkit validate -
+  # an ElicitResult against the schema it answers
+  elicitkit validate answer.json --schema schema.json
+  # judged as one generation, for machines
+  elicitkit validate result.json --generation 2026-07-28 \\
+      --format json
 
 Exit codes: 0 no MUST finding; 1 a MUST finding; 2 the input cannot be read, or is not an \
 elicitation message (nothing to check)."
@@ -39,13 +43,13 @@ pub struct Args {
     #[arg(default_value = "-")]
     pub file: String,
     /// The requestedSchema (JSON file) an ElicitResult answers.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Judging", long, value_name = "FILE")]
     pub schema: Option<String>,
     /// Judge against this generation instead of inferring it.
-    #[arg(long, value_enum, default_value_t = GenerationArg::Auto)]
+    #[arg(help_heading = "Judging", long, value_enum, default_value_t = GenerationArg::Auto)]
     pub generation: GenerationArg,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(help_heading = "Output", long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 
