@@ -43,7 +43,7 @@ pub const KEY_ENV: &str = "ELICITKIT_STATE_KEY";
 Stopping: Ctrl-C or SIGTERM logs the signal, stops accepting connections, ends open SSE \
 streams and gives requests in flight up to 5 s to finish, then exits 0.
 
-Exit codes: 0 stopped by a signal; 2 usage error (a bad flag, key file or store), or the address \
+Exit codes: 0 stopped by a signal (or, with --stdio, stdin closed); 2 usage error (a bad flag, key file or store), or the address \
 cannot be listened on.")]
 pub struct Args {
     /// Address to listen on: IP:PORT or HOST:PORT (e.g. localhost:8080;
