@@ -6,6 +6,7 @@
 #
 #   cargo build --release && cargo install oha --profile pgo && loadtests/bench-vs-oha.sh
 #   CONCS="4 64 512" SECS=10 RATE=3000 loadtests/bench-vs-oha.sh
+#   TLS=1 loadtests/bench-vs-oha.sh      # https: both through nginx terminating TLS
 #
 # oha's `pgo` profile is its whole-program build (fat LTO, one codegen unit;
 # without profile data here), like elicitkit's release profile: a plain
@@ -29,9 +30,16 @@
 # cheapest run is each side's least disturbed). Pin with taskset for steadier
 # numbers, e.g. `taskset -c 1 loadtests/bench-vs-oha.sh` with the server on 0
 # (SERVER_CPU=0).
+#
+# TLS=1: the same sweep over https, through nginx terminating TLS on
+# 127.0.0.1 in front of the server (loadtests/lib/tls-front.sh: a throwaway
+# CA and leaf made by openssl); oha with --insecure, elicitkit with --cacert.
+# Both keep their connections alive, so the handshakes are few and the cost
+# is mostly the TLS record layer; requests are still counted at the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . loadtests/lib/listening.sh
+. loadtests/lib/tls-front.sh
 BIN=${BIN:-target/release/elicitkit}
 SECS=${SECS:-10}
 CONCS=${CONCS:-4 64 512}
@@ -41,10 +49,12 @@ PRINCIPALS=${PRINCIPALS:-}
 MODELS=${MODELS:-closed open}
 RUNS=${RUNS:-1}
 SERVER_CPU=${SERVER_CPU:-}
+TLS=${TLS:-}
 command -v oha >/dev/null || { echo "oha not found: cargo install oha" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build --release" >&2; exit 2; }
 out="$(mktemp -d)"
-trap 'kill "$srv" 2>/dev/null || true; rm -rf "$out"' EXIT
+TLS_FRONT_PID=
+trap 'kill "$srv" $TLS_FRONT_PID 2>/dev/null || true; rm -rf "$out"' EXIT
 
 pin=()
 [ -n "$SERVER_CPU" ] && pin=(taskset -c "$SERVER_CPU")
@@ -52,6 +62,14 @@ pin=()
 srv=$!
 base=$(listening_url "$out/serve.out" "$srv") || exit 1
 url="$base/mcp"
+oha_tls=()
+ek_tls=()
+if [ -n "$TLS" ]; then
+  port=$(tls_front "$out/tls" "${base#http://}") || exit 1
+  url="https://127.0.0.1:$port/mcp"
+  oha_tls=(--insecure)
+  ek_tls=(--cacert "$TLS_FRONT_CA")
+fi
 tck=$(getconf CLK_TCK)
 echo "target $url (serve --workers $WORKERS), ${SECS}s per run, concurrency: $CONCS"
 
@@ -84,7 +102,7 @@ measure() { # model conc label command...
 
 oha_cmd() { # conc extra-args...: sets oha_args to the oha command line
   local conc=$1; shift
-  oha_args=(oha -z "${SECS}s" -c "$conc" --no-tui --output-format json -m POST "$@"
+  oha_args=(oha -z "${SECS}s" -c "$conc" --no-tui --output-format json -m POST "$@" ${oha_tls[@]+"${oha_tls[@]}"}
     -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
     -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: stats'
     -H 'Authorization: Bearer alice' -d "$body" "$url")
@@ -95,7 +113,7 @@ for conc in $CONCS; do
   # holds `conc` connections.
   sed "s/^\[load\]$/[load]\nmax_in_flight = $conc/" loadtests/trivial.toml >"$out/trivial-$conc.toml"
   ek=("$BIN" load --plan "$out/trivial-$conc.toml" --target "$url" --duration "${SECS}s"
-    --out "$out" --quiet)
+    --out "$out" --quiet ${ek_tls[@]+"${ek_tls[@]}"})
   [ -n "$PRINCIPALS" ] && ek+=(--principals "$PRINCIPALS")
   echo "concurrency $conc"
   for _ in $(seq "$RUNS"); do for model in $MODELS; do

@@ -69,6 +69,9 @@ pub struct Args {
     /// Generation, principals and tools.
     #[command(flatten)]
     pub aim: super::target::AimArgs,
+    /// How an https target's certificate is checked.
+    #[command(flatten)]
+    pub tls: super::target::TlsArgs,
     /// A read-only tool that reports the server's state, read before and
     /// after a decline to see that nothing happened (default: the first
     /// tool annotated readOnlyHint that does not elicit).
@@ -174,6 +177,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(g) => g,
         Err(e) => return usage_error(e),
     };
+    if let Err(e) = args.tls.install() {
+        return usage_error(e);
+    }
     let runtime = match super::runtime() {
         Ok(r) => r,
         Err(code) => return code,

@@ -73,6 +73,9 @@ pub struct Args {
     /// Generation, principals and tools.
     #[command(flatten)]
     pub aim: super::target::AimArgs,
+    /// How an https target's certificate is checked.
+    #[command(flatten)]
+    pub tls: super::target::TlsArgs,
     /// Folder for report folders.
     #[arg(
         help_heading = "Output",
@@ -134,6 +137,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(g) => g,
         Err(e) => return usage_error(e),
     };
+    if let Err(e) = args.tls.install() {
+        return usage_error(e);
+    }
     if args.duration.is_zero() || args.max_requests == 0 {
         return usage_error("--duration and --max-requests must be positive");
     }

@@ -123,6 +123,10 @@ pub struct Args {
     /// Real tokens for the users, one a line, taken round robin.
     #[arg(help_heading = "Target", long, value_name = "FILE")]
     pub principal_file: Option<PathBuf>,
+    /// How an https target's certificate is checked (`cacert` and
+    /// `insecure` in the plan's [target] table; the flags win).
+    #[command(flatten)]
+    pub tls: super::target::TlsArgs,
     /// The measured window, e.g. 30s (after the users' launch and --warmup).
     #[arg(short = 'd', help_heading = "Load shape", long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
@@ -280,6 +284,8 @@ fn overrides(args: &Args) -> Overrides {
         principal: args.principal.clone(),
         principals: args.principals,
         principal_file: args.principal_file.clone(),
+        cacert: args.tls.cacert.clone(),
+        insecure: args.tls.insecure,
         tools: args.tools.clone(),
         skip_tools: args.skip_tools.clone(),
         workers: args.workers,
@@ -424,11 +430,14 @@ pub fn run(args: Args) -> ExitCode {
         return usage_error(STDIO_LOAD);
     }
     // Route Goose's `log` output through a quiet tracing subscriber (Goose
-    // would otherwise print a warning per failed request); RUST_LOG overrides.
+    // would otherwise print a warning per failed request; rustls one per
+    // refused certificate, which our own message explains); RUST_LOG
+    // overrides. Colour only on a terminal.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,goose=error"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,goose=error,rustls=off"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
     let baseline = match args.baseline.as_slice() {
@@ -444,6 +453,10 @@ pub fn run(args: Args) -> ExitCode {
             Err(e) => return usage_error(e),
         },
     };
+    // Discovery trusts what the flags say; the plan's own keys join below.
+    if let Err(e) = args.tls.install() {
+        return usage_error(e);
+    }
     let mut discovery_lines = Vec::new();
     let discovered = match (&args.plan, &args.target) {
         (None, Some(targets)) => {
@@ -496,6 +509,11 @@ pub fn run(args: Args) -> ExitCode {
         Ok(p) => p,
         Err(e) => return usage_error(e),
     };
+    if plan.target.tls != args.tls.options()
+        && let Err(e) = crate::client::tls::install(&plan.target.tls)
+    {
+        return usage_error(e);
+    }
     let start_at = match &args.start_at {
         Some(t) => {
             match crate::load::spec::segment::parse_start_at(t, std::time::SystemTime::now()) {
@@ -690,6 +708,9 @@ pub struct PlanArgs {
     /// Goose users written into the plan.
     #[arg(short = 'u', help_heading = "Plan", long, default_value_t = 4)]
     pub users: usize,
+    /// How an https target's certificate is checked.
+    #[command(flatten)]
+    pub tls: super::target::TlsArgs,
 }
 
 /// Runs `elicitkit plan`.
@@ -697,6 +718,9 @@ pub fn run_plan(args: PlanArgs) -> ExitCode {
     if args.target == super::target::STDIO {
         // A plan is what `load` runs, and `load` takes no stdio target.
         return usage_error(format!("plan writes a load plan: {STDIO_LOAD}"));
+    }
+    if let Err(e) = args.tls.install() {
+        return usage_error(e);
     }
     let rt = match runtime(2) {
         Ok(r) => r,
@@ -822,6 +846,21 @@ fn print_report(r: &run::RunReport) {
             ms(st.p95_ms),
             ms(st.p99_ms)
         );
+    }
+    let phases = crate::report::phases::rows(s);
+    if !phases.is_empty() {
+        let h = crate::report::phases::HEADS;
+        println!(
+            "  where the time goes (p50 / p99 ms):  {:<16} {:<16} {:<16} {:<16} {:<16}",
+            h[0], h[1], h[2], h[3], h[4]
+        );
+        for r in &phases {
+            let c = &r.cells;
+            println!(
+                "  {:<37} {:<16} {:<16} {:<16} {:<16} {:<16} {}",
+                r.leg, c[0], c[1], c[2], c[3], c[4], r.connections
+            );
+        }
     }
     println!(
         "  {:<24} n={:<8} p50 {:>8} ms  p95 {:>8} ms  p99 {:>8} ms",

@@ -1,7 +1,8 @@
 //! The target flags `check`, `fuzz`, `plan` and `load` share for a server
 //! that speaks stdio: `--target stdio`, then the command after `--`, with
 //! `--env`, `--cwd` and `--identity-env`; and those `check` and `fuzz`
-//! share for whom and what they aim at ([`AimArgs`]).
+//! share for whom and what they aim at ([`AimArgs`]); and how every command
+//! with a target trusts an `https` one ([`TlsArgs`]).
 
 use crate::discover::TargetSettings;
 use crate::protocol::Generation;
@@ -64,6 +65,37 @@ impl AimArgs {
         t.tools = self.tools.clone();
         t.skip_tools = self.skip_tools.clone();
         t.single_use = self.single_use.clone();
+    }
+}
+
+/// How an `https` target's certificate is checked: the platform's roots
+/// (and `SSL_CERT_FILE` / `SSL_CERT_DIR`), a private CA, or nothing.
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsArgs {
+    /// Also trust the CA certificate(s) in this PEM file for an https
+    /// target (a private CA), besides the system's roots and
+    /// SSL_CERT_FILE, e.g. --cacert ca.pem.
+    #[arg(help_heading = "Target", long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Do not verify an https target's certificate (a self-signed
+    /// staging server; testing only).
+    #[arg(help_heading = "Target", long)]
+    pub insecure: bool,
+}
+
+impl TlsArgs {
+    /// These settings, as the TLS options every client of this process
+    /// uses from now on ([`crate::client::tls::install`]).
+    pub fn install(&self) -> Result<(), String> {
+        crate::client::tls::install(&self.options()).map_err(|e| e.to_string())
+    }
+
+    /// As TLS options.
+    pub fn options(&self) -> crate::client::tls::TlsOptions {
+        crate::client::tls::TlsOptions {
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! A lean keep-alive HTTP/1.1 connection to a plain-`http` MCP endpoint,
-//! for the load generator's hot path.
+//! A lean keep-alive HTTP/1.1 connection to an MCP endpoint, `http` or
+//! `https`, for the load generator's hot path.
 //!
 //! reqwest does per request what a load loop does not need: URL
 //! re-parsing for its redirect policy, proxy matching, pool checkout and
@@ -7,9 +7,11 @@
 //! endpoint). An [`H1Lane`] owns one hyper connection, keeps the
 //! `Host` and `Authorization` values ready, and sends each
 //! [`Outgoing`] for the MCP endpoint, or for a URL-flow page on the same
-//! origin, as is. Everything else (pages elsewhere, `https` targets) stays
-//! on reqwest: [`H1Lane::for_endpoint`] gives `None` for an endpoint it does
-//! not serve, and [`H1Lane::uri_for`] `None` for a page it does not.
+//! origin, as is. Everything else (pages elsewhere) stays on reqwest:
+//! [`H1Lane::for_endpoint`] gives `None` for an endpoint it does not serve,
+//! and [`H1Lane::uri_for`] `None` for a page it does not. Over `https` the
+//! lane speaks TLS with the process's shared rustls configuration
+//! ([`super::tls::shared`]), whose session cache lets a reconnect resume.
 //!
 //! The lane polls its hyper connection itself, inside the request's own
 //! task, instead of spawning a task per connection: a request then costs
@@ -23,6 +25,8 @@
 
 use super::http::Endpoint;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
+use super::leg::{Connection as LegConnection, Opened};
+use super::stream::{Stream, Tls};
 use crate::protocol::body::Framing;
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, HeaderName, HeaderValue};
@@ -36,7 +40,7 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// The connection half that does the I/O; polled by [`drive`].
-type Conn = Pin<Box<Connection<TokioIo<tokio::net::TcpStream>, Full<Bytes>>>>;
+type Conn = Pin<Box<Connection<TokioIo<Stream>, Full<Bytes>>>>;
 
 /// The response header naming the instance that answered.
 const INSTANCE: HeaderName = HeaderName::from_static(crate::protocol::headers::INSTANCE);
@@ -64,6 +68,11 @@ pub fn bearer(token: &str) -> Option<HeaderValue> {
 /// One keep-alive HTTP/1.1 connection to the MCP endpoint.
 pub struct H1Lane {
     addr: String,
+    /// TLS for an `https` endpoint.
+    tls: Option<Tls>,
+    /// The connection this exchange opened, and how long that took
+    /// (`None`: it went on a kept-alive one).
+    opened: Option<Opened>,
     host: HeaderValue,
     /// The MCP URL, which pages are resolved against.
     base: url::Url,
@@ -96,15 +105,17 @@ impl std::fmt::Debug for H1Lane {
 }
 
 impl H1Lane {
-    /// A lane for `endpoint`, or `None` when its URL is not plain `http`
-    /// with a host (or a token is not a valid header value): such targets
-    /// go through reqwest.
+    /// A lane for `endpoint`, or `None` when its URL is not `http` or
+    /// `https` with a host (or a token is not a valid header value): such
+    /// targets go through reqwest.
     pub fn for_endpoint(endpoint: &Endpoint) -> Option<H1Lane> {
         let url = url::Url::parse(&endpoint.mcp_url).ok()?;
-        if url.scheme() != "http" {
-            return None;
-        }
         let host = url.host_str()?;
+        let tls = match url.scheme() {
+            "http" => None,
+            "https" => Some(Tls::to(host)?),
+            _ => return None,
+        };
         let port = url.port_or_known_default()?;
         let authority = match url.port() {
             Some(p) => format!("{host}:{p}"),
@@ -117,6 +128,8 @@ impl H1Lane {
         Some(H1Lane {
             base: url.clone(),
             addr: format!("{host}:{port}"),
+            tls,
+            opened: None,
             host: HeaderValue::from_str(&authority).ok()?,
             path: path.parse().ok()?,
             primary: bearer(&endpoint.primary_token)?,
@@ -201,6 +214,7 @@ impl H1Lane {
     ) -> Result<HttpReply, (LegFailure, Duration)> {
         let started = Instant::now();
         self.replied = false;
+        self.opened = None;
         // From `started`: `timeout` would read the clock once more. (Capped
         // at 30 years, where tokio's own far future is, so it cannot
         // overflow.)
@@ -208,7 +222,10 @@ impl H1Lane {
         let deadline = tokio::time::Instant::from_std(started) + timeout.min(far);
         let result = tokio::time::timeout_at(deadline, self.send(uri, out, started)).await;
         let failure = match result {
-            Ok(Ok((reply, instance))) => {
+            Ok(Ok((mut reply, instance))) => {
+                if let Some(o) = self.opened {
+                    reply.connection = LegConnection::Opened(o);
+                }
                 let by = instance.or_else(|| self.open.as_ref()?.peer.clone());
                 let same = self.answered.as_ref().map(HeaderValue::as_bytes)
                     == by.as_ref().map(HeaderValue::as_bytes);
@@ -251,7 +268,10 @@ impl H1Lane {
             let content_type = super::http::content_type_of(resp.headers());
             let server_timing = super::http::server_timing_of(resp.headers());
             let instance = resp.headers().get(&INSTANCE).cloned();
-            let (body, first) = read_body(resp.into_body(), started).await?;
+            let sse = content_type
+                .as_deref()
+                .is_some_and(|c| c.starts_with(Framing::Sse.media_type()));
+            let (body, first, event) = read_body(resp.into_body(), started, sse).await?;
             let reply = HttpReply {
                 status,
                 content_type,
@@ -260,6 +280,8 @@ impl H1Lane {
                 to_headers,
                 to_first_byte: first.unwrap_or(to_headers),
                 total: started.elapsed(),
+                connection: LegConnection::Reused,
+                to_first_event: event,
             };
             Ok((reply, instance))
         };
@@ -371,11 +393,8 @@ impl H1Lane {
             }
         }
         self.open = None;
-        let stream = tokio::net::TcpStream::connect(&self.addr)
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
-        // Small requests and replies: never wait for Nagle.
-        let _ = stream.set_nodelay(true);
+        let (stream, opened) = super::stream::open(&self.addr, self.tls.as_ref()).await?;
+        self.opened = Some(opened);
         let peer = stream
             .peer_addr()
             .ok()
@@ -460,13 +479,16 @@ fn drive<'a, F: Future>(
 }
 
 /// Reads a whole body (at most [`MAX_BODY_BYTES`]), noting when its first
-/// byte arrived. A body of one frame is kept without a copy.
+/// byte arrived and, for an SSE stream (`sse`), when its first whole event
+/// had. A body of one frame is kept without a copy.
 async fn read_body(
     body: hyper::body::Incoming,
     started: Instant,
-) -> Result<(Bytes, Option<Duration>), String> {
+    sse: bool,
+) -> Result<(Bytes, Option<Duration>, Option<Duration>), String> {
     let mut body = Limited::new(body, MAX_BODY_BYTES);
     let mut first: Option<Duration> = None;
+    let mut event: Option<Duration> = None;
     let mut one: Option<Bytes> = None;
     let mut many: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
@@ -486,6 +508,18 @@ async fn read_body(
         if first.is_none() {
             first = Some(started.elapsed());
         }
+        if sse && event.is_none() {
+            // The event ends at the first blank line of the stream so far.
+            let ended = match (&one, many.is_empty()) {
+                (Some(prev), true) => {
+                    crate::protocol::sse::has_event_end(&[prev.as_ref(), data.as_ref()])
+                }
+                _ => crate::protocol::sse::has_event_end(&[many.as_slice(), data.as_ref()]),
+            };
+            if ended {
+                event = Some(started.elapsed());
+            }
+        }
         match one.take() {
             None if many.is_empty() => one = Some(data),
             None => many.extend_from_slice(&data),
@@ -496,7 +530,7 @@ async fn read_body(
         }
     }
     let bytes = one.unwrap_or_else(|| Bytes::from(many));
-    Ok((bytes, first))
+    Ok((bytes, first, event))
 }
 
 #[cfg(test)]
@@ -537,7 +571,7 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_http_targets_get_a_lane() {
+    fn http_and_https_targets_get_a_lane() {
         let lane = H1Lane::for_endpoint(&Endpoint::new("http://127.0.0.1:8080/mcp?x=1", "alice"));
         let lane = lane.expect("plain http has a lane");
         assert_eq!(lane.addr, "127.0.0.1:8080");
@@ -547,7 +581,13 @@ mod tests {
         assert!(lane.other.is_none());
         let v6 = H1Lane::for_endpoint(&Endpoint::new("http://[::1]/mcp", "a")).unwrap();
         assert_eq!(v6.addr, "[::1]:80");
-        assert!(H1Lane::for_endpoint(&Endpoint::new("https://127.0.0.1/mcp", "a")).is_none());
+        let tls = H1Lane::for_endpoint(&Endpoint::new("https://localhost/mcp", "a")).unwrap();
+        assert_eq!(
+            (tls.addr.as_str(), tls.tls.is_some()),
+            ("localhost:443", true)
+        );
+        assert!(lane.tls.is_none());
+        assert!(H1Lane::for_endpoint(&Endpoint::new("ftp://127.0.0.1/mcp", "a")).is_none());
         assert!(H1Lane::for_endpoint(&Endpoint::new("not a url", "a")).is_none());
         assert!(H1Lane::for_endpoint(&Endpoint::new("http://127.0.0.1/", "bad\ntoken")).is_none());
         let page = |url: &str| lane.uri_for(&Target::Page { url: url.into() });

@@ -130,10 +130,20 @@ async fn send(
             .or_else(|| resp.remote_addr().map(|a| a.to_string()));
         let mut resp = resp;
         let mut first = None;
+        let mut event = None;
+        let sse = content_type
+            .as_deref()
+            .is_some_and(|c| c.starts_with(Framing::Sse.media_type()));
         let mut body = Vec::new();
         while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e))? {
             if first.is_none() && !chunk.is_empty() {
                 first = Some(started.elapsed());
+            }
+            if sse
+                && event.is_none()
+                && crate::protocol::sse::has_event_end(&[body.as_slice(), chunk.as_ref()])
+            {
+                event = Some(started.elapsed());
             }
             body.extend_from_slice(&chunk);
         }
@@ -146,6 +156,8 @@ async fn send(
             to_headers,
             to_first_byte: first.unwrap_or(to_headers),
             total: started.elapsed(),
+            connection: Default::default(),
+            to_first_event: event,
         })
     };
     let result = match tokio::time::timeout(timeout, work).await {

@@ -61,6 +61,28 @@ pub struct Outgoing {
     pub auth: Auth,
 }
 
+/// How long opening a leg's connection took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Opened {
+    /// The TCP connect.
+    pub connect: Duration,
+    /// The TLS handshake (zero for plain `http`).
+    pub tls: Duration,
+}
+
+/// The connection a leg went on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connection {
+    /// The driver cannot tell (reqwest's pool does not say).
+    #[default]
+    Unknown,
+    /// A kept-alive connection: no connect, no handshake.
+    Reused,
+    /// One it opened, and how long that took (within `to_headers`).
+    Opened(Opened),
+}
+
 /// What came back for an [`Outgoing`], with the driver's timings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HttpReply {
@@ -80,6 +102,11 @@ pub struct HttpReply {
     pub to_first_byte: Duration,
     /// Time until the body was read.
     pub total: Duration,
+    /// The connection it went on.
+    pub connection: Connection,
+    /// Time until the first whole SSE event arrived, when the reply is a
+    /// stream (`text/event-stream`) and the driver watches for it.
+    pub to_first_event: Option<Duration>,
 }
 
 /// Why the driver got no reply.

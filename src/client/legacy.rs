@@ -209,6 +209,8 @@ fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> 
         total: e,
         server_state: None,
         server_app: None,
+        connection: Default::default(),
+        to_first_event: None,
         result,
     }
 }
@@ -609,6 +611,8 @@ impl LegacyClient {
                         total: h.at,
                         server_state: None,
                         server_app: None,
+                        connection: Default::default(),
+                        to_first_event: None,
                         result,
                     });
                 }
@@ -617,6 +621,9 @@ impl LegacyClient {
                     events.clear();
                     if let Err(e) = parsers[0].push(&b, &mut events) {
                         return Final::Violation(e.to_string());
+                    }
+                    if !events.is_empty() && stream_leg.to_first_event.is_none() {
+                        stream_leg.to_first_event = Some(started.elapsed());
                     }
                     for ev in events.drain(..) {
                         if let Some(f) = self.on_event(&ev.data, Src::Post, id, deadline, st).await
@@ -1068,6 +1075,8 @@ fn page_leg(name: &str, r: &HttpReply) -> Leg {
         total: r.total,
         server_state: s,
         server_app: a,
+        connection: r.connection,
+        to_first_event: r.to_first_event,
         result: if (200..400).contains(&r.status) {
             LegResult::Page
         } else {

@@ -20,6 +20,11 @@
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
 //! - [`rpc`]: the JSON-RPC reading of a reply ([`rpc::Rpc`]).
 //! - [`stall`]: what a Nagle + delayed-ACK tail stall is (load and check).
+//! - [`stream`]: the lane's connection, plain or TLS, and how long
+//!   opening it took.
+//! - [`tls`]: `https` targets: the platform's roots, `--cacert`,
+//!   `--insecure`, one rustls config per run, and certificate failures in
+//!   words with their fix.
 //! - [`marker`]: round-trip markers that make replies attributable.
 //! - `content`: valid and invalid form content for answers.
 
@@ -39,6 +44,8 @@ pub mod raw;
 pub mod rejection;
 pub mod rpc;
 pub mod stall;
+pub mod stream;
+pub mod tls;
 
 pub use content::InvalidKind;
 pub use drive::{Exchange, LegReply, drive};

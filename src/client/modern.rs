@@ -446,6 +446,8 @@ impl ModernFlow {
             total: reply.total,
             server_state: state,
             server_app: app,
+            connection: reply.connection,
+            to_first_event: reply.to_first_event,
             result: LegResult::Page,
         };
         match std::mem::replace(&mut self.pending, Pending::Call) {

@@ -61,6 +61,10 @@ pub struct Leg {
     pub server_state: Option<Duration>,
     /// `Server-Timing: app;dur=…`, when reported.
     pub server_app: Option<Duration>,
+    /// The connection it went on (opened: the connect and TLS times).
+    pub connection: super::leg::Connection,
+    /// Time until the first whole SSE event, for a stream reply.
+    pub to_first_event: Option<Duration>,
     /// How it ended.
     pub result: LegResult,
 }
@@ -77,6 +81,8 @@ impl Leg {
             total: elapsed,
             server_state: None,
             server_app: None,
+            connection: Default::default(),
+            to_first_event: None,
             result,
         }
     }

@@ -179,6 +179,9 @@ pub async fn open<W: Wire + ?Sized>(
     let reply = p.send(init).await.map_err(SessionError::Initialize)?;
     let result = match reply.rpc() {
         Rpc::Result(v) => v,
+        other if reply.status == 401 => {
+            return Err(SessionError::Unauthenticated(other.describe()));
+        }
         other => return Err(SessionError::Refused(other.describe())),
     };
     let mut s = Session {

@@ -41,6 +41,17 @@ pub enum DiscoverError {
     /// Nothing answered.
     #[error("target {0} is unreachable: {1}")]
     Unreachable(String, String),
+    /// It answered, but its TLS handshake failed (what failed, and the
+    /// flag that fixes it).
+    #[error("target {0}: {1}")]
+    Tls(String, String),
+    /// The server refused the token discovery ran as (HTTP 401).
+    #[error(
+        "target {0} refused the token {1}: {2}. Give the principal's token with --principal \
+         TOKEN (or ELICITKIT_PRINCIPAL=TOKEN); load also takes --principal-file FILE (tokens \
+         one a line, spread over the users)"
+    )]
+    TokenRefused(String, String, String),
     /// Something answered, but not as an MCP server (of the wanted generation).
     #[error("target {0} does not answer as an MCP server: {1}")]
     NotMcp(String, String),
@@ -423,7 +434,7 @@ impl Discovery {
 
 /// Builds the shared HTTP client (no proxy: targets are local).
 pub fn http_client() -> Result<reqwest::Client, DiscoverError> {
-    reqwest::Client::builder()
+    crate::client::tls::reqwest_builder()
         .no_proxy()
         .tcp_nodelay(true)
         .redirect(reqwest::redirect::Policy::none())
@@ -710,7 +721,13 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
         settings.seed,
     );
     let url = settings.mcp_url.clone();
-    let unreachable = |e: raw::RawError| DiscoverError::Unreachable(url.clone(), e.to_string());
+    let unreachable = |e: raw::RawError| {
+        let why = e.to_string();
+        match crate::client::tls::explain_text(&why) {
+            Some(tls) => DiscoverError::Tls(url.clone(), tls),
+            None => DiscoverError::Unreachable(url.clone(), why),
+        }
+    };
     let want = |g: Generation| settings.generation.is_none_or(|x| x == g);
     let caps = all_modes();
 
@@ -718,6 +735,8 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
     // it means the server does not speak 2026-07-28.
     let mut modern_server = None;
     let mut modern_why = String::from("not probed");
+    // Whether a probe was refused for its credentials (HTTP 401).
+    let mut unauthenticated = false;
     if want(Generation::Modern) {
         let reply = w
             .send(modern::request(
@@ -738,7 +757,10 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
                     modern_why = format!("server/discover does not list {MODERN}");
                 }
             }
-            other => modern_why = format!("server/discover answered {}", other.describe()),
+            other => {
+                unauthenticated |= reply.status == 401;
+                modern_why = format!("server/discover answered {}", other.describe());
+            }
         }
     }
     // 2025-11-25: a session with every capability.
@@ -748,8 +770,23 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
         match legacy::open(&w, &caps, true).await {
             Ok(s) if s.init.get("protocolVersion").is_some() => legacy_session = Some(s),
             Ok(_) => legacy_why = "initialize returned no protocolVersion".into(),
-            Err(e) => legacy_why = e.into(),
+            Err(e) => {
+                unauthenticated |= matches!(e, wire::SessionError::Unauthenticated(_));
+                legacy_why = e.into();
+            }
         }
+    }
+    if modern_server.is_none() && legacy_session.is_none() && unauthenticated {
+        let token = if settings.principal == "alice" {
+            "(the default, `alice`: no --principal was given)".to_owned()
+        } else {
+            "given (--principal or ELICITKIT_PRINCIPAL)".to_owned()
+        };
+        return Err(DiscoverError::TokenRefused(
+            settings.mcp_url.clone(),
+            token,
+            format!("HTTP 401 ({MODERN}: {modern_why}; {LEGACY}: {legacy_why})"),
+        ));
     }
     if modern_server.is_none() && legacy_session.is_none() {
         let (m, l) = (modern_why, legacy_why);

@@ -38,6 +38,9 @@ pub enum SessionError {
     /// `initialize` was answered, but not with a result.
     #[error("initialize answered {0}")]
     Refused(String),
+    /// `initialize` was refused for its credentials (HTTP 401).
+    #[error("initialize answered HTTP 401, {0}")]
+    Unauthenticated(String),
     /// `notifications/initialized` got no whole reply.
     #[error("notifications/initialized: {0}")]
     Initialized(RawError),
@@ -285,6 +288,8 @@ impl<W: Wire + ?Sized> drive::Exchange for WireLegs<'_, W> {
             to_headers: reply.elapsed,
             to_first_byte: reply.elapsed,
             total: reply.elapsed,
+            connection: Default::default(),
+            to_first_event: None,
             body: reply.body,
         })
     }

@@ -470,6 +470,7 @@ fn health_target(
     server: Option<&EmbeddedServer>,
 ) -> Result<Option<(u32, String)>, RunError> {
     let plan = &opts.plan;
+    let mut proxy: Option<String> = None;
     let found = if let Some(pid) = opts.target_pid {
         if !health::readable(pid) {
             return Err(RunError::Setup(format!(
@@ -480,20 +481,42 @@ fn health_target(
     } else if let Some(s) = server {
         Some((s.pid(), "embedded server".to_owned()))
     } else {
-        plan.target
+        let listener = plan
+            .target
             .url
             .as_deref()
             .filter(|_| plan.target.more_urls.is_empty())
             .and_then(target::loopback_listener)
-            .filter(|(p, _)| health::readable(*p))
+            .filter(|(p, _)| health::readable(*p));
+        // A proxy's memory and descriptors are not the server's: never
+        // shown as the target's.
+        match listener {
+            Some((pid, how)) => match target::proxy_program(pid) {
+                Some(program) => {
+                    proxy = Some(format!(
+                        "the {how} is {program} (PID {pid}), a proxy in front of the server, \
+                         not the server"
+                    ));
+                    None
+                }
+                None => Some((pid, how)),
+            },
+            None => None,
+        }
     };
+    if let Some(p) = &proxy {
+        eprintln!(
+            "elicitkit: {p}: its memory and descriptors are not the target's, so target \
+             health is not watched; give --target-pid PID (the server's process) to watch it"
+        );
+    }
     if found.is_none() && plan.soak.is_some() {
-        return Err(RunError::Setup(
-            "--soak needs the target's process to watch its memory and descriptors: give \
+        let why = proxy.map(|p| format!(" ({p})")).unwrap_or_default();
+        return Err(RunError::Setup(format!(
+            "--soak needs the target's process to watch its memory and descriptors{why}: give \
              --target-pid PID (or run against the embedded server, or a 127.0.0.1 target \
              this user can inspect)"
-                .into(),
-        ));
+        )));
     }
     Ok(found)
 }

@@ -199,6 +199,29 @@ pub fn parse_all(body: &[u8]) -> Result<(Vec<SseEvent>, bool), SseError> {
     Ok((out, partial))
 }
 
+/// Whether the stream `parts` hold (in order, as if joined) has ended an
+/// event block: a blank line (`\n\n`, `\r\r` or `\r\n\r\n`). The
+/// drivers time a stream's first event with it.
+pub fn has_event_end(parts: &[&[u8]]) -> bool {
+    // Whether the previous byte ended a line, and was a `\r` (whose `\n`
+    // belongs to the same line end).
+    let (mut at_line_end, mut after_cr) = (false, false);
+    for &b in parts.iter().flat_map(|p| p.iter()) {
+        match b {
+            b'\n' if after_cr => after_cr = false,
+            b'\n' | b'\r' => {
+                if at_line_end {
+                    return true;
+                }
+                at_line_end = true;
+                after_cr = b == b'\r';
+            }
+            _ => (at_line_end, after_cr) = (false, false),
+        }
+    }
+    false
+}
+
 /// Encodes one event; multi-line data becomes several `data:` lines.
 pub fn encode_event(id: Option<&str>, data: &str) -> String {
     let mut s = String::with_capacity(data.len() + 16);
@@ -310,5 +333,15 @@ mod tests {
             p.push(b"data: 0123456789", &mut out),
             Err(SseError::EventTooLarge(8))
         );
+    }
+
+    #[test]
+    fn an_event_ends_at_a_blank_line_even_across_chunks() {
+        assert!(has_event_end(&[b"data: x\n\n"]));
+        assert!(has_event_end(&[b"data: x\r\n", b"\r\n"]));
+        assert!(has_event_end(&[b"data: x\r", b"\r"]));
+        assert!(has_event_end(&[b"id: 1\ndata: x\n", b"\n"]));
+        assert!(!has_event_end(&[b"data: x\r\n", b"data: y\r\n"]));
+        assert!(!has_event_end(&[b"data: x\n", b""]));
     }
 }

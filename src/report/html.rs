@@ -724,6 +724,22 @@ pub fn render(s: &Summary) -> String {
             s.backfilled
         );
     }
+    let phases = super::phases::rows(s);
+    if !phases.is_empty() {
+        o.push_str("<h3>Where the time goes</h3><table><tr><th>leg</th>");
+        for h in super::phases::HEADS {
+            let _ = write!(o, "<th>{h} ms</th>");
+        }
+        o.push_str("<th>connections</th></tr>");
+        for r in &phases {
+            let _ = write!(o, "<tr><td>{}</td>", esc(&r.leg));
+            for c in &r.cells {
+                let _ = write!(o, "<td>{}</td>", esc(c));
+            }
+            let _ = write!(o, "<td>{}</td></tr>", esc(&r.connections));
+        }
+        let _ = write!(o, "</table><p>{}</p>", esc(super::phases::NOTE));
+    }
     instances_html(&mut o, s);
     o.push_str("<h2>Over time</h2>");
     for c in timeline_svgs(s) {

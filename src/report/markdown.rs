@@ -225,6 +225,31 @@ pub fn render(s: &Summary) -> String {
             s.backfilled
         );
     }
+    let phases = super::phases::rows(s);
+    if !phases.is_empty() {
+        let h = super::phases::HEADS;
+        let _ = write!(
+            o,
+            "\n## Where the time goes\n\n| leg | {} | {} | {} | {} | {} | connections |\n\
+             |---|---:|---:|---:|---:|---:|---|\n",
+            h[0], h[1], h[2], h[3], h[4]
+        );
+        for r in &phases {
+            let c = &r.cells;
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                super::format::md_cell(&r.leg),
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                r.connections
+            );
+        }
+        let _ = writeln!(o, "\n{}", super::phases::NOTE);
+    }
     instances_md(&mut o, s);
     o.push_str("\n## Scenarios\n\n| scenario | kind | round trips | success | expected rejections | unexpected | skipped | p50 ms | p95 ms | p99 ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (name, sc) in &s.scenarios {

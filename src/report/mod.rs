@@ -30,6 +30,7 @@
 //! | `legs` | object | per leg name (`tools/call #1`, `tools/call #2 retry`, `flow page GET`, …): latency stats (full body time) |
 //! | `e2e` | object | latency stats of whole round trips (open model: from the intended send time) |
 //! | `scenarios` | object | per scenario: `kind`, `tool`, `weight`, `outcomes`, `errors`, `e2e` |
+//! | `phases` | object | per leg, per phase (`connect`, `tls`, `headers`, `first_event`, `body`): latency stats from the request's start (connect and TLS only of legs that opened their connection; `reused`: the count of legs on a kept-alive one); absent when no leg recorded any |
 //! | `server_state` | object | per leg: the target's `Server-Timing: state` durations (only nonzero ones) |
 //! | `spectrum` | object | per leg and `e2e`: `[[percentile, ms], …]` |
 //! | `timeline` | object[] | per interval: `t_s`, `rps` (round trips finished per second), `started_per_s` (begun: the load offered), `requests_per_s`, `errors`, `p50_ms`, `p99_ms`, `in_flight_max`, `errors_by_kind`, `legs` and `scenarios` (each `count`, `p50_ms`, `p99_ms`) |
@@ -50,6 +51,7 @@ pub mod health;
 pub mod html;
 pub mod instances;
 pub mod markdown;
+pub mod phases;
 pub mod prometheus;
 pub mod summary;
 pub mod svg;

@@ -100,6 +100,24 @@ pub fn render(summary: &Summary) -> String {
             .collect(),
     );
     family(
+        "leg_phase_latency_seconds",
+        "summary",
+        "Where each leg's time went, by phase, from the request's start: connect and tls (legs \
+         that opened a connection), headers, first_event (a stream's first SSE event), body.",
+        summary
+            .phases
+            .iter()
+            .flat_map(|(leg, phases)| {
+                phases
+                    .iter()
+                    .filter(|(p, _)| p.as_str() != "reused")
+                    .flat_map(move |(p, s)| {
+                        quantiles(&format!("leg=\"{}\",phase=\"{p}\"", escape(leg)), s)
+                    })
+            })
+            .collect(),
+    );
+    family(
         "round_trip_latency_seconds",
         "summary",
         "End-to-end latency of whole round trips (open model: from the intended start).",

@@ -444,6 +444,13 @@ pub struct Summary {
     /// end of body.
     #[serde(default)]
     pub gaps: BTreeMap<String, LatencyStats>,
+    /// Per leg, where its time went, by phase: `connect` and `tls` (legs
+    /// that opened their connection; `reused`: the count of those that
+    /// did not), `headers` (to the response headers), `first_event` (to the
+    /// first SSE event of a stream reply) and `body` (after the headers).
+    /// See [`crate::load::metrics::phases`].
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub phases: BTreeMap<String, BTreeMap<String, LatencyStats>>,
     /// What discovery called before the run, when the plan came from it.
     #[serde(default)]
     pub discovery: Vec<String>,

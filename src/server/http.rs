@@ -87,10 +87,50 @@ fn identify(app: &App, req: &Request) {
     tracing::Span::current().record("principal", tracing::field::display(who));
 }
 
-/// 403 for a foreign `Origin` or `Host` on every route (DNS rebinding),
-/// unless the `no-origin-check` flaw is on (`no-host-check`: Host only).
+/// Headers that decide who calls, what and where: one value each. Two
+/// that differ would be read one way here (the first) and maybe another
+/// by a proxy in front (the last), so such a request is refused.
+const SINGLE_VALUED: [&str; 8] = [
+    "authorization",
+    "host",
+    "origin",
+    "content-type",
+    crate::protocol::headers::SESSION_ID,
+    crate::protocol::headers::PROTOCOL_VERSION,
+    crate::protocol::headers::METHOD,
+    crate::protocol::headers::NAME,
+];
+
+/// The first of [`SINGLE_VALUED`] that `headers` give twice with
+/// different values.
+pub fn conflicting_header(headers: &HeaderMap) -> Option<&'static str> {
+    SINGLE_VALUED.into_iter().find(|name| {
+        let mut values = headers.get_all(*name).iter();
+        let first = values.next();
+        values.any(|v| Some(v) != first)
+    })
+}
+
+/// 400 for a request that gives a [`SINGLE_VALUED`] header twice with
+/// different values; 403 for a foreign `Origin` or `Host` on every route
+/// (DNS rebinding), unless the `no-origin-check` flaw is on
+/// (`no-host-check`: Host only).
 async fn guard_origin(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     identify(&app, &req);
+    if let Some(name) = conflicting_header(req.headers()) {
+        let timing = Timing::start();
+        gated!(
+            info,
+            header = name,
+            "request refused: conflicting duplicate header"
+        );
+        let e = RpcError::new(
+            StatusCode::BAD_REQUEST,
+            codes::INVALID_REQUEST,
+            format!("the {name} header is given twice with different values"),
+        );
+        return reply::with_timing(reply::error(None, &e), &timing);
+    }
     if app.flaw(Flaw::NoOriginCheck) {
         return next.run(req).await;
     }

@@ -28,6 +28,7 @@ mod check;
 mod client;
 mod fuzz;
 mod help;
+mod https;
 mod imports;
 mod interop;
 mod load;

@@ -35,6 +35,8 @@ fn json_reply(status: u16, v: Value) -> HttpReply {
         to_headers: Duration::from_millis(1),
         to_first_byte: Duration::from_millis(1),
         total: Duration::from_millis(2),
+        connection: Default::default(),
+        to_first_event: None,
     }
 }
 

@@ -122,6 +122,23 @@ fn token_line(var: &str, env: &str, token: &str) -> String {
     }
 }
 
+/// The `TLS=(...)` line: curl's flags for the trust the run used
+/// (`--insecure`, or `--cacert` with its absolute path); send.sh adds them.
+fn tls_line(tls: &crate::client::tls::TlsOptions) -> String {
+    let mut flags = Vec::new();
+    if tls.insecure {
+        flags.push("--insecure".to_owned());
+    } else if let Some(ca) = &tls.cacert {
+        let abs = std::path::absolute(ca).unwrap_or_else(|_| ca.clone());
+        flags.push("--cacert".to_owned());
+        flags.push(quote(&abs.display().to_string()));
+    }
+    format!(
+        "TLS=({})  # curl's TLS flags, as the run trusted the target",
+        flags.join(" ")
+    )
+}
+
 /// The lines of a stdio finding's `repro.sh` that start the server, as the
 /// run did, behind `elicitkit bridge` (`ELICITKIT` names the binary) and
 /// set `URL` to its endpoint; the server is stopped when the script ends.
@@ -177,6 +194,7 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
     match &f.stdio_command {
         None => {
             let _ = writeln!(sh, "URL=${{URL:-{}}}", quote(&f.mcp_url));
+            let _ = writeln!(sh, "{}", tls_line(&crate::client::tls::installed()));
         }
         Some(cmd) => {
             let _ = write!(sh, "{}", stdio_start(cmd));
@@ -434,6 +452,32 @@ mod tests {
         );
         assert_eq!(replace_bytes(b"\xffSS", b"SS", b"x"), b"\xffx".to_vec());
         assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn the_script_trusts_the_target_as_the_run_did() {
+        use crate::client::tls::TlsOptions;
+        let line = |o: TlsOptions| tls_line(&o);
+        assert!(line(TlsOptions::default()).starts_with("TLS=()"));
+        let insecure = TlsOptions {
+            insecure: true,
+            cacert: Some("ca.pem".into()),
+        };
+        assert!(line(insecure).starts_with("TLS=(--insecure)"));
+        let ca = line(TlsOptions {
+            cacert: Some("/etc/ca dir/ca.pem".into()),
+            insecure: false,
+        });
+        assert!(
+            ca.starts_with("TLS=(--cacert '/etc/ca dir/ca.pem')"),
+            "{ca}"
+        );
+        // A relative path is made absolute: the script runs from anywhere.
+        let rel = line(TlsOptions {
+            cacert: Some("ca.pem".into()),
+            insecure: false,
+        });
+        assert!(rel.contains("--cacert '/"), "{rel}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! report's [`CapacitySummary`].
 
 use super::search::{
-    KneeStatus, Sample, Search, StepVerdict, host_spread, judge, worst_case, worst_of,
+    KneeStatus, Sample, Search, StepVerdict, host_leftover, host_spread, judge, worst_case,
+    worst_of,
 };
 use super::store_stats::StoreStats;
 use crate::load::exec::engine::{EndReason, Engine, Measured, RunError};
@@ -36,7 +37,15 @@ fn host_share(engine: &Engine, plan: &Plan, extras: &Extras) -> HostShare {
     }
     found.extend(extras.cpu_pids.iter().map(|p| (*p, "--cpu-pid".into())));
     let urls = plan.target.url.iter().chain(&plan.target.more_urls);
-    found.extend(urls.filter_map(|u| target::loopback_listener(u)));
+    // A proxy in front of the server is named as one: its CPU is the
+    // target side's work on this host, but it is not the server.
+    found.extend(
+        urls.filter_map(|u| target::loopback_listener(u))
+            .map(|(pid, how)| match target::proxy_program(pid) {
+                Some(p) => (pid, format!("{how}: {p}, a proxy")),
+                None => (pid, how),
+            }),
+    );
     // A process found twice (the embedded server is also its port's
     // listener) is named once, by the first way it was found.
     let mut pids: Vec<u32> = Vec::new();
@@ -246,6 +255,20 @@ pub async fn search(
              samples (more than {} cores): the spare CPU the target got moved with it, and so \
              would the knee; quiet the host, or run the generator elsewhere",
             spec.host_noise_cores
+        ));
+    }
+    // What the host's other work left the run at its busiest.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    if inconclusive.is_none()
+        && stop.is_none()
+        && let Some((busiest, left)) = host_leftover(&ctx.host_other, cores, spec.host_spare_cores)
+    {
+        inconclusive = Some(format!(
+            "the host's other work took up to {busiest:.2} of its {cores} cores, leaving the \
+             generator and the target {left:.2} (less than host_spare = {} cores): the knee \
+             would be what was left over, not the target's; quiet the host, or run the \
+             generator elsewhere",
+            spec.host_spare_cores
         ));
     }
     let totals = ctx.totals;

@@ -308,6 +308,16 @@ pub fn host_spread(other_cores: &[f64], limit: f64) -> Option<(f64, f64)> {
     (hi - lo > limit).then_some((lo, hi))
 }
 
+/// The busiest the host's other work was over a search's samples and the
+/// cores that left the run, when fewer than `spare` (0: not judged): the
+/// knee would then be the host's leftovers (four searches on a 2-core host
+/// whose other work took 1.4-1.86 cores found 594, 1,938 and 2,500/s).
+pub fn host_leftover(other_cores: &[f64], cores: f64, spare: f64) -> Option<(f64, f64)> {
+    let busiest = other_cores.iter().copied().reduce(f64::max)?;
+    let left = (cores - busiest).max(0.0);
+    (spare > 0.0 && left < spare).then_some((busiest, left))
+}
+
 /// The step's figures from its samples, conservatively: the worst p50, p99
 /// and error rate, the lowest achieved rate.
 pub fn worst_of(samples: &[Sample]) -> Sample {
@@ -344,6 +354,22 @@ mod tests {
         s.bisections = bisections;
         s.resolution_pct = res;
         s
+    }
+
+    #[test]
+    fn a_host_that_leaves_the_run_too_little_is_said() {
+        // One core of two kept busy leaves about one: judged.
+        assert_eq!(host_leftover(&[0.9, 1.1, 1.0], 2.0, 0.5), None);
+        let (busiest, left) = host_leftover(&[1.4, 1.86, 1.6], 2.0, 0.5).unwrap();
+        assert_eq!(busiest, 1.86);
+        assert!((left - 0.14).abs() < 1e-9);
+        assert_eq!(host_leftover(&[1.9], 2.0, 0.0), None, "0: not judged");
+        assert_eq!(
+            host_leftover(&[], 2.0, 0.5),
+            None,
+            "no samples, nothing to say"
+        );
+        assert_eq!(host_leftover(&[2.5], 2.0, 0.5).unwrap().1, 0.0);
     }
 
     /// Runs a search against a target whose knee is exactly `knee`.

@@ -2,7 +2,8 @@
 //! one weighted transaction per plan scenario; each transaction is one round
 //! trip, driven by [`LoadContext::round_trip`] (MRTR legs to the MCP
 //! endpoint over a pooled HTTP/1.1 lane, pages and legacy legs over the
-//! reqwest client every user shares).
+//! run's reqwest client, which every user shares and which trusts what the
+//! run's TLS settings say; Goose's own client sends nothing).
 //!
 //! Goose's request table holds HTTP requests only: every leg under its own
 //! name (`POST tools/call #1`, `POST tools/call #2 retry`, `POST flow page
@@ -170,15 +171,16 @@ impl Drop for StdoutDiverted {
 /// ends it; Goose's own lines go nowhere ([`StdoutDiverted`]).
 pub async fn drive(
     ctx: Arc<LoadContext>,
+    http: reqwest::Client,
     config: GooseConfiguration,
     shape: &GooseShape,
 ) -> Result<goose::metrics::GooseMetrics, GooseError> {
     let mut scenario = Scenario::new("elicitation");
     for (idx, spec) in ctx.plan.scenarios.iter().enumerate() {
-        let c = ctx.clone();
+        let (c, http) = (ctx.clone(), http.clone());
         let f: TransactionFunction = Arc::new(move |user: &mut GooseUser| {
-            let c = c.clone();
-            Box::pin(async move { round_trip(&c, idx, user).await })
+            let (c, http) = (c.clone(), http.clone());
+            Box::pin(async move { round_trip(&c, &http, idx, user).await })
         });
         let t = Transaction::new(f)
             .set_name(&spec.name)
@@ -203,6 +205,7 @@ pub async fn drive(
 /// recorded in Goose; a failed round trip fails the transaction.
 async fn round_trip(
     ctx: &LoadContext,
+    http: &reqwest::Client,
     idx: usize,
     user: &mut GooseUser,
 ) -> goose::goose::TransactionResult {
@@ -219,7 +222,7 @@ async fn round_trip(
     }
     // Goose numbers its users from 0; each keeps its principal.
     let who = Some(user.weighted_users_index);
-    let Some((rt, reserved)) = ctx.round_trip(&user.client, idx, who).await else {
+    let Some((rt, reserved)) = ctx.round_trip(http, idx, who).await else {
         tokio::time::sleep(idle).await;
         return Ok(());
     };

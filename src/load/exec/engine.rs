@@ -164,7 +164,7 @@ pub struct Engine {
 impl Engine {
     /// The HTTP client a run of `plan` uses.
     pub fn http_client(plan: &Plan) -> Result<reqwest::Client, RunError> {
-        reqwest::Client::builder()
+        crate::client::tls::reqwest_builder()
             .tcp_nodelay(true)
             .pool_max_idle_per_host(plan.max_in_flight.min(4096))
             .connect_timeout(plan.timeout)
@@ -249,7 +249,7 @@ impl Engine {
                     _ => closed::GooseShape::Plan(closed::goose_test_plan(&timeline.stages)),
                 };
                 let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
-                let run = closed::drive(ctx.clone(), cfg, &shape);
+                let run = closed::drive(ctx.clone(), http.clone(), cfg, &shape);
                 let result = tokio::time::timeout(backstop, run).await;
                 // A signal (or, where ours are not taken, Goose's own Ctrl-C
                 // handler) ends its run; the first reason set wins, so a stop
@@ -567,6 +567,14 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>
     Ok(markers)
 }
 
+/// A failure that was a TLS handshake, in words with its fix, or `other`.
+fn tls_or(mcp_url: &str, e: &impl std::fmt::Display, other: impl FnOnce() -> String) -> String {
+    match crate::client::tls::explain_text(&e.to_string()) {
+        Some(tls) => format!("{mcp_url}: {tls}"),
+        None => other(),
+    }
+}
+
 /// [`preflight`] as bearer `token`.
 async fn preflight_as(
     plan: &Plan,
@@ -602,12 +610,16 @@ async fn preflight_as(
     let mut markers = vec![None; plan.scenarios.len()];
     for g in gens {
         let tools: Vec<serde_json::Value> = match g {
-            Generation::Modern => modern::list_tools(&log, &caps)
-                .await
-                .map_err(|e| format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}"))?,
+            Generation::Modern => modern::list_tools(&log, &caps).await.map_err(|e| {
+                tls_or(mcp_url, &e, || {
+                    format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}")
+                })
+            })?,
             Generation::Legacy => {
                 let s = legacy::open(&log, &caps, true).await.map_err(|e| {
-                    format!("{mcp_url} does not answer as a 2025-11-25 MCP server: {e}")
+                    tls_or(mcp_url, &e, || {
+                        format!("{mcp_url} does not answer as a 2025-11-25 MCP server: {e}")
+                    })
                 })?;
                 let reply = log
                     .send(legacy::request(

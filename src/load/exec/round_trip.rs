@@ -527,6 +527,8 @@ fn legacy_failure(
         total: elapsed,
         server_state: None,
         server_app: None,
+        connection: Default::default(),
+        to_first_event: None,
         result,
     });
     rt.total = elapsed;

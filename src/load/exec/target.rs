@@ -352,6 +352,39 @@ pub fn loopback_listener(url: &str) -> Option<(u32, String)> {
     listener_pid(port).map(|p| (p, format!("listener of 127.0.0.1:{port}")))
 }
 
+/// Programs that listen for a server rather than serve it: reverse
+/// proxies, TLS terminators, port forwarders and container port proxies.
+const PROXIES: [&str; 18] = [
+    "nginx",
+    "haproxy",
+    "envoy",
+    "caddy",
+    "traefik",
+    "docker-proxy",
+    "rootlessport",
+    "socat",
+    "stunnel",
+    "stunnel4",
+    "varnishd",
+    "httpd",
+    "apache2",
+    "lighttpd",
+    "kubectl",
+    "ssh",
+    "slirp4netns",
+    "gvproxy",
+];
+
+/// The program `pid` runs (`/proc/PID/comm`) when it is a proxy in front
+/// of the server (see [`PROXIES`]), not the server itself.
+pub fn proxy_program(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = comm.trim();
+    // nginx's and haproxy's workers rename themselves ("nginx: worker").
+    let program = comm.split([':', ' ']).next().unwrap_or(comm);
+    PROXIES.contains(&program).then(|| program.to_owned())
+}
+
 /// The process listening on TCP `port` (any local address), found through
 /// `/proc/net/tcp`, `/proc/net/tcp6` and the `socket:[INODE]` links under
 /// `/proc/*/fd` (only processes this user may inspect); the lowest such PID.

@@ -250,6 +250,8 @@ mod tests {
             total: Duration::from_millis(ms),
             server_state: None,
             server_app: None,
+            connection: Default::default(),
+            to_first_event: None,
             result,
         }
     }

@@ -13,10 +13,13 @@ use std::time::Duration;
 pub fn measure(t: &Threshold, set: &MetricSet) -> Option<f64> {
     match &t.metric {
         Metric::Latency { stat, selector } => {
-            let h = if *selector == crate::load::spec::threshold::LegSelector::E2e {
-                set.e2e_judged()
-            } else {
-                set.legs_where(|n| selector.matches_leg(n))
+            use crate::load::spec::threshold::LegSelector;
+            let h = match selector {
+                LegSelector::E2e => set.e2e_judged(),
+                LegSelector::Phase { of, phase } => {
+                    set.phases_where(|leg, p| p == phase && of.matches_leg(leg))
+                }
+                _ => set.legs_where(|n| selector.matches_leg(n)),
             };
             stat.of(&h).map(|us| us / 1000.0)
         }

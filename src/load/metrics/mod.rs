@@ -16,6 +16,8 @@
 //! - [`generator`]: the generator's own health (schedule slip, CPU), which
 //!   makes a verdict INCONCLUSIVE.
 //! - [`measure`]: what a threshold measures, read off a metric set.
+//! - [`phases`]: where each leg's time goes (connect, TLS, headers, first
+//!   SSE event, body), and the legs on reused connections.
 //! - [`stream`]: the per-interval ndjson stream (`--out ndjson=FILE`).
 //! - [`health`]: the target process's RSS, descriptors and threads from
 //!   `/proc`, sampled once per interval.
@@ -27,6 +29,7 @@ pub mod health;
 pub mod hlog;
 pub mod instances;
 pub mod measure;
+pub mod phases;
 pub mod recorder;
 pub mod set;
 pub mod stream;

@@ -409,6 +409,9 @@ impl Recorder {
                 .saturating_sub(leg.to_headers)
                 .max(leg.total.saturating_sub(leg.to_first_byte));
             b.record(k, &[GAP, &leg.name], gap);
+            for (phase, d) in super::phases::of(leg) {
+                b.record(k, &[super::phases::PHASE, &leg.name, ".", phase], d);
+            }
             // `state;dur=0` means no state was opened on that leg.
             if let Some(s) = leg.server_state.filter(|s| !s.is_zero()) {
                 b.record(k, &[STATE, &leg.name], s);
@@ -634,6 +637,8 @@ mod tests {
             total: Duration::from_millis(ms),
             server_state: Some(Duration::from_micros(40)),
             server_app: None,
+            connection: Default::default(),
+            to_first_event: None,
             result,
         }
     }

@@ -166,7 +166,17 @@ impl MetricSet {
         self.with_prefix(CO).map(|(_, h)| h.len()).sum()
     }
 
-    /// Legs matching a predicate merged.
+    /// The phase histograms whose (leg, phase) `pred` accepts, merged
+    /// (see [`super::phases`]).
+    pub fn phases_where(&self, pred: impl Fn(&str, &str) -> bool) -> Histogram<u64> {
+        merged(
+            self.with_prefix(super::phases::PHASE)
+                .filter(|(n, _)| super::phases::split(n).is_some_and(|(l, p)| pred(l, p)))
+                .map(|(_, h)| h),
+        )
+    }
+
+    /// The legs whose name `pred` accepts, merged.
     pub fn legs_where(&self, pred: impl Fn(&str) -> bool) -> Histogram<u64> {
         merged(
             self.with_prefix(LEG)

@@ -243,6 +243,8 @@ pub fn base_plan(mcp_url: &str, opts: &Options) -> Plan {
             token: opts.token.clone(),
             other_token: "mallory".into(),
             principals: opts.principals.clone(),
+            // The run's --cacert / --insecure apply (see `Overrides`).
+            tls: Default::default(),
         },
         duration: opts.duration,
         warmup: Duration::ZERO,

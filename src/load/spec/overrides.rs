@@ -23,6 +23,10 @@ pub struct Overrides {
     pub principals: Option<usize>,
     /// `--principal-file FILE`: tokens, one a line, taken round robin.
     pub principal_file: Option<std::path::PathBuf>,
+    /// `--cacert FILE`: trust this CA for an `https` target.
+    pub cacert: Option<std::path::PathBuf>,
+    /// `--insecure`: do not verify an `https` target's certificate.
+    pub insecure: bool,
     /// `--tool` (repeatable): keep only the scenarios calling these.
     pub tools: Vec<String>,
     /// `--skip-tool` (repeatable): drop the scenarios calling these.
@@ -264,6 +268,10 @@ fn apply_principals(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
             tokens: principals::read_file(path)?,
         };
     }
+    if let Some(ca) = &o.cacert {
+        plan.target.tls.cacert = Some(ca.clone());
+    }
+    plan.target.tls.insecure |= o.insecure;
     Ok(())
 }
 

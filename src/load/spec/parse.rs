@@ -101,6 +101,8 @@ struct RawTarget {
     other_token: Option<String>,
     principals: Option<toml::Spanned<usize>>,
     principal_file: Option<toml::Spanned<String>>,
+    cacert: Option<String>,
+    insecure: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -151,6 +153,7 @@ struct RawCapacity {
     stable_pct: Option<f64>,
     stable_floor: Option<toml::Spanned<String>>,
     host_noise: Option<f64>,
+    host_spare: Option<f64>,
 }
 
 /// Reads and validates a plan file.
@@ -279,6 +282,15 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
         workers: raw.target.workers.unwrap_or(1).max(1),
         token: raw.target.token.unwrap_or_else(|| "alice".into()),
         other_token: raw.target.other_token.unwrap_or_else(|| "mallory".into()),
+        tls: crate::client::tls::TlsOptions {
+            // Relative to the plan file, as `principal_file`.
+            cacert: raw
+                .target
+                .cacert
+                .as_ref()
+                .map(|c| Path::new(file).parent().unwrap_or(Path::new("")).join(c)),
+            insecure: raw.target.insecure.unwrap_or(false),
+        },
     };
 
     let l = &raw.load;
@@ -578,6 +590,15 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                     return Err(bad("host_noise", "must be a number of cores > 0"));
                 }
                 spec.host_noise_cores = h;
+            }
+            if let Some(h) = c.host_spare {
+                if !(h.is_finite() && h >= 0.0) {
+                    return Err(bad(
+                        "host_spare",
+                        "must be a number of cores ≥ 0 (0: not judged)",
+                    ));
+                }
+                spec.host_spare_cores = h;
             }
             Some(spec)
         }
@@ -975,5 +996,26 @@ mutation = "truncate"
             Principals::File { tokens, .. } => assert_eq!(tokens, ["t1", "t2"]),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_plan_names_how_its_https_target_is_trusted() {
+        let sc = "\n[scenarios.form-accept]\n";
+        let dir = tempfile::tempdir().unwrap();
+        let plan = dir.path().join("p.toml");
+        std::fs::write(
+            &plan,
+            format!("[target]\nurl = \"https://127.0.0.1:1/mcp\"\ncacert = \"ca.pem\"\n{sc}"),
+        )
+        .unwrap();
+        let tls = load_file(&plan).unwrap().target.tls;
+        // Relative to the plan file, as principal_file is.
+        assert_eq!(tls.cacert, Some(dir.path().join("ca.pem")));
+        assert!(!tls.insecure);
+        std::fs::write(&plan, format!("[target]\ninsecure = true\n{sc}")).unwrap();
+        let tls = load_file(&plan).unwrap().target.tls;
+        assert!(tls.insecure && tls.cacert.is_none());
+        std::fs::write(&plan, format!("[target]\ninsecure = \"yes\"\n{sc}")).unwrap();
+        assert!(load_file(&plan).is_err(), "insecure takes a boolean");
     }
 }

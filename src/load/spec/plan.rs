@@ -170,6 +170,9 @@ pub struct TargetSpec {
     pub other_token: String,
     /// Who the virtual users are.
     pub principals: Principals,
+    /// How an `https` target's certificate is checked (`cacert`,
+    /// `insecure`; the flags of the same names win).
+    pub tls: crate::client::tls::TlsOptions,
 }
 
 /// Capacity search default: number of halvings after the coarse steps.
@@ -186,6 +189,11 @@ pub const DEFAULT_STABLE_FLOOR: Duration = Duration::from_millis(1);
 /// The host's other work may vary by this many cores over a capacity
 /// search's samples before it is inconclusive.
 pub const DEFAULT_HOST_NOISE_CORES: f64 = 0.5;
+
+/// The host's other work must leave a capacity search this many cores in
+/// every sample (four searches on a 2-core host whose other work took
+/// 1.4-1.86 cores found knees of 594, 1,938 and 2,500/s).
+pub const DEFAULT_HOST_SPARE_CORES: f64 = 0.5;
 
 /// A capacity search: step the open-model rate until the SLO breaks.
 #[derive(Debug, Clone, PartialEq)]
@@ -217,6 +225,10 @@ pub struct CapacitySpec {
     /// samples; more makes it inconclusive (the spare CPU the target got,
     /// and so the knee, moved with it).
     pub host_noise_cores: f64,
+    /// The least CPU (cores) the host's other work must leave the
+    /// generator and the target in every sample; less makes the search
+    /// inconclusive (the knee would be the host's leftovers). 0: not judged.
+    pub host_spare_cores: f64,
 }
 
 impl Default for CapacitySpec {
@@ -245,6 +257,7 @@ impl CapacitySpec {
             stable_pct: DEFAULT_STABLE_PCT,
             stable_floor: DEFAULT_STABLE_FLOOR,
             host_noise_cores: DEFAULT_HOST_NOISE_CORES,
+            host_spare_cores: DEFAULT_HOST_SPARE_CORES,
         }
     }
 
@@ -254,7 +267,7 @@ impl CapacitySpec {
             "{}/s to {}/s in steps of {}/s, {} each; then up to {} halvings to {} % of the rate; \
              up to {} samples a step, stable when consecutive p99s agree within {} % or {}; \
              the knee measured again at the end; inconclusive when the host's other work varies \
-             by more than {} cores",
+             by more than {} cores or leaves the run less than {} cores",
             self.start_rate,
             self.max_rate,
             self.step,
@@ -264,7 +277,8 @@ impl CapacitySpec {
             self.samples,
             self.stable_pct,
             humantime::format_duration(self.stable_floor),
-            self.host_noise_cores
+            self.host_noise_cores,
+            self.host_spare_cores
         )
     }
 }

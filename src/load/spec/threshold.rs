@@ -111,6 +111,14 @@ pub enum LegSelector {
     E2e,
     /// One leg, by its exact name.
     Leg(String),
+    /// One phase of the legs `of` selects (`first.connect`,
+    /// `tools/call #1.first_event`; see [`crate::load::metrics::phases`]).
+    Phase {
+        /// The legs.
+        of: Box<LegSelector>,
+        /// `connect`, `tls`, `headers`, `first_event` or `body`.
+        phase: String,
+    },
 }
 
 impl LegSelector {
@@ -119,8 +127,46 @@ impl LegSelector {
         match self {
             LegSelector::First => leg == "tools/call #1",
             LegSelector::Retry => is_retry_leg(leg),
-            LegSelector::E2e => false,
+            LegSelector::E2e | LegSelector::Phase { .. } => false,
             LegSelector::Leg(name) => name == leg,
+        }
+    }
+
+    /// The selector `text` names: `first`, `retry`, `e2e`, a leg's name,
+    /// or either of the first two or a leg's name with `.PHASE` after it.
+    pub fn parse(text: &str) -> Result<LegSelector, String> {
+        use crate::load::metrics::phases::PHASES;
+        if let Some((of, phase)) = text.rsplit_once('.')
+            && PHASES.contains(&phase)
+        {
+            let of = LegSelector::parse(of)?;
+            if matches!(of, LegSelector::E2e | LegSelector::Phase { .. }) {
+                return Err(format!(
+                    "{phase} is a phase of a leg (first, retry or a leg's name), not of {of:?}"
+                ));
+            }
+            return Ok(LegSelector::Phase {
+                of: Box::new(of),
+                phase: phase.to_owned(),
+            });
+        }
+        Ok(match text {
+            "" => return Err("empty selector".into()),
+            "first" => LegSelector::First,
+            "retry" => LegSelector::Retry,
+            "e2e" => LegSelector::E2e,
+            other => LegSelector::Leg(other.to_owned()),
+        })
+    }
+
+    /// How the selector is written.
+    pub fn text(&self) -> String {
+        match self {
+            LegSelector::E2e => "e2e".to_owned(),
+            LegSelector::First => "first".to_owned(),
+            LegSelector::Retry => "retry".to_owned(),
+            LegSelector::Leg(n) => n.clone(),
+            LegSelector::Phase { of, phase } => format!("{}.{phase}", of.text()),
         }
     }
 }
@@ -338,13 +384,8 @@ impl Threshold {
                             Stat::Percentile(p)
                         }
                     };
-                    let selector = match lhs[open + 1..close].trim() {
-                        "" => return Err(err("empty selector")),
-                        "first" => LegSelector::First,
-                        "retry" => LegSelector::Retry,
-                        "e2e" => LegSelector::E2e,
-                        other => LegSelector::Leg(other.to_owned()),
-                    };
+                    let selector =
+                        LegSelector::parse(lhs[open + 1..close].trim()).map_err(|w| err(&w))?;
                     let limit = parse_duration_ms(rhs).map_err(|w| err(&w))?;
                     (Metric::Latency { stat, selector }, limit)
                 }
@@ -427,14 +468,25 @@ impl Threshold {
                 ))
             }
         };
+        let leg = match &self.metric {
+            Metric::Latency { selector, .. } => match selector {
+                LegSelector::Phase { of, .. } => match of.as_ref() {
+                    LegSelector::Leg(l) => Some(l),
+                    _ => None,
+                },
+                LegSelector::Leg(l) => Some(l),
+                _ => None,
+            },
+            _ => None,
+        };
         match &self.metric {
-            Metric::Latency {
-                selector: LegSelector::Leg(l),
-                ..
-            } if !is_known_leg(l) => Err(format!(
-                "threshold {:?}: no leg is named {l:?}; use first, retry, e2e or one of: {}",
+            Metric::Latency { .. } if leg.is_some_and(|l| !is_known_leg(l)) => Err(format!(
+                "threshold {:?}: no leg is named {:?}; use first, retry, e2e or one of: {} \
+                 (a phase after a dot: {})",
                 self.expr,
-                KNOWN_LEGS.join(", ")
+                leg.map_or("", |l| l.as_str()),
+                KNOWN_LEGS.join(", "),
+                crate::load::metrics::phases::PHASES.join(", ")
             )),
             Metric::Ok(s) | Metric::SkippedRate(s) => scenario(s),
             _ => Ok(()),
@@ -671,6 +723,42 @@ mod tests {
         assert!(t.validate(&[]).unwrap_err().contains("flow page GET"));
         assert!(Threshold::parse("ok() > 0").is_err());
         assert!(Threshold::parse("ok(x) > many").is_err());
+    }
+
+    #[test]
+    fn a_phase_of_a_leg_is_a_latency_selector() {
+        let t = Threshold::parse("p99(tools/call #1.first_event) < 50ms").unwrap();
+        let Metric::Latency { selector, .. } = &t.metric else {
+            panic!("{t:?}")
+        };
+        assert_eq!(
+            *selector,
+            LegSelector::Phase {
+                of: Box::new(LegSelector::Leg("tools/call #1".into())),
+                phase: "first_event".into()
+            }
+        );
+        assert_eq!(selector.text(), "tools/call #1.first_event");
+        assert!(t.validate(&[]).is_ok());
+        let t = Threshold::parse("p95(retry.tls) < 5ms").unwrap();
+        assert!(
+            matches!(&t.metric, Metric::Latency { selector: LegSelector::Phase { of, .. }, .. } if **of == LegSelector::Retry)
+        );
+        let t = Threshold::parse("p99(tools/call #9.connect) < 5ms").unwrap();
+        let e = t.validate(&[]).unwrap_err();
+        assert!(
+            e.contains("no leg is named \"tools/call #9\"") && e.contains("first_event"),
+            "{e}"
+        );
+        assert!(
+            Threshold::parse("p99(e2e.connect) < 5ms").is_err(),
+            "e2e has no phases"
+        );
+        // A dot that names no phase is part of a leg's name.
+        let t = Threshold::parse("p99(a.b) < 5ms").unwrap();
+        assert!(
+            matches!(&t.metric, Metric::Latency { selector: LegSelector::Leg(l), .. } if l == "a.b")
+        );
     }
 
     #[test]

@@ -62,16 +62,9 @@ pub fn evaluate(thresholds: &[(Threshold, bool)], set: &MetricSet) -> Vec<Thresh
 /// Where a chart draws a threshold's limit (latency in ms, error rate in
 /// percent, rate per second); `None` for counts and skipped rates.
 pub fn chart_limit(t: &Threshold) -> Option<ThresholdLimit> {
-    use crate::load::spec::threshold::LegSelector;
     let (metric, selector, percentile, value, unit) = match &t.metric {
         Metric::Latency { stat, selector } => {
-            let sel = match selector {
-                LegSelector::E2e => "e2e".to_owned(),
-                LegSelector::First => "first".to_owned(),
-                LegSelector::Retry => "retry".to_owned(),
-                LegSelector::Leg(n) => n.clone(),
-            };
-            ("latency", sel, stat.percentile(), t.limit, "ms")
+            ("latency", selector.text(), stat.percentile(), t.limit, "ms")
         }
         Metric::ErrorRate => ("error_rate", String::new(), 0.0, t.limit * 100.0, "%"),
         Metric::Rps => ("rps", String::new(), 0.0, t.limit, "/s"),
@@ -436,6 +429,15 @@ pub fn build(
         failures,
         baseline: None,
         diagnoses,
+        phases: crate::load::metrics::phases::by_leg(
+            set.with_prefix(crate::load::metrics::phases::PHASE),
+        )
+        .into_iter()
+        .map(|(leg, m)| {
+            let m = m.into_iter().map(|(p, h)| (p.to_owned(), latency_stats(h)));
+            (leg.to_owned(), m.collect())
+        })
+        .collect(),
         gaps: set
             .with_prefix(GAP)
             .map(|(n, h)| (n.to_owned(), latency_stats(h)))
@@ -544,6 +546,8 @@ mod tests {
                 total: Duration::from_millis(m),
                 server_state: None,
                 server_app: None,
+                connection: Default::default(),
+                to_first_event: None,
                 result: LegResult::InputRequired,
             });
         }
@@ -667,6 +671,8 @@ mod tests {
                 total: Duration::from_millis(2 + gap_ms),
                 server_state: None,
                 server_app: None,
+                connection: Default::default(),
+                to_first_event: None,
                 result: LegResult::Complete { is_error: false },
             });
             r.outcome = Outcome::Success;

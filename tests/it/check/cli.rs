@@ -330,3 +330,57 @@ async fn ctrl_c_writes_a_partial_report_marked_interrupted() {
         "{cancel}"
     );
 }
+
+/// A server with real tokens refuses the default one: `check` and `load`
+/// say so and name the flags that give a token, not "not an MCP server".
+#[test]
+fn a_refused_default_token_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.txt");
+    std::fs::write(&tokens, "s3cret-a alice\ns3cret-b bob\n").unwrap();
+    let mut c = crate::support::serve::cmd();
+    c.arg("--auth-tokens").arg(&tokens);
+    let srv = crate::support::serve::start(c);
+    let url = srv.mcp_url();
+    let run = |a: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+            .args(a)
+            .env_remove("ELICITKIT_PRINCIPAL")
+            .output()
+            .expect("the binary runs")
+    };
+    for cmd in [
+        vec!["check", "--target", &url],
+        vec!["load", "--target", &url, "--duration", "1s", "--quiet"],
+    ] {
+        let out = run(&cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {err}");
+        for says in [
+            "refused the token (the default, `alice`",
+            "--principal TOKEN (or ELICITKIT_PRINCIPAL=TOKEN)",
+            "--principal-file FILE",
+        ] {
+            assert!(err.contains(says), "{cmd:?} should say {says:?}: {err}");
+        }
+        assert!(!err.contains("does not answer as an MCP server"), "{err}");
+    }
+    // With the token, the same server is checked.
+    let out = run(&[
+        "check",
+        "--target",
+        &url,
+        "--principal",
+        "s3cret-a",
+        "--other-principal",
+        "s3cret-b",
+        "--only",
+        "mrtr-unsolicited-state",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

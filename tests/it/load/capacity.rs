@@ -44,6 +44,7 @@ stable_floor = "1s"
 # Nor is the host guard (its own test below): this machine runs the other
 # tests beside the search.
 host_noise = 64
+host_spare = 0
 "#;
 
 #[test]
@@ -303,7 +304,7 @@ fn a_lone_breach_is_sampled_again_and_a_noisy_step_is_inconclusive() {
                  [scenarios.form-accept]\ntool = \"deploy\"\narguments = {{ service = \"web\" }}\n\
                  [capacity]\nstart_rate = 30\nstep = 30\nmax_rate = 60\nstep_duration = \"2s\"\n\
                  slo = [\"p99(e2e) < 800ms\"]\nbisections = 0\nsamples = {samples}\n\
-                 stable_pct = 1000\nstable_floor = \"1s\"\nhost_noise = 64\n"
+                 stable_pct = 1000\nstable_floor = \"1s\"\nhost_noise = 64\nhost_spare = 0\n"
             ),
         );
         let run_dir = dir.path().join("run");

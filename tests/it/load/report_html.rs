@@ -207,6 +207,7 @@ samples = 3
 stable_pct = 1000
 stable_floor = "1s"
 host_noise = 64
+host_spare = 0
 "#;
     let dir = tempfile::tempdir().unwrap();
     let plan = write_plan(dir.path(), CAPACITY);

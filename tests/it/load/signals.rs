@@ -108,7 +108,7 @@ fn sigterm_keeps_the_steps_of_a_capacity_search() {
         dir.path(),
         &format!(
             "{PLAN}[capacity]\nstart_rate = 20\nstep = 20\nmax_rate = 2000\n\
-             step_duration = \"1s\"\nslo = [\"error_rate < 50%\"]\nsamples = 1\nhost_noise = 64\n"
+             step_duration = \"1s\"\nslo = [\"error_rate < 50%\"]\nsamples = 1\nhost_noise = 64\nhost_spare = 0\n"
         ),
     );
     let run_dir = dir.path().join("run");

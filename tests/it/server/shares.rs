@@ -586,3 +586,44 @@ async fn churning_bodies_within_their_grace_cannot_hold_the_cap() {
     assert!(open_within(&v, cap), "{v}");
     s.server.shutdown().await;
 }
+
+/// Issue 51 item 6: a header that says who calls, what or where, given
+/// twice with different values, is refused (400 -32600 naming it): this
+/// server reads the first, a proxy in front may read the last. The same
+/// value twice is harmless and served. (Seen failing before: the first
+/// `Authorization` won and the call ran as `alice`.)
+#[tokio::test]
+async fn conflicting_duplicate_headers_are_refused() {
+    let s = start(ServerConfig::default()).await;
+    let body = tools_list_with("0");
+    let send = |extra: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer alice\r\n{extra}\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            s.server.addr(),
+            body.len()
+        )
+    };
+    for (extra, name) in [
+        ("Authorization: Bearer mallory\r\n", "authorization"),
+        ("Mcp-Method: tools/call\r\n", "mcp-method"),
+        (
+            "mcp-protocol-version: 2025-11-25\r\n",
+            "mcp-protocol-version",
+        ),
+    ] {
+        let reply = reply_to_head(&s, &send(extra)).await.expect("a reply");
+        assert!(reply.starts_with("HTTP/1.1 400"), "{name}: {reply}");
+        assert!(
+            reply.contains("-32600") && reply.to_ascii_lowercase().contains(name),
+            "{name}: {reply}"
+        );
+    }
+    let reply = reply_to_head(&s, &send("Authorization: Bearer alice\r\n"))
+        .await
+        .expect("a reply");
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    s.server.shutdown().await;
+}

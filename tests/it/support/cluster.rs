@@ -288,6 +288,21 @@ pub struct Nginx {
 
 impl Nginx {
     pub fn start(port: u16, upstreams: &[String]) -> Nginx {
+        let servers: String = upstreams
+            .iter()
+            .map(|u| format!("    server {u} max_fails=1 fail_timeout=2s;\n"))
+            .collect();
+        Nginx::with_conf(port, |prefix| {
+            nginx_template()
+                .replace("{{PREFIX}}", prefix)
+                .replace("{{LISTEN}}", &format!("127.0.0.1:{port}"))
+                .replace("{{SERVERS}}", &servers)
+        })
+    }
+
+    /// nginx with the config `conf` renders for its temp dir (the prefix
+    /// its pid, log and temp paths go under), up once `port` listens.
+    pub fn with_conf(port: u16, conf: impl FnOnce(&str) -> String) -> Nginx {
         super::need::need("nginx");
         let dir = tempfile::tempdir().expect("tempdir");
         // Workers may run as another user: let them reach the temp paths.
@@ -296,14 +311,7 @@ impl Nginx {
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
                 .expect("chmod");
         }
-        let servers: String = upstreams
-            .iter()
-            .map(|u| format!("    server {u} max_fails=1 fail_timeout=2s;\n"))
-            .collect();
-        let conf = nginx_template()
-            .replace("{{PREFIX}}", &dir.path().display().to_string())
-            .replace("{{LISTEN}}", &format!("127.0.0.1:{port}"))
-            .replace("{{SERVERS}}", &servers);
+        let conf = conf(&dir.path().display().to_string());
         let path = dir.path().join("nginx.conf");
         std::fs::write(&path, conf).expect("write nginx.conf");
         let log = dir.path().join("error.log");

@@ -14,3 +14,4 @@ pub mod rmcp_harness;
 pub mod rmcp_server;
 pub mod serve;
 pub mod server;
+pub mod tls;

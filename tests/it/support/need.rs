@@ -11,7 +11,7 @@ use std::sync::Mutex;
 /// What is known to be present in this process.
 static PRESENT: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
 
-/// Makes sure `what` is on the machine (`redis-server`, `nginx`,
+/// Makes sure `what` is on the machine (`redis-server`, `nginx`, `openssl`,
 /// `chromium`, `pyyaml`, `node`, `npm`, `script`); panics with the installer's
 /// message when it cannot be had.
 pub fn need(what: &'static str) {

@@ -5,7 +5,8 @@
 send() {
   local n=$1
   shift
-  curl -sS -i --max-time "$MAX" "$@" > "$OUT/$n.reply"
+  # TLS: curl's TLS flags for an https target (unset for plain http).
+  curl -sS -i --max-time "$MAX" ${TLS[@]+"${TLS[@]}"} "$@" > "$OUT/$n.reply"
   echo $? > "$OUT/$n.exit"
 }
 # show N: prints reply N (and curl's complaint, if any).
