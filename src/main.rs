@@ -26,7 +26,13 @@ fn no_transparent_huge_pages() {
 
 /// Load-test, fuzz and conformance-check MCP servers that elicit user input.
 #[derive(Parser)]
-#[command(name = "elicitkit", version, about, long_about = None)]
+#[command(
+    name = "elicitkit",
+    version,
+    about,
+    long_about = None,
+    after_help = elicitkit::cli::START_HERE
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,7 +63,7 @@ enum Command {
 fn main() -> ExitCode {
     #[cfg(target_os = "linux")]
     no_transparent_huge_pages();
-    let cli = Cli::parse();
+    let cli: Cli = elicitkit::cli::negative::parse();
     match cli.command {
         Command::Check(args) => elicitkit::cli::check::run(args),
         Command::Bridge(args) => elicitkit::cli::bridge::run(args),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what a test needs, installing what is missing:
-#   tests/need.sh redis-server nginx openssl chromium pyyaml node npm
+#   tests/need.sh redis-server nginx openssl chromium pyyaml node npm script
 # Called by the test helpers on first use (tests/it/support/need.rs), so
 # README's `cargo test --locked` sets up a fresh machine by itself. As root
 # it installs Debian packages with apt-get (and PyYAML with pip when python3
@@ -8,14 +8,14 @@
 # Concurrent callers (parallel tests, several test processes) take turns.
 set -euo pipefail
 
-usage() { echo "usage: $0 {redis-server|nginx|openssl|chromium|pyyaml|node|npm}..." >&2; exit 2; }
+usage() { echo "usage: $0 {redis-server|nginx|openssl|chromium|pyyaml|node|npm|script}..." >&2; exit 2; }
 [ "$#" -gt 0 ] || usage
 
 present() {
   case "$1" in
     pyyaml) python3 -c 'import yaml' >/dev/null 2>&1 ;;
     chromium) [ -x /usr/bin/chromium ] ;;
-    redis-server|nginx|openssl|node|npm) command -v "$1" >/dev/null 2>&1 ;;
+    redis-server|nginx|openssl|node|npm|script) command -v "$1" >/dev/null 2>&1 ;;
     *) usage ;;
   esac
 }
@@ -24,6 +24,7 @@ apt_package() {
   case "$1" in
     pyyaml) echo python3-yaml ;;
     node) echo nodejs ;;
+    script) echo bsdutils ;;   # util-linux's terminal recorder
     *) echo "$1" ;;
   esac
 }

@@ -11,9 +11,25 @@ use std::process::ExitCode;
 
 /// Arguments of `elicitkit bridge`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:
-  elicitkit bridge -- python server.py      # then: curl -X POST http://127.0.0.1:PORT/mcp ...
-  elicitkit bridge --env MODE=test --cwd srv -- node server.mjs")]
+#[command(
+    after_help = "Examples:
+  # the server behind http://127.0.0.1:PORT/mcp (printed)
+  elicitkit bridge -- python server.py
+  # with an environment variable and a working directory
+  elicitkit bridge --env MODE=test --cwd srv -- node srv.mjs
+  # each bearer token its own server processes, USER set
+  elicitkit bridge --identity-env USER -- node srv.mjs
+
+Exit codes: 0 stopped by Ctrl-C or SIGTERM (the server's own exits are listed on stderr); 2 usage \
+error, or the server could not be started.",
+    mut_arg("env", |a| a.help("An environment variable for the server (repeatable), e.g. --env API_MODE=test")),
+    mut_arg("cwd", |a| a.help("The server's working directory")),
+    mut_arg("identity_env", |a| a.help(
+        "The environment variable the server reads its user from: each bearer token that \
+         calls gets server processes of its own, with the variable set to the token"
+    )),
+    mut_arg("command", |a| a.help("The server's command and its arguments, after `--`, e.g. -- python server.py")),
+)]
 pub struct Args {
     /// The server's command (after `--`), environment and directory.
     #[command(flatten)]

@@ -13,51 +13,33 @@ use std::process::ExitCode;
 /// The capacity-search flags of `elicitkit load`.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct SearchArgs {
-    /// With --capacity: label the run with how many instances the target
-    /// runs (behind one balancer), for `elicitkit report capacity`.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    /// Label the run with the target's instance count (for report capacity).
+    #[arg(help_heading = "Capacity search", long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub instances: Option<u64>,
-    /// With --capacity: read Redis `INFO stats` before and after every
-    /// sample, for the shared store's commands per round trip, e.g.
-    /// --store-stats redis://127.0.0.1:6379.
-    #[arg(long, env = "ELICITKIT_STORE_STATS", value_name = "REDIS_URL")]
+    /// Read Redis INFO stats per sample: store commands per round trip.
+    #[arg(
+        help_heading = "Capacity search",
+        long,
+        env = "ELICITKIT_STORE_STATS",
+        value_name = "REDIS_URL"
+    )]
     pub store_stats: Option<String>,
-    /// With --capacity: most halvings of the bracket between the last good
-    /// and the first bad rate (plan: [capacity] bisections; default 4; 0:
-    /// coarse steps only).
-    #[arg(long, value_name = "K")]
+    /// Most halvings of the good/bad bracket (default 4; 0: coarse steps only).
+    #[arg(help_heading = "Capacity search", long, value_name = "K")]
     pub bisections: Option<u32>,
-    /// With --capacity: stop halving when the bracket is narrower than this
-    /// percentage of the first bad rate (plan: resolution_pct; default 5).
-    #[arg(long, value_name = "PCT")]
+    /// Stop halving below this percentage of the first bad rate (default 5).
+    #[arg(help_heading = "Capacity search", long, value_name = "PCT")]
     pub resolution: Option<f64>,
-    /// With --capacity: most samples per step. Neither a lone pass nor a
-    /// lone breach decides a step: it is within once two samples held the
-    /// SLO with agreeing p99s, broken once two breached; with 3, two of
-    /// three decide; with 2, one of each is noisy and the search
-    /// INCONCLUSIVE (plan: samples; default 3; 1: one sample decides).
-    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Most samples per step (default 3: two of three decide).
+    #[arg(help_heading = "Capacity search", long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..))]
     pub samples: Option<u32>,
-    /// With --capacity: two p99s agree when within this many percent (or
-    /// within the plan's stable_floor, default 1ms) (plan: stable_pct;
-    /// default 20).
-    #[arg(long, value_name = "PCT")]
+    /// Two p99s agree within this many percent (default 20).
+    #[arg(help_heading = "Capacity search", long, value_name = "PCT")]
     pub stable_within: Option<f64>,
-    /// Count this local process's CPU as the target's (repeatable; e.g.
-    /// each `serve` instance, Redis, nginx): the target's CPU per request
-    /// and round trip in the summary (per step with --capacity), for a
-    /// target that is not the embedded server.
-    #[arg(long = "cpu-pid", value_name = "PID")]
+    /// Count this local process's CPU as the target's (repeatable).
+    #[arg(help_heading = "Target", long = "cpu-pid", value_name = "PID")]
     pub cpu_pids: Vec<u32>,
 }
-
-/// `--help` examples of the capacity search.
-pub const EXAMPLES: &str = "Capacity planning:
-  elicitkit load --plan loadtests/capacity.toml --capacity             # knee of the embedded server
-  elicitkit load --plan loadtests/capacity.toml --capacity --samples 2 --bisections 3 --resolution 10
-  elicitkit load --plan loadtests/capacity.toml --capacity --target URL --instances 2 \\
-      --store-stats redis://127.0.0.1:6379 --cpu-pid 4242 --cpu-pid 4243 --run-id knee-2
-  elicitkit report capacity 1=reports/knee-1 2=reports/knee-2 --target-rate 20000";
 
 impl SearchArgs {
     /// Whether any flag that needs --capacity was given.
@@ -109,8 +91,11 @@ pub fn print(c: &CapacitySummary) {
 given as DIR when its summary records --instances, or as N=DIR.
 
 Examples:
+  # runs that recorded --instances
   elicitkit report capacity reports/knee-1 reports/knee-2
-  elicitkit report capacity 1=reports/knee-1 2=reports/knee-2 4=reports/knee-4 --target-rate 20000
+  # instance counts given; the instances 20,000/s needs
+  elicitkit report capacity 1=reports/knee-1 \\
+      2=reports/knee-2 4=reports/knee-4 --target-rate 20000
 
 Exit codes: 0 written; 2 usage error (unreadable summary, no capacity data, unknown instance count)."
 )]

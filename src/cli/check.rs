@@ -11,25 +11,38 @@ use clap::Parser;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Examples and exit codes under `check --help`.
+/// Examples and exit codes under `check --help` (example lines under 60
+/// columns, so that a narrow terminal wraps none).
 const CHECK_HELP: &str = "Examples:
-  elicitkit serve &                                   # the reference server, then:
+  # the reference server, then check it
+  elicitkit serve &
   elicitkit check --target http://127.0.0.1:8080/mcp
-  elicitkit check --target URL --generation 2026-07-28 --only mrtr-replay
-  elicitkit check --target URL --single-use place_order --format junit --output check.xml
-  elicitkit check --target URL --principal \"$TOKEN_A\" --other-principal \"$TOKEN_B\"
-  elicitkit check --target http://127.0.0.1:9001/mcp --other-instance http://127.0.0.1:9002/mcp
-                                                      # two instances of one deployment
-  elicitkit check --target URL --fail-on warn         # a CI gate that SHOULD rules also hold
-  elicitkit check --list                              # every check, its level and spec page
-  elicitkit check --target stdio -- python server.py  # a server that speaks stdio
-  elicitkit check --target stdio --identity-env USER_TOKEN --principal alice \
-      --other-principal bob -- node server.mjs        # principals through the environment
+  # one generation, checks whose id starts with a prefix
+  elicitkit check --target URL --generation 2026-07-28 \\
+      --only mrtr-replay
+  # JUnit for CI, with a tool that must complete once
+  elicitkit check --target URL --single-use place_order \\
+      --format junit --output check.xml
+  # your own two principals' tokens
+  elicitkit check --target URL --principal \"$TOKEN_A\" \\
+      --other-principal \"$TOKEN_B\"
+  # two instances of one deployment
+  elicitkit check --target http://127.0.0.1:9001/mcp \\
+      --other-instance http://127.0.0.1:9002/mcp
+  # a CI gate where SHOULD rules must hold too
+  elicitkit check --target URL --fail-on warn
+  # every check, its level and its spec page
+  elicitkit check --list
+  # a server that speaks stdio; principals through its env
+  elicitkit check --target stdio -- python server.py
+  elicitkit check --target stdio --identity-env USER_TOKEN \\
+      --principal alice --other-principal bob \\
+      -- node server.mjs
 
-Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check
-failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only
-prefix no check id starts with, too), or a target that is unreachable or does not answer as an
-MCP server; 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the
+Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check \
+failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only \
+prefix no check id starts with, too), or a target that is unreachable or does not answer as an \
+MCP server; 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the \
 checks without a verdict say so).";
 
 /// `--timeout`'s default, and what a stdio target gets when none is given.
@@ -43,7 +56,7 @@ pub struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp, or `stdio` and the
     /// server's command after `--` (checks of HTTP behaviour are then
     /// reported N/A, and the stdio transport's rules are checked).
-    #[arg(long, required_unless_present = "list")]
+    #[arg(help_heading = "Target", long, required_unless_present = "list")]
     pub target: Option<String>,
     /// A server that speaks stdio.
     #[command(flatten)]
@@ -51,7 +64,7 @@ pub struct Args {
     /// A second instance of the same deployment (an MCP endpoint URL): the
     /// mrtr-cross-instance check seals a state on --target, completes it
     /// here, and replays it on both (shared keys, shared single use).
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Target", long, value_name = "URL")]
     pub other_instance: Option<String>,
     /// Generation, principals and tools.
     #[command(flatten)]
@@ -62,43 +75,43 @@ pub struct Args {
     /// A read-only tool that reports the server's state, read before and
     /// after a decline to see that nothing happened (default: the first
     /// tool annotated readOnlyHint that does not elicit).
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Target", long, value_name = "NAME")]
     pub state_tool: Option<String>,
     /// Run only checks whose id starts with this prefix (repeatable); a
     /// prefix no check id starts with is a usage error.
-    #[arg(long = "only", value_name = "PREFIX")]
+    #[arg(help_heading = "Checks", long = "only", value_name = "PREFIX")]
     pub only: Vec<String>,
     /// The lowest result that fails the run (exit 1): `fail` (a MUST check
     /// failed or timed out) or `warn` (a SHOULD check warned, too).
-    #[arg(long, value_name = "LEVEL", default_value = "fail", value_parser = ["fail", "warn"])]
+    #[arg(help_heading = "Checks", long, value_name = "LEVEL", default_value = "fail", value_parser = ["fail", "warn"])]
     pub fail_on: String,
     /// Output format: text, json, junit or md.
-    #[arg(long, default_value = "text")]
+    #[arg(help_heading = "Output", long, default_value = "text")]
     pub format: Format,
     /// Write the report to this file instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", short, long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Per-check timeout (a hung server fails the check with `timeout`);
     /// default 10s, or 30s with --target stdio (each 2025-11-25 session
     /// there starts a process). Example: --timeout 20s
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Checks", long, value_parser = humantime::parse_duration)]
     pub timeout: Option<Duration>,
     /// Deadline for the whole run.
-    #[arg(long, default_value = "180s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Checks", long, default_value = "180s", value_parser = humantime::parse_duration)]
     pub deadline: Duration,
     /// Run the expiry check: wait this long before replaying a state. Make it
     /// longer than the server's state TTL plus its clock-skew allowance (the
     /// reference server allows 5 s). The check's timeout grows accordingly.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Checks", long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub wait_expiry: Option<Duration>,
     /// Checks run at the same time.
-    #[arg(long, default_value_t = 4)]
+    #[arg(help_heading = "Checks", long, default_value_t = 4)]
     pub concurrency: usize,
     /// Show evidence for passing checks too.
-    #[arg(long, short)]
+    #[arg(help_heading = "Output", long, short)]
     pub verbose: bool,
     /// List the checks and exit.
-    #[arg(long)]
+    #[arg(help_heading = "Checks", long)]
     pub list: bool,
 }
 

@@ -24,13 +24,20 @@ are written first; a second signal exits at once).";
 
 /// `--help` examples.
 pub const FUZZ_EXAMPLES: &str = "Examples:
-  elicitkit serve --flaw accept-tampered-state &     # a deliberately broken target
-  elicitkit fuzz --target http://127.0.0.1:8080/mcp  # 60 s, seed 1, both generations
-  elicitkit fuzz --target URL --duration 10m --seed 42 --tool deploy
-  elicitkit fuzz --target URL --generation 2026-07-28 --single-use place_order
-  URL=http://127.0.0.1:8080/mcp reports/<run>/fuzz/001-*/repro.sh   # replay a finding
-  elicitkit fuzz --target stdio -- python server.py  # a server that speaks stdio: its exit is a
-                                                     # finding; repro.sh starts it behind `elicitkit bridge`";
+  # a deliberately broken target, then 60 s of fuzzing
+  elicitkit serve --flaw accept-tampered-state &
+  elicitkit fuzz --target http://127.0.0.1:8080/mcp
+  # longer, another seed, one tool
+  elicitkit fuzz --target URL -d 10m --seed 42 --tool deploy
+  # one generation; a tool that must complete once
+  elicitkit fuzz --target URL --generation 2026-07-28 \\
+      --single-use place_order
+  # replay a finding: exit 1 reproduced, 0 not, 2 unknown
+  URL=http://127.0.0.1:8080/mcp \\
+      reports/<run>/fuzz/001-*/repro.sh
+  # a stdio server (its exit is a finding; each repro.sh
+  # starts it again behind `elicitkit bridge`)
+  elicitkit fuzz --target stdio -- python server.py";
 
 /// Arguments of `elicitkit fuzz`.
 #[derive(Debug, ClapArgs)]
@@ -39,24 +46,29 @@ pub struct Args {
     /// The MCP endpoint, e.g. http://127.0.0.1:8080/mcp, or `stdio` and the
     /// server's command after `--`. It is called for real with mutated
     /// traffic: use a test instance.
-    #[arg(long, value_name = "URL")]
-    pub target: String,
+    #[arg(
+        help_heading = "Target",
+        long,
+        value_name = "URL",
+        required_unless_present = "judge"
+    )]
+    pub target: Option<String>,
     /// A server that speaks stdio (its exit is a finding, with its status
     /// and stderr tail; each repro.sh starts it again behind
     /// `elicitkit bridge`).
     #[command(flatten)]
     pub stdio: super::target::StdioArgs,
     /// How long to fuzz, minimising included (discovery runs before the clock starts).
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Campaign", short, long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Seed of the cases: the same seed sends the same cases again.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = "Campaign", long, default_value_t = 1)]
     pub seed: u64,
     /// Most HTTP requests of the run.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(help_heading = "Campaign", long, default_value_t = 100_000)]
     pub max_requests: u64,
     /// Per-request timeout; a reply later than this is a `hang` finding.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Campaign", long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
     /// Generation, principals and tools.
     #[command(flatten)]
@@ -65,18 +77,62 @@ pub struct Args {
     #[command(flatten)]
     pub tls: super::target::TlsArgs,
     /// Folder for report folders.
-    #[arg(long, value_name = "DIR", default_value = "reports")]
+    #[arg(
+        help_heading = "Output",
+        short,
+        long,
+        value_name = "DIR",
+        default_value = "reports"
+    )]
     pub out: PathBuf,
     /// Name of the report folder (default: <UTC time>-fuzz).
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "Output", long, value_name = "ID")]
     pub run_id: Option<String>,
     /// No progress line.
-    #[arg(long, short)]
+    #[arg(help_heading = "Output", long, short)]
     pub quiet: bool,
+    /// Judge the replies a finding's repro.sh wrote, as the fuzzer judged
+    /// the run's (each repro.sh ends with this): DIR is the finding's
+    /// folder. Exit 1 the symptom reproduced, 0 it did not, 2 it could not
+    /// be told.
+    #[arg(
+        help_heading = "Judging a repro.sh",
+        long,
+        value_name = "DIR",
+        conflicts_with = "target"
+    )]
+    pub judge: Option<PathBuf>,
+    /// With --judge: the folder of the replies (repro.sh's $OUT; default
+    /// DIR/rerun, the fuzzer's own re-run).
+    #[arg(
+        help_heading = "Judging a repro.sh",
+        long,
+        value_name = "OUT",
+        requires = "judge"
+    )]
+    pub replies: Option<PathBuf>,
+}
+
+/// `elicitkit fuzz --judge DIR`: repro.sh's verdict on its own replies.
+fn judge(dir: &std::path::Path, replies: Option<&std::path::Path>) -> ExitCode {
+    use crate::fuzz::blackbox::summary::Reproduced;
+    let v = crate::fuzz::blackbox::verdict_file::judge(dir, replies);
+    println!("reproduced: {} ({})", v.reproduced, v.detail);
+    match v.reproduced {
+        Reproduced::Yes => exit::failed(),
+        Reproduced::No => exit::ok(),
+        Reproduced::Unknown => exit::usage(),
+    }
 }
 
 /// Runs `elicitkit fuzz`.
 pub fn run(args: Args) -> ExitCode {
+    if let Some(dir) = &args.judge {
+        return judge(dir, args.replies.as_deref());
+    }
+    let Some(target) = args.target.clone() else {
+        return usage_error("--target is required");
+    };
     let generation = match args.aim.generation() {
         Ok(g) => g,
         Err(e) => return usage_error(e),
@@ -97,15 +153,15 @@ pub fn run(args: Args) -> ExitCode {
             .map_or(0, |d| d.as_secs());
         format!("{}-fuzz", crate::load::run::utc_stamp(now))
     });
-    let stdio = match args.stdio.spec(&args.target) {
+    let stdio = match args.stdio.spec(&target) {
         Ok(s) => s,
         Err(e) => return usage_error(e),
     };
     let shown = stdio.as_ref().map_or_else(
-        || args.target.clone(),
+        || target.clone(),
         |s| format!("stdio: {}", s.command.display()),
     );
-    let mut s = Settings::new(args.target.clone());
+    let mut s = Settings::new(target.clone());
     args.aim.apply(&mut s.target);
     s.other_given = args.aim.other_principal.is_some();
     s.generation = generation;
@@ -122,7 +178,7 @@ pub fn run(args: Args) -> ExitCode {
     let summary = runtime.block_on(async {
         // Ctrl-C and SIGTERM end the campaign with its summary written.
         crate::interrupt::listen();
-        let resolved = super::target::resolve(&args.target, stdio.clone()).await?;
+        let resolved = super::target::resolve(&target, stdio.clone()).await?;
         s.target.mcp_url.clone_from(&resolved.url);
         s.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
         let target = blackbox::prepare(&s).await.map_err(|e| e.to_string());

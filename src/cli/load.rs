@@ -33,10 +33,8 @@ use std::time::Duration;
 /// The exit codes, for `--help`.
 pub const EXIT_CODES: &str = "Exit codes: 0 every threshold held; 1 a threshold failed, or the \
 target stalled or died; 2 usage error, bad plan, or a target that does not answer as an MCP \
-server (nothing measured); 3 inconclusive (the generator fell behind its schedule or saturated \
-its own CPU, or fell short of the offered rate, and nothing failed that it could not have \
-caused: the report says why); 130 interrupted by Ctrl-C, 143 stopped by SIGTERM (in either case \
-the report is written and marked INTERRUPTED; a second signal exits at once).";
+server (nothing measured); 3 inconclusive (the generator could not back the verdict: the report \
+says why); 130 / 143 stopped by Ctrl-C / SIGTERM (report written, marked INTERRUPTED).";
 
 /// Exit code of a run whose verdict the generator cannot back.
 pub const EXIT_INCONCLUSIVE: u8 = 3;
@@ -45,29 +43,37 @@ pub const EXIT_INCONCLUSIVE: u8 = 3;
 /// SIGTERM's is 143 ([`crate::interrupt::Signal::exit_code`]).
 pub const EXIT_INTERRUPTED: u8 = 130; // exit::interrupted()
 
-/// `--help` examples of `elicitkit load`.
+/// `--help` examples of `elicitkit load`: a comment line, then the
+/// command, each under 60 columns so that a narrow terminal wraps none.
 pub const LOAD_EXAMPLES: &str = "Examples:
-  elicitkit load                                    # smoke plan, embedded reference server
-  elicitkit load --target http://127.0.0.1:3000/mcp # discover the server, load every eliciting tool
-  elicitkit load --target URL --tool place_order --duration 30s --rate 200
-  elicitkit load --target URL --users 512 --principals 64   # 64 principals, 8 users each
-  elicitkit load --target URL --users 64 --principal-file tokens.txt  # real tokens, round robin
-  elicitkit load --target URL --principal alice      # every user is alice
-  elicitkit load --target http://127.0.0.1:9001/mcp,http://127.0.0.1:9002/mcp  # two instances, retries cross
-  elicitkit load --rate 2000 --duration 30s --warmup 5s  # open model; the first 5 s are not measured
-  elicitkit load --model open --stage 10s:500,30s:500,10s:0   # ramp to 500/s, hold 30 s, ramp down
-  elicitkit load --model closed --stage 10s:50,30s:50 --warmup 10s   # ramp to 50 users; measure the hold
-  elicitkit load --plan loadtests/mixed.toml --threshold 'p99(retry) < 20ms'
-  elicitkit load --target http://127.0.0.1:3000/mcp --soak 30m --rate 50  # 30 min steady, 2 min idle: do RSS or fds grow?
-  elicitkit load --target URL --target-pid 4242 --soak 1h --users 8 --cool-down 5m
-  # the embedded server keeps each state's records 10 + 10 min: shorten that to soak it for 10 min
-  elicitkit load --soak 10m --rate 50 --serve-arg=--state-ttl --serve-arg=1m --serve-arg=--retention --serve-arg=1m
-  elicitkit plan --target URL -o my-plan.toml && elicitkit load --plan my-plan.toml
-  # distributed: 3 processes (or pods), each a third of the load, started together, then merged
-  elicitkit load --plan P --target URL --segment 1/3 --start-at 2026-12-02T03:10:00Z --run-id seg1
-  elicitkit load --plan P --target URL --segment 2/3 --start-at 2026-12-02T03:10:00Z --run-id seg2
-  elicitkit load --plan P --target URL --segment 3/3 --start-at 2026-12-02T03:10:00Z --run-id seg3
-  elicitkit report merge reports/seg1/run.hlog reports/seg2/run.hlog reports/seg3/run.hlog";
+  # the smoke plan against an embedded reference server
+  elicitkit load
+  # your server: discover it, load every eliciting tool
+  elicitkit load --target http://127.0.0.1:3000/mcp
+  # 20 users for 30 s (closed model, as Goose and k6)
+  elicitkit load --target URL -u 20 -d 30s
+  # 200 round trips/s (open model); 5 s warm-up unmeasured
+  elicitkit load --target URL -r 200 -d 30s --warmup 5s
+  # ramp to 500/s, hold 30 s, ramp down
+  elicitkit load --model open -s 10s:500,30s:500,10s:0
+  # 512 users as 64 principals; real tokens from a file
+  elicitkit load --target URL -u 512 --principals 64
+  elicitkit load --target URL -u 64 --principal-file t.txt
+  # fail the run on a threshold
+  elicitkit load --threshold 'p99(retry) < 20ms'
+  # a baseline of 5 runs once, then judge 3 runs against it
+  elicitkit load --repeat 5 -o reports/base
+  elicitkit load --baseline reports/base --repeat 3
+  # the highest rate that holds the plan's SLO
+  elicitkit load --plan loadtests/capacity.toml --capacity
+  # 30 min at 50/s: do the target's RSS or fds grow?
+  elicitkit load --target URL --soak 30m -r 50
+  # write the plan discovery builds, edit it, run it
+  elicitkit plan --target URL -o my-plan.toml
+  elicitkit load --plan my-plan.toml
+
+Capacity across instances, distributed runs, every option
+in detail and the summary's columns: docs/load.md";
 
 /// The smoke plan compiled in, used when `loadtests/smoke.toml` is absent.
 pub const BUILTIN_SMOKE: &str = include_str!("../../loadtests/smoke.toml");
@@ -80,211 +86,155 @@ HTTP transport if it has one.";
 
 /// Arguments of `elicitkit load`.
 #[derive(Debug, ClapArgs)]
-#[command(after_help = format!("{LOAD_EXAMPLES}\n\n{}\n\n{EXIT_CODES}", super::capacity::EXAMPLES))]
+#[command(after_help = format!("{LOAD_EXAMPLES}\n\n{EXIT_CODES}"))]
 pub struct Args {
-    /// Plan file (TOML). Default: with --target, a plan discovered from the
-    /// target; else loadtests/smoke.toml.
-    #[arg(long, value_name = "FILE")]
-    pub plan: Option<PathBuf>,
-    /// MCP endpoint to load (e.g. http://127.0.0.1:8080/mcp). Default: the
-    /// plan's target, else the embedded reference server. Several instances
-    /// of one service, comma-separated (URL1,URL2): round trips start on
-    /// each in turn and every retry goes to the next URL (so it crosses
-    /// instances); discovery asks the first, the preflight every one. The
-    /// report counts requests and latency per answering instance.
-    #[arg(long, value_name = "URL[,URL...]")]
+    /// MCP endpoint to load, or several instances of one service as URL1,URL2 (default: the plan's,
+    /// else an embedded reference server).
+    #[arg(help_heading = "Target", long, value_name = "URL[,URL...]")]
     pub target: Option<String>,
-    /// Load only this tool (repeatable): discovery calls only it; with
-    /// --plan, only scenarios on it run.
-    #[arg(long = "tool", value_name = "NAME")]
+    /// Plan file (TOML). Default: discovered from --target, else loadtests/smoke.toml.
+    #[arg(help_heading = "Load shape", long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Load only this tool (repeatable).
+    #[arg(help_heading = "Target", long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
     /// Never call this tool (repeatable).
-    #[arg(long = "skip-tool", value_name = "NAME")]
+    #[arg(help_heading = "Target", long = "skip-tool", value_name = "NAME")]
     pub skip_tools: Vec<String>,
     /// Only this generation when discovering: 2025-11-25 or 2026-07-28.
-    #[arg(long, value_name = "VERSION")]
+    #[arg(help_heading = "Target", long, value_name = "VERSION")]
     pub generation: Option<Generation>,
-    /// Every user runs as this one bearer token (default: each user is
-    /// its own principal; see --principals). Discovery runs as it too;
-    /// --principals and --principal-file win over it for the users.
-    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    /// Every user runs as this bearer token (default: each user its own principal).
+    #[arg(
+        help_heading = "Target",
+        long,
+        env = "ELICITKIT_PRINCIPAL",
+        value_name = "TOKEN"
+    )]
     pub principal: Option<String>,
-    /// Spread the users over N generated principals, `ek-user-0001` …
-    /// (tokens that name the principal, as the reference server's demo
-    /// auth takes them); users take them round robin. Default: one per
-    /// user (open model: one per round trip allowed in flight), at most
-    /// 1024, unless --principal or the plan's `token` names one. E.g.
-    /// --users 512 --principals 64.
-    #[arg(long, value_name = "N", conflicts_with = "principal_file")]
+    /// Spread the users over N generated principals (ek-user-0001 …), round robin.
+    #[arg(
+        help_heading = "Target",
+        long,
+        value_name = "N",
+        conflicts_with = "principal_file"
+    )]
     pub principals: Option<usize>,
-    /// Real tokens for the users, one a line (`#` comments and blank lines
-    /// skipped); users take them round robin, e.g. --principal-file
-    /// tokens.txt. The report names the file, never a token.
-    #[arg(long, value_name = "FILE")]
+    /// Real tokens for the users, one a line, taken round robin.
+    #[arg(help_heading = "Target", long, value_name = "FILE")]
     pub principal_file: Option<PathBuf>,
     /// How an https target's certificate is checked (`cacert` and
     /// `insecure` in the plan's [target] table; the flags win).
     #[command(flatten)]
     pub tls: super::target::TlsArgs,
-    /// The measured window (e.g. 5s, 1m): the results cover exactly this
-    /// much traffic; the users' launch and --warmup come before it. With a
-    /// plan's stages or ramp, scales them to last this long after the warm-up.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    /// The measured window, e.g. 30s (after the users' launch and --warmup).
+    #[arg(short = 'd', help_heading = "Load shape", long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
-    /// Closed model with N Goose users (replaces the plan's load shape).
-    #[arg(long, value_name = "N", conflicts_with = "rate")]
+    /// Closed model: N users, each one round trip at a time.
+    #[arg(
+        short = 'u',
+        help_heading = "Load shape",
+        long,
+        value_name = "N",
+        conflicts_with = "rate"
+    )]
     pub users: Option<usize>,
-    /// Open model at N round trips per second (replaces the plan's load shape).
-    #[arg(long, value_name = "N")]
+    /// Open model: N round trips per second.
+    #[arg(short = 'r', help_heading = "Load shape", long, value_name = "N")]
     pub rate: Option<f64>,
-    /// Load stages DURATION:TARGET,… ramping linearly from the previous
-    /// target (0 at first) to each stage's own, like k6's `stages`; `0s:T`
-    /// jumps (repeatable; the lists join). TARGET is users in the closed
-    /// model, round trips/s in the open one; the model is the plan's unless
-    /// --model says. The stages are the whole run: not with --users, --rate
-    /// or --duration. E.g. --stage 10s:50,30s:50,10s:0.
-    #[arg(long = "stage", value_name = "DURATION:TARGET,…", conflicts_with_all = ["users", "rate", "duration"])]
+    /// Stages DURATION:TARGET,… like k6's, e.g. 10s:50,30s:50,10s:0 (the whole run).
+    #[arg(short = 's', help_heading = "Load shape", long = "stage", value_name = "DURATION:TARGET,…", conflicts_with_all = ["users", "rate", "duration"])]
     pub stages: Vec<String>,
-    /// The model --stage targets count in: closed (users) or open (round
-    /// trips/s). Default: the plan's.
-    #[arg(long, value_name = "closed|open", value_parser = Model::parse)]
+    /// What --stage targets count: closed (users) or open (round trips/s).
+    #[arg(help_heading = "Load shape", long, value_name = "closed|open", value_parser = Model::parse)]
     pub model: Option<Model>,
-    /// Run this long before the measured window, and leave it out of every
-    /// result (histograms, thresholds, rates, .hlog, ndjson); the report
-    /// states it. With a fixed --users/--rate it comes before --duration;
-    /// with stages it is their first part. E.g. --warmup 5s.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    /// Run this long first and leave it out of every result, e.g. 5s.
+    #[arg(help_heading = "Load shape", long, value_parser = humantime::parse_duration)]
     pub warmup: Option<Duration>,
-    /// Soak: hold the load (--users or --rate, or the plan's) steady this
-    /// long (the measured window, after a warm-up of a tenth of it, 1 s to
-    /// 30 s, unless --warmup says), then watch the target with no load for
-    /// --cool-down. The target's RSS and open descriptors are fitted by
-    /// least squares over the steady phase; growth beyond 1 MiB/min (and
-    /// 4 MiB) or 1 descriptor/min (and 5) with R² ≥ 0.8, not given back
-    /// after the cool-down, fails the run. Memory is judged after the time
-    /// the target keeps a finished round trip's records (the reference
-    /// server publishes it: about 21 min by default); growth in a shorter
-    /// soak is INCONCLUSIVE, not a leak. Needs the target's PID (the
-    /// embedded server, --target-pid, or a 127.0.0.1 listener). E.g.
-    /// --soak 25m --rate 50.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["duration", "stages", "capacity"])]
+    /// Hold the load this long, then fail on RSS or descriptor growth, e.g. 30m.
+    #[arg(help_heading = "Soak", long, value_name = "DURATION", value_parser = humantime::parse_duration, conflicts_with_all = ["duration", "stages", "capacity"])]
     pub soak: Option<Duration>,
-    /// The soak's cool-down with no load (default: a fifth of --soak, 5 s
-    /// to 2 min), e.g. --cool-down 1m.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "soak")]
+    /// Watch the target this long with no load after the soak (default: a fifth of it).
+    #[arg(help_heading = "Soak", long, value_name = "DURATION", value_parser = humantime::parse_duration, requires = "soak")]
     pub cool_down: Option<Duration>,
-    /// The soak's RSS growth allowed, MiB per minute (default 1), e.g.
-    /// --soak-rss-per-min 4 for a server that caches for longer than the
-    /// soak.
-    #[arg(long, value_name = "MIB", requires = "soak")]
+    /// RSS growth allowed, MiB per minute (default 1).
+    #[arg(help_heading = "Soak", long, value_name = "MIB", requires = "soak")]
     pub soak_rss_per_min: Option<f64>,
-    /// The soak's descriptor growth allowed, per minute (default 1).
-    #[arg(long, value_name = "N", requires = "soak")]
+    /// Descriptor growth allowed per minute (default 1).
+    #[arg(help_heading = "Soak", long, value_name = "N", requires = "soak")]
     pub soak_fds_per_min: Option<f64>,
     /// The least R² a growth slope must fit with to count (default 0.8).
-    #[arg(long, value_name = "R2", requires = "soak")]
+    #[arg(help_heading = "Soak", long, value_name = "R2", requires = "soak")]
     pub soak_min_r2: Option<f64>,
-    /// The target's process id, for its health over time (RSS, open
-    /// descriptors, threads, sampled once per interval from /proc) and
-    /// CPU. Default: the embedded server, or the process listening on a
-    /// 127.0.0.1 --target's port when it can be found. E.g. --target-pid 4242.
-    #[arg(long, value_name = "PID")]
+    /// The target's process id, for its RSS, descriptors and CPU (default: found when local).
+    #[arg(help_heading = "Target", long, value_name = "PID")]
     pub target_pid: Option<u32>,
     /// Hard cap on HTTP requests.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Load shape", long, value_name = "N")]
     pub max_requests: Option<u64>,
-    /// Per-request timeout.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    /// Per-request timeout, e.g. 5s (discovery waits as long).
+    #[arg(help_heading = "Target", long, value_parser = humantime::parse_duration)]
     pub timeout: Option<Duration>,
-    /// Worker threads of the embedded server.
-    #[arg(long, value_name = "N")]
-    pub workers: Option<usize>,
-    /// Worker threads of the load generator. Default: every core for the
-    /// closed model; for the open model one per 20,000 round trips/s of its
-    /// peak rate (idle workers only add wake-ups), up to every core.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    /// Worker threads of the load generator (default: by model and rate).
+    #[arg(help_heading = "Load shape", long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub generator_threads: Option<u16>,
-    /// Extra threshold (repeatable): pNN, med, avg, min or max of a
-    /// latency, error_rate, rps, frozen_time…, optionally ending the run
-    /// when it fails, e.g. "p99(retry) < 50ms", "p95(e2e) < 20ms;
-    /// abort_on_fail; delay_abort_eval=10s" (loadtests/README.md lists them).
-    #[arg(long = "threshold", value_name = "EXPR")]
+    /// Pass/fail threshold (repeatable), e.g. 'p99(retry) < 50ms'.
+    #[arg(
+        help_heading = "Thresholds and baselines",
+        long = "threshold",
+        value_name = "EXPR"
+    )]
     pub thresholds: Vec<String>,
-    /// Capacity search: step the open-model rate up until the plan's SLO
-    /// breaks, bisect between the last good and first bad rate, repeat each
-    /// step until its p99 settles; report the step table, the knee and CPU
-    /// per round trip. The worst-case duration is printed before it starts.
-    /// It steps the rate itself: not with --users, --rate or --stage.
-    #[arg(long, conflicts_with_all = ["users", "rate", "stages"])]
+    /// Step the open-model rate up to the plan's SLO knee (not with --users, --rate, --stage).
+    #[arg(help_heading = "Capacity search", long, conflicts_with_all = ["users", "rate", "stages"])]
     pub capacity: bool,
-    /// With --capacity: the rate to size for (at least ceil(rate / knee)
-    /// instances; `report capacity` projects it from measured scaling).
-    #[arg(long, value_name = "N")]
+    /// The rate to size for: instances needed at the knee.
+    #[arg(help_heading = "Capacity search", long, value_name = "N")]
     pub target_rate: Option<f64>,
     /// Capacity-search knobs.
     #[command(flatten)]
     pub cap: super::capacity::SearchArgs,
-    /// Where results go (repeatable): a folder for report folders (default
-    /// `reports`), or `ndjson=FILE` to stream one JSON line per interval
-    /// per metric while the run goes (k6's `--out json=…` in spirit), e.g.
-    /// --out ndjson=run.ndjson. `tail -f` it, or feed it to a dashboard.
-    #[arg(long = "out", value_name = "DIR | ndjson=FILE", value_parser = parse_out)]
+    /// Where results go (repeatable): a folder (default reports) or ndjson=FILE.
+    #[arg(short = 'o', help_heading = "Output", long = "out", value_name = "DIR | ndjson=FILE", value_parser = parse_out)]
     pub out: Vec<OutTarget>,
-    /// Also write the summary JSON (the report folder's summary.json) to
-    /// FILE, k6's flag, e.g. --summary-export ci/summary.json.
-    #[arg(long, value_name = "FILE")]
+    /// Also write the summary JSON to FILE (k6's flag).
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     pub summary_export: Option<PathBuf>,
-    /// Compare with earlier runs of the same setup (a summary.json, a run
-    /// folder, or a folder of run folders; repeatable): round trips/s,
-    /// per-leg and end-to-end p50/p99, the error rate. Each figure is
-    /// judged from both sides' runs (a t-test on their spread): it fails
-    /// when it got worse beyond chance and beyond --baseline-tolerance. The
-    /// gate must be able to catch a 30 % fall in round trips/s and a 50 %
-    /// rise in end-to-end p50/p99: when the runs are too few or too noisy
-    /// for that, the run is INCONCLUSIVE (exit 3) and says "add runs", with
-    /// the smallest change each figure can detect. On a shared 2-core
-    /// machine 5 baseline runs and --repeat 3 is a start, e.g.
-    /// `load --repeat 5 --out reports/base` once, then `load --baseline
-    /// reports/base --repeat 3`.
-    #[arg(long, value_name = "SUMMARY")]
+    /// Compare with earlier runs (summary.json, run folder, or folder of them; repeatable).
+    #[arg(
+        help_heading = "Thresholds and baselines",
+        long,
+        value_name = "SUMMARY"
+    )]
     pub baseline: Vec<PathBuf>,
-    /// How much worse than the baseline a figure may get, in percent,
-    /// before a change beyond chance fails (latency growth under 0.1 ms
-    /// never counts).
-    #[arg(long, value_name = "PCT", default_value_t = crate::load::summarize::baseline::DEFAULT_TOLERANCE_PCT)]
+    /// How much worse, in percent, a figure may get before a real change fails.
+    #[arg(help_heading = "Thresholds and baselines", long, value_name = "PCT", default_value_t = crate::load::summarize::baseline::DEFAULT_TOLERANCE_PCT)]
     pub baseline_tolerance: f64,
-    /// Run the plan N times, one report folder each (`<run-id>-1` …);
-    /// with --baseline the N runs are judged together against it (more
-    /// runs, smaller detectable changes), otherwise the folder they share
-    /// (--out) is a baseline for later runs. Each repeat costs a whole run:
-    /// the users' launch, the warm-up, the duration and (embedded target)
-    /// a fresh server. Exit: the worst of the runs' verdicts.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    /// Run the plan N times, one report each (with --baseline: judged together).
+    #[arg(help_heading = "Thresholds and baselines", long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
     /// Name of the report folder (default: <UTC time>-<plan>).
-    #[arg(long, value_name = "ID")]
+    #[arg(help_heading = "Output", long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// Extra argument for the embedded `serve` (repeatable), e.g.
-    /// --serve-arg=--flaw --serve-arg=crash-on-decline.
-    #[arg(long = "serve-arg", value_name = "ARG", allow_hyphen_values = true)]
+    /// Worker threads of the embedded server.
+    #[arg(help_heading = "Embedded server", long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Extra argument for the embedded serve (repeatable), e.g. --serve-arg=--flaw.
+    #[arg(
+        help_heading = "Embedded server",
+        long = "serve-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
     pub serve_args: Vec<String>,
-    /// Run segment I of N of the plan (k6's execution segments): this
-    /// process's share of the users (closed model; k6's rounding, e.g. 10
-    /// users over 3 are 3, 4, 3), of the open-model schedule (every N-th
-    /// arrival: 1/N of the rate, stages included) and of the request cap,
-    /// with ids and seeds disjoint from the other segments'. Run the N
-    /// processes with the same plan and --start-at, then `elicitkit report
-    /// merge` their run.hlog files. E.g. --segment 2/3.
-    #[arg(long, value_name = "I/N", value_parser = crate::load::spec::segment::Segment::parse)]
+    /// Run segment I of N of the plan (k6's execution segments), e.g. 2/3.
+    #[arg(help_heading = "Distributed runs", long, value_name = "I/N", value_parser = crate::load::spec::segment::Segment::parse)]
     pub segment: Option<crate::load::spec::segment::Segment>,
-    /// Synchronized start: check the target, then wait until this time and
-    /// start the load (warm-up and window) then. An RFC 3339 UTC time, e.g.
-    /// 2026-12-02T03:10:00Z, or +DURATION from now, e.g. +10s. At most 5 s
-    /// in the past and 24 h ahead; the machines' clocks must agree (NTP).
-    #[arg(long, value_name = "TIME")]
+    /// Start at this time: RFC 3339 UTC, e.g. 2026-12-02T03:10:00Z, or +10s.
+    #[arg(help_heading = "Distributed runs", long, value_name = "TIME")]
     pub start_at: Option<String>,
     /// No live progress line.
-    #[arg(long, short)]
+    #[arg(help_heading = "Output", long, short)]
     pub quiet: bool,
 }
 
@@ -718,37 +668,45 @@ fn rank(v: Verdict) -> u8 {
 /// Arguments of `elicitkit plan`.
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:
-  elicitkit plan --target http://127.0.0.1:3000/mcp              # print the plan
-  elicitkit plan --target URL -o loadtests/my-server.toml --skip-tool delete_all
-  elicitkit load --plan loadtests/my-server.toml
+  # print the plan discovery builds
+  elicitkit plan --target http://127.0.0.1:3000/mcp
+  # write it, leaving a tool out; edit it; run it
+  elicitkit plan --target URL -o my-server.toml \\
+      --skip-tool delete_all
+  elicitkit load --plan my-server.toml
 
 Exit codes: 0 the plan was written; 2 usage error, or a target that does not answer as an MCP \
 server or has no tool the load tool can drive.")]
 pub struct PlanArgs {
     /// MCP endpoint to discover (e.g. http://127.0.0.1:8080/mcp).
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Target", long, value_name = "URL")]
     pub target: String,
     /// Write the plan here (default: stdout).
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(help_heading = "Plan", long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Only this tool (repeatable).
-    #[arg(long = "tool", value_name = "NAME")]
+    #[arg(help_heading = "Target", long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
     /// Never call this tool (repeatable).
-    #[arg(long = "skip-tool", value_name = "NAME")]
+    #[arg(help_heading = "Target", long = "skip-tool", value_name = "NAME")]
     pub skip_tools: Vec<String>,
     /// Only this generation: 2025-11-25 or 2026-07-28.
-    #[arg(long, value_name = "VERSION")]
+    #[arg(help_heading = "Target", long, value_name = "VERSION")]
     pub generation: Option<Generation>,
     /// Bearer token discovery runs as; written into the plan as every
     /// user's (without it, each user is its own principal).
-    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    #[arg(
+        help_heading = "Target",
+        long,
+        env = "ELICITKIT_PRINCIPAL",
+        value_name = "TOKEN"
+    )]
     pub principal: Option<String>,
     /// Run length written into the plan.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(short = 'd', help_heading = "Plan", long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Goose users written into the plan.
-    #[arg(long, default_value_t = 4)]
+    #[arg(short = 'u', help_heading = "Plan", long, default_value_t = 4)]
     pub users: usize,
     /// How an https target's certificate is checked.
     #[command(flatten)]

@@ -28,10 +28,11 @@ use std::time::Duration;
 /// Arguments of `elicitkit report`.
 #[derive(Debug, ClapArgs)]
 #[command(after_help = "Examples:
-  elicitkit report merge a/run.hlog b/run.hlog --out reports/merged
-  elicitkit report merge reports/*/run.hlog --threshold 'p99(e2e) < 50ms' --threshold 'error_rate < 1%'
-  elicitkit report render reports/2026-12-01T10-00-00-smoke
-  elicitkit report capacity 1=reports/knee-1 2=reports/knee-2 --target-rate 20000
+  elicitkit report merge a/run.hlog b/run.hlog
+  elicitkit report render reports/<run-folder>
+  elicitkit report capacity reports/knee-1 reports/knee-2
+  # each subcommand's --help has more, e.g.
+  elicitkit report merge --help
 
 Exit codes: 0 done (merge: every --threshold held); 1 a threshold failed; 2 usage error
 (unreadable log, a log given twice).")]
@@ -45,12 +46,31 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum ReportCommand {
     /// Merge HDR interval logs (.hlog) from several runs into one report.
+    #[command(
+        after_help = "The logs are run.hlog files of `load` runs (one per machine or \
+segment of a distributed run, or runs to pool); the merged report is exact, not an average of \
+percentiles.
+
+Examples:
+  # two runs' logs into reports/merged/
+  elicitkit report merge a/run.hlog b/run.hlog
+  # three segments of one distributed run, judged
+  elicitkit report merge reports/seg*/run.hlog \\
+      --threshold 'p99(e2e) < 50ms' \\
+      --threshold 'error_rate < 1%' -o reports/all
+  # 10 s timeline buckets instead of 1 s
+  elicitkit report merge a/run.hlog b/run.hlog \\
+      --interval 10s
+
+Exit codes: 0 merged, every --threshold held; 1 a threshold failed; 2 usage error (unreadable \
+log, a log given twice)."
+    )]
     Merge {
         /// The logs.
         #[arg(required = true, value_name = "FILE.hlog")]
         logs: Vec<PathBuf>,
         /// Output folder.
-        #[arg(long, value_name = "DIR", default_value = "reports/merged")]
+        #[arg(short, long, value_name = "DIR", default_value = "reports/merged")]
         out: PathBuf,
         /// Timeline bucket width.
         #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
@@ -64,6 +84,19 @@ pub enum ReportCommand {
     /// rate needs, projected from the measured curve.
     Capacity(super::capacity::ReportArgs),
     /// Re-render summary.md and report.html from a run folder's summary.json.
+    #[command(
+        after_help = "Useful after an upgrade of elicitkit that keeps the summary's \
+schema (the report's layout changes, the measurements do not), or on a summary.json copied from \
+another machine.
+
+Examples:
+  # a run folder: its summary.md and report.html again
+  elicitkit report render reports/<run-folder>
+  # a summary.json anywhere: written beside it
+  elicitkit report render ci/summary.json
+
+Exit codes: 0 written; 2 usage error (no summary.json, or one this version cannot read)."
+    )]
     Render {
         /// Run folder (or its summary.json).
         #[arg(value_name = "DIR")]

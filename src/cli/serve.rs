@@ -27,17 +27,30 @@ pub const KEY_ENV: &str = "ELICITKIT_STATE_KEY";
 
 /// Arguments of `elicitkit serve`.
 #[derive(clap::Args, Debug, Clone)]
-#[command(
-    after_help = "Stopping: Ctrl-C or SIGTERM logs the signal, stops accepting \
-connections, ends open SSE streams and gives requests in flight up to 5 s to finish, then \
-exits 0."
-)]
+#[command(after_help = "Examples:
+  # both generations on http://127.0.0.1:8080/mcp
+  elicitkit serve
+  # another port; states sealed with your own key ring
+  elicitkit serve --listen 127.0.0.1:9000 --key-file k.txt
+  # a deliberately broken server (see --list-flaws)
+  elicitkit serve --flaw accept-tampered-state
+  # two instances sharing one Redis store
+  elicitkit serve --store redis://127.0.0.1:6379/0 \\
+      --key-file k.txt --listen 127.0.0.1:9001
+  # over stdio, as desktop clients start servers
+  elicitkit check --target stdio -- elicitkit serve --stdio
+
+Stopping: Ctrl-C or SIGTERM logs the signal, stops accepting connections, ends open SSE \
+streams and gives requests in flight up to 5 s to finish, then exits 0.
+
+Exit codes: 0 stopped by a signal (or, with --stdio, stdin closed); 2 usage error (a bad flag, key file or store), or the address \
+cannot be listened on.")]
 pub struct Args {
     /// Address to listen on: IP:PORT or HOST:PORT (e.g. localhost:8080;
     /// a name is resolved once, IPv4 first). Non-loopback addresses need
     /// --allow-remote. With --stdio it serves only URL-flow pages, on any
     /// free port unless given.
-    #[arg(
+    #[arg(help_heading = "Listening", 
         long,
         default_value = "127.0.0.1:8080",
         default_value_if("stdio", clap::builder::ArgPredicate::IsPresent, "127.0.0.1:0"),
@@ -47,11 +60,12 @@ pub struct Args {
     /// Serve MCP on stdin/stdout (one client, as desktop clients launch
     /// servers) instead of HTTP; logs stay on stderr. Flaws apply alike.
     /// Example: elicitkit check --target stdio -- elicitkit serve --stdio
-    #[arg(long)]
+    #[arg(help_heading = "Listening", long)]
     pub stdio: bool,
     /// With --stdio: the principal the stdio client acts as (the bearer
     /// token an HTTP client would send).
     #[arg(
+        help_heading = "Listening",
         long,
         env = "ELICITKIT_PRINCIPAL",
         default_value = "alice",
@@ -62,24 +76,24 @@ pub struct Args {
     /// --auth-tokens) the server then warns: ANY bearer token is accepted
     /// as the user it names, so anyone who reaches the port can act as
     /// anyone. Example: --allow-remote --listen 10.0.0.5:8080 --auth-tokens tokens.txt
-    #[arg(long)]
+    #[arg(help_heading = "Listening", long)]
     pub allow_remote: bool,
     /// Base URL that flow links (/flow/<id>) name, as clients and browsers
     /// reach this server (e.g. through a proxy). Its origin and host are
     /// allowed by the Origin/Host check; https makes the flow cookies
     /// Secure. Required with --listen 0.0.0.0 or [::]. Default: http://
     /// plus the bound address. Example: --public-url https://mcp.example.com
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Listening", long, value_name = "URL")]
     pub public_url: Option<String>,
     /// Tokio worker threads (1 = one core, a single-threaded runtime).
     /// Default: one per CPU.
-    #[arg(long)]
+    #[arg(help_heading = "Listening", long, value_name = "N")]
     pub workers: Option<usize>,
     /// Pending-elicitation store: `memory`, `sqlite:PATH` (survives
     /// restarts), or `redis://HOST:PORT/DB` (shared by every instance behind
     /// a load balancer: give them the same key ring too, see
     /// loadtests/nginx/README.md). Example: --store redis://127.0.0.1:6379/0
-    #[arg(long, default_value = "memory")]
+    #[arg(help_heading = "State and store", long, default_value = "memory")]
     pub store: String,
     /// Accept a Redis store that keeps nothing across its restart (no
     /// append-only file, or snapshots only). No completed request runs
@@ -88,7 +102,7 @@ pub struct Args {
     /// every request in flight then fails and its user is asked again.
     /// Without it `serve` refuses such a store at start; start Redis with
     /// --appendonly yes --appendfsync always.
-    #[arg(long)]
+    #[arg(help_heading = "State and store", long)]
     pub allow_volatile_store: bool,
     /// Accept a Redis store whose maxmemory-policy may evict any key
     /// (allkeys-lru, allkeys-lfu, allkeys-random). RISK: when Redis fills
@@ -97,102 +111,114 @@ pub struct Args {
     /// does not notice an eviction. Without it `serve` refuses such a store
     /// at start; use maxmemory-policy noeviction (or volatile-*: this store
     /// sets no TTL on its keys).
-    #[arg(long)]
+    #[arg(help_heading = "State and store", long)]
     pub allow_evicting_store: bool,
     /// Most memory the `memory` store may hold for pending flows and
     /// completion records (about 140 B per completed request, kept for the
     /// life of its states): past it a request that would add one gets 503
     /// with Retry-After, and nothing live is forgotten early. Example:
     /// --store-memory-budget 4GiB
-    #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+    #[arg(help_heading = "State and store", long, default_value = "1GiB", value_parser = parse_size)]
     pub store_memory_budget: usize,
     /// Name this instance in the `elicitkit-instance` header of every
     /// response (default: IP:PORT/PID of the process), so clients and
     /// `check --other-instance` can tell which instance answered.
     /// Example: --instance-id api-1
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "State and store", long, value_name = "NAME")]
     pub instance_id: Option<String>,
     /// requestState codec: hmac-sha256, blake3-keyed, aes-256-gcm,
     /// aes-256-gcm-siv, chacha20-poly1305 or xchacha20-poly1305.
-    #[arg(long, default_value = "aes-256-gcm-siv")]
+    #[arg(
+        help_heading = "State and store",
+        long,
+        default_value = "aes-256-gcm-siv"
+    )]
     pub state_codec: String,
     /// Key ring file (`kid:base64url(key)` per line, current first, or one
     /// bare key). Else the ELICITKIT_STATE_KEY environment variable; else a
     /// random key per process.
-    #[arg(long)]
+    #[arg(help_heading = "State and store", long)]
     pub key_file: Option<PathBuf>,
     /// Lifetime of a requestState and of a pending URL flow. A state is
     /// refused once its TTL has passed, exactly (no grace), and so is one
     /// that would live longer than this TTL (+ --clock-skew) from now,
     /// e.g. sealed by an instance with a longer TTL. Example: --state-ttl 2m
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "State and store", long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub state_ttl: Duration,
     /// How far in the future a state's issue time may lie and still be
     /// accepted (another instance's clock running ahead). It never extends
     /// a state's lifetime. Example: --clock-skew 1s
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "State and store", long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub clock_skew: Duration,
     /// File of `token principal` lines; default: demo mode (the bearer token
     /// is the principal's name).
-    #[arg(long)]
+    #[arg(help_heading = "Who may call", long)]
     pub auth_tokens: Option<PathBuf>,
     /// Serve requests that carry no credentials at all (no Authorization
     /// header, no flow-page cookie) as principal NAME instead of answering
     /// 401. Off by default; for clients that cannot send a token, such as
     /// the official conformance runner. A request with a bad token is still
     /// refused. Example: --anonymous-principal demo
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Who may call", long, value_name = "NAME")]
     pub anonymous_principal: Option<String>,
     /// Also accept requests whose Origin header is ORIGIN (repeatable).
     /// Allowed without it: http:// plus the bound address, localhost,
     /// 127.0.0.1 or [::1], on the bound port; any other Origin gets 403
     /// (DNS-rebinding defence), a request without Origin is not refused for
     /// it. Example: --allowed-origin https://inspector.example:6274
-    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    #[arg(
+        help_heading = "Who may call",
+        long = "allowed-origin",
+        value_name = "ORIGIN"
+    )]
     pub allowed_origins: Vec<String>,
     /// Also accept requests whose Host header is HOST (repeatable): a name
     /// (any port) or name:port. Allowed without it: the bound address,
     /// localhost, 127.0.0.1 and [::1] on the bound port; any other Host gets
     /// 403. Needed behind a proxy or with --allow-remote. Example:
     /// --allowed-host mcp.internal.example:8080
-    #[arg(long = "allowed-host", value_name = "HOST")]
+    #[arg(
+        help_heading = "Who may call",
+        long = "allowed-host",
+        value_name = "HOST"
+    )]
     pub allowed_hosts: Vec<String>,
     /// Framing of answers where the spec allows either: json or sse.
-    #[arg(long, default_value = "json")]
+    #[arg(help_heading = "Replies", long, default_value = "json")]
     pub response: ResponseMode,
     /// How long a 2025-11-25 elicitation waits for its answer.
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Replies", long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub elicitation_timeout: Duration,
     /// Largest request body (e.g. 1MiB, 64kB); bigger bodies get 413.
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    #[arg(help_heading = "Limits", long, default_value = "1MiB", value_parser = parse_size)]
     pub max_body: usize,
     /// Most JSON members (object keys and array items) a request body may
     /// hold; a body with more, or nested deeper than 64 levels, gets 400
     /// before it is parsed (an 88,000-key body costs about 20 times the
     /// CPU of a plain one). Example: --max-json-members 50000
-    #[arg(long, default_value_t = crate::server::DEFAULT_MAX_JSON_MEMBERS)]
+    #[arg(help_heading = "Limits", long, default_value_t = crate::server::DEFAULT_MAX_JSON_MEMBERS)]
     pub max_json_members: usize,
     /// Most time from a connection's accept, or from the first byte after
     /// an idle spell, to a complete request head; then the connection is
     /// closed (slowloris, silent sockets). Example: --header-read-timeout 5s
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Limits", long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub header_read_timeout: Duration,
     /// Most time to receive a request body once its head arrived; a slower
     /// body gets 408 and the connection is closed.
     /// Example: --body-read-timeout 10s
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Limits", long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub body_read_timeout: Duration,
     /// Most request-body bytes held in memory at once, server-wide. A body
     /// that would go beyond it (by its Content-Length, or as it arrives)
     /// gets 503 with Retry-After; bodies count what has arrived, so a body
     /// trickled in holds only that. At least --max-body.
     /// Example: --max-body-bytes-in-flight 256MiB
-    #[arg(long, default_value = "64MiB", value_parser = parse_size)]
+    #[arg(help_heading = "Limits", long, default_value = "64MiB", value_parser = parse_size)]
     pub max_body_bytes_in_flight: usize,
     /// Most request-body bytes held in memory at once for one principal
     /// (503 with Retry-After beyond it). At least --max-body.
     /// Example: --max-body-bytes-per-principal 16MiB
-    #[arg(long, default_value = "8MiB", value_parser = parse_size)]
+    #[arg(help_heading = "Limits", long, default_value = "8MiB", value_parser = parse_size)]
     pub max_body_bytes_per_principal: usize,
     /// Bytes a second a request body must average, after a 2 s grace, not
     /// to count as slow (a body with no new byte for 2 s is slow too, however
@@ -200,11 +226,11 @@ pub struct Args {
     /// be shed for a new one (credentials are checked before any body is
     /// read, so only callers with a token get that far). 0: never shed a
     /// body. Example: --min-body-rate 256
-    #[arg(long, default_value_t = 1024)]
+    #[arg(help_heading = "Limits", long, default_value_t = 1024)]
     pub min_body_rate: u64,
     /// Most time a kept-alive connection may sit idle between requests.
     /// Example: --keep-alive-timeout 5s
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Limits", long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub keep_alive_timeout: Duration,
     /// Most HTTP connections open at once, lowered to what the file
     /// descriptor limit allows (less 256 kept for files). At the cap a new
@@ -212,7 +238,7 @@ pub struct Args {
     /// --min-body-rate) the longest; only when all are busy with requests
     /// is it refused (503 with Retry-After).
     /// Example: --max-connections 2000
-    #[arg(long, default_value_t = 8192)]
+    #[arg(help_heading = "Limits", long, default_value_t = 8192)]
     pub max_connections: usize,
     /// Most connections one principal may hold (and the pool of callers
     /// without credentials, together); a request that would make one more
@@ -223,43 +249,47 @@ pub struct Args {
     /// error). Default: an eighth of --max-connections, at least 64 (or
     /// all). A load test running many users as one principal needs it
     /// raised. Example: --max-connections-per-principal 2000
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Limits", long, value_name = "N")]
     pub max_connections_per_principal: Option<usize>,
     /// A 2025-11-25 session unused this long (no request, no call in
     /// flight, no GET stream open) expires; its next request gets 404.
     /// Example: --session-idle-timeout 2m
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Limits", long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub session_idle_timeout: Duration,
     /// Most 2025-11-25 sessions one principal holds. One more replaces the
     /// principal's least recently used idle session; when all are in use,
     /// initialize gets 429. Example: --max-sessions-per-principal 8
-    #[arg(long, default_value_t = 32)]
+    #[arg(help_heading = "Limits", long, default_value_t = 32)]
     pub max_sessions_per_principal: usize,
     /// Most 2025-11-25 sessions alive in all; initialize beyond it gets 503
     /// with Retry-After. Example: --max-sessions 10000
-    #[arg(long, default_value_t = 50_000)]
+    #[arg(help_heading = "Limits", long, default_value_t = 50_000)]
     pub max_sessions: usize,
     /// How long the store keeps a record after its expiry (settled or
     /// abandoned) and an audit entry after it was written; one-time claims
     /// go when no state could present them any more. The sweep enforces it
     /// every --sweep-interval. Example: --retention 1h
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "State and store", long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub retention: Duration,
     /// How often due pending records are marked expired and the store is
     /// purged. Example: --sweep-interval 5s
-    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "State and store", long, default_value = "30s", value_parser = humantime::parse_duration)]
     pub sweep_interval: Duration,
     /// Offer no tools: no tools capability, tools/list and tools/call
     /// answer -32601; the resource and the prompt stay (a server that only
     /// serves resources and prompts, for `check`).
-    #[arg(long)]
+    #[arg(help_heading = "Replies", long)]
     pub no_tools: bool,
     /// Switch on a deliberate defect (repeatable); see --list-flaws.
     /// Example: --flaw no-origin-check
-    #[arg(long = "flaw", value_name = "NAME")]
+    #[arg(
+        help_heading = "Flaws (a broken server, for testing testers)",
+        long = "flaw",
+        value_name = "NAME"
+    )]
     pub flaws: Vec<Flaw>,
     /// Print every flaw with the rule it breaks, then exit.
-    #[arg(long)]
+    #[arg(help_heading = "Flaws (a broken server, for testing testers)", long)]
     pub list_flaws: bool,
 }
 

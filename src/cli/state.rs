@@ -32,30 +32,38 @@ const STATE_HELP: &str = r#"Examples (indented lines are shell commands; run the
 An example state: hmac-sha256, key id 1, principal alice, bound to
 `tools/call profile {}`, valid until 2100, sealed with the key written below
 (published here: never use it for real states):
-  T=AQAAAAEBAAABlB8pfAAAAAO7LMPYAGVsaWNpdGtpdC1leGFtcGwAAAAB79evksB8YuH7Gm1Sl6aU
-  T=${T}Keggg45mxmxQlw5lz1w1i1EAAAUAAAAAAAJhbGljZXt91yZPO2vIlRKPJua_ZW9roMqFwK8m
-  T=${T}Sw2Hz8K2TpIB9po
+  T=AQAAAAEBAAABlB8pfAAAAAO7LMPYAGVsaWNpdGtpdC1leGFtcG
+  T=${T}wAAAAB79evksB8YuH7Gm1Sl6aUKeggg45mxmxQlw5lz1w1i1EA
+  T=${T}AAUAAAAAAAJhbGljZXt91yZPO2vIlRKPJua_ZW9roMqFwK8mSw
+  T=${T}2Hz8K2TpIB9po
   elicitkit state inspect "$T"
-  echo 1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8 > example-keys.txt
+  K=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8
+  echo "1:$K" > example-keys.txt
   elicitkit state inspect "$T" --key-file example-keys.txt
-  D=efd7af92c07c62e1fb1a6d5297a69429e820838e66c66c50970e65cf5c358b51
+  D=efd7af92c07c62e1fb1a6d5297a69429
+  D=${D}e820838e66c66c50970e65cf5c358b51
   elicitkit state inspect "$T" --key-file example-keys.txt \
     --principal alice --request-digest $D
 
 A state from a running server (needs curl and a free port 8080; the server's
 default codec, aes-256-gcm-siv, encrypts the claims):
-  K=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  K=$(head -c 32 /dev/urandom | base64 \
+    | tr '+/' '-_' | tr -d '=')
   echo "1:$K" > keys.txt
   elicitkit serve --key-file keys.txt & S=$!; sleep 1
-  T=$(curl -s http://127.0.0.1:8080/mcp -H 'Authorization: Bearer alice' \
+  T=$(curl -s http://127.0.0.1:8080/mcp \
+    -H 'Authorization: Bearer alice' \
     -H 'Content-Type: application/json' \
     -H 'Accept: application/json, text/event-stream' \
     -H 'MCP-Protocol-Version: 2026-07-28' \
     -H 'Mcp-Method: tools/call' -H 'Mcp-Name: profile' \
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call",
       "params":{"name":"profile","arguments":{},
-      "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-      "io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}' \
+      "_meta":{
+      "io.modelcontextprotocol/protocolVersion":
+        "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities":
+        {"elicitation":{}}}}}' \
     | grep -o '"requestState":"[^"]*"' | cut -d'"' -f4)
   elicitkit state inspect "$T"
   elicitkit state inspect "$T" --key-file keys.txt
@@ -127,16 +135,26 @@ pub struct InspectArgs {
     /// The requestState token.
     pub token: String,
     /// Key ring file.
-    #[arg(long, value_name = "FILE", conflicts_with = "key_env")]
+    #[arg(
+        help_heading = "Keys and binding",
+        long,
+        value_name = "FILE",
+        conflicts_with = "key_env"
+    )]
     pub key_file: Option<PathBuf>,
     /// Environment variable holding the key ring.
-    #[arg(long, value_name = "VAR")]
+    #[arg(help_heading = "Keys and binding", long, value_name = "VAR")]
     pub key_env: Option<String>,
     /// Expected principal (checks the binding; needs a key).
-    #[arg(long, requires = "request_digest")]
+    #[arg(help_heading = "Keys and binding", long, requires = "request_digest")]
     pub principal: Option<String>,
     /// Expected request digest, 64 hex digits (needs --principal).
-    #[arg(long, value_name = "HEX", requires = "principal")]
+    #[arg(
+        help_heading = "Keys and binding",
+        long,
+        value_name = "HEX",
+        requires = "principal"
+    )]
     pub request_digest: Option<String>,
 }
 
@@ -741,10 +759,13 @@ mod tests {
                     .or_else(|| l.strip_prefix("  T=").filter(|t| !t.starts_with('$')))
             })
             .collect();
-        let key = line("  echo 1:").replace(" > example-keys.txt", "");
+        let key = line("  K=");
         let ring = KeyRing::parse(&format!("1:{key}")).unwrap();
         let digest = crate::state::request_digest("tools/call", "profile", &serde_json::json!({}));
-        assert_eq!(crate::hex::encode(&digest.unwrap()), line("  D="));
+        assert_eq!(
+            crate::hex::encode(&digest.unwrap()),
+            format!("{}{}", line("  D="), line("  D=${D}"))
+        );
         let claims = crate::state::Claims {
             principal: "alice".into(),
             client_id: None,
@@ -757,9 +778,9 @@ mod tests {
         };
         let s = Sealer::new(&ring, CodecName::HmacSha256, SealerConfig::default()).unwrap();
         assert_eq!(s.seal(&claims).unwrap(), token);
-        // clap wraps longer lines on an 80-column terminal, breaking commands
-        for l in STATE_HELP.lines() {
-            assert!(l.chars().count() <= 80, "{l}");
+        // clap wraps longer lines on a narrow terminal, breaking commands
+        for l in STATE_HELP.lines().filter(|l| l.starts_with(' ')) {
+            assert!(l.chars().count() <= 60, "{l}");
         }
     }
 

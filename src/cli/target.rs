@@ -13,25 +13,35 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone, PartialEq, Eq)]
 pub struct AimArgs {
     /// Protocol generation: auto, 2025-11-25 or 2026-07-28.
-    #[arg(long, default_value = "auto")]
+    #[arg(help_heading = "Target", long, default_value = "auto")]
     pub generation: String,
     /// Bearer token of the principal the flows run as (default `alice`:
     /// the reference server's demo mode takes the user name as token).
-    #[arg(long, env = "ELICITKIT_PRINCIPAL", value_name = "TOKEN")]
+    #[arg(
+        help_heading = "Target",
+        long,
+        env = "ELICITKIT_PRINCIPAL",
+        value_name = "TOKEN"
+    )]
     pub principal: Option<String>,
     /// Bearer token of a second principal, for cross-principal probes
     /// (default `bob`).
-    #[arg(long, env = "ELICITKIT_OTHER_PRINCIPAL", value_name = "TOKEN")]
+    #[arg(
+        help_heading = "Target",
+        long,
+        env = "ELICITKIT_OTHER_PRINCIPAL",
+        value_name = "TOKEN"
+    )]
     pub other_principal: Option<String>,
     /// Only this tool (repeatable); default: every listed tool.
-    #[arg(long = "tool", value_name = "NAME")]
+    #[arg(help_heading = "Target", long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
     /// Never call this tool (repeatable).
-    #[arg(long = "skip-tool", value_name = "NAME")]
+    #[arg(help_heading = "Target", long = "skip-tool", value_name = "NAME")]
     pub skip_tools: Vec<String>,
     /// Treat this tool's completion as single-use (repeatable), besides
     /// tools marked destructive or described as "exactly once".
-    #[arg(long = "single-use", value_name = "NAME")]
+    #[arg(help_heading = "Target", long = "single-use", value_name = "NAME")]
     pub single_use: Vec<String>,
 }
 
@@ -65,11 +75,11 @@ pub struct TlsArgs {
     /// Also trust the CA certificate(s) in this PEM file for an https
     /// target (a private CA), besides the system's roots and
     /// SSL_CERT_FILE, e.g. --cacert ca.pem.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Target", long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// Do not verify an https target's certificate (a self-signed
     /// staging server; testing only).
-    #[arg(long)]
+    #[arg(help_heading = "Target", long)]
     pub insecure: bool,
 }
 
@@ -97,20 +107,20 @@ pub const STDIO: &str = "stdio";
 pub struct StdioArgs {
     /// With --target stdio: an environment variable for the server
     /// (repeatable), e.g. --env API_MODE=test.
-    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
+    #[arg(help_heading = "Stdio server", long = "env", value_name = "KEY=VALUE", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
     /// With --target stdio: the server's working directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Stdio server", long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// With --target stdio: the environment variable the server reads its
     /// user from. Each principal (--principal, --other-principal) then gets
     /// processes of its own with the variable set to its token, and the
     /// cross-principal checks run; without it they do not apply.
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Stdio server", long, value_name = "NAME")]
     pub identity_env: Option<String>,
     /// With --target stdio: the server's command and its arguments, after
     /// `--`, e.g. -- python server.py.
-    #[arg(last = true, value_name = "COMMAND")]
+    #[arg(help_heading = "Stdio server", last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 

@@ -3,12 +3,17 @@
 use super::{exit, usage_error};
 use crate::findings::{Finding, has_must};
 use crate::protocol::jsonrpc::ParseError;
-use crate::protocol::validate::{Options, Report, validate_document};
+use crate::protocol::validate::{DocumentKind, Options, Report, validate_document};
 use crate::protocol::version::Generation;
 use clap::{Args as ClapArgs, ValueEnum};
 use std::io::Read;
 use std::path::Path;
 use std::process::ExitCode;
+
+/// Why a document `validate` has no rules for is a usage error.
+pub const NOT_ELICITATION: &str = "not an elicitation message, so nothing was checked: give an \
+elicitation/create request, an InputRequiredResult, an ElicitResult, a completed result, an \
+error response or a notifications/elicitation/complete (bare or in a JSON-RPC message)";
 
 /// Largest file `validate` reads (the protocol parser's cap).
 const MAX_INPUT: usize = crate::protocol::jsonrpc::MAX_MESSAGE_BYTES;
@@ -19,28 +24,32 @@ const MAX_INPUT: usize = crate::protocol::jsonrpc::MAX_MESSAGE_BYTES;
     about = "Check one elicitation message against the spec",
     long_about = "Reads one JSON message: an elicitation/create request (either generation), an \
 InputRequiredResult, a JSON-RPC response holding one, an error response, or an ElicitResult \
-(give --schema to check its content). Detects which it is and prints every finding.\n\n\
-Exit status: 0 when there is no MUST finding, 1 when there is one, 2 when the input cannot be read.",
+(give --schema to check its content). Detects which it is and prints every finding.",
     after_help = "Examples:
   elicitkit validate message.json
-  curl -s ... | elicitkit validate -                 # from standard input
-  elicitkit validate answer.json --schema requested-schema.json
-  elicitkit validate result.json --generation 2026-07-28 --format json
+  # from standard input
+  curl -s ... | elicitkit validate -
+  # an ElicitResult against the schema it answers
+  elicitkit validate answer.json --schema schema.json
+  # judged as one generation, for machines
+  elicitkit validate result.json --generation 2026-07-28 \\
+      --format json
 
-Exit codes: 0 no MUST finding; 1 a MUST finding; 2 the input cannot be read."
+Exit codes: 0 no MUST finding; 1 a MUST finding; 2 the input cannot be read, or is not an \
+elicitation message (nothing to check)."
 )]
 pub struct Args {
     /// The message file, or `-` for standard input.
     #[arg(default_value = "-")]
     pub file: String,
     /// The requestedSchema (JSON file) an ElicitResult answers.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Judging", long, value_name = "FILE")]
     pub schema: Option<String>,
     /// Judge against this generation instead of inferring it.
-    #[arg(long, value_enum, default_value_t = GenerationArg::Auto)]
+    #[arg(help_heading = "Judging", long, value_enum, default_value_t = GenerationArg::Auto)]
     pub generation: GenerationArg,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(help_heading = "Output", long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
 }
 
@@ -100,6 +109,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_error(describe(display_name(&args.file), &e)),
     };
+    if report.kind == DocumentKind::Unknown && !has_must(&report.findings) {
+        return usage_error(format!("{}: {NOT_ELICITATION}", display_name(&args.file)));
+    }
     match args.format {
         Format::Json => match serde_json::to_string_pretty(&report) {
             Ok(s) => println!("{s}"),

@@ -913,11 +913,7 @@ fn write_report(dir: &Path, summary: &mut Summary, hlog: Option<&str>) -> Result
     if let Some(h) = hlog {
         files.insert("hlog".to_owned(), h.to_owned());
     }
-    for (role, f) in [
-        ("goose_html", "goose.html"),
-        ("goose_json", "goose.json"),
-        ("goose_md", "goose.md"),
-    ] {
+    for (role, f) in [("goose_json", "goose.json"), ("goose_md", "goose.md")] {
         if dir.join(f).exists() {
             files.insert(role.to_owned(), f.to_owned());
         }

@@ -30,6 +30,8 @@ pub enum DocumentKind {
     CompleteResult,
     /// A JSON-RPC error response.
     ErrorResponse,
+    /// A `notifications/elicitation/complete` (2025-11-25 only).
+    CompleteNotification,
     /// Something else: nothing elicitation-specific to check.
     Unknown,
 }
@@ -231,7 +233,7 @@ fn validate_framed(
                     "the completion notification must carry the original elicitationId",
                 ));
             }
-            return (DocumentKind::Unknown, Some(generation));
+            return (DocumentKind::CompleteNotification, Some(generation));
         }
         return (DocumentKind::Unknown, opts.generation);
     }

@@ -430,7 +430,7 @@ pub struct Summary {
     pub generator_cpu: Option<CpuUsage>,
     /// The target's CPU (embedded target only).
     pub target_cpu: Option<CpuUsage>,
-    /// Files of the report folder, by role (`summary_json`, `goose_html`, …).
+    /// Files of the report folder, by role (`summary_json`, `goose_json`, …).
     pub files: BTreeMap<String, String>,
     /// Why the run failed, one line each (thresholds, stalls, skipped
     /// scenarios, an abnormal end); empty when it passed.

@@ -8,6 +8,7 @@
 //! | `check` | `elicitkit check` and its probes against `serve --flaw …` |
 //! | `client` | the MRTR and 2025-11-25 clients, the h1 pool |
 //! | `fuzz` | harnesses, committed corpora, `elicitkit fuzz --target` |
+//! | `help` | every command's `--help`: groups, examples, narrow terminals |
 //! | `imports` | `src/`'s imports: no circle in a folder, none up the layers of `src/lib.rs` |
 //! | `interop` | `check` and `load` against the SDK servers (`tests/interop/`) |
 //! | `load` | `elicitkit load`: plans, shapes, capacity, segments, instances, reports |
@@ -26,6 +27,7 @@ mod support;
 mod check;
 mod client;
 mod fuzz;
+mod help;
 mod https;
 mod imports;
 mod interop;

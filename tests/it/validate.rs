@@ -154,3 +154,47 @@ fn reads_standard_input() {
     assert_eq!(code(&o), 1);
     assert!(stdout(&o).contains("result-type-missing"));
 }
+
+/// A document with nothing elicitation-specific in it is a usage error:
+/// `{}` printed an INFO line and exited 0, as if it had passed.
+#[test]
+fn a_document_that_is_not_an_elicitation_message_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, doc) in [
+        ("empty.json", "{}"),
+        (
+            "tools_list.json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        ),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, doc).unwrap();
+        let o = validate(&[path.to_str().unwrap()]);
+        assert_eq!(code(&o), 2, "{doc}: {}", stdout(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "elicitkit: {}: not an elicitation message, so nothing was checked: give an \
+                 elicitation/create request, an InputRequiredResult, an ElicitResult, a completed \
+                 result, an error response or a notifications/elicitation/complete (bare or in a \
+                 JSON-RPC message)\n",
+                path.display()
+            )
+        );
+        assert_eq!(stdout(&o), "", "{doc}");
+    }
+    // The completion notification is one, and a well-formed one passes.
+    let path = dir.path().join("complete.json");
+    std::fs::write(
+        &path,
+        r#"{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}"#,
+    )
+    .unwrap();
+    let o = validate(&[path.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("kind: complete-notification"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -35,6 +35,7 @@ pub mod rerun;
 pub mod summary;
 #[cfg(test)]
 mod test_http;
+pub mod verdict_file;
 pub mod wire;
 
 use std::collections::BTreeMap;

@@ -31,8 +31,13 @@ const SEND_SH: &str = include_str!("sh/send.sh");
 /// `state_of`, `eid_of`, `capture`, `fill` (jq or python3).
 const JSON_SH: &str = include_str!("sh/json.sh");
 
-/// Exit status of a `repro.sh` that has neither jq nor python3.
-pub const NO_JSON_TOOL: i32 = 3;
+/// Exit status of a `repro.sh` that could not run (no jq nor python3, the
+/// bridge did not start) or could not tell whether the symptom reproduced;
+/// 1 is "reproduced", 0 "not reproduced", as a test's.
+pub const COULD_NOT_RUN: i32 = 2;
+/// `REPRO_VERDICT=skip`: the script stops after the replies, without its
+/// verdict (the fuzzer's own re-run judges them in-process).
+pub const SKIP_VERDICT: (&str, &str) = ("REPRO_VERDICT", "skip");
 /// Step name of the 2025-11-25 call's stream.
 pub const STREAM: &str = "stream";
 /// Step name of the answer to its `elicitation/create`.
@@ -110,7 +115,10 @@ fn token_line(var: &str, env: &str, token: &str) -> String {
     if matches!(token, "alice" | "bob") {
         format!("{var}=${{{env}:-{token}}}")
     } else {
-        format!("{var}=${{{env}:?export {env} (the token the run used)}}")
+        format!(
+            "[ -n \"${{{env}:-}}\" ] || {{ echo \"repro.sh: export {env} (the token the run used)\" >&2; exit 2; }}\n\
+             {var}=${env}"
+        )
     }
 }
 
@@ -143,15 +151,17 @@ fn stdio_start(bridge_args: &str) -> String {
          \"$ELICITKIT\" bridge {bridge_args} > \"$BRIDGE_OUT\" 2>&1 &\n\
          BRIDGE=$!\n\
          disown $BRIDGE  # not one of the jobs a bare `wait` below waits for\n\
-         trap 'kill $BRIDGE 2>/dev/null; for _ in $(seq 100); do kill -0 $BRIDGE 2>/dev/null || break; sleep 0.05; done; cat \"$BRIDGE_OUT\" >&2; rm -f \"$BRIDGE_OUT\"' EXIT\n\
+         # stop_bridge: stops it and waits (up to 5 s); it reports the server's exits then.\n\
+         stop_bridge() {{ kill $BRIDGE 2>/dev/null; for _ in $(seq 100); do kill -0 $BRIDGE 2>/dev/null || break; sleep 0.05; done; }}\n\
+         trap 'stop_bridge; cat \"$BRIDGE_OUT\" >&2; rm -f \"$BRIDGE_OUT\"' EXIT\n\
          URL=\n\
          for _ in $(seq 300); do\n\
          \x20 URL=$(sed -n 's/^listening on //p' \"$BRIDGE_OUT\" | head -n 1)\n\
          \x20 [ -n \"$URL\" ] && break\n\
-         \x20 kill -0 $BRIDGE 2>/dev/null || {{ cat \"$BRIDGE_OUT\" >&2; exit 3; }}\n\
+         \x20 kill -0 $BRIDGE 2>/dev/null || {{ cat \"$BRIDGE_OUT\" >&2; exit 2; }}\n\
          \x20 sleep 0.1\n\
          done\n\
-         [ -n \"$URL\" ] || {{ echo \"repro.sh: elicitkit bridge did not start\" >&2; exit 3; }}\n\
+         [ -n \"$URL\" ] || {{ echo \"repro.sh: elicitkit bridge did not start\" >&2; exit 2; }}\n\
          URL=\"$URL/mcp\"\n"
     )
 }
@@ -176,7 +186,9 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
          # file beside this script; states the server issues are read from its replies\n\
          # (jq, else python3) and filled in where a body has @@S1@@, @@S2@@, ...\n\
          # Replies go to $OUT (default: a new temporary folder): NN.reply as curl -i\n\
-         # wrote it, NN.exit curl's exit status. The last request shows the finding."
+         # wrote it, NN.exit curl's exit status. The last request shows the finding.\n\
+         # Exit status, as a test's: 1 the symptom reproduced, 0 it did not, 2 this\n\
+         # could not run or tell (elicitkit judges the replies: on PATH, or ELICITKIT=...)."
     );
     let _ = writeln!(sh, "set -u\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)");
     match &f.stdio_command {
@@ -292,6 +304,8 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
     if let Some((call, action)) = &f.legacy_call {
         legacy_call(&mut sh, dir, call, action)?;
     }
+    verdict(&mut sh, f);
+    super::verdict_file::write(dir, f)?;
     let path = dir.join("repro.sh");
     std::fs::write(&path, sh)?;
     #[cfg(unix)]
@@ -308,6 +322,31 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         let _ = writeln!(ex, "--- {}\n{}\n-> {}\n", e.label, e.request, e.response);
     }
     std::fs::write(dir.join("exchanges.txt"), ex)
+}
+
+/// The script's last lines: `elicitkit fuzz --judge` on the replies, its
+/// exit status the script's (anything but 0 or 1 is 2: it could not tell).
+fn verdict(sh: &mut String, f: &Finding) {
+    let (var, skip) = SKIP_VERDICT;
+    sh.push_str(&format!(
+        "# The verdict: elicitkit judges these replies as the fuzzer judged the run's.\n\
+         [ \"${{{var}:-}}\" = {skip} ] && exit 0\n"
+    ));
+    if f.stdio_command.is_some() {
+        // The bridge's report of the server's exits (written as it stops),
+        // for the judgement.
+        sh.push_str("stop_bridge\ncp \"$BRIDGE_OUT\" \"$OUT/bridge.txt\"\n");
+    } else {
+        sh.push_str("ELICITKIT=${ELICITKIT:-elicitkit}\n");
+    }
+    sh.push_str(
+        "command -v \"$ELICITKIT\" >/dev/null 2>&1 || {\n\
+         \x20 echo \"repro.sh: judging the replies needs elicitkit (on PATH, or ELICITKIT=/path/to/elicitkit); they are in $OUT\" >&2\n\
+         \x20 exit 2\n\
+         }\n\
+         \"$ELICITKIT\" fuzz --judge \"$DIR\" --replies \"$OUT\"\n\
+         case $? in 0) exit 0 ;; 1) exit 1 ;; *) exit 2 ;; esac\n",
+    );
 }
 
 /// `body` with each issued state (as JSON-escaped in it) replaced by its

@@ -18,7 +18,7 @@ use crate::protocol::jsonrpc::Message;
 use super::Finding;
 use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
 use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
-use super::repro::{ANSWER, NO_JSON_TOOL, STREAM, max_time, replayed, step_name};
+use super::repro::{ANSWER, COULD_NOT_RUN, SKIP_VERDICT, STREAM, max_time, replayed, step_name};
 use super::summary::{Reproduced, Verdict};
 use crate::oracle::Oracle;
 
@@ -110,6 +110,7 @@ pub(crate) async fn run_script(
         .env("URL", &f.mcp_url)
         .env("OUT", out)
         .env("ELICITKIT_PRINCIPAL", &f.principal)
+        .env(SKIP_VERDICT.0, SKIP_VERDICT.1)
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone().map_err(io)?)
         .stderr(log)
@@ -140,7 +141,7 @@ pub(crate) async fn run_script(
             )));
         }
     };
-    if status.code() == Some(NO_JSON_TOOL) {
+    if status.code() == Some(COULD_NOT_RUN) {
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         let why = text
             .lines()
@@ -410,9 +411,12 @@ fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
 }
 
 /// A stdio server's exit, as `elicitkit bridge` reported it on the
-/// script's output.
+/// script's output (the fuzzer's re-run) or in the copy the script keeps
+/// of the bridge's output (`bridge.txt`, when a user runs it).
 fn exited(out: &Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(out.join("output.txt")).unwrap_or_default();
+    let text = ["output.txt", "bridge.txt"]
+        .map(|f| std::fs::read_to_string(out.join(f)).unwrap_or_default())
+        .concat();
     text.lines()
         .find(|l| l.contains(crate::stdio::bridge::EXITED))
         .map(|l| l.trim().to_owned())

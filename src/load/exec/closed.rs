@@ -34,8 +34,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Goose report files written into the run folder.
-pub const GOOSE_REPORTS: [&str; 3] = ["goose.html", "goose.json", "goose.md"];
+/// Goose report files written into the run folder. Not Goose's HTML page:
+/// it draws its charts with a script from a CDN, so offline it is blank
+/// (`report.html` beside it is self-contained).
+pub const GOOSE_REPORTS: [&str; 2] = ["goose.json", "goose.md"];
 
 /// How Goose shapes a closed-model run.
 #[derive(Debug, Clone, PartialEq)]

@@ -435,10 +435,10 @@ impl Watch {
             if goose && goose::is_killswitch_triggered() && !ctx.stop.load(Ordering::Relaxed) {
                 stop(EndReason::Interrupted, "stopped by Ctrl-C".into());
             }
-            if progress && line.due() {
+            let last = progress.then(|| ctx.recorder.last_interval()).flatten();
+            if progress && line.due_for(last.as_ref().map(|i| i.start_s)) {
                 let rec = &ctx.recorder;
                 let el = started.elapsed();
-                let last = rec.last_interval();
                 let snap = super::progress::Snapshot {
                     label: &label,
                     elapsed: el,
@@ -455,9 +455,11 @@ impl Watch {
                         .as_ref()
                         .map(super::progress::error_classes)
                         .unwrap_or_default(),
+                    p50_ms: last.as_ref().map(|i| i.p50_ms),
                     p99_ms: last.as_ref().map(|i| i.p99_ms),
+                    bands: last.as_ref().map(|i| i.e2e_bands),
                 };
-                line.print(&snap.render(super::progress::width()));
+                line.show(&snap, super::progress::width());
             }
         }
         line.finish();

@@ -1,30 +1,43 @@
-//! The live progress line on stderr: rewritten in place every second on a
-//! terminal, a plain line every 5 s otherwise (logs get no escapes). Shared
-//! by the run watcher and the wait for a synchronized start. A load
-//! phase's line ([`Snapshot`]) says where the run is (launch, warm-up,
-//! measuring, drain), the last interval's rate (beside the offered one in
-//! the open model), what is in flight, the errors by class and the last
-//! p99, cut to the terminal's width.
+//! The live view of a load phase on stderr. On a terminal, a panel
+//! redrawn in place every second ([`Snapshot::panel`]): the phase and how
+//! far along it is, the last interval's rate (beside the offered one in the
+//! open model), what is in flight, the errors by class, p50 and p99 of the
+//! last interval and a small histogram of its end-to-end latencies, every
+//! line cut to the terminal's width. Off a terminal (logs, CI), one plain
+//! line per closed interval ([`Snapshot::render`]), no escapes. The wait
+//! for a synchronized start and the soak's cool-down print one line the
+//! same way (every second on a terminal, every 5 s off one).
 
+use crate::load::metrics::set::{BAND_EDGES_MS, BANDS};
 use std::io::{IsTerminal, Write as _};
 use std::time::{Duration, Instant};
 
-/// One progress line and when it was last printed.
+/// One progress line (or panel) and when it was last printed.
 #[derive(Debug)]
 pub struct ProgressLine {
     tty: bool,
     last: Option<Instant>,
     printed: bool,
+    /// Lines of the panel on screen (the cursor is below it).
+    panel: usize,
+    /// The start of the last interval printed off a terminal.
+    interval: Option<f64>,
 }
 
 impl ProgressLine {
     /// A line whose first print is due at once (`immediate`) or one
     /// interval from now.
     pub fn new(immediate: bool) -> Self {
+        Self::on(std::io::stderr().is_terminal(), immediate)
+    }
+
+    fn on(tty: bool, immediate: bool) -> Self {
         ProgressLine {
-            tty: std::io::stderr().is_terminal(),
+            tty,
             last: (!immediate).then(Instant::now),
             printed: false,
+            panel: 0,
+            interval: None,
         }
     }
 
@@ -35,6 +48,20 @@ impl ProgressLine {
             return false;
         }
         self.last = Some(Instant::now());
+        true
+    }
+
+    /// Whether a load phase's view is due: every second on a terminal;
+    /// off one, once per closed interval (`last_interval`: the start of
+    /// the last one closed, if any).
+    pub fn due_for(&mut self, last_interval: Option<f64>) -> bool {
+        if self.tty {
+            return self.due();
+        }
+        if last_interval.is_none() || last_interval == self.interval {
+            return false;
+        }
+        self.interval = last_interval;
         true
     }
 
@@ -50,7 +77,37 @@ impl ProgressLine {
         self.printed = true;
     }
 
-    /// Ends an in-place line with a newline, so what follows starts clean.
+    /// Shows a load phase's view, `width` columns wide: the panel over the
+    /// previous one on a terminal, else the one-line form.
+    pub fn show(&mut self, snap: &Snapshot<'_>, width: usize) {
+        if !self.tty {
+            self.print(&snap.render(width));
+            return;
+        }
+        let text = self.redraw(&snap.panel(width));
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
+    /// The bytes that replace the panel on screen with `lines`: up to the
+    /// old panel's first line, clear to the end of the screen, the lines.
+    fn redraw(&mut self, lines: &[String]) -> String {
+        let mut text = String::new();
+        if self.panel > 0 {
+            text.push_str(&format!("\x1b[{}A", self.panel));
+        }
+        text.push_str("\r\x1b[J");
+        for l in lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        self.panel = lines.len();
+        text
+    }
+
+    /// Ends an in-place line with a newline, so what follows starts clean
+    /// (a panel ends with one already).
     pub fn finish(&self) {
         if self.printed && self.tty {
             let _ = writeln!(std::io::stderr());
@@ -86,8 +143,13 @@ pub struct Snapshot<'a> {
     pub unexpected: u64,
     /// The last interval's unexpected round trips by class, most first.
     pub last_errors: Vec<(String, u64)>,
+    /// The last interval's end-to-end p50 (ms).
+    pub p50_ms: Option<f64>,
     /// The last interval's end-to-end p99 (ms).
     pub p99_ms: Option<f64>,
+    /// The last interval's end-to-end latencies per band of
+    /// [`BAND_EDGES_MS`].
+    pub bands: Option<[u64; BANDS]>,
 }
 
 impl Snapshot<'_> {
@@ -148,7 +210,8 @@ impl Snapshot<'_> {
             format!(" (last: {})", parts.join(", "))
         };
         let line = format!(
-            "{} {} {:.0}/{:.0}s  {rate}{offered}  {} done  {} in flight  {} unexpected{errors}  p99 {}",
+            "{} {} {:.0}/{:.0}s  {rate}{offered}  {} done  {} in flight  {} unexpected{errors}  \
+             p50 {}  p99 {}",
             self.label,
             self.phase(),
             self.elapsed.as_secs_f64(),
@@ -156,11 +219,104 @@ impl Snapshot<'_> {
             self.round_trips,
             self.in_flight,
             self.unexpected,
-            self.p99_ms
-                .map_or_else(|| "-".to_owned(), |p| format!("{p:.1}ms")),
+            ms_or_dash(self.p50_ms),
+            ms_or_dash(self.p99_ms),
         );
         fit(&line, width)
     }
+
+    /// The panel's lines, each cut to `width` columns: the phase with a
+    /// bar of how far along it is; rates, in flight and done; errors; p50
+    /// and p99 of the last interval; its latencies per band, the bands
+    /// from the first to the last with any, a bar each.
+    pub fn panel(&self, width: usize) -> Vec<String> {
+        use crate::load::spec::shape::Model;
+        let t = self.timeline;
+        let total = t.total().as_secs_f64();
+        let head = format!(
+            "{} · {} {:.0}/{:.0}s ",
+            self.label,
+            self.phase(),
+            self.elapsed.as_secs_f64(),
+            total
+        );
+        let room = width.saturating_sub(head.chars().count() + 2).min(40);
+        let done = if total > 0.0 {
+            ((self.elapsed.as_secs_f64() / total).min(1.0) * room as f64).round() as usize
+        } else {
+            room
+        };
+        let mut lines = vec![format!(
+            "{head}[{}{}]",
+            "█".repeat(done),
+            "·".repeat(room - done)
+        )];
+        let rate = self
+            .last_rate
+            .map_or_else(|| "-".to_owned(), |r| format!("{r:.0}/s"));
+        let offered = match t.model {
+            Model::Open => format!(" of {:.0}/s offered", self.offered()),
+            Model::Closed => String::new(),
+        };
+        lines.push(format!(
+            "rate {rate}{offered} · {} in flight · {} done",
+            self.in_flight, self.round_trips
+        ));
+        let classes: Vec<String> = self
+            .last_errors
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        lines.push(match (self.unexpected, classes.is_empty()) {
+            (0, _) => "errors none".to_owned(),
+            (n, true) => format!("errors {n} (none in the last interval)"),
+            (n, false) => format!("errors {n} · last interval: {}", classes.join(", ")),
+        });
+        lines.push(format!(
+            "latency, last interval: p50 {} · p99 {}",
+            ms_or_dash(self.p50_ms),
+            ms_or_dash(self.p99_ms)
+        ));
+        if let Some(bands) = self.bands {
+            lines.extend(histogram(&bands, width));
+        }
+        lines.into_iter().map(|l| fit(&l, width)).collect()
+    }
+}
+
+/// `12.3ms`, or `-` without a value.
+fn ms_or_dash(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |p| format!("{p:.1}ms"))
+}
+
+/// The name of band `i`: `<1 ms`, `1-2 ms`, …, `≥1000 ms`.
+fn band_name(i: usize) -> String {
+    let edge = |k: usize| format!("{}", BAND_EDGES_MS[k]);
+    match i {
+        0 => format!("<{} ms", edge(0)),
+        i if i == BAND_EDGES_MS.len() => format!("≥{} ms", edge(i - 1)),
+        i => format!("{}-{} ms", edge(i - 1), edge(i)),
+    }
+}
+
+/// One row per band from the first to the last with latencies in it: its
+/// name, a bar as long as its share of the largest band, its count.
+fn histogram(bands: &[u64; BANDS], width: usize) -> Vec<String> {
+    let (Some(first), Some(last)) = (
+        bands.iter().position(|&n| n > 0),
+        bands.iter().rposition(|&n| n > 0),
+    ) else {
+        return Vec::new();
+    };
+    let most = bands.iter().copied().max().unwrap_or(1).max(1);
+    let bar_room = width.saturating_sub(11 + 2 + 8).clamp(1, 30);
+    (first..=last)
+        .map(|i| {
+            let n = bands[i];
+            let len = ((n as f64 / most as f64) * bar_room as f64).ceil() as usize;
+            format!("{:>11} {:<bar_room$} {n}", band_name(i), "█".repeat(len))
+        })
+        .collect()
 }
 
 /// The unexpected round trips of an interval by class, most first.
@@ -242,7 +398,9 @@ mod tests {
             in_flight: 7,
             unexpected: 3,
             last_errors: vec![("timeout".into(), 2), ("misrouted".into(), 1)],
+            p50_ms: Some(4.56),
             p99_ms: Some(12.34),
+            bands: Some([0, 0, 120, 240, 50, 3, 0, 0, 0, 0, 0]),
         }
     }
 
@@ -299,6 +457,58 @@ mod tests {
             s.render(200).contains("of 250/s offered"),
             "a segment's share"
         );
+    }
+
+    #[test]
+    fn the_panel_shows_rates_errors_percentiles_and_a_histogram_that_fit() {
+        let t = open_500();
+        let s = snap(&t, 5.0);
+        let wide = s.panel(100);
+        assert!(
+            wide[0].starts_with("smoke · measuring 5/10s ["),
+            "{wide:#?}"
+        );
+        assert_eq!(
+            wide[1],
+            "rate 410/s of 500/s offered · 7 in flight · 1200 done"
+        );
+        assert_eq!(wide[2], "errors 3 · last interval: timeout 2, misrouted 1");
+        assert_eq!(wide[3], "latency, last interval: p50 4.6ms · p99 12.3ms");
+        // Bands from the first to the last with any: 2-5 ms to 20-50 ms.
+        let rows: Vec<&str> = wide[4..].iter().map(|r| r.trim_start()).collect();
+        assert_eq!(rows.len(), 4, "{rows:#?}");
+        assert!(rows[0].starts_with("2-5 ms █") && rows[0].ends_with(" 120"));
+        assert!(rows[1].starts_with("5-10 ms ") && rows[1].ends_with(" 240"));
+        assert!(rows[3].starts_with("20-50 ms █ ") && rows[3].ends_with(" 3"));
+        // The largest band has the longest bar.
+        let bar = |r: &str| r.matches('█').count();
+        assert!(bar(rows[1]) > bar(rows[0]) && bar(rows[0]) > bar(rows[3]));
+        for width in [30, 60] {
+            for l in s.panel(width) {
+                assert!(l.chars().count() <= width, "{width}: {l:?}");
+            }
+        }
+    }
+
+    /// A redraw goes up over the panel on screen and clears below it.
+    #[test]
+    fn a_redraw_replaces_the_panel_in_place() {
+        let mut line = ProgressLine::on(true, true);
+        let first = line.redraw(&["a".into(), "b".into(), "c".into()]);
+        assert_eq!(first, "\r\x1b[Ja\nb\nc\n");
+        let second = line.redraw(&["d".into()]);
+        assert_eq!(second, "\x1b[3A\r\x1b[Jd\n");
+    }
+
+    /// Off a terminal: a line each time an interval closes, never twice
+    /// for one, none before the first.
+    #[test]
+    fn off_a_terminal_a_line_per_closed_interval() {
+        let mut line = ProgressLine::on(false, true);
+        assert!(!line.due_for(None));
+        assert!(line.due_for(Some(0.0)));
+        assert!(!line.due_for(Some(0.0)));
+        assert!(line.due_for(Some(1.0)));
     }
 
     #[test]

@@ -10,6 +10,21 @@ use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// Upper edges (ms) of the end-to-end latency bands an interval counts;
+/// the last band, from the last edge up, is open.
+pub const BAND_EDGES_MS: [f64; 10] = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0];
+/// How many bands: one more than the edges.
+pub const BANDS: usize = BAND_EDGES_MS.len() + 1;
+
+/// The band of a latency of `us` microseconds.
+pub fn band_of(us: u64) -> usize {
+    let ms = us as f64 / 1000.0;
+    BAND_EDGES_MS
+        .iter()
+        .position(|&edge| ms < edge)
+        .unwrap_or(BAND_EDGES_MS.len())
+}
+
 /// Per-interval figures for the timeline.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IntervalStats {
@@ -33,6 +48,9 @@ pub struct IntervalStats {
     pub p99_ms: f64,
     /// Most round trips in flight at once in the interval.
     pub in_flight_max: u64,
+    /// End-to-end latencies counted per band of [`BAND_EDGES_MS`] (the
+    /// live view's histogram).
+    pub e2e_bands: [u64; BANDS],
     /// Every histogram that got values, by tag: the one per-interval series
     /// the ndjson stream and the report both read.
     pub metrics: BTreeMap<String, LatencyStats>,
@@ -325,6 +343,10 @@ impl Bucket {
             p50_ms: pct(50.0),
             p99_ms: pct(99.0),
             in_flight_max,
+            e2e_bands: e2e.iter_recorded().fold([0; BANDS], |mut bands, v| {
+                bands[band_of(e2e.lowest_equivalent(v.value_iterated_to()))] += v.count_at_value();
+                bands
+            }),
             metrics: self
                 .hists
                 .iter()
@@ -363,4 +385,26 @@ pub fn latency_stats(h: &Histogram<u64>) -> LatencyStats {
 /// `expected_rejection` or `skipped`).
 pub fn is_error_label(label: &str) -> bool {
     !matches!(label, "success" | "expected_rejection" | "skipped")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An interval counts its end-to-end latencies per band, each once.
+    #[test]
+    fn an_interval_counts_its_latencies_per_band() {
+        assert_eq!(band_of(999), 0);
+        assert_eq!(band_of(1_000), 1);
+        assert_eq!(band_of(4_999), 2);
+        assert_eq!(band_of(5_000_000), BANDS - 1);
+        let mut b = Bucket::default();
+        let mut key = String::new();
+        for ms in [0.5, 1.5, 1.7, 7.0, 2_000.0] {
+            b.record(&mut key, &[E2E, "s"], Duration::from_secs_f64(ms / 1000.0));
+        }
+        let s = b.stats(0.0, 1.0, 0);
+        assert_eq!(s.e2e_bands, [1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(s.e2e_bands.iter().sum::<u64>(), s.round_trips);
+    }
 }

@@ -568,6 +568,7 @@ mod tests {
             p50_ms: 1.0,
             p99_ms: 2.0,
             in_flight_max: 1,
+            e2e_bands: Default::default(),
             metrics: Default::default(),
         };
         let pts = timeline_points(&[iv(0.0, 1.0, 100), iv(1.0, 1.0, 100), iv(2.0, 0.01, 3)]);

@@ -51,6 +51,26 @@ fn summary(out: &std::path::Path) -> Value {
     serde_json::from_str(&text).expect("summary parses")
 }
 
+/// Runs a finding's `repro.sh` as a user does, against `url` (elicitkit,
+/// which judges the replies, named by `ELICITKIT` as if on PATH).
+fn repro(fdir: &std::path::Path, url: &str) -> Output {
+    let replies = tempfile::tempdir().unwrap();
+    Command::new("bash")
+        .arg(fdir.join("repro.sh"))
+        .env("URL", url)
+        .env("OUT", replies.path())
+        .env("ELICITKIT", env!("CARGO_BIN_EXE_elicitkit"))
+        .env_remove("REPRO_VERDICT")
+        .output()
+        .expect("repro.sh runs")
+}
+
+/// The last line `repro.sh` printed (its verdict).
+fn last_line(o: &Output) -> String {
+    let text = String::from_utf8_lossy(&o.stdout);
+    text.lines().last().unwrap_or_default().to_owned()
+}
+
 /// Runs the fuzzer against `serve --flaw flaw` and returns the first
 /// finding of `oracle`, asserting it came within `within` seconds and left
 /// a reproducer.
@@ -90,6 +110,19 @@ fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
     let md = std::fs::read_to_string(dir.path().join("t/fuzz/summary.md")).unwrap();
     assert!(md.contains("| yes |"), "{md}");
     assert!(stdout.contains("(reproduced: yes)"), "{stdout}");
+    // Run by a user against the same server, it fails as a test does.
+    let again = repro(&fdir, &srv.mcp_url());
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "{flaw}: {}",
+        last_line(&again)
+    );
+    assert!(
+        last_line(&again).starts_with("reproduced: yes ("),
+        "{flaw}: {}",
+        last_line(&again)
+    );
     // Minimised: never more ops than generated.
     assert!(
         fj["ops"].as_array().unwrap().len()
@@ -97,6 +130,62 @@ fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
     );
     drop(srv);
     fj
+}
+
+/// `repro.sh` exits as a test does: 1 while the flaw is there, 0 against
+/// the server without it, 2 when it cannot tell (nothing listening; no
+/// elicitkit to judge). It exited 0 whatever the replies showed.
+#[test]
+fn repro_sh_exits_1_when_it_reproduces_0_when_not_2_when_it_cannot_tell() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let flawed = serve_with(&["accept-tampered-state"]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(&flawed.mcp_url(), dir.path(), &["--duration", "8s"]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = summary(dir.path());
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == "tampered-state-accepted")
+        .expect("a tampered-state finding")
+        .clone();
+    let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
+    let o = repro(&fdir, &flawed.mcp_url());
+    assert_eq!(o.status.code(), Some(1), "{}", last_line(&o));
+    drop(flawed);
+    let clean = serve_with(&[]);
+    let o = repro(&fdir, &clean.mcp_url());
+    assert_eq!(o.status.code(), Some(0), "{}", last_line(&o));
+    assert!(
+        last_line(&o).starts_with("reproduced: no ("),
+        "{}",
+        last_line(&o)
+    );
+    let url = clean.mcp_url();
+    drop(clean);
+    let o = repro(&fdir, &url);
+    assert_eq!(o.status.code(), Some(2), "{}", last_line(&o));
+    assert!(
+        last_line(&o).starts_with("reproduced: unknown (the target refused connections"),
+        "{}",
+        last_line(&o)
+    );
+    let o = Command::new("bash")
+        .arg(fdir.join("repro.sh"))
+        .env("URL", &url)
+        .env("ELICITKIT", "/nonexistent/elicitkit")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "repro.sh: judging the replies needs elicitkit (on PATH, or \
+             ELICITKIT=/path/to/elicitkit); they are in"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]
@@ -723,6 +812,9 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
         sh.contains("bridge --cwd") && sh.contains("exit-on-decline"),
         "{sh}"
     );
+    // Run by a user, it starts the server, sees it exit and fails.
+    let again = repro(&fdir, "");
+    assert_eq!(again.status.code(), Some(1), "{}", last_line(&again));
     // Every other finding of the run is that exit seen from the wire too.
     for other in s["findings"].as_array().unwrap() {
         assert!(

@@ -3,6 +3,7 @@ mod cli;
 mod gaps;
 mod instances;
 mod k8s_manifests;
+mod live;
 mod ownership;
 mod principals;
 mod report_html;

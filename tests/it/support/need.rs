@@ -12,7 +12,7 @@ use std::sync::Mutex;
 static PRESENT: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
 
 /// Makes sure `what` is on the machine (`redis-server`, `nginx`, `openssl`,
-/// `chromium`, `pyyaml`, `node`, `npm`); panics with the installer's
+/// `chromium`, `pyyaml`, `node`, `npm`, `script`); panics with the installer's
 /// message when it cannot be had.
 pub fn need(what: &'static str) {
     // Held while installing: parallel tests wait for one installer.

@@ -7,7 +7,7 @@ pick() { local t; for t in "$@"; do if command -v "$t" >/dev/null 2>&1; then ech
 # REPRO_JSON=python3 picks one for both.
 READ=$(pick ${REPRO_JSON:-jq python3}) && FILL=$(pick ${REPRO_JSON:-python3 jq}) || {
   echo "repro.sh: reading the server's replies needs jq or python3; install one and re-run" >&2
-  exit 3
+  exit 2
 }
 # The python3 side of the JSON steps: "state FILE", "eid FILE", "fill IN OUT".
 PY='import json, os, re, sys
