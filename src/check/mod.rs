@@ -15,7 +15,9 @@
 //! - Families send with [`crate::client::raw`] (hand-built requests) and keep
 //!   secrets out of evidence with [`crate::client::mask`]; [`judge`]: shared verdict logic ("rejected
 //!   for the probed reason", "the same outcome as a valid answer");
-//!   [`state_decode`]: reading an opaque state (re-encodings, leaks).
+//!   [`state_decode`]: reading an opaque state (re-encodings, leaks);
+//!   [`control`]: the valid request of the same kind a PASS that rests on a
+//!   refusal needs (without it the row is "could not tell").
 //! - Discovery (generations, authentication, tools, their rounds) is
 //!   [`crate::discover`], shared with `load`.
 //! - [`runner`]: bounded concurrent execution with per-check timeouts;
@@ -37,6 +39,7 @@
 
 pub mod cache_hints;
 pub mod capabilities;
+pub mod control;
 pub mod cross_instance;
 pub mod decline_cancel;
 pub mod flows;

@@ -4,8 +4,11 @@
 //! for a single-use tool (FAIL) and is a WARN elsewhere (the server cannot
 //! know the action may repeat; the user can say it must not with
 //! `--single-use`). A state presented by another principal must be refused
-//! (S8a); an old state must expire (S8b, with `--wait-expiry`).
+//! (S8a); an old state must expire (S8b, with `--wait-expiry`). Their
+//! refusals count beside a [`Control`] (a valid retry by its owner, now, goes
+//! on); the replay's own control is the completion it repeats.
 
+use super::control::Control;
 use super::judge::rpc_state_rejection;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
@@ -186,6 +189,7 @@ async fn cross_principal(p: Probe) -> Verdict {
         Ok(r) => r,
         Err(v) => return v,
     };
+    let control = Control::retry(&p, &r.tool).await;
     let other = p.settings().target.other_principal.clone();
     let req = p
         .call_request(
@@ -205,14 +209,14 @@ async fn cross_principal(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
     if matches!(reply.status, 401 | 403) {
-        return Verdict::pass(format!(
+        return control.judge(Verdict::pass(format!(
             "{}: refused with HTTP {}",
             r.tool.name, reply.status
-        ));
+        )));
     }
     let rpc = reply.rpc();
     match rpc_state_rejection(&rpc, &["wrong_principal"]) {
-        Ok(s) => Verdict::pass(format!("{}: {s}", r.tool.name)),
+        Ok(s) => control.judge(Verdict::pass(format!("{}: {s}", r.tool.name))),
         Err(why) => Verdict::fail(format!(
             "{}: another principal's retry with this state got {}{}",
             r.tool.name,
@@ -240,11 +244,16 @@ async fn expiry(p: Probe) -> Verdict {
         Err(v) => return v,
     };
     tokio::time::sleep(wait).await;
+    // The control after the wait: a fresh state is still taken now.
+    let control = Control::retry(&p, &r.tool).await;
     let label = format!("tools/call {} retry after {wait:?}", r.tool.name);
     match retry(&p, &r.tool, &label, &r.answers, &r.state).await {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
         Ok((rpc, status)) => match rpc_state_rejection(&rpc, &["expired"]) {
-            Ok(s) => Verdict::pass(format!("{}: after {wait:?}: {s}", r.tool.name)),
+            Ok(s) => control.judge(Verdict::pass(format!(
+                "{}: after {wait:?}: {s}",
+                r.tool.name
+            ))),
             Err(why) => Verdict::fail(format!(
                 "{}: a state {wait:?} old got {}{}",
                 r.tool.name,
