@@ -80,7 +80,7 @@ pub mod transport;
 pub mod url_flow;
 
 pub use crate::discover::DiscoverError as CheckError;
-pub use model::{CheckResult, Exchange, Status, Tally, Verdict};
+pub use model::{CheckResult, Exchange, FailOn, Status, Tally, Verdict};
 pub use probe::{Probe, Settings, Target};
 pub use registry::{Check, Needs};
 
@@ -164,6 +164,9 @@ pub struct Report {
     pub tally: Tally,
     /// Stopped by Ctrl-C: the rows without a verdict say so.
     pub interrupted: bool,
+    /// What fails the run (`--fail-on`), for the verdict and the JUnit
+    /// form of WARN rows.
+    pub fail_on: FailOn,
 }
 
 /// A tool as discovery saw it, for the report header.
@@ -183,6 +186,46 @@ impl Report {
     /// True when a MUST check failed or any check timed out (exit 1).
     pub fn failed(&self) -> bool {
         self.results.iter().any(CheckResult::is_failure)
+    }
+
+    /// True when a row fails the run at [`Report::fail_on`] (exit 1).
+    pub fn fails_gate(&self) -> bool {
+        self.failed() || (self.fail_on == FailOn::Warn && self.tally.warn > 0)
+    }
+
+    /// The last line of the terminal report: the run's verdict, what made
+    /// it, and the exit status it gives.
+    pub fn verdict_line(&self) -> String {
+        let t = self.tally;
+        let counted = |n: usize, what: &str| match n {
+            0 => None,
+            1 => Some(format!("1 {what}")),
+            n => Some(format!("{n} {what}s")),
+        };
+        let mut why: Vec<String> = [
+            counted(t.fail, "MUST check failed"),
+            counted(t.timeout, "check timed out"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let warned = counted(t.warn, "SHOULD check warned");
+        if self.interrupted {
+            return "VERDICT: INTERRUPTED (Ctrl-C): the report is partial (exit 130)".into();
+        }
+        if self.fail_on == FailOn::Warn {
+            why.extend(warned.clone());
+        }
+        if !why.is_empty() {
+            return format!("VERDICT: FAIL: {} (exit 1)", why.join(", "));
+        }
+        match warned {
+            Some(w) => format!(
+                "VERDICT: PASS with warnings: no MUST check failed; {w} (exit 0; --fail-on warn \
+                 fails on them)"
+            ),
+            None => "VERDICT: PASS: no MUST check failed, no SHOULD check warned (exit 0)".into(),
+        }
     }
 
     /// The row of a check, by id (the first generation that has it).
@@ -290,6 +333,7 @@ pub async fn run(
         tally: Tally::of(&results),
         results,
         interrupted: interrupt::raised(),
+        fail_on: FailOn::default(),
     })
 }
 

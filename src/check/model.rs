@@ -186,6 +186,18 @@ impl CheckResult {
     }
 }
 
+/// The lowest result that fails a run (`--fail-on`): a failed MUST check
+/// or a timeout always does; `Warn` adds a SHOULD check that warned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    /// FAIL and TIMEOUT fail the run (the default).
+    #[default]
+    Fail,
+    /// WARN fails it too.
+    Warn,
+}
+
 /// Counts per status, for summaries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {

@@ -239,18 +239,17 @@ pub fn run(args: Args) -> ExitCode {
             };
         }
     };
+    let mut report = report;
+    if args.fail_on == "warn" {
+        report.fail_on = crate::check::FailOn::Warn;
+    }
     let text = render(&report, args.format, args.verbose);
     if let Err(e) = write_out(&args, &text) {
         return usage_error(e);
     }
-    let warned = args.fail_on == "warn"
-        && report
-            .results
-            .iter()
-            .any(|r| r.status == crate::check::Status::Warn);
     if report.interrupted {
         exit::interrupted()
-    } else if report.failed() || warned {
+    } else if report.fails_gate() {
         exit::failed()
     } else {
         exit::ok()
