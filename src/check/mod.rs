@@ -193,6 +193,12 @@ impl Report {
         self.failed() || (self.fail_on == FailOn::Warn && self.tally.warn > 0)
     }
 
+    /// True when the run's own settings cut a check short (and nothing
+    /// failed the gate): exit 3, never 0 with a check not run.
+    pub fn inconclusive(&self) -> bool {
+        !self.fails_gate() && self.tally.inconclusive > 0
+    }
+
     /// The last line of the terminal report: the run's verdict, what made
     /// it, and the exit status it gives.
     pub fn verdict_line(&self) -> String {
@@ -218,6 +224,12 @@ impl Report {
         }
         if !why.is_empty() {
             return format!("VERDICT: FAIL: {} (exit 1)", why.join(", "));
+        }
+        if let Some(cut) = counted(t.inconclusive, "check") {
+            return format!(
+                "VERDICT: INCONCLUSIVE: {cut} could not run as set (--deadline, --wait-expiry: \
+                 see their rows); the others found no failure (exit 3)"
+            );
         }
         match warned {
             Some(w) => format!(
@@ -282,6 +294,11 @@ pub async fn run(
         .into_iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| c.id.starts_with(o.as_str())))
         .partition(|c| c.needs.whole_run);
+    if checks.iter().any(|c| c.id == cross_instance::ID)
+        && found.generations().contains(&Generation::Modern)
+    {
+        cross_instance::reachable(&settings, &http).await?;
+    }
     let deadline = std::time::Instant::now() + settings.deadline;
     let mut results = Vec::new();
     let mut tools = Vec::new();

@@ -60,6 +60,7 @@ pub fn render(report: &Report, format: Format, verbose: bool) -> String {
 fn result_cell(r: &CheckResult) -> String {
     match &r.status {
         Status::Skip(why) => format!("SKIP ({why})"),
+        Status::Inconclusive(why) => format!("INCONCLUSIVE ({why})"),
         Status::NotApplicable(why) => format!("N/A ({why})"),
         s => s.as_str().to_ascii_uppercase(),
     }
@@ -114,7 +115,11 @@ fn summary_line(report: &Report) -> String {
             String::new()
         },
         t.timeout
-    )
+    ) + &if t.inconclusive > 0 {
+        format!(", {} inconclusive", t.inconclusive)
+    } else {
+        String::new()
+    }
 }
 
 /// The plain-text table.
@@ -208,7 +213,7 @@ fn by_weight(report: &Report) -> impl Iterator<Item = &CheckResult> {
     let weight = |r: &CheckResult| match r.status {
         Status::Fail | Status::Timeout => 0,
         Status::Warn => 1,
-        Status::Info => 2,
+        Status::Info | Status::Inconclusive(_) => 2,
         _ => 3,
     };
     let mut rows: Vec<&CheckResult> = report.results.iter().collect();
@@ -239,9 +244,10 @@ pub fn junit(report: &Report) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"elicitkit check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\"><properties><property name=\"target\" value=\"{}\"/></properties>",
+        "<testsuites><testsuite name=\"elicitkit check\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\"><properties><property name=\"target\" value=\"{}\"/></properties>",
         report.results.len(),
         t.fail + t.timeout + if warn_fails { t.warn } else { 0 },
+        t.inconclusive,
         t.skip + t.not_applicable + if warn_fails { 0 } else { t.warn },
         secs,
         escape_xml(&report.target)
@@ -284,6 +290,13 @@ pub fn junit(report: &Report) -> String {
             }
             Status::Skip(why) => {
                 let _ = write!(out, "<skipped message=\"{}\"/>", escape_xml(why));
+            }
+            Status::Inconclusive(why) => {
+                let _ = write!(
+                    out,
+                    "<error message=\"{}\" type=\"inconclusive\"/>",
+                    escape_xml(why)
+                );
             }
             Status::NotApplicable(why) => {
                 let _ = write!(
@@ -517,6 +530,16 @@ mod tests {
             "VERDICT: FAIL: 1 SHOULD check warned (exit 1)"
         );
         assert!(r.fails_gate());
+        r.fail_on = FailOn::Fail;
+        r.results[0].status = Status::Inconclusive("cut short".into());
+        r.tally = Tally::of(&r.results);
+        assert!(r.inconclusive() && !r.fails_gate());
+        assert!(
+            r.verdict_line().ends_with("(exit 3)"),
+            "{}",
+            r.verdict_line()
+        );
+        assert!(junit(&r).contains("errors=\"1\""));
     }
 
     #[test]
