@@ -302,7 +302,7 @@ pub async fn run(
     let deadline = std::time::Instant::now() + settings.deadline;
     let mut results = Vec::new();
     let mut tools = Vec::new();
-    let mut last = None;
+    let mut targets = Vec::new();
     let t = &settings.target;
     let identity = crate::discover::identity::evidence(
         &found,
@@ -316,17 +316,17 @@ pub async fn run(
         let Some(view) = found.view(g) else { continue };
         let mut target = Target::from_view(settings.clone(), http.clone(), view, found.auth);
         target.identity.clone_from(&identity);
+        target.generations = found.generations();
         target.root_causes = root_causes(&target);
         tools.extend(target.tools.iter().map(|t| summarize(g, t)));
         let target = std::sync::Arc::new(target);
         results.extend(runner::run_checks_until(target.clone(), &checks, deadline).await);
-        last = Some(target);
+        targets.push(target);
     }
-    // The stdio rules judge the whole run once, after everything else, in
-    // the part of the report of the last generation checked.
-    if let Some(target) = last.filter(|t| t.settings.stdio.is_some()) {
-        let g = target.generation;
-        let tail: Vec<Check> = tail.into_iter().filter(|c| c.generation == g).collect();
+    // The stdio rules judge what the processes did over the whole run,
+    // after everything else: each generation's rules in its part of the
+    // report, over its own processes ([`stdio`]).
+    for target in targets.into_iter().filter(|t| t.settings.stdio.is_some()) {
         results.extend(runner::run_checks_until(target, &tail, deadline).await);
     }
     let mut auth = match (found.auth.anonymous_refused, found.auth.checks_tokens) {
