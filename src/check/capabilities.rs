@@ -6,6 +6,7 @@
 //! request (§4.2). The 2025-11-25 twins (`legacy-cap-*`, [`legacy_checks`])
 //! gate the modes pushed on a session the same way.
 
+use super::control::Control;
 use super::judge::answers_for;
 use super::legacy_session::{Answer, modes_seen, run_all};
 use super::model::Verdict;
@@ -262,9 +263,10 @@ async fn no_carry_over(p: Probe) -> Verdict {
                 &t.name,
             );
             if problems.is_empty() {
-                Verdict::pass(format!(
+                // A server that refuses every retry refuses this one too.
+                Control::retry(&p, &t).await.judge(Verdict::pass(format!(
                     "the retry declaring {{}} got {kind} and no elicitation"
-                ))
+                )))
             } else {
                 Verdict::fail(format!(
                     "capabilities carried over from the first request: {}",

@@ -5,18 +5,25 @@
 //! other instance and on the target, must be refused (single use is shared:
 //! one store). Instances are told apart by the `elicitkit-instance` header
 //! where they send it; two URLs answering as the same instance prove
-//! nothing, and the check says so rather than pass.
+//! nothing, and the check says so rather than pass. An other instance that
+//! does not answer at all stops the run before any check (a setting, not a
+//! finding).
 
 use serde_json::{Map, Value};
 
+use super::CheckError;
 use super::judge::{asks_for_input, rpc_state_rejection};
 use super::model::Verdict;
-use super::probe::{Probe, ToolProfile, all_modes};
+use super::probe::{Probe, Settings, ToolProfile, all_modes};
 use super::registry::{Check, check};
 use super::subject::{at_state, reading, result_text, subjects};
-use crate::client::raw::Rpc;
+use crate::client::raw::{self, Rpc};
 use crate::findings::Severity;
 use crate::protocol::headers::INSTANCE as INSTANCE_HEADER;
+
+/// The id of the check: a run that includes it first makes sure the other
+/// instance answers ([`reachable`]).
+pub const ID: &str = "mrtr-cross-instance";
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
@@ -28,6 +35,27 @@ pub fn checks() -> Vec<Check> {
         "with --other-instance: a state issued by the target completes on the other instance, and a replay of that retry is refused on both (FAIL for a single-use tool completing twice, WARN for a state the other instance cannot open)",
         cross_instance
     )]
+}
+
+/// Before the run: `--other-instance`, when given, answers HTTP at all (any
+/// status). One that does not is the user's setting, reported before any
+/// check runs (a usage error), never a row of the target's.
+pub async fn reachable(s: &Settings, http: &reqwest::Client) -> Result<(), CheckError> {
+    let Some(other) = &s.other_instance else {
+        return Ok(());
+    };
+    let req = raw::modern_post(
+        "tools/list on --other-instance (does it answer?)",
+        other,
+        1,
+        "tools/list",
+        Some(raw::with_meta(serde_json::json!({}), &all_modes())),
+    )
+    .token(Some(&s.target.principal));
+    let (_, reply) = raw::send(http, &req, s.target.timeout).await;
+    reply
+        .map(|_| ())
+        .map_err(|e| CheckError::OtherUnreachable(other.clone(), e.to_string()))
 }
 
 /// One retry sent to `url`: its reading and the instance that answered.

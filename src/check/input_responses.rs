@@ -6,10 +6,13 @@
 //! fields (`inputResponses` that is not an object, `requestState` that is
 //! not a string) get a JSON-RPC error (`-32602`) or a re-prompt. HTTP 404 /
 //! `-32601` (the call taken for an unknown method) and any 5xx are
-//! failures. A complete result is compared with a control (the same round
-//! answered validly): only a result of the same shape shows the bad input
-//! was accepted; anything else is "could not tell" (INFO), never a FAIL.
+//! failures. Every probe has a [`Control`] (the same round answered
+//! validly): a refusal counts only when the control held, and a complete
+//! result is compared with the control's: only a result of the same shape
+//! shows the bad input was accepted; anything else is "could not tell"
+//! (INFO), never a FAIL.
 
+use super::control::Control;
 use super::judge::{answer_values, asks_for_input, same_outcome};
 use super::model::Verdict;
 use super::probe::Probe;
@@ -102,7 +105,7 @@ async fn unknown_keys(p: Probe) -> Verdict {
 
 async fn missing(p: Probe) -> Verdict {
     let mut problems = Vec::new();
-    let mut tool = String::new();
+    let mut subject = None;
     for (what, answers) in [
         ("no answers", Map::new()),
         (
@@ -117,7 +120,6 @@ async fn missing(p: Probe) -> Verdict {
             Ok(x) => x,
             Err(v) => return v,
         };
-        tool.clone_from(&r.tool.name);
         match retry(
             &p,
             &r.tool,
@@ -131,11 +133,17 @@ async fn missing(p: Probe) -> Verdict {
             Ok((Rpc::Result(v), _)) if asks_for_input(&v) => {}
             Ok((other, status)) => problems.push(format!("{what}: {}", reading(&other, status))),
         }
+        subject = Some(r.tool);
     }
+    let Some(t) = subject else {
+        return Verdict::skip("no tool reached its state round");
+    };
+    let tool = &t.name;
     if problems.is_empty() {
-        Verdict::pass(format!(
+        // A server that asks again whatever it is sent asks again here too.
+        Control::retry(&p, &t).await.judge(Verdict::pass(format!(
             "{tool}: missing and wrong-key answers were asked for again"
-        ))
+        )))
     } else {
         Verdict::fail(format!("{tool}: {}", problems.join("; ")))
             .expecting("a new input_required asking again (S9: missing answers are re-requested, not an error)")
@@ -150,16 +158,22 @@ pub(super) struct Tally {
     accepted: Vec<String>,
     unclear: Vec<String>,
     fine: Vec<String>,
+    /// Refusals beside a control that did not hold: they prove nothing.
+    unproven: Vec<String>,
+    /// What the controls showed: those that held, and why the others
+    /// leave a refusal unproven (each once).
+    held: Vec<String>,
+    doubts: Vec<String>,
 }
 
 impl Tally {
-    /// Files one reply; `control` is the result of the same round answered
-    /// validly, `values` the answer values of both calls.
+    /// Files one reply; `control` is the same round answered validly
+    /// ([`Control::retry`]), `values` the answer values of both calls.
     pub(super) fn file(
         &mut self,
         what: &str,
         reply: Result<(Rpc, u16), String>,
-        control: Option<&Value>,
+        control: &Control,
         values: &[String],
     ) {
         let (rpc, status) = match reply {
@@ -175,7 +189,7 @@ impl Tally {
                 .push(format!("{what}: {}", reading(&rpc, status))),
             (ShapeReply::Other, Rpc::Result(v)) if final_success(&v) =>
             {
-                match control {
+                match control.result() {
                     Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(
                         "{what} (HTTP {status}: the same result as a valid answer)"
                     )),
@@ -185,15 +199,28 @@ impl Tally {
                 }
             }
             (ShapeReply::Other, rpc) => {
-                self.fine.push(format!("{what}: {}", reading(&rpc, status)))
+                self.refused(format!("{what}: {}", reading(&rpc, status)), control)
             }
         }
     }
 
-    /// Files a reply that is right without reading it (e.g. the same form
-    /// asked for again on a 2025-11-25 stream).
-    pub(super) fn fine(&mut self, what: String) {
-        self.fine.push(what);
+    /// Files a refusal (an error, a tool error, a re-prompt): it counts
+    /// only beside a `control` that held.
+    pub(super) fn refused(&mut self, what: String, control: &Control) {
+        let (list, note) = if control.held() {
+            (&mut self.fine, &mut self.held)
+        } else {
+            (&mut self.unproven, &mut self.doubts)
+        };
+        list.push(what);
+        let line = if control.held() {
+            control.what().to_owned()
+        } else {
+            control.why_not()
+        };
+        if !note.contains(&line) {
+            note.push(line);
+        }
     }
 
     /// The next walk failed with `e`: after a crash the run is judged on
@@ -236,32 +263,37 @@ impl Tally {
                 "a JSON-RPC error or a re-prompt for a malformed {field}"
             ));
         }
+        let unproven = (!self.unproven.is_empty())
+            .then(|| format!("{}; {}", self.unproven.join("; "), self.doubts.join("; ")));
         if !self.unclear.is_empty() {
+            let mut others = self.fine.clone();
+            others.extend(unproven);
             return Verdict::violation(
                 Severity::Info,
                 format!(
                     "{tool}: could not tell whether a malformed {field} was accepted: {}; the \
                      others got {}",
                     self.unclear.join(", "),
-                    if self.fine.is_empty() {
+                    if others.is_empty() {
                         "nothing else".to_owned()
                     } else {
-                        self.fine.join("; ")
+                        others.join("; ")
                     }
                 ),
             );
         }
-        Verdict::pass(format!("{tool}: {}", self.fine.join("; ")))
-    }
-}
-
-/// The result of `r`'s round answered validly (the control), on a fresh walk.
-pub(super) async fn control_result(p: &Probe, r: &Round) -> Option<Value> {
-    let fresh = at_state(p, &r.tool).await.ok()?;
-    let label = format!("control: tools/call {} valid retry", r.tool.name);
-    match retry(p, &r.tool, &label, &fresh.answers, &fresh.state).await {
-        Ok((Rpc::Result(v), _)) if !asks_for_input(&v) => Some(v),
-        _ => None,
+        match unproven {
+            Some(u) if self.fine.is_empty() => {
+                Verdict::info(format!("could not tell: {tool}: {u}"))
+            }
+            u => Verdict::pass(format!(
+                "{tool}: {} (control: {}){}",
+                self.fine.join("; "),
+                self.held.join(", "),
+                u.map(|u| format!("; could not tell: {u}"))
+                    .unwrap_or_default()
+            )),
+        }
     }
 }
 
@@ -282,7 +314,7 @@ async fn malformed(p: Probe) -> Verdict {
         ("an array", json!([])),
         ("an unknown action", json!({"action": "maybe"})),
     ];
-    let control = control_result(&p, &r0).await;
+    let control = Control::retry(&p, &r0.tool).await;
     let mut values = answer_values(&Value::Object(r0.answers.clone()));
     let mut tally = Tally::default();
     for (what, value) in variants {
@@ -304,7 +336,7 @@ async fn malformed(p: Probe) -> Verdict {
             &r.state,
         )
         .await;
-        tally.file(what, reply, control.as_ref(), &values);
+        tally.file(what, reply, &control, &values);
     }
     tally.verdict(&r0.tool.name, "answer")
 }
@@ -352,7 +384,7 @@ async fn misshapen(
         Ok(x) => x,
         Err(v) => return v,
     };
-    let control = control_result(&p, &r0).await;
+    let control = Control::retry(&p, &r0.tool).await;
     let values = answer_values(&Value::Object(r0.answers.clone()));
     let mut tally = Tally::default();
     for i in 0..cases(&r0, &r0).len() {
@@ -366,7 +398,7 @@ async fn misshapen(
         let (what, answers, state) = cases(&r0, &r).swap_remove(i);
         let label = format!("tools/call {} retry, {field} is {what}", r.tool.name);
         let reply = retry_raw(&p, &r.tool, &label, answers, state).await;
-        tally.file(what, reply, control.as_ref(), &values);
+        tally.file(what, reply, &control, &values);
     }
     tally.verdict(&r0.tool.name, field)
 }
@@ -380,10 +412,11 @@ mod tests {
         let mut t = Tally::default();
         // Before any crash, a flow that cannot start is a SKIP.
         assert!(matches!(t.halt("reset".into()), Some(Verdict::Skip(_))));
+        let control = Control::observed("a valid retry of deploy goes on", Ok(None));
         t.file(
             "an array",
             Ok((Rpc::Missing("html".into()), 500)),
-            None,
+            &control,
             &[],
         );
         assert!(t.halt("connection reset".into()).is_none());

@@ -3,12 +3,14 @@
 //! express ([`KINDS`]: a required field missing, a value of the wrong type,
 //! a number out of range, a value outside the enum, a string in the wrong
 //! format) is sent in place of a valid answer, one fresh walk per kind. An
-//! error, a tool error or a re-prompt is right; a result of the same shape
-//! as the valid answer's (the control) shows the content was accepted
+//! error, a tool error or a re-prompt is right where the tool's
+//! [`Control`] held (a valid answer goes on; else "could not tell"); a
+//! result of the same shape as the valid answer's shows the content was accepted
 //! (WARN); another complete result is "could not tell" (INFO). A 404 /
 //! `-32601` or a 5xx is a failure, as for any malformed answer.
 
-use super::input_responses::{Tally, control_result};
+use super::control::Control;
+use super::input_responses::Tally;
 use super::judge::answer_values;
 use super::model::Verdict;
 use super::probe::Probe;
@@ -80,7 +82,7 @@ async fn every_form(p: Probe) -> Verdict {
             why_not.push(format!("{}: the state round has no form schema", t.name));
             continue;
         };
-        let control = control_result(&p, &r0).await;
+        let control = Control::retry(&p, t).await;
         let mut values = answer_values(&Value::Object(r0.answers.clone()));
         for kind in KINDS {
             let Some(content) = invalid_content(&schema, kind, seed) else {
@@ -110,7 +112,7 @@ async fn every_form(p: Probe) -> Verdict {
                 &r.state,
             )
             .await;
-            tally.file(&what, reply, control.as_ref(), &values);
+            tally.file(&what, reply, &control, &values);
             tried += 1;
         }
     }

@@ -7,12 +7,13 @@
 //! their MRTR checks in `capabilities`, `schema_findings`, `flows` and
 //! `decline_cancel`.
 
+use super::control::Control;
 use super::input_required_shape::{is_shape_rule, verdict_of};
 use super::input_responses::Tally;
 use super::invalid_content::{KINDS, describe};
 use super::judge::answer_values;
 use super::legacy_session::{
-    Answer, CallOptions, Streamed, all_elicitations, call_once, call_with, elicit_findings, ended,
+    Answer, CallOptions, all_elicitations, call_once, call_with, elicit_findings, ended,
     initialize_request, open, run_all, run_answered, unanswered,
 };
 use super::model::Verdict;
@@ -270,13 +271,20 @@ async fn error_reply(p: Probe) -> Verdict {
     if !untold.is_empty() {
         lines.push(format!("could not tell: {}", untold.join("; ")));
     }
-    Verdict::pass(lines.join("; "))
+    // A server that takes no answer at all ends its calls some other way.
+    let tools = || runs.iter().map(|(t, _)| t);
+    let Some(t) = tools().find(|t| t.modes().form).or_else(|| tools().next()) else {
+        return Verdict::pass(lines.join("; "));
+    };
+    Control::answer(&p, t)
+        .await
+        .judge(Verdict::pass(lines.join("; ")))
 }
 
 /// [`super::invalid_content`]'s twin: each kind of invalid content on every
 /// form tool, each on a session of its own; the same form pushed again is a
 /// re-prompt, a result of the valid answer's shape (the control) is
-/// acceptance.
+/// acceptance, and a refusal counts only where the control held.
 async fn invalid_answers(p: Probe) -> Verdict {
     let tools: Vec<_> = p
         .target()
@@ -305,16 +313,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
         if kinds.is_empty() {
             continue;
         }
-        let accept = Answer::Accept {
-            complete_pages: true,
-        };
-        let control = match call_once(&p, t, accept, &CallOptions::default()).await {
-            Ok(Streamed {
-                response: Some(Rpc::Result(v)),
-                ..
-            }) => Some(v),
-            _ => None,
-        };
+        let control = Control::answer(&p, t).await;
         let mut values = answer_values(&Value::Object(valid_content(&schema, seed)));
         for (kind, content) in kinds {
             let what = format!("{}: {}", t.name, describe(kind));
@@ -335,14 +334,14 @@ async fn invalid_answers(p: Probe) -> Verdict {
             let reprompted = st.elicitations.len() > 1
                 && schema_of(&st.elicitations[1]) == st.elicitations.first().and_then(schema_of);
             if reprompted {
-                tally.fine(format!("{what}: the same form asked for again"));
+                tally.refused(format!("{what}: the same form asked for again"), &control);
                 continue;
             }
             let reply = match (st.response, st.failure) {
                 (Some(rpc), _) => Ok((rpc, st.status)),
                 (None, f) => Err(f.unwrap_or_else(|| "no response".into())),
             };
-            tally.file(&what, reply, control.as_ref(), &values);
+            tally.file(&what, reply, &control, &values);
         }
     }
     if sent == 0 && !unsent.is_empty() {

@@ -2,9 +2,12 @@
 //! are bound to the user, and state MUST NOT be tied to session ids alone;
 //! §6.A 21): a request carrying the session id with another principal's
 //! credentials is refused, and so is that principal's answer to the
-//! session's pending elicitation. Runs where principals mean something to
-//! the server (it authenticates, or the user named two principals).
+//! session's pending elicitation (beside a control: the session's own
+//! principal answers and the call completes). Runs where principals mean
+//! something to the server (it authenticates, or the user named two
+//! principals).
 
+use super::control::Control;
 use super::decline_cancel::refusal_deadline;
 use super::legacy_session::{Answer, CallOptions, call_with, close, open, request};
 use super::model::Verdict;
@@ -96,6 +99,9 @@ async fn answer(p: Probe) -> Verdict {
     let Some(t) = p.target().form_tools().next().cloned() else {
         return p.target().no_subject("no tool elicits in form mode");
     };
+    // The control: the session's own principal answers and the call
+    // completes. Without it, a refused or unanswered answer proves nothing.
+    let control = Control::answer(&p, &t).await;
     let s = match open(&p, &all_modes(), true).await {
         Ok(s) => s,
         Err(e) => return Verdict::skip(e),
@@ -137,7 +143,7 @@ async fn answer(p: Probe) -> Verdict {
         .expecting("the answer POST of another principal is refused (4xx) and not applied");
     }
     if (200..300).contains(&status) {
-        return Verdict::pass(format!(
+        return control.judge(Verdict::pass(format!(
             "{}: another principal's answer got HTTP {status}, but the call did not complete \
              with it ({})",
             t.name,
@@ -145,10 +151,10 @@ async fn answer(p: Probe) -> Verdict {
                 Some(r) => r.describe(),
                 None => format!("no response within {deadline:?}"),
             }
-        ));
+        )));
     }
-    Verdict::pass(format!(
+    control.judge(Verdict::pass(format!(
         "{}: another principal's answer was refused with HTTP {status}",
         t.name
-    ))
+    )))
 }

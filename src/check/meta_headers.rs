@@ -4,6 +4,7 @@
 //! 400 with `supported` and `requested`), removed methods, GET/DELETE, and
 //! no session ids. Every error must echo the request id.
 
+use super::control::Control;
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
@@ -179,7 +180,9 @@ pub async fn expect_error(
     judge_error(&control_label, control.as_ref(), &reply, id, status, code)
 }
 
-/// The verdict on a framing error `reply`, given its `control`.
+/// The verdict on a framing error `reply`, given its `control` (a correct
+/// request): without a control that succeeds, neither the reply nor its
+/// fault can be pinned on the framing ("could not tell").
 fn judge_error(
     control_label: &str,
     control: Result<&raw::RawReply, &String>,
@@ -190,26 +193,33 @@ fn judge_error(
 ) -> Verdict {
     let rpc = reply.rpc();
     let exact = reply.status == status && rpc.code() == Some(code) && reply.response_id() == id;
-    let (c_status, c_rpc) = match control {
-        Ok(c) => (c.status, c.rpc()),
-        Err(e) => {
-            return Verdict::info(format!("could not tell: {control_label} got no reply: {e}"));
-        }
+    let correct = control_label.trim_start_matches("control: ");
+    let (seen, other_error) = match control {
+        Err(e) => (Err(format!("it got no reply: {e}")), false),
+        Ok(c) => match c.rpc() {
+            Rpc::Result(v) if (200..300).contains(&c.status) => (Ok(Some(v)), false),
+            c_rpc => (
+                Err(format!(
+                    "it already gets HTTP {} and {}",
+                    c.status,
+                    c_rpc.describe()
+                )),
+                c_rpc.code() != Some(code),
+            ),
+        },
     };
-    if !(200..300).contains(&c_status) || !matches!(c_rpc, Rpc::Result(_)) {
+    let control = Control::observed(format!("{correct} succeeds"), seen);
+    if !control.held() {
         // The control fails otherwise (e.g. an unknown tool): the framing
         // error, which the control did not get, was still judged first.
-        if exact && c_rpc.code() != Some(code) {
+        if exact && other_error {
             return Verdict::pass(format!(
-                "HTTP {status} with error {code} and the request id ({control_label} got HTTP \
-                 {c_status} and {} instead)",
-                c_rpc.describe()
+                "HTTP {status} with error {code} and the request id ({correct} gets another \
+                 error: the framing was judged first)"
             ));
         }
-        return Verdict::info(format!(
-            "could not tell: {control_label} already gets HTTP {c_status} and {}, so the reply \
-             to the misframed request (HTTP {} and {}) says nothing about the framing",
-            c_rpc.describe(),
+        return control.unsure(format!(
+            "the misframed request got HTTP {} and {}",
             reply.status,
             rpc.describe()
         ));
@@ -233,14 +243,11 @@ fn judge_error(
         ));
     }
     if problems.is_empty() {
-        Verdict::pass(format!(
-            "HTTP {status} with error {code} and the request id ({control_label} succeeds)"
-        ))
+        control.judge(Verdict::pass(format!(
+            "HTTP {status} with error {code} and the request id"
+        )))
     } else {
-        Verdict::fail(format!(
-            "{} ({control_label} succeeds)",
-            problems.join("; ")
-        ))
+        Verdict::fail(format!("{} ({correct} succeeds)", problems.join("; ")))
     }
 }
 
@@ -382,6 +389,7 @@ async fn base64_decoded(p: Probe) -> Verdict {
     // sentinel-shaped value is always an encoding (a literal look-alike is
     // itself encoded), so the server must decode it even for an ASCII name.
     let (name, args) = some_tool(&p);
+    let control = name_checked(&p, &name, &args).await;
     let sentinel = format!("=?base64?{}?=", STANDARD.encode(name.as_bytes()));
     let req = call(
         &p,
@@ -396,13 +404,36 @@ async fn base64_decoded(p: Probe) -> Verdict {
                 "Mcp-Name {sentinel} (base64 of {name:?}) was compared undecoded: -32020"
             )),
             Rpc::Missing(why) => Verdict::fail(format!("Mcp-Name {sentinel}: {why}")),
-            other => Verdict::pass(format!(
+            other => control.judge(Verdict::pass(format!(
                 "Mcp-Name {sentinel} was decoded to {name:?} (the call got {})",
                 other.describe()
-            )),
+            ))),
         },
         Err(e) => Verdict::fail(format!("no reply: {e}")),
     }
+}
+
+/// The control of a header the server must decode: it reads `Mcp-Name` at
+/// all, so a call naming another tool there gets -32020. A server that
+/// ignores the header takes an encoded one too, which proves nothing.
+async fn name_checked(p: &Probe, name: &str, args: &Value) -> Control {
+    let req = call(
+        p,
+        "control: tools/call with Mcp-Name of another tool",
+        name,
+        args,
+    )
+    .header(headers::NAME, format!("{name}-other"));
+    let seen = match p.send(req).await {
+        Ok(r) if r.rpc().code() == Some(codes::HEADER_MISMATCH) => Ok(None),
+        Ok(r) => Err(format!(
+            "it got HTTP {} and {}: the server does not compare Mcp-Name with the call",
+            r.status,
+            r.rpc().describe()
+        )),
+        Err(e) => Err(format!("it got no reply: {e}")),
+    };
+    Control::observed("a wrong Mcp-Name gets -32020", seen)
 }
 
 async fn version_unsupported(p: Probe) -> Verdict {

@@ -15,7 +15,9 @@
 //! - Families send with [`crate::client::raw`] (hand-built requests) and keep
 //!   secrets out of evidence with [`crate::client::mask`]; [`judge`]: shared verdict logic ("rejected
 //!   for the probed reason", "the same outcome as a valid answer");
-//!   [`state_decode`]: reading an opaque state (re-encodings, leaks).
+//!   [`state_decode`]: reading an opaque state (re-encodings, leaks);
+//!   [`control`]: the valid request of the same kind a PASS that rests on a
+//!   refusal needs (without it the row is "could not tell").
 //! - Discovery (generations, authentication, tools, their rounds) is
 //!   [`crate::discover`], shared with `load`.
 //! - [`runner`]: bounded concurrent execution with per-check timeouts;
@@ -37,6 +39,7 @@
 
 pub mod cache_hints;
 pub mod capabilities;
+pub mod control;
 pub mod cross_instance;
 pub mod decline_cancel;
 pub mod flows;
@@ -77,7 +80,7 @@ pub mod transport;
 pub mod url_flow;
 
 pub use crate::discover::DiscoverError as CheckError;
-pub use model::{CheckResult, Exchange, Status, Tally, Verdict};
+pub use model::{CheckResult, Exchange, FailOn, Status, Tally, Verdict};
 pub use probe::{Probe, Settings, Target};
 pub use registry::{Check, Needs};
 
@@ -161,6 +164,9 @@ pub struct Report {
     pub tally: Tally,
     /// Stopped by Ctrl-C: the rows without a verdict say so.
     pub interrupted: bool,
+    /// What fails the run (`--fail-on`), for the verdict and the JUnit
+    /// form of WARN rows.
+    pub fail_on: FailOn,
 }
 
 /// A tool as discovery saw it, for the report header.
@@ -180,6 +186,58 @@ impl Report {
     /// True when a MUST check failed or any check timed out (exit 1).
     pub fn failed(&self) -> bool {
         self.results.iter().any(CheckResult::is_failure)
+    }
+
+    /// True when a row fails the run at [`Report::fail_on`] (exit 1).
+    pub fn fails_gate(&self) -> bool {
+        self.failed() || (self.fail_on == FailOn::Warn && self.tally.warn > 0)
+    }
+
+    /// True when the run's own settings cut a check short (and nothing
+    /// failed the gate): exit 3, never 0 with a check not run.
+    pub fn inconclusive(&self) -> bool {
+        !self.fails_gate() && self.tally.inconclusive > 0
+    }
+
+    /// The last line of the terminal report: the run's verdict, what made
+    /// it, and the exit status it gives.
+    pub fn verdict_line(&self) -> String {
+        let t = self.tally;
+        let counted = |n: usize, what: &str| match n {
+            0 => None,
+            1 => Some(format!("1 {what}")),
+            n => Some(format!("{n} {what}s")),
+        };
+        let mut why: Vec<String> = [
+            counted(t.fail, "MUST check failed"),
+            counted(t.timeout, "check timed out"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let warned = counted(t.warn, "SHOULD check warned");
+        if self.interrupted {
+            return "VERDICT: INTERRUPTED (Ctrl-C): the report is partial (exit 130)".into();
+        }
+        if self.fail_on == FailOn::Warn {
+            why.extend(warned.clone());
+        }
+        if !why.is_empty() {
+            return format!("VERDICT: FAIL: {} (exit 1)", why.join(", "));
+        }
+        if let Some(cut) = counted(t.inconclusive, "check") {
+            return format!(
+                "VERDICT: INCONCLUSIVE: {cut} could not run as set (--deadline, --wait-expiry: \
+                 see their rows); the others found no failure (exit 3)"
+            );
+        }
+        match warned {
+            Some(w) => format!(
+                "VERDICT: PASS with warnings: no MUST check failed; {w} (exit 0; --fail-on warn \
+                 fails on them)"
+            ),
+            None => "VERDICT: PASS: no MUST check failed, no SHOULD check warned (exit 0)".into(),
+        }
     }
 
     /// The row of a check, by id (the first generation that has it).
@@ -236,10 +294,15 @@ pub async fn run(
         .into_iter()
         .filter(|c| only.is_empty() || only.iter().any(|o| c.id.starts_with(o.as_str())))
         .partition(|c| c.needs.whole_run);
+    if checks.iter().any(|c| c.id == cross_instance::ID)
+        && found.generations().contains(&Generation::Modern)
+    {
+        cross_instance::reachable(&settings, &http).await?;
+    }
     let deadline = std::time::Instant::now() + settings.deadline;
     let mut results = Vec::new();
     let mut tools = Vec::new();
-    let mut last = None;
+    let mut targets = Vec::new();
     let t = &settings.target;
     let identity = crate::discover::identity::evidence(
         &found,
@@ -253,17 +316,17 @@ pub async fn run(
         let Some(view) = found.view(g) else { continue };
         let mut target = Target::from_view(settings.clone(), http.clone(), view, found.auth);
         target.identity.clone_from(&identity);
+        target.generations = found.generations();
         target.root_causes = root_causes(&target);
         tools.extend(target.tools.iter().map(|t| summarize(g, t)));
         let target = std::sync::Arc::new(target);
         results.extend(runner::run_checks_until(target.clone(), &checks, deadline).await);
-        last = Some(target);
+        targets.push(target);
     }
-    // The stdio rules judge the whole run once, after everything else, in
-    // the part of the report of the last generation checked.
-    if let Some(target) = last.filter(|t| t.settings.stdio.is_some()) {
-        let g = target.generation;
-        let tail: Vec<Check> = tail.into_iter().filter(|c| c.generation == g).collect();
+    // The stdio rules judge what the processes did over the whole run,
+    // after everything else: each generation's rules in its part of the
+    // report, over its own processes ([`stdio`]).
+    for target in targets.into_iter().filter(|t| t.settings.stdio.is_some()) {
         results.extend(runner::run_checks_until(target, &tail, deadline).await);
     }
     let mut auth = match (found.auth.anonymous_refused, found.auth.checks_tokens) {
@@ -287,6 +350,7 @@ pub async fn run(
         tally: Tally::of(&results),
         results,
         interrupted: interrupt::raised(),
+        fail_on: FailOn::default(),
     })
 }
 

@@ -29,6 +29,10 @@ pub enum Verdict {
     /// The rule does not exist on this transport (an HTTP header rule on a
     /// stdio server); says why.
     NotApplicable(String),
+    /// The run's own settings kept the check from telling (a
+    /// `--wait-expiry` shorter than the lifetime the state carries); says
+    /// which and what to pass instead. Never a finding of the server.
+    Inconclusive(String),
 }
 
 impl Verdict {
@@ -97,11 +101,15 @@ pub enum Status {
     NotApplicable(String),
     /// The check did not finish within its timeout (a hung server).
     Timeout,
+    /// The run's own settings left the check no way to finish (the
+    /// overall `--deadline` cut it short or passed before it began): no
+    /// finding of the server; the reason says which setting.
+    Inconclusive(String),
 }
 
 impl Status {
     /// Lowercase name: `pass`, `fail`, `warn`, `info`, `skip`, `n/a`,
-    /// `timeout`.
+    /// `timeout`, `inconclusive`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Status::Pass => "pass",
@@ -111,6 +119,7 @@ impl Status {
             Status::Skip(_) => "skip",
             Status::NotApplicable(_) => "n/a",
             Status::Timeout => "timeout",
+            Status::Inconclusive(_) => "inconclusive",
         }
     }
 
@@ -186,6 +195,18 @@ impl CheckResult {
     }
 }
 
+/// The lowest result that fails a run (`--fail-on`): a failed MUST check
+/// or a timeout always does; `Warn` adds a SHOULD check that warned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    /// FAIL and TIMEOUT fail the run (the default).
+    #[default]
+    Fail,
+    /// WARN fails it too.
+    Warn,
+}
+
 /// Counts per status, for summaries.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {
@@ -203,6 +224,8 @@ pub struct Tally {
     pub not_applicable: usize,
     /// Timed out.
     pub timeout: usize,
+    /// Cut short by the run's own settings.
+    pub inconclusive: usize,
 }
 
 impl Tally {
@@ -218,6 +241,7 @@ impl Tally {
                 Status::Skip(_) => t.skip += 1,
                 Status::NotApplicable(_) => t.not_applicable += 1,
                 Status::Timeout => t.timeout += 1,
+                Status::Inconclusive(_) => t.inconclusive += 1,
             }
         }
         t

@@ -98,6 +98,9 @@ pub struct Target {
     /// Why the server listed no tool, when it gave no list (see
     /// [`View::no_tools`]).
     pub no_tools: Option<String>,
+    /// Every generation this run checks (a stdio server's processes are
+    /// judged per generation when there are two).
+    pub generations: Vec<Generation>,
     /// Findings about a tool that make its dependent checks moot (e.g. it
     /// asks a client for sampling it did not declare): reported once, by the
     /// check named here, and pointed to by the others.
@@ -135,6 +138,7 @@ impl Target {
             auth: AuthSeen::default(),
             identity: Vec::new(),
             no_tools: None,
+            generations: vec![generation],
             root_causes: Vec::new(),
             wire,
         }

@@ -1,14 +1,17 @@
 //! Renders a check [`Report`]: a plain-text table for terminals, JSON,
 //! JUnit XML (one `<testcase>` per check; FAIL and TIMEOUT are failures,
-//! SKIP is skipped, WARN and INFO pass with a note) and Markdown.
+//! SKIP is skipped, WARN is skipped with its finding as the message, or a
+//! failure under `--fail-on warn`; INFO passes with a note) and Markdown.
 //!
-//! The table keeps one short line per check; every finding (FAIL, WARN,
-//! INFO, TIMEOUT) is then printed once in full below it, h2spec style: its
-//! id, status and rule, the public spec page of the rule, `Expected:` (what
-//! a correct server does), `Actual:` (what this one did, never cut) and
-//! the exchanges behind the verdict.
+//! The table keeps one short line per check; every finding is then printed
+//! once in full below it, FAIL and TIMEOUT first, then WARN, then INFO,
+//! h2spec style: its id, status and rule, the public spec page of the
+//! rule, `Expected:` (what a correct server does), `Actual:` (what this one
+//! did, never cut) and the exchanges behind the verdict. The counts and the
+//! run's verdict ([`Report::verdict_line`]) end it.
 
 use super::Report;
+use super::model::FailOn;
 use super::model::{CheckResult, Status};
 use crate::client::mask;
 use crate::report::format::{escape_xml, md_cell};
@@ -57,6 +60,7 @@ pub fn render(report: &Report, format: Format, verbose: bool) -> String {
 fn result_cell(r: &CheckResult) -> String {
     match &r.status {
         Status::Skip(why) => format!("SKIP ({why})"),
+        Status::Inconclusive(why) => format!("INCONCLUSIVE ({why})"),
         Status::NotApplicable(why) => format!("N/A ({why})"),
         s => s.as_str().to_ascii_uppercase(),
     }
@@ -111,7 +115,11 @@ fn summary_line(report: &Report) -> String {
             String::new()
         },
         t.timeout
-    )
+    ) + &if t.inconclusive > 0 {
+        format!(", {} inconclusive", t.inconclusive)
+    } else {
+        String::new()
+    }
 }
 
 /// The plain-text table.
@@ -169,8 +177,7 @@ pub fn text(report: &Report, verbose: bool) -> String {
             cell(r, 160)
         );
     }
-    let _ = writeln!(out, "\n{}", summary_line(report));
-    for r in report.results.iter().filter(|r| wants_evidence(r, verbose)) {
+    for r in by_weight(report).filter(|r| wants_evidence(r, verbose)) {
         let _ = writeln!(
             out,
             "\n== {} [{}] {} ({})\n   {}",
@@ -196,7 +203,22 @@ pub fn text(report: &Report, verbose: bool) -> String {
             }
         }
     }
+    let _ = writeln!(out, "\n{}\n{}", summary_line(report), report.verdict_line());
     out
+}
+
+/// The rows, heaviest first: FAIL and TIMEOUT, WARN, INFO, then the rest,
+/// each group in report order.
+fn by_weight(report: &Report) -> impl Iterator<Item = &CheckResult> {
+    let weight = |r: &CheckResult| match r.status {
+        Status::Fail | Status::Timeout => 0,
+        Status::Warn => 1,
+        Status::Info | Status::Inconclusive(_) => 2,
+        _ => 3,
+    };
+    let mut rows: Vec<&CheckResult> = report.results.iter().collect();
+    rows.sort_by_key(|r| weight(r));
+    rows.into_iter()
 }
 
 /// The report as pretty JSON.
@@ -217,14 +239,16 @@ fn evidence_text(r: &CheckResult) -> String {
 /// property.
 pub fn junit(report: &Report) -> String {
     let t = report.tally;
+    let warn_fails = report.fail_on == FailOn::Warn;
     let secs: f64 = report.results.iter().map(|r| r.elapsed.as_secs_f64()).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuites><testsuite name=\"elicitkit check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{:.3}\"><properties><property name=\"target\" value=\"{}\"/></properties>",
+        "<testsuites><testsuite name=\"elicitkit check\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\"><properties><property name=\"target\" value=\"{}\"/></properties>",
         report.results.len(),
-        t.fail + t.timeout,
-        t.skip + t.not_applicable,
+        t.fail + t.timeout + if warn_fails { t.warn } else { 0 },
+        t.inconclusive,
+        t.skip + t.not_applicable + if warn_fails { 0 } else { t.warn },
         secs,
         escape_xml(&report.target)
     );
@@ -238,7 +262,20 @@ pub fn junit(report: &Report) -> String {
             r.elapsed.as_secs_f64()
         );
         match &r.status {
-            Status::Fail | Status::Timeout => {
+            Status::Warn if !warn_fails => {
+                // Not a failure of this run, but never hidden among passes.
+                let _ = write!(
+                    out,
+                    "<skipped message=\"WARN (a SHOULD rule): {}\"/><system-out>Expected: {}\nActual: {}\nRule: {} {}\n{}</system-out>",
+                    escape_xml(&r.detail),
+                    escape_xml(&r.expected),
+                    escape_xml(&r.detail),
+                    escape_xml(r.rule),
+                    escape_xml(&r.link),
+                    escape_xml(&evidence_text(r))
+                );
+            }
+            Status::Fail | Status::Timeout | Status::Warn => {
                 let _ = write!(
                     out,
                     "<failure message=\"{}\" type=\"{}\">Expected: {}\nActual: {}\nRule: {} {}\n\n{}</failure>",
@@ -254,6 +291,13 @@ pub fn junit(report: &Report) -> String {
             Status::Skip(why) => {
                 let _ = write!(out, "<skipped message=\"{}\"/>", escape_xml(why));
             }
+            Status::Inconclusive(why) => {
+                let _ = write!(
+                    out,
+                    "<error message=\"{}\" type=\"inconclusive\"/>",
+                    escape_xml(why)
+                );
+            }
             Status::NotApplicable(why) => {
                 let _ = write!(
                     out,
@@ -261,7 +305,7 @@ pub fn junit(report: &Report) -> String {
                     escape_xml(why)
                 );
             }
-            Status::Warn | Status::Info => {
+            Status::Info => {
                 let _ = write!(
                     out,
                     "<system-out>{}: {}\nExpected: {}\nActual: {}\nRule: {} {}\n{}</system-out>",
@@ -383,6 +427,7 @@ mod tests {
             tally: Tally::of(&results),
             results,
             interrupted: false,
+            fail_on: FailOn::Fail,
         }
     }
 
@@ -426,6 +471,75 @@ mod tests {
         assert!(x.contains("<skipped message=\"no URL tool\"/>"));
         assert!(x.contains("tampered &lt;state&gt; &amp; accepted"));
         assert!(!x.contains("<state>"));
+    }
+
+    #[test]
+    fn junit_shows_a_warning_as_skipped_or_as_a_failure_under_fail_on_warn() {
+        let mut r = report();
+        r.results[0].status = Status::Warn;
+        r.results[0].detail = "no Origin check".into();
+        r.tally = Tally::of(&r.results);
+        let x = junit(&r);
+        assert!(
+            x.contains("failures=\"2\" errors=\"0\" skipped=\"2\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("<skipped message=\"WARN (a SHOULD rule): no Origin check\"/>"),
+            "{x}"
+        );
+        r.fail_on = FailOn::Warn;
+        let x = junit(&r);
+        assert!(
+            x.contains("failures=\"3\" errors=\"0\" skipped=\"1\""),
+            "{x}"
+        );
+        assert!(
+            x.contains("<failure message=\"no Origin check\" type=\"warn\">"),
+            "{x}"
+        );
+    }
+
+    #[test]
+    fn the_terminal_ends_with_the_verdict_after_the_heaviest_findings() {
+        let mut r = report();
+        r.results[0].status = Status::Warn;
+        r.tally = Tally::of(&r.results);
+        let t = text(&r, false);
+        let last = t.lines().last().unwrap_or_default();
+        assert_eq!(
+            last, "VERDICT: FAIL: 1 MUST check failed, 1 check timed out (exit 1)",
+            "{t}"
+        );
+        let at = |id: &str| t.find(&format!("== {id} ")).unwrap_or(usize::MAX);
+        assert!(
+            at("mrtr-b") < at("mrtr-d") && at("mrtr-d") < at("mrtr-a"),
+            "{t}"
+        );
+        r.results[1].status = Status::Pass;
+        r.results[3].status = Status::Pass;
+        r.tally = Tally::of(&r.results);
+        assert!(
+            r.verdict_line().starts_with("VERDICT: PASS with warnings"),
+            "{}",
+            r.verdict_line()
+        );
+        r.fail_on = FailOn::Warn;
+        assert_eq!(
+            r.verdict_line(),
+            "VERDICT: FAIL: 1 SHOULD check warned (exit 1)"
+        );
+        assert!(r.fails_gate());
+        r.fail_on = FailOn::Fail;
+        r.results[0].status = Status::Inconclusive("cut short".into());
+        r.tally = Tally::of(&r.results);
+        assert!(r.inconclusive() && !r.fails_gate());
+        assert!(
+            r.verdict_line().ends_with("(exit 3)"),
+            "{}",
+            r.verdict_line()
+        );
+        assert!(junit(&r).contains("errors=\"1\""));
     }
 
     #[test]

@@ -4,17 +4,22 @@
 //! for a single-use tool (FAIL) and is a WARN elsewhere (the server cannot
 //! know the action may repeat; the user can say it must not with
 //! `--single-use`). A state presented by another principal must be refused
-//! (S8a); an old state must expire (S8b, with `--wait-expiry`).
+//! (S8a); an old state must expire (S8b: after `--wait-expiry`, or after
+//! the expiry the state carries where it is readable and near). Their
+//! refusals count beside a [`Control`] (a valid retry by its owner, now, goes
+//! on); the replay's own control is the completion it repeats.
 
+use super::control::Control;
 use super::judge::rpc_state_rejection;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
 use super::registry::{Check, check};
-use super::state_decode::reencodings;
+use super::state_decode::{expiry_ms, reencodings};
 use super::subject::{Completed, complete, first_at_state, reading, result_text, retry};
 use crate::client::raw::Rpc;
 use crate::oracle::replay::{Twice, judge};
 use serde_json::Value;
+use std::time::Duration;
 
 /// The checks of this family.
 pub fn checks() -> Vec<Check> {
@@ -41,7 +46,7 @@ pub fn checks() -> Vec<Check> {
             "§4.7 S8b / §6.B 13",
             Should,
             Modern,
-            "a state replayed after --wait-expiry is rejected as expired",
+            "a state replayed after it expired (--wait-expiry, or the expiry the state carries) is rejected",
             expiry,
             expiry
         ),
@@ -186,6 +191,7 @@ async fn cross_principal(p: Probe) -> Verdict {
         Ok(r) => r,
         Err(v) => return v,
     };
+    let control = Control::retry(&p, &r.tool).await;
     let other = p.settings().target.other_principal.clone();
     let req = p
         .call_request(
@@ -205,14 +211,14 @@ async fn cross_principal(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
     if matches!(reply.status, 401 | 403) {
-        return Verdict::pass(format!(
+        return control.judge(Verdict::pass(format!(
             "{}: refused with HTTP {}",
             r.tool.name, reply.status
-        ));
+        )));
     }
     let rpc = reply.rpc();
     match rpc_state_rejection(&rpc, &["wrong_principal"]) {
-        Ok(s) => Verdict::pass(format!("{}: {s}", r.tool.name)),
+        Ok(s) => control.judge(Verdict::pass(format!("{}: {s}", r.tool.name))),
         Err(why) => Verdict::fail(format!(
             "{}: another principal's retry with this state got {}{}",
             r.tool.name,
@@ -229,25 +235,75 @@ async fn cross_principal(p: Probe) -> Verdict {
     }
 }
 
+/// The longest a run waits for a state to expire unasked (no
+/// `--wait-expiry`), when the state says when it expires.
+pub const PLAIN_EXPIRY_WAIT: Duration = Duration::from_secs(30);
+
+/// Beyond the expiry a state carries, how long before its retry: servers
+/// allow some clock skew (the reference server 5 s).
+const SKEW_GRACE: Duration = Duration::from_secs(6);
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// S8b: a state retried after it expired is refused. How long to wait
+/// comes from `--wait-expiry`, or else from the expiry the state carries
+/// where it is readable ([`expiry_ms`]) and near enough
+/// ([`PLAIN_EXPIRY_WAIT`]). A `--wait-expiry` shorter than the lifetime
+/// the state carries is the setting's fault: INCONCLUSIVE, not a finding.
 async fn expiry(p: Probe) -> Verdict {
-    let Some(wait) = p.settings().wait_expiry else {
-        return Verdict::skip(
-            "not requested: pass --wait-expiry DURATION (longer than the server's state TTL)",
-        );
-    };
     let r = match first_at_state(&p, false).await {
         Ok(r) => r,
         Err(v) => return v,
     };
+    let tool = r.tool.name.clone();
+    let carried = expiry_ms(&r.state);
+    let lifetime = carried.map(|e| Duration::from_millis(e.saturating_sub(unix_ms())));
+    let wait = match (p.settings().wait_expiry, lifetime) {
+        (Some(w), Some(l)) if w < l + SKEW_GRACE => {
+            return Verdict::Inconclusive(format!(
+                "--wait-expiry {w:?} is shorter than the lifetime the state of {tool} carries \
+                 (it expires in {l:?}, and servers allow some clock skew): pass --wait-expiry \
+                 {:?} or more to measure it",
+                l + SKEW_GRACE
+            ));
+        }
+        (Some(w), _) => w,
+        (None, Some(l)) if l + SKEW_GRACE <= PLAIN_EXPIRY_WAIT => l + SKEW_GRACE,
+        (None, Some(l)) => {
+            return Verdict::skip(format!(
+                "the state of {tool} says it expires in {l:?}, longer than a run waits unasked \
+                 ({PLAIN_EXPIRY_WAIT:?}): pass --wait-expiry {:?} (and a --deadline above it) to \
+                 measure it",
+                l + SKEW_GRACE
+            ));
+        }
+        (None, None) => {
+            return Verdict::skip(format!(
+                "not requested: pass --wait-expiry DURATION (longer than the server's state \
+                 TTL); the state of {tool} shows no expiry to wait for"
+            ));
+        }
+    };
     tokio::time::sleep(wait).await;
-    let label = format!("tools/call {} retry after {wait:?}", r.tool.name);
+    // The control after the wait: a fresh state is still taken now.
+    let control = Control::retry(&p, &r.tool).await;
+    let label = format!("tools/call {tool} retry after {wait:?}");
     match retry(&p, &r.tool, &label, &r.answers, &r.state).await {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
         Ok((rpc, status)) => match rpc_state_rejection(&rpc, &["expired"]) {
-            Ok(s) => Verdict::pass(format!("{}: after {wait:?}: {s}", r.tool.name)),
+            Ok(s) => control.judge(Verdict::pass(format!("{tool}: after {wait:?}: {s}"))),
             Err(why) => Verdict::fail(format!(
-                "{}: a state {wait:?} old got {}{}",
-                r.tool.name,
+                "{tool}: a state {wait:?} old{} got {}{}",
+                match carried {
+                    Some(_) => ", past the expiry it carries,",
+                    None =>
+                        " (its expiry is not readable: this rests on --wait-expiry being \
+                             longer than the server's state lifetime)",
+                },
                 reading(&rpc, status),
                 if matches!(rpc, Rpc::Error(_)) {
                     format!(" ({why})")

@@ -1,8 +1,11 @@
 //! Robustness (§6.B 24, 26, 27): oversized states, thousands of answer keys
 //! and deep nesting get a bounded error and the server stays up; dropping
 //! connections mid-call leaves it healthy; a retry that reuses the first
-//! call's id is recorded (the client rule is broken on purpose: INFO).
+//! call's id is recorded (the client rule is broken on purpose: INFO). The
+//! probes that retry pass only beside a [`Control`] (a valid retry goes
+//! on): a server that refuses every retry refuses these too.
 
+use super::control::Control;
 use super::judge::{answers_for, asks_for_input};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
@@ -69,6 +72,7 @@ async fn oversized_state(p: Probe) -> Verdict {
         Ok(x) => x,
         Err(v) => return v,
     };
+    let control = Control::retry(&p, &t).await;
     let big = "A".repeat(256 * 1024);
     let out = retry(
         &p,
@@ -91,7 +95,7 @@ async fn oversized_state(p: Probe) -> Verdict {
     if !alive(&p).await {
         return Verdict::fail("the server stopped answering after an oversized state");
     }
-    verdict
+    control.judge(verdict)
 }
 
 async fn many_keys(p: Probe) -> Verdict {
@@ -100,6 +104,7 @@ async fn many_keys(p: Probe) -> Verdict {
         Ok(x) => x,
         Err(v) => return v,
     };
+    let control = Control::retry(&p, &t).await;
     let mut answers = r.answers.clone();
     for i in 0..5000 {
         answers.insert(format!("k{i}"), json!({"action": "decline"}));
@@ -144,7 +149,7 @@ async fn many_keys(p: Probe) -> Verdict {
         problems.push("the server stopped answering".into());
     }
     if problems.is_empty() {
-        Verdict::pass("bounded answers; the server stayed up")
+        control.judge(Verdict::pass("bounded answers; the server stayed up"))
     } else {
         Verdict::fail(problems.join("; "))
     }
@@ -226,11 +231,11 @@ async fn same_id(p: Probe) -> Verdict {
                 }
             }
             _ if with_state => {
-                return Verdict::pass(format!(
+                return Control::retry(&p, &t).await.judge(Verdict::pass(format!(
                     "{}: the retry reusing id {id} got {} (behaviour is undefined; recorded)",
                     t.name,
                     rpc.describe()
-                ));
+                )));
             }
             _ => {
                 return Verdict::skip(format!(

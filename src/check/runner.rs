@@ -159,10 +159,11 @@ pub async fn run_one(
         .checked_duration_since(now)
         .filter(|d| !d.is_zero())
     else {
+        let why = "not run: the overall --deadline passed before this check started";
         return row(
             check,
-            Status::Skip("the overall deadline passed before this check started".into()),
-            String::new(),
+            Status::Inconclusive(why.into()),
+            why.into(),
             Duration::ZERO,
             Vec::new(),
         );
@@ -177,17 +178,34 @@ pub async fn run_one(
         );
     }
     let extra = if check.needs.expiry {
-        target.settings.wait_expiry.unwrap_or_default()
+        (target.settings.wait_expiry).unwrap_or(super::replay::PLAIN_EXPIRY_WAIT)
     } else {
         Duration::ZERO
     };
-    let budget = (per_check + extra).min(left);
+    let own = per_check + extra;
+    let budget = own.min(left);
+    // A budget the deadline cut: running out of it is the setting's doing.
+    let cut = budget < own;
     let probe = Probe::new(target);
     let started = Instant::now();
     let verdict = tokio::time::timeout(budget, (check.run)(probe.clone())).await;
     let elapsed = started.elapsed();
     let mut expected = None;
     let (status, detail) = match verdict {
+        Err(_) if cut => {
+            let why = format!(
+                "cut short: the overall --deadline left this check {budget:?} of its \
+                 {own:?}, and it had no verdict then"
+            );
+            (Status::Inconclusive(why.clone()), why)
+        }
+        Ok(Verdict::Violation { detail, .. }) if cut && elapsed >= budget => {
+            let why = format!(
+                "cut short: the overall --deadline left this check {budget:?} of its \
+                 {own:?} ({detail})"
+            );
+            (Status::Inconclusive(why.clone()), why)
+        }
         Err(_) => (
             Status::Timeout,
             format!("timeout: no verdict within {budget:?} (the server hung or is too slow)"),
@@ -201,6 +219,7 @@ pub async fn run_one(
         Ok(Verdict::Pass(d)) => (Status::Pass, d),
         Ok(Verdict::Skip(r)) => (Status::Skip(r.clone()), r),
         Ok(Verdict::NotApplicable(r)) => (Status::NotApplicable(r.clone()), r),
+        Ok(Verdict::Inconclusive(r)) => (Status::Inconclusive(r.clone()), r),
         Ok(Verdict::Violation {
             severity,
             detail,
@@ -260,6 +279,7 @@ fn server_errors_fail(
         Status::Skip(_) => "skipped",
         Status::NotApplicable(_) => "did not apply",
         Status::Timeout => "timed out",
+        Status::Inconclusive(_) => "was cut short",
     };
     (
         Status::Fail,
@@ -331,6 +351,64 @@ mod tests {
             );
             assert!(d.ends_with(": x"), "{d}");
         }
+    }
+
+    /// A check that needs 2 s to conclude PASS.
+    fn slow() -> Check {
+        Check {
+            id: "mrtr-slow",
+            rule: "§0",
+            severity: crate::findings::Severity::Must,
+            generation: crate::protocol::Generation::Modern,
+            title: "slow",
+            run: |_| {
+                futures::FutureExt::boxed(async {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    Verdict::pass("done")
+                })
+            },
+            source: file!(),
+            needs: super::super::Needs::NONE,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_check_the_deadline_cuts_short_is_inconclusive_not_a_timeout() {
+        let target = |timeout: Duration| {
+            let mut s = super::super::Settings::new("http://127.0.0.1:9/mcp");
+            s.target.timeout = timeout;
+            let g = crate::protocol::Generation::Modern;
+            Arc::new(Target::new(s, reqwest::Client::new(), g))
+        };
+        let soon = Instant::now() + Duration::from_millis(100);
+        let r = run_one(
+            slow(),
+            target(Duration::from_secs(10)),
+            Duration::from_secs(10),
+            soon,
+        )
+        .await;
+        assert!(
+            matches!(&r.status, Status::Inconclusive(w) if w.contains("--deadline")),
+            "{r:?}"
+        );
+        assert!(!r.is_failure());
+        let r = run_one(
+            slow(),
+            target(Duration::from_secs(10)),
+            Duration::from_secs(10),
+            Instant::now(),
+        )
+        .await;
+        assert!(
+            matches!(&r.status, Status::Inconclusive(w) if w.contains("not run")),
+            "{r:?}"
+        );
+        // Its own timeout, not the deadline's: a timeout still.
+        let later = Instant::now() + Duration::from_secs(60);
+        let short = Duration::from_millis(100);
+        let r = run_one(slow(), target(short), short, later).await;
+        assert_eq!(r.status, Status::Timeout, "{r:?}");
     }
 
     #[test]

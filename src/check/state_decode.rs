@@ -163,6 +163,23 @@ fn find_in_json(v: &Value, needle: &str, depth: usize) -> Option<String> {
     }
 }
 
+/// The expiry a state says it has, in Unix milliseconds: an `exp`,
+/// `expires_at`, `expiresAt` or `expiry` number in JSON inside any
+/// dot-separated part (base64-decoded; JSON after a binary prefix too), read
+/// as seconds, or as milliseconds when it is that large. `None` when no
+/// part reads so (an encrypted state says nothing).
+pub fn expiry_ms(state: &str) -> Option<u64> {
+    const KEYS: [&str; 4] = ["exp", "expires_at", "expiresAt", "expiry"];
+    state.split('.').find_map(|part| {
+        let bytes = decode_part(part)?;
+        let text = String::from_utf8_lossy(&bytes);
+        let v: Value = serde_json::from_str(&text[text.find('{')?..]).ok()?;
+        let n = KEYS.iter().find_map(|k| v.get(*k)?.as_u64())?;
+        // Seconds until the year 33658; milliseconds above.
+        Some(if n < 1_000_000_000_000 { n * 1000 } else { n })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +218,19 @@ mod tests {
         let jwt = format!("eyJhbGciOiJIUzI1NiJ9.{payload}.sig");
         assert!(find_in(&jwt, m).is_some());
         assert_eq!(find_in("v1.AAAA.BBBB", m), None);
+    }
+
+    #[test]
+    fn an_expiry_is_read_where_the_state_shows_one() {
+        // The TypeScript SDK's codec: v1.<base64url JSON {p, exp}>.<mac>.
+        let body = URL_SAFE_NO_PAD.encode(r#"{"p":{"trip":1},"exp":1800000000}"#);
+        let state = format!("v1.{body}.{}", URL_SAFE_NO_PAD.encode([1u8; 32]));
+        assert_eq!(expiry_ms(&state), Some(1_800_000_000_000));
+        let ms = URL_SAFE_NO_PAD.encode(r#"{"expiresAt":1800000000123}"#);
+        assert_eq!(expiry_ms(&ms), Some(1_800_000_000_123));
+        // No expiry field, or sealed: nothing to read.
+        let rmcp = "rs1.AAAAAAAAAAB7ImF3YWl0aW5nIjoiZGV0YWlscyJ9.sJbDOrxT_fZovRQTOhShdAVjPNXGtbsiC8wSCwvCAsw";
+        assert_eq!(expiry_ms(rmcp), None);
+        assert_eq!(expiry_ms("qPREEiAAAAAAAAAAAAAA"), None);
     }
 }

@@ -2,14 +2,16 @@
 //! extension must be rejected with a JSON-RPC error, not a result or a
 //! re-prompt; a state from another tool or other arguments must be refused
 //! (S8c); an unsolicited state on a first call grants nothing. Subjects are
-//! the tools that issue a state in any round, walked to that round. Each
-//! probe first runs a faithful control retry, and a rejection counts only
-//! if it is about the state (not headers or capabilities). A re-encoding of
+//! the tools that issue a state in any round, walked to that round. A
+//! rejection counts only beside a [`Control`] (a valid retry of the same
+//! tool goes on; else the row is "could not tell") and only if it is about
+//! the state (not headers or capabilities). A re-encoding of
 //! the same bytes (`+/` for `-_`, padding, a non-canonical last character)
 //! leaves the state's integrity intact: accepting it breaks no rule of S7,
 //! so it is reported as INFO (it matters to replay guards keyed on the wire
 //! string, which `mrtr-replay-final-retry` probes).
 
+use super::control::Control;
 use super::judge::{INTEGRITY, asks_for_input, rpc_state_rejection};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
@@ -85,40 +87,18 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
-/// Runs the faithful control retry on a fresh walk of `tool`; `Err` is the
-/// skip reason.
-async fn control(p: &Probe, tool: &ToolProfile) -> Result<(), String> {
-    let r = at_state(p, tool).await?;
-    match retry(
-        p,
-        tool,
-        &format!("control: tools/call {} faithful retry", tool.name),
-        &r.answers,
-        &r.state,
-    )
-    .await?
-    {
-        (Rpc::Result(_), _) => Ok(()),
-        (other, _) => Err(format!(
-            "the faithful control retry of {} already fails ({}), so a rejection of a tampered state proves nothing",
-            tool.name,
-            other.describe()
-        )),
-    }
-}
-
 /// The subject for integrity probes: the first state tool that reaches its
-/// state round and passes the control.
-async fn subject(p: &Probe) -> Result<Round, Verdict> {
+/// state round, with its control (a valid retry on a fresh walk).
+async fn subject(p: &Probe) -> Result<(Round, Control), Verdict> {
     let r = first_at_state(p, false).await?;
-    control(p, &r.tool).await.map_err(Verdict::skip)?;
-    Ok(r)
+    let control = Control::retry(p, &r.tool).await;
+    Ok((r, control))
 }
 
 /// Tampers the state of `tool`'s state round with `mutate` and judges the retry.
 async fn tamper_with(p: Probe, what: &str, mutate: impl Fn(&str) -> Option<String>) -> Verdict {
-    let r = match subject(&p).await {
-        Ok(r) => r,
+    let (r, control) = match subject(&p).await {
+        Ok(x) => x,
         Err(v) => return v,
     };
     let Some(bad) = mutate(&r.state).filter(|b| *b != r.state && !same_bytes(b, &r.state)) else {
@@ -132,7 +112,7 @@ async fn tamper_with(p: Probe, what: &str, mutate: impl Fn(&str) -> Option<Strin
         r.tool.name,
         r.index + 1
     );
-    judge_retry(&p, &r, &label, &bad, &INTEGRITY, what, false).await
+    control.judge(judge_retry(&p, &r, &label, &bad, &INTEGRITY, what, false).await)
 }
 
 /// Sends the retry of `r` with `state` and judges it: a JSON-RPC error for
@@ -238,8 +218,8 @@ async fn extend(p: Probe) -> Verdict {
 }
 
 async fn reencode(p: Probe) -> Verdict {
-    let r = match subject(&p).await {
-        Ok(r) => r,
+    let (r, control) = match subject(&p).await {
+        Ok(x) => x,
         Err(v) => return v,
     };
     let variants = reencodings(&r.state);
@@ -280,11 +260,11 @@ async fn reencode(p: Probe) -> Verdict {
         }
     }
     if accepted.is_empty() {
-        return Verdict::pass(format!(
+        return control.judge(Verdict::pass(format!(
             "{}: every re-encoding was rejected: {}",
             r.tool.name,
             refused.join("; ")
-        ));
+        )));
     }
     Verdict::violation(
         Severity::Info,
@@ -345,9 +325,7 @@ async fn with_state_of(
     of: &str,
     what: &str,
 ) -> Verdict {
-    if let Err(why) = control(p, tool).await {
-        return Verdict::skip(why);
-    }
+    let control = Control::retry(p, tool).await;
     let foreign = match at_state(p, donor).await {
         Ok(r) => r.state,
         Err(e) => return Verdict::skip(e),
@@ -361,7 +339,7 @@ async fn with_state_of(
         tool.name,
         mine.index + 1
     );
-    judge_retry(p, &mine, &label, &foreign, &["wrong_request"], what, true).await
+    control.judge(judge_retry(p, &mine, &label, &foreign, &["wrong_request"], what, true).await)
 }
 
 /// The answers a tool's state round takes (from discovery's walk).
@@ -395,19 +373,30 @@ async fn unsolicited(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
     let rpc = reply.rpc();
-    match &rpc {
-        Rpc::Error(e) => Verdict::pass(format!("{}: rejected with error {}", tool.name, e.code)),
-        Rpc::Result(v) if asks_for_input(v) => Verdict::pass(format!(
+    let refused = match &rpc {
+        Rpc::Error(e) => Some(format!("{}: rejected with error {}", tool.name, e.code)),
+        Rpc::Result(v) if asks_for_input(v) => Some(format!(
             "{}: ignored: the server asked for input as on a first call",
             tool.name
         )),
-        Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
-            Verdict::pass(format!(
-                "{}: answered with a tool error; nothing was granted",
-                tool.name
-            ))
+        Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => Some(format!(
+            "{}: answered with a tool error; nothing was granted",
+            tool.name
+        )),
+        _ => None,
+    };
+    if let Some(refused) = refused {
+        // A server that refuses every retry refuses a forged state too.
+        return Control::retry(&p, &tool)
+            .await
+            .judge(Verdict::pass(refused));
+    }
+    match &rpc {
+        Rpc::Missing(why) if reply.status >= 500 => Verdict::fail(format!("server error: {why}")),
+        Rpc::Missing(why) => {
+            Verdict::violation(Severity::Should, format!("no JSON-RPC error: {why}"))
         }
-        Rpc::Result(_) => {
+        _ => {
             // Control: the same first call with the answers and no state. A
             // tool that completes on answers alone ignored the state.
             let control = p.call_request(
@@ -436,10 +425,6 @@ async fn unsolicited(p: Probe) -> Verdict {
                 ))
                 .expecting("a JSON-RPC error, or the first round's input_required"),
             }
-        }
-        Rpc::Missing(why) if reply.status >= 500 => Verdict::fail(format!("server error: {why}")),
-        Rpc::Missing(why) => {
-            Verdict::violation(Severity::Should, format!("no JSON-RPC error: {why}"))
         }
     }
 }

@@ -42,7 +42,8 @@ const CHECK_HELP: &str = "Examples:
 Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check \
 failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only \
 prefix no check id starts with, too), or a target that is unreachable or does not answer as an \
-MCP server; 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the \
+MCP server, or an --other-instance that does not answer; 3 inconclusive: the --deadline cut \
+checks short (their rows say so); 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the \
 checks without a verdict say so).";
 
 /// `--timeout`'s default, and what a stdio target gets when none is given.
@@ -195,6 +196,14 @@ pub fn run(args: Args) -> ExitCode {
     if stdio.is_some() && args.timeout.is_none() {
         settings.target.timeout = STDIO_TIMEOUT;
     }
+    if settings.deadline < settings.target.timeout {
+        return usage_error(format!(
+            "--deadline {:?} is shorter than one check's --timeout {:?}: no check could use its \
+             timeout, and the report would blame the server for the setting; give --deadline at \
+             least the timeout (the default is 120s)",
+            settings.deadline, settings.target.timeout
+        ));
+    }
     let shown = stdio.as_ref().map_or_else(
         || target.clone(),
         |s| format!("stdio: {}", s.command.display()),
@@ -258,19 +267,20 @@ pub fn run(args: Args) -> ExitCode {
             };
         }
     };
+    let mut report = report;
+    if args.fail_on == "warn" {
+        report.fail_on = crate::check::FailOn::Warn;
+    }
     let text = render(&report, args.format, args.verbose);
     if let Err(e) = write_out(&args, &text) {
         return usage_error(e);
     }
-    let warned = args.fail_on == "warn"
-        && report
-            .results
-            .iter()
-            .any(|r| r.status == crate::check::Status::Warn);
     if report.interrupted {
         exit::interrupted()
-    } else if report.failed() || warned {
+    } else if report.fails_gate() {
         exit::failed()
+    } else if report.inconclusive() {
+        exit::inconclusive()
     } else {
         exit::ok()
     }

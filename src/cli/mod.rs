@@ -47,6 +47,12 @@ pub mod exit {
     pub fn interrupted() -> ExitCode {
         ExitCode::from(130)
     }
+
+    /// 3: the run's own settings (`check --deadline`) left checks without
+    /// a verdict, and nothing failed.
+    pub fn inconclusive() -> ExitCode {
+        ExitCode::from(3)
+    }
 }
 
 /// Prints a one-line error to stderr and returns the usage exit code.

@@ -61,6 +61,10 @@ pub enum DiscoverError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    /// A second endpoint the run needs (`check --other-instance`) does not
+    /// answer: a setting, not a finding of the target.
+    #[error("--other-instance {0} is unreachable ({1}): the cross-instance check cannot run")]
+    OtherUnreachable(String, String),
 }
 
 /// Who and what a `check` or `fuzz --target` run aims at: the endpoint,

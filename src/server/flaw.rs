@@ -19,6 +19,7 @@ macro_rules! flaws {
             rule: $rule:literal,
             does: $does:literal,
             caught_by: [$($by:literal),+ $(,)?],
+            $(reveal: $reveal:literal,)?
         }
     )*) => {
         /// One deliberate defect. Each changes exactly the behaviour it names.
@@ -37,10 +38,21 @@ macro_rules! flaws {
                     rule: $rule,
                     does: $does,
                     caught_by: &[$($by),+],
+                    reveal: reveal!($($reveal)?),
                 }),*];
                 &ROWS[self as usize]
             }
         }
+    };
+}
+
+/// A row's `reveal`, when it has one.
+macro_rules! reveal {
+    () => {
+        None
+    };
+    ($text:literal) => {
+        Some($text)
     };
 }
 
@@ -50,6 +62,7 @@ struct Row {
     rule: &'static str,
     does: &'static str,
     caught_by: &'static [&'static str],
+    reveal: Option<&'static str>,
 }
 
 flaws! {
@@ -87,6 +100,7 @@ flaws! {
         rule: "§4.7 S8c",
         does: "states are not checked against the originating tool and arguments",
         caught_by: ["mrtr-tamper-other-tool", "mrtr-tamper-other-arguments"],
+        reveal: "check --fail-on warn (S8c is a SHOULD: a plain run warns and exits 0)",
     }
     /// New states are sealed without a usable expiry (far future).
     NoExpiry {
@@ -94,6 +108,7 @@ flaws! {
         rule: "§4.7 S8b",
         does: "states are sealed with a far-future expiry (the TTL is ignored)",
         caught_by: ["mrtr-state-expiry"],
+        reveal: "check --wait-expiry longer than the state TTL plus the clock skew the sealer allows (6.3s against serve --state-ttl 1s), with --fail-on warn (S8b is a SHOULD); a plain run does not wait, and cannot read the expiry inside an encrypted state",
     }
     /// A completion from a `requestState` may repeat: replaying the final
     /// retry runs the tool (and its side effect) again, for every tool.
@@ -177,6 +192,7 @@ flaws! {
         rule: "§3.2, §4.3 (hardening)",
         does: "a foreign Host is served; a foreign Origin still gets 403",
         caught_by: ["mrtr-origin-validated", "legacy-origin-validated"],
+        reveal: "the INFO row of a plain check, and no exit status: the spec requires Origin validation, Host validation is hardening with no MUST or SHOULD",
     }
     /// 2026-07-28 list, read and discover results omit `ttlMs` and `cacheScope`.
     NoCacheHints {
@@ -205,6 +221,7 @@ flaws! {
         rule: "§3.2, §6.A 16",
         does: "2025-11-25 elicitation/create goes only on the session's GET stream, waiting (up to the elicitation timeout) for one to open; never on the call's POST stream",
         caught_by: ["legacy-get-stream", "legacy-stream-rules"],
+        reveal: "check --fail-on warn (§6.A 16 says elicitations SHOULD travel on the call's stream: a plain run warns and exits 0)",
     }
     /// TCP_NODELAY off and each body written after its head: replies stall
     /// on Nagle + delayed ACK (~40 ms on loopback).
@@ -213,6 +230,7 @@ flaws! {
         rule: "latency (no spec rule)",
         does: "TCP_NODELAY off and bodies written after their heads: replies stall ~40 ms",
         caught_by: ["mrtr-tail-stall", "legacy-tail-stall", "load:tail stalls"],
+        reveal: "check --fail-on warn (a latency finding, no spec rule: a plain run warns and exits 0)",
     }
     /// `deploy` deploys on decline and cancel too, answering as for accept.
     ActOnDecline {
@@ -235,6 +253,7 @@ flaws! {
         rule: "§3.6 rule 6, §4.7 S7",
         does: "connect_billing seals the typed API key in clear into one more requestState",
         caught_by: ["mrtr-url-secret-not-returned"],
+        reveal: "serve --state-codec hmac-sha256 (integrity only): under the default aes-256-gcm the key is sealed encrypted, and no client can see it in the state",
     }
     /// Accepted form content is not validated against the requested
     /// schema: missing required fields, wrong types, values out of range or
@@ -244,6 +263,7 @@ flaws! {
         rule: "§3.6, §4.7 S9",
         does: "form answers are taken as given, never validated against the requested schema",
         caught_by: ["mrtr-invalid-content", "legacy-invalid-answers"],
+        reveal: "check --fail-on warn (validating answers is a SHOULD of §4.7 S9: a plain run warns and exits 0)",
     }
     /// `connect_billing` puts the contact name typed on its page (not a
     /// secret field), in clear, into the `requestState` payload of one
@@ -253,6 +273,7 @@ flaws! {
         rule: "§3.6 rule 6, §4.7 S7 (SHOULD)",
         does: "connect_billing seals the contact name typed on its page in clear into one more requestState",
         caught_by: ["mrtr-url-secret-not-returned"],
+        reveal: "serve --state-codec hmac-sha256 and check --fail-on warn: under the default aes-256-gcm the name is sealed encrypted, and a name (not a secret) in a state is a SHOULD",
     }
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
@@ -261,6 +282,7 @@ flaws! {
         rule: "§4.7 S8a",
         does: "states are not checked against the calling principal (sessions and flow pages still are)",
         caught_by: ["mrtr-cross-principal"],
+        reveal: "check --fail-on warn (S8a is a SHOULD: a plain run warns and exits 0)",
     }
     /// 2025-11-25: a GET stream opened before `notifications/initialized`
     /// gets an `elicitation/create` at once.
@@ -269,6 +291,7 @@ flaws! {
         rule: "§3.1, §6.A 2",
         does: "a 2025-11-25 GET stream opened before initialized gets an elicitation/create at once",
         caught_by: ["legacy-no-elicit-before-initialized"],
+        reveal: "check --fail-on warn (§3.1 is a SHOULD: a plain run warns and exits 0)",
     }
     /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
     /// responses) go through one process-wide slot: overlapping calls get
@@ -290,6 +313,7 @@ flaws! {
         rule: "none (a state not load-bearing)",
         does: "a 2026-07-28 retry with inputResponses and no requestState is answered from the answers alone",
         caught_by: ["fuzz:a note (the state is not load-bearing)"],
+        reveal: "elicitkit fuzz, as a note: it breaks no rule, so no check can fail on it",
     }
     /// Every completed `tools/call` keeps 128 KiB of memory and one open
     /// descriptor for good (at most 256 MiB and 256 descriptors, so the
@@ -299,6 +323,7 @@ flaws! {
         rule: "resources (no spec rule)",
         does: "each completed tools/call keeps 128 KiB and a descriptor (bounded: 256 MiB, 256 fds)",
         caught_by: ["load:--soak growth verdict"],
+        reveal: "elicitkit load --soak: memory and descriptors grow only over many calls, which check does not make",
     }
     /// With `--stdio`: a log line goes to stdout (not stderr) before each
     /// `tools/call` reply, as a stray `print()` does.
@@ -307,6 +332,7 @@ flaws! {
         rule: "stdio transport (stdout)",
         does: "with --stdio, a log line is written to stdout before each tools/call reply",
         caught_by: ["mrtr-stdio-clean-stdout", "legacy-stdio-clean-stdout"],
+        reveal: "check --target stdio -- elicitkit serve --stdio --flaw stdio-noise: only a stdio server has a stdout to keep clean",
     }
     /// A `decline` answer makes the whole process exit (status 3), as an
     /// unhandled exception ends a stdio server.
@@ -315,6 +341,7 @@ flaws! {
         rule: "§4.10, stdio transport",
         does: "a decline answer makes the process exit with status 3",
         caught_by: ["mrtr-stdio-stays-up", "legacy-stdio-stays-up", "fuzz:process-exited"],
+        reveal: "check --target stdio -- elicitkit serve --stdio --flaw exit-on-decline: only a stdio server is a process check watches",
     }
 }
 
@@ -341,18 +368,30 @@ impl Flaw {
         self.row().caught_by
     }
 
+    /// What reveals it when a plain `check` (no flags) exits 0, and why a
+    /// plain run cannot; `None` when a plain `check` exits 1 on it (the
+    /// check matrix holds both).
+    pub fn reveal(self) -> Option<&'static str> {
+        self.row().reveal
+    }
+
     /// The `--list-flaws` table: name, rule, description, and (indented
-    /// below) what catches it.
+    /// below) what catches it and whether a plain `check` does.
     pub fn table() -> String {
         let mut out = format!("{:<27} {:<24} {}\n", "FLAW", "RULE", "BEHAVIOUR");
         for f in Flaw::ALL {
+            let plain = match f.reveal() {
+                None => "a plain check exits 1".to_owned(),
+                Some(how) => format!("a plain check exits 0; revealed by {how}"),
+            };
             out.push_str(&format!(
-                "{:<27} {:<24} {}\n{:<27} caught by: {}\n",
+                "{:<27} {:<24} {}\n{:<27} caught by: {}\n{:<27} {plain}\n",
                 f.name(),
                 f.rule(),
                 f.description(),
                 "",
-                f.caught_by().join(", ")
+                f.caught_by().join(", "),
+                "",
             ));
         }
         out

@@ -1,7 +1,9 @@
 //! What a stdio target did besides answering: lines on stdout that are not
 //! JSON-RPC messages, and every exit of a child with its status and stderr
-//! tail. The stdio checks
-//! ([`crate::check::stdio`]) and `fuzz`'s crash oracle read it.
+//! tail, each of a [`Kind`] of process (a 2025-11-25 session's own, or one
+//! a principal's 2026-07-28 requests share). The stdio checks
+//! ([`crate::check::stdio`], each generation's rules over its kind) and
+//! `fuzz`'s crash oracle read it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +12,35 @@ use std::sync::atomic::{AtomicU64, Ordering};
 const KEPT: usize = 8;
 /// Characters kept of each such line.
 const LINE_CHARS: usize = 200;
+
+/// Which processes: the bridge starts one per 2025-11-25 session, and one
+/// each principal's other requests share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kind {
+    /// Every process.
+    #[default]
+    All,
+    /// The processes of 2025-11-25 sessions (`initialize` starts one).
+    Sessions,
+    /// The processes shared by a principal's other requests (2026-07-28).
+    Shared,
+}
+
+impl Kind {
+    /// The kind of a process that serves sessions (`session`) or not.
+    pub fn of(session: bool) -> Kind {
+        if session {
+            Kind::Sessions
+        } else {
+            Kind::Shared
+        }
+    }
+
+    /// Whether a process of kind `k` is one of these.
+    pub fn holds(self, k: Kind) -> bool {
+        self == Kind::All || self == k
+    }
+}
 
 /// One child exit.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -22,15 +53,34 @@ pub struct Exit {
     pub stderr_tail: String,
     /// We stopped it (end of a session, end of the run): no finding.
     pub expected: bool,
+    /// Which kind of process it was.
+    pub kind: Kind,
 }
 
 /// The record of everything the stdio children did outside their replies.
 #[derive(Debug, Default)]
 pub struct Log {
-    noise: Mutex<Vec<String>>,
-    noise_count: AtomicU64,
+    /// The first noise lines of each kind of process.
+    noise: Mutex<Vec<(Kind, String)>>,
+    /// Noise lines of sessions, of shared processes.
+    noise_count: [AtomicU64; 2],
     exits: Mutex<Vec<Exit>>,
-    spawned: AtomicU64,
+    /// Processes started: sessions, shared.
+    spawned: [AtomicU64; 2],
+}
+
+/// The slot of a process kind in the counters.
+fn slot(k: Kind) -> usize {
+    usize::from(k == Kind::Shared)
+}
+
+/// The sum of the counters `kind` covers.
+fn count(c: &[AtomicU64; 2], kind: Kind) -> u64 {
+    c.iter()
+        .enumerate()
+        .filter(|(i, _)| kind == Kind::All || *i == slot(kind))
+        .map(|(_, n)| n.load(Ordering::Relaxed))
+        .sum()
 }
 
 fn clip(s: &str) -> String {
@@ -57,12 +107,12 @@ impl Exit {
 
 impl Log {
     /// A line on stdout that is not a JSON-RPC message.
-    pub fn noise(&self, line: &[u8]) {
-        self.noise_count.fetch_add(1, Ordering::Relaxed);
+    pub fn noise(&self, kind: Kind, line: &[u8]) {
+        self.noise_count[slot(kind)].fetch_add(1, Ordering::Relaxed);
         if let Ok(mut v) = self.noise.lock()
-            && v.len() < KEPT
+            && v.iter().filter(|(k, _)| *k == kind).count() < KEPT
         {
-            v.push(clip(&String::from_utf8_lossy(line)));
+            v.push((kind, clip(&String::from_utf8_lossy(line))));
         }
     }
 
@@ -73,19 +123,38 @@ impl Log {
         }
     }
 
-    /// A child was started.
-    pub fn spawned(&self) {
-        self.spawned.fetch_add(1, Ordering::Relaxed);
+    /// A child of `kind` was started.
+    pub fn spawned(&self, kind: Kind) {
+        self.spawned[slot(kind)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// The first noise lines (clipped).
     pub fn noise_lines(&self) -> Vec<String> {
-        self.noise.lock().map(|v| v.clone()).unwrap_or_default()
+        self.noise_lines_of(Kind::All)
+    }
+
+    /// The first noise lines of processes of `kind`.
+    pub fn noise_lines_of(&self, kind: Kind) -> Vec<String> {
+        self.noise
+            .lock()
+            .map(|v| {
+                v.iter()
+                    .filter(|(k, _)| kind.holds(*k))
+                    .map(|(_, l)| l.clone())
+                    .take(KEPT)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// How many noise lines there were.
     pub fn noise_count(&self) -> u64 {
-        self.noise_count.load(Ordering::Relaxed)
+        self.noise_count_of(Kind::All)
+    }
+
+    /// How many noise lines processes of `kind` wrote.
+    pub fn noise_count_of(&self, kind: Kind) -> u64 {
+        count(&self.noise_count, kind)
     }
 
     /// Every exit so far.
@@ -95,7 +164,15 @@ impl Log {
 
     /// Exits we did not ask for.
     pub fn crashes(&self) -> Vec<Exit> {
-        self.exits().into_iter().filter(|e| !e.expected).collect()
+        self.crashes_of(Kind::All)
+    }
+
+    /// Exits we did not ask for, of processes of `kind`.
+    pub fn crashes_of(&self, kind: Kind) -> Vec<Exit> {
+        self.exits()
+            .into_iter()
+            .filter(|e| !e.expected && kind.holds(e.kind))
+            .collect()
     }
 
     /// How many exits we did not ask for (without copying them).
@@ -108,6 +185,11 @@ impl Log {
 
     /// How many children were started.
     pub fn spawn_count(&self) -> u64 {
-        self.spawned.load(Ordering::Relaxed)
+        self.spawn_count_of(Kind::All)
+    }
+
+    /// How many children of `kind` were started.
+    pub fn spawn_count_of(&self, kind: Kind) -> u64 {
+        count(&self.spawned, kind)
     }
 }

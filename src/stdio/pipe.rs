@@ -7,7 +7,7 @@
 
 use super::StdioError;
 use super::child::{self, Command, StderrTail};
-use super::log::{Exit, Log};
+use super::log::{Exit, Kind, Log};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,7 +131,8 @@ impl Pipe {
         refuse_server_requests: bool,
     ) -> Result<Pipe, StdioError> {
         let running = child::spawn(cmd)?;
-        log.spawned();
+        let kind = Kind::of(!refuse_server_requests);
+        log.spawned(kind);
         let child::Running {
             mut child,
             stdin,
@@ -164,7 +165,7 @@ impl Pipe {
                         if tracing_on() {
                             eprintln!("[{pid}] < {}", String::from_utf8_lossy(line.trim_ascii()));
                         }
-                        route(&r, &log, &line, refuse.as_ref())
+                        route(&r, (&log, kind), &line, refuse.as_ref())
                     }
                 }
             }
@@ -191,6 +192,7 @@ impl Pipe {
                 status,
                 stderr_tail: tail.text(),
                 expected: st.load(Ordering::SeqCst),
+                kind,
             });
             if let Ok(mut r) = r.lock() {
                 r.waiting.clear();
@@ -294,7 +296,7 @@ pub const REFUSAL: &str = "this client takes no requests from the server (2026-0
 /// `refuse` when given.
 fn route(
     routes: &Mutex<Routes>,
-    log: &Log,
+    (log, kind): (&Log, Kind),
     line: &[u8],
     refuse: Option<&mpsc::WeakUnboundedSender<Vec<u8>>>,
 ) {
@@ -305,7 +307,7 @@ fn route(
     let msg = match serde_json::from_slice::<Value>(trimmed) {
         Ok(v) if is_jsonrpc(&v) => v,
         _ => {
-            log.noise(trimmed);
+            log.noise(kind, trimmed);
             return;
         }
     };

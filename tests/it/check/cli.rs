@@ -37,6 +37,22 @@ async fn usage_errors_and_unreachable_targets_exit_2() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("unreachable"));
+    // A deadline no check could finish in is the setting's fault, said
+    // before the run (it turned timeouts into MUST failures).
+    let out = elicitkit(args(&[
+        "check",
+        "--target",
+        "http://127.0.0.1:1/mcp",
+        "--deadline",
+        "1s",
+    ]))
+    .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--deadline 1s is shorter than one check's --timeout 10s"),
+        "{err}"
+    );
     // A JSON consumer gets a document saying why there is no report.
     let out = elicitkit(args(&[
         "check",

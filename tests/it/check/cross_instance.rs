@@ -146,3 +146,33 @@ fn one_instance_under_two_names_could_not_tell_and_no_url_skips() {
     let (_, row) = check(&mcp(&a), None);
     assert_eq!(row["status"], "skip", "{row}");
 }
+
+#[test]
+fn an_unreachable_other_instance_is_a_usage_error_not_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let k = key_file(dir.path(), "k", KEY_A);
+    let a = Serve::start(dir.path(), "solo", 0, "memory", &k, &[]);
+    // A port nothing listens on (bound, then freed).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let other = format!("http://127.0.0.1:{port}/mcp");
+    let out = Command::new(env!("CARGO_BIN_EXE_elicitkit"))
+        .args(["check", "--target", &mcp(&a), "--generation", "2026-07-28"])
+        .args(["--only", "mrtr-cross-instance", "--format", "json"])
+        .args(["--timeout", "5s", "--other-instance", &other])
+        .output()
+        .expect("check runs");
+    // It was an INFO row with exit 0: the check did not run, and said so
+    // where a gate does not look.
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("a JSON document");
+    let e = v["error"].as_str().unwrap_or_default();
+    assert!(e.contains("--other-instance") && e.contains(&other), "{v}");
+}

@@ -433,6 +433,43 @@ fn list_flaws_names_the_checks_the_matrix_sees_fail() {
     }
 }
 
+/// Flaws the matrix runs against a `serve` that is not plain (an
+/// integrity-only codec, so the state can be read): a plain run misses
+/// them, and their `--list-flaws` row must say what reveals them.
+const NOT_PLAIN: [Flaw; 2] = [Flaw::SecretInState, Flaw::TypedInState];
+
+/// Every flaw makes a plain `check` exit 1 (a case above expects a FAIL or
+/// a TIMEOUT of it, and `run_cases` holds that run failed), or its
+/// `--list-flaws` row says what reveals it and why a plain run cannot;
+/// never both.
+#[test]
+fn a_flaw_a_plain_check_misses_says_what_reveals_it() {
+    let cases: Vec<Case> = expectations()
+        .into_iter()
+        .chain(legacy_expectations())
+        .collect();
+    let mut wrong = Vec::new();
+    for flaw in Flaw::ALL {
+        let fails = !NOT_PLAIN.contains(&flaw)
+            && cases.iter().any(|(f, broken, _)| {
+                *f == flaw
+                    && broken
+                        .iter()
+                        .any(|(_, s)| matches!(s, Status::Fail | Status::Timeout))
+            });
+        match (fails, flaw.reveal()) {
+            (true, Some(r)) => wrong.push(format!(
+                "{flaw}: a plain check exits 1, yet --list-flaws says {r:?}"
+            )),
+            (false, None) => wrong.push(format!(
+                "{flaw}: a plain check exits 0, and --list-flaws does not say what reveals it"
+            )),
+            _ => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// The 2025-11-25 cases.
 fn legacy_expectations() -> Vec<Case> {
     use Status::{Fail, Info, Warn};

@@ -18,8 +18,14 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 /// Runs every check (or those starting with `only`) against `sdk`.
 async fn check_sdk(sdk: Sdk, only: &[&str]) -> Report {
+    check_sdk_waiting(sdk, only, None).await
+}
+
+/// [`check_sdk`] with `--wait-expiry`.
+async fn check_sdk_waiting(sdk: Sdk, only: &[&str], wait_expiry: Option<Duration>) -> Report {
     let server = Server::start(sdk);
     let mut s = Settings::new(server.url.clone());
+    s.wait_expiry = wait_expiry;
     s.target.principal = "alice".into();
     s.target.other_principal = "bob".into();
     s.target.timeout = Duration::from_secs(10);
@@ -297,4 +303,27 @@ async fn rmcp_without_nodelay_stalls() {
         assert_eq!(row.status, Status::Warn, "{id}\n{table}");
         assert!(row.detail.contains(STALL), "{}", row.detail);
     }
+}
+
+/// The TypeScript SDK's states carry their expiry (`exp`, 600 s ahead): a
+/// plain run says it would have to wait that long, and a --wait-expiry
+/// shorter than it is the setting's fault (INCONCLUSIVE, exit 3), not a
+/// WARN of a server that keeps its TTL (it was one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn typescript_sdk_expiry_is_read_from_its_state() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let only = ["mrtr-state-expiry"];
+    let r = check_sdk_waiting(Sdk::Ts, &only, None).await;
+    let row = r.get("mrtr-state-expiry").expect("row");
+    assert!(
+        matches!(&row.status, Status::Skip(w) if w.contains("says it expires in") && w.contains("--wait-expiry")),
+        "{row:?}"
+    );
+    let r = check_sdk_waiting(Sdk::Ts, &only, Some(Duration::from_secs(2))).await;
+    let row = r.get("mrtr-state-expiry").expect("row");
+    assert!(
+        matches!(&row.status, Status::Inconclusive(w) if w.contains("--wait-expiry 2s is shorter")),
+        "{row:?}"
+    );
+    assert!(r.inconclusive() && !r.failed(), "{}", r.verdict_line());
 }

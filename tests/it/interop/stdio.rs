@@ -72,7 +72,14 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
             row.status
         );
     }
-    for id in ["legacy-stdio-clean-stdout", "legacy-stdio-stays-up"] {
+    // Both generations' stdio rules run on a server that speaks both (the
+    // 2026-07-28 ones did not run at all).
+    for id in [
+        "legacy-stdio-clean-stdout",
+        "legacy-stdio-stays-up",
+        "mrtr-stdio-clean-stdout",
+        "mrtr-stdio-stays-up",
+    ] {
         assert_eq!(
             r.get(id).expect("row").status,
             Status::Pass,
@@ -86,37 +93,44 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
     );
 
     // Each flaw that shows on stdio is found by the check meant for it.
-    for (flaw, only, id) in [
+    for (flaw, only, ids) in [
         (
             "stdio-noise",
             "legacy-stdio-clean",
-            "legacy-stdio-clean-stdout",
+            &["legacy-stdio-clean-stdout", "mrtr-stdio-clean-stdout"][..],
         ),
-        ("exit-on-decline", "mrtr-decline", "legacy-stdio-stays-up"),
+        ("exit-on-decline", "mrtr-decline", &["mrtr-stdio-stays-up"]),
         (
             "accept-tampered-state",
             "mrtr-tamper-bit",
-            "mrtr-tamper-bit-flip",
+            &["mrtr-tamper-bit-flip"],
         ),
     ] {
-        let only = [only, "legacy-stdio"];
+        let only = [only, "legacy-stdio", "mrtr-stdio"];
         let r = check_stdio(serve(&[flaw]), None, &only).await;
-        let row = r.get(id).unwrap_or_else(|| panic!("{flaw}: no {id} row"));
-        assert_eq!(row.status, Status::Fail, "{flaw}: {id}: {}", row.detail);
+        for id in ids {
+            let row = r.get(id).unwrap_or_else(|| panic!("{flaw}: no {id} row"));
+            assert_eq!(row.status, Status::Fail, "{flaw}: {id}: {}", row.detail);
+        }
     }
+    // A 2026-07-28 decline that ends the process is one row, of that
+    // generation: the 2025-11-25 sessions did not exit (both rows judged
+    // every process, one cause twice).
     let r = check_stdio(
         serve(&["exit-on-decline"]),
         None,
-        &["mrtr-decline", "legacy-stdio"],
+        &["mrtr-decline", "legacy-stdio", "mrtr-stdio"],
     )
     .await;
-    let up = r.get("legacy-stdio-stays-up").expect("row");
+    let up = r.get("mrtr-stdio-stays-up").expect("row");
     assert!(
-        up.detail.contains("exit status: 3 ×"),
+        up.detail.contains("exit status: 3 ×") && up.detail.contains("shared by 2026-07-28"),
         "{}\n{}",
         up.detail,
         check::render::text(&r, true)
     );
+    let legacy = r.get("legacy-stdio-stays-up").expect("row");
+    assert_eq!(legacy.status, Status::Pass, "{}", legacy.detail);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -20,6 +20,18 @@ fn list_flaws_prints_every_flaw_with_its_rule() {
             .find(|l| l.split_whitespace().next() == Some(f.name()))
             .expect("flaw listed");
         assert!(line.contains(f.rule()), "{line}");
+        // Whether a plain check catches it, or what does.
+        let plain = match f.reveal() {
+            None => "a plain check exits 1".to_owned(),
+            Some(how) => format!("a plain check exits 0; revealed by {how}"),
+        };
+        let block: Vec<&str> = text.lines().skip_while(|l| *l != line).take(3).collect();
+        assert!(
+            block.iter().any(|l| l.trim() == plain),
+            "{}: {plain:?} not in\n{}",
+            f.name(),
+            block.join("\n")
+        );
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the integration tests share. Each family uses its own subset.
 #![allow(dead_code)]
 
+pub mod answering;
 pub mod cluster;
 pub mod interop;
 pub mod load;
