@@ -53,8 +53,7 @@ TLS=${TLS:-}
 command -v oha >/dev/null || { echo "oha not found: cargo install oha" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build --release" >&2; exit 2; }
 out="$(mktemp -d)"
-TLS_FRONT_PID=
-trap 'kill "$srv" $TLS_FRONT_PID 2>/dev/null || true; rm -rf "$out"' EXIT
+trap 'tls_front_stop "$out/tls"; kill "$srv" 2>/dev/null || true; rm -rf "$out"' EXIT
 
 pin=()
 [ -n "$SERVER_CPU" ] && pin=(taskset -c "$SERVER_CPU")
@@ -68,7 +67,7 @@ if [ -n "$TLS" ]; then
   port=$(tls_front "$out/tls" "${base#http://}") || exit 1
   url="https://127.0.0.1:$port/mcp"
   oha_tls=(--insecure)
-  ek_tls=(--cacert "$TLS_FRONT_CA")
+  ek_tls=(--cacert "$out/tls/ca.pem")
 fi
 tck=$(getconf CLK_TCK)
 echo "target $url (serve --workers $WORKERS), ${SECS}s per run, concurrency: $CONCS"

@@ -4,8 +4,9 @@
 #
 # tls_front DIR UPSTREAM: starts nginx (one worker, keep-alive to the
 # upstream and to clients) proxying https://127.0.0.1:PORT to UPSTREAM
-# (IP:PORT); prints PORT. Sets TLS_FRONT_PID and TLS_FRONT_CA (the CA's
-# PEM). The caller stops it: kill "$TLS_FRONT_PID".
+# (IP:PORT); prints PORT (call it as port=$(tls_front ...)). The CA's PEM is
+# DIR/ca.pem; nginx's PID is in DIR/nginx.pid, and the caller stops it:
+# tls_front_stop DIR.
 tls_front() {
   local dir=$1 upstream=$2 port
   command -v nginx >/dev/null || { echo "nginx not found (tests/need.sh nginx)" >&2; return 2; }
@@ -47,13 +48,17 @@ http {
 }
 CONF
   nginx -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log" >/dev/null 2>&1 &
-  TLS_FRONT_PID=$!
-  TLS_FRONT_CA=$dir/ca.pem
+  local pid=$!
   for _ in $(seq 100); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return 0; fi
-    kill -0 "$TLS_FRONT_PID" 2>/dev/null || { cat "$dir/error.log" >&2; return 1; }
+    kill -0 "$pid" 2>/dev/null || { cat "$dir/error.log" >&2; return 1; }
     sleep 0.1
   done
   echo "nginx did not listen on 127.0.0.1:$port" >&2
   return 1
+}
+
+# tls_front_stop DIR: stops the nginx tls_front DIR started, if any.
+tls_front_stop() {
+  [ -s "$1/nginx.pid" ] && kill "$(cat "$1/nginx.pid")" 2>/dev/null || true
 }

@@ -72,13 +72,10 @@ impl AimArgs {
 /// (and `SSL_CERT_FILE` / `SSL_CERT_DIR`), a private CA, or nothing.
 #[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsArgs {
-    /// Also trust the CA certificate(s) in this PEM file for an https
-    /// target (a private CA), besides the system's roots and
-    /// SSL_CERT_FILE, e.g. --cacert ca.pem.
+    /// Also trust this CA (PEM) for an https target (SSL_CERT_FILE works too)
     #[arg(help_heading = "Target", long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// Do not verify an https target's certificate (a self-signed
-    /// staging server; testing only).
+    /// Do not verify an https target's certificate (testing only)
     #[arg(help_heading = "Target", long)]
     pub insecure: bool,
 }
