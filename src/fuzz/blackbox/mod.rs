@@ -340,6 +340,7 @@ async fn file(
     );
     let fdir = s.out_dir.join(&dir);
     repro::write(&fdir, f)?;
+    verdict_file::write(&fdir, f)?;
     let rerun = rerun::rerun(&fdir, f).await;
     repro::write_finding(&fdir, f, &rerun)?;
     let listed = Listed {

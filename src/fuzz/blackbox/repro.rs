@@ -168,7 +168,8 @@ fn stdio_start(bridge_args: &str) -> String {
 
 /// Writes the finding's folder: `repro.sh`, `NN.body` files and
 /// `exchanges.txt` (`finding.json` comes with the re-run's verdict, from
-/// [`write_finding`]).
+/// [`write_finding`]; `judge.json`, which the script's verdict reads, from
+/// [`super::verdict_file::write`]).
 pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut sh = String::new();
@@ -305,7 +306,6 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         legacy_call(&mut sh, dir, call, action)?;
     }
     verdict(&mut sh, f);
-    super::verdict_file::write(dir, f)?;
     let path = dir.join("repro.sh");
     std::fs::write(&path, sh)?;
     #[cfg(unix)]
