@@ -25,7 +25,7 @@
 
 use super::http::Endpoint;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
-use super::leg::{Connection as LegConnection, Opened};
+use super::outcome::{Connection as LegConnection, Opened};
 use super::stream::{Stream, Tls};
 use crate::protocol::body::Framing;
 use bytes::Bytes;

@@ -4,7 +4,7 @@
 //! MRTR client ([`super::modern`]), the 2025-11-25 client, the browser and
 //! the drivers ([`super::drive`], [`super::http`], [`super::h1`]) share them.
 
-use super::outcome::{LegResult, RoundTrip};
+use super::outcome::{Connection, LegResult, RoundTrip};
 use bytes::Bytes;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -59,28 +59,6 @@ pub struct Outgoing {
     pub body: Vec<u8>,
     /// Whose token to attach.
     pub auth: Auth,
-}
-
-/// How long opening a leg's connection took.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Opened {
-    /// The TCP connect.
-    pub connect: Duration,
-    /// The TLS handshake (zero for plain `http`).
-    pub tls: Duration,
-}
-
-/// The connection a leg went on.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Connection {
-    /// The driver cannot tell (reqwest's pool does not say).
-    #[default]
-    Unknown,
-    /// A kept-alive connection: no connect, no handshake.
-    Reused,
-    /// One it opened, and how long that took (within `to_headers`).
-    Opened(Opened),
 }
 
 /// What came back for an [`Outgoing`], with the driver's timings.

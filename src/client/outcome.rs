@@ -43,6 +43,28 @@ pub enum LegResult {
     Timeout,
 }
 
+/// How long opening a leg's connection took.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Opened {
+    /// The TCP connect.
+    pub connect: Duration,
+    /// The TLS handshake (zero for plain `http`).
+    pub tls: Duration,
+}
+
+/// The connection a leg went on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connection {
+    /// The driver cannot tell (reqwest's pool does not say).
+    #[default]
+    Unknown,
+    /// A kept-alive connection: no connect, no handshake.
+    Reused,
+    /// One it opened, and how long that took (within `to_headers`).
+    Opened(Opened),
+}
+
 /// One HTTP exchange, timed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Leg {
@@ -62,7 +84,7 @@ pub struct Leg {
     /// `Server-Timing: app;dur=…`, when reported.
     pub server_app: Option<Duration>,
     /// The connection it went on (opened: the connect and TLS times).
-    pub connection: super::leg::Connection,
+    pub connection: Connection,
     /// Time until the first whole SSE event, for a stream reply.
     pub to_first_event: Option<Duration>,
     /// How it ended.

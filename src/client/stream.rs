@@ -3,7 +3,7 @@
 //! how long the TCP connect and the TLS handshake took (the first two
 //! phases of a leg that opened a connection).
 
-use super::leg::Opened;
+use super::outcome::Opened;
 use rustls::pki_types::ServerName;
 use std::io;
 use std::pin::Pin;

@@ -158,6 +158,10 @@ fn check_load_and_fuzz_run_through_tls_with_a_private_ca() {
             &dir,
             "--run-id",
             id,
+            // One tool's scenarios (both generations): each gets its share
+            // of a short window on a machine busy with other tests.
+            "--tool",
+            "deploy",
         ];
         args.extend_from_slice(extra);
         run(&args, &[])

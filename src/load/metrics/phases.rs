@@ -7,7 +7,7 @@
 //! connections opened), and a driver that cannot tell records neither.
 
 use crate::client::Leg;
-use crate::client::leg::Connection;
+use crate::client::outcome::Connection;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -15,9 +15,7 @@ use std::time::Duration;
 /// Tag prefix of the phase histograms.
 pub const PHASE: &str = "phase:";
 
-/// The phases, in the order a leg goes through them (the names thresholds
-/// and reports use: `p99(tools/call #1.first_event)`).
-pub const PHASES: [&str; 5] = ["connect", "tls", "headers", "first_event", "body"];
+pub use crate::load::spec::threshold::PHASES;
 
 /// Legs on a kept-alive connection (a count; the value is zero).
 pub const REUSED: &str = "reused";
@@ -72,7 +70,7 @@ pub fn by_leg<'a>(
 mod tests {
     use super::*;
     use crate::client::LegResult;
-    use crate::client::leg::Opened;
+    use crate::client::outcome::Opened;
 
     fn leg(connection: Connection, first_event: Option<u64>) -> Leg {
         let ms = Duration::from_millis;

@@ -99,6 +99,11 @@ impl Stat {
     }
 }
 
+/// The phases of a leg, in the order it goes through them (the names
+/// thresholds and reports use: `p99(tools/call #1.first_event)`; measured
+/// by [`crate::load::metrics::phases`]).
+pub const PHASES: [&str; 5] = ["connect", "tls", "headers", "first_event", "body"];
+
 /// Which legs a latency threshold reads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,7 +140,6 @@ impl LegSelector {
     /// The selector `text` names: `first`, `retry`, `e2e`, a leg's name,
     /// or either of the first two or a leg's name with `.PHASE` after it.
     pub fn parse(text: &str) -> Result<LegSelector, String> {
-        use crate::load::metrics::phases::PHASES;
         if let Some((of, phase)) = text.rsplit_once('.')
             && PHASES.contains(&phase)
         {
@@ -486,7 +490,7 @@ impl Threshold {
                 self.expr,
                 leg.map_or("", |l| l.as_str()),
                 KNOWN_LEGS.join(", "),
-                crate::load::metrics::phases::PHASES.join(", ")
+                PHASES.join(", ")
             )),
             Metric::Ok(s) | Metric::SkippedRate(s) => scenario(s),
             _ => Ok(()),

@@ -176,7 +176,9 @@ impl Pki {
 }
 
 /// nginx terminating TLS in front of `upstream` (`IP:PORT`), one port per
-/// certificate, plus one port that proxies in plain http.
+/// certificate, plus one port that proxies in plain http. A client
+/// connection serves 50 requests, then nginx closes it: a short run opens
+/// (and resumes) TLS sessions inside its window, not only at its start.
 pub struct TlsFront {
     pub nginx: Nginx,
     /// The TLS port of each certificate, in the order given.
@@ -215,7 +217,7 @@ impl TlsFront {
                  http {{\n    access_log off;\n    client_body_temp_path {prefix}/client_body;\n    \
                  proxy_temp_path {prefix}/proxy;\n    fastcgi_temp_path {prefix}/fastcgi;\n    \
                  uwsgi_temp_path {prefix}/uwsgi;\n    scgi_temp_path {prefix}/scgi;\n    \
-                 keepalive_requests 100000;\n\
+                 keepalive_requests 50;\n\
                  {servers}    server {{\n        listen 127.0.0.1:{plain_port};\n        \
                  location / {{ include proxy.conf; }}\n    }}\n}}\n"
             )
