@@ -193,8 +193,9 @@ impl Report {
         self.failed() || (self.fail_on == FailOn::Warn && self.tally.warn > 0)
     }
 
-    /// True when the run's own settings cut a check short (and nothing
-    /// failed the gate): exit 3, never 0 with a check not run.
+    /// True when a check could not tell (the run's settings, a stdio
+    /// process gone) and nothing failed the gate: exit 3, never 0 with a
+    /// check not run.
     pub fn inconclusive(&self) -> bool {
         !self.fails_gate() && self.tally.inconclusive > 0
     }
@@ -227,8 +228,8 @@ impl Report {
         }
         if let Some(cut) = counted(t.inconclusive, "check") {
             return format!(
-                "VERDICT: INCONCLUSIVE: {cut} could not run as set (--deadline, --wait-expiry: \
-                 see their rows); the others found no failure (exit 3)"
+                "VERDICT: INCONCLUSIVE: {cut} could not tell (--deadline, --wait-expiry, a \
+                 stdio process gone: see their rows); the others found no failure (exit 3)"
             );
         }
         match warned {
