@@ -302,6 +302,22 @@ fn stdio_usage_errors_exit_2_and_say_why() {
             &["fuzz", "--target", "stdio", "--", "sh", "-c", "exit 4"],
             "exited at once",
         ),
+        // A process that is not an MCP server is named by its command,
+        // not by the bridge's loopback URL.
+        (
+            &[
+                "check",
+                "--target",
+                "stdio",
+                "--timeout",
+                "2s",
+                "--",
+                "sh",
+                "-c",
+                "while read l; do echo not-json; done",
+            ],
+            "target stdio: sh -c",
+        ),
         (&["load", "--target", "stdio"], "needs an HTTP target"),
         (&["plan", "--target", "stdio"], "needs an HTTP target"),
     ] {
