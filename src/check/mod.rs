@@ -193,8 +193,9 @@ impl Report {
         self.failed() || (self.fail_on == FailOn::Warn && self.tally.warn > 0)
     }
 
-    /// True when the run's own settings cut a check short (and nothing
-    /// failed the gate): exit 3, never 0 with a check not run.
+    /// True when a check could not tell (the run's settings, a stdio
+    /// process gone) and nothing failed the gate: exit 3, never 0 with a
+    /// check not run.
     pub fn inconclusive(&self) -> bool {
         !self.fails_gate() && self.tally.inconclusive > 0
     }
@@ -203,19 +204,20 @@ impl Report {
     /// it, and the exit status it gives.
     pub fn verdict_line(&self) -> String {
         let t = self.tally;
-        let counted = |n: usize, what: &str| match n {
+        // `n` of `what` (a noun), then `did`: "2 MUST checks failed".
+        let counted = |n: usize, what: &str, did: &str| match n {
             0 => None,
-            1 => Some(format!("1 {what}")),
-            n => Some(format!("{n} {what}s")),
+            1 => Some(format!("1 {what} {did}")),
+            n => Some(format!("{n} {what}s {did}")),
         };
         let mut why: Vec<String> = [
-            counted(t.fail, "MUST check failed"),
-            counted(t.timeout, "check timed out"),
+            counted(t.fail, "MUST check", "failed"),
+            counted(t.timeout, "check", "timed out"),
         ]
         .into_iter()
         .flatten()
         .collect();
-        let warned = counted(t.warn, "SHOULD check warned");
+        let warned = counted(t.warn, "SHOULD check", "warned");
         if self.interrupted {
             return "VERDICT: INTERRUPTED (Ctrl-C): the report is partial (exit 130)".into();
         }
@@ -225,10 +227,10 @@ impl Report {
         if !why.is_empty() {
             return format!("VERDICT: FAIL: {} (exit 1)", why.join(", "));
         }
-        if let Some(cut) = counted(t.inconclusive, "check") {
+        if let Some(cut) = counted(t.inconclusive, "check", "could not tell") {
             return format!(
-                "VERDICT: INCONCLUSIVE: {cut} could not run as set (--deadline, --wait-expiry: \
-                 see their rows); the others found no failure (exit 3)"
+                "VERDICT: INCONCLUSIVE: {cut} (--deadline, --wait-expiry, a \
+                 stdio process gone: see their rows); the others found no failure (exit 3)"
             );
         }
         match warned {

@@ -101,9 +101,11 @@ pub enum Status {
     NotApplicable(String),
     /// The check did not finish within its timeout (a hung server).
     Timeout,
-    /// The run's own settings left the check no way to finish (the
-    /// overall `--deadline` cut it short or passed before it began): no
-    /// finding of the server; the reason says which setting.
+    /// The check could not tell: the run's own settings left it no way
+    /// to (the overall `--deadline` cut it short or passed before it
+    /// began, a `--wait-expiry` shorter than the state's lifetime), or a
+    /// stdio server's process was gone (one root cause, reported by its
+    /// `*-stdio-stays-up` row). The reason says which.
     Inconclusive(String),
 }
 

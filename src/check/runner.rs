@@ -186,6 +186,7 @@ pub async fn run_one(
     let budget = own.min(left);
     // A budget the deadline cut: running out of it is the setting's doing.
     let cut = budget < own;
+    let stdio = target.settings.stdio.is_some();
     let probe = Probe::new(target);
     let started = Instant::now();
     let verdict = tokio::time::timeout(budget, (check.run)(probe.clone())).await;
@@ -233,6 +234,33 @@ pub async fn run_one(
         }
     };
     let evidence = probe.evidence();
+    // Over stdio a 502 may be the bridge's: the server's process was gone.
+    // That is one root cause, the stdio-stays-up row's (it names the exit
+    // status and stderr); here the check could not tell, and the status is
+    // not the server's.
+    let gone = stdio
+        .then(|| {
+            evidence
+                .iter()
+                .find_map(|e| crate::stdio::bridge::gone(&e.response))
+        })
+        .flatten();
+    if let Some(line) = gone {
+        let why = format!(
+            "not run: {line} ({}-stdio-stays-up reports the exit); the check otherwise {}: {detail}",
+            check.id.split('-').next().unwrap_or("mrtr"),
+            was(&status)
+        );
+        let mut r = row(
+            check,
+            Status::Inconclusive(why.clone()),
+            why,
+            elapsed,
+            evidence,
+        );
+        r.actual = None;
+        return r;
+    }
     let (status, detail, crashed) = server_errors_fail(status, detail, &evidence);
     let mut r = row(check, status, detail, elapsed, evidence);
     if crashed {
@@ -273,13 +301,7 @@ fn server_errors_fail(
     let was = match &status {
         _ if seen.is_empty() => return (status, detail, false),
         Status::Fail => return (status, detail, false),
-        Status::Pass => "passed",
-        Status::Warn => "warned",
-        Status::Info => "noted",
-        Status::Skip(_) => "skipped",
-        Status::NotApplicable(_) => "did not apply",
-        Status::Timeout => "timed out",
-        Status::Inconclusive(_) => "was cut short",
+        other => was(other),
     };
     (
         Status::Fail,
@@ -289,6 +311,20 @@ fn server_errors_fail(
         ),
         true,
     )
+}
+
+/// What a row with `status` did, in a word or two (`passed`, `failed`).
+fn was(status: &Status) -> &'static str {
+    match status {
+        Status::Pass => "passed",
+        Status::Fail => "failed",
+        Status::Warn => "warned",
+        Status::Info => "noted",
+        Status::Skip(_) => "skipped",
+        Status::NotApplicable(_) => "did not apply",
+        Status::Timeout => "timed out",
+        Status::Inconclusive(_) => "was cut short",
+    }
 }
 
 fn row(

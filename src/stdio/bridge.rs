@@ -55,6 +55,16 @@ pub const NO_REPLY: &str = "elicitkit-stdio-no-reply";
 /// How `elicitkit bridge` reports (on stderr, when it stops) each exit of
 /// the server it did not ask for; a stdio `repro.sh` looks for it.
 pub const EXITED: &str = "the stdio server exited on its own";
+/// The line of the bridge's own `502` when the server's process was gone
+/// (it exited, or closed its stdout) before it answered, found in a
+/// reply's text: a status of the bridge, not of the server, which checks
+/// must not read as the server's.
+pub fn gone(reply: &str) -> Option<&str> {
+    let line = reply
+        .lines()
+        .find(|l| l.starts_with("the stdio server ") && l.contains(" before answering"))?;
+    Some(line.split("; its stderr").next().unwrap_or(line))
+}
 
 /// The bridge's `400` to a blank body, which it does not send: over stdio
 /// it would be a blank line, no message at all.
@@ -626,4 +636,23 @@ fn sse_event(m: &Routed) -> Bytes {
         None,
         &String::from_utf8_lossy(&m.raw),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bridges_own_502_is_told_from_a_servers() {
+        let reply = "HTTP 502\n\nthe stdio server exited before answering (exit status: 3); \
+                     its stderr ends:\n  boom\n";
+        assert_eq!(
+            gone(reply),
+            Some("the stdio server exited before answering (exit status: 3)")
+        );
+        let closed = "HTTP 502\n\nthe stdio server closed its stdout before answering\n";
+        assert!(gone(closed).is_some());
+        // A server's own 502 (or any other text) is the server's.
+        assert_eq!(gone("HTTP 502\n\nupstream unavailable\n"), None);
+    }
 }

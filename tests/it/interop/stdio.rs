@@ -131,6 +131,24 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
     );
     let legacy = r.get("legacy-stdio-stays-up").expect("row");
     assert_eq!(legacy.status, Status::Pass, "{}", legacy.detail);
+    // The decline that ended the process is not a second finding, and the
+    // bridge's 502 is never read as the server's status (it was: 'HTTP 502'
+    // failures on every row that came after the exit).
+    let decline = r.get("mrtr-decline").expect("row");
+    assert!(
+        matches!(&decline.status, Status::Inconclusive(w) if w.starts_with("not run: the stdio server")),
+        "{:?}: {}",
+        decline.status,
+        decline.detail
+    );
+    let blamed: Vec<&str> = r
+        .results
+        .iter()
+        .filter(|x| x.status == Status::Fail && x.detail.contains("502"))
+        .map(|x| x.id)
+        .collect();
+    assert!(blamed.is_empty(), "{blamed:?}");
+    assert!(r.failed(), "the exit is a failure of the run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -283,6 +301,22 @@ fn stdio_usage_errors_exit_2_and_say_why() {
         (
             &["fuzz", "--target", "stdio", "--", "sh", "-c", "exit 4"],
             "exited at once",
+        ),
+        // A process that is not an MCP server is named by its command,
+        // not by the bridge's loopback URL.
+        (
+            &[
+                "check",
+                "--target",
+                "stdio",
+                "--timeout",
+                "2s",
+                "--",
+                "sh",
+                "-c",
+                "while read l; do echo not-json; done",
+            ],
+            "target stdio: sh -c",
         ),
         (&["load", "--target", "stdio"], "needs an HTTP target"),
         (&["plan", "--target", "stdio"], "needs an HTTP target"),
