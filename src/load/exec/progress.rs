@@ -187,17 +187,24 @@ impl Snapshot<'_> {
         rate * self.share
     }
 
-    /// The line, cut to `width` columns.
-    pub fn render(&self, width: usize) -> String {
+    /// The last interval's rate (`-` before the first) and, in the open
+    /// model, what the schedule offered (` of N/s offered`).
+    fn rates(&self) -> (String, String) {
         use crate::load::spec::shape::Model;
-        let t = self.timeline;
         let rate = self
             .last_rate
             .map_or_else(|| "-".to_owned(), |r| format!("{r:.0}/s"));
-        let offered = match t.model {
+        let offered = match self.timeline.model {
             Model::Open => format!(" of {:.0}/s offered", self.offered()),
             Model::Closed => String::new(),
         };
+        (rate, offered)
+    }
+
+    /// The line, cut to `width` columns.
+    pub fn render(&self, width: usize) -> String {
+        let t = self.timeline;
+        let (rate, offered) = self.rates();
         let errors = if self.last_errors.is_empty() {
             String::new()
         } else {
@@ -230,7 +237,6 @@ impl Snapshot<'_> {
     /// and p99 of the last interval; its latencies per band, the bands
     /// from the first to the last with any, a bar each.
     pub fn panel(&self, width: usize) -> Vec<String> {
-        use crate::load::spec::shape::Model;
         let t = self.timeline;
         let total = t.total().as_secs_f64();
         let head = format!(
@@ -251,13 +257,7 @@ impl Snapshot<'_> {
             "█".repeat(done),
             "·".repeat(room - done)
         )];
-        let rate = self
-            .last_rate
-            .map_or_else(|| "-".to_owned(), |r| format!("{r:.0}/s"));
-        let offered = match t.model {
-            Model::Open => format!(" of {:.0}/s offered", self.offered()),
-            Model::Closed => String::new(),
-        };
+        let (rate, offered) = self.rates();
         lines.push(format!(
             "rate {rate}{offered} · {} in flight · {} done",
             self.in_flight, self.round_trips
