@@ -200,18 +200,9 @@ impl<'p> CallState<'p> {
 }
 
 fn leg(name: &str, status: Option<u16>, started: Instant, result: LegResult) -> Leg {
-    let e = started.elapsed();
     Leg {
-        name: name.to_owned().into(),
         status,
-        to_headers: e,
-        to_first_byte: e,
-        total: e,
-        server_state: None,
-        server_app: None,
-        connection: Default::default(),
-        to_first_event: None,
-        result,
+        ..Leg::failed(name.to_owned(), result, started.elapsed())
     }
 }
 
@@ -604,16 +595,8 @@ impl LegacyClient {
                         LegResult::Http { status: h.status }
                     };
                     st.rt.legs.push(Leg {
-                        name: "GET stream".into(),
                         status: Some(h.status),
-                        to_headers: h.at,
-                        to_first_byte: h.at,
-                        total: h.at,
-                        server_state: None,
-                        server_app: None,
-                        connection: Default::default(),
-                        to_first_event: None,
-                        result,
+                        ..Leg::failed("GET stream", result, h.at)
                     });
                 }
                 (Src::Post, Chunk::Data(b)) if post_sse == Some(true) => {

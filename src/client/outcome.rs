@@ -93,7 +93,8 @@ pub struct Leg {
 
 impl Leg {
     /// A leg that got no reply, ending as `result` after `elapsed` (every
-    /// one of its times).
+    /// one of its times); the base of any leg timed by one instant (set
+    /// its `status` over it).
     pub fn failed(name: impl Into<Cow<'static, str>>, result: LegResult, elapsed: Duration) -> Leg {
         Leg {
             name: name.into(),

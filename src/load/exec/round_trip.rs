@@ -519,18 +519,7 @@ fn legacy_failure(
         ),
     };
     let mut rt = RoundTrip::new(spec.name.clone());
-    rt.legs.push(Leg {
-        name: "initialize".into(),
-        status: None,
-        to_headers: elapsed,
-        to_first_byte: elapsed,
-        total: elapsed,
-        server_state: None,
-        server_app: None,
-        connection: Default::default(),
-        to_first_event: None,
-        result,
-    });
+    rt.legs.push(Leg::failed("initialize", result, elapsed));
     rt.total = elapsed;
     rt.outcome = Outcome::unexpected(class, e.to_string());
     rt
