@@ -260,6 +260,9 @@ impl App {
                 serde_json::to_value(self.store.counters()).unwrap_or(Value::Null),
             );
             o.insert("store_backend".into(), self.store.backend_name().into());
+            if let Some(h) = self.store.holding() {
+                o.insert("memory".into(), super::stats::memory_json(&h));
+            }
             o.insert("retention".into(), self.cfg.retention_json());
             o.insert(
                 "request_bodies".into(),

@@ -63,6 +63,7 @@ mod sessions;
 mod shed_index;
 pub mod stats;
 pub mod stdio;
+pub mod store_budget;
 pub mod timing;
 mod tools;
 
@@ -247,6 +248,9 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         flaws = ?config.flaws.iter().map(Flaw::name).collect::<Vec<_>>(),
         "reference server starting"
     );
+    if store.holding().is_some() {
+        tracing::info!("{}", store_budget::describe(&config));
+    }
     if matches!(config.principals, Principals::Demo) {
         tracing::info!(
             "demo auth (no --auth-tokens): any bearer token is accepted as the principal it names, so \

@@ -73,6 +73,11 @@ pub(crate) trait Backend: Send + Sync {
     /// See [`Store::purge`].
     fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError>;
 
+    /// What it holds by kind (in-process stores only).
+    fn holding(&self) -> Option<super::Holding> {
+        None
+    }
+
     /// Round trips to a backing service so far ([`Counters::backend_calls`]).
     fn backend_calls(&self) -> u64 {
         0
@@ -209,6 +214,10 @@ impl<B: Backend> Store for Counted<B> {
             add(&self.cells.purged_claims, p.claims);
         }
         r
+    }
+
+    fn holding(&self) -> Option<super::Holding> {
+        self.backend.holding()
     }
 
     fn counters(&self) -> Counters {

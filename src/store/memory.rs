@@ -1,18 +1,21 @@
 //! In-process backend: one mutex over a map. Fast, not durable.
 //!
-//! Completion claims are kept small, since a server keeps one per completed
-//! request for the life of its states: a table slot holds the key (16 bytes
-//! of its SHA-256) and one allocation with the expiry and the outcome, a
-//! plain text result as its text, any other as compact JSON ([`ClaimEntry`];
-//! about 120 bytes each for a typical result, as a load run's target RSS
-//! measures). An optional
-//! budget ([`MemoryStore::with_budget`]) bounds what records and claims may
-//! hold: past it a new one is refused ([`StoreError::Full`]), and no
-//! completion is ever forgotten early.
+//! What it keeps is small, since a server keeps one completion claim per
+//! completed request for the life of its states, and a record per URL flow
+//! or 2025-11-25 elicitation for its expiry plus the retention: a claim is
+//! a table slot with the key (16 bytes of its SHA-256) and one allocation
+//! with the expiry and the outcome (a text result as its text, with its
+//! structured content as compact JSON; any other as compact JSON); a
+//! record is a [`Slim`] (100 to 160 bytes with its parts). The store counts
+//! what each holds (allocator size classes and table slots included) and
+//! shows it by kind ([`Holding`], `/stats`). An optional
+//! budget ([`MemoryStore::with_budget`]) bounds that count: past it a new
+//! record or claim is refused ([`StoreError::Full`]), and no completion is
+//! ever forgotten early.
 //!
 //! With a budget, pending records are shared fairly: a principal holds at
-//! most 1/8 of the budget in pending records ([`StoreError::OverShare`],
-//! once its own due ones are expired), and when the store is full, a new
+//! most 1/8 of the budget in pending records, by their counted bytes
+//! ([`StoreError::OverShare`], once its own due ones are expired), and when the store is full, a new
 //! record of a principal holding fewer pending records than the largest
 //! holder evicts that holder's pending record closest to its expiry (its
 //! flow is gone: the user is asked again), so one principal, or a crowd of
@@ -27,36 +30,13 @@ use sha2::{Digest as _, Sha256};
 
 use super::claim::check_key;
 use super::counters::{Backend, Counted};
+use super::memory_record::{RecordKey, Slim, heap_bytes, record_key};
 use super::record::settle_against;
 use super::retention::cutoff;
 use super::{
-    AuditEntry, Claim, Completion, NewRecord, Outcome, Purged, Record, Status, StoreError, Taken,
-    new_id,
+    AuditEntry, Claim, Completion, Mode, NewRecord, Outcome, Purged, Record, Status, StoreError,
+    Taken,
 };
-
-/// A record and its audit log.
-#[derive(Debug)]
-struct Entry {
-    record: Record,
-    audit: Vec<AuditEntry>,
-}
-
-impl Entry {
-    /// Applies a legal transition and logs it.
-    fn transition(&mut self, to: Status, actor: Option<&str>, at_ms: u64) {
-        let from = self.record.status;
-        debug_assert!(Status::can_transition(from, to));
-        self.record.status = to;
-        self.record.version += 1;
-        self.audit.push(AuditEntry {
-            at_ms,
-            from: Some(from),
-            to,
-            actor_principal: actor.map(str::to_owned),
-            version: self.record.version,
-        });
-    }
-}
 
 /// A claim key as kept here: the first 16 bytes of the key's SHA-256 (two
 /// of 2^32 live claims collide with odds near 2^-64).
@@ -71,31 +51,51 @@ fn claim_key(key: &str) -> ClaimKey {
 
 /// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
 /// endian), a tag, then the outcome: [`BARE`] (none), [`TEXT`] (a
-/// `CallToolResult` of one text item: its `isError` byte and the text) or
-/// [`JSON`] (any other outcome, compact).
+/// `CallToolResult` of one text item: its `isError` byte and the text),
+/// [`TEXT_STRUCTURED`] (the same with `structuredContent`: the `isError`
+/// byte, the text's length as 4 bytes, the text, the structured content as
+/// compact JSON) or [`JSON`] (any other outcome, compact).
 #[derive(Debug)]
 struct ClaimEntry(Box<[u8]>);
 
 const BARE: u8 = 0;
 const TEXT: u8 = 1;
 const JSON: u8 = 2;
+const TEXT_STRUCTURED: u8 = 3;
 
 impl ClaimEntry {
     fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Result<Self, StoreError> {
         let mut b = keep_until_ms.to_le_bytes().to_vec();
+        let json = |b: &mut Vec<u8>, v: &Value| {
+            serde_json::to_writer(b, v).map_err(|e| StoreError::InvalidInput {
+                field: "claim outcome",
+                reason: e.to_string(),
+            })
+        };
         match outcome {
             None => b.push(BARE),
             Some(v) => match text_result(v) {
-                Some((text, is_error)) => {
+                Some(TextResult {
+                    text,
+                    is_error,
+                    structured: None,
+                }) => {
                     b.extend([TEXT, u8::from(is_error)]);
                     b.extend_from_slice(text.as_bytes());
                 }
-                None => {
+                Some(TextResult {
+                    text,
+                    is_error,
+                    structured: Some(st),
+                }) if u32::try_from(text.len()).is_ok() => {
+                    b.extend([TEXT_STRUCTURED, u8::from(is_error)]);
+                    b.extend((text.len() as u32).to_le_bytes());
+                    b.extend_from_slice(text.as_bytes());
+                    json(&mut b, st)?;
+                }
+                _ => {
                     b.push(JSON);
-                    serde_json::to_writer(&mut b, v).map_err(|e| StoreError::InvalidInput {
-                        field: "claim outcome",
-                        reason: e.to_string(),
-                    })?;
+                    json(&mut b, v)?;
                 }
             },
         }
@@ -113,44 +113,65 @@ impl ClaimEntry {
             id: "claims".into(),
             reason,
         };
+        let result = |text: &str, is_error: u8| {
+            serde_json::json!({
+                "content": [{"type": "text", "text": text}],
+                "isError": is_error == 1,
+            })
+        };
         let rest = &self.0[9..];
         let outcome = match self.0[8] {
             BARE => None,
-            TEXT => {
-                let text = std::str::from_utf8(&rest[1..]).map_err(|e| corrupt(e.to_string()))?;
-                Some(serde_json::json!({
-                    "content": [{"type": "text", "text": text}],
-                    "isError": rest[0] == 1,
-                }))
+            TEXT => Some(result(utf8(&rest[1..], corrupt)?, rest[0])),
+            TEXT_STRUCTURED => {
+                let mut n = [0; 4];
+                n.copy_from_slice(&rest[1..5]);
+                let (text, st) = rest[5..].split_at(u32::from_le_bytes(n) as usize);
+                let mut v = result(utf8(text, corrupt)?, rest[0]);
+                let st: Value = serde_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
+                v["structuredContent"] = st;
+                Some(v)
             }
             _ => Some(serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
         };
         Ok(Taken { outcome })
     }
 
-    /// Heap bytes it holds: the bytes and the allocator's header.
+    /// Heap bytes it holds.
     fn heap_bytes(&self) -> u64 {
         heap_bytes(self.0.len())
     }
 }
 
-/// The text and `isError` of an outcome that is exactly a `CallToolResult`
-/// of one text item (`{"content":[{"type":"text","text":T}],"isError":B}`).
-fn text_result(v: &Value) -> Option<(&str, bool)> {
-    let o = v.as_object().filter(|o| o.len() == 2)?;
+/// `b` as text, or `corrupt`'s error.
+fn utf8(b: &[u8], corrupt: impl Fn(String) -> StoreError) -> Result<&str, StoreError> {
+    std::str::from_utf8(b).map_err(|e| corrupt(e.to_string()))
+}
+
+/// An outcome that is exactly a `CallToolResult` of one text item, with
+/// or without `structuredContent`
+/// (`{"content":[{"type":"text","text":T}],"isError":B[,"structuredContent":S]}`).
+struct TextResult<'a> {
+    text: &'a str,
+    is_error: bool,
+    structured: Option<&'a Value>,
+}
+
+fn text_result(v: &Value) -> Option<TextResult<'_>> {
+    let o = v.as_object()?;
+    let structured = o.get("structuredContent");
+    (o.len() == 2 + usize::from(structured.is_some())).then_some(())?;
     let is_error = o.get("isError")?.as_bool()?;
     let [item] = o.get("content")?.as_array()?.as_slice() else {
         return None;
     };
     let item = item.as_object().filter(|i| i.len() == 2)?;
     (item.get("type")?.as_str()? == "text").then_some(())?;
-    Some((item.get("text")?.as_str()?, is_error))
-}
-
-/// What an allocation of `n` bytes costs (the allocator's 16-byte
-/// granularity and header).
-fn heap_bytes(n: usize) -> u64 {
-    (n as u64).div_ceil(16) * 16 + 16
+    Some(TextResult {
+        text: item.get("text")?.as_str()?,
+        is_error,
+        structured,
+    })
 }
 
 /// Bytes a table slot costs per unit of capacity: the key, the entry's
@@ -158,52 +179,121 @@ fn heap_bytes(n: usize) -> u64 {
 /// capacity.
 const CLAIM_SLOT_BYTES: u64 = (16 + 16 + 1) * 8 / 7;
 
-/// A record's estimated cost: its boxed entry, id, principal, digest and
-/// audit lines (records are per pending flow, far fewer than claims).
-const RECORD_BYTES: u64 = 1024;
+/// Bytes a record's table slot costs: its key, its box pointer and a
+/// control byte, over the table's lowest load (7/16, just after it
+/// doubled).
+const RECORD_SLOT_BYTES: u64 = (16 + 8 + 1) * 16 / 7;
+
+/// The counted cost of a record: its parts on the heap and its slot.
+fn record_cost(slim: &Slim) -> u64 {
+    slim.heap_bytes() + RECORD_SLOT_BYTES
+}
+
+/// Index of a mode in per-mode tallies.
+fn mode_index(mode: Mode) -> usize {
+    match mode {
+        Mode::Form => 0,
+        Mode::Url => 1,
+    }
+}
+
+/// A principal's pending records (kept with a budget only): their counted
+/// bytes and their keys by expiry.
+#[derive(Debug, Default)]
+struct Pending {
+    bytes: u64,
+    due: BTreeSet<(u64, RecordKey)>,
+}
 
 /// Entries are boxed: a table holds a fraction of its slots full, and a
-/// doubled table of pointers costs 8 bytes a slot, not a whole entry's
-/// ~240 (the step a burst would otherwise leave in RSS for good).
+/// doubled table of pointers costs 8 bytes a slot, not a whole record's
+/// 128 (the step a burst would otherwise leave in RSS for good).
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<String, Box<Entry>>,
+    entries: HashMap<RecordKey, Box<Slim>>,
+    /// Counted bytes of the records ([`record_cost`]), form and URL.
+    record_bytes: [u64; 2],
+    /// Records held, form and URL.
+    records: [u64; 2],
     claims: HashMap<ClaimKey, ClaimEntry>,
     /// Heap bytes of the claim entries (expiry and outcome each).
     claim_bytes: u64,
-    /// Pending records by principal, by expiry (kept with a budget only).
-    pending: HashMap<String, BTreeSet<(u64, String)>>,
+    /// Pending records by principal (kept with a budget only).
+    pending: HashMap<Box<str>, Pending>,
 }
 
 impl Inner {
-    fn pending_of(&self, principal: &str) -> usize {
-        self.pending.get(principal).map_or(0, BTreeSet::len)
+    fn pending_of(&self, principal: &str) -> (usize, u64) {
+        self.pending
+            .get(principal)
+            .map_or((0, 0), |h| (h.due.len(), h.bytes))
     }
 
-    /// Forgets that `rec` is pending (it settled, expired or went).
-    fn unpend(&mut self, rec: &Record) {
-        if let Some(set) = self.pending.get_mut(&rec.principal) {
-            set.remove(&(rec.expires_at_ms, rec.id.clone()));
-            if set.is_empty() {
-                self.pending.remove(&rec.principal);
+    /// Forgets that the record under `key` is pending (it settled, expired
+    /// or went).
+    fn unpend(&mut self, key: &RecordKey, slim: &Slim) {
+        if let Some(held) = self.pending.get_mut(slim.principal())
+            && held.due.remove(&(slim.expires_at_ms(), *key))
+        {
+            held.bytes -= record_cost(slim);
+            if held.due.is_empty() {
+                self.pending.remove(slim.principal());
             }
         }
     }
 
+    /// Adds a record, counting it.
+    fn insert(&mut self, key: RecordKey, slim: Slim) {
+        let m = mode_index(slim.mode());
+        self.record_bytes[m] += record_cost(&slim);
+        self.records[m] += 1;
+        self.entries.insert(key, Box::new(slim));
+    }
+
+    /// Takes a record out, uncounting it (and its pending mark).
+    fn remove(&mut self, key: &RecordKey) -> Option<Box<Slim>> {
+        let slim = self.entries.remove(key)?;
+        self.unpend(key, &slim);
+        let m = mode_index(slim.mode());
+        self.record_bytes[m] -= record_cost(&slim);
+        self.records[m] -= 1;
+        Some(slim)
+    }
+
+    /// Settles the record under `key` (present and pending), keeping its
+    /// count and pending mark right.
+    fn settle(
+        &mut self,
+        key: &RecordKey,
+        to: Status,
+        by_owner: bool,
+        at_ms: u64,
+        result: Option<&Value>,
+    ) -> Result<(), StoreError> {
+        let Some(mut slim) = self.entries.remove(key) else {
+            return Err(StoreError::NotFound);
+        };
+        self.unpend(key, &slim);
+        let m = mode_index(slim.mode());
+        let before = record_cost(&slim);
+        let settled = slim.settle(to, by_owner, at_ms, result);
+        self.record_bytes[m] = self.record_bytes[m] - before + record_cost(&slim);
+        self.entries.insert(*key, slim);
+        settled
+    }
+
     /// Moves `principal`'s pending records due at `now_ms` to `Expired`.
     fn expire_due_of(&mut self, principal: &str, now_ms: u64) -> u64 {
-        let due: Vec<String> = self.pending.get(principal).map_or_else(Vec::new, |set| {
-            set.iter()
+        let due: Vec<RecordKey> = self.pending.get(principal).map_or_else(Vec::new, |held| {
+            held.due
+                .iter()
                 .take_while(|(at, _)| *at <= now_ms)
-                .map(|(_, id)| id.clone())
+                .map(|(_, key)| *key)
                 .collect()
         });
-        for id in &due {
-            if let Some(e) = self.entries.get_mut(id) {
-                e.transition(Status::Expired, None, now_ms);
-                let rec = e.record.clone();
-                self.unpend(&rec);
-            }
+        for key in &due {
+            // Expiring keeps no outcome, so it cannot fail.
+            let _ = self.settle(key, Status::Expired, false, now_ms, None);
         }
         due.len() as u64
     }
@@ -215,22 +305,20 @@ impl Inner {
         let victim = self
             .pending
             .values()
-            .filter(|set| set.len() > more_than)
-            .max_by_key(|set| set.len())
-            .and_then(|set| set.first().map(|(_, id)| id.clone()));
-        let Some(id) = victim else {
+            .filter(|held| held.due.len() > more_than)
+            .max_by_key(|held| held.due.len())
+            .and_then(|held| held.due.first().map(|(_, key)| *key));
+        let Some(key) = victim else {
             return false;
         };
-        if let Some(e) = self.entries.remove(&id) {
-            self.unpend(&e.record);
-        }
+        self.remove(&key);
         true
     }
 
-    /// Estimated bytes held once `claims` more claims holding
-    /// `claim_bytes` and `records` more records are added (a table about
-    /// to grow counts at its doubled size).
-    fn bytes_with(&self, claims: usize, claim_bytes: u64, records: usize) -> u64 {
+    /// Counted bytes held once `claims` more claims holding `claim_bytes`
+    /// and records costing `record_bytes` are added (the claims' table
+    /// about to grow counts at its doubled size).
+    fn bytes_with(&self, claims: usize, claim_bytes: u64, record_bytes: u64) -> u64 {
         let cap = |len: usize, cap: usize, add: usize| {
             if len + add > cap {
                 (cap * 2).max(len + add)
@@ -239,8 +327,11 @@ impl Inner {
             }
         };
         let slots = cap(self.claims.len(), self.claims.capacity(), claims) as u64;
-        let entries = (self.entries.len() + records) as u64;
-        slots * CLAIM_SLOT_BYTES + self.claim_bytes + claim_bytes + entries * RECORD_BYTES
+        slots * CLAIM_SLOT_BYTES
+            + self.claim_bytes
+            + claim_bytes
+            + self.record_bytes.iter().sum::<u64>()
+            + record_bytes
     }
 }
 
@@ -263,13 +354,34 @@ impl MemoryStore {
         })
     }
 
-    /// Estimated bytes its records and claims hold.
+    /// Counted bytes its records and claims hold.
     pub fn bytes_held(&self) -> u64 {
         self.backend
             .lock()
             .map(|i| i.bytes_with(0, 0, 0))
             .unwrap_or_default()
     }
+}
+
+/// What a memory store holds, by kind, in the bytes it counts against its
+/// budget (allocator size classes and table slots included): `/stats`
+/// shows it, and `serve` turns it into the rate its budget sustains.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Holding {
+    /// Form-mode records (2025-11-25 elicitations) held.
+    pub form_records: u64,
+    /// Their bytes.
+    pub form_record_bytes: u64,
+    /// URL-flow records (the page's flow) held.
+    pub url_records: u64,
+    /// Their bytes.
+    pub url_record_bytes: u64,
+    /// Completion claims held.
+    pub claims: u64,
+    /// Their bytes, the claim table's slots included.
+    pub claim_bytes: u64,
+    /// The budget, when there is one.
+    pub budget: Option<u64>,
 }
 
 /// The uncounted memory backend behind [`MemoryStore`].
@@ -308,10 +420,10 @@ impl MemoryBackend {
         inner: &Inner,
         claims: usize,
         claim_bytes: u64,
-        records: usize,
+        record_bytes: u64,
     ) -> Result<(), StoreError> {
         match self.budget {
-            Some(budget) if inner.bytes_with(claims, claim_bytes, records) > budget => {
+            Some(budget) if inner.bytes_with(claims, claim_bytes, record_bytes) > budget => {
                 Err(StoreError::Full {
                     used: inner.bytes_with(0, 0, 0),
                     budget,
@@ -323,28 +435,27 @@ impl MemoryBackend {
 }
 
 impl MemoryBackend {
-    /// Room for one more pending record of `principal` under `budget`:
-    /// within the principal's share (1/8 of the budget, after its due
-    /// records expired), and within the budget once the largest holders'
-    /// pending records are evicted (see the module docs).
+    /// Room for one more pending record of `principal` costing `cost`
+    /// under `budget`: within the principal's share (1/8 of the budget,
+    /// after its due records expired), and within the budget once the
+    /// largest holders' pending records are evicted (see the module docs).
     fn fair_room(
         &self,
         inner: &mut Inner,
         principal: &str,
+        cost: u64,
         now_ms: u64,
         budget: u64,
     ) -> Result<(), StoreError> {
-        let share = usize::try_from((budget / 8) / RECORD_BYTES)
-            .unwrap_or(usize::MAX)
-            .max(1);
-        if inner.pending_of(principal) >= share {
+        let share = budget / 8;
+        if inner.pending_of(principal).1 + cost > share {
             inner.expire_due_of(principal, now_ms);
-            let held = inner.pending_of(principal);
-            if held >= share {
+            let (held, bytes) = inner.pending_of(principal);
+            if bytes + cost > share {
                 let first = inner
                     .pending
                     .get(principal)
-                    .and_then(|set| set.first())
+                    .and_then(|h| h.due.first())
                     .map_or(now_ms, |(at, _)| *at);
                 return Err(StoreError::OverShare {
                     held,
@@ -353,62 +464,55 @@ impl MemoryBackend {
             }
         }
         for _ in 0..MAX_EVICTIONS {
-            if self.room_for(inner, 0, 0, 1).is_ok() {
+            if self.room_for(inner, 0, 0, cost).is_ok() {
                 return Ok(());
             }
-            if !inner.evict_from_largest(inner.pending_of(principal) + 1) {
+            if !inner.evict_from_largest(inner.pending_of(principal).0 + 1) {
                 break;
             }
             self.evicted.fetch_add(1, Ordering::Relaxed);
         }
-        self.room_for(inner, 0, 0, 1)
+        self.room_for(inner, 0, 0, cost)
     }
 }
 
 impl Backend for MemoryBackend {
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
         new.validate()?;
+        let slim = Slim::new(new);
+        let cost = record_cost(&slim);
         let mut inner = self.lock()?;
         if let Some(budget) = self.budget {
-            self.fair_room(&mut inner, &new.principal, new.created_at_ms, budget)?;
+            self.fair_room(&mut inner, &new.principal, cost, new.created_at_ms, budget)?;
         } else {
-            self.room_for(&inner, 0, 0, 1)?;
+            self.room_for(&inner, 0, 0, cost)?;
         }
-        let mut id = new_id();
-        while inner.entries.contains_key(&id) {
-            id = new_id();
+        let mut key: RecordKey = rand::random();
+        while inner.entries.contains_key(&key) {
+            key = rand::random();
         }
-        let record = Record::from_new(id.clone(), new);
-        let audit = vec![AuditEntry {
-            at_ms: new.created_at_ms,
-            from: None,
-            to: Status::Pending,
-            actor_principal: Some(new.principal.clone()),
-            version: 0,
-        }];
+        let record = slim.record(&key);
         if self.budget.is_some() {
-            inner
+            let held = inner
                 .pending
-                .entry(record.principal.clone())
-                .or_default()
-                .insert((record.expires_at_ms, id.clone()));
+                .entry(new.principal.as_str().into())
+                .or_default();
+            held.bytes += cost;
+            held.due.insert((new.expires_at_ms, key));
         }
-        inner.entries.insert(
-            id,
-            Box::new(Entry {
-                record: record.clone(),
-                audit,
-            }),
-        );
+        inner.insert(key, slim);
         Ok(record)
     }
 
     fn get(&self, id: &str, now_ms: u64) -> Result<Option<Record>, StoreError> {
+        let Some(key) = record_key(id) else {
+            return Ok(None);
+        };
         let inner = self.lock()?;
         Ok(inner
             .entries
-            .get(id)
-            .map(|e| e.record.clone().seen_at(now_ms)))
+            .get(&key)
+            .map(|e| e.record(&key).seen_at(now_ms)))
     }
 
     fn complete(
@@ -419,54 +523,51 @@ impl Backend for MemoryBackend {
         now_ms: u64,
         expiries: &mut u64,
     ) -> Result<Completion, StoreError> {
+        let key = record_key(id).ok_or(StoreError::NotFound)?;
         let mut inner = self.lock()?;
-        let entry = inner.entries.get_mut(id).ok_or(StoreError::NotFound)?;
-        if entry.record.principal != principal {
+        let entry = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
+        if entry.principal() != principal {
             return Err(StoreError::WrongPrincipal);
         }
         let target = outcome.status();
-        if entry.record.status == Status::Pending {
-            let settled = if entry.record.is_due(now_ms) {
-                entry.transition(Status::Expired, None, now_ms);
+        if entry.status() == Status::Pending {
+            if entry.is_due(now_ms) {
+                inner.settle(&key, Status::Expired, false, now_ms, None)?;
                 *expiries += 1;
-                Err(StoreError::Expired)
-            } else {
-                entry.record.result = outcome.into_result();
-                entry.transition(target, Some(principal), now_ms);
-                Ok(Completion::Applied(entry.record.clone()))
-            };
-            let rec = entry.record.clone();
-            inner.unpend(&rec);
-            return settled;
+                return Err(StoreError::Expired);
+            }
+            let result = outcome.into_result();
+            inner.settle(&key, target, true, now_ms, result.as_ref())?;
+            let settled = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
+            return Ok(Completion::Applied(settled.record(&key)));
         }
-        settle_against(entry.record.clone(), target)
+        settle_against(entry.record(&key), target)
     }
 
     fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
         let mut inner = self.lock()?;
-        let inner = &mut *inner;
-        let mut n = 0;
-        for entry in inner.entries.values_mut() {
-            if entry.record.is_due(now_ms) {
-                entry.transition(Status::Expired, None, now_ms);
-                n += 1;
-            }
+        let due: Vec<RecordKey> = inner
+            .entries
+            .iter()
+            .filter(|(_, e)| e.is_due(now_ms))
+            .map(|(key, _)| *key)
+            .collect();
+        for key in &due {
+            inner.settle(key, Status::Expired, false, now_ms, None)?;
         }
-        // Whatever is still filed as pending and due has just expired.
-        inner.pending.retain(|_, set| {
-            set.retain(|(at, _)| *at > now_ms);
-            !set.is_empty()
-        });
-        *expiries += n as u64;
-        Ok(n)
+        *expiries += due.len() as u64;
+        Ok(due.len())
     }
 
     fn audit(&self, id: &str) -> Result<Vec<AuditEntry>, StoreError> {
+        let Some(key) = record_key(id) else {
+            return Ok(Vec::new());
+        };
         let inner = self.lock()?;
         Ok(inner
             .entries
-            .get(id)
-            .map(|e| e.audit.clone())
+            .get(&key)
+            .map(|e| e.audit())
             .unwrap_or_default())
     }
 
@@ -504,26 +605,24 @@ impl Backend for MemoryBackend {
         let mut inner = self.lock()?;
         let mut purged = Purged::default();
         if let Some(cut) = cutoff(now_ms, retention_ms) {
-            let before = inner.entries.len();
             let mut audit = 0;
-            let mut gone_pending = Vec::new();
-            inner.entries.retain(|_, e| {
-                if e.record.expires_at_ms <= cut {
-                    if e.record.status == Status::Pending {
-                        gone_pending.push(e.record.clone());
+            let gone: Vec<RecordKey> = inner
+                .entries
+                .iter_mut()
+                .filter_map(|(key, e)| {
+                    if e.expires_at_ms() <= cut {
+                        audit += e.audit().len() as u64;
+                        Some(*key)
+                    } else {
+                        audit += e.purge_audit(cut);
+                        None
                     }
-                    audit += e.audit.len() as u64;
-                    return false;
-                }
-                let n = e.audit.len();
-                e.audit.retain(|a| a.at_ms > cut);
-                audit += (n - e.audit.len()) as u64;
-                true
-            });
-            for rec in &gone_pending {
-                inner.unpend(rec);
+                })
+                .collect();
+            for key in &gone {
+                inner.remove(key);
             }
-            purged.records = (before - inner.entries.len()) as u64;
+            purged.records = gone.len() as u64;
             purged.audit = audit;
         }
         let before = inner.claims.len();
@@ -549,6 +648,19 @@ impl Backend for MemoryBackend {
 
     fn backend_name(&self) -> &'static str {
         "memory"
+    }
+
+    fn holding(&self) -> Option<Holding> {
+        let inner = self.lock().ok()?;
+        Some(Holding {
+            form_records: inner.records[0],
+            form_record_bytes: inner.record_bytes[0],
+            url_records: inner.records[1],
+            url_record_bytes: inner.record_bytes[1],
+            claims: inner.claims.len() as u64,
+            claim_bytes: inner.bytes_with(0, 0, 0) - inner.record_bytes.iter().sum::<u64>(),
+            budget: self.budget,
+        })
     }
 
     fn evicted(&self) -> u64 {
@@ -605,8 +717,13 @@ mod tests {
             deployed(),
             json!({"content":[{"type":"text","text":"no: ünïcode"}],"isError":true}),
             json!({"content":[{"type":"text","text":""}],"isError":false}),
-            // Near misses of the text shape are kept as JSON, exactly.
+            // With structured content, of any JSON shape.
             json!({"content":[{"type":"text","text":"a"}],"isError":false,"structuredContent":{}}),
+            json!({"content":[{"type":"text","text":"é"}],"isError":true,"structuredContent":{"k":[1,2.5,null,"x"]}}),
+            json!({"content":[{"type":"text","text":""}],"isError":false,"structuredContent":null}),
+            // Near misses of the text shape are kept as JSON, exactly.
+            json!({"content":[{"type":"text","text":"a"}],"isError":false,"structuredContent":{},"x":1}),
+            json!({"content":[{"type":"text","text":"a"}],"structuredContent":{},"x":1}),
             json!({"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":false}),
             json!({"content":[{"type":"image","text":"a"}],"isError":false}),
             json!({"content":[{"type":"text","text":"a","x":1}],"isError":false}),
@@ -627,6 +744,15 @@ mod tests {
             (TEXT, 10 + "Deployed web to production.".len())
         );
         assert_eq!(e.keep_until_ms(), 7);
+        let billing = json!({"content":[{"type":"text","text":"Billing connected."}],"isError":false,"structuredContent":{"connected":true}});
+        let e = ClaimEntry::new(7, Some(&billing)).unwrap();
+        assert_eq!(
+            (e.0[8], e.0.len()),
+            (
+                TEXT_STRUCTURED,
+                14 + "Billing connected.".len() + r#"{"connected":true}"#.len()
+            )
+        );
     }
 
     #[test]
@@ -694,10 +820,15 @@ mod tests {
         }
     }
 
+    /// What the store counts for `new`'s record.
+    fn cost(new: &crate::store::NewRecord) -> u64 {
+        record_cost(&Slim::new(new))
+    }
+
     #[test]
     fn a_principal_holds_at_most_an_eighth_of_the_budget_in_pending_records() {
         // 32 records' worth: a share of 4.
-        let s = MemoryStore::with_budget(32 * RECORD_BYTES);
+        let s = MemoryStore::with_budget(32 * cost(&pending("mallory", 10)));
         for _ in 0..4 {
             s.create(&pending("mallory", 10)).unwrap();
         }
@@ -728,7 +859,7 @@ mod tests {
     #[test]
     fn a_full_store_evicts_the_largest_holders_pending_record_for_a_smaller_one() {
         // 16 records in all, 2 per principal: 8 made-up names fill it.
-        let s = MemoryStore::with_budget(16 * RECORD_BYTES);
+        let s = MemoryStore::with_budget(16 * cost(&pending("m0", 0)));
         let crowd: Vec<Record> = (0..16)
             .map(|i| s.create(&pending(&format!("m{}", i % 8), i)).unwrap())
             .collect();

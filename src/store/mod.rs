@@ -27,6 +27,7 @@ mod counters;
 mod id;
 mod mask;
 mod memory;
+mod memory_record;
 pub mod model;
 mod record;
 mod redis;
@@ -38,7 +39,7 @@ pub use self::redis::{Eviction, Persistence, RedisStore};
 pub use claim::{Claim, KEEP_FOREVER, Taken};
 pub use id::{ID_LEN, is_plausible_id, new_id};
 pub use mask::mask_secret;
-pub use memory::MemoryStore;
+pub use memory::{Holding, MemoryStore};
 pub use record::{
     AuditEntry, Completion, Counters, MAX_FIELD_LEN, Mode, NewRecord, Outcome, Record, Status,
     StoreError,
@@ -146,6 +147,12 @@ pub trait Store: Send + Sync {
 
     /// Short backend name for logs (`memory`, `sqlite`, `redis`).
     fn backend_name(&self) -> &'static str;
+
+    /// What it holds by kind, in the bytes it counts (the memory store;
+    /// `None` for stores that keep their data elsewhere).
+    fn holding(&self) -> Option<Holding> {
+        None
+    }
 }
 
 /// Opens a store from a spec: `memory`, `sqlite:PATH` (the file is
