@@ -174,6 +174,17 @@ pub async fn search(
             _ => {}
         }
         notes.extend(run.notes(rate, &spec));
+        let full: u64 = run
+            .taken
+            .iter()
+            .map(|t| summarize::budget_refusals(&t.measured.set.samples))
+            .sum();
+        if full > 0 && !verdict.holds() {
+            notes.push(format!(
+                "at {rate:.0}/s the target refused {full} round trips as its store was full: its \
+                 memory budget (--store-memory-budget), not its CPU, set the knee there"
+            ));
+        }
         steps.push(run.row(rate, kind.as_str()));
         if verdict == StepVerdict::Stopped && stop.is_none() {
             stop = run.taken.last().and_then(|t| t.measured.end.clone());

@@ -374,6 +374,7 @@ pub fn build(
     let mut diagnoses: Vec<String> = tail_stall(set).into_iter().collect();
     diagnoses.extend(omission(set, &e2e_all, e2e_corrected.as_ref()));
     diagnoses.extend(collapses(&timeline));
+    diagnoses.extend(budget_full(&set.samples));
     let error_fraction = if round_trips.total > 0 {
         round_trips.unexpected as f64 / round_trips.total as f64
     } else {
@@ -497,6 +498,32 @@ fn omission(
 /// the last, which the run's edges cut) that completed under a quarter
 /// of the median interval while round trips were in flight, with a later
 /// one back above half of it.
+/// What the reference server says when its memory store is at its
+/// budget (a 503; see `serve --store-memory-budget`).
+pub const STORE_FULL: &str = "store is full (--store-memory-budget)";
+
+/// Round trips the target refused because its store was at its memory
+/// budget: the budget, not the CPU, limited them.
+pub fn budget_refusals(groups: &[crate::report::summary::ErrorGroup]) -> u64 {
+    groups
+        .iter()
+        .filter(|g| g.message.contains(STORE_FULL))
+        .map(|g| g.count)
+        .sum()
+}
+
+/// The diagnosis when the target's memory budget refused round trips.
+fn budget_full(groups: &[crate::report::summary::ErrorGroup]) -> Option<String> {
+    let n = budget_refusals(groups);
+    (n > 0).then(|| {
+        format!(
+            "{n} round trips were refused because the target's store was full: its memory budget \
+             (--store-memory-budget), not its CPU, limited them; its /stats `memory` shows what \
+             it holds by kind, and serve's start line what the budget sustains"
+        )
+    })
+}
+
 fn collapses(timeline: &[TimelinePoint]) -> Option<String> {
     if timeline.len() < 4 {
         return None;

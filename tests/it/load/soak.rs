@@ -161,3 +161,34 @@ fn a_soak_needs_a_single_level_and_a_process_to_watch() {
     );
     assert!(s.is_null());
 }
+
+/// A target whose own memory budget fills up: the run names the budget,
+/// not the CPU, as what refused round trips (its 503 "store is full"),
+/// and does not pass. 8 KiB holds a few dozen completion claims, which
+/// two seconds of `deploy` round trips pass.
+#[test]
+fn a_target_whose_memory_budget_fills_names_the_budget_as_the_limit() {
+    let server = serve(&["--store-memory-budget", "8KiB"]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.mcp_url();
+    let args = [
+        "--target",
+        &url,
+        "--tool",
+        "deploy",
+        "--generation",
+        "2026-07-28",
+        "--users",
+        "4",
+        "--duration",
+        "2s",
+    ];
+    let (out, s) = load(&args, dir.path());
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let diagnoses = s["diagnoses"].to_string();
+    assert!(
+        diagnoses.contains("memory budget (--store-memory-budget), not its CPU"),
+        "{diagnoses}\n{}",
+        s["error_groups"]
+    );
+}
