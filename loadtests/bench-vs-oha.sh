@@ -31,6 +31,11 @@
 # numbers, e.g. `taskset -c 1 loadtests/bench-vs-oha.sh` with the server on 0
 # (SERVER_CPU=0).
 #
+# EXACT=1: after the sweep, the generator's exact cost per request at the
+# same concurrencies (loadtests/generator-cost.sh: allocations and system
+# calls counted by perf, which CPU noise does not move); where perf cannot
+# count (no root, no uprobes) it says so and the sweep's result stands.
+#
 # TLS=1: the same sweep over https, through nginx terminating TLS on
 # 127.0.0.1 in front of the server (loadtests/lib/tls-front.sh: a throwaway
 # CA and leaf made by openssl); oha with --insecure, elicitkit with --cacert.
@@ -155,3 +160,10 @@ awk '
       split(k, f, " ")
       printf "%-7s %6d  ek/oha median %.2f, %.2f–%.2f over %d pairs; best runs %.1f / %.1f µs = %.2f\n", f[1], f[2], med, r[k, 1], r[k, m], m, be[k], bo[k], (bo[k] > 0 ? be[k] / bo[k] : 0) } }
 ' "$rows"
+
+if [ -n "${EXACT:-}" ]; then
+  echo
+  echo "exact cost per request (loadtests/generator-cost.sh, plain http):"
+  BIN="$BIN" CONCS="$CONCS" MODELS="$MODELS" RATE="$RATE" loadtests/generator-cost.sh ||
+    echo "(exact counts not available here)"
+fi

@@ -13,9 +13,11 @@
 # (connect_billing: the page, its browser session), decline, tamper, replay
 # (delete_file, single use), legacy (2025-11-25 deploy, a session per round
 # trip), legacy-url (2025-11-25 connect_billing), mix (the plan `load
-# --target` discovers). Prints a table: round trips in the second run, RSS
-# before/after it, bytes per round trip, and the store's records and claims
-# per round trip, with /stats's bytes per record kind at the end.
+# --target` discovers). Prints a table: round trips in the second run (the
+# load's count in its window, and the completions the server recorded, one
+# claim each: the divisor), RSS before/after it, RSS bytes per completed
+# round trip and the store's records per completed round trip, then what
+# /stats says the store holds by kind and its bytes each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . loadtests/lib/listening.sh
@@ -76,7 +78,7 @@ store_counts() { # /stats JSON on stdin: "records claims"
   python3 -c 'import json,sys; s=json.load(sys.stdin)["store"]; print(s["created"], s["claims_won"])'
 }
 
-printf '%-11s %10s %9s %9s %9s %8s %8s\n' kind round_trips rss_MiB_0 rss_MiB_1 B/rt rec/rt claim/rt
+printf '%-11s %10s %10s %9s %9s %9s %8s\n' kind load_rts completed rss_MiB_0 rss_MiB_1 B/rt rec/rt
 for k in $KINDS; do
   [ "$k" = mix ] || plan "$k" >"$out/$k.toml"
   RUST_LOG=warn "$BIN" serve --listen 127.0.0.1:0 --workers 1 >"$out/srv.out" 2>"$out/srv.err" &
@@ -92,8 +94,12 @@ for k in $KINDS; do
   python3 - "$k" "$n" "$r0" "$r1" "$rec0" "$rec1" "$cl0" "$cl1" <<'EOF'
 import sys
 k, n, r0, r1, a0, a1, c0, c1 = sys.argv[1], *map(int, sys.argv[2:])
-per = lambda x: x / n if n else float("nan")
-print(f"{k:<11} {n:>10} {r0/2**20:>9.1f} {r1/2**20:>9.1f} {per(r1-r0):>9.0f} {per(a1-a0):>8.2f} {per(c1-c0):>8.2f}")
+# Completed round trips as the server counts them (one claim each), where
+# there are claims: the load's count covers its measured window only, not
+# the users' launch and wind-down, which the RSS also holds.
+done = c1 - c0 if c1 > c0 else n
+per = lambda x: x / done if done else float("nan")
+print(f"{k:<11} {n:>10} {done:>10} {r0/2**20:>9.1f} {r1/2**20:>9.1f} {per(r1-r0):>9.0f} {per(a1-a0):>8.2f}")
 EOF
   stats | python3 -c "$held"
   kill "$srv"; wait "$srv" 2>/dev/null || true; srv=
