@@ -119,17 +119,18 @@ pub struct Args {
 /// The `--list` table.
 pub fn list_table() -> String {
     let mut out = format!(
-        "{:<44} {:<10} {:<6} {:<26} {:<36} {}\n",
-        "ID", "GEN", "SEV", "RULE", "SOURCE", "CHECKS (spec page)"
+        "{:<44} {:<10} {:<6} {:<26} {:<36} {:<46} {}\n",
+        "ID", "GEN", "SEV", "RULE", "SOURCE", "CONFORMANCE SCENARIO", "CHECKS (spec page)"
     );
     for c in all_checks() {
         out.push_str(&format!(
-            "{:<44} {:<10} {:<6} {:<26} {:<36} {} ({})\n",
+            "{:<44} {:<10} {:<6} {:<26} {:<36} {:<46} {} ({})\n",
             c.id,
             c.generation.to_string(),
             c.severity.to_string(),
             c.rule,
             c.source,
+            c.scenario.unwrap_or("-"),
             c.title,
             crate::check::links::spec_link(c.generation, c.rule)
         ));
