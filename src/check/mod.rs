@@ -59,6 +59,7 @@ pub mod links;
 pub mod meta_headers;
 pub mod model;
 pub mod no_action;
+pub mod non_tool;
 pub mod offered;
 pub mod origin;
 pub mod param_headers;
@@ -103,6 +104,7 @@ pub fn all_checks() -> Vec<Check> {
     v.extend(capabilities::checks());
     v.extend(schema_findings::checks());
     v.extend(flows::checks());
+    v.extend(non_tool::checks());
     v.extend(state_tamper::checks());
     v.extend(replay::checks());
     v.extend(cross_instance::checks());

@@ -366,6 +366,22 @@ flaws! {
         does: "resources/read of a URI the server does not serve answers empty contents",
         caught_by: ["mrtr-unknown-resource-error"],
     }
+    /// The eliciting prompt hands back the `requestState` it was sent
+    /// instead of sealing a new one for the next round.
+    PromptStateEchoed {
+        name: "prompt-state-echoed",
+        rule: "§4.6 / §6.B 10",
+        does: "the eliciting prompt echoes the requestState it was sent instead of a new one",
+        caught_by: ["mrtr-non-tool-prompt-flow"],
+    }
+    /// The eliciting resource asks again after every valid answer: its
+    /// flow never completes.
+    ResourceNeverCompletes {
+        name: "resource-never-completes",
+        rule: "§4.6 / §6.B 10",
+        does: "the eliciting resource asks again after every valid answer and never completes",
+        caught_by: ["mrtr-non-tool-resource-flow"],
+    }
     /// With `--stdio`: a log line goes to stdout (not stderr) before each
     /// `tools/call` reply, as a stray `print()` does.
     StdioNoise {

@@ -35,6 +35,7 @@ use super::catalog;
 use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
 use super::log_gate::gated;
+use super::non_tool;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::timing::Timing;
@@ -239,21 +240,28 @@ async fn dispatch(
             }
             Ok(finish(app, cacheable(app, tools_list()), "complete"))
         }
-        "prompts/list" => Ok(finish(
-            app,
-            cacheable(app, catalog::prompts_list()),
-            "complete",
-        )),
-        "resources/list" => Ok(finish(
-            app,
-            cacheable(app, catalog::resources_list()),
-            "complete",
-        )),
+        "prompts/list" => {
+            let mut v = catalog::prompts_list();
+            push_entry(&mut v, "prompts", non_tool::prompt_entry());
+            Ok(finish(app, cacheable(app, v), "complete"))
+        }
+        "resources/list" => {
+            let mut v = catalog::resources_list();
+            push_entry(&mut v, "resources", non_tool::resource_entry());
+            Ok(finish(app, cacheable(app, v), "complete"))
+        }
         "resources/templates/list" => Ok(finish(
             app,
             cacheable(app, json!({"resourceTemplates": []})),
             "complete",
         )),
+        METHOD_RESOURCES_READ | METHOD_PROMPTS_GET
+            if let Some(kind) = ["uri", "name"]
+                .iter()
+                .find_map(|k| param(params, k).and_then(|n| non_tool::Kind::of(method, n))) =>
+        {
+            non_tool::handle(app, kind, params, &meta, principal, timing)
+        }
         METHOD_RESOURCES_READ => match param(params, "uri").and_then(catalog::read) {
             Some(v) => Ok(finish(app, cacheable(app, v), "complete")),
             // empty-unknown-resource: a missing resource reads as nothing.
@@ -272,6 +280,13 @@ async fn dispatch(
             tools_call(app, headers, params, &meta, principal, timing).await
         }
         other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+/// Appends `entry` to the `key` array of a list result.
+fn push_entry(list: &mut Value, key: &str, entry: Value) {
+    if let Some(a) = list.get_mut(key).and_then(Value::as_array_mut) {
+        a.push(entry);
     }
 }
 

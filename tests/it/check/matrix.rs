@@ -382,7 +382,30 @@ fn expectations() -> Vec<Case> {
         (
             Flaw::EmptyUnknownResource,
             vec![("mrtr-unknown-resource-error", Fail)],
-            vec!["mrtr-cache-hints", "mrtr-result-type", "mrtr-happy-path"],
+            vec![
+                "mrtr-cache-hints",
+                "mrtr-non-tool-resource-flow",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            // Every round after the first hands back the first state.
+            Flaw::PromptStateEchoed,
+            vec![("mrtr-non-tool-prompt-flow", Fail)],
+            vec![
+                "mrtr-non-tool-resource-flow",
+                "mrtr-multi-round-new-state",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::ResourceNeverCompletes,
+            vec![("mrtr-non-tool-resource-flow", Fail)],
+            vec![
+                "mrtr-non-tool-prompt-flow",
+                "mrtr-cache-hints",
+                "mrtr-happy-path",
+            ],
         ),
     ]
 }
