@@ -138,6 +138,24 @@ pub fn list_table() -> String {
     out
 }
 
+/// The official conformance scenarios `check` covers, each with the
+/// checks that judge its rules (from their `check!` rows), as the Markdown
+/// table docs/check.md holds.
+pub fn scenario_table() -> String {
+    let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for c in all_checks() {
+        if let Some(s) = c.scenario {
+            by.entry(s).or_default().push(c.id);
+        }
+    }
+    let mut out = String::from("| conformance scenario | elicitkit checks |\n|---|---|\n");
+    for (scenario, ids) in by {
+        let ids: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
+        out.push_str(&format!("| `{scenario}` | {} |\n", ids.join(", ")));
+    }
+    out
+}
+
 /// Builds the settings from the arguments.
 pub fn settings(args: &Args, target: &str) -> Settings {
     let mut s = Settings::new(target);
@@ -323,4 +341,17 @@ pub fn known_prefixes(only: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_docs_hold_the_scenario_table_of_the_checks() {
+        let docs = include_str!("../../docs/check.md");
+        let table = super::scenario_table();
+        assert!(
+            docs.contains(&table),
+            "docs/check.md lacks the current scenario table:\n{table}"
+        );
+    }
 }
