@@ -97,6 +97,11 @@ fn params_of(kind: &Kind, entry: &Value) -> Option<Value> {
     Some(params)
 }
 
+/// The prompt name or URI `params` names.
+fn named<'a>(kind: &Kind, params: &'a Value) -> &'a str {
+    params[kind.id].as_str().unwrap_or("?")
+}
+
 /// The input a result asks for, when it is `input_required` (declared,
 /// or by its shape on a result that declares no `resultType`).
 fn asks(v: &Value) -> Option<InputRequiredResult> {
@@ -130,7 +135,7 @@ async fn walk(p: &Probe, kind: &Kind, params: &Value, first: InputRequiredResult
             states.push(s.clone());
             retry["requestState"] = s.clone().into();
         }
-        let label = format!("{} {} retry {round}", kind.method, params[kind.id]);
+        let label = format!("{} {} retry {round}", kind.method, named(kind, params));
         let reply = match p.modern(label, kind.method, retry, &all_modes()).await {
             Ok(r) => r,
             Err(e) => {
@@ -187,7 +192,9 @@ async fn flow(p: &Probe, kind: &Kind) -> Verdict {
         .await
     {
         Ok(r) => r.rpc(),
-        Err(e) => return Verdict::skip(format!("{}: no reply ({e}): nothing to walk", kind.list)),
+        Err(e) => {
+            return Verdict::info(format!("could not tell: {}: no reply ({e})", kind.list));
+        }
     };
     let entries: Vec<Value> = listed
         .result()
@@ -200,7 +207,7 @@ async fn flow(p: &Probe, kind: &Kind) -> Verdict {
         let Some(params) = params_of(kind, entry) else {
             continue;
         };
-        let what = format!("{} {}", kind.method, params[kind.id]);
+        let what = format!("{} {}", kind.method, named(kind, &params));
         let reply = match p
             .modern(what.clone(), kind.method, params.clone(), &all_modes())
             .await
