@@ -295,3 +295,36 @@ async fn unknown_resource_error(p: Probe) -> Verdict {
     };
     Control::observed("a listed resource is read", seen).judge(verdict)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(body: Value) -> RawReply {
+        RawReply {
+            status: 404,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.to_string().into(),
+            elapsed: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_error_must_carry_the_id_as_sent() {
+        let err = |id: Value| {
+            reply(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "x"}}))
+        };
+        let sent = RequestId::String("a-1".into());
+        assert_eq!(wrong_id(&err(json!("a-1")), &sent), None);
+        assert_eq!(
+            wrong_id(&err(Value::Null), &sent).as_deref(),
+            Some("null or no id")
+        );
+        // A string id that came back as another value is not the same id.
+        assert_eq!(
+            wrong_id(&err(json!("a-2")), &sent).as_deref(),
+            Some("\"a-2\"")
+        );
+        assert!(wrong_id(&err(json!(1)), &RequestId::Number(2)).is_some());
+    }
+}
