@@ -353,7 +353,7 @@ flaws! {
     /// tool result with `isError`, not as a JSON-RPC error.
     UnknownToolAsResult {
         name: "unknown-tool-as-result",
-        rule: "server/tools error handling",
+        rule: "§4.10 (tool errors)",
         does: "a tools/call of an unknown tool is answered as a result with isError: true",
         caught_by: ["mrtr-unknown-tool-error"],
         reveal: "check --fail-on warn (the rule is pending upstream, conformance PR #508: a plain run warns and exits 0)",
