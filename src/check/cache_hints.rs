@@ -28,7 +28,8 @@ pub fn checks() -> Vec<Check> {
         Modern,
         "list, read and discover results carry ttlMs (integer ≥ 0) and cacheScope (public or private)",
         cache_hints,
-        http("HTTP caching")
+        http("HTTP caching");
+        scenario "caching"
     )]
 }
 

@@ -29,7 +29,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "capabilities {}: no elicitation; -32021 with an object instead",
-            cap_none
+            cap_none;
+            scenario "input-required-result-capability-check"
         ),
         check!(
             "mrtr-cap-elicitation-empty",
@@ -37,7 +38,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "capabilities {elicitation:{}} (form only): no URL mode",
-            cap_empty
+            cap_empty;
+            scenario "input-required-result-capability-check"
         ),
         check!(
             "mrtr-cap-form-only",
@@ -45,7 +47,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "capabilities {elicitation:{form:{}}}: no URL mode",
-            cap_form
+            cap_form;
+            scenario "input-required-result-capability-check"
         ),
         check!(
             "mrtr-cap-url-only",
@@ -53,7 +56,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "capabilities {elicitation:{url:{}}}: no form mode",
-            cap_url
+            cap_url;
+            scenario "input-required-result-capability-check"
         ),
         check!(
             "mrtr-cap-sampling-only",
@@ -61,7 +65,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "capabilities {sampling:{}}: no elicitation",
-            cap_sampling
+            cap_sampling;
+            scenario "input-required-result-capability-check"
         ),
         check!(
             "mrtr-cap-undeclared-input",

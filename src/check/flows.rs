@@ -24,7 +24,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "each eliciting tool completes when its requests are answered validly",
-            happy_path
+            happy_path;
+            scenario "input-required-result-basic-elicitation"
         ),
         check!(
             "mrtr-multi-round-new-state",
@@ -32,7 +33,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a multi-round flow gets a different requestState each round",
-            multi_round
+            multi_round;
+            scenario "input-required-result-multi-round"
         ),
     ]
 }

@@ -34,7 +34,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "unknown extra inputResponses keys are ignored",
-            unknown_keys
+            unknown_keys;
+            scenario "input-required-result-ignore-extra-params"
         ),
         check!(
             "mrtr-input-responses-missing",
@@ -42,7 +43,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "missing or wrong-key inputResponses get a new input_required, not an error",
-            missing
+            missing;
+            scenario "input-required-result-missing-input-response"
         ),
         check!(
             "mrtr-input-responses-malformed",
@@ -50,7 +52,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a malformed answer (number, null, array, unknown action) gets an error or a re-prompt: never 404/-32601 or a 5xx (FAIL), never accepted as valid (WARN)",
-            malformed
+            malformed;
+            scenario "input-required-result-validate-input"
         ),
         check!(
             "mrtr-input-responses-shape",

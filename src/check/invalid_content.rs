@@ -36,7 +36,8 @@ pub fn checks() -> Vec<Check> {
         Should,
         Modern,
         "form content that fails the schema (missing required, wrong type, out of range, outside the enum, bad format) is refused or asked for again on every form tool",
-        every_form
+        every_form;
+        scenario "input-required-result-validate-input"
     )]
 }
 

@@ -30,7 +30,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a request without params._meta gets HTTP 400 and -32602",
-            meta_missing
+            meta_missing;
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-meta-missing-version",
@@ -38,7 +39,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "_meta without protocolVersion gets HTTP 400 and -32602",
-            meta_missing_version
+            meta_missing_version;
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-meta-missing-capabilities",
@@ -46,7 +48,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "_meta without clientCapabilities gets HTTP 400 and -32602",
-            meta_missing_caps
+            meta_missing_caps;
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-meta-client-info-optional",
@@ -54,7 +57,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a request without clientInfo still succeeds",
-            client_info_optional
+            client_info_optional;
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-header-version-mismatch",
@@ -63,7 +67,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "MCP-Protocol-Version differing from _meta gets HTTP 400 and -32020",
             version_mismatch,
-            http(HEADERS)
+            http(HEADERS);
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-header-method-missing",
@@ -72,7 +77,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "a request without Mcp-Method gets HTTP 400 and -32020",
             method_missing,
-            http(HEADERS)
+            http(HEADERS);
+            scenario "http-header-validation"
         ),
         check!(
             "mrtr-header-method-mismatch",
@@ -81,7 +87,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "Mcp-Method differing from the body gets HTTP 400 and -32020",
             method_mismatch,
-            http(HEADERS)
+            http(HEADERS);
+            scenario "http-header-validation"
         ),
         check!(
             "mrtr-header-name-missing",
@@ -90,7 +97,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "tools/call without Mcp-Name gets HTTP 400 and -32020",
             name_missing,
-            http(HEADERS)
+            http(HEADERS);
+            scenario "http-header-validation"
         ),
         check!(
             "mrtr-header-name-mismatch",
@@ -99,7 +107,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "Mcp-Name differing from params.name gets HTTP 400 and -32020",
             name_mismatch,
-            http(HEADERS)
+            http(HEADERS);
+            scenario "http-header-validation"
         ),
         check!(
             "mrtr-header-base64-decoded",
@@ -108,7 +117,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "a =?base64?…?= Mcp-Name is decoded before it is compared",
             base64_decoded,
-            http(HEADERS)
+            http(HEADERS);
+            scenario "http-header-validation"
         ),
         check!(
             "mrtr-version-unsupported",
@@ -116,7 +126,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "an unknown version gets HTTP 400 and -32022 with supported and requested",
-            version_unsupported
+            version_unsupported;
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-removed-methods",
@@ -124,7 +135,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "ping and logging/setLevel get HTTP 404 and -32601",
-            removed_methods
+            removed_methods;
+            scenario "server-stateless"
         ),
         check!(
             "mrtr-get-delete-405",

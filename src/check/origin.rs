@@ -28,7 +28,8 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "a request with a foreign Origin gets HTTP 403 (a foreign Host served alone is INFO)",
             modern,
-            http("the Origin and Host headers")
+            http("the Origin and Host headers");
+            scenario "dns-rebinding-protection"
         ),
         check!(
             "legacy-origin-validated",

@@ -34,6 +34,10 @@ pub struct Check {
     pub source: &'static str,
     /// What it needs from the run, declared after its body in `check!`.
     pub needs: Needs,
+    /// The official conformance suite's scenario (`@modelcontextprotocol/conformance`,
+    /// `server --scenario NAME`) that checks the same rule, where one does:
+    /// `; scenario "NAME"` at the end of its `check!`.
+    pub scenario: Option<&'static str>,
 }
 
 /// What a check needs beyond a target and the per-check timeout. Each is a
@@ -76,6 +80,7 @@ impl fmt::Debug for Check {
             .field("source", &self.source)
             .field("generation", &self.generation)
             .field("needs", &self.needs)
+            .field("scenario", &self.scenario)
             .finish_non_exhaustive()
     }
 }
@@ -92,12 +97,25 @@ macro_rules! need {
 }
 pub(crate) use need;
 
+/// A `check!`'s scenario, when it names one.
+macro_rules! scenario {
+    () => {
+        None
+    };
+    ($name:literal) => {
+        Some($name)
+    };
+}
+pub(crate) use scenario;
+
 /// Builds a [`Check`] from its descriptor fields, an `async fn(Probe) ->
-/// Verdict` and what it [`Needs`] (none, or words such as `alone`,
-/// `http("SSE streams")`), recording the file it is written in.
+/// Verdict`, what it [`Needs`] (none, or words such as `alone`,
+/// `http("SSE streams")`) and, after a `;`, the official conformance
+/// scenario that checks the same rule (`; scenario "caching"`), recording
+/// the file it is written in.
 macro_rules! check {
     ($id:literal, $rule:literal, $sev:ident, $gen:ident, $title:literal, $f:path
-        $(, $need:ident $(($what:expr))?)* $(,)?) => {
+        $(, $need:ident $(($what:expr))?)* $(; scenario $scenario:literal)? $(,)?) => {
         $crate::check::registry::Check {
             id: $id,
             rule: $rule,
@@ -110,6 +128,7 @@ macro_rules! check {
                 $($need: $crate::check::registry::need!($($what)?),)*
                 ..$crate::check::registry::Needs::NONE
             },
+            scenario: $crate::check::registry::scenario!($($scenario)?),
         }
     };
 }

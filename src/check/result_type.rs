@@ -22,7 +22,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "every result carries resultType complete or input_required",
-            result_type
+            result_type;
+            scenario "input-required-result-result-type"
         ),
         check!(
             "mrtr-input-required-scope",
@@ -30,7 +31,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "input_required only answers tools/call, prompts/get, resources/read",
-            scope
+            scope;
+            scenario "input-required-result-unsupported-methods"
         ),
     ]
 }

@@ -405,6 +405,7 @@ mod tests {
             },
             source: file!(),
             needs: super::super::Needs::NONE,
+            scenario: None,
         }
     }
 

@@ -22,7 +22,8 @@ pub fn checks() -> Vec<Check> {
         Modern,
         "SSE responses: no requests, nothing after the response, no log without logLevel",
         sse_hygiene,
-        http("SSE streams")
+        http("SSE streams");
+        scenario "server-stateless"
     )]
 }
 

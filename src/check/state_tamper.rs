@@ -34,7 +34,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a requestState with one bit flipped is rejected with an error",
-            bit_flip
+            bit_flip;
+            scenario "input-required-result-tampered-state"
         ),
         check!(
             "mrtr-tamper-truncate",
@@ -42,7 +43,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a truncated requestState is rejected with an error",
-            truncate
+            truncate;
+            scenario "input-required-result-tampered-state"
         ),
         check!(
             "mrtr-tamper-extend",
@@ -50,7 +52,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "a requestState with bytes appended is rejected with an error",
-            extend
+            extend;
+            scenario "input-required-result-tampered-state"
         ),
         check!(
             "mrtr-tamper-reencode",
@@ -58,7 +61,8 @@ pub fn checks() -> Vec<Check> {
             Info,
             Modern,
             "a requestState re-encoded to the same bytes (standard base64, padding, non-canonical last character): rejected, or accepted with integrity intact (recorded)",
-            reencode
+            reencode;
+            scenario "input-required-result-tampered-state"
         ),
         check!(
             "mrtr-tamper-other-tool",
@@ -66,7 +70,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "a state issued for another tool is rejected",
-            other_tool
+            other_tool;
+            scenario "input-required-result-tampered-state"
         ),
         check!(
             "mrtr-tamper-other-arguments",
@@ -74,7 +79,8 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "a state issued for other arguments is rejected",
-            other_arguments
+            other_arguments;
+            scenario "input-required-result-tampered-state"
         ),
         check!(
             "mrtr-unsolicited-state",

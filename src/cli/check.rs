@@ -119,20 +119,39 @@ pub struct Args {
 /// The `--list` table.
 pub fn list_table() -> String {
     let mut out = format!(
-        "{:<44} {:<10} {:<6} {:<26} {:<36} {}\n",
-        "ID", "GEN", "SEV", "RULE", "SOURCE", "CHECKS (spec page)"
+        "{:<44} {:<10} {:<6} {:<26} {:<36} {:<46} {}\n",
+        "ID", "GEN", "SEV", "RULE", "SOURCE", "CONFORMANCE SCENARIO", "CHECKS (spec page)"
     );
     for c in all_checks() {
         out.push_str(&format!(
-            "{:<44} {:<10} {:<6} {:<26} {:<36} {} ({})\n",
+            "{:<44} {:<10} {:<6} {:<26} {:<36} {:<46} {} ({})\n",
             c.id,
             c.generation.to_string(),
             c.severity.to_string(),
             c.rule,
             c.source,
+            c.scenario.unwrap_or("-"),
             c.title,
             crate::check::links::spec_link(c.generation, c.rule)
         ));
+    }
+    out
+}
+
+/// The official conformance scenarios `check` covers, each with the
+/// checks that judge its rules (from their `check!` rows), as the Markdown
+/// table docs/check.md holds.
+pub fn scenario_table() -> String {
+    let mut by: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for c in all_checks() {
+        if let Some(s) = c.scenario {
+            by.entry(s).or_default().push(c.id);
+        }
+    }
+    let mut out = String::from("| conformance scenario | elicitkit checks |\n|---|---|\n");
+    for (scenario, ids) in by {
+        let ids: Vec<String> = ids.iter().map(|i| format!("`{i}`")).collect();
+        out.push_str(&format!("| `{scenario}` | {} |\n", ids.join(", ")));
     }
     out
 }
@@ -322,4 +341,17 @@ pub fn known_prefixes(only: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_docs_hold_the_scenario_table_of_the_checks() {
+        let docs = include_str!("../../docs/check.md");
+        let table = super::scenario_table();
+        assert!(
+            docs.contains(&table),
+            "docs/check.md lacks the current scenario table:\n{table}"
+        );
+    }
 }

@@ -119,6 +119,19 @@ impl RawRequest {
         self
     }
 
+    /// The request with the `id` of its JSON-RPC body set to `id` (a string
+    /// id, to see it echoed as sent); a body that is not a JSON object stays
+    /// as it is.
+    pub fn with_id(mut self, id: Value) -> Self {
+        if let Ok(mut v) = serde_json::from_slice::<Value>(&self.body)
+            && v.is_object()
+        {
+            v["id"] = id;
+            self.body = v.to_string().into_bytes();
+        }
+        self
+    }
+
     /// The request on `http`, ready to send: method, URL, bearer token,
     /// headers, body.
     pub fn builder(&self, http: &reqwest::Client) -> reqwest::RequestBuilder {

@@ -1,6 +1,7 @@
 //! What the reference server offers besides tools: one resource (a short
 //! guide to the server) and one prompt, the same for every principal and
-//! both generations. A server started without tools (`serve --no-tools`)
+//! both generations (2026-07-28 lists add the eliciting prompt and resource
+//! of [`super::non_tool`]). A server started without tools (`serve --no-tools`)
 //! still answers every list, read and get with them. The 2026-07-28
 //! handler adds `resultType`, and the caching hints on the lists and the
 //! read (§4.4a); the values here carry neither.

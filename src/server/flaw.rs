@@ -325,6 +325,63 @@ flaws! {
         caught_by: ["load:--soak growth verdict"],
         reveal: "elicitkit load --soak: memory and descriptors grow only over many calls, which check does not make",
     }
+    /// `Mcp-Param-{Name}` headers are not compared with the arguments
+    /// they mirror (missing, different or undecodable ones are served).
+    IgnoreParamHeaders {
+        name: "ignore-param-headers",
+        rule: "§4.3 (SEP-2243)",
+        does: "Mcp-Param-* headers are never compared with the tool arguments they mirror",
+        caught_by: ["mrtr-param-header-validated"],
+    }
+    /// 2026-07-28 results carry no `_meta` serverInfo.
+    NoServerInfo {
+        name: "no-server-info",
+        rule: "§4.2",
+        does: "2026-07-28 results omit _meta io.modelcontextprotocol/serverInfo",
+        caught_by: ["mrtr-server-info-meta"],
+        reveal: "check --fail-on warn (serverInfo on results is a SHOULD: a plain run warns and exits 0)",
+    }
+    /// The error for an unknown method carries `"id": null`, as a router
+    /// that answers before it reads the body does.
+    ErrorIdNull {
+        name: "error-id-null",
+        rule: "§4.3",
+        does: "the -32601 error for an unknown method carries id null instead of the request's",
+        caught_by: ["mrtr-error-id-echoed"],
+    }
+    /// A `tools/call` of a tool the server does not have is answered as a
+    /// tool result with `isError`, not as a JSON-RPC error.
+    UnknownToolAsResult {
+        name: "unknown-tool-as-result",
+        rule: "§4.10 (tool errors)",
+        does: "a tools/call of an unknown tool is answered as a result with isError: true",
+        caught_by: ["mrtr-unknown-tool-error"],
+        reveal: "check --fail-on warn (the rule is pending upstream, conformance PR #508: a plain run warns and exits 0)",
+    }
+    /// `resources/read` of a URI the server does not serve answers
+    /// `contents: []` (SEP-2164 forbids it).
+    EmptyUnknownResource {
+        name: "empty-unknown-resource",
+        rule: "§4.9 (SEP-2164)",
+        does: "resources/read of a URI the server does not serve answers empty contents",
+        caught_by: ["mrtr-unknown-resource-error"],
+    }
+    /// The eliciting prompt hands back the `requestState` it was sent
+    /// instead of sealing a new one for the next round.
+    PromptStateEchoed {
+        name: "prompt-state-echoed",
+        rule: "§4.6 / §6.B 10",
+        does: "the eliciting prompt echoes the requestState it was sent instead of a new one",
+        caught_by: ["mrtr-non-tool-prompt-flow"],
+    }
+    /// The eliciting resource asks again after every valid answer: its
+    /// flow never completes.
+    ResourceNeverCompletes {
+        name: "resource-never-completes",
+        rule: "§4.6 / §6.B 10",
+        does: "the eliciting resource asks again after every valid answer and never completes",
+        caught_by: ["mrtr-non-tool-resource-flow"],
+    }
     /// With `--stdio`: a log line goes to stdout (not stderr) before each
     /// `tools/call` reply, as a stray `print()` does.
     StdioNoise {

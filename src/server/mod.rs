@@ -55,6 +55,7 @@ mod legacy;
 mod log_gate;
 mod log_text;
 mod modern;
+mod non_tool;
 mod once;
 pub mod origin;
 mod remote;

@@ -23,8 +23,8 @@ use crate::protocol::headers::{check_param_headers, check_request_headers};
 use crate::protocol::jsonrpc::Request;
 use crate::protocol::legacy::Implementation;
 use crate::protocol::mrtr::{
-    META_SERVER_INFO, METHOD_DISCOVER, METHOD_TOOLS_CALL, METHOD_TOOLS_LIST, REMOVED_METHODS,
-    REQUEST_STATE, RequestMeta,
+    META_SERVER_INFO, METHOD_DISCOVER, METHOD_PROMPTS_GET, METHOD_RESOURCES_READ,
+    METHOD_TOOLS_CALL, METHOD_TOOLS_LIST, REMOVED_METHODS, REQUEST_STATE, RequestMeta,
 };
 use crate::protocol::version::{MODERN, SUPPORTED};
 use crate::protocol::{ElicitAction, Generation};
@@ -35,6 +35,7 @@ use super::catalog;
 use super::conversation::{Conversation, Verdict, judge};
 use super::flaw::Flaw;
 use super::log_gate::gated;
+use super::non_tool;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
 use super::timing::Timing;
@@ -53,7 +54,9 @@ pub fn finish(app: &App, mut v: Value, result_type: &'static str) -> Value {
         if !app.flaw(Flaw::MissingResultType) {
             o.insert("resultType".into(), result_type.into());
         }
-        o.entry("_meta").or_insert_with(|| SERVER_META.clone());
+        if !app.flaw(Flaw::NoServerInfo) {
+            o.entry("_meta").or_insert_with(|| SERVER_META.clone());
+        }
     }
     v
 }
@@ -167,6 +170,10 @@ pub async fn handle(
             reply::result(&id, &v, app.cfg.response)
         }
         Ok(v) => reply::result(&req.id, &v, app.cfg.response),
+        // error-id-null: the unknown method's error names no request.
+        Err(e) if e.error.code == codes::METHOD_NOT_FOUND && app.flaw(Flaw::ErrorIdNull) => {
+            reply::error(None, &e)
+        }
         Err(e) => {
             tracing::debug!(
                 code = e.error.code,
@@ -233,27 +240,38 @@ async fn dispatch(
             }
             Ok(finish(app, cacheable(app, tools_list()), "complete"))
         }
-        "prompts/list" => Ok(finish(
-            app,
-            cacheable(app, catalog::prompts_list()),
-            "complete",
-        )),
-        "resources/list" => Ok(finish(
-            app,
-            cacheable(app, catalog::resources_list()),
-            "complete",
-        )),
+        "prompts/list" => {
+            let mut v = catalog::prompts_list();
+            push_entry(&mut v, "prompts", non_tool::prompt_entry());
+            Ok(finish(app, cacheable(app, v), "complete"))
+        }
+        "resources/list" => {
+            let mut v = catalog::resources_list();
+            push_entry(&mut v, "resources", non_tool::resource_entry());
+            Ok(finish(app, cacheable(app, v), "complete"))
+        }
         "resources/templates/list" => Ok(finish(
             app,
             cacheable(app, json!({"resourceTemplates": []})),
             "complete",
         )),
-        "resources/read" => match param(params, "uri").and_then(catalog::read) {
+        METHOD_RESOURCES_READ | METHOD_PROMPTS_GET
+            if let Some(kind) = ["uri", "name"]
+                .iter()
+                .find_map(|k| param(params, k).and_then(|n| non_tool::Kind::of(method, n))) =>
+        {
+            non_tool::handle(app, kind, params, &meta, principal, timing)
+        }
+        METHOD_RESOURCES_READ => match param(params, "uri").and_then(catalog::read) {
             Some(v) => Ok(finish(app, cacheable(app, v), "complete")),
+            // empty-unknown-resource: a missing resource reads as nothing.
+            None if app.flaw(Flaw::EmptyUnknownResource) && param(params, "uri").is_some() => Ok(
+                finish(app, cacheable(app, json!({"contents": []})), "complete"),
+            ),
             None => Err(unknown_resource(params, codes::INVALID_PARAMS)),
         },
         // A prompt result is not cacheable (§4.4a lists no prompts/get).
-        "prompts/get" => match param(params, "name").and_then(catalog::get_prompt) {
+        METHOD_PROMPTS_GET => match param(params, "name").and_then(catalog::get_prompt) {
             Some(v) => Ok(finish(app, v, "complete")),
             None => Err(unknown_prompt(params)),
         },
@@ -262,6 +280,13 @@ async fn dispatch(
             tools_call(app, headers, params, &meta, principal, timing).await
         }
         other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+/// Appends `entry` to the `key` array of a list result.
+fn push_entry(list: &mut Value, key: &str, entry: Value) {
+    if let Some(a) = list.get_mut(key).and_then(Value::as_array_mut) {
+        a.push(entry);
     }
 }
 
@@ -313,8 +338,13 @@ async fn tools_call(
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("params.name must be a string"))?;
-    let tool = Tool::from_name(name)
-        .ok_or_else(|| RpcError::invalid_params(format!("unknown tool {name:?}")))?;
+    let Some(tool) = Tool::from_name(name) else {
+        if app.flaw(Flaw::UnknownToolAsResult) {
+            let e = ToolResult::error(format!("unknown tool {name:?}"));
+            return Ok(finish(app, e.to_value(), "complete"));
+        }
+        return Err(RpcError::invalid_params(format!("unknown tool {name:?}")));
+    };
     let args_value = match obj.get("arguments") {
         None | Some(Value::Null) => &*EMPTY_ARGS,
         Some(v @ Value::Object(_)) => v,
@@ -338,12 +368,12 @@ async fn tools_call(
         Some(Value::String(s)) => Some(s.as_str()),
         Some(_) => return Err(bad_shape(app, "params.requestState must be a string")),
     };
-    check_param_headers(
-        |n| headers.get(n).map(|v| v.as_bytes()),
-        tool.header_params(),
-        args,
-    )
-    .map_err(|e| {
+    // ignore-param-headers: the headers are never compared.
+    let mirrored = match app.flaw(Flaw::IgnoreParamHeaders) {
+        true => &[][..],
+        false => tool.header_params(),
+    };
+    check_param_headers(|n| headers.get(n).map(|v| v.as_bytes()), mirrored, args).map_err(|e| {
         RpcError::new(
             StatusCode::BAD_REQUEST,
             codes::HEADER_MISMATCH,

@@ -116,6 +116,17 @@ async fn usage_errors_and_unreachable_targets_exit_2() {
         .find(|l| l.starts_with("mrtr-tamper-bit-flip "))
         .expect("the bit-flip row");
     assert!(row.contains("src/check/state_tamper.rs"), "{row}");
+    // ...and the official conformance scenario judging the same rule.
+    assert!(
+        row.contains("input-required-result-tampered-state"),
+        "{row}"
+    );
+    assert!(
+        list.lines()
+            .next()
+            .unwrap_or("")
+            .contains("CONFORMANCE SCENARIO")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -343,6 +343,70 @@ fn expectations() -> Vec<Case> {
             vec![("mrtr-url-secret-not-returned", Warn)],
             vec!["mrtr-url-cross-user", "mrtr-decline", "mrtr-happy-path"],
         ),
+        (
+            // stats' section travels in Mcp-Param-Section: a different,
+            // missing or undecodable header is served.
+            Flaw::IgnoreParamHeaders,
+            vec![("mrtr-param-header-validated", Fail)],
+            vec![
+                "mrtr-header-name-mismatch",
+                "mrtr-header-base64-decoded",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::NoServerInfo,
+            vec![("mrtr-server-info-meta", Warn)],
+            vec!["mrtr-result-type", "mrtr-cache-hints", "mrtr-happy-path"],
+        ),
+        (
+            // The unknown method's -32601 says id null; the other errors
+            // (-32602 without _meta, an unknown tool) still carry theirs.
+            Flaw::ErrorIdNull,
+            vec![("mrtr-error-id-echoed", Fail)],
+            vec![
+                "mrtr-meta-missing",
+                "mrtr-removed-methods",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::UnknownToolAsResult,
+            vec![("mrtr-unknown-tool-error", Warn)],
+            vec![
+                "mrtr-header-name-mismatch",
+                "mrtr-error-id-echoed",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::EmptyUnknownResource,
+            vec![("mrtr-unknown-resource-error", Fail)],
+            vec![
+                "mrtr-cache-hints",
+                "mrtr-non-tool-resource-flow",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            // Every round after the first hands back the first state.
+            Flaw::PromptStateEchoed,
+            vec![("mrtr-non-tool-prompt-flow", Fail)],
+            vec![
+                "mrtr-non-tool-resource-flow",
+                "mrtr-multi-round-new-state",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            Flaw::ResourceNeverCompletes,
+            vec![("mrtr-non-tool-resource-flow", Fail)],
+            vec![
+                "mrtr-non-tool-prompt-flow",
+                "mrtr-cache-hints",
+                "mrtr-happy-path",
+            ],
+        ),
     ]
 }
 

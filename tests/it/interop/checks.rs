@@ -163,6 +163,15 @@ pub(super) fn python_sdk_rows() -> Vec<Row> {
         ("mrtr-replay-final-retry", Warn, REPLAY),
         // 2025-11-25 forms carry a root `title` (the pydantic model name).
         ("legacy-schema-findings", Warn, "/requestedSchema/title"),
+        // Seen on the wire: an unknown tool is answered HTTP 200 with a
+        // result {isError: true}, not a JSON-RPC error (the tools page
+        // makes it a protocol error, -32602 in its example; a WARN while
+        // the suite's rule is pending, conformance PR #508).
+        ("mrtr-unknown-tool-error", Warn, "with isError: true"),
+        // It declares the resources capability but lists none, so no
+        // read is seen to succeed: its -32602 for an unlisted URI proves
+        // nothing about how reads are judged.
+        ("mrtr-unknown-resource-error", Info, "could not tell"),
         ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
     ]
 }
@@ -281,6 +290,13 @@ async fn rmcp_findings() {
         ("mrtr-schema-findings", Warn, "/requestedSchema/title"),
         ("legacy-schema-findings", Warn, "/requestedSchema/title"),
         ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+        // Seen on the wire: server/discover's result names the server in
+        // _meta, tools/list's does not (§4.2: results SHOULD carry it).
+        (
+            "mrtr-server-info-meta",
+            Warn,
+            "tools/list: no _meta[\"io.modelcontextprotocol/serverInfo\"]",
+        ),
     ]);
     assert_findings(&r, Sdk::Rmcp, &want);
     // Another tool's payload does not deserialize: refused, honestly a pass.
