@@ -60,9 +60,15 @@ run() { # model conc secs: prints "requests syscalls allocations"
   sed "s/^\[load\]$/[load]\nmax_in_flight = $conc/" loadtests/trivial.toml >"$out/plan.toml"
   if [ "$model" = closed ]; then shape=(--users "$conc"); else shape=(--rate "$RATE"); fi
   p0=$(posts)
+  # A verdict (1 failed, 3 inconclusive: a busy host may not deliver the
+  # open model's rate) leaves the counts exact; a usage error or crash does not.
+  local rc=0
   perf stat -x, -o "$out/stat" "${events[@]}" -- "$BIN" load --plan "$out/plan.toml" --target "$url" \
-    --duration "${secs}s" "${shape[@]}" --out "$out/runs" --quiet >"$out/load.log" 2>&1 ||
-    { echo "load $model $conc ${secs}s failed:" >&2; tail -5 "$out/load.log" >&2; exit 1; }
+    --duration "${secs}s" "${shape[@]}" --out "$out/runs" --quiet >"$out/load.log" 2>&1 || rc=$?
+  case $rc in
+  0 | 1 | 3) ;;
+  *) echo "load $model $conc ${secs}s exited $rc:" >&2; tail -5 "$out/load.log" >&2; exit 1 ;;
+  esac
   p1=$(posts)
   awk -F, -v r="$((p1 - p0))" -v g="$group" '
     $3 == "raw_syscalls:sys_enter" { sys = $1 }
