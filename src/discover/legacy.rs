@@ -10,7 +10,7 @@ use super::wire::{SessionError, Wire};
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
 use crate::client::http::chunks;
 use crate::client::mask;
-use crate::client::push::{CallFlow, Chunk, End, Src, Step};
+use crate::client::push::{CallFlow, Chunk, End, Head, Src, Step};
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
 use crate::protocol::body::ACCEPT_BOTH;
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
@@ -291,14 +291,9 @@ async fn open_get<W: Wire + ?Sized>(
         }
     };
     let _ = writeln!(transcript, "(GET stream: HTTP {})", head.status);
-    let open = head.status == 200 && head.content_type.as_deref().is_some_and(is_sse);
+    let open = head.status == 200 && head.is_sse();
     let body = body.map(|c| (Src::Get, c)).fuse().boxed();
     (Some(head.status), open.then_some(body))
-}
-
-/// Whether a content type is SSE, as this driver has always read it.
-fn is_sse(content_type: &str) -> bool {
-    content_type.starts_with("text/event-stream")
 }
 
 /// Opens the session's standalone GET stream and reads it for `window`
@@ -402,10 +397,7 @@ pub async fn call<W: Wire + ?Sized>(
             None
         }
     };
-    let sse = head
-        .as_ref()
-        .and_then(|h| h.content_type.as_deref())
-        .is_some_and(is_sse);
+    let sse = head.as_ref().is_some_and(Head::is_sse);
     let mut merged = stream::select(
         post.map(|c| (Src::Post, c)).boxed(),
         get_body.unwrap_or_else(|| stream::empty().boxed()),
