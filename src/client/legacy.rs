@@ -104,6 +104,16 @@ pub enum LegacyError {
     },
 }
 
+impl LegacyError {
+    /// The error of `leg` that got no reply.
+    fn of(leg: &'static str) -> impl Fn(LegFailure) -> LegacyError {
+        move |f| match f {
+            LegFailure::Timeout => LegacyError::Timeout { leg },
+            LegFailure::Transport(why) => LegacyError::Transport { leg, why },
+        }
+    }
+}
+
 /// A 2025-11-25 session.
 #[derive(Debug)]
 pub struct LegacyClient {
@@ -244,11 +254,10 @@ impl LegacyClient {
         .to_json();
         let started = Instant::now();
         let name = "initialize";
-        let (status, headers_at, ct, timing, session, bytes) =
-            c.post_whole(body, false, name).await.map_err(|f| match f {
-                LegFailure::Timeout => LegacyError::Timeout { leg: name },
-                LegFailure::Transport(why) => LegacyError::Transport { leg: name, why },
-            })?;
+        let (status, headers_at, ct, timing, session, bytes) = c
+            .post_whole(body, false, name)
+            .await
+            .map_err(LegacyError::of(name))?;
         let (state, app) = timing.as_deref().map_or((None, None), parse_server_timing);
         let mut l = leg(name, Some(status), started, LegResult::Page);
         l.to_headers = headers_at;
@@ -302,10 +311,10 @@ impl LegacyClient {
         let name = "notifications/initialized";
         let started = Instant::now();
         let body = json!({"jsonrpc":"2.0","method": METHOD_INITIALIZED}).to_string();
-        let (status, ..) = c.post_whole(body, true, name).await.map_err(|f| match f {
-            LegFailure::Timeout => LegacyError::Timeout { leg: name },
-            LegFailure::Transport(why) => LegacyError::Transport { leg: name, why },
-        })?;
+        let (status, ..) = c
+            .post_whole(body, true, name)
+            .await
+            .map_err(LegacyError::of(name))?;
         let result = if status == 202 {
             LegResult::Accepted
         } else {
@@ -931,12 +940,7 @@ impl LegacyClient {
         let send = self.request(reqwest::Method::DELETE, true).send();
         let status = match tokio::time::timeout(self.cfg.timeout, send).await {
             Err(_) => return Err(LegacyError::Timeout { leg: name }),
-            Ok(Err(e)) => {
-                return Err(LegacyError::Transport {
-                    leg: name,
-                    why: describe(&e),
-                });
-            }
+            Ok(Err(e)) => return Err(LegacyError::of(name)(LegFailure::Transport(describe(&e)))),
             Ok(Ok(r)) => r.status().as_u16(),
         };
         if (200..300).contains(&status) {

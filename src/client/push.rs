@@ -11,7 +11,6 @@
 use crate::protocol::jsonrpc::MAX_MESSAGE_BYTES;
 use crate::protocol::sse::{SseEvent, SseParser};
 use bytes::Bytes;
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Which response a chunk came from.
@@ -104,15 +103,21 @@ enum Body {
     Whole(Head, Vec<u8>),
 }
 
-/// One tool call's streams being read.
+/// One tool call's streams being read. The events of a chunk not polled
+/// before the next chunk is fed are dropped (a driver that found the
+/// call's response reads no further in its chunk).
 pub struct CallFlow<E> {
     post: Body,
     /// The GET stream's parser while it is open.
     get: Option<SseParser>,
     /// SSE events seen on the POST, priming ones included.
     post_events: usize,
-    steps: VecDeque<Step<E>>,
+    /// The last chunk's events, polled from `next` on, and their stream.
     events: Vec<SseEvent>,
+    next: usize,
+    src: Src,
+    /// The call's end, polled after the events.
+    end: Option<End<E>>,
     done: bool,
 }
 
@@ -125,8 +130,10 @@ impl<E> CallFlow<E> {
             post: Body::Unread,
             get,
             post_events: 0,
-            steps: VecDeque::new(),
             events: Vec::new(),
+            next: 0,
+            src: Src::Post,
+            end: None,
             done: false,
         }
     }
@@ -136,6 +143,9 @@ impl<E> CallFlow<E> {
         if self.done {
             return;
         }
+        self.events.clear();
+        self.next = 0;
+        self.src = src;
         match (src, chunk) {
             (Src::Post, Chunk::Head(h)) => {
                 self.post = if h.is_sse() {
@@ -151,7 +161,6 @@ impl<E> CallFlow<E> {
                 Body::Sse(parser) => {
                     let pushed = parser.push(&b, &mut self.events);
                     self.post_events += self.events.len();
-                    self.read_events(Src::Post);
                     if let Err(e) = pushed {
                         self.end(End::Malformed(e.to_string()));
                     }
@@ -164,11 +173,10 @@ impl<E> CallFlow<E> {
                 Body::Unread => {}
             },
             (Src::Get, Chunk::Data(b)) => {
-                if let Some(parser) = &mut self.get {
-                    if parser.push(&b, &mut self.events).is_err() {
-                        self.get = None; // a broken GET stream is dropped, not fatal
-                    }
-                    self.read_events(Src::Get);
+                if let Some(parser) = &mut self.get
+                    && parser.push(&b, &mut self.events).is_err()
+                {
+                    self.get = None; // a broken GET stream is dropped, not fatal
                 }
             }
             (Src::Get, _) => self.get = None,
@@ -192,7 +200,17 @@ impl<E> CallFlow<E> {
 
     /// The next step, once the chunks fed so far are read.
     pub fn poll(&mut self) -> Option<Step<E>> {
-        self.steps.pop_front()
+        while let Some(ev) = self.events.get_mut(self.next) {
+            self.next += 1;
+            if !ev.data.trim().is_empty() {
+                let data = std::mem::take(&mut ev.data);
+                return Some(Step::Event {
+                    src: self.src,
+                    data,
+                });
+            }
+        }
+        self.end.take().map(Step::Done)
     }
 
     /// SSE events seen on the POST so far, priming ones included.
@@ -206,17 +224,9 @@ impl<E> CallFlow<E> {
         self.get
     }
 
-    fn read_events(&mut self, src: Src) {
-        for ev in self.events.drain(..) {
-            if !ev.data.trim().is_empty() {
-                self.steps.push_back(Step::Event { src, data: ev.data });
-            }
-        }
-    }
-
     fn end(&mut self, end: End<E>) {
         self.done = true;
-        self.steps.push_back(Step::Done(end));
+        self.end = Some(end);
     }
 }
 
@@ -257,12 +267,10 @@ mod tests {
         f.on(Src::Get, data("data: 1\n"));
         assert_eq!(f.post_events(), 1, "the priming event counts");
         assert!(drain(&mut f).is_empty());
-        f.on(Src::Post, data(":1}\n\n"));
+        f.on(Src::Post, data(":1}\n\ndata: 2\n\n"));
+        assert_eq!(f.poll(), Some(event(Src::Post, "{\"a\":1}")));
         f.on(Src::Get, data("\n"));
-        assert_eq!(
-            drain(&mut f),
-            [event(Src::Post, "{\"a\":1}"), event(Src::Get, "1")]
-        );
+        assert_eq!(drain(&mut f), [event(Src::Get, "1")], "the rest is dropped");
         f.on(Src::Post, Chunk::End);
         f.on(Src::Post, data("data: late\n\n"));
         f.timeout();
