@@ -52,6 +52,11 @@ pub async fn call_once(
     Ok(st)
 }
 
+/// Calls `t` on `s`, answering with `answer`, without [`CallOptions`].
+pub async fn call_tool(p: &Probe, s: &Session, t: &ToolProfile, answer: Answer) -> Streamed {
+    call(p, s, &t.name, &t.arguments, answer, &CallOptions::default()).await
+}
+
 /// Runs every eliciting tool once on a fresh session with `caps`.
 pub async fn run_all(
     p: &Probe,
@@ -66,15 +71,7 @@ pub async fn run_all(
     let s = open(p, caps, initialized).await.map_err(Verdict::fail)?;
     let mut out = Vec::new();
     for t in tools {
-        let st = call(
-            p,
-            &s,
-            &t.name,
-            &t.arguments,
-            answer.clone(),
-            &CallOptions::default(),
-        )
-        .await;
+        let st = call_tool(p, &s, &t, answer.clone()).await;
         out.push((t, st));
     }
     Ok(out)
