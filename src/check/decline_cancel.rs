@@ -8,7 +8,7 @@
 //! [`legacy_checks`]) refuse pushed elicitations under the same deadline.
 
 use super::flows::config;
-use super::legacy_session::{Answer, call, eliciting, ended, open, unanswered};
+use super::legacy_session::{Answer, call_tool, eliciting, ended, open, unanswered};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -171,7 +171,7 @@ async fn legacy_refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
     // wait as long each).
     let mut untold = Vec::new();
     for t in &tools {
-        let st = call(&bounded, &s, &t.name, &t.arguments, answer.clone()).await;
+        let st = call_tool(&bounded, &s, t, answer.clone()).await;
         if let Some(why) = unanswered(&t.name, &st) {
             untold.push(why);
             if st.response.is_none() {

@@ -13,7 +13,7 @@ use super::input_responses::Tally;
 use super::invalid_content::{KINDS, describe};
 use super::judge::answer_values;
 use super::legacy_session::{
-    Answer, CallOptions, all_elicitations, call_once, call_with, elicit_findings, ended,
+    Answer, CallOptions, all_elicitations, call, call_once, elicit_findings, ended,
     initialize_request, open, run_all, run_answered, unanswered,
 };
 use super::model::Verdict;
@@ -459,7 +459,7 @@ async fn stream_rules(p: Probe) -> Verdict {
         watch_close: true,
         ..Default::default()
     };
-    let st = call_with(
+    let st = call(
         &p,
         &s,
         &t.name,

@@ -9,7 +9,7 @@
 
 use super::control::Control;
 use super::decline_cancel::refusal_deadline;
-use super::legacy_session::{Answer, CallOptions, call_with, close, open, request};
+use super::legacy_session::{Answer, CallOptions, call, close, open, request};
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
@@ -112,7 +112,7 @@ async fn answer(p: Probe) -> Verdict {
     };
     let deadline = refusal_deadline(&p);
     let bounded = p.bounded(deadline);
-    let st = call_with(
+    let st = call(
         &bounded,
         &s,
         &t.name,

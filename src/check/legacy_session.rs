@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use crate::discover::wire::SessionError;
 
 pub use crate::discover::legacy::{
-    Answer, CallOptions, Session, Streamed, call, call_with, close, initialize_request, modes_seen,
-    open, request, watch_get,
+    Answer, CallOptions, Session, Streamed, call, close, initialize_request, modes_seen, open,
+    request, watch_get,
 };
 
 /// The tools that elicit; when `answer` completes URL pages, only those
@@ -47,9 +47,14 @@ pub async fn call_once(
     opts: &CallOptions,
 ) -> Result<Streamed, SessionError> {
     let s = open(p, &all_modes(), true).await?;
-    let st = call_with(p, &s, &t.name, &t.arguments, answer, opts).await;
+    let st = call(p, &s, &t.name, &t.arguments, answer, opts).await;
     close(p, &s).await;
     Ok(st)
+}
+
+/// Calls `t` on `s`, answering with `answer`, without [`CallOptions`].
+pub async fn call_tool(p: &Probe, s: &Session, t: &ToolProfile, answer: Answer) -> Streamed {
+    call(p, s, &t.name, &t.arguments, answer, &CallOptions::default()).await
 }
 
 /// Runs every eliciting tool once on a fresh session with `caps`.
@@ -66,7 +71,7 @@ pub async fn run_all(
     let s = open(p, caps, initialized).await.map_err(Verdict::fail)?;
     let mut out = Vec::new();
     for t in tools {
-        let st = call(p, &s, &t.name, &t.arguments, answer.clone()).await;
+        let st = call_tool(p, &s, &t, answer.clone()).await;
         out.push((t, st));
     }
     Ok(out)

@@ -17,7 +17,7 @@
 use super::decline_cancel::{refusal_deadline, refuse_flow};
 use super::flows::run_flow;
 use super::judge::{answer_values, same_outcome};
-use super::legacy_session::{Answer, NO_ELICITATION, Session, call, open, unanswered};
+use super::legacy_session::{Answer, NO_ELICITATION, Session, call_tool, open, unanswered};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
@@ -139,7 +139,7 @@ async fn read_state(p: &Probe, via: &Via, tool: &ToolProfile, when: &str) -> Opt
             }
         }
         Via::Legacy(s) => {
-            let st = call(p, s, &tool.name, &tool.arguments, Answer::Observe).await;
+            let st = call_tool(p, s, tool, Answer::Observe).await;
             match st.response? {
                 Rpc::Result(v) => Some(reading_of(&v)),
                 _ => None,
@@ -194,7 +194,7 @@ async fn run(
             } else {
                 p.bounded(refusal_deadline(p))
             };
-            let st = call(&p, s, &tool.name, &tool.arguments, answer).await;
+            let st = call_tool(&p, s, tool, answer).await;
             if how != "accept"
                 && let Some(why) = unanswered(&tool.name, &st)
             {

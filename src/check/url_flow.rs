@@ -128,7 +128,7 @@ async fn modern_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
 
 async fn legacy_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
     let s = legacy_session::open(p, &all_modes(), true).await?;
-    let st = legacy_session::call(p, &s, &tool.name, &tool.arguments, Answer::Observe).await;
+    let st = legacy_session::call_tool(p, &s, tool, Answer::Observe).await;
     st.elicitations
         .iter()
         .find_map(url_of)

@@ -1,13 +1,16 @@
 //! Legs over reqwest: [`exchange`] sends one [`Outgoing`], times it (to
 //! headers, to the end of the body) and enforces a per-leg timeout;
 //! [`Reqwest`] is that as an [`Exchange`], and [`run_modern`] drives a
-//! [`ModernFlow`] over it.
+//! [`ModernFlow`] over it; [`chunks`] reads a 2025-11-25 call's streams
+//! for a [`super::push::CallFlow`].
 
 use super::drive::{Exchange, LegReply, drive};
 use super::leg::{Auth, HttpMethod, HttpReply, LegFailure, Outgoing, Target};
 use super::modern::ModernFlow;
 use super::outcome::{RoundTrip, parse_server_timing};
+use super::push::{Chunk, Head};
 use crate::protocol::body::Framing;
+use futures::stream::{self, BoxStream, StreamExt};
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -276,6 +279,36 @@ pub async fn run_modern(
     };
     let Ok(rt) = drive(flow, &mut ex).await;
     rt
+}
+
+/// Sends `req` and yields, for a [`super::push::CallFlow`], its head (timed
+/// from `started`), its body's chunks and its end, or the error that broke
+/// it (before the head: the send's own).
+pub fn chunks(
+    req: reqwest::RequestBuilder,
+    started: Instant,
+) -> BoxStream<'static, Chunk<reqwest::Error>> {
+    stream::once(req.send())
+        .flat_map(move |res| match res {
+            Err(e) => stream::iter([Chunk::Failed(e)]).boxed(),
+            Ok(resp) => {
+                let head = Chunk::Head(Head {
+                    status: resp.status().as_u16(),
+                    content_type: header_text(resp.headers(), "content-type"),
+                    timing: header_text(resp.headers(), "server-timing"),
+                    at: started.elapsed(),
+                });
+                let body = resp.bytes_stream().map(|r| match r {
+                    Ok(b) => Chunk::Data(b),
+                    Err(e) => Chunk::Failed(e),
+                });
+                stream::iter([head])
+                    .chain(body)
+                    .chain(stream::iter([Chunk::End]))
+                    .boxed()
+            }
+        })
+        .boxed()
 }
 
 #[cfg(test)]

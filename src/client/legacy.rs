@@ -9,11 +9,12 @@
 
 use super::browser;
 use super::content;
-use super::http::{Endpoint, describe, exchange};
+use super::http::{Endpoint, chunks, describe, exchange};
 use super::leg::{HttpReply, LegFailure};
 use super::modern::{Expectations, classify_error};
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 use super::policy::AnswerPolicy;
+use super::push::{CallFlow, Chunk, End, Src, Step};
 use crate::protocol::body::decode_body;
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::elicitation::{
@@ -21,15 +22,14 @@ use crate::protocol::elicitation::{
 };
 use crate::protocol::headers::{INSTANCE, PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
-    ErrorObject, MAX_MESSAGE_BYTES, Message, Outcome as RpcOutcome, Request, RequestId, Response,
-    message_from_value, parse_json,
+    ErrorObject, Message, Outcome as RpcOutcome, Request, RequestId, Response, message_from_value,
+    parse_json,
 };
 use crate::protocol::legacy::{
     Implementation, InitializeParams, InitializeResult, METHOD_INITIALIZE, METHOD_INITIALIZED,
 };
-use crate::protocol::sse::SseParser;
 use crate::protocol::{codes, version};
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 use tokio::time::Instant as TokioInstant;
@@ -102,6 +102,16 @@ pub enum LegacyError {
         /// What is wrong.
         why: String,
     },
+}
+
+impl LegacyError {
+    /// The error of `leg` that got no reply.
+    fn of(leg: &'static str) -> impl Fn(LegFailure) -> LegacyError {
+        move |f| match f {
+            LegFailure::Timeout => LegacyError::Timeout { leg },
+            LegFailure::Transport(why) => LegacyError::Transport { leg, why },
+        }
+    }
 }
 
 /// A 2025-11-25 session.
@@ -244,11 +254,10 @@ impl LegacyClient {
         .to_json();
         let started = Instant::now();
         let name = "initialize";
-        let (status, headers_at, ct, timing, session, bytes) =
-            c.post_whole(body, false, name).await.map_err(|f| match f {
-                LegFailure::Timeout => LegacyError::Timeout { leg: name },
-                LegFailure::Transport(why) => LegacyError::Transport { leg: name, why },
-            })?;
+        let (status, headers_at, ct, timing, session, bytes) = c
+            .post_whole(body, false, name)
+            .await
+            .map_err(LegacyError::of(name))?;
         let (state, app) = timing.as_deref().map_or((None, None), parse_server_timing);
         let mut l = leg(name, Some(status), started, LegResult::Page);
         l.to_headers = headers_at;
@@ -302,10 +311,10 @@ impl LegacyClient {
         let name = "notifications/initialized";
         let started = Instant::now();
         let body = json!({"jsonrpc":"2.0","method": METHOD_INITIALIZED}).to_string();
-        let (status, ..) = c.post_whole(body, true, name).await.map_err(|f| match f {
-            LegFailure::Timeout => LegacyError::Timeout { leg: name },
-            LegFailure::Transport(why) => LegacyError::Transport { leg: name, why },
-        })?;
+        let (status, ..) = c
+            .post_whole(body, true, name)
+            .await
+            .map_err(LegacyError::of(name))?;
         let result = if status == 202 {
             LegResult::Accepted
         } else {
@@ -463,7 +472,7 @@ impl LegacyClient {
         let deadline = TokioInstant::now() + self.cfg.timeout;
         let mut stream_leg = leg("tools/call (stream)", None, started, LegResult::Page);
         let fin = self
-            .run_stream(body, &id, deadline, &mut stream_leg, &mut st)
+            .drive_call(body, &id, deadline, &mut stream_leg, &mut st)
             .await;
         stream_leg.total = started.elapsed();
         stream_leg.result = match &fin {
@@ -489,7 +498,10 @@ impl LegacyClient {
         st.rt
     }
 
-    async fn run_stream(
+    /// Drives the call's [`CallFlow`]: sends the POST (after the GET
+    /// stream, when asked for), feeds it what the streams give, and acts on
+    /// each message it reads until the call ends.
+    async fn drive_call(
         &self,
         body: String,
         id: &RequestId,
@@ -498,6 +510,7 @@ impl LegacyClient {
         st: &mut CallState<'_>,
     ) -> Final {
         let started = Instant::now();
+        let mut flow = CallFlow::new(None);
         // The optional GET stream is opened first so that a server which
         // routes elicitations there (and answers the POST with plain JSON
         // only at the end) can be served while the POST is pending.
@@ -508,7 +521,7 @@ impl LegacyClient {
         // session that it has not yet seen close (it would be lost there).
         // A 409 means that earlier stream is still registered: asked again
         // after a pause.
-        let mut early = Vec::new();
+        let mut early = None;
         let get = if self.cfg.get_stream
             && !self.get_refused.load(std::sync::atomic::Ordering::Relaxed)
         {
@@ -525,7 +538,7 @@ impl LegacyClient {
                         tokio::time::sleep(GET_RETRY_PAUSE).await;
                     }
                     Ok(Some(c)) => {
-                        early.push((Src::Get, c));
+                        early = Some((Src::Get, c));
                         break s;
                     }
                     Ok(None) => break stream::empty().boxed(),
@@ -541,28 +554,33 @@ impl LegacyClient {
             self.request(reqwest::Method::POST, true).body(body),
             started,
         );
-        let mut merged = stream::iter(early).chain(stream::select(
-            post.map(|c| (Src::Post, c)),
-            get.map(|c| (Src::Get, c)),
-        ));
-        let mut post_sse = None::<bool>;
-        let mut post_status = 0u16;
-        let mut post_ct = String::new();
-        let mut post_buf: Vec<u8> = Vec::new();
-        let mut parsers = [SseParser::new(), SseParser::new()];
-        let mut get_open = false;
-        let mut events = Vec::new();
+        let mut merged = stream::select(post.map(|c| (Src::Post, c)), get.map(|c| (Src::Get, c)));
         loop {
-            let (src, chunk) = match tokio::time::timeout_at(deadline, merged.next()).await {
-                Err(_) => return Final::Failed(LegFailure::Timeout),
-                Ok(None) => {
-                    return Final::Failed(LegFailure::Transport(
-                        "the POST stream ended without a response".into(),
-                    ));
+            while let Some(step) = flow.poll() {
+                let f = match step {
+                    Step::Event { src, data } => self.on_event(&data, src, id, deadline, st).await,
+                    Step::Done(end) => Some(self.on_end(end, id, deadline, st).await),
+                };
+                if let Some(f) = f {
+                    return f;
                 }
-                Ok(Some(x)) => x,
+            }
+            let (src, chunk) = match early.take() {
+                Some(x) => x,
+                None => match tokio::time::timeout_at(deadline, merged.next()).await {
+                    Err(_) => {
+                        flow.timeout();
+                        continue;
+                    }
+                    Ok(None) => {
+                        return Final::Failed(LegFailure::Transport(
+                            "the POST stream ended without a response".into(),
+                        ));
+                    }
+                    Ok(Some(x)) => x,
+                },
             };
-            match (src, chunk) {
+            match (src, &chunk) {
                 (Src::Post, Chunk::Head(h)) => {
                     stream_leg.to_headers = h.at;
                     stream_leg.status = Some(h.status);
@@ -572,24 +590,14 @@ impl LegacyClient {
                         .map_or((None, None), parse_server_timing);
                     stream_leg.server_state = s;
                     stream_leg.server_app = a;
-                    post_status = h.status;
-                    post_sse = Some(
-                        h.content_type
-                            .to_ascii_lowercase()
-                            .starts_with("text/event-stream"),
-                    );
-                    post_ct = h.content_type;
                 }
                 (Src::Get, Chunk::Head(h)) => {
-                    get_open = h.status == 200
-                        && h.content_type
-                            .to_ascii_lowercase()
-                            .starts_with("text/event-stream");
-                    if !get_open {
+                    let open = h.status == 200 && h.is_sse();
+                    if !open {
                         self.get_refused
                             .store(true, std::sync::atomic::Ordering::Relaxed);
                     }
-                    let result = if get_open {
+                    let result = if open {
                         LegResult::Page
                     } else {
                         LegResult::Http { status: h.status }
@@ -599,80 +607,58 @@ impl LegacyClient {
                         ..Leg::failed("GET stream", result, h.at)
                     });
                 }
-                (Src::Post, Chunk::Data(b)) if post_sse == Some(true) => {
-                    note_first_byte(stream_leg, &b, started);
-                    events.clear();
-                    if let Err(e) = parsers[0].push(&b, &mut events) {
-                        return Final::Violation(e.to_string());
-                    }
-                    if !events.is_empty() && stream_leg.to_first_event.is_none() {
-                        stream_leg.to_first_event = Some(started.elapsed());
-                    }
-                    for ev in events.drain(..) {
-                        if let Some(f) = self.on_event(&ev.data, Src::Post, id, deadline, st).await
-                        {
-                            return f;
-                        }
-                    }
-                }
-                (Src::Post, Chunk::Data(b)) => {
-                    note_first_byte(stream_leg, &b, started);
-                    if post_buf.len() + b.len() > MAX_MESSAGE_BYTES {
-                        return Final::Violation(format!(
-                            "the tools/call response exceeds {MAX_MESSAGE_BYTES} bytes"
-                        ));
-                    }
-                    post_buf.extend_from_slice(&b);
-                }
-                (Src::Get, Chunk::Data(b)) if get_open => {
-                    events.clear();
-                    if parsers[1].push(&b, &mut events).is_err() {
-                        get_open = false; // a broken GET stream is dropped, not fatal
-                        continue;
-                    }
-                    for ev in events.drain(..) {
-                        if let Some(f) = self.on_event(&ev.data, Src::Get, id, deadline, st).await {
-                            return f;
-                        }
-                    }
-                }
-                (Src::Get, _) => {}
-                (Src::Post, Chunk::Failed(why)) => {
-                    return Final::Failed(LegFailure::Transport(why));
-                }
-                (Src::Post, Chunk::End) if post_sse == Some(true) => {
-                    return Final::Failed(LegFailure::Transport(
-                        "the server closed the stream before the response to tools/call".into(),
-                    ));
-                }
-                (Src::Post, Chunk::End) => {
-                    if let Some(f) = st.misroute(&post_buf) {
-                        return f;
-                    }
-                    let ok = (200..300).contains(&post_status);
-                    let decoded = match decode_body(Some(&post_ct), &post_buf) {
-                        Ok(d) => d,
-                        Err(_) if !ok => return Final::Http(post_status),
-                        Err(e) => {
-                            return Final::Violation(format!("undecodable response body: {e}"));
-                        }
-                    };
-                    for m in decoded.messages {
-                        if let Some(f) = self.on_message(m, Src::Post, id, deadline, st).await {
-                            return f;
-                        }
-                    }
-                    return if ok {
-                        Final::Violation("no JSON-RPC response in the body".into())
-                    } else {
-                        Final::Http(post_status)
-                    };
-                }
+                (Src::Post, Chunk::Data(b)) => note_first_byte(stream_leg, b, started),
+                _ => {}
+            }
+            flow.on(src, chunk);
+            if src == Src::Post && stream_leg.to_first_event.is_none() && flow.post_events() > 0 {
+                stream_leg.to_first_event = Some(started.elapsed());
             }
         }
     }
 
-    /// Handles one SSE event's data; `Some` ends the call.
+    /// The call's POST ended before its response was read off a stream:
+    /// a whole JSON body holds it, or the call failed.
+    async fn on_end(
+        &self,
+        end: End<reqwest::Error>,
+        id: &RequestId,
+        deadline: TokioInstant,
+        st: &mut CallState<'_>,
+    ) -> Final {
+        let (head, body) = match end {
+            End::Body { head, body } => (head, body),
+            End::Closed => {
+                return Final::Failed(LegFailure::Transport(
+                    "the server closed the stream before the response to tools/call".into(),
+                ));
+            }
+            End::Failed(e) => return Final::Failed(LegFailure::Transport(describe(&e))),
+            End::Malformed(why) => return Final::Violation(why),
+            End::Timeout => return Final::Failed(LegFailure::Timeout),
+        };
+        if let Some(f) = st.misroute(&body) {
+            return f;
+        }
+        let ok = (200..300).contains(&head.status);
+        let decoded = match decode_body(head.content_type.as_deref(), &body) {
+            Ok(d) => d,
+            Err(_) if !ok => return Final::Http(head.status),
+            Err(e) => return Final::Violation(format!("undecodable response body: {e}")),
+        };
+        for m in decoded.messages {
+            if let Some(f) = self.on_message(m, Src::Post, id, deadline, st).await {
+                return f;
+            }
+        }
+        if ok {
+            Final::Violation("no JSON-RPC response in the body".into())
+        } else {
+            Final::Http(head.status)
+        }
+    }
+
+    /// Handles one (non-blank) SSE event's data; `Some` ends the call.
     async fn on_event(
         &self,
         data: &str,
@@ -681,9 +667,6 @@ impl LegacyClient {
         deadline: TokioInstant,
         st: &mut CallState<'_>,
     ) -> Option<Final> {
-        if data.trim().is_empty() {
-            return None; // priming event
-        }
         if let Some(f) = st.misroute(data.as_bytes()) {
             return Some(f);
         }
@@ -957,12 +940,7 @@ impl LegacyClient {
         let send = self.request(reqwest::Method::DELETE, true).send();
         let status = match tokio::time::timeout(self.cfg.timeout, send).await {
             Err(_) => return Err(LegacyError::Timeout { leg: name }),
-            Ok(Err(e)) => {
-                return Err(LegacyError::Transport {
-                    leg: name,
-                    why: describe(&e),
-                });
-            }
+            Ok(Err(e)) => return Err(LegacyError::of(name)(LegFailure::Transport(describe(&e)))),
             Ok(Ok(r)) => r.status().as_u16(),
         };
         if (200..300).contains(&status) {
@@ -977,30 +955,6 @@ impl LegacyClient {
     }
 }
 
-/// Which HTTP response a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Src {
-    Post,
-    Get,
-}
-
-/// Response headers, as far as the client cares.
-struct Head {
-    status: u16,
-    content_type: String,
-    timing: Option<String>,
-    at: Duration,
-}
-
-/// One step of reading a response: its head, body bytes, then its end.
-enum Chunk {
-    Head(Head),
-    Data(bytes::Bytes),
-    Failed(String),
-    End,
-}
-
-/// Sends `req` and yields its head, body chunks, and `End` (or `Failed`).
 /// How long a call waits for its GET stream's response head before
 /// sending the POST anyway.
 const GET_HEAD_WAIT: Duration = Duration::from_millis(250);
@@ -1008,30 +962,6 @@ const GET_HEAD_WAIT: Duration = Duration::from_millis(250);
 /// registered) is asked again, and the pause between.
 const GET_RETRIES: u32 = 20;
 const GET_RETRY_PAUSE: Duration = Duration::from_millis(10);
-
-fn chunks(req: reqwest::RequestBuilder, started: Instant) -> BoxStream<'static, Chunk> {
-    stream::once(req.send())
-        .flat_map(move |res| match res {
-            Err(e) => stream::iter([Chunk::Failed(describe(&e))]).boxed(),
-            Ok(resp) => {
-                let head = Chunk::Head(Head {
-                    status: resp.status().as_u16(),
-                    content_type: header(&resp, "content-type").unwrap_or_default(),
-                    timing: header(&resp, "server-timing"),
-                    at: started.elapsed(),
-                });
-                let body = resp.bytes_stream().map(|r| match r {
-                    Ok(b) => Chunk::Data(b),
-                    Err(e) => Chunk::Failed(describe(&e)),
-                });
-                stream::iter([head])
-                    .chain(body)
-                    .chain(stream::iter([Chunk::End]))
-                    .boxed()
-            }
-        })
-        .boxed()
-}
 
 /// Notes when the first body byte of the POST stream arrived.
 fn note_first_byte(leg: &mut Leg, chunk: &[u8], started: Instant) {

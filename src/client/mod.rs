@@ -14,7 +14,10 @@
 //!   endpoint ([`H1Lane`]), the load generator's hot path.
 //! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
 //! - [`browser`]: completes a URL-flow page the way a plain browser would.
-//! - [`legacy`]: the 2025-11-25 session + SSE client.
+//! - [`push`]: one 2025-11-25 tool call as a sans-I/O flow: chunks of its
+//!   POST and GET streams in, each server message (SSE read once) and the
+//!   call's end out; [`http::chunks`] feeds it from reqwest.
+//! - [`legacy`]: the 2025-11-25 session client, a driver of [`push`].
 //! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
@@ -40,6 +43,7 @@ pub mod mask;
 pub mod modern;
 pub mod outcome;
 pub mod policy;
+pub mod push;
 pub mod raw;
 pub mod rejection;
 pub mod rpc;

@@ -8,7 +8,9 @@
 use super::page;
 use super::wire::{SessionError, Wire};
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
+use crate::client::http::chunks;
 use crate::client::mask;
+use crate::client::push::{CallFlow, Chunk, End, Head, Src, Step};
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
 use crate::protocol::body::ACCEPT_BOTH;
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
@@ -19,7 +21,6 @@ use crate::protocol::jsonrpc::{
 use crate::protocol::legacy::METHOD_INITIALIZED;
 use crate::protocol::sse::SseParser;
 use crate::protocol::version::LEGACY;
-use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
@@ -57,9 +58,12 @@ impl std::fmt::Debug for KeptGet {
 /// holding any event half read.
 struct OpenGet {
     status: Option<u16>,
-    body: BoxStream<'static, (Src, Result<Bytes, String>)>,
+    body: GetBody,
     parser: SseParser,
 }
+
+/// The rest of a GET stream's body.
+type GetBody = BoxStream<'static, (Src, Chunk<reqwest::Error>)>;
 
 /// How the driver answers each `elicitation/create`.
 #[derive(Debug, Clone, PartialEq)]
@@ -249,13 +253,6 @@ fn answer_value(answer: &Answer, params: &Value, seed: u64) -> Value {
     }
 }
 
-/// Which response a chunk came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Src {
-    Post,
-    Get,
-}
-
 /// The session's standalone GET stream, asked for.
 fn get_request<W: Wire + ?Sized>(p: &W, s: &Session) -> RawRequest {
     let req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
@@ -268,45 +265,35 @@ fn get_request<W: Wire + ?Sized>(p: &W, s: &Session) -> RawRequest {
     }
 }
 
-/// Opens the session's GET stream; its status and body (empty when the
-/// server refused or did not answer within `wait`).
+/// Opens the session's GET stream; its status and, when it is an open SSE
+/// stream, its body (none when the server refused or did not answer within
+/// `wait`).
 async fn open_get<W: Wire + ?Sized>(
     p: &W,
     s: &Session,
     wait: Duration,
     transcript: &mut String,
-) -> (
-    Option<u16>,
-    BoxStream<'static, (Src, Result<Bytes, String>)>,
-) {
-    let req = get_request(p, s);
-    let resp = match tokio::time::timeout(wait, req.builder(p.http()).send()).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
+) -> (Option<u16>, Option<GetBody>) {
+    let mut body = chunks(
+        get_request(p, s).builder(p.http()),
+        std::time::Instant::now(),
+    );
+    let head = match tokio::time::timeout(wait, body.next()).await {
+        Ok(Some(Chunk::Head(h))) => h,
+        Ok(Some(Chunk::Failed(e))) => {
             let _ = writeln!(transcript, "(GET stream: transport error: {e})");
-            return (None, stream::empty().boxed());
+            return (None, None);
         }
+        Ok(_) => return (None, None),
         Err(_) => {
             let _ = writeln!(transcript, "(GET stream: no headers within {wait:?})");
-            return (None, stream::empty().boxed());
+            return (None, None);
         }
     };
-    let status = resp.status().as_u16();
-    let sse = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|c| c.starts_with("text/event-stream"));
-    let _ = writeln!(transcript, "(GET stream: HTTP {status})");
-    if status != 200 || !sse {
-        return (Some(status), stream::empty().boxed());
-    }
-    let body = resp
-        .bytes_stream()
-        .map(|c| (Src::Get, c.map_err(|e| e.to_string())))
-        .fuse()
-        .boxed();
-    (Some(status), body)
+    let _ = writeln!(transcript, "(GET stream: HTTP {})", head.status);
+    let open = head.status == 200 && head.is_sse();
+    let body = body.map(|c| (Src::Get, c)).fuse().boxed();
+    (Some(head.status), open.then_some(body))
 }
 
 /// Opens the session's standalone GET stream and reads it for `window`
@@ -318,21 +305,20 @@ pub async fn watch_get<W: Wire + ?Sized>(
     window: Duration,
 ) -> (Option<u16>, Vec<(String, Value)>) {
     let mut transcript = String::new();
-    let (status, mut body) = open_get(p, s, window, &mut transcript).await;
+    let (status, body) = open_get(p, s, window, &mut transcript).await;
     let until = Instant::now() + window;
-    let mut parser = SseParser::new();
     let mut requests = Vec::new();
-    while let Ok(Some((_, Ok(chunk)))) = tokio::time::timeout_at(until, body.next()).await {
-        let mut events = Vec::new();
-        if parser.push(&chunk, &mut events).is_err() {
-            break;
-        }
-        for ev in events.iter().filter(|e| !e.data.trim().is_empty()) {
-            let _ = writeln!(transcript, "GET data: {}", mask::body(ev.data.as_bytes()));
-            if let Ok(Message::Request(r)) =
-                parse_json(ev.data.as_bytes()).and_then(message_from_value)
-            {
-                requests.push((r.method, r.params.unwrap_or(Value::Null)));
+    if let Some(mut body) = body {
+        let mut flow = CallFlow::new(Some(SseParser::new()));
+        while let Ok(Some((src, chunk))) = tokio::time::timeout_at(until, body.next()).await {
+            flow.on(src, chunk);
+            while let Some(Step::Event { data, .. }) = flow.poll() {
+                let _ = writeln!(transcript, "GET data: {}", mask::body(data.as_bytes()));
+                if let Ok(Message::Request(r)) =
+                    parse_json(data.as_bytes()).and_then(message_from_value)
+                {
+                    requests.push((r.method, r.params.unwrap_or(Value::Null)));
+                }
             }
         }
     }
@@ -347,21 +333,11 @@ pub async fn watch_get<W: Wire + ?Sized>(
     (status, requests)
 }
 
-/// Calls `tool` on `s`, reads the stream to the call's response (bounded by
-/// the wire's timeout), answering every `elicitation/create` with `answer`
-/// (on the GET stream too, for a tool that pushes there).
+/// Calls `tool` on `s` with `opts` (GET stream, close watching, other
+/// tokens), reads the stream to the call's response (bounded by the wire's
+/// timeout), answering every `elicitation/create` with `answer` (on the GET
+/// stream too, for a tool that pushes there).
 pub async fn call<W: Wire + ?Sized>(
-    p: &W,
-    s: &Session,
-    tool: &str,
-    args: &Map<String, Value>,
-    answer: Answer,
-) -> Streamed {
-    call_with(p, s, tool, args, answer, &CallOptions::default()).await
-}
-
-/// [`call`] with options (GET stream, close watching, other tokens).
-pub async fn call_with<W: Wire + ?Sized>(
     p: &W,
     s: &Session,
     tool: &str,
@@ -382,22 +358,6 @@ pub async fn call_with<W: Wire + ?Sized>(
     let mut out = Streamed::default();
     let mut transcript = String::new();
     let deadline = Instant::now() + p.timeout();
-    let evidence = req.evidence();
-    let record = |out: &Streamed, transcript: &str| {
-        let mut text = transcript.to_owned();
-        if let Some(f) = &out.failure {
-            let _ = writeln!(text, "({f})");
-        }
-        p.record(Exchange {
-            label: req.label.clone(),
-            request: evidence.clone(),
-            response: mask::shorten(&text, 4 * mask::MAX_EVIDENCE_CHARS),
-            status: [Some(out.status).filter(|s| *s > 0), out.get_status]
-                .into_iter()
-                .flatten()
-                .max(),
-        });
-    };
     // A tool known to push on the GET stream is never called without it:
     // its elicitation would wait there unseen and the call look hung.
     let mut kept = if opts.get_stream || p.pushes_on_get(tool) {
@@ -405,130 +365,99 @@ pub async fn call_with<W: Wire + ?Sized>(
     } else {
         None
     };
-    let (get_status, get_body, get_parser) = match kept.as_deref_mut().map(Option::take) {
+    let (get_body, get_parser) = match kept.as_deref_mut().map(Option::take) {
         Some(Some(g)) => {
             let _ = writeln!(transcript, "(GET stream: kept open from an earlier call)");
-            (g.status, g.body, g.parser)
+            out.get_status = g.status;
+            (Some(g.body), Some(g.parser))
         }
         Some(None) => {
             let wait = p.timeout().min(Duration::from_secs(2));
             let (status, body) = open_get(p, s, wait, &mut transcript).await;
-            (status, body, SseParser::new())
+            out.get_status = status;
+            let parser = body.as_ref().map(|_| SseParser::new());
+            (body, parser)
         }
-        None => (None, stream::empty().boxed(), SseParser::new()),
+        None => (None, None),
     };
-    out.get_status = get_status;
-    // Puts an open GET stream back for the session's next call.
-    let keep = |kept: Option<&mut Option<OpenGet>>, body, parser| {
-        if let Some(slot) = kept
-            && get_status == Some(200)
-        {
-            *slot = Some(OpenGet {
-                status: get_status,
-                body,
-                parser,
+    let mut flow = CallFlow::new(get_parser);
+    let mut post = chunks(req.builder(p.http()), std::time::Instant::now());
+    // The POST's head is awaited before the GET stream is read on.
+    let head = match tokio::time::timeout_at(deadline, post.next()).await {
+        Ok(Some(Chunk::Head(h))) => Some(h),
+        Ok(other) => {
+            out.failure = Some(match other {
+                Some(Chunk::Failed(e)) => format!("transport: {e}"),
+                _ => "transport: no response".into(),
             });
-        }
-    };
-    let resp = match tokio::time::timeout_at(deadline, req.builder(p.http()).send()).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => {
-            out.failure = Some(format!("transport: {e}"));
-            record(&out, &transcript);
-            keep(kept.as_deref_mut(), get_body, get_parser);
-            return out;
+            None
         }
         Err(_) => {
             out.failure = Some("timeout before the response headers".into());
-            record(&out, &transcript);
-            keep(kept.as_deref_mut(), get_body, get_parser);
-            return out;
+            None
         }
     };
-    out.status = resp.status().as_u16();
-    out.content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let _ = writeln!(
-        transcript,
-        "HTTP {}\ncontent-type: {}\n",
-        out.status,
-        out.content_type.as_deref().unwrap_or("-")
+    let sse = head.as_ref().is_some_and(Head::is_sse);
+    let mut merged = stream::select(
+        post.map(|c| (Src::Post, c)).boxed(),
+        get_body.unwrap_or_else(|| stream::empty().boxed()),
     );
+    if let Some(head) = head {
+        out.status = head.status;
+        out.content_type = head.content_type.clone();
+        let _ = writeln!(
+            transcript,
+            "HTTP {}\ncontent-type: {}\n",
+            out.status,
+            out.content_type.as_deref().unwrap_or("-")
+        );
+        flow.on(Src::Post, Chunk::Head(head));
+    }
     let want = RequestId::Number(id);
-    let sse = out
-        .content_type
-        .as_deref()
-        .is_some_and(|c| c.starts_with("text/event-stream"));
-    let post_body = resp
-        .bytes_stream()
-        .map(|c| (Src::Post, c.map_err(|e| e.to_string())))
-        .chain(stream::iter([(Src::Post, Ok(Bytes::new()))]));
-    // An empty chunk marks the end of the POST body.
-    let mut merged = stream::select(post_body.boxed(), get_body);
-    let mut parsers = [SseParser::new(), get_parser];
-    let mut whole = Vec::new();
     let mut pending: Vec<(Value, Value)> = Vec::new();
-    'read: loop {
-        let (src, chunk) = match tokio::time::timeout_at(deadline, merged.next()).await {
-            Err(_) => {
-                out.failure = Some("timeout: the call's response did not arrive".into());
-                break;
-            }
+    'read: while out.failure.is_none() {
+        match tokio::time::timeout_at(deadline, merged.next()).await {
+            Err(_) => flow.timeout(),
             Ok(None) => break,
-            Ok(Some((src, Err(e)))) => {
-                if src == Src::Post {
-                    out.failure = Some(format!("stream error: {e}"));
-                    break;
+            Ok(Some((src, c))) => flow.on(src, c),
+        }
+        while let Some(step) = flow.poll() {
+            let (src, data) = match step {
+                Step::Event { src, data } => (src, data),
+                Step::Done(end) => {
+                    out.failure = match end {
+                        End::Closed => None,
+                        End::Body { head, body } => {
+                            let reply = raw::RawReply {
+                                status: head.status,
+                                headers: head
+                                    .content_type
+                                    .map(|c| ("content-type".to_owned(), c))
+                                    .into_iter()
+                                    .collect(),
+                                body,
+                                elapsed: Duration::ZERO,
+                            };
+                            let _ = writeln!(transcript, "{}", mask::body(&reply.body));
+                            let rpc = reply.rpc();
+                            if let Rpc::Error(e) = &rpc {
+                                out.errors
+                                    .push(serde_json::to_value(e).unwrap_or(Value::Null));
+                            }
+                            out.response = Some(rpc);
+                            None
+                        }
+                        End::Failed(e) => Some(format!("stream error: {e}")),
+                        End::Malformed(_) if sse => Some("SSE event too large".into()),
+                        End::Malformed(why) => Some(why),
+                        End::Timeout => Some("timeout: the call's response did not arrive".into()),
+                    };
+                    break 'read;
                 }
-                continue; // a broken GET stream is dropped, not fatal
-            }
-            Ok(Some((src, Ok(c)))) => (src, c),
-        };
-        if src == Src::Post && chunk.is_empty() {
-            if sse {
-                break; // the POST stream closed without the response
-            }
-            let reply = raw::RawReply {
-                status: out.status,
-                headers: out
-                    .content_type
-                    .iter()
-                    .map(|c| ("content-type".to_owned(), c.clone()))
-                    .collect(),
-                body: Bytes::from(std::mem::take(&mut whole)),
-                elapsed: Duration::ZERO,
             };
-            let _ = writeln!(transcript, "{}", mask::body(&reply.body));
-            out.response = Some(reply.rpc());
-            if let Some(Rpc::Error(e)) = &out.response {
-                out.errors
-                    .push(serde_json::to_value(e).unwrap_or(Value::Null));
-            }
-            break;
-        }
-        if src == Src::Post && !sse {
-            whole.extend_from_slice(&chunk);
-            continue;
-        }
-        let mut events = Vec::new();
-        let parser = &mut parsers[usize::from(src == Src::Get)];
-        if parser.push(&chunk, &mut events).is_err() {
-            if src == Src::Post {
-                out.failure = Some("SSE event too large".into());
-                break;
-            }
-            continue;
-        }
-        for ev in events {
-            if ev.data.trim().is_empty() {
-                continue;
-            }
             let tag = if src == Src::Get { "GET data" } else { "data" };
-            let _ = writeln!(transcript, "{tag}: {}", mask::body(ev.data.as_bytes()));
-            let Ok(msg) = parse_json(ev.data.as_bytes()).and_then(message_from_value) else {
+            let _ = writeln!(transcript, "{tag}: {}", mask::body(data.as_bytes()));
+            let Ok(msg) = parse_json(data.as_bytes()).and_then(message_from_value) else {
                 if src == Src::Post {
                     out.failure = Some("undecodable SSE event".into());
                     break 'read;
@@ -604,28 +533,47 @@ pub async fn call_with<W: Wire + ?Sized>(
     if opts.watch_close && sse && out.response.is_some() {
         let until = (Instant::now() + Duration::from_secs(1)).min(deadline);
         let mut extra = 0;
-        let closed = loop {
+        let closed = 'watch: loop {
             match tokio::time::timeout_at(until, merged.next()).await {
                 Err(_) => break false,
                 Ok(None) => break true,
-                Ok(Some((Src::Get, _))) => {}
-                Ok(Some((Src::Post, Err(_)))) => break true,
-                Ok(Some((Src::Post, Ok(c)))) if c.is_empty() => break true,
-                Ok(Some((Src::Post, Ok(c)))) => {
-                    let mut events = Vec::new();
-                    let _ = parsers[0].push(&c, &mut events);
-                    extra += events.iter().filter(|e| !e.data.trim().is_empty()).count();
+                Ok(Some((src, c))) => flow.on(src, c),
+            }
+            while let Some(step) = flow.poll() {
+                match step {
+                    Step::Event { src: Src::Post, .. } => extra += 1,
+                    Step::Event { .. } => {}
+                    Step::Done(_) => break 'watch true,
                 }
             }
         };
         out.after_response = Some((closed, extra));
     }
-    record(&out, &transcript);
-    let [_, get_parser] = parsers;
-    keep(kept.as_deref_mut(), merged.into_inner().1, get_parser);
+    let mut text = transcript;
+    if let Some(f) = &out.failure {
+        let _ = writeln!(text, "({f})");
+    }
+    p.record(Exchange {
+        label: req.label.clone(),
+        request: req.evidence(),
+        response: mask::shorten(&text, 4 * mask::MAX_EVIDENCE_CHARS),
+        status: [Some(out.status).filter(|s| *s > 0), out.get_status]
+            .into_iter()
+            .flatten()
+            .max(),
+    });
+    // Puts an open GET stream back for the session's next call.
+    if let (Some(slot), Some(parser), Some(200)) =
+        (kept.as_deref_mut(), flow.into_get(), out.get_status)
+    {
+        *slot = Some(OpenGet {
+            status: out.get_status,
+            body: merged.into_inner().1,
+            parser,
+        });
+    }
     out
 }
-
 /// Modes of the `elicitation/create` params seen.
 pub fn modes_seen(elicitations: &[Value]) -> ElicitModes {
     let mut m = ElicitModes::default();

@@ -602,8 +602,7 @@ async fn peek(w: &wire::Log, t: &ToolProfile) -> legacy::Streamed {
     };
     match legacy::open(w, &all_modes(), true).await {
         Ok(s) => {
-            let out =
-                legacy::call_with(w, &s, &t.name, &t.arguments, legacy::Answer::Peek, &opts).await;
+            let out = legacy::call(w, &s, &t.name, &t.arguments, legacy::Answer::Peek, &opts).await;
             legacy::close(w, &s).await;
             out
         }

@@ -761,7 +761,7 @@ impl Target {
                        "params": {"name": tool.name, "arguments": tool.args}}),
                 action.to_owned(),
             ));
-            let st = legacy::call(&run.w, &s, &tool.name, &tool.args, a).await;
+            let st = legacy::call(&run.w, &s, &tool.name, &tool.args, a, &Default::default()).await;
             run.check()?;
             let judged = judge_call(&st).or_else(|| judge_modes(&st.elicitations, &caps));
             if let Some((oracle, w)) = judged {
