@@ -50,14 +50,14 @@ for _ in $(seq 20); do
   curl -sf -H 'Authorization: Bearer ek-budget-probe' "${url%/mcp}/stats" >"$out/stats.json" && break
   sleep 1
 done
-summary "$out/soak" | python3 - "$out/stats.json" "$rc" <<'EOF'
-import json, sys
-s = json.load(sys.stdin)
-stats = json.load(open(sys.argv[1]))
+python3 - "$out/soak" "$out/stats.json" "$rc" <<'EOF'
+import glob, json, sys
+s = json.load(open(glob.glob(sys.argv[1] + "/*/summary.json")[0]))
+stats = json.load(open(sys.argv[2]))
 m = stats.get("memory", {})
 full = sum(g["count"] for g in s.get("error_groups", []) if "store is full" in g["message"])
 rt = s["round_trips"]
-print(f"load exit {sys.argv[2]}, verdict {s['verdict']}, ended by {s['ended_by']}: "
+print(f"load exit {sys.argv[3]}, verdict {s['verdict']}, ended by {s['ended_by']}: "
       f"{rt['total']} round trips in {s['duration_s']:.0f} s, {s['rps']:.0f}/s achieved, "
       f"{rt['unexpected']} unexpected")
 print(f"store held {m.get('held_bytes', 0) / 2**20:.0f} MiB of its "
