@@ -513,6 +513,13 @@ pub async fn call_with<W: Wire + ?Sized>(
             whole.extend_from_slice(&chunk);
             continue;
         }
+        // The stdio bridge ends a stream the server's exit cut short with
+        // an SSE comment saying so (no event): kept as evidence.
+        for l in String::from_utf8_lossy(&chunk).lines() {
+            if crate::stdio::bridge::gone(l).is_some() {
+                let _ = writeln!(transcript, "{l}");
+            }
+        }
         let mut events = Vec::new();
         let parser = &mut parsers[usize::from(src == Src::Get)];
         if parser.push(&chunk, &mut events).is_err() {
