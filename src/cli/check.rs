@@ -248,7 +248,7 @@ pub fn run(args: Args) -> ExitCode {
                 }
             }
         });
-        let resolved = super::target::resolve(&target, stdio).await?;
+        let resolved = super::target::resolve(&target, stdio, crate::stdio::Reuse::Never).await?;
         settings.target.mcp_url.clone_from(&resolved.url);
         settings.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
         // Over stdio the URL is the bridge's: the error names the command.

@@ -178,10 +178,19 @@ pub fn run(args: Args) -> ExitCode {
     let summary = runtime.block_on(async {
         // Ctrl-C and SIGTERM end the campaign with its summary written.
         crate::interrupt::listen();
-        let resolved = super::target::resolve(&target, stdio.clone()).await?;
+        // A case is a session: warm processes, not one started per case.
+        let resolved =
+            super::target::resolve(&target, stdio.clone(), crate::stdio::Reuse::Warm).await?;
         s.target.mcp_url.clone_from(&resolved.url);
         s.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
-        let target = blackbox::prepare(&s).await.map_err(|e| e.to_string());
+        // Over stdio the URL is the bridge's: the error names the command.
+        let target = blackbox::prepare(&s).await.map_err(|e| {
+            let e = e.to_string();
+            match &resolved.bridge {
+                Some(_) => e.replace(&resolved.url, &shown),
+                None => e,
+            }
+        });
         let summary = match target {
             Ok(target) => blackbox::run(&s, &target)
                 .await

@@ -183,16 +183,22 @@ pub struct Resolved {
     pub bridge: Option<Bridge>,
 }
 
-/// Starts the stdio server `spec` names (or passes the URL through).
-/// Needs a Tokio runtime.
-pub async fn resolve(target: &str, spec: Option<Spec>) -> Result<Resolved, String> {
+/// Starts the stdio server `spec` names, spending processes as `reuse`
+/// says (or passes the URL through). Needs a Tokio runtime.
+pub async fn resolve(
+    target: &str,
+    spec: Option<Spec>,
+    reuse: crate::stdio::Reuse,
+) -> Result<Resolved, String> {
     match spec {
         None => Ok(Resolved {
             url: target.to_owned(),
             bridge: None,
         }),
         Some(spec) => {
-            let bridge = Bridge::start(spec).await.map_err(|e| e.to_string())?;
+            let bridge = Bridge::start_with(spec, reuse)
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(Resolved {
                 url: bridge.mcp_url().to_owned(),
                 bridge: Some(bridge),

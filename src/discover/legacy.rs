@@ -419,7 +419,18 @@ pub async fn call<W: Wire + ?Sized>(
         match tokio::time::timeout_at(deadline, merged.next()).await {
             Err(_) => flow.timeout(),
             Ok(None) => break,
-            Ok(Some((src, c))) => flow.on(src, c),
+            Ok(Some((src, c))) => {
+                // The stdio bridge ends a stream the server's exit cut short
+                // with an SSE comment saying so (no event): kept as evidence.
+                if let Chunk::Data(bytes) = &c {
+                    for l in String::from_utf8_lossy(bytes).lines() {
+                        if crate::stdio::bridge::gone(l).is_some() {
+                            let _ = writeln!(transcript, "{l}");
+                        }
+                    }
+                }
+                flow.on(src, c)
+            }
         }
         while let Some(step) = flow.poll() {
             let (src, data) = match step {

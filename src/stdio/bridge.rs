@@ -31,6 +31,7 @@ use super::StdioError;
 use super::child::Command;
 use super::log::Log;
 use super::pipe::{Pipe, Routed, Waiter};
+use super::warm::{Reuse, Warm};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -60,8 +61,10 @@ pub const EXITED: &str = "the stdio server exited on its own";
 /// reply's text: a status of the bridge, not of the server, which checks
 /// must not read as the server's.
 pub fn gone(reply: &str) -> Option<&str> {
+    // In a 502's body, or as an SSE comment (`: `) ending a stream.
     let line = reply
         .lines()
+        .map(|l| l.strip_prefix(": ").unwrap_or(l))
         .find(|l| l.starts_with("the stdio server ") && l.contains(" before answering"))?;
     Some(line.split("; its stderr").next().unwrap_or(line))
 }
@@ -73,6 +76,10 @@ pub const NOT_SENT_BLANK: &str = "elicitkit bridge: a blank body is no message o
 /// How long a message that is not a request (unparsable, a batch) waits
 /// for an error reply with a null id before it is answered `202`.
 pub const NULL_ID_WAIT: Duration = Duration::from_millis(500);
+/// After a line that is not a valid request, a `ping` follows it
+/// ([`Reuse::Warm`]): once the ping is answered, the server has read past
+/// the line, and a reply to it has this much longer to come.
+pub const FENCE_GRACE: Duration = Duration::from_millis(50);
 /// How long a process gets to exit after its stdin closes.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 /// How long [`Bridge::start`] watches the first process for an exit.
@@ -115,6 +122,8 @@ struct Pool {
     /// Ids the bridge puts on the wire: HTTP clients number their requests
     /// independently, one stdio client must not reuse an id in flight.
     next_wire_id: AtomicU64,
+    reuse: Reuse,
+    warm: Warm,
 }
 
 impl Pool {
@@ -187,6 +196,7 @@ impl Pool {
                 if let Some(old) = s.1.pop_front()
                     && let Some(pipe) = s.0.remove(&old)
                 {
+                    self.warm.forget(&old);
                     out.push(pipe);
                 }
             }
@@ -196,6 +206,32 @@ impl Pool {
             stop_soon(pipe);
         }
         Ok((sid, p))
+    }
+
+    /// A session on an idle process ([`Warm`]) whose `initialize` params
+    /// are `params`: its id, process and the reply to give (id `id`).
+    fn reopen(
+        &self,
+        principal: &str,
+        params: &Value,
+        id: &Value,
+    ) -> Option<(String, Arc<Pipe>, Value)> {
+        if self.reuse != Reuse::Warm {
+            return None;
+        }
+        let (p, reply) = self.warm.take(principal, params, id)?;
+        self.log.session_reused();
+        let sid = format!(
+            "stdio-{}-{}",
+            p.pid(),
+            self.next_session.fetch_add(1, Ordering::Relaxed)
+        );
+        self.warm.reopened(&sid, principal, params, &reply);
+        if let Ok(mut s) = self.sessions.lock() {
+            s.0.insert(sid.clone(), p.clone());
+            s.1.push_back(sid.clone());
+        }
+        Some((sid, p, reply))
     }
 
     fn session(&self, sid: &str) -> Option<Arc<Pipe>> {
@@ -221,6 +257,7 @@ impl Pool {
         if let Ok(mut s) = self.spare.lock() {
             v.extend(s.drain().map(|(_, p)| p));
         }
+        v.extend(self.warm.drain());
         v
     }
 }
@@ -252,8 +289,14 @@ impl std::fmt::Debug for Bridge {
 
 impl Bridge {
     /// Starts the first process (an error if it cannot start or exits at
-    /// once, with its stderr tail) and the endpoint on 127.0.0.1.
+    /// once, with its stderr tail) and the endpoint on 127.0.0.1; a
+    /// process per 2025-11-25 session ([`Reuse::Never`]).
     pub async fn start(spec: Spec) -> Result<Bridge, StdioError> {
+        Bridge::start_with(spec, Reuse::Never).await
+    }
+
+    /// [`Bridge::start`], spending processes as `reuse` says.
+    pub async fn start_with(spec: Spec, reuse: Reuse) -> Result<Bridge, StdioError> {
         super::child::install_cleanup();
         let pool = Arc::new(Pool {
             spec,
@@ -263,6 +306,8 @@ impl Bridge {
             spare: Mutex::new(HashMap::new()),
             next_session: AtomicU64::new(1),
             next_wire_id: AtomicU64::new(1),
+            reuse,
+            warm: Warm::default(),
         });
         if pool.spec.identity_env.is_none() {
             let first = pool.shared("")?;
@@ -369,9 +414,11 @@ async fn not_on_stdio() -> Response {
 
 async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Response {
     let sid = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
-    match sid.and_then(|s| pool.end_session(s)) {
-        Some(p) => {
-            stop_soon(p);
+    match sid.and_then(|s| pool.end_session(s).map(|p| (s, p))) {
+        Some((s, p)) => {
+            for p in pool.warm.release(s, p) {
+                stop_soon(p);
+            }
             StatusCode::NO_CONTENT.into_response()
         }
         None => StatusCode::NOT_FOUND.into_response(),
@@ -425,6 +472,13 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
         .and_then(|m| m.get("method"))
         .and_then(Value::as_str)
         == Some("initialize");
+    let params = msg.as_ref().map(|m| m["params"].clone());
+    if let (None, true, Kind::Request(_, id)) = (&sid, initialize, kind(msg.clone()))
+        && let Some((s, p, reply)) =
+            pool.reopen(&principal, params.as_ref().unwrap_or(&Value::Null), &id)
+    {
+        return with_ids(json_reply(Bytes::from(reply.to_string())), &p, Some(s));
+    }
     let (pipe, new_sid) = match (&sid, initialize) {
         (Some(s), _) => match pool.session(s) {
             Some(p) => (p, None),
@@ -439,12 +493,28 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
             Err(e) => return cannot_start(&e),
         },
     };
-    let mut resp = match kind(msg) {
+    let resp = match kind(msg) {
         Kind::Request(mut m, id) => {
             let wire = Value::from(pool.next_wire_id.fetch_add(1, Ordering::Relaxed));
             m["id"] = wire.clone();
             let line = serde_json::to_vec(&m).unwrap_or_else(|_| body.to_vec());
-            forward(&pool, pipe.clone(), (id, wire), &line).await
+            // A fresh session's `initialize` reply is kept, for the
+            // sessions that may reuse its process.
+            let opened = |reply: &Value| {
+                if let (Some(s), Reuse::Warm) = (&new_sid, pool.reuse) {
+                    let p = params.as_ref().unwrap_or(&Value::Null);
+                    pool.warm.opened(s, &principal, p, reply);
+                }
+            };
+            forward(&pool, pipe.clone(), (id, wire), &line, opened).await
+        }
+        Kind::OneWay
+            if initialized(&body)
+                && sid
+                    .as_deref()
+                    .is_some_and(|s| pool.warm.skip_initialized(s)) =>
+        {
+            StatusCode::ACCEPTED.into_response()
         }
         Kind::OneWay => {
             if pipe.send(&body) {
@@ -457,6 +527,16 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
         // without a word, so silence is `202`, not a hang.
         Kind::Other(id) => odd_id(&pool, &pipe, &id, &body).await,
     };
+    with_ids(resp, &pipe, new_sid)
+}
+
+/// Whether `body` is a `notifications/initialized`.
+fn initialized(body: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(body).is_ok_and(|m| m["method"] == "notifications/initialized")
+}
+
+/// `resp` with the process that answered and a new session's id.
+fn with_ids(mut resp: Response, pipe: &Pipe, new_sid: Option<String>) -> Response {
     if let Ok(v) = HeaderValue::from_str(&format!("stdio:{}", pipe.pid())) {
         resp.headers_mut().insert(INSTANCE, v);
     }
@@ -475,13 +555,19 @@ fn cannot_start(why: &StdioError) -> Response {
 /// `502`: the child exited before it answered; the body says how, with its
 /// stderr tail.
 fn exited(pool: &Pool, pipe: &Pipe) -> Response {
+    (StatusCode::BAD_GATEWAY, gone_text(pool, pipe)).into_response()
+}
+
+/// How the child went before it answered: its exit status, or a closed
+/// stdout, with its stderr tail (the line [`gone`] reads back).
+fn gone_text(pool: &Pool, pipe: &Pipe) -> String {
     let exit = pool
         .log
         .exits()
         .into_iter()
         .rev()
         .find(|e| e.pid == pipe.pid());
-    let text = match exit {
+    match exit {
         Some(e) => format!(
             "the stdio server exited before answering ({}){}\n",
             e.status,
@@ -491,8 +577,7 @@ fn exited(pool: &Pool, pipe: &Pipe) -> Response {
             "the stdio server closed its stdout before answering{}\n",
             stderr_note(&pipe.stderr_tail())
         ),
-    };
-    (StatusCode::BAD_GATEWAY, text).into_response()
+    }
 }
 
 fn json_reply(raw: Bytes) -> Response {
@@ -506,13 +591,26 @@ fn json_reply(raw: Bytes) -> Response {
 
 /// A message that is not a valid request: answered by the first response
 /// naming its id (if it has one) or a null one, within [`NULL_ID_WAIT`],
-/// else `202`.
+/// else `202`. With [`Reuse::Warm`] a `ping` follows it: once the ping is
+/// answered (and [`FENCE_GRACE`] more) the server has read past the line
+/// without a reply, which is the same silence, told sooner; a process
+/// that answers neither within the wait is not reused.
 async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
     let mut null = pipe.wait_for(&Value::Null);
     let mut own = (!id.is_null()).then(|| pipe.wait_for(id));
     if !pipe.send(body) {
         return exited(pool, pipe);
     }
+    let mut fence = (pool.reuse == Reuse::Warm).then(|| {
+        let wire = Value::from(pool.next_wire_id.fetch_add(1, Ordering::Relaxed));
+        let w = pipe.wait_for(&wire);
+        pipe.send(
+            json!({"jsonrpc": "2.0", "id": wire, "method": "ping"})
+                .to_string()
+                .as_bytes(),
+        );
+        w
+    });
     let first = async {
         loop {
             let m = match own.as_mut() {
@@ -528,17 +626,37 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
             }
         }
     };
-    match tokio::time::timeout(NULL_ID_WAIT, first).await {
-        Ok(Some(m)) => json_reply(m.raw),
-        Ok(None) => exited(pool, pipe),
-        Err(_) => (
-            StatusCode::ACCEPTED,
-            [(
-                NO_REPLY,
-                format!("nothing within {} ms", NULL_ID_WAIT.as_millis()),
-            )],
-        )
-            .into_response(),
+    let fenced = async {
+        let Some(f) = fence.as_mut() else {
+            return std::future::pending().await;
+        };
+        loop {
+            match f.rx.recv().await {
+                Some(m) if m.is_response() => break,
+                Some(_) => {}
+                // The process is gone: `first` says so.
+                None => return std::future::pending().await,
+            }
+        }
+        tokio::time::sleep(FENCE_GRACE).await;
+    };
+    let silence = |waited: String| (StatusCode::ACCEPTED, [(NO_REPLY, waited)]).into_response();
+    tokio::select! {
+        biased;
+        r = tokio::time::timeout(NULL_ID_WAIT, first) => match r {
+            Ok(Some(m)) => json_reply(m.raw),
+            Ok(None) => exited(pool, pipe),
+            Err(_) => {
+                if fence.is_some() {
+                    pipe.disturb();
+                }
+                silence(format!("nothing within {} ms", NULL_ID_WAIT.as_millis()))
+            }
+        },
+        () = fenced => silence(format!(
+            "nothing before its reply to a ping sent after it, and {} ms more",
+            FENCE_GRACE.as_millis()
+        )),
     }
 }
 
@@ -571,6 +689,7 @@ impl Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         if !self.answered && !self.pipe.has_exited() {
+            self.pipe.disturb();
             let cancel = json!({
                 "jsonrpc": "2.0",
                 "method": "notifications/cancelled",
@@ -583,7 +702,14 @@ impl Drop for Pending {
 
 /// Sends a request whose client id is `ids.0` as `ids.1` and answers with
 /// what comes back for it.
-async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &[u8]) -> Response {
+/// `answered` sees the response when it comes straight away.
+async fn forward(
+    pool: &Arc<Pool>,
+    pipe: Arc<Pipe>,
+    ids: (Value, Value),
+    body: &[u8],
+    answered: impl FnOnce(&Value),
+) -> Response {
     let (id, wire) = ids;
     let waiter = pipe.wait_for(&wire);
     if !pipe.send(body) {
@@ -602,15 +728,29 @@ async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &
     };
     if first.is_response() {
         pending.answered = true;
-        return json_reply(pending.for_client(first).raw);
+        let reply = pending.for_client(first);
+        answered(&reply.msg);
+        return json_reply(reply.raw);
     }
     // The server speaks first: stream everything up to the response.
-    let events =
-        futures::stream::unfold((Some(first), Some(pending)), |(next, pending)| async move {
+    // A stream the process's end cuts short ends with an SSE comment (no
+    // event to a client) saying so, as the bridge's 502 does.
+    let pool = pool.clone();
+    let events = futures::stream::unfold((Some(first), Some(pending)), move |(next, pending)| {
+        let pool = pool.clone();
+        async move {
             let mut pending = pending?;
             let m = match next {
                 Some(m) => m,
-                None => pending.waiter.rx.recv().await?,
+                None => match pending.waiter.rx.recv().await {
+                    Some(m) => m,
+                    None => {
+                        pending.answered = true;
+                        let text = gone_text(&pool, &pending.pipe);
+                        let comment: String = text.lines().map(|l| format!(": {l}\n")).collect();
+                        return Some((Ok(Bytes::from(comment + "\n")), (None, None)));
+                    }
+                },
             };
             let done = m.is_response();
             pending.answered |= done;
@@ -619,7 +759,8 @@ async fn forward(pool: &Arc<Pool>, pipe: Arc<Pipe>, ids: (Value, Value), body: &
                 Ok::<_, std::convert::Infallible>(event),
                 (None, (!done).then_some(pending)),
             ))
-        });
+        }
+    });
     (
         StatusCode::OK,
         [
@@ -652,6 +793,13 @@ mod tests {
         );
         let closed = "HTTP 502\n\nthe stdio server closed its stdout before answering\n";
         assert!(gone(closed).is_some());
+        // A stream the exit cut short ends with it as an SSE comment.
+        let stream = "HTTP 200\n\nevent: message\ndata: {}\n\n: the stdio server exited before \
+                      answering (exit status: 3)\n: its stderr ends:\n";
+        assert_eq!(
+            gone(stream),
+            Some("the stdio server exited before answering (exit status: 3)")
+        );
         // A server's own 502 (or any other text) is the server's.
         assert_eq!(gone("HTTP 502\n\nupstream unavailable\n"), None);
     }

@@ -67,6 +67,8 @@ pub struct Log {
     exits: Mutex<Vec<Exit>>,
     /// Processes started: sessions, shared.
     spawned: [AtomicU64; 2],
+    /// Sessions that took over an idle process ([`super::warm`]).
+    reused: AtomicU64,
 }
 
 /// The slot of a process kind in the counters.
@@ -126,6 +128,16 @@ impl Log {
     /// A child of `kind` was started.
     pub fn spawned(&self, kind: Kind) {
         self.spawned[slot(kind)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A session took over an idle process.
+    pub fn session_reused(&self) {
+        self.reused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many sessions took over an idle process.
+    pub fn reuse_count(&self) -> u64 {
+        self.reused.load(Ordering::Relaxed)
     }
 
     /// The first noise lines (clipped).

@@ -8,6 +8,7 @@
 //! - [`pipe`]: newline-delimited JSON-RPC on one child, replies routed by id.
 //! - [`log`]: what the children did besides answering (stdout noise, exits).
 //! - [`bridge`]: the loopback MCP endpoint in front of the children.
+//! - [`warm`]: session processes handed from session to session (`fuzz`).
 //!
 //! The other direction, `elicitkit serve --stdio`, is
 //! [`crate::server::stdio`].
@@ -16,8 +17,10 @@ pub mod bridge;
 pub mod child;
 pub mod log;
 pub mod pipe;
+pub mod warm;
 
 pub use bridge::{Bridge, Spec};
+pub use warm::Reuse;
 
 /// Why a stdio server could not be started or reached.
 #[derive(Debug, thiserror::Error)]

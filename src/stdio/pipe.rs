@@ -74,6 +74,10 @@ pub struct Pipe {
     exited: watch::Receiver<bool>,
     /// Set when we stop the child on purpose (its exit is no finding).
     stopping: Arc<AtomicBool>,
+    /// Set when something was left unsettled on it (a request cancelled,
+    /// a line neither answered nor read past): never handed to another
+    /// session ([`super::warm`]).
+    disturbed: AtomicBool,
     pid: u32,
     stderr: StderrTail,
 }
@@ -205,6 +209,7 @@ impl Pipe {
             routes,
             exited,
             stopping,
+            disturbed: AtomicBool::new(false),
             pid,
             stderr,
         })
@@ -224,6 +229,19 @@ impl Pipe {
     pub async fn wait_exit(&self) {
         let mut rx = self.exited.clone();
         let _ = rx.wait_for(|e| *e).await;
+    }
+
+    /// Marks it as left unsettled: not to be reused.
+    pub fn disturb(&self) {
+        self.disturbed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether another session may take it over: it runs, nothing waits
+    /// on it, and nothing was left unsettled on it.
+    pub fn reusable(&self) -> bool {
+        !self.has_exited()
+            && !self.disturbed.load(Ordering::SeqCst)
+            && self.routes.lock().is_ok_and(|r| r.waiting.is_empty())
     }
 
     /// The child's stderr tail so far.

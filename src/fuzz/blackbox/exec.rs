@@ -200,6 +200,9 @@ struct Run<'t> {
     log: Vec<Logged>,
     mutated: Option<Sent>,
     note: Option<String>,
+    /// A 2025-11-25 session a hit left open: closed after the case,
+    /// outside its evidence, so its process can serve the next session.
+    open: Option<legacy::Session>,
 }
 
 impl Run<'_> {
@@ -262,6 +265,7 @@ impl Target {
             log: Vec::new(),
             mutated: None,
             note: None,
+            open: None,
         };
         let mut out = Exec::default();
         let exits_before = self.stdio_log.as_ref().map(|l| l.crash_count());
@@ -307,6 +311,9 @@ impl Target {
             });
         }
         let _ = run.check();
+        if let Some(s) = run.open.take() {
+            legacy::close(&run.w, &s).await;
+        }
         out.note = run.note.take();
         out.log = run.log;
         out.streamed = run.w.take_streamed();
@@ -328,6 +335,7 @@ impl Target {
             log: Vec::new(),
             mutated: None,
             note: None,
+            open: None,
         };
         for method in LISTINGS {
             let req = crate::discover::modern::request(
@@ -702,6 +710,7 @@ impl Target {
         let session = legacy::open(&run.w, &caps, true).await;
         run.check()?;
         let Ok(s) = session else { return Ok(()) };
+        run.open = Some(s.clone());
         // Header and body changes go to a request that never waits for a
         // user: `tools/list` on the session.
         let hb: Vec<&Op> = ops
@@ -772,6 +781,7 @@ impl Target {
                 });
             }
         }
+        run.open = None;
         legacy::close(&run.w, &s).await;
         Ok(())
     }

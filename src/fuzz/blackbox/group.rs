@@ -13,6 +13,10 @@
 //! - The method is the one of the request that carried the mutation (or
 //!   that the oracle fired on), so a 2025-11-25 `tools/list` mutation is a
 //!   `tools/list` finding, not one of the tool the case happened to pick.
+//! - A stdio server's process exit is one cause whatever the case did and
+//!   in whichever generation: what the case sent next failed because the
+//!   process was gone, and one defect kills the process on many paths
+//!   (a run against `serve --stdio --flaw exit-on-decline` filed 7).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -27,8 +31,8 @@ use crate::oracle::Oracle;
 pub struct RootCause {
     /// The oracle that fired.
     pub oracle: Oracle,
-    /// The generation spoken.
-    pub generation: Generation,
+    /// The generation spoken (none for a process exit).
+    pub generation: Option<Generation>,
     /// The JSON-RPC method of the request that carried the mutation.
     pub method: String,
     /// The kinds of the (minimised) ops.
@@ -38,9 +42,17 @@ pub struct RootCause {
 impl RootCause {
     /// The cause of `oracle` firing on `method` after `ops`.
     pub fn new(oracle: Oracle, generation: Generation, method: &str, ops: &[Op]) -> Self {
+        if oracle == Oracle::ProcessExited {
+            return RootCause {
+                oracle,
+                generation: None,
+                method: String::new(),
+                kinds: BTreeSet::new(),
+            };
+        }
         RootCause {
             oracle,
-            generation,
+            generation: Some(generation),
             method: method.to_owned(),
             kinds: ops.iter().map(Op::name).collect(),
         }
@@ -118,7 +130,7 @@ mod tests {
             dir: String::new(),
             oracle: cause.oracle,
             severity: cause.oracle.severity(),
-            generation: cause.generation.to_string(),
+            generation: cause.generation.map(|g| g.to_string()).unwrap_or_default(),
             method: cause.method.clone(),
             ops: cause.kinds.iter().cloned().collect(),
             tools: tool.into_iter().map(str::to_owned).collect(),
@@ -210,5 +222,26 @@ mod tests {
         hit(&mut g, &list, list.clone(), None);
         assert_eq!(g.listed[5].count, 2);
         assert!(g.listed[5].tools.is_empty());
+    }
+
+    /// Seen failing before process exits were keyed apart: 3 findings.
+    #[test]
+    fn process_exits_are_one_finding_whatever_led_to_them() {
+        let mut g = Groups::default();
+        let exit = |generation, method, ops: &[Op]| {
+            RootCause::new(Oracle::ProcessExited, generation, method, ops)
+        };
+        let a = exit(
+            MODERN,
+            "tools/call",
+            &[Op::Answers(AnswerMutation::Decline)],
+        );
+        let b = exit(Generation::Legacy, "tools/list", &[Op::Replay]);
+        let c = exit(MODERN, "tools/call", &[]);
+        for (cause, tool) in [(a, Some("deploy")), (b, None), (c, Some("book"))] {
+            hit(&mut g, &cause, cause.clone(), tool);
+        }
+        assert_eq!(g.listed.len(), 1);
+        assert_eq!(g.listed[0].count, 3);
     }
 }

@@ -135,6 +135,9 @@ pub struct Finding {
     /// `elicitkit bridge`'s arguments for the stdio server (shell-quoted),
     /// when the target speaks stdio: `repro.sh` starts it for `URL`.
     pub stdio_command: Option<String>,
+    /// The stdio server's command as a user reads it: what the finding's
+    /// words name (the bridge's URL is only how `repro.sh` reaches it).
+    pub server_command: Option<String>,
     /// The principal's token.
     pub principal: String,
     /// The other principal's token, if used.
@@ -211,7 +214,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         .collect();
     let started = Instant::now();
     let mut summary = Summary {
-        target: s.target.mcp_url.clone(),
+        target: shown(s),
         seed: s.target.seed,
         generations: gens.iter().map(|(g, _)| g.to_string()).collect(),
         tools: gens
@@ -233,6 +236,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         first_finding_secs: None,
         findings: Vec::new(),
         notes: Vec::new(),
+        stdio: None,
     };
     let mut groups = Groups::default();
     if gens.is_empty() {
@@ -305,6 +309,10 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         }
     }
     summary.findings = groups.listed;
+    summary.stdio = s.stdio.as_ref().map(|i| summary::Processes {
+        started: i.log.spawn_count(),
+        sessions_reused: i.log.reuse_count(),
+    });
     summary.elapsed_secs = started.elapsed().as_secs_f64();
     summary.execs_per_sec = summary.execs as f64 / summary.elapsed_secs.max(1e-9);
     summary.requests_per_sec = summary.requests as f64 / summary.elapsed_secs.max(1e-9);
@@ -315,6 +323,15 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
     )?;
     std::fs::write(s.out_dir.join("summary.md"), summary.markdown())?;
     Ok(summary)
+}
+
+/// The target as a user names it: the URL, or a stdio server's command
+/// (never the bridge's loopback URL in front of it).
+pub fn shown(s: &Settings) -> String {
+    s.stdio.as_ref().map_or_else(
+        || s.target.mcp_url.clone(),
+        |i| format!("stdio: {}", i.command),
+    )
 }
 
 /// Files finding `f` (first seen `at` seconds in) under its root cause:
@@ -394,6 +411,7 @@ fn listing_finding(s: &Settings, t: &Target, hit: exec::Hit, log: Vec<Logged>) -
         legacy_call: None,
         mcp_url: t.mcp_url.clone(),
         stdio_command: s.stdio.as_ref().map(|i| i.bridge_args.clone()),
+        server_command: s.stdio.as_ref().map(|i| i.command.clone()),
         principal: t.principal.clone(),
         other_principal: t.other_principal.clone(),
         timeout_secs: t.timeout.as_secs_f64(),
@@ -493,6 +511,7 @@ async fn minimise_finding(
             legacy_call: ex.legacy_call,
             mcp_url: t.mcp_url.clone(),
             stdio_command: s.stdio.as_ref().map(|i| i.bridge_args.clone()),
+            server_command: s.stdio.as_ref().map(|i| i.command.clone()),
             principal: t.principal.clone(),
             other_principal: t.other_principal.clone(),
             timeout_secs: t.timeout.as_secs_f64(),

@@ -166,6 +166,10 @@ fn stdio_start(bridge_args: &str) -> String {
     )
 }
 
+/// What a stdio finding's `exchanges.txt` writes for the bridge's URL (a
+/// loopback port of the run, which names nothing a user knows).
+pub const BRIDGE_URL: &str = "<stdio bridge>/mcp";
+
 /// Writes the finding's folder: `repro.sh`, `NN.body` files and
 /// `exchanges.txt` (`finding.json` comes with the re-run's verdict, from
 /// [`write_finding`]; `judge.json`, which the script's verdict reads, from
@@ -179,6 +183,13 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         "# elicitkit fuzz finding: {} ({} {}, case {} of seed {})",
         f.oracle, f.generation, f.tool, f.case, f.seed
     );
+    if let Some(cmd) = &f.server_command {
+        let _ = writeln!(
+            sh,
+            "# the server (stdio): {}",
+            cmd.replace(['\r', '\n'], " ")
+        );
+    }
     let _ = writeln!(sh, "# {}", f.what.replace(['\r', '\n'], " "));
     let _ = writeln!(sh, "# ops: {}", f.op_names().join(" "));
     let _ = writeln!(
@@ -314,12 +325,22 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     }
     let mut ex = String::new();
+    if let Some(cmd) = &f.server_command {
+        let _ = writeln!(
+            ex,
+            "# the server (stdio): {cmd}\n# Each body below went to it as one line on its stdin, through elicitkit's\n\
+             # loopback bridge ({BRIDGE_URL} below); the HTTP statuses are the bridge's.\n"
+        );
+    }
     for l in &f.log {
         let e = l.exchange();
         let _ = writeln!(ex, "--- {}\n{}\n-> {}\n", e.label, e.request, e.response);
     }
     for e in &f.streamed {
         let _ = writeln!(ex, "--- {}\n{}\n-> {}\n", e.label, e.request, e.response);
+    }
+    if f.server_command.is_some() {
+        ex = ex.replace(&f.mcp_url, BRIDGE_URL);
     }
     std::fs::write(dir.join("exchanges.txt"), ex)
 }

@@ -599,6 +599,7 @@ mod tests {
             legacy_call: None,
             mcp_url: url.into(),
             stdio_command: None,
+            server_command: None,
             principal: "alice".into(),
             other_principal: None,
             timeout_secs: 1.0,

@@ -151,6 +151,28 @@ pub struct Summary {
     pub findings: Vec<Listed>,
     /// What an oracle saw but did not report, and why (each once).
     pub notes: Vec<String>,
+    /// A stdio target's processes, when it speaks stdio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdio: Option<Processes>,
+}
+
+/// What a stdio target's run spent on processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Processes {
+    /// Processes started (discovery included).
+    pub started: u64,
+    /// 2025-11-25 sessions that took over a warm process instead.
+    pub sessions_reused: u64,
+}
+
+impl Processes {
+    /// `N processes started, M sessions on warm ones`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} server processes started, {} sessions on a warm one",
+            self.started, self.sessions_reused
+        )
+    }
 }
 
 impl Summary {
@@ -200,6 +222,9 @@ impl Summary {
             self.seed,
             self.stopped
         );
+        if let Some(p) = &self.stdio {
+            let _ = writeln!(s, "  {}", p.line());
+        }
         for (o, n) in &self.findings_per_oracle {
             let _ = writeln!(s, "  {o:<28} {n}");
         }
@@ -247,6 +272,9 @@ impl Summary {
             self.requests_per_sec,
             self.stopped
         );
+        if let Some(p) = &self.stdio {
+            s = s.replacen("\n\n| oracle", &format!("\n- {}\n\n| oracle", p.line()), 1);
+        }
         for (o, n) in &self.findings_per_oracle {
             let _ = writeln!(s, "| {} | {n} |", md_cell(o));
         }
@@ -301,6 +329,7 @@ mod tests {
             first_finding_secs: None,
             findings: Vec::new(),
             notes: Vec::new(),
+            stdio: None,
         }
     }
 

@@ -149,6 +149,23 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
         .collect();
     assert!(blamed.is_empty(), "{blamed:?}");
     assert!(r.failed(), "the exit is a failure of the run");
+    // The same on a 2025-11-25 session: its stays-up row is the one FAIL,
+    // the decline whose stream the exit cut short is not run (it was its
+    // own FAIL: "the stream ended without a response").
+    let r = check_stdio(
+        serve(&["exit-on-decline"]),
+        None,
+        &["legacy-decline", "legacy-stdio"],
+    )
+    .await;
+    let table = check::render::text(&r, true);
+    let up = r.get("legacy-stdio-stays-up").expect("row");
+    assert_eq!(up.status, Status::Fail, "{table}");
+    let decline = r.get("legacy-decline").expect("row");
+    assert!(
+        matches!(&decline.status, Status::Inconclusive(w) if w.starts_with("not run: the stdio server")),
+        "{table}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
