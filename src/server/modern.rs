@@ -562,14 +562,7 @@ fn ask(
             conv.encode(),
             timing,
         )
-        .map_err(|e| {
-            tracing::error!(error = %e, "sealing failed");
-            RpcError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                codes::INTERNAL_ERROR,
-                "could not seal requestState",
-            )
-        })?;
+        .map_err(|e| RpcError::seal_failed(&e))?;
     let mut v = Map::new();
     v.insert("inputRequests".into(), Value::Object(requests));
     v.insert(REQUEST_STATE.into(), token.into());

@@ -175,14 +175,7 @@ pub fn handle(
                 _ => {
                     let payload = serde_json::to_vec(&answered).unwrap_or_default();
                     app.seal_state(principal, digest, 1, payload, timing)
-                        .map_err(|e| {
-                            tracing::error!(error = %e, "sealing failed");
-                            RpcError::new(
-                                StatusCode::INTERNAL_SERVER_ERROR,
-                                codes::INTERNAL_ERROR,
-                                "could not seal requestState",
-                            )
-                        })?
+                        .map_err(|e| RpcError::seal_failed(&e))?
                 }
             };
             Ok(finish(app, ask(key, question, token), "input_required"))

@@ -51,6 +51,16 @@ impl RpcError {
         )
     }
 
+    /// Sealing a `requestState` failed, logged: 500 and `-32603`.
+    pub fn seal_failed(e: &crate::state::SealError) -> Self {
+        tracing::error!(error = %e, "sealing failed");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            codes::INTERNAL_ERROR,
+            "could not seal requestState",
+        )
+    }
+
     /// A store failure, logged: 503 and `-32603` "retry later" when the
     /// store is unreachable (`Retry-After` 1) or full (`Retry-After` the
     /// `sweep` interval: room is made when the sweep forgets what is past

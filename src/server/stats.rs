@@ -112,6 +112,25 @@ impl Stats {
     }
 }
 
+/// What `/stats` shows of a memory store's holding: each kind's count,
+/// counted bytes and bytes each, the total and the budget.
+pub fn memory_json(h: &crate::store::Holding) -> Value {
+    let kind = |count: u64, bytes: u64| {
+        json!({
+            "count": count,
+            "bytes": bytes,
+            "bytes_each": (count > 0).then(|| bytes / count),
+        })
+    };
+    json!({
+        "budget_bytes": h.budget,
+        "held_bytes": h.form_record_bytes + h.url_record_bytes + h.claim_bytes,
+        "form_records": kind(h.form_records, h.form_record_bytes),
+        "url_records": kind(h.url_records, h.url_record_bytes),
+        "claims": kind(h.claims, h.claim_bytes),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,23 +150,4 @@ mod tests {
         drop_one(&s.pending_elicitations);
         assert_eq!(j["pending_elicitations"], 0);
     }
-}
-
-/// What `/stats` shows of a memory store's holding: each kind's count,
-/// counted bytes and bytes each, the total and the budget.
-pub fn memory_json(h: &crate::store::Holding) -> Value {
-    let kind = |count: u64, bytes: u64| {
-        json!({
-            "count": count,
-            "bytes": bytes,
-            "bytes_each": (count > 0).then(|| bytes / count),
-        })
-    };
-    json!({
-        "budget_bytes": h.budget,
-        "held_bytes": h.form_record_bytes + h.url_record_bytes + h.claim_bytes,
-        "form_records": kind(h.form_records, h.form_record_bytes),
-        "url_records": kind(h.url_records, h.url_record_bytes),
-        "claims": kind(h.claims, h.claim_bytes),
-    })
 }
