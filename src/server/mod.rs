@@ -60,6 +60,7 @@ mod once;
 pub mod origin;
 mod remote;
 mod reply;
+mod result;
 mod sessions;
 mod shed_index;
 pub mod stats;

@@ -21,10 +21,9 @@ use serde_json::{Map, Value, json};
 use crate::protocol::codes;
 use crate::protocol::headers::{check_param_headers, check_request_headers};
 use crate::protocol::jsonrpc::Request;
-use crate::protocol::legacy::Implementation;
 use crate::protocol::mrtr::{
-    META_SERVER_INFO, METHOD_DISCOVER, METHOD_PROMPTS_GET, METHOD_RESOURCES_READ,
-    METHOD_TOOLS_CALL, METHOD_TOOLS_LIST, REMOVED_METHODS, REQUEST_STATE, RequestMeta,
+    METHOD_DISCOVER, METHOD_PROMPTS_GET, METHOD_RESOURCES_READ, METHOD_TOOLS_CALL,
+    METHOD_TOOLS_LIST, REMOVED_METHODS, REQUEST_STATE, RequestMeta,
 };
 use crate::protocol::version::{MODERN, SUPPORTED};
 use crate::protocol::{ElicitAction, Generation};
@@ -38,28 +37,11 @@ use super::log_gate::gated;
 use super::non_tool;
 use super::once::{self, Finished, Origin};
 use super::reply::{self, RpcError};
+use super::result::{finish, state_rejected};
 use super::timing::Timing;
 use super::tools::{self, Ctx, Step, Tool, ToolError, ToolResult};
 
 static EMPTY_ARGS: LazyLock<Value> = LazyLock::new(|| Value::Object(Map::new()));
-
-static SERVER_META: LazyLock<Value> = LazyLock::new(
-    || json!({ META_SERVER_INFO: serde_json::to_value(Implementation::elicitkit()).unwrap_or(Value::Null) }),
-);
-
-/// Adds `resultType` (unless the `missing-result-type` flaw is on) and the
-/// server-info `_meta` to a result object.
-pub fn finish(app: &App, mut v: Value, result_type: &'static str) -> Value {
-    if let Some(o) = v.as_object_mut() {
-        if !app.flaw(Flaw::MissingResultType) {
-            o.insert("resultType".into(), result_type.into());
-        }
-        if !app.flaw(Flaw::NoServerInfo) {
-            o.entry("_meta").or_insert_with(|| SERVER_META.clone());
-        }
-    }
-    v
-}
 
 /// How long a client may cache a list or discover result: the lists are
 /// fixed for the life of the process.
@@ -111,12 +93,6 @@ pub fn unknown_prompt(params: Option<&Value>) -> RpcError {
         Some(name) => RpcError::invalid_params(format!("unknown prompt {name:?}")),
         None => RpcError::invalid_params("params.name must be a string"),
     }
-}
-
-/// The JSON-RPC error for a rejected `requestState`.
-pub fn state_rejected(e: &crate::state::StateError) -> RpcError {
-    RpcError::invalid_params(format!("requestState rejected: {e}"))
-        .with_data(json!({"reason": e.kind()}))
 }
 
 /// The answer to a retry of a request that already completed: the

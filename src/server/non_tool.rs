@@ -24,8 +24,8 @@ use crate::state::request_digest;
 
 use super::app::App;
 use super::flaw::Flaw;
-use super::modern::{finish, state_rejected};
 use super::reply::RpcError;
+use super::result::{finish, state_rejected};
 use super::timing::Timing;
 
 /// The eliciting prompt's name.
