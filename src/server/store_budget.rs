@@ -85,12 +85,19 @@ pub struct Sustains {
     pub legacy_form: f64,
 }
 
+/// How long `cfg` keeps a claim, a URL flow's record and a 2025-11-25
+/// elicitation's record (each until the sweep after it may go).
+fn lives(cfg: &ServerConfig) -> [Duration; 3] {
+    [
+        cfg.state_ttl + cfg.clock_skew + ORIGIN_MARGIN + cfg.sweep_interval,
+        cfg.state_ttl + cfg.retention + cfg.sweep_interval,
+        cfg.elicitation_timeout + cfg.retention + cfg.sweep_interval,
+    ]
+}
+
 /// What `bytes` of budget sustains under `cfg`'s lifetimes.
 pub fn sustains(cfg: &ServerConfig, kept: Kept, bytes: u64) -> Sustains {
-    let secs = |d: Duration| d.as_secs_f64();
-    let claim_life = secs(cfg.state_ttl + cfg.clock_skew + ORIGIN_MARGIN + cfg.sweep_interval);
-    let url_life = secs(cfg.state_ttl + cfg.retention + cfg.sweep_interval);
-    let legacy_life = secs(cfg.elicitation_timeout + cfg.retention + cfg.sweep_interval);
+    let [claim_life, url_life, legacy_life] = lives(cfg).map(|d| d.as_secs_f64());
     let claim = kept.claim as f64 * claim_life;
     let rate = |per_second_bytes: f64| bytes as f64 / per_second_bytes;
     Sustains {
@@ -104,6 +111,7 @@ pub fn sustains(cfg: &ServerConfig, kept: Kept, bytes: u64) -> Sustains {
 pub fn describe(cfg: &ServerConfig) -> String {
     let kept = Kept::measure();
     let s = sustains(cfg, kept, cfg.store_memory_budget);
+    let [claim_life, url_life, legacy_life] = lives(cfg).map(|d| d.as_secs());
     format!(
         "the store's memory budget ({} MiB) holds, sustained: {:.0} completed 2026-07-28 form round \
          trips/s ({} B each, kept {} s), or {:.0} URL flows/s ({} B more, kept {} s), or {:.0} \
@@ -112,13 +120,13 @@ pub fn describe(cfg: &ServerConfig) -> String {
         cfg.store_memory_budget >> 20,
         s.form,
         kept.claim,
-        (cfg.state_ttl + cfg.clock_skew + ORIGIN_MARGIN + cfg.sweep_interval).as_secs(),
+        claim_life,
         s.url,
         kept.url_record,
-        (cfg.state_ttl + cfg.retention + cfg.sweep_interval).as_secs(),
+        url_life,
         s.legacy_form,
         kept.form_record,
-        (cfg.elicitation_timeout + cfg.retention + cfg.sweep_interval).as_secs(),
+        legacy_life,
     )
 }
 

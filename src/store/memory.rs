@@ -205,6 +205,18 @@ struct Pending {
     due: BTreeSet<(u64, RecordKey)>,
 }
 
+/// Forgets in `pending` that the record under `key` is pending.
+fn unpend(pending: &mut HashMap<Box<str>, Pending>, key: &RecordKey, slim: &Slim) {
+    if let Some(held) = pending.get_mut(slim.principal())
+        && held.due.remove(&(slim.expires_at_ms(), *key))
+    {
+        held.bytes -= record_cost(slim);
+        if held.due.is_empty() {
+            pending.remove(slim.principal());
+        }
+    }
+}
+
 /// Entries are boxed: a table holds a fraction of its slots full, and a
 /// doubled table of pointers costs 8 bytes a slot, not a whole record's
 /// 128 (the step a burst would otherwise leave in RSS for good).
@@ -232,14 +244,7 @@ impl Inner {
     /// Forgets that the record under `key` is pending (it settled, expired
     /// or went).
     fn unpend(&mut self, key: &RecordKey, slim: &Slim) {
-        if let Some(held) = self.pending.get_mut(slim.principal())
-            && held.due.remove(&(slim.expires_at_ms(), *key))
-        {
-            held.bytes -= record_cost(slim);
-            if held.due.is_empty() {
-                self.pending.remove(slim.principal());
-            }
-        }
+        unpend(&mut self.pending, key, slim);
     }
 
     /// Adds a record, counting it.
@@ -270,15 +275,18 @@ impl Inner {
         at_ms: u64,
         result: Option<&Value>,
     ) -> Result<(), StoreError> {
-        let Some(mut slim) = self.entries.remove(key) else {
-            return Err(StoreError::NotFound);
-        };
-        self.unpend(key, &slim);
+        let Inner {
+            entries,
+            pending,
+            record_bytes,
+            ..
+        } = self;
+        let slim = entries.get_mut(key).ok_or(StoreError::NotFound)?;
+        unpend(pending, key, slim);
         let m = mode_index(slim.mode());
-        let before = record_cost(&slim);
+        let before = record_cost(slim);
         let settled = slim.settle(to, by_owner, at_ms, result);
-        self.record_bytes[m] = self.record_bytes[m] - before + record_cost(&slim);
-        self.entries.insert(*key, slim);
+        record_bytes[m] = record_bytes[m] - before + record_cost(slim);
         settled
     }
 
@@ -611,7 +619,7 @@ impl Backend for MemoryBackend {
                 .iter_mut()
                 .filter_map(|(key, e)| {
                     if e.expires_at_ms() <= cut {
-                        audit += e.audit().len() as u64;
+                        audit += e.audit_lines();
                         Some(*key)
                     } else {
                         audit += e.purge_audit(cut);

@@ -247,6 +247,12 @@ impl Slim {
         lines
     }
 
+    /// How many audit lines it keeps.
+    pub(super) fn audit_lines(&self) -> u64 {
+        u64::from(self.audit & CREATION_LINE != 0)
+            + u64::from(self.audit & SETTLING_LINE != 0 && self.status != Status::Pending)
+    }
+
     /// Drops the audit lines at or before `cut`; how many went.
     pub(super) fn purge_audit(&mut self, cut: u64) -> u64 {
         let mut gone = 0;
@@ -328,8 +334,9 @@ mod tests {
             (audit[1].at_ms, audit[1].from, audit[1].to),
             (5_000, Some(Status::Pending), Status::Completed)
         );
+        assert_eq!(s.audit_lines(), 2);
         assert_eq!(s.purge_audit(1_000), 1);
-        assert_eq!(s.audit().len(), 1);
+        assert_eq!((s.audit().len(), s.audit_lines()), (1, 1));
         assert_eq!(s.purge_audit(5_000), 1);
         assert!(s.audit().is_empty());
     }
