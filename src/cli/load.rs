@@ -329,7 +329,7 @@ fn build_plan(args: &Args, o: &Overrides, discovered: Option<Plan>) -> Result<Pl
             }
         }
     };
-    plan.apply(o)?;
+    plan.apply(o).map_err(|e| e.to_string())?;
     for t in &plan.thresholds {
         if let Some(note) = t.ambiguity() {
             eprintln!("elicitkit: note: {note}");
@@ -379,7 +379,7 @@ async fn discovered_plan(
     let d = discover::discover(settings)
         .await
         .map_err(|e| e.to_string())?;
-    let g = generate::from_discovery(&d, opts)?;
+    let g = generate::from_discovery(&d, opts).map_err(|e| e.to_string())?;
     Ok((d, g))
 }
 

@@ -35,6 +35,31 @@ pub struct LeftOut {
     pub why: String,
 }
 
+/// Discovery found no tool the load tool can drive: the target and why
+/// each tool was left out.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "no tool of {url} elicits in a way the load tool can drive ({})",
+    reasons(left_out)
+)]
+pub struct NothingToLoad {
+    /// The MCP endpoint.
+    pub url: String,
+    /// Each tool left out, with why.
+    pub left_out: Vec<LeftOut>,
+}
+
+fn reasons(left_out: &[LeftOut]) -> String {
+    if left_out.is_empty() {
+        return "it lists no tools".to_owned();
+    }
+    let each: Vec<String> = left_out
+        .iter()
+        .map(|l| format!("{} {}: {}", l.generation, l.tool, l.why))
+        .collect();
+    each.join("; ")
+}
+
 /// A plan built from discovery, with what was left out.
 #[derive(Debug, Clone)]
 pub struct Generated {
@@ -270,7 +295,7 @@ pub fn base_plan(mcp_url: &str, opts: &Options) -> Plan {
 
 /// The plan discovery implies. `Err` when no tool can be loaded (with the
 /// reasons, one per tool).
-pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String> {
+pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, NothingToLoad> {
     let mut out = Generated {
         plan: base_plan(&d.mcp_url, opts),
         left_out: Vec::new(),
@@ -281,20 +306,10 @@ pub fn from_discovery(d: &Discovery, opts: &Options) -> Result<Generated, String
         scenarios.extend(scenarios_of(view, &d.mcp_url, &mut out));
     }
     if scenarios.is_empty() {
-        let reasons: Vec<String> = out
-            .left_out
-            .iter()
-            .map(|l| format!("{} {}: {}", l.generation, l.tool, l.why))
-            .collect();
-        return Err(format!(
-            "no tool of {} elicits in a way the load tool can drive ({})",
-            d.mcp_url,
-            if reasons.is_empty() {
-                "it lists no tools".to_owned()
-            } else {
-                reasons.join("; ")
-            }
-        ));
+        return Err(NothingToLoad {
+            url: d.mcp_url.clone(),
+            left_out: out.left_out,
+        });
     }
     out.plan.scenarios = scenarios;
     Ok(out)
@@ -593,7 +608,9 @@ mod tests {
     #[test]
     fn nothing_to_load_is_an_error_with_reasons() {
         let d = discovery(vec![tool("list", false, false, None)]);
-        let e = from_discovery(&d, &Options::default()).unwrap_err();
+        let e = from_discovery(&d, &Options::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("list") && e.contains("does not elicit"), "{e}");
     }
 }

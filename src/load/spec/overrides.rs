@@ -5,12 +5,72 @@
 //! (`--segment I/N`).
 
 use super::plan::{CapacitySpec, LoadShape, Plan};
-use super::principals::{self, Principals};
-use super::segment::Segment;
-use super::shape::{self, Model};
+use super::principals::{self, Principals, TokenFileError};
+use super::segment::{Segment, SegmentError};
+use super::shape::{self, Model, ShapeError};
 use super::soak;
-use super::threshold::Threshold;
+use super::threshold::{Threshold, ThresholdError};
 use std::time::Duration;
+
+/// Why the command line's overrides cannot apply to a plan: each names the
+/// flag that is wrong (a usage error).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OverrideError {
+    /// One flag's value out of range: `{flag} {why}`.
+    #[error("{flag} {why}")]
+    Flag {
+        /// The flag.
+        flag: &'static str,
+        /// What its value must be.
+        why: &'static str,
+    },
+    /// Flags that do not go together, or one that needs another.
+    #[error("{0}")]
+    Conflict(&'static str),
+    /// A soak growth limit that is not a number ≥ 0.
+    #[error("{0} must be a number ≥ 0, e.g. {0} 2")]
+    NegativeLimit(&'static str),
+    /// `--segment` with `--capacity`.
+    #[error(
+        "--segment {0} with --capacity: a capacity search steps its rate by what it \
+         measures, which one segment cannot judge for the whole; search with one process"
+    )]
+    SegmentedSearch(Segment),
+    /// `--principals` out of range.
+    #[error("--principals must be 1 to {}", principals::MAX)]
+    Principals,
+    /// `--tool` naming a tool no scenario calls.
+    #[error("--tool {0}: no scenario of the plan calls {0:?}")]
+    UnknownTool(String),
+    /// A `--target` list item that is not a distinct http(s) URL.
+    #[error("--target {given:?}: {why}")]
+    Target {
+        /// The item (the whole list for an empty item).
+        given: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// `--stage` that does not parse or cannot run.
+    #[error("--stage: {0}")]
+    Stages(ShapeError),
+    /// `--warmup` as long as the stages.
+    #[error("--warmup: {0}")]
+    Warmup(ShapeError),
+    /// `--threshold` that does not parse.
+    #[error("--threshold: {0}")]
+    Threshold(ThresholdError),
+    /// A threshold naming a leg or scenario that does not exist.
+    #[error(transparent)]
+    UnknownName(ThresholdError),
+    /// `--principal-file`.
+    #[error(transparent)]
+    TokenFile(#[from] TokenFileError),
+    /// `--segment`.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+}
+
+use OverrideError::{Conflict, Flag};
 
 /// The `load` flags that override a plan (all unset: the plan as written).
 #[derive(Debug, Clone, Default)]
@@ -88,11 +148,9 @@ impl SoakLimitOverrides {
     }
 
     /// `limits` with these applied; `Err` names a value out of range.
-    fn apply(&self, limits: &mut soak::SoakLimits) -> Result<(), String> {
-        let rate = |v: Option<f64>, flag: &str| match v {
-            Some(x) if !(x.is_finite() && x >= 0.0) => {
-                Err(format!("{flag} must be a number ≥ 0, e.g. {flag} 2"))
-            }
+    fn apply(&self, limits: &mut soak::SoakLimits) -> Result<(), OverrideError> {
+        let rate = |v: Option<f64>, flag: &'static str| match v {
+            Some(x) if !(x.is_finite() && x >= 0.0) => Err(OverrideError::NegativeLimit(flag)),
             _ => Ok(v),
         };
         if let Some(x) = rate(self.rss_mib_per_min, "--soak-rss-per-min")? {
@@ -102,9 +160,10 @@ impl SoakLimitOverrides {
             limits.fds_per_min = x;
         }
         match self.min_r2 {
-            Some(r) if !(r > 0.0 && r <= 1.0) => {
-                Err("--soak-min-r2 must lie in (0, 1], e.g. --soak-min-r2 0.9".into())
-            }
+            Some(r) if !(r > 0.0 && r <= 1.0) => Err(Flag {
+                flag: "--soak-min-r2",
+                why: "must lie in (0, 1], e.g. --soak-min-r2 0.9",
+            }),
             Some(r) => {
                 limits.min_r2 = r;
                 Ok(())
@@ -129,13 +188,16 @@ pub struct SearchOverrides {
 
 impl SearchOverrides {
     /// Applies the knobs to a search.
-    pub fn apply(&self, c: &mut CapacitySpec) -> Result<(), String> {
+    pub fn apply(&self, c: &mut CapacitySpec) -> Result<(), OverrideError> {
         if let Some(b) = self.bisections {
             c.bisections = b;
         }
         if let Some(r) = self.resolution {
             if !(r.is_finite() && r > 0.0 && r < 100.0) {
-                return Err("--resolution must be a percentage > 0 and < 100".into());
+                return Err(Flag {
+                    flag: "--resolution",
+                    why: "must be a percentage > 0 and < 100",
+                });
             }
             c.resolution_pct = r;
         }
@@ -144,7 +206,10 @@ impl SearchOverrides {
         }
         if let Some(p) = self.stable_within {
             if !(p.is_finite() && p >= 0.0) {
-                return Err("--stable-within must be a percentage ≥ 0".into());
+                return Err(Flag {
+                    flag: "--stable-within",
+                    why: "must be a percentage ≥ 0",
+                });
             }
             c.stable_pct = p;
         }
@@ -155,7 +220,7 @@ impl SearchOverrides {
 impl Plan {
     /// Applies the command line's overrides and checks the result; `Err`
     /// names the flag that is wrong.
-    pub fn apply(&mut self, o: &Overrides) -> Result<(), String> {
+    pub fn apply(&mut self, o: &Overrides) -> Result<(), OverrideError> {
         let plan = self;
         if let Some(t) = &o.target {
             let mut urls = split_targets(t)?;
@@ -166,14 +231,14 @@ impl Plan {
         if !o.tools.is_empty() || !o.skip_tools.is_empty() {
             for t in &o.tools {
                 if !plan.scenarios.iter().any(|s| &s.tool == t) {
-                    return Err(format!("--tool {t}: no scenario of the plan calls {t:?}"));
+                    return Err(OverrideError::UnknownTool(t.clone()));
                 }
             }
             plan.scenarios.retain(|s| {
                 (o.tools.is_empty() || o.tools.contains(&s.tool)) && !o.skip_tools.contains(&s.tool)
             });
             if plan.scenarios.is_empty() {
-                return Err("--tool / --skip-tool left no scenario to run".into());
+                return Err(Conflict("--tool / --skip-tool left no scenario to run"));
             }
         }
         if let Some(w) = o.workers {
@@ -181,13 +246,19 @@ impl Plan {
         }
         if let Some(n) = o.max_requests {
             if n == 0 {
-                return Err("--max-requests must be at least 1".into());
+                return Err(Flag {
+                    flag: "--max-requests",
+                    why: "must be at least 1",
+                });
             }
             plan.max_requests = n;
         }
         if let Some(t) = o.timeout {
             if t.is_zero() {
-                return Err("--timeout must be greater than zero".into());
+                return Err(Flag {
+                    flag: "--timeout",
+                    why: "must be greater than zero",
+                });
             }
             plan.timeout = t;
         }
@@ -195,7 +266,7 @@ impl Plan {
         apply_soak(o, plan)?;
         for t in &o.thresholds {
             plan.thresholds
-                .push(Threshold::parse(t).map_err(|e| format!("--threshold: {e}"))?);
+                .push(Threshold::parse(t).map_err(OverrideError::Threshold)?);
         }
         if o.capacity {
             let c = plan.capacity.get_or_insert_with(CapacitySpec::default);
@@ -204,37 +275,33 @@ impl Plan {
                 c.slo = plan.thresholds.clone();
             }
             if c.slo.is_empty() {
-                return Err(
-                    "--capacity needs an SLO: add [capacity] slo = [...] or thresholds to the plan"
-                        .into(),
-                );
+                return Err(Conflict(
+                    "--capacity needs an SLO: add [capacity] slo = [...] or thresholds to the plan",
+                ));
             }
             if let Some(r) = o.target_rate {
                 c.target_rate = Some(r);
             }
         }
         if !o.capacity && o.search_flags {
-            return Err(
+            return Err(Conflict(
                 "--target-rate, --instances, --store-stats, --bisections, --resolution, \
-                    --samples and --stable-within go with --capacity"
-                    .into(),
-            );
+                    --samples and --stable-within go with --capacity",
+            ));
         }
         plan.validate_thresholds()
+            .map_err(OverrideError::UnknownName)
     }
 
     /// Takes this process's share of the whole plan (`--segment I/N`);
     /// returns the whole run's users (closed model), for the report.
-    pub fn take_segment(&mut self, o: &Overrides) -> Result<Option<u64>, String> {
+    pub fn take_segment(&mut self, o: &Overrides) -> Result<Option<u64>, OverrideError> {
         let plan = self;
         let Some(seg) = o.segment else {
             return Ok(None);
         };
         if o.capacity && !seg.is_whole() {
-            return Err(format!(
-                "--segment {seg} with --capacity: a capacity search steps its rate by what it \
-                 measures, which one segment cannot judge for the whole; search with one process"
-            ));
+            return Err(OverrideError::SegmentedSearch(seg));
         }
         let whole = match plan.shape {
             LoadShape::Closed { users, .. } => Some(users as u64),
@@ -248,17 +315,20 @@ impl Plan {
 /// Applies `--principal`, then `--principals` or `--principal-file`
 /// (clap refuses both), which win: `--principal` may come from
 /// `ELICITKIT_PRINCIPAL`, and still names the token discovery runs as.
-fn apply_principals(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+fn apply_principals(o: &Overrides, plan: &mut Plan) -> Result<(), OverrideError> {
     if let Some(t) = &o.principal {
         if t.is_empty() {
-            return Err("--principal needs a token".into());
+            return Err(Flag {
+                flag: "--principal",
+                why: "needs a token",
+            });
         }
         plan.target.token = t.clone();
         plan.target.principals = Principals::Single;
     }
     if let Some(count) = o.principals {
         if !(1..=principals::MAX).contains(&count) {
-            return Err(format!("--principals must be 1 to {}", principals::MAX));
+            return Err(OverrideError::Principals);
         }
         plan.target.principals = Principals::Pool { count };
     }
@@ -277,13 +347,16 @@ fn apply_principals(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
 
 /// Applies `--users`, `--rate`, `--stage`, `--model`, `--warmup` and
 /// `--duration` to the plan's load shape.
-fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), OverrideError> {
     if let Some(w) = o.warmup {
         plan.warmup = w;
     }
     if let Some(users) = o.users {
         if users == 0 {
-            return Err("--users must be at least 1".into());
+            return Err(Flag {
+                flag: "--users",
+                why: "must be at least 1",
+            });
         }
         plan.shape = LoadShape::Closed {
             users,
@@ -292,13 +365,15 @@ fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
     }
     if let Some(rate) = o.rate {
         if !(rate.is_finite() && rate > 0.0) {
-            return Err("--rate must be a number > 0".into());
+            return Err(Flag {
+                flag: "--rate",
+                why: "must be a number > 0",
+            });
         }
         plan.shape = LoadShape::Open { rate };
     }
     if !o.stages.is_empty() {
-        let stages =
-            shape::parse_stages(&o.stages.join(",")).map_err(|e| format!("--stage: {e}"))?;
+        let stages = shape::parse_stages(&o.stages.join(",")).map_err(OverrideError::Stages)?;
         plan.shape = LoadShape::Staged {
             model: o.model.unwrap_or_else(|| plan.shape.model()),
             stages,
@@ -307,16 +382,18 @@ fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
         match &mut plan.shape {
             LoadShape::Staged { model, .. } => *model = m,
             _ => {
-                return Err(
-                    "--model goes with stages (--stage, or a plan's stages): --users and --rate already say the model"
-                        .into(),
-                );
+                return Err(Conflict(
+                    "--model goes with stages (--stage, or a plan's stages): --users and --rate already say the model",
+                ));
             }
         }
     }
     if let Some(d) = o.duration {
         if d.is_zero() {
-            return Err("--duration must be greater than zero".into());
+            return Err(Flag {
+                flag: "--duration",
+                why: "must be greater than zero",
+            });
         }
         if let LoadShape::Staged { stages, .. } = &mut plan.shape {
             *stages = shape::scaled(stages, d + plan.warmup);
@@ -328,10 +405,10 @@ fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
     }
     if let LoadShape::Staged { model, stages } = &plan.shape {
         if *model == Model::Closed {
-            shape::check_closed_stages(stages).map_err(|e| format!("--stage: {e}"))?;
+            shape::check_closed_stages(stages).map_err(OverrideError::Stages)?;
         }
         let t = shape::Timeline::staged(*model, stages.clone(), plan.warmup)
-            .map_err(|e| format!("--warmup: {e}"))?;
+            .map_err(OverrideError::Warmup)?;
         plan.duration = t.measured;
     }
     Ok(())
@@ -340,30 +417,34 @@ fn apply_shape(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
 /// Applies `--soak` and `--cool-down`: the plan's fixed load held for the
 /// soak's steady phase (its measured window), after a warm-up (a tenth of
 /// it unless `--warmup` says), then the cool-down.
-fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
+fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), OverrideError> {
     let Some(steady) = o.soak else {
         if o.cool_down.is_some() {
-            return Err("--cool-down goes with --soak".into());
+            return Err(Conflict("--cool-down goes with --soak"));
         }
         if o.soak_limits.any() {
-            return Err(
-                "--soak-rss-per-min, --soak-fds-per-min and --soak-min-r2 go with --soak".into(),
-            );
+            return Err(Conflict(
+                "--soak-rss-per-min, --soak-fds-per-min and --soak-min-r2 go with --soak",
+            ));
         }
         return Ok(());
     };
     if steady.is_zero() {
-        return Err("--soak must be greater than zero, e.g. --soak 10m".into());
+        return Err(Flag {
+            flag: "--soak",
+            why: "must be greater than zero, e.g. --soak 10m",
+        });
     }
     if o.capacity {
-        return Err("--soak with --capacity: a soak holds one load level; search first, then soak at the level you chose".into());
+        return Err(Conflict(
+            "--soak with --capacity: a soak holds one load level; search first, then soak at the level you chose",
+        ));
     }
     if matches!(plan.shape, LoadShape::Staged { .. }) {
-        return Err(
+        return Err(Conflict(
             "--soak holds one load level: give --users N or --rate N (or a plan with users or \
-             rate), not stages"
-                .into(),
-        );
+             rate), not stages",
+        ));
     }
     plan.duration = steady;
     if o.warmup.is_none() {
@@ -377,18 +458,22 @@ fn apply_soak(o: &Overrides, plan: &mut Plan) -> Result<(), String> {
 
 /// The URLs of `--target URL[,URL...]`, each checked (http or https, no
 /// repeats); `Err` names the one that is wrong.
-pub fn split_targets(arg: &str) -> Result<Vec<String>, String> {
+pub fn split_targets(arg: &str) -> Result<Vec<String>, OverrideError> {
     let mut urls: Vec<String> = Vec::new();
     for t in arg.split(',').map(str::trim) {
+        let bad = |given: &str, why: String| OverrideError::Target {
+            given: given.to_owned(),
+            why,
+        };
         if t.is_empty() {
-            return Err(format!("--target {arg:?}: an empty URL in the list"));
+            return Err(bad(arg, "an empty URL in the list".into()));
         }
-        let u = url::Url::parse(t).map_err(|e| format!("--target {t:?}: not a URL: {e}"))?;
+        let u = url::Url::parse(t).map_err(|e| bad(t, format!("not a URL: {e}")))?;
         if !matches!(u.scheme(), "http" | "https") {
-            return Err(format!("--target {t:?}: the URL must be http or https"));
+            return Err(bad(t, "the URL must be http or https".into()));
         }
         if urls.iter().any(|x| x == t) {
-            return Err(format!("--target {t:?}: given twice"));
+            return Err(bad(t, "given twice".into()));
         }
         urls.push(t.to_owned());
     }
@@ -446,13 +531,14 @@ mod tests {
         assert_eq!(p.warmup, Duration::from_secs(1));
         assert_eq!(p.soak.unwrap().cool_down, Duration::from_secs(2));
         let staged = "[load]\nmodel = \"open\"\nstages = \"2s:10,2s:0\"\n[scenarios.form-accept]\n";
-        let e = plan(staged).apply(&o).unwrap_err();
+        let e = plan(staged).apply(&o).unwrap_err().to_string();
         assert!(e.contains("one load level"), "{e}");
         let o = Overrides {
             cool_down: Some(Duration::from_secs(2)),
             ..Default::default()
         };
-        assert!(plan(fixed).apply(&o).unwrap_err().contains("--soak"));
+        let e = plan(fixed).apply(&o).unwrap_err().to_string();
+        assert!(e.contains("--soak"), "{e}");
     }
 
     #[test]
@@ -521,10 +607,10 @@ mod tests {
                 "--soak-min-r2",
             ),
         ] {
-            let e = plan().apply(&with(bad, true)).unwrap_err();
+            let e = plan().apply(&with(bad, true)).unwrap_err().to_string();
             assert!(e.contains(flag), "{e}");
         }
-        let e = plan().apply(&with(set, false)).unwrap_err();
+        let e = plan().apply(&with(set, false)).unwrap_err().to_string();
         assert!(e.contains("go with --soak"), "{e}");
     }
 }

@@ -193,15 +193,13 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
 
     let dur = |v: &Option<toml::Spanned<String>>, key: &str, default: Duration| match v {
         None => Ok(default),
-        Some(s) => parse_span(s.get_ref())
-            .map_err(|m| at(Some(s.span()), key, m))
-            .and_then(|d| {
-                if d.is_zero() {
-                    Err(at(Some(s.span()), key, "must be greater than zero".into()))
-                } else {
-                    Ok(d)
-                }
-            }),
+        Some(s) => span_at(s.get_ref(), s.span(), key, &at).and_then(|d| {
+            if d.is_zero() {
+                Err(at(Some(s.span()), key, "must be greater than zero".into()))
+            } else {
+                Ok(d)
+            }
+        }),
     };
     let mut duration = dur(&raw.duration, "duration", Duration::from_secs(10))?;
     let timeout = dur(&raw.timeout, "timeout", DEFAULT_TIMEOUT)?;
@@ -209,7 +207,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
     let interval = dur(&raw.interval, "interval", Duration::from_secs(1))?;
     let warmup = match &raw.warmup {
         None => Duration::ZERO,
-        Some(s) => parse_span(s.get_ref()).map_err(|m| at(Some(s.span()), "warmup", m))?,
+        Some(s) => span_at(s.get_ref(), s.span(), "warmup", &at)?,
     };
 
     let thresholds = parse_plan_thresholds(&raw.thresholds, &at)?;
@@ -248,7 +246,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                 .unwrap_or(Path::new(""))
                 .join(f.get_ref());
             let tokens = principals::read_file(&p)
-                .map_err(|e| at(Some(f.span()), "target.principal_file", e))?;
+                .map_err(|e| at(Some(f.span()), "target.principal_file", e.to_string()))?;
             Principals::File {
                 path: p.display().to_string(),
                 tokens,
@@ -317,12 +315,11 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                 .as_ref()
                 .map(|s| (s.get_ref().as_str(), s.span()))
                 .unwrap_or_default();
-            let stages =
-                shape::parse_stages(text).map_err(|m| at(Some(span.clone()), "load.stages", m))?;
+            let stages = shape::parse_stages(text)
+                .map_err(|m| at(Some(span.clone()), "load.stages", m.to_string()))?;
             let model = match &l.model {
-                Some(m) => {
-                    Model::parse(m.get_ref()).map_err(|e| at(Some(m.span()), "load.model", e))?
-                }
+                Some(m) => Model::parse(m.get_ref())
+                    .map_err(|e| at(Some(m.span()), "load.model", e.to_string()))?,
                 None => {
                     return Err(at(
                         Some(span),
@@ -335,7 +332,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             };
             if model == Model::Closed {
                 shape::check_closed_stages(&stages)
-                    .map_err(|m| at(Some(span.clone()), "load.stages", m))?;
+                    .map_err(|m| at(Some(span.clone()), "load.stages", m.to_string()))?;
             }
             LoadShape::Staged { model, stages }
         }
@@ -372,7 +369,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                 if !(step.rate.is_finite() && step.rate > 0.0) {
                     return Err(at(Some(s.span()), &key, "rate must be > 0".into()));
                 }
-                let hold = parse_span(&step.hold).map_err(|m| at(Some(s.span()), &key, m))?;
+                let hold = span_at(&step.hold, s.span(), &key, &at)?;
                 stages.push(Stage {
                     duration: Duration::ZERO,
                     target: step.rate,
@@ -548,8 +545,8 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
             if !(c.max_rate.is_finite() && c.max_rate >= c.start_rate) {
                 return Err(bad("max_rate", "must be ≥ start_rate"));
             }
-            let step_duration = parse_span(c.step_duration.get_ref())
-                .map_err(|m| at(Some(c.step_duration.span()), "capacity.step_duration", m))?;
+            let (d, at_d) = (c.step_duration.get_ref(), c.step_duration.span());
+            let step_duration = span_at(d, at_d, "capacity.step_duration", &at)?;
             let slo = parse_thresholds(&c.slo, "capacity.slo", &at)?;
             if slo.is_empty() {
                 return Err(bad(
@@ -582,8 +579,7 @@ pub fn parse_plan(text: &str, file: &str, default_name: &str) -> Result<Plan, Pl
                 spec.stable_pct = p;
             }
             if let Some(f) = &c.stable_floor {
-                spec.stable_floor = parse_span(f.get_ref())
-                    .map_err(|m| at(Some(f.span()), "capacity.stable_floor", m))?;
+                spec.stable_floor = span_at(f.get_ref(), f.span(), "capacity.stable_floor", &at)?;
             }
             if let Some(h) = c.host_noise {
                 if !(h.is_finite() && h > 0.0) {
@@ -670,10 +666,18 @@ fn parse_threshold(
     })
 }
 
-/// Parses `10s`, `1m30s`, `250ms` (humantime syntax).
-pub fn parse_span(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{text:?} is not a duration ({e}); use e.g. 10s, 1m, 500ms"))
+/// The duration `text` at `range` of the plan says (humantime syntax:
+/// `10s`, `1m30s`, `250ms`), or the error naming `key`.
+fn span_at(
+    text: &str,
+    range: std::ops::Range<usize>,
+    key: &str,
+    at: &At<'_>,
+) -> Result<Duration, PlanError> {
+    humantime::parse_duration(text.trim()).map_err(|e| {
+        let why = format!("{text:?} is not a duration ({e}); use e.g. 10s, 1m, 500ms");
+        at(Some(range), key, why)
+    })
 }
 
 /// The 1-based line of a byte offset, and the key written on that line
@@ -929,7 +933,7 @@ mutation = "truncate"
         }
         assert_eq!((users, cap), (10, 1000));
         // 10 over 11: round(10·6/11) = round(10·5/11) = 5, so 6/11 gets none.
-        let e = whole.clone().split(seg(6, 11)).unwrap_err();
+        let e = whole.clone().split(seg(6, 11)).unwrap_err().to_string();
         assert!(e.contains("leave this segment none"), "{e}");
 
         let mut staged = whole.clone();
@@ -961,7 +965,7 @@ mutation = "truncate"
         assert_eq!(p.max_requests, 3, "7 over 3 is 2, 3, 2");
         assert!(p.segment_share().contains("20 round trips/s"));
         // 7 over 8: round(7·5/8) = round(7·4/8) = 4, so 5/8 gets none.
-        let e = whole.clone().split(seg(5, 8)).unwrap_err();
+        let e = whole.clone().split(seg(5, 8)).unwrap_err().to_string();
         assert!(e.contains("raise --max-requests to at least 8"), "{e}");
     }
 

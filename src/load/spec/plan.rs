@@ -8,7 +8,7 @@
 //! key; [`super::parse`] reads them.
 
 use super::principals::Principals;
-use super::segment::Segment;
+use super::segment::{Segment, SegmentError};
 pub use super::shape::LoadShape;
 use super::shape::{self, Model, Stage, Timeline};
 use super::threshold::Threshold;
@@ -409,7 +409,7 @@ impl Plan {
     }
 
     /// Checks every threshold's names against the plan (a usage error).
-    pub fn validate_thresholds(&self) -> Result<(), String> {
+    pub fn validate_thresholds(&self) -> Result<(), super::threshold::ThresholdError> {
         let names: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
         for t in &self.thresholds {
             t.validate(&names)?;
@@ -424,7 +424,7 @@ impl Plan {
 
     /// Makes this plan `seg`'s share of itself (see [`super::segment`]).
     /// `Err` says why the plan cannot be split this way.
-    pub fn split(&mut self, seg: Segment) -> Result<(), String> {
+    pub fn split(&mut self, seg: Segment) -> Result<(), SegmentError> {
         let (plan, this) = (self, seg);
         plan.segment = seg;
         if seg.is_whole() {
@@ -435,23 +435,22 @@ impl Plan {
             .target
             .principals
             .fixed(&plan.shape, plan.max_in_flight);
-        let n = this.count;
         let cap = this.share(plan.max_requests);
         if cap == 0 {
-            return Err(format!(
-                "--segment {this}: a request cap of {} cannot be split {n} ways; raise --max-requests to at least {n}",
-                plan.max_requests
-            ));
+            return Err(SegmentError::CapTooSmall {
+                segment: this,
+                cap: plan.max_requests,
+            });
         }
         plan.max_requests = cap;
         match &mut plan.shape {
             LoadShape::Closed { users, hatch_rate } => {
                 let mine = this.share(*users as u64) as usize;
                 if mine == 0 {
-                    return Err(format!(
-                        "--segment {this}: {users} users split {n} ways leave this segment none; \
-                         use at most {users} segments, or more users"
-                    ));
+                    return Err(SegmentError::NoUsers {
+                        segment: this,
+                        users: *users,
+                    });
                 }
                 // Same launch length as the whole: the windows line up.
                 *hatch_rate = *hatch_rate * mine as f64 / *users as f64;
@@ -469,10 +468,7 @@ impl Plan {
                     })
                     .collect();
                 if mine.iter().all(|s| s.target <= 0.0) {
-                    return Err(format!(
-                        "--segment {this}: the stages' users split {n} ways leave this segment none; \
-                         use fewer segments, or more users"
-                    ));
+                    return Err(SegmentError::NoStageUsers { segment: this });
                 }
                 *stages = mine;
             }

@@ -62,14 +62,52 @@ pub fn generated_name(i: usize) -> String {
 /// with `#` are skipped, surrounding whitespace trimmed. `Err` names the
 /// file and the line when it gives no token, too many, or one that cannot
 /// travel in an `Authorization` header.
-pub fn read_file(path: &std::path::Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("--principal-file {}: {e}", path.display()))?;
-    parse_tokens(&text).map_err(|e| format!("--principal-file {}: {e}", path.display()))
+pub fn read_file(path: &std::path::Path) -> Result<Vec<String>, TokenFileError> {
+    let file = || path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| TokenFileError::Unreadable {
+        file: file(),
+        why: e.to_string(),
+    })?;
+    parse_tokens(&text).map_err(|why| TokenFileError::Bad { file: file(), why })
+}
+
+/// Why a token file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenFileError {
+    /// It cannot be read.
+    #[error("--principal-file {file}: {why}")]
+    Unreadable {
+        /// The file.
+        file: String,
+        /// The system's reason.
+        why: String,
+    },
+    /// Its text holds no usable token list.
+    #[error("--principal-file {file}: {why}")]
+    Bad {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        why: TokensError,
+    },
+}
+
+/// Why a token file's text holds no usable token list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokensError {
+    /// A token that cannot travel in an `Authorization` header.
+    #[error("line {0}: a token must be printable ASCII without spaces")]
+    Unprintable(usize),
+    /// No token at all.
+    #[error("no token in it (one token a line; # starts a comment)")]
+    Empty,
+    /// More than [`MAX`].
+    #[error("{0} tokens: at most {MAX}")]
+    TooMany(usize),
 }
 
 /// The tokens of a token file's text (see [`read_file`]).
-pub fn parse_tokens(text: &str) -> Result<Vec<String>, String> {
+pub fn parse_tokens(text: &str) -> Result<Vec<String>, TokensError> {
     let mut tokens = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let t = line.trim();
@@ -77,18 +115,15 @@ pub fn parse_tokens(text: &str) -> Result<Vec<String>, String> {
             continue;
         }
         if !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(format!(
-                "line {}: a token must be printable ASCII without spaces",
-                n + 1
-            ));
+            return Err(TokensError::Unprintable(n + 1));
         }
         tokens.push(t.to_owned());
     }
     if tokens.is_empty() {
-        return Err("no token in it (one token a line; # starts a comment)".into());
+        return Err(TokensError::Empty);
     }
     if tokens.len() > MAX {
-        return Err(format!("{} tokens: at most {MAX}", tokens.len()));
+        return Err(TokensError::TooMany(tokens.len()));
     }
     Ok(tokens)
 }
@@ -214,7 +249,7 @@ mod tests {
         let t = parse_tokens("# ops tokens\n tok-a \n\ntok-b\ntok-c\n").unwrap();
         assert_eq!(t, ["tok-a", "tok-b", "tok-c"]);
         assert!(parse_tokens("# only a comment\n\n").is_err());
-        let e = parse_tokens("ok\nbad token\n").unwrap_err();
+        let e = parse_tokens("ok\nbad token\n").unwrap_err().to_string();
         assert!(e.contains("line 2"), "{e}");
     }
 

@@ -80,30 +80,30 @@ impl Segment {
     pub const WHOLE: Segment = Segment { index: 1, count: 1 };
 
     /// Segment `index` of `count`; `Err` unless 1 ≤ index ≤ count.
-    pub fn new(index: u32, count: u32) -> Result<Segment, String> {
+    pub fn new(index: u32, count: u32) -> Result<Segment, SegmentError> {
         if count == 0 {
-            return Err("the number of segments N must be at least 1".into());
+            return Err(SegmentError::NoSegments);
         }
         if index == 0 || index > count {
-            return Err(format!(
-                "segment {index}/{count}: I must be between 1 and N ({count}), e.g. --segment 1/{count}"
-            ));
+            return Err(SegmentError::OutOfRange { index, count });
         }
         Ok(Segment { index, count })
     }
 
     /// Parses `I/N` (e.g. `2/3`).
-    pub fn parse(text: &str) -> Result<Segment, String> {
+    pub fn parse(text: &str) -> Result<Segment, SegmentError> {
         let t = text.trim();
         let Some((i, n)) = t.split_once('/') else {
-            return Err(format!(
-                "{t:?} is not a segment: expected I/N (this process's share I of N), e.g. 2/3"
-            ));
+            return Err(SegmentError::NotASegment(t.to_owned()));
         };
-        let num = |s: &str, what: &str| {
+        let num = |s: &str, part: &'static str| {
             s.trim()
                 .parse::<u32>()
-                .map_err(|_| format!("{t:?}: {what} {:?} is not a whole number ≥ 1", s.trim()))
+                .map_err(|_| SegmentError::NotANumber {
+                    text: t.to_owned(),
+                    part,
+                    given: s.trim().to_owned(),
+                })
         };
         Segment::new(num(i, "I")?, num(n, "N")?)
     }
@@ -161,43 +161,127 @@ impl Segment {
     }
 }
 
+/// Why a segment or a start time cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SegmentError {
+    /// `N` is 0.
+    #[error("the number of segments N must be at least 1")]
+    NoSegments,
+    /// `I` outside 1..=N.
+    #[error(
+        "segment {index}/{count}: I must be between 1 and N ({count}), e.g. --segment 1/{count}"
+    )]
+    OutOfRange {
+        /// I.
+        index: u32,
+        /// N.
+        count: u32,
+    },
+    /// No `/`.
+    #[error("{0:?} is not a segment: expected I/N (this process's share I of N), e.g. 2/3")]
+    NotASegment(String),
+    /// I or N not a whole number.
+    #[error("{text:?}: {part} {given:?} is not a whole number ≥ 1")]
+    NotANumber {
+        /// The segment as written.
+        text: String,
+        /// `I` or `N`.
+        part: &'static str,
+        /// What was there.
+        given: String,
+    },
+    /// `+DURATION` that does not parse.
+    #[error("--start-at {text:?}: {offset:?} is not a duration ({why}); use e.g. +10s or +2m")]
+    BadOffset {
+        /// The time as written.
+        text: String,
+        /// What follows its `+`.
+        offset: String,
+        /// humantime's reason.
+        why: String,
+    },
+    /// Neither RFC 3339 UTC nor `+DURATION`.
+    #[error(
+        "--start-at {0:?}: expected an RFC 3339 UTC time such as 2026-12-02T03:10:00Z \
+         (ending in Z), or +DURATION from now such as +10s"
+    )]
+    NotATime(String),
+    /// A start in the past.
+    #[error("--start-at {text}: that was {:.0} s ago (now is {}); give a time in the future", .ago.as_secs_f64(), humantime::format_rfc3339_seconds(*.now))]
+    Past {
+        /// The time as written.
+        text: String,
+        /// How long ago.
+        ago: Duration,
+        /// Now.
+        now: SystemTime,
+    },
+    /// A request cap smaller than the number of segments.
+    #[error("--segment {segment}: a request cap of {cap} cannot be split {} ways; raise --max-requests to at least {}", .segment.count, .segment.count)]
+    CapTooSmall {
+        /// The segment.
+        segment: Segment,
+        /// The whole run's cap.
+        cap: u64,
+    },
+    /// Fewer users than segments.
+    #[error("--segment {segment}: {users} users split {} ways leave this segment none; use at most {users} segments, or more users", .segment.count)]
+    NoUsers {
+        /// The segment.
+        segment: Segment,
+        /// The whole run's users.
+        users: usize,
+    },
+    /// Stages whose users leave this segment none.
+    #[error("--segment {segment}: the stages' users split {} ways leave this segment none; use fewer segments, or more users", .segment.count)]
+    NoStageUsers {
+        /// The segment.
+        segment: Segment,
+    },
+    /// A start more than a day ahead.
+    #[error("--start-at {text}: that is {} from now, more than 24 h ahead; check the date", humantime::format_duration(*.ahead))]
+    TooFarAhead {
+        /// The time as written.
+        text: String,
+        /// How far ahead (whole seconds).
+        ahead: Duration,
+    },
+}
+
 /// Parses `--start-at`: an RFC 3339 UTC time (`2026-12-02T03:10:00Z`) or
 /// `+DURATION` from `now` (`+10s`). Refuses one more than [`START_GRACE`]
 /// before `now` or more than [`MAX_AHEAD`] after it.
-pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime, SegmentError> {
     let t = text.trim();
     let at = if let Some(rel) = t.strip_prefix('+') {
-        let d = humantime::parse_duration(rel.trim()).map_err(|e| {
-            format!("--start-at {t:?}: {rel:?} is not a duration ({e}); use e.g. +10s or +2m")
+        let d = humantime::parse_duration(rel.trim()).map_err(|e| SegmentError::BadOffset {
+            text: t.to_owned(),
+            offset: rel.to_owned(),
+            why: e.to_string(),
         })?;
         now + d
     } else {
         humantime::parse_rfc3339_weak(t.trim_end_matches('Z'))
             .ok()
             .filter(|_| t.ends_with('Z'))
-            .ok_or_else(|| {
-                format!(
-                    "--start-at {t:?}: expected an RFC 3339 UTC time such as 2026-12-02T03:10:00Z \
-                     (ending in Z), or +DURATION from now such as +10s"
-                )
-            })?
+            .ok_or_else(|| SegmentError::NotATime(t.to_owned()))?
     };
     if let Ok(ago) = now.duration_since(at)
         && ago > START_GRACE
     {
-        return Err(format!(
-            "--start-at {t}: that was {:.0} s ago (now is {}); give a time in the future",
-            ago.as_secs_f64(),
-            humantime::format_rfc3339_seconds(now)
-        ));
+        return Err(SegmentError::Past {
+            text: t.to_owned(),
+            ago,
+            now,
+        });
     }
     if let Ok(ahead) = at.duration_since(now)
         && ahead > MAX_AHEAD
     {
-        return Err(format!(
-            "--start-at {t}: that is {} from now, more than 24 h ahead; check the date",
-            humantime::format_duration(Duration::from_secs(ahead.as_secs()))
-        ));
+        return Err(SegmentError::TooFarAhead {
+            text: t.to_owned(),
+            ahead: Duration::from_secs(ahead.as_secs()),
+        });
     }
     Ok(at)
 }
@@ -223,7 +307,7 @@ mod tests {
             ("1/-2", "\"-2\" is not a whole number"),
             ("1.5/3", "is not a whole number"),
         ] {
-            let e = Segment::parse(bad).unwrap_err();
+            let e = Segment::parse(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }
@@ -296,7 +380,7 @@ mod tests {
             ("tomorrow", "RFC 3339 UTC"),
             ("+soon", "\"soon\" is not a duration"),
         ] {
-            let e = parse_start_at(bad, now).unwrap_err();
+            let e = parse_start_at(bad, now).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

@@ -14,6 +14,82 @@
 use std::fmt;
 use std::time::Duration;
 
+/// Why a model, a stage list or a timeline cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ShapeError {
+    /// Neither `closed` nor `open`.
+    #[error("unknown model {0:?}: use closed (TARGET = users) or open (TARGET = round trips/s)")]
+    UnknownModel(String),
+    /// A stage without its `:`.
+    #[error("stage {n} {item:?}: expected DURATION:TARGET, e.g. 10s:50")]
+    NotAStage {
+        /// 1-based.
+        n: usize,
+        /// The stage as written.
+        item: String,
+    },
+    /// A stage whose duration does not parse.
+    #[error("stage {n} {item:?}: {given:?} is not a duration ({why}); use e.g. 10s, 1m, 500ms")]
+    BadDuration {
+        /// 1-based.
+        n: usize,
+        /// The stage as written.
+        item: String,
+        /// Its duration part.
+        given: String,
+        /// humantime's reason.
+        why: String,
+    },
+    /// A stage whose target does not parse.
+    #[error("stage {n} {item:?}: {given:?} is not a number")]
+    BadTarget {
+        /// 1-based.
+        n: usize,
+        /// The stage as written.
+        item: String,
+        /// Its target part.
+        given: String,
+    },
+    /// A stage whose target is negative or not finite.
+    #[error("stage {n} {item:?}: the target must be ≥ 0")]
+    NegativeTarget {
+        /// 1-based.
+        n: usize,
+        /// The stage as written.
+        item: String,
+    },
+    /// Stages lasting no time.
+    #[error("the stages last no time: give at least one stage a duration, e.g. 10s:50")]
+    NoTime,
+    /// Stages whose every target is 0.
+    #[error("every stage's target is 0: nothing would run")]
+    NoLoad,
+    /// A warm-up as long as the stages.
+    #[error("the warm-up ({}) must be shorter than the stages ({})", humantime::format_duration(*.warmup), humantime::format_duration(*.stages))]
+    WarmupTooLong {
+        /// The warm-up.
+        warmup: Duration,
+        /// The stages' total.
+        stages: Duration,
+    },
+    /// A closed-model stage with a fractional user count.
+    #[error("stage {n}: closed-model targets are users, a whole number (got {target})")]
+    FractionalUsers {
+        /// 1-based.
+        n: usize,
+        /// The target given.
+        target: f64,
+    },
+    /// A closed-model stage not lasting whole seconds.
+    #[error("stage {n}: closed-model stages last whole seconds (Goose steps in seconds; got {})", humantime::format_duration(*.duration))]
+    FractionalSeconds {
+        /// 1-based.
+        n: usize,
+        /// Its duration.
+        duration: Duration,
+    },
+}
+
 /// Which load model a target counts in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
@@ -33,13 +109,11 @@ impl Model {
     }
 
     /// Parses `closed` / `open`.
-    pub fn parse(s: &str) -> Result<Model, String> {
+    pub fn parse(s: &str) -> Result<Model, ShapeError> {
         match s.trim() {
             "closed" => Ok(Model::Closed),
             "open" => Ok(Model::Open),
-            other => Err(format!(
-                "unknown model {other:?}: use closed (TARGET = users) or open (TARGET = round trips/s)"
-            )),
+            other => Err(ShapeError::UnknownModel(other.to_owned())),
         }
     }
 }
@@ -124,28 +198,28 @@ pub struct Stage {
 
 /// Parses `10s:50,30s:50,10s:0` (humantime durations, targets ≥ 0).
 /// Errors name the stage and say what is expected.
-pub fn parse_stages(text: &str) -> Result<Vec<Stage>, String> {
+pub fn parse_stages(text: &str) -> Result<Vec<Stage>, ShapeError> {
     let mut out = Vec::new();
     for (i, item) in text.split(',').enumerate() {
         let item = item.trim();
-        let n = i + 1;
+        let (n, owned) = (i + 1, || item.to_owned());
         let Some((d, t)) = item.split_once(':') else {
-            return Err(format!(
-                "stage {n} {item:?}: expected DURATION:TARGET, e.g. 10s:50"
-            ));
+            return Err(ShapeError::NotAStage { n, item: owned() });
         };
-        let duration = humantime::parse_duration(d.trim()).map_err(|e| {
-            format!(
-                "stage {n} {item:?}: {:?} is not a duration ({e}); use e.g. 10s, 1m, 500ms",
-                d.trim()
-            )
+        let duration =
+            humantime::parse_duration(d.trim()).map_err(|e| ShapeError::BadDuration {
+                n,
+                item: owned(),
+                given: d.trim().to_owned(),
+                why: e.to_string(),
+            })?;
+        let target: f64 = t.trim().parse().map_err(|_| ShapeError::BadTarget {
+            n,
+            item: owned(),
+            given: t.trim().to_owned(),
         })?;
-        let target: f64 = t
-            .trim()
-            .parse()
-            .map_err(|_| format!("stage {n} {item:?}: {:?} is not a number", t.trim()))?;
         if !(target.is_finite() && target >= 0.0) {
-            return Err(format!("stage {n} {item:?}: the target must be ≥ 0"));
+            return Err(ShapeError::NegativeTarget { n, item: owned() });
         }
         out.push(Stage { duration, target });
     }
@@ -154,14 +228,12 @@ pub fn parse_stages(text: &str) -> Result<Vec<Stage>, String> {
 }
 
 /// A stage list a run can drive: some time, and some load at some point.
-pub fn validate(stages: &[Stage]) -> Result<(), String> {
+pub fn validate(stages: &[Stage]) -> Result<(), ShapeError> {
     if total(stages).is_zero() {
-        return Err(
-            "the stages last no time: give at least one stage a duration, e.g. 10s:50".into(),
-        );
+        return Err(ShapeError::NoTime);
     }
     if stages.iter().all(|s| s.target <= 0.0) {
-        return Err("every stage's target is 0: nothing would run".into());
+        return Err(ShapeError::NoLoad);
     }
     Ok(())
 }
@@ -288,15 +360,18 @@ impl Timeline {
 
     /// Stages as given: they are the whole run; the warm-up is their
     /// first part, the rest is measured.
-    pub fn staged(model: Model, stages: Vec<Stage>, warmup: Duration) -> Result<Timeline, String> {
+    pub fn staged(
+        model: Model,
+        stages: Vec<Stage>,
+        warmup: Duration,
+    ) -> Result<Timeline, ShapeError> {
         validate(&stages)?;
         let all = total(&stages);
         if warmup >= all {
-            return Err(format!(
-                "the warm-up ({}) must be shorter than the stages ({})",
-                humantime::format_duration(warmup),
-                humantime::format_duration(all)
-            ));
+            return Err(ShapeError::WarmupTooLong {
+                warmup,
+                stages: all,
+            });
         }
         Ok(Timeline {
             model,
@@ -375,21 +450,20 @@ impl Iterator for Arrivals<'_> {
 
 /// Why stages cannot run on the closed model (Goose): it counts users in whole numbers and
 /// steps in whole seconds.
-pub fn check_closed_stages(stages: &[Stage]) -> Result<(), String> {
+pub fn check_closed_stages(stages: &[Stage]) -> Result<(), ShapeError> {
     for (i, s) in stages.iter().enumerate() {
+        let n = i + 1;
         if s.target.fract() != 0.0 {
-            return Err(format!(
-                "stage {}: closed-model targets are users, a whole number (got {})",
-                i + 1,
-                s.target
-            ));
+            return Err(ShapeError::FractionalUsers {
+                n,
+                target: s.target,
+            });
         }
         if s.duration.subsec_nanos() != 0 {
-            return Err(format!(
-                "stage {}: closed-model stages last whole seconds (Goose steps in seconds; got {})",
-                i + 1,
-                humantime::format_duration(s.duration)
-            ));
+            return Err(ShapeError::FractionalSeconds {
+                n,
+                duration: s.duration,
+            });
         }
     }
     Ok(())
@@ -442,7 +516,7 @@ mod tests {
             ("0s:50", "last no time"),
             ("5s:0,5s:0", "nothing would run"),
         ] {
-            let e = parse_stages(bad).unwrap_err();
+            let e = parse_stages(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }
@@ -493,7 +567,9 @@ mod tests {
         let s =
             Timeline::staged(Model::Open, parse_stages("5s:10,5s:10").unwrap(), secs(2)).unwrap();
         assert_eq!((s.lead, s.measured), (secs(2), secs(8)));
-        let e = Timeline::staged(Model::Open, parse_stages("5s:10").unwrap(), secs(5)).unwrap_err();
+        let e = Timeline::staged(Model::Open, parse_stages("5s:10").unwrap(), secs(5))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("shorter than the stages"), "{e}");
     }
 
@@ -509,15 +585,24 @@ mod tests {
     #[test]
     fn models_parse() {
         assert_eq!(Model::parse("open"), Ok(Model::Open));
-        assert!(Model::parse("ramping").unwrap_err().contains("closed"));
+        assert!(
+            Model::parse("ramping")
+                .unwrap_err()
+                .to_string()
+                .contains("closed")
+        );
     }
 
     #[test]
     fn closed_stages_are_whole_users_and_seconds() {
         assert!(check_closed_stages(&parse_stages("0s:4,5s:4").unwrap()).is_ok());
-        let e = check_closed_stages(&parse_stages("2s:2.5").unwrap()).unwrap_err();
+        let e = check_closed_stages(&parse_stages("2s:2.5").unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("whole number"), "{e}");
-        let e = check_closed_stages(&parse_stages("1500ms:2").unwrap()).unwrap_err();
+        let e = check_closed_stages(&parse_stages("1500ms:2").unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("whole seconds"), "{e}");
     }
 }

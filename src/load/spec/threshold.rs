@@ -139,7 +139,7 @@ impl LegSelector {
 
     /// The selector `text` names: `first`, `retry`, `e2e`, a leg's name,
     /// or either of the first two or a leg's name with `.PHASE` after it.
-    pub fn parse(text: &str) -> Result<LegSelector, String> {
+    fn parse(text: &str) -> Result<LegSelector, String> {
         if let Some((of, phase)) = text.rsplit_once('.')
             && PHASES.contains(&phase)
         {
@@ -460,16 +460,19 @@ impl Threshold {
     /// Checks that every name it uses exists: a leg the client can record,
     /// a scenario of the plan. A misspelled name would otherwise fail the run
     /// silently (nothing measured) or, worse, never be checked.
-    pub fn validate(&self, scenarios: &[&str]) -> Result<(), String> {
+    pub fn validate(&self, scenarios: &[&str]) -> Result<(), ThresholdError> {
+        let err = |why: String| ThresholdError {
+            expr: self.expr.clone(),
+            why,
+        };
         let scenario = |s: &str| {
             if scenarios.contains(&s) {
                 Ok(())
             } else {
-                Err(format!(
-                    "threshold {:?}: the plan has no scenario {s:?} (scenarios: {})",
-                    self.expr,
+                Err(err(format!(
+                    "the plan has no scenario {s:?} (scenarios: {})",
                     scenarios.join(", ")
-                ))
+                )))
             }
         };
         let leg = match &self.metric {
@@ -484,14 +487,13 @@ impl Threshold {
             _ => None,
         };
         match &self.metric {
-            Metric::Latency { .. } if leg.is_some_and(|l| !is_known_leg(l)) => Err(format!(
-                "threshold {:?}: no leg is named {:?}; use first, retry, e2e or one of: {} \
+            Metric::Latency { .. } if leg.is_some_and(|l| !is_known_leg(l)) => Err(err(format!(
+                "no leg is named {:?}; use first, retry, e2e or one of: {} \
                  (a phase after a dot: {})",
-                self.expr,
                 leg.map_or("", |l| l.as_str()),
                 KNOWN_LEGS.join(", "),
                 PHASES.join(", ")
-            )),
+            ))),
             Metric::Ok(s) | Metric::SkippedRate(s) => scenario(s),
             _ => Ok(()),
         }
@@ -555,7 +557,7 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 }
 
 /// Parses `50ms`, `250us`, `1.5s` into milliseconds.
-pub fn parse_duration_ms(text: &str) -> Result<f64, String> {
+fn parse_duration_ms(text: &str) -> Result<f64, String> {
     let text = text.trim();
     let (num, scale) = if let Some(n) = text.strip_suffix("ms") {
         (n, 1.0)
@@ -719,12 +721,17 @@ mod tests {
         assert_eq!(t.metric, Metric::SkippedRate("tamper".into()));
         assert!((t.limit - 0.5).abs() < 1e-12);
         assert!(t.validate(&["tamper"]).is_ok());
-        let e = t.validate(&["replay"]).unwrap_err();
+        let e = t.validate(&["replay"]).unwrap_err().to_string();
         assert!(e.contains("no scenario \"tamper\""), "{e}");
         let t = Threshold::parse("p99(tools/call #2 retry) < 5ms").unwrap();
         assert!(t.validate(&[]).is_ok());
         let t = Threshold::parse("p99(flow page GTE) < 5ms").unwrap();
-        assert!(t.validate(&[]).unwrap_err().contains("flow page GET"));
+        assert!(
+            t.validate(&[])
+                .unwrap_err()
+                .to_string()
+                .contains("flow page GET")
+        );
         assert!(Threshold::parse("ok() > 0").is_err());
         assert!(Threshold::parse("ok(x) > many").is_err());
     }
@@ -749,7 +756,7 @@ mod tests {
             matches!(&t.metric, Metric::Latency { selector: LegSelector::Phase { of, .. }, .. } if **of == LegSelector::Retry)
         );
         let t = Threshold::parse("p99(tools/call #9.connect) < 5ms").unwrap();
-        let e = t.validate(&[]).unwrap_err();
+        let e = t.validate(&[]).unwrap_err().to_string();
         assert!(
             e.contains("no leg is named \"tools/call #9\"") && e.contains("first_event"),
             "{e}"
