@@ -91,5 +91,5 @@ for conc in $CONCS; do
   done
   printf '%s\n' "${ratios[@]}" | sort -n | awk -v c="$conc" '{ v[NR] = $1 } END {
     m = (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)
-    printf "%6d users: serve ÷ rmcp CPU per round trip %.3f–%.3f, median %.3f (goal ≤ 0.33)\n", c, v[1], v[NR], m }'
+    printf "%6d users: serve ÷ rmcp CPU per round trip %.3f–%.3f, median %.3f (goal ≤ 0.25)\n", c, v[1], v[NR], m }'
 done

@@ -393,7 +393,9 @@ impl H1Lane {
             }
         }
         self.open = None;
-        let (stream, opened) = super::stream::open(&self.addr, self.tls.as_ref()).await?;
+        let (stream, opened) = super::stream::open(&self.addr, self.tls.as_ref())
+            .await
+            .map_err(|e| e.to_string())?;
         self.opened = Some(opened);
         let peer = stream
             .peer_addr()

@@ -50,14 +50,39 @@ impl Tls {
     }
 }
 
+/// Why a connection could not be opened; it reads as callers show it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// TCP did not connect.
+    #[error("cannot connect to {addr}: {source}")]
+    Tcp {
+        /// `HOST:PORT`.
+        addr: String,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// The TLS handshake failed: what failed and how to fix it, when
+    /// [`super::tls::explain`] knows.
+    #[error("{}", .explained.clone().unwrap_or_else(|| format!("TLS handshake with {}: {}", .addr, .source)))]
+    Tls {
+        /// `HOST:PORT`.
+        addr: String,
+        /// The failure in words, with its fix.
+        explained: Option<String>,
+        /// The handshake's error.
+        source: io::Error,
+    },
+}
+
 /// Connects to `addr` (`HOST:PORT`), then, with `tls`, shakes hands.
-/// Errors read as the callers show them; a failed handshake names what
-/// failed and how to fix it ([`super::tls::explain`]).
-pub async fn open(addr: &str, tls: Option<&Tls>) -> Result<(Stream, Opened), String> {
+pub async fn open(addr: &str, tls: Option<&Tls>) -> Result<(Stream, Opened), ConnectError> {
     let started = Instant::now();
     let tcp = TcpStream::connect(addr)
         .await
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        .map_err(|source| ConnectError::Tcp {
+            addr: addr.to_owned(),
+            source,
+        })?;
     // Small requests and replies: never wait for Nagle.
     let _ = tcp.set_nodelay(true);
     let connect = started.elapsed();
@@ -74,8 +99,10 @@ pub async fn open(addr: &str, tls: Option<&Tls>) -> Result<(Stream, Opened), Str
         .connector
         .connect(tls.name.clone(), tcp)
         .await
-        .map_err(|e| {
-            super::tls::explain(&e).unwrap_or_else(|| format!("TLS handshake with {addr}: {e}"))
+        .map_err(|source| ConnectError::Tls {
+            addr: addr.to_owned(),
+            explained: super::tls::explain(&source),
+            source,
         })?;
     let opened = Opened {
         connect,

@@ -16,6 +16,49 @@ use crate::report::{self, Summary};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
+/// Why logs cannot be merged (a usage error).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A log cannot be read, or the report cannot be written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// A log that does not parse, or a merged log that cannot be written.
+    #[error(transparent)]
+    Hlog(#[from] hlog::HlogError),
+    /// The same file named twice.
+    #[error("{} is given twice (also as {}): its counts would be merged twice", .path.display(), .first.display())]
+    Twice {
+        /// The second name.
+        path: PathBuf,
+        /// The first.
+        first: PathBuf,
+    },
+    /// Two files with the same bytes.
+    #[error("{} has the same content as {}: the same run given twice would double its counts", .path.display(), .first.display())]
+    SameContent {
+        /// The second file.
+        path: PathBuf,
+        /// The first.
+        first: PathBuf,
+    },
+    /// A zero `--interval`.
+    #[error("--interval must be greater than zero")]
+    NoInterval,
+}
+
+/// `path`'s I/O error.
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MergeError + '_ {
+    move |source| MergeError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
 /// Merges `logs` into a report in `out` (summary files and `merged.hlog`),
 /// judging `thresholds` on the merged data. `warn(word, text)` hears each
 /// warning or note as it is found. `Err` is a usage error.
@@ -25,20 +68,19 @@ pub fn merge(
     interval: Duration,
     thresholds: &[Threshold],
     warn: &mut dyn FnMut(&str, &str),
-) -> Result<Summary, String> {
+) -> Result<Summary, MergeError> {
     let texts = read_distinct(logs)?;
     let mut intervals = Vec::new();
     let mut spans = Vec::new();
     for (path, bytes) in logs.iter().zip(&texts) {
-        let mut ivs =
-            hlog::read_bytes(bytes, &path.display().to_string()).map_err(|e| e.to_string())?;
+        let mut ivs = hlog::read_bytes(bytes, &path.display().to_string())?;
         if let Some(span) = span_of(&ivs) {
             spans.push((path.display().to_string(), span));
         }
         intervals.append(&mut ivs);
     }
     if interval.is_zero() {
-        return Err("--interval must be greater than zero".into());
+        return Err(MergeError::NoInterval);
     }
     let mut apart = disjoint_runs(&spans);
     for w in &apart {
@@ -92,7 +134,7 @@ pub fn merge(
     if let Some(list) = merged_segments(&segments) {
         summary.settings.insert("segments".into(), list);
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(out).map_err(io(out))?;
     let start = UNIX_EPOCH + Duration::from_secs_f64(origin.max(0.0));
     let merged = HlogBuffer::new(start, &[format!("merged from {} logs", logs.len())]).and_then(
         |mut buf| {
@@ -103,9 +145,7 @@ pub fn merge(
             Ok(buf)
         },
     );
-    let buf = merged.map_err(|e| e.to_string())?;
-    std::fs::write(out.join("merged.hlog"), buf.as_bytes())
-        .map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::write(out.join("merged.hlog"), merged?.as_bytes()).map_err(io(out))?;
     summary.files.insert("hlog".into(), "merged.hlog".into());
     for (role, f) in [
         ("summary_json", "summary.json"),
@@ -115,31 +155,24 @@ pub fn merge(
     ] {
         summary.files.insert(role.into(), f.into());
     }
-    report::write_all(out, &summary).map_err(|e| format!("{}: {e}", out.display()))?;
+    report::write_all(out, &summary).map_err(io(out))?;
     Ok(summary)
 }
 
 /// Reads every log once, refusing one named twice, by path or by content:
 /// merging it twice would double its counts.
-fn read_distinct(logs: &[PathBuf]) -> Result<Vec<Vec<u8>>, String> {
+fn read_distinct(logs: &[PathBuf]) -> Result<Vec<Vec<u8>>, MergeError> {
     let mut seen: Vec<(PathBuf, PathBuf, Vec<u8>)> = Vec::new();
     for path in logs {
-        let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let real = std::fs::canonicalize(path).map_err(io(path))?;
+        let bytes = std::fs::read(path).map_err(io(path))?;
         for (first, first_real, first_bytes) in &seen {
+            let (path, first) = (path.clone(), first.clone());
             if *first_real == real {
-                return Err(format!(
-                    "{} is given twice (also as {}): its counts would be merged twice",
-                    path.display(),
-                    first.display()
-                ));
+                return Err(MergeError::Twice { path, first });
             }
             if *first_bytes == bytes {
-                return Err(format!(
-                    "{} has the same content as {}: the same run given twice would double its counts",
-                    path.display(),
-                    first.display()
-                ));
+                return Err(MergeError::SameContent { path, first });
             }
         }
         seen.push((path.clone(), real, bytes));

@@ -102,7 +102,7 @@ pub async fn search(
                 tokio::task::spawn_blocking(move || StoreStats::open(&u))
                     .await
                     .map_err(|e| RunError::Setup(e.to_string()))?
-                    .map_err(RunError::Setup)?,
+                    .map_err(|e| RunError::Setup(e.to_string()))?,
             )
         }
         None => None,

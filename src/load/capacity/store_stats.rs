@@ -4,6 +4,33 @@
 
 use std::time::Duration;
 
+/// Why `--store-stats` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum StoreStatsError {
+    /// Not a Redis URL.
+    #[error("--store-stats: {0}")]
+    Url(::redis::RedisError),
+    /// The counter could not be read.
+    #[error("--store-stats {shown}: {why}")]
+    Unread {
+        /// The URL, without its password.
+        shown: String,
+        /// Why.
+        why: Unread,
+    },
+}
+
+/// Why the counter could not be read.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unread {
+    /// Redis did not answer.
+    #[error(transparent)]
+    Redis(#[from] ::redis::RedisError),
+    /// Its `INFO stats` has no counter.
+    #[error("INFO stats has no total_commands_processed")]
+    NoCounter,
+}
+
 /// The shared store's command counter (Redis `total_commands_processed`).
 pub(super) struct StoreStats {
     client: ::redis::Client,
@@ -12,25 +39,23 @@ pub(super) struct StoreStats {
 }
 
 impl StoreStats {
-    pub(super) fn open(url: &str) -> Result<StoreStats, String> {
-        let client = ::redis::Client::open(url).map_err(|e| format!("--store-stats: {e}"))?;
+    pub(super) fn open(url: &str) -> Result<StoreStats, StoreStatsError> {
+        let client = ::redis::Client::open(url).map_err(StoreStatsError::Url)?;
         let shown = redact(url);
         let s = StoreStats { client, shown };
-        s.read_blocking()
-            .map_err(|e| format!("--store-stats {}: {e}", s.shown))?;
+        s.read_blocking().map_err(|why| StoreStatsError::Unread {
+            shown: s.shown.clone(),
+            why,
+        })?;
         Ok(s)
     }
 
-    fn read_blocking(&self) -> Result<u64, String> {
+    fn read_blocking(&self) -> Result<u64, Unread> {
         let mut c = self
             .client
-            .get_connection_with_timeout(Duration::from_secs(2))
-            .map_err(|e| e.to_string())?;
-        let info: String = ::redis::cmd("INFO")
-            .arg("stats")
-            .query(&mut c)
-            .map_err(|e| e.to_string())?;
-        parse_commands(&info).ok_or_else(|| "INFO stats has no total_commands_processed".into())
+            .get_connection_with_timeout(Duration::from_secs(2))?;
+        let info: String = ::redis::cmd("INFO").arg("stats").query(&mut c)?;
+        parse_commands(&info).ok_or(Unread::NoCounter)
     }
 
     pub(super) async fn read(&self) -> Option<u64> {

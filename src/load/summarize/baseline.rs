@@ -75,24 +75,58 @@ const ERROR_RATE_FLOOR: f64 = 0.001;
 /// z beyond which an error-rate rise is not chance (one-sided 0.1 %).
 const ERROR_RATE_Z: f64 = 3.09;
 
+/// Why a baseline cannot be read (each names the path).
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// The file or folder cannot be read.
+    #[error("--baseline {}: {source}", .path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// It is not a `summary.json`.
+    #[error("--baseline {}: not a summary.json: {source}", .path.display())]
+    NotASummary {
+        /// The file.
+        path: PathBuf,
+        /// The parser's reason.
+        source: serde_json::Error,
+    },
+    /// A summary of another schema.
+    #[error("--baseline {}: schema {schema} is not supported (expected {})", .path.display(), crate::report::SCHEMA_VERSION)]
+    Schema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema.
+        schema: u32,
+    },
+    /// A folder holding neither a `summary.json` nor run folders.
+    #[error("--baseline {}: neither a run folder (no summary.json) nor a folder of them", .0.display())]
+    NoRun(PathBuf),
+}
+
 /// Reads a baseline: a `summary.json`, or a run folder holding one.
-pub fn read(path: &Path) -> Result<Summary, String> {
+pub fn read(path: &Path) -> Result<Summary, BaselineError> {
     let file = if path.is_dir() {
         path.join("summary.json")
     } else {
         path.to_owned()
     };
-    let text = std::fs::read_to_string(&file)
-        .map_err(|e| format!("--baseline {}: {e}", file.display()))?;
-    let s: Summary = serde_json::from_str(&text)
-        .map_err(|e| format!("--baseline {}: not a summary.json: {e}", file.display()))?;
+    let text = std::fs::read_to_string(&file).map_err(|source| BaselineError::Io {
+        path: file.clone(),
+        source,
+    })?;
+    let s: Summary = serde_json::from_str(&text).map_err(|source| BaselineError::NotASummary {
+        path: file.clone(),
+        source,
+    })?;
     if s.schema != crate::report::SCHEMA_VERSION {
-        return Err(format!(
-            "--baseline {}: schema {} is not supported (expected {})",
-            file.display(),
-            s.schema,
-            crate::report::SCHEMA_VERSION
-        ));
+        return Err(BaselineError::Schema {
+            path: file,
+            schema: s.schema,
+        });
     }
     Ok(s)
 }
@@ -100,21 +134,21 @@ pub fn read(path: &Path) -> Result<Summary, String> {
 /// Reads every baseline run `paths` name: a `summary.json`, a run folder,
 /// or a folder of run folders (each sub-folder holding a `summary.json`,
 /// in name order).
-pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Summary>, String> {
+pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Summary>, BaselineError> {
     let mut runs = Vec::new();
     for p in paths {
         if p.is_dir() && !p.join("summary.json").exists() {
             let mut subs: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| format!("--baseline {}: {e}", p.display()))?
+                .map_err(|source| BaselineError::Io {
+                    path: p.clone(),
+                    source,
+                })?
                 .filter_map(Result::ok)
                 .map(|e| e.path())
                 .filter(|d| d.join("summary.json").is_file())
                 .collect();
             if subs.is_empty() {
-                return Err(format!(
-                    "--baseline {}: neither a run folder (no summary.json) nor a folder of them",
-                    p.display()
-                ));
+                return Err(BaselineError::NoRun(p.clone()));
             }
             subs.sort();
             for d in subs {
@@ -836,7 +870,9 @@ mod tests {
         let one = read_all(&[dir.path().join("a-1")]).unwrap();
         assert_eq!(one.len(), 1);
         let empty = tempfile::tempdir().unwrap();
-        let e = read_all(&[empty.path().to_owned()]).unwrap_err();
+        let e = read_all(&[empty.path().to_owned()])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("nor a folder of them"), "{e}");
     }
 
