@@ -325,8 +325,10 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         .public_url
         .as_deref()
         .map(PublicUrl::parse)
-        .transpose()?;
-    crate::server::remote_check_links(args.listen, public_url.as_ref())?;
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    crate::server::remote_check_links(args.listen, public_url.as_ref())
+        .map_err(|e| e.to_string())?;
     for (flag, d) in [
         ("--state-ttl", args.state_ttl),
         ("--header-read-timeout", args.header_read_timeout),
@@ -387,7 +389,8 @@ pub fn config(args: &Args) -> Result<ServerConfig, String> {
         args.listen,
         &args.allowed_origins,
         &args.allowed_hosts,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     Ok(ServerConfig {
         listen: args.listen,
         allow_remote: args.allow_remote,

@@ -206,14 +206,28 @@ impl Default for ServerConfig {
     }
 }
 
+/// Why a byte size does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    /// No number first.
+    #[error("invalid size {0:?}: expected a number with an optional unit")]
+    NotANumber(String),
+    /// A unit it does not know.
+    #[error("invalid size unit in {0:?}: use B, KiB, MiB, kB or MB")]
+    Unit(String),
+    /// Zero, or more than the address space.
+    #[error("size {0:?} is zero or too large")]
+    OutOfRange(String),
+}
+
 /// Parses a byte size such as `1MiB`, `512KiB`, `64kB` or `1048576`.
-pub fn parse_size(s: &str) -> Result<usize, String> {
+pub fn parse_size(s: &str) -> Result<usize, SizeError> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let n: usize = num
         .parse()
-        .map_err(|_| format!("invalid size {s:?}: expected a number with an optional unit"))?;
+        .map_err(|_| SizeError::NotANumber(s.to_owned()))?;
     let mult: usize = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" => 1000,
@@ -221,15 +235,11 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         "m" | "mb" => 1_000_000,
         "mib" => 1024 * 1024,
         "gib" => 1024 * 1024 * 1024,
-        _ => {
-            return Err(format!(
-                "invalid size unit in {s:?}: use B, KiB, MiB, kB or MB"
-            ));
-        }
+        _ => return Err(SizeError::Unit(s.to_owned())),
     };
     n.checked_mul(mult)
         .filter(|v| *v > 0)
-        .ok_or_else(|| format!("size {s:?} is zero or too large"))
+        .ok_or_else(|| SizeError::OutOfRange(s.to_owned()))
 }
 
 #[cfg(test)]

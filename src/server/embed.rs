@@ -51,8 +51,8 @@ pub fn in_process(config: ServerConfig) -> anyhow::Result<InProcess> {
         addr = SocketAddr::from((Ipv4Addr::LOCALHOST, addr.port()));
     }
     let backing::Backing { sealer, store } = backing::build(&config)?;
-    let origins = origin::AllowedOrigins::new(addr, &config.allowed_origins, &config.allowed_hosts)
-        .map_err(anyhow::Error::msg)?;
+    let origins =
+        origin::AllowedOrigins::new(addr, &config.allowed_origins, &config.allowed_hosts)?;
     let base_url = format!("http://{addr}");
     let (closing_tx, closing_rx) = watch::channel(false);
     let instance =

@@ -205,7 +205,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
             config.listen
         );
     }
-    remote::check_links(config.listen, config.public_url.as_ref()).map_err(anyhow::Error::msg)?;
+    remote::check_links(config.listen, config.public_url.as_ref())?;
     for w in remote::warnings(
         config.listen,
         config.allow_remote,
@@ -224,8 +224,7 @@ pub async fn start(config: ServerConfig) -> anyhow::Result<RunningServer> {
         allowed_origins.push(p.base().to_owned());
         allowed_hosts.push(p.host().to_owned());
     }
-    let origins = origin::AllowedOrigins::new(addr, &allowed_origins, &allowed_hosts)
-        .map_err(anyhow::Error::msg)?;
+    let origins = origin::AllowedOrigins::new(addr, &allowed_origins, &allowed_hosts)?;
     if addr.ip().is_unspecified() && allowed_hosts.is_empty() {
         tracing::warn!(
             "listening on {addr}: requests reach it by other names, which the Host check refuses; add them with --allowed-host"

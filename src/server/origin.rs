@@ -97,6 +97,20 @@ fn parse_origin(s: &str) -> Option<OriginRule> {
     })
 }
 
+/// A value of the allow-lists that is not an origin or a host.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AllowListError {
+    /// The listen address's own host does not read as one.
+    #[error("bad listen host {0}")]
+    ListenHost(String),
+    /// `--allowed-origin`.
+    #[error("--allowed-origin {0:?} is not an origin like https://app.example:8443")]
+    Origin(String),
+    /// `--allowed-host`.
+    #[error("--allowed-host {0:?} is not a host like mcp.example or mcp.example:8080")]
+    Host(String),
+}
+
 impl AllowedOrigins {
     /// The defaults for a server bound to `listen`, plus `extra_origins`
     /// (`scheme://host[:port]`) and `extra_hosts` (`host` = any port, or
@@ -105,7 +119,7 @@ impl AllowedOrigins {
         listen: SocketAddr,
         extra_origins: &[String],
         extra_hosts: &[String],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, AllowListError> {
         let port = listen.port();
         let own = match listen {
             SocketAddr::V4(a) => a.ip().to_string(),
@@ -116,7 +130,8 @@ impl AllowedOrigins {
         let mut hosts: Vec<HostRule> = Vec::new();
         let mut origins: Vec<OriginRule> = Vec::new();
         for n in &names {
-            let (host, _) = parse_authority(n).ok_or_else(|| format!("bad listen host {n}"))?;
+            let (host, _) =
+                parse_authority(n).ok_or_else(|| AllowListError::ListenHost(n.clone()))?;
             hosts.push(HostRule {
                 host: host.clone(),
                 port: Some(port),
@@ -128,14 +143,10 @@ impl AllowedOrigins {
             });
         }
         for o in extra_origins {
-            origins.push(parse_origin(o).ok_or_else(|| {
-                format!("--allowed-origin {o:?} is not an origin like https://app.example:8443")
-            })?);
+            origins.push(parse_origin(o).ok_or_else(|| AllowListError::Origin(o.clone()))?);
         }
         for h in extra_hosts {
-            let (host, port) = parse_authority(h).ok_or_else(|| {
-                format!("--allowed-host {h:?} is not a host like mcp.example or mcp.example:8080")
-            })?;
+            let (host, port) = parse_authority(h).ok_or_else(|| AllowListError::Host(h.clone()))?;
             hosts.push(HostRule { host, port });
         }
         let exact = hosts

@@ -21,11 +21,28 @@ pub struct PublicUrl {
     https: bool,
 }
 
+/// Why a public URL or the listen address cannot serve flow links.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// A `--public-url` that is not a bare http(s) origin.
+    #[error("--public-url {given:?} {why}: give a base URL like https://mcp.example.com")]
+    PublicUrl {
+        /// As given.
+        given: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// An unspecified listen address without a public URL.
+    #[error("--listen {0} needs --public-url: flow links must name an address clients can reach")]
+    Unreachable(SocketAddr),
+}
+
 impl PublicUrl {
     /// Parses and checks a public base URL.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let bad = |why: &str| {
-            format!("--public-url {s:?} {why}: give a base URL like https://mcp.example.com")
+    pub fn parse(s: &str) -> Result<Self, LinkError> {
+        let bad = |why: &'static str| LinkError::PublicUrl {
+            given: s.to_owned(),
+            why,
         };
         let u = url::Url::parse(s.trim()).map_err(|_| bad("is not a URL"))?;
         if !matches!(u.scheme(), "http" | "https") {
@@ -67,11 +84,9 @@ impl PublicUrl {
 
 /// Refuses a configuration whose flow links could name no reachable
 /// address: an unspecified listen address without a public URL.
-pub fn check_links(listen: SocketAddr, public: Option<&PublicUrl>) -> Result<(), String> {
+pub fn check_links(listen: SocketAddr, public: Option<&PublicUrl>) -> Result<(), LinkError> {
     if listen.ip().is_unspecified() && public.is_none() {
-        return Err(format!(
-            "--listen {listen} needs --public-url: flow links must name an address clients can reach"
-        ));
+        return Err(LinkError::Unreachable(listen));
     }
     Ok(())
 }
@@ -134,7 +149,8 @@ mod tests {
         let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
         let lan: SocketAddr = "192.0.2.7:8080".parse().unwrap();
         let lo: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert!(check_links(any, None).unwrap_err().contains("--public-url"));
+        let e = check_links(any, None).unwrap_err().to_string();
+        assert!(e.contains("--public-url"), "{e}");
         let p = PublicUrl::parse("https://mcp.example.com").unwrap();
         assert!(check_links(any, Some(&p)).is_ok());
         assert!(check_links(lan, None).is_ok());
