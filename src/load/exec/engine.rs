@@ -94,8 +94,75 @@ pub enum RunError {
     #[error("{0}")]
     Setup(String),
     /// The target does not answer as the plan needs (nothing was measured).
+    #[error(transparent)]
+    Preflight(#[from] PreflightError),
+}
+
+/// Why a target does not answer as the plan needs ([`preflight`]); each
+/// names the target.
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    /// The HTTP client could not be built.
     #[error("{0}")]
-    Preflight(String),
+    Client(String),
+    /// A TLS handshake failed: what failed and how to fix it.
+    #[error("{url}: {explained}")]
+    Tls {
+        /// The MCP endpoint.
+        url: String,
+        /// The failure in words, with its fix.
+        explained: String,
+    },
+    /// No 2026-07-28 `tools/list`.
+    #[error("{url} does not answer 2026-07-28 tools/list: {why}")]
+    Modern {
+        /// The MCP endpoint.
+        url: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// No 2025-11-25 session.
+    #[error("{url} does not answer as a 2025-11-25 MCP server: {why}")]
+    Legacy {
+        /// The MCP endpoint.
+        url: String,
+        /// What went wrong.
+        why: String,
+    },
+    /// The 2025-11-25 `tools/list` failed or was refused.
+    #[error("{url}: 2025-11-25 tools/list{why}")]
+    LegacyList {
+        /// The MCP endpoint.
+        url: String,
+        /// `: ERROR` or ` answered …`.
+        why: String,
+    },
+    /// A scenario's tool is not listed.
+    #[error("scenario {scenario}: {url} lists no tool {tool:?} on {generation} (it lists: {})", .listed.join(", "))]
+    NoTool {
+        /// The scenario.
+        scenario: String,
+        /// The MCP endpoint.
+        url: String,
+        /// Its tool.
+        tool: String,
+        /// The generation asked.
+        generation: crate::protocol::Generation,
+        /// The tools it lists.
+        listed: Vec<String>,
+    },
+    /// The users' first principal is refused where the plan's token is not.
+    #[error(
+        "the users run as distinct principals, and {who} is refused ({source}); give the \
+         users' tokens with --principal-file FILE (one a line), or run every user as \
+         one principal with --principal TOKEN"
+    )]
+    Principal {
+        /// The principal, in words.
+        who: String,
+        /// Why it is refused.
+        source: Box<PreflightError>,
+    },
 }
 
 /// Maps an I/O error on `path` to [`RunError::Io`].
@@ -542,7 +609,7 @@ fn goose_error(e: &goose::GooseError) -> String {
 /// names, and is told so before any load. `Ok` holds, per scenario, the
 /// argument that can carry a round trip's marker under its tool's
 /// `inputSchema`; `Err` is a one-line reason.
-pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>, String> {
+pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>, PreflightError> {
     use crate::load::spec::principals::Principals;
     let t = &plan.target;
     let markers = preflight_as(plan, mcp_url, &t.token).await?;
@@ -557,21 +624,28 @@ pub async fn preflight(plan: &Plan, mcp_url: &str) -> Result<Vec<Option<String>>
         Principals::File { path, .. } => format!("the first token of {path}"),
         _ => format!("the generated principal {first:?}"),
     };
-    preflight_as(plan, mcp_url, &first).await.map_err(|e| {
-        format!(
-            "the users run as distinct principals, and {who} is refused ({e}); give the \
-             users' tokens with --principal-file FILE (one a line), or run every user as \
-             one principal with --principal TOKEN"
-        )
-    })?;
+    preflight_as(plan, mcp_url, &first)
+        .await
+        .map_err(|e| PreflightError::Principal {
+            who,
+            source: Box::new(e),
+        })?;
     Ok(markers)
 }
 
 /// A failure that was a TLS handshake, in words with its fix, or `other`.
-fn tls_or(mcp_url: &str, e: &impl std::fmt::Display, other: impl FnOnce() -> String) -> String {
-    match crate::client::tls::explain_text(&e.to_string()) {
-        Some(tls) => format!("{mcp_url}: {tls}"),
-        None => other(),
+fn tls_or(
+    mcp_url: &str,
+    e: &impl std::fmt::Display,
+    other: impl FnOnce(String, String) -> PreflightError,
+) -> PreflightError {
+    let why = e.to_string();
+    match crate::client::tls::explain_text(&why) {
+        Some(explained) => PreflightError::Tls {
+            url: mcp_url.to_owned(),
+            explained,
+        },
+        None => other(mcp_url.to_owned(), why),
     }
 }
 
@@ -580,11 +654,11 @@ async fn preflight_as(
     plan: &Plan,
     mcp_url: &str,
     token: &str,
-) -> Result<Vec<Option<String>>, String> {
+) -> Result<Vec<Option<String>>, PreflightError> {
     use crate::client::raw::Rpc;
     use crate::discover::{self, Wire, all_modes, legacy, modern, wire::Log};
     use crate::protocol::Generation;
-    let http = discover::http_client().map_err(|e| e.to_string())?;
+    let http = discover::http_client().map_err(|e| PreflightError::Client(e.to_string()))?;
     let log = Log::new(
         http,
         mcp_url,
@@ -610,17 +684,17 @@ async fn preflight_as(
     let mut markers = vec![None; plan.scenarios.len()];
     for g in gens {
         let tools: Vec<serde_json::Value> = match g {
-            Generation::Modern => modern::list_tools(&log, &caps).await.map_err(|e| {
-                tls_or(mcp_url, &e, || {
-                    format!("{mcp_url} does not answer 2026-07-28 tools/list: {e}")
-                })
-            })?,
+            Generation::Modern => modern::list_tools(&log, &caps)
+                .await
+                .map_err(|e| tls_or(mcp_url, &e, |url, why| PreflightError::Modern { url, why }))?,
             Generation::Legacy => {
                 let s = legacy::open(&log, &caps, true).await.map_err(|e| {
-                    tls_or(mcp_url, &e, || {
-                        format!("{mcp_url} does not answer as a 2025-11-25 MCP server: {e}")
-                    })
+                    tls_or(mcp_url, &e, |url, why| PreflightError::Legacy { url, why })
                 })?;
+                let list = |why: String| PreflightError::LegacyList {
+                    url: mcp_url.to_owned(),
+                    why,
+                };
                 let reply = log
                     .send(legacy::request(
                         &log,
@@ -630,7 +704,7 @@ async fn preflight_as(
                         serde_json::json!({}),
                     ))
                     .await
-                    .map_err(|e| format!("{mcp_url}: 2025-11-25 tools/list: {e}"))?;
+                    .map_err(|e| list(format!(": {e}")))?;
                 legacy::close(&log, &s).await;
                 match reply.rpc() {
                     Rpc::Result(v) => v
@@ -638,12 +712,7 @@ async fn preflight_as(
                         .and_then(serde_json::Value::as_array)
                         .cloned()
                         .unwrap_or_default(),
-                    other => {
-                        return Err(format!(
-                            "{mcp_url}: 2025-11-25 tools/list answered {}",
-                            other.describe()
-                        ));
-                    }
+                    other => return Err(list(format!(" answered {}", other.describe()))),
                 }
             }
         };
@@ -667,13 +736,13 @@ async fn preflight_as(
                 markers[i] = crate::client::marker::free_string_argument(schema, &sc.arguments);
             }
             if !names.contains(&sc.tool) {
-                return Err(format!(
-                    "scenario {}: {mcp_url} lists no tool {:?} on {} (it lists: {})",
-                    sc.name,
-                    sc.tool,
-                    g,
-                    names.join(", ")
-                ));
+                return Err(PreflightError::NoTool {
+                    scenario: sc.name.clone(),
+                    url: mcp_url.to_owned(),
+                    tool: sc.tool.clone(),
+                    generation: g,
+                    listed: names,
+                });
             }
         }
     }
