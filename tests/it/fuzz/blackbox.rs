@@ -3,7 +3,12 @@
 //! per oracle family is found within seconds, with a minimised `repro.sh`;
 //! the clean server and the rmcp interop server give no finding; exit codes
 //! match `check` and `load` (0 clean, 1 findings, 2 unusable target). One
-//! run at a time: timings are part of what is asserted.
+//! run at a time ([`ONE_AT_A_TIME`]): no port, directory or global is
+//! shared, but what a run finds depends on reply times (with four runs at
+//! once, crash-on-decline's findings minimised to more ops and split into
+//! two groups, and rmcp's replay warning into two; with two at once all
+//! passed once), so the lock stays until the fuzzer's minimising and
+//! grouping stop depending on them.
 
 use crate::support::interop;
 
