@@ -13,6 +13,9 @@
 //!
 //! - [`findings`]: the `Finding {severity, pointer, rule, message}` shape that
 //!   every validator reports in.
+//! - [`clock`]: [`clock::Clock`], where the server reads the time for every
+//!   expiry it decides: the system's, or an offset clock a test moves
+//!   forward instead of sleeping. Imports nothing of ours.
 //! - [`hex`]: lowercase hex, one encoder and decoder for every module.
 //! - [`protocol`]: wire types for JSON-RPC 2.0 and both generations, the
 //!   `Mcp-*` header codec, an SSE codec, and message validators. No I/O.
@@ -90,7 +93,7 @@
 //! store
 //! protocol
 //! schema state
-//! findings hex report interrupt
+//! findings hex report interrupt clock
 //! ```
 
 #[cfg(feature = "net")]
@@ -99,6 +102,7 @@ pub mod check;
 pub mod cli;
 #[cfg(feature = "net")]
 pub mod client;
+pub mod clock;
 #[cfg(feature = "net")]
 pub mod discover;
 pub mod findings;

@@ -67,6 +67,10 @@ pub struct Args {
     /// Most HTTP requests of the run.
     #[arg(help_heading = "Campaign", long, default_value_t = 100_000)]
     pub max_requests: u64,
+    /// Stop once N findings are listed, e.g. 1 when the first is enough to
+    /// fail a build (default: run the whole --duration).
+    #[arg(help_heading = "Campaign", long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_findings: Option<u64>,
     /// Per-request timeout; a reply later than this is a `hang` finding.
     #[arg(help_heading = "Campaign", long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub timeout: Duration,
@@ -167,6 +171,9 @@ pub fn run(args: Args) -> ExitCode {
     s.generation = generation;
     s.duration = args.duration;
     s.max_requests = args.max_requests;
+    s.max_findings = args
+        .max_findings
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     s.target.timeout = args.timeout;
     s.target.seed = args.seed;
     s.out_dir = crate::report::fresh_run_dir(&args.out, &id).0.join("fuzz");

@@ -13,7 +13,7 @@ use tokio::sync::{Notify, watch};
 
 use crate::protocol::jsonrpc::RequestId;
 use crate::state::{Claims, Sealer, StateError};
-use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id, now_ms};
+use crate::store::{Mode, NewRecord, Record, Store, StoreError, is_plausible_id};
 
 use super::body_budget::BodyBudget;
 use super::browser_session::{BrowserSessions, CookieNames};
@@ -72,7 +72,7 @@ impl App {
         instance: axum::http::HeaderValue,
     ) -> Self {
         let blocking_store = store.backend_name() != "memory";
-        let sessions = Sessions::new(cfg.sessions);
+        let sessions = Sessions::new(cfg.sessions, cfg.clock.clone());
         let bodies = BodyBudget::new(
             cfg.max_body_in_flight,
             cfg.max_body_in_flight_per_principal,
@@ -80,7 +80,6 @@ impl App {
         );
         let base_url_is_https = base_url.starts_with("https://");
         App {
-            cfg,
             sealer,
             store,
             stats: Arc::new(Stats::default()),
@@ -88,7 +87,7 @@ impl App {
             base_url,
             sessions,
             origins,
-            browser: BrowserSessions::default(),
+            browser: BrowserSessions::new(cfg.clock.clone()),
             cookies: CookieNames::new(base_url_is_https),
             flows: Mutex::new(HashMap::new()),
             blocking_store,
@@ -96,7 +95,13 @@ impl App {
             instance,
             reply_slot: Mutex::new(None),
             hoard: super::leak::Hoard::default(),
+            cfg,
         }
+    }
+
+    /// Now by the server's clock ([`ServerConfig::clock`]), in Unix ms.
+    pub fn now_ms(&self) -> u64 {
+        self.cfg.clock.now_ms()
     }
 
     /// [`Flaw::CrossTalk`]: puts this call's reply (`id`, `result`) into
@@ -187,7 +192,7 @@ impl App {
         csrf: Option<String>,
         ttl_ms: u64,
     ) -> Result<Record, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let new = NewRecord {
             principal: principal.to_owned(),
             client_id: None,
@@ -206,13 +211,15 @@ impl App {
             return Ok(None);
         }
         let id = id.to_owned();
-        self.store_call(move |s| s.get(&id, now_ms())).await
+        let now = self.now_ms();
+        self.store_call(move |s| s.get(&id, now)).await
     }
 
     /// Cancels a pending flow; a failure (already settled, gone) is ignored.
     pub async fn cancel_flow(&self, id: &str, principal: &str) {
         let (id, p) = (id.to_owned(), principal.to_owned());
-        if let Err(e) = self.store_call(move |s| s.cancel(&id, &p, now_ms())).await {
+        let now = self.now_ms();
+        if let Err(e) = self.store_call(move |s| s.cancel(&id, &p, now)).await {
             tracing::debug!(error = %e, "cancel of a flow had no effect");
         }
     }
@@ -286,9 +293,9 @@ impl App {
         timing: &mut Timing,
     ) -> Result<String, crate::state::SealError> {
         timing.state(|| {
-            let mut claims = self
-                .sealer
-                .claims(principal, None, digest, round, payload, now_ms());
+            let mut claims =
+                self.sealer
+                    .claims(principal, None, digest, round, payload, self.now_ms());
             if self.flaw(Flaw::NoExpiry) {
                 claims.expires_at = u64::MAX;
             }
@@ -311,7 +318,7 @@ impl App {
     ) -> Result<Option<Claims>, StateError> {
         let opened = timing.state(|| {
             let mut buf = Vec::new();
-            let now = now_ms();
+            let now = self.now_ms();
             let c = self.sealer.verify_in(token.as_bytes(), now, &mut buf)?;
             if !self.flaw(Flaw::NoExpiry) {
                 self.sealer.check_lifetime(c.expires_at, now)?;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-use crate::store::now_ms;
+use crate::clock::Clock;
 
 /// How long a browser sign-in lasts.
 pub const BROWSER_SESSION_TTL: Duration = Duration::from_secs(3600);
@@ -86,16 +86,25 @@ impl CookieNames {
 #[derive(Debug, Default)]
 pub struct BrowserSessions {
     map: Mutex<HashMap<String, (String, u64)>>,
+    clock: Clock,
 }
 
 impl BrowserSessions {
+    /// No one signed in; expiries by `clock`.
+    pub fn new(clock: Clock) -> Self {
+        BrowserSessions {
+            map: Mutex::default(),
+            clock,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, u64)>> {
         self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Signs `principal` in: a new session id for the cookie.
     pub fn sign_in(&self, principal: &str) -> String {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let ttl = u64::try_from(BROWSER_SESSION_TTL.as_millis()).unwrap_or(u64::MAX);
         let id = random_token();
         let mut m = self.lock();
@@ -119,7 +128,7 @@ impl BrowserSessions {
         if !plausible_token(id) {
             return None;
         }
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut m = self.lock();
         match m.get(id) {
             Some((p, exp)) if *exp > now => Some(p.clone()),
@@ -133,7 +142,7 @@ impl BrowserSessions {
 
     /// Forgets expired sessions; returns how many went.
     pub fn sweep(&self) -> usize {
-        let now = now_ms();
+        let now = self.clock.now_ms();
         let mut m = self.lock();
         let before = m.len();
         m.retain(|_, (_, exp)| *exp > now);

@@ -5,6 +5,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::clock::Clock;
 use crate::state::{CodecName, KeyRing};
 
 use super::auth::Principals;
@@ -62,6 +63,10 @@ pub struct ServerConfig {
     /// How far in the future a state's issue time may lie (it never
     /// extends a lifetime).
     pub clock_skew: Duration,
+    /// Where every expiry decision reads the time (states, records,
+    /// claims, sessions, sign-ins, retention): the system clock; tests
+    /// pass a [`Clock::offset`] and advance it instead of sleeping.
+    pub clock: Clock,
     /// Token → principal mapping.
     pub principals: Principals,
     /// The principal a request without any credentials stands for; `None`
@@ -178,6 +183,7 @@ impl Default for ServerConfig {
             keys: None,
             state_ttl: Duration::from_secs(600),
             clock_skew: Duration::from_secs(5),
+            clock: Clock::system(),
             principals: Principals::Demo,
             anonymous_principal: None,
             allowed_origins: Vec::new(),

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use subtle::ConstantTimeEq as _;
 
-use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_secret, now_ms};
+use crate::store::{Completion, Mode, Outcome, Record, Status, StoreError, mask_secret};
 
 use super::app::App;
 use super::auth::cookie;
@@ -323,9 +323,9 @@ pub async fn submit(
     }
     let outcome = Outcome::Completed(kept);
     let owner = rec.principal.clone();
-    let rid = rec.id.clone();
+    let (rid, now) = (rec.id.clone(), app.now_ms());
     let res = app
-        .store_call(move |s| s.complete(&rid, &owner, outcome, now_ms()))
+        .store_call(move |s| s.complete(&rid, &owner, outcome, now))
         .await;
     match res {
         Ok(Completion::Applied(_)) => {

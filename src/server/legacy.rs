@@ -34,7 +34,7 @@ use crate::protocol::sse::encode_event;
 use crate::protocol::version::LEGACY;
 use crate::protocol::{ElicitAction, Generation};
 use crate::state::request_digest;
-use crate::store::{Mode, Outcome as StoreOutcome, Status, now_ms};
+use crate::store::{Mode, Outcome as StoreOutcome, Status};
 
 use super::app::App;
 use super::conn_phase::{Parked, Parking, shed};
@@ -171,7 +171,8 @@ fn initialize(app: &Arc<App>, req: &Request, principal: String) -> Response {
         }
     };
     let sid = new_session_id();
-    let session = Arc::new(Session::new(principal, params.capabilities.elicit_modes()));
+    let modes = params.capabilities.elicit_modes();
+    let session = Arc::new(Session::new(principal, modes, app.now_ms()));
     match app.sessions.insert(sid.clone(), session) {
         Ok(None) => {}
         Ok(Some(_replaced)) => {
@@ -932,9 +933,10 @@ impl Call<'_> {
         }
         let (id, p) = (id.to_owned(), self.principal.to_owned());
         let _ = mode;
+        let now = self.app.now_ms();
         if let Err(e) = self
             .app
-            .store_call(move |s| s.complete(&id, &p, outcome, now_ms()))
+            .store_call(move |s| s.complete(&id, &p, outcome, now))
             .await
         {
             tracing::debug!(error = %e, "legacy elicitation record not settled");

@@ -147,14 +147,15 @@ fn spawn_store_sweeper(app: Arc<app::App>) {
     tokio::spawn(async move {
         let mut closing = app.closing.clone();
         let retention = u64::try_from(app.cfg.retention.as_millis()).unwrap_or(u64::MAX);
+        let clock = app.cfg.clock.clone();
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(app.cfg.sweep_interval) => {}
                 _ = closing.wait_for(|c| *c) => return,
             }
-            let store = app.store.clone();
+            let (store, clock) = (app.store.clone(), clock.clone());
             let swept = tokio::task::spawn_blocking(move || {
-                let now = crate::store::now_ms();
+                let now = clock.now_ms();
                 let expired = store.expire_due(now)?;
                 let purged = store.purge(now, retention)?;
                 Ok::<_, crate::store::StoreError>((expired, purged))
@@ -188,7 +189,7 @@ fn spawn_session_sweeper(app: Arc<app::App>) {
                 _ = tokio::time::sleep(every) => {}
                 _ = closing.wait_for(|c| *c) => return,
             }
-            let n = app.sessions.expire(crate::store::now_ms());
+            let n = app.sessions.expire(app.now_ms());
             let signed_out = app.browser.sweep();
             if n > 0 || signed_out > 0 {
                 tracing::debug!(expired = n, signed_out, "closed idle sessions");

@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::store::{Claim, StoreError, now_ms};
+use crate::store::{Claim, StoreError};
 
 use super::app::App;
 use super::flaw::Flaw;
@@ -122,7 +122,7 @@ pub async fn finish(
         return Ok(Finished::First(value));
     }
     let keep_until = keep_until(
-        now_ms(),
+        app.now_ms(),
         app.cfg.state_ttl,
         app.cfg.clock_skew,
         state_expires_at,

@@ -25,6 +25,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
+use crate::clock::Clock;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::sse::encode_event;
@@ -99,8 +100,9 @@ pub struct Session {
 static USE_ORDER: AtomicU64 = AtomicU64::new(0);
 
 impl Session {
-    /// A fresh session of `principal` that declared `modes`.
-    pub(super) fn new(principal: String, modes: ElicitModes) -> Self {
+    /// A fresh session of `principal` that declared `modes`, opened at
+    /// `now_ms`.
+    pub(super) fn new(principal: String, modes: ElicitModes, now_ms: u64) -> Self {
         let (closed, _) = watch::channel(false);
         Session {
             principal,
@@ -113,15 +115,14 @@ impl Session {
             get_stream: Mutex::new(None),
             get_opened: watch::channel(0).0,
             get_next: AtomicU64::new(1),
-            last_used_ms: AtomicU64::new(crate::store::now_ms()),
+            last_used_ms: AtomicU64::new(now_ms),
             last_use: AtomicU64::new(USE_ORDER.fetch_add(1, Ordering::Relaxed)),
         }
     }
 
-    /// A request named this session now.
-    pub(super) fn touch(&self) {
-        self.last_used_ms
-            .store(crate::store::now_ms(), Ordering::Relaxed);
+    /// A request named this session at `now_ms`.
+    pub(super) fn touch(&self, now_ms: u64) {
+        self.last_used_ms.store(now_ms, Ordering::Relaxed);
         self.last_use
             .store(USE_ORDER.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
     }
@@ -214,6 +215,7 @@ impl Table {
 /// All live sessions by id.
 pub struct Sessions {
     limits: SessionLimits,
+    clock: Clock,
     table: Mutex<Table>,
     /// Sessions that expired unused.
     pub expired: AtomicU64,
@@ -224,10 +226,11 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// An empty table with these limits.
-    pub fn new(limits: SessionLimits) -> Self {
+    /// An empty table with these limits; idleness by `clock`.
+    pub fn new(limits: SessionLimits, clock: Clock) -> Self {
         Sessions {
             limits,
+            clock,
             table: Mutex::new(Table::default()),
             expired: AtomicU64::new(0),
             replaced: AtomicU64::new(0),
@@ -245,14 +248,15 @@ impl Sessions {
     pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
         let mut t = lock(&self.table);
         let s = t.by_id.get(id)?.clone();
-        if s.idle_since(crate::store::now_ms(), self.limits.idle) {
+        let now = self.clock.now_ms();
+        if s.idle_since(now, self.limits.idle) {
             t.take(id);
             drop(t);
             s.close();
             self.expired.fetch_add(1, Ordering::Relaxed);
             return None;
         }
-        s.touch();
+        s.touch(now);
         Some(s)
     }
 
@@ -371,6 +375,7 @@ pub(super) fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::now_ms;
 
     fn limits(per_principal: usize, max: usize) -> SessionLimits {
         SessionLimits {
@@ -381,12 +386,12 @@ mod tests {
     }
 
     fn session(p: &str) -> Arc<Session> {
-        Arc::new(Session::new(p.into(), ElicitModes::default()))
+        Arc::new(Session::new(p.into(), ElicitModes::default(), now_ms()))
     }
 
     #[test]
     fn a_principal_at_its_limit_replaces_its_least_recently_used_idle_session() {
-        let t = Sessions::new(limits(2, 10));
+        let t = Sessions::new(limits(2, 10), Clock::system());
         let a1 = session("alice");
         a1.last_used_ms.store(1, Ordering::Relaxed);
         assert!(t.insert("a1".into(), a1.clone()).unwrap().is_none());
@@ -408,10 +413,13 @@ mod tests {
 
     #[test]
     fn the_table_is_capped_and_idle_sessions_expire() {
-        let t = Sessions::new(SessionLimits {
-            idle: Duration::from_millis(100),
-            ..limits(5, 2)
-        });
+        let t = Sessions::new(
+            SessionLimits {
+                idle: Duration::from_millis(100),
+                ..limits(5, 2)
+            },
+            Clock::system(),
+        );
         t.insert("1".into(), session("a")).unwrap();
         t.insert("2".into(), session("b")).unwrap();
         assert_eq!(
@@ -420,7 +428,7 @@ mod tests {
         );
         let busy = t.get("2").unwrap();
         let _rx = busy.open_get_stream().unwrap();
-        let now = crate::store::now_ms() + 1_000;
+        let now = now_ms() + 1_000;
         assert_eq!(t.expire(now), 1, "the one with a GET stream is in use");
         assert_eq!(t.expired.load(Ordering::Relaxed), 1);
         assert!(t.get("1").is_none() && t.get("2").is_some());
@@ -429,7 +437,7 @@ mod tests {
 
     #[test]
     fn at_the_cap_the_largest_holder_makes_room_for_a_smaller_one() {
-        let t = Sessions::new(limits(5, 6));
+        let t = Sessions::new(limits(5, 6), Clock::system());
         for i in 0..4 {
             t.insert(format!("m{i}"), session("mallory")).unwrap();
         }
@@ -457,7 +465,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_get_stream_per_session_and_it_can_be_reopened() {
-        let s = Session::new("a".into(), ElicitModes::default());
+        let s = Session::new("a".into(), ElicitModes::default(), now_ms());
         assert!(!s.has_get_stream());
         assert!(!s.send_on_get_stream("{}").await);
         let mut rx = s.open_get_stream().expect("first stream");

@@ -140,9 +140,5 @@ pub use opened::OpenedClaims;
 pub use replay::{MemoryReplayGuard, ReplayGuard};
 pub use sealer::{Binding, Sealer, SealerConfig};
 
-/// Current time in Unix milliseconds (0 if the clock is before 1970).
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+/// Current system time in Unix milliseconds (0 if the clock is before 1970).
+pub use crate::clock::now_ms;

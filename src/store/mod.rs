@@ -19,8 +19,8 @@
 //! which keeps the [`Counters`] every backend reports.
 //!
 //! All time-dependent calls take `now_ms` (ms since the Unix epoch) from the
-//! caller, so tests and the model checker drive an explicit clock; servers
-//! pass [`now_ms`].
+//! caller, so tests and the model checker drive an explicit clock; the
+//! server passes its [`crate::clock::Clock`]'s.
 
 mod claim;
 mod counters;
@@ -265,10 +265,6 @@ pub fn open_for_serving(
 pub(crate) fn new_epoch() -> u64 {
     rand::random::<u64>().max(1)
 }
-
-/// Current wall-clock time in ms since the Unix epoch (one clock for
-/// states and records).
-pub use crate::state::now_ms;
 
 #[cfg(test)]
 mod tests {

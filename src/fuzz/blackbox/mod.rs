@@ -70,6 +70,8 @@ pub struct Settings {
     pub duration: Duration,
     /// Most HTTP requests (discovery not included).
     pub max_requests: u64,
+    /// Stop once this many findings are listed (`None`: run on).
+    pub max_findings: Option<usize>,
     /// Where findings and the summary go (`.../fuzz`).
     pub out_dir: PathBuf,
     /// Most candidates tried when minimising one finding.
@@ -91,6 +93,7 @@ impl Settings {
             generation: None,
             duration: Duration::from_secs(60),
             max_requests: 100_000,
+            max_findings: None,
             out_dir: PathBuf::from("reports/fuzz"),
             minimise_budget: 24,
             progress: None,
@@ -289,6 +292,10 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                 file(s, &mut groups, &pre, &f, tool, at).await?;
                 if f.oracle == Oracle::Unresponsive && !t.alive().await {
                     summary.stopped = "unresponsive".into();
+                    break;
+                }
+                if s.max_findings.is_some_and(|m| groups.listed.len() >= m) {
+                    summary.stopped = "max-findings".into();
                     break;
                 }
             }

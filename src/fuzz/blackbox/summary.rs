@@ -141,7 +141,8 @@ pub struct Summary {
     pub execs_per_sec: f64,
     /// `requests / elapsed_secs`.
     pub requests_per_sec: f64,
-    /// Why the run stopped (`duration`, `max-requests`, `unresponsive`).
+    /// Why the run stopped (`duration`, `max-requests`, `max-findings`,
+    /// `unresponsive`).
     pub stopped: String,
     /// Distinct findings per oracle (every oracle listed).
     pub findings_per_oracle: BTreeMap<String, usize>,

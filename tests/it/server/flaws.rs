@@ -98,13 +98,15 @@ async fn ignore_request_binding() {
 
 #[tokio::test]
 async fn no_expiry() {
+    let clock = elicitkit::clock::Clock::offset(0);
     let cfg = ServerConfig {
-        state_ttl: Duration::from_millis(50),
+        state_ttl: Duration::from_secs(60),
+        clock: clock.clone(),
         ..with(Flaw::NoExpiry)
     };
     let s = start(cfg).await;
     let first = call(&s, "a", 1, "deploy", json!({"service":"x"}), &caps_form()).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    clock.advance(Duration::from_secs(3_600));
     let r = retry(
         &s,
         "a",

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::support::server::*;
+use elicitkit::clock::Clock;
 use elicitkit::server::ServerConfig;
 use serde_json::json;
 
@@ -33,13 +34,15 @@ async fn finished_flows_and_calls_are_purged_after_the_retention_window() {
     let dir = tempfile::tempdir().unwrap();
     let sqlite = format!("sqlite:{}", dir.path().join("forget.db").display());
     for store in ["memory".to_owned(), sqlite] {
+        let clock = Clock::offset(0);
         let s = start(ServerConfig {
             store: store.clone(),
-            state_ttl: Duration::from_millis(300),
-            retention: Duration::from_millis(300),
+            clock: clock.clone(),
+            state_ttl: Duration::from_secs(60),
+            retention: Duration::from_secs(60),
             sweep_interval: Duration::from_millis(100),
             // Legacy form records live as long as an elicitation may wait.
-            elicitation_timeout: Duration::from_millis(300),
+            elicitation_timeout: Duration::from_secs(60),
             ..ServerConfig::default()
         })
         .await;
@@ -55,19 +58,17 @@ async fn finished_flows_and_calls_are_purged_after_the_retention_window() {
             st["created"], 21,
             "{store}: 10 flows, 10 form records, 1 abandoned: {st}"
         );
-        // TTL + retention + two sweeps.
-        let mut left = u64::MAX;
-        for _ in 0..40 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let st = stats(&s).await["store"].clone();
-            left = st["created"].as_u64().unwrap() - st["purged_records"].as_u64().unwrap();
-            if left == 0 {
-                assert!(st["purged_audit"].as_u64().unwrap() >= 21, "{store}: {st}");
-                assert!(st["expired"].as_u64().unwrap() >= 1, "{store}: {st}");
-                break;
-            }
-        }
-        assert_eq!(left, 0, "{store}: every record was forgotten");
+        // The clock jumps past TTL + retention; the next sweep (every
+        // 100 ms) forgets it all.
+        clock.advance(Duration::from_secs(121));
+        let left = |st: &serde_json::Value| {
+            st["created"].as_u64().unwrap() - st["purged_records"].as_u64().unwrap()
+        };
+        let st = stats_once(&s, Duration::from_secs(5), |st| left(&st["store"]) == 0).await;
+        let st = &st["store"];
+        assert!(st["purged_audit"].as_u64().unwrap() >= 21, "{store}: {st}");
+        assert!(st["expired"].as_u64().unwrap() >= 1, "{store}: {st}");
+        assert_eq!(left(st), 0, "{store}: every record was forgotten: {st}");
         s.server.shutdown().await;
     }
 }

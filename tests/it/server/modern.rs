@@ -738,8 +738,10 @@ async fn sse_response_mode_frames_results_as_events() {
 #[tokio::test]
 async fn expired_state_is_rejected() {
     // No hidden grace: a state is refused once its TTL has passed.
+    let clock = elicitkit::clock::Clock::offset(0);
     let cfg = ServerConfig {
-        state_ttl: std::time::Duration::from_millis(700),
+        state_ttl: std::time::Duration::from_secs(60),
+        clock: clock.clone(),
         ..ServerConfig::default()
     };
     let s = start(cfg).await;
@@ -760,7 +762,7 @@ async fn expired_state_is_rejected() {
     .await;
     assert_eq!(r.result_type(), "complete", "within its TTL: {}", r.text);
     let r1 = call(&s, "alice", 3, "deploy", json!({"service":"y"}), &caps).await;
-    tokio::time::sleep(std::time::Duration::from_millis(750)).await;
+    clock.advance(std::time::Duration::from_secs(60));
     let r = retry(
         &s,
         "alice",

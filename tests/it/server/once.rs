@@ -5,8 +5,10 @@
 #![cfg(feature = "net")]
 
 use crate::support::server::*;
+use elicitkit::clock::Clock;
 use elicitkit::server::ServerConfig;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// The outcome a repeat carries.
 fn outcome(r: &Reply) -> &Value {
@@ -189,38 +191,42 @@ async fn a_declined_request_stays_declined() {
 
 /// `elicitkit serve` on a SQLite store with a fixed key.
 fn serve(db: &std::path::Path, key: &str) -> crate::support::serve::Serve {
-    serve_with(db, key, &[])
-}
-
-/// [`serve`] with `extra` flags.
-fn serve_with(db: &std::path::Path, key: &str, extra: &[&str]) -> crate::support::serve::Serve {
     let mut c = crate::support::serve::cmd();
     c.args(["--workers", "1", "--store"])
         .arg(format!("sqlite:{}", db.display()))
-        .args(extra)
         .env("ELICITKIT_STATE_KEY", key);
     crate::support::serve::start(c)
 }
 
-/// Issue 28 item 3. Two instances share one SQLite store and key; one
-/// seals 60 s states, the other has a 2 s TTL. The final retry goes to
-/// the short one first, then, once a record written there with its own
-/// TTL would have been swept (2 s + the 10 s origin margin), to the long
-/// one. Before the fix the short instance completed the 60 s state and
-/// its record was gone 12 s later, so the long one deployed again.
+/// How often the store sweeps of the next test run.
+const SWEEP: Duration = Duration::from_millis(100);
+
+/// Issue 28 item 3. Two instances share one SQLite store, key and clock;
+/// one seals 60 s states, the other has a 2 s TTL. The final retry goes
+/// to the short one first, then, once a record written there with its own
+/// TTL would have been swept (the clock jumps 2 s + the 10 s origin margin
+/// + 1 s, and two sweeps run), to the long one. Before the fix the short
+/// instance completed the 60 s state and its record was gone 12 s later,
+/// so the long one deployed again.
 #[tokio::test]
 async fn a_long_lived_state_deploys_once_across_instances_with_different_ttls() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("ttl.db");
-    let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
-    let sweep = ["--sweep-interval", "200ms", "--retention", "1s"];
-    let mut long = serve_with(&db, key, &[&["--state-ttl", "60s"][..], &sweep].concat());
-    let mut short = serve_with(&db, key, &[&["--state-ttl", "2s"][..], &sweep].concat());
-    let (l, s) = (remote(long.base_url()), remote(short.base_url()));
+    let (keys, clock) = (elicitkit::state::KeyRing::generate(), Clock::offset(0));
+    let cfg = |ttl| ServerConfig {
+        store: format!("sqlite:{}", dir.path().join("ttl.db").display()),
+        keys: Some(keys.clone()),
+        clock: clock.clone(),
+        state_ttl: Duration::from_secs(ttl),
+        sweep_interval: SWEEP,
+        retention: Duration::from_secs(1),
+        ..ServerConfig::default()
+    };
+    let (l, s) = (start(cfg(60)).await, start(cfg(2)).await);
 
     let f = to_final(&l, "alice", "deploy").await;
     let first = f.send(&s, "alice", 50).await;
-    tokio::time::sleep(std::time::Duration::from_millis(2_000 + 10_000 + 1_000)).await;
+    clock.advance(Duration::from_millis(2_000 + 10_000 + 1_000));
+    tokio::time::sleep(SWEEP * 3).await;
     let again = f.send(&l, "alice", 51).await;
     let third = f.send(&l, "alice", 52).await;
     let deployed = effect_count(&l, "deployments").await + effect_count(&s, "deployments").await;
@@ -233,8 +239,8 @@ async fn a_long_lived_state_deploys_once_across_instances_with_different_ttls() 
     );
     assert_eq!(again.result_type(), "complete", "{}", again.text);
     assert_eq!(third.reason(), "replayed", "{}", third.text);
-    long.kill();
-    short.kill();
+    l.server.shutdown().await;
+    s.server.shutdown().await;
 }
 
 /// A state whose sealed expiry lies beyond this instance's TTL (+ skew) is

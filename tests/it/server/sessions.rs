@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::support::server::*;
+use elicitkit::clock::Clock;
 use elicitkit::server::{ServerConfig, SessionLimits};
 use serde_json::{Value, json};
 
@@ -56,11 +57,16 @@ async fn sessions(s: &Srv) -> Value {
 
 #[tokio::test]
 async fn an_unused_session_expires_and_a_used_one_stays() {
-    let s = start(with_sessions(400, 32, 1000)).await;
+    let clock = Clock::offset(0);
+    let s = start(ServerConfig {
+        clock: clock.clone(),
+        ..with_sessions(400, 32, 1000)
+    })
+    .await;
     let used = legacy_init(&s, "alice", caps_form()).await;
     let unused = legacy_init(&s, "alice", caps_form()).await;
     for _ in 0..4 {
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        clock.advance(Duration::from_millis(150));
         assert_eq!(list_status(&s, "alice", &used).await, 200);
     }
     assert_eq!(list_status(&s, "alice", &unused).await, 404, "expired");
@@ -70,22 +76,33 @@ async fn an_unused_session_expires_and_a_used_one_stays() {
         (Some(1), Some(1)),
         "{st}"
     );
-    // The sweep gets the rest without anyone asking.
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    assert_eq!(sessions(&s).await["active"], 0);
+    // The sweep (every 100 ms) gets the rest without anyone asking.
+    clock.advance(Duration::from_millis(800));
+    let st = stats_once(&s, Duration::from_secs(5), |st| {
+        st["sessions"]["active"] == 0
+    })
+    .await;
+    assert_eq!(st["sessions"]["active"], 0, "{st}");
     assert_eq!(list_status(&s, "alice", &used).await, 404);
     s.server.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_session_in_use_does_not_expire_and_delete_cleans_up() {
-    let s = start(with_sessions(300, 32, 1000)).await;
+    let clock = Clock::offset(0);
+    let s = start(ServerConfig {
+        clock: clock.clone(),
+        ..with_sessions(300, 32, 1000)
+    })
+    .await;
     let sid = legacy_init(&s, "alice", caps_form()).await;
     let mut call = legacy_call(&s, "alice", &sid, 1, "deploy", json!({"service":"web"})).await;
     let req = call.next().await.expect("elicitation");
     assert_eq!(req["method"], "elicitation/create");
-    // Unanswered past the idle timeout: the call keeps the session alive.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Unanswered past the idle timeout: the call keeps the session alive
+    // through the sweeps (every 75 ms) that follow.
+    clock.advance(Duration::from_millis(700));
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(stats(&s).await["pending_elicitations"], 1);
     assert_eq!(sessions(&s).await["active"], 1);
     // DELETE ends the call's stream, drops the pending elicitation, 404s the answer.

@@ -269,6 +269,24 @@ pub async fn stats(s: &Srv) -> Value {
     r.json().await.expect("stats json")
 }
 
+/// `/stats` once `done` holds of it, read every 20 ms for at most
+/// `within` (a background sweep catching up with a jumped clock); the
+/// last read either way, for the caller to assert on.
+pub async fn stats_once(
+    s: &Srv,
+    within: std::time::Duration,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let until = tokio::time::Instant::now() + within;
+    loop {
+        let st = stats(s).await;
+        if done(&st) || tokio::time::Instant::now() >= until {
+            return st;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// A side effect counter in `/stats`.
 pub async fn effect_count(s: &Srv, effect: &str) -> u64 {
     stats(s).await["side_effects"][effect]
