@@ -82,7 +82,9 @@ async fn check_fault(fault: Fault) -> Vec<CheckResult> {
         let mut s = Settings::new(server.url.clone());
         s.target.timeout = Duration::from_secs(8);
         s.deadline = Duration::from_secs(240);
-        s.wait_expiry = Some(Duration::from_millis(6_300));
+        // TTL + a margin, as the check matrix: skew never extends a state's
+        // lifetime (`Sealer::check_time`).
+        s.wait_expiry = Some(Duration::from_millis(1_300));
         let r: Report = check::run(s, Some(g), &[]).await.expect("check runs");
         rows.extend(r.results);
     }
