@@ -16,7 +16,7 @@ use crate::oracle::tamper::{self, Control, Controls, Judgement, Outcome};
 use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
-use super::case::Op;
+use super::case::{Op, declared};
 use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
 use super::wire::NetWire;
 use crate::oracle::Oracle;
@@ -45,16 +45,6 @@ pub fn outcome(reply: &Result<RawReply, RawError>) -> Outcome {
     reply
         .as_ref()
         .map_or(Outcome::Unanswered, |r| Outcome::of(&r.rpc()))
-}
-
-/// The capabilities a case declares: form mode only with
-/// [`Op::FormOnly`], else every mode.
-fn caps_for(ops: &[Op]) -> ClientCapabilities {
-    if ops.contains(&Op::FormOnly) {
-        ClientCapabilities::with_modes(true, false)
-    } else {
-        all_modes()
-    }
 }
 
 /// A changed retry that completed, and what its controls need.
@@ -409,7 +399,7 @@ impl Target {
         ops: &[Op],
         index: u64,
     ) -> Result<(), Hit> {
-        let caps = caps_for(ops);
+        let caps = declared(ops);
         let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
         run.check()?;
         let round = match (&walked.end, walked.state_round()) {
@@ -458,7 +448,7 @@ impl Target {
         let names: Vec<String> = ops.iter().map(Op::name).collect();
         let changes = ops
             .iter()
-            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. } | Op::FormOnly));
+            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. } | Op::Caps(_)));
         let label = format!(
             "{}{}{}case {index} {} {}",
             if framing { FRAMING } else { "" },
@@ -706,7 +696,7 @@ impl Target {
         index: u64,
         out: &mut Exec,
     ) -> Result<(), Hit> {
-        let caps = caps_for(ops);
+        let caps = declared(ops);
         let session = legacy::open(&run.w, &caps, true).await;
         run.check()?;
         let Ok(s) = session else { return Ok(()) };
@@ -745,8 +735,8 @@ impl Target {
             run.check()?;
         }
         // A decline or cancel answers the tool's `elicitation/create`; a
-        // form-only session declines whatever it is sent, so that the modes
-        // are seen.
+        // session declaring chosen capabilities declines whatever it is
+        // sent, so that the modes are seen.
         let answer = ops
             .iter()
             .find_map(|o| match o {
@@ -759,7 +749,8 @@ impl Target {
                 _ => None,
             })
             .or_else(|| {
-                ops.contains(&Op::FormOnly)
+                ops.iter()
+                    .any(|o| matches!(o, Op::Caps(_)))
                     .then_some((legacy::Answer::Decline, "decline"))
             });
         if let Some((a, action)) = answer
