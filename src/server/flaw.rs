@@ -172,6 +172,14 @@ flaws! {
         does: "tools/list answers input_required",
         caught_by: ["mrtr-input-required-scope", "fuzz:input-required-out-of-scope"],
     }
+    /// `prompts/list`, `resources/list` and `resources/templates/list`
+    /// answer `input_required`; `tools/list` lists the tools as usual.
+    InputRequiredOnOtherLists {
+        name: "input-required-on-other-lists",
+        rule: "§4.7 S1",
+        does: "prompts/list, resources/list and resources/templates/list answer input_required (tools/list lists as usual)",
+        caught_by: ["mrtr-input-required-scope", "fuzz:input-required-out-of-scope"],
+    }
     /// 2025-11-25 URL-mode `elicitation/create` omits `elicitationId`.
     LegacyUrlWithoutId {
         name: "legacy-url-without-id",

@@ -34,6 +34,53 @@ pub enum Op {
     /// input request for a mode the client did not declare is seen for what
     /// it is. The last one of a case counts.
     Caps(Declared),
+    /// First, send this list or discovery request on the flow (with the
+    /// case's capabilities), judged by the per-reply rules: `input_required`
+    /// is for `tools/call`, `prompts/get` and `resources/read` only (S1).
+    List(Listing),
+}
+
+/// A list or discovery request a case sends ([`Op::List`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Arbitrary)]
+pub enum Listing {
+    /// `server/discover` (2026-07-28 only).
+    Discover,
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    Templates,
+    /// `prompts/get` of the first prompt `prompts/list` names.
+    PromptGet,
+    /// `resources/read` of the first resource `resources/list` names.
+    ResourceRead,
+}
+
+impl Listing {
+    /// The JSON-RPC method it sends last.
+    pub fn method(self) -> &'static str {
+        match self {
+            Listing::Discover => "server/discover",
+            Listing::Tools => "tools/list",
+            Listing::Prompts => "prompts/list",
+            Listing::Resources => "resources/list",
+            Listing::Templates => "resources/templates/list",
+            Listing::PromptGet => "prompts/get",
+            Listing::ResourceRead => "resources/read",
+        }
+    }
+
+    /// The list whose first entry it reads or gets, if it follows one.
+    pub fn follows(self) -> Option<Listing> {
+        match self {
+            Listing::PromptGet => Some(Listing::Prompts),
+            Listing::ResourceRead => Some(Listing::Resources),
+            _ => None,
+        }
+    }
 }
 
 /// The client capabilities a case may declare: the five spellings the
@@ -77,6 +124,17 @@ impl Declared {
 }
 
 impl Op {
+    /// Its kind, as a root cause counts it ([`super::group`]): the name,
+    /// but every [`Op::List`] is one kind `list` (the method the oracle
+    /// fired on tells them apart; a `prompts/get` op that fired on its
+    /// `prompts/list` is that list's finding).
+    pub fn kind(&self) -> String {
+        match self {
+            Op::List(_) => "list".into(),
+            _ => self.name(),
+        }
+    }
+
     /// Stable short name, e.g. `state:flip_char`.
     pub fn name(&self) -> String {
         match self {
@@ -88,6 +146,7 @@ impl Op {
             Op::Replay => "replay".into(),
             Op::Concurrent { .. } => "concurrent".into(),
             Op::Caps(d) => format!("caps:{}", d.name()),
+            Op::List(l) => format!("list:{}", l.method().replace('/', "_")),
         }
     }
 }
@@ -171,6 +230,21 @@ mod tests {
             .collect();
         assert!(kinds.len() > 10, "{kinds:?}");
         assert!(generate(1, 0, &[(Generation::Modern, 0)]).is_none());
+    }
+
+    /// Every list and discovery request comes up within a short run.
+    #[test]
+    fn cases_send_every_list_request() {
+        let g = [(Generation::Modern, 3)];
+        let seen: std::collections::BTreeSet<&str> = (0..400)
+            .filter_map(|i| generate(1, i, &g))
+            .flat_map(|c| c.ops)
+            .filter_map(|o| match o {
+                Op::List(l) => Some(l.method()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(seen.len(), 7, "{seen:?}");
     }
 
     /// Every capability variant comes up within a short run, and the last

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
 use crate::discover::modern::{WalkEnd, call_request, walk};
+use crate::discover::offered::{first_get, first_read};
 use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::fuzz::mutation::{StateMutation, equivalent};
@@ -16,7 +17,7 @@ use crate::oracle::tamper::{self, Control, Controls, Judgement, Outcome};
 use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
-use super::case::{Op, declared};
+use super::case::{Listing, Op, declared};
 use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
 use super::wire::NetWire;
 use crate::oracle::Oracle;
@@ -392,6 +393,59 @@ impl Target {
         Ok(walked.state_round().and_then(|(_, r)| r.state.clone()))
     }
 
+    /// Sends the case's [`Op::List`] requests, each judged as it comes
+    /// (on `session` for 2025-11-25, which has no `server/discover`).
+    async fn list_ops(
+        &self,
+        run: &mut Run<'_>,
+        ops: &[Op],
+        caps: &ClientCapabilities,
+        session: Option<&legacy::Session>,
+    ) -> Result<(), Hit> {
+        for op in ops {
+            match op {
+                Op::List(Listing::Discover) if session.is_some() => {}
+                Op::List(l) => self.listing(run, *l, caps, session).await?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// One [`Op::List`]: a read or get first lists, then follows the first
+    /// entry named (nothing to follow: nothing more is sent).
+    async fn listing(
+        &self,
+        run: &mut Run<'_>,
+        l: Listing,
+        caps: &ClientCapabilities,
+        session: Option<&legacy::Session>,
+    ) -> Result<(), Hit> {
+        let request = |w: &NetWire, method: &str, params: Value| {
+            let label = format!("listing: {method}");
+            match session {
+                Some(s) => legacy::request(w, s, &label, method, params),
+                None => crate::discover::modern::request(w, label, method, params, caps),
+            }
+        };
+        let (method, params) = match l.follows() {
+            None => (l.method(), json!({})),
+            Some(list) => {
+                let reply = run.w.send(request(&run.w, list.method(), json!({}))).await;
+                run.check()?;
+                let Ok(r) = reply else { return Ok(()) };
+                let follow = match l {
+                    Listing::PromptGet => first_get(&r.rpc()),
+                    _ => first_read(&r.rpc()),
+                };
+                let Ok(f) = follow else { return Ok(()) };
+                (f.method, f.params)
+            }
+        };
+        let _ = run.w.send(request(&run.w, method, params)).await;
+        run.check()
+    }
+
     async fn modern_flow(
         &self,
         run: &mut Run<'_>,
@@ -400,6 +454,7 @@ impl Target {
         index: u64,
     ) -> Result<(), Hit> {
         let caps = declared(ops);
+        self.list_ops(run, ops, &caps, None).await?;
         let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
         run.check()?;
         let round = match (&walked.end, walked.state_round()) {
@@ -446,9 +501,12 @@ impl Target {
             }
         }
         let names: Vec<String> = ops.iter().map(Op::name).collect();
-        let changes = ops
-            .iter()
-            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. } | Op::Caps(_)));
+        let changes = ops.iter().any(|o| {
+            !matches!(
+                o,
+                Op::Replay | Op::Concurrent { .. } | Op::Caps(_) | Op::List(_)
+            )
+        });
         let label = format!(
             "{}{}{}case {index} {} {}",
             if framing { FRAMING } else { "" },
@@ -701,6 +759,7 @@ impl Target {
         run.check()?;
         let Ok(s) = session else { return Ok(()) };
         run.open = Some(s.clone());
+        self.list_ops(run, ops, &caps, Some(&s)).await?;
         // Header and body changes go to a request that never waits for a
         // user: `tools/list` on the session.
         let hb: Vec<&Op> = ops

@@ -5,7 +5,9 @@
 //! the generations, tools and flows. Then case after case, each derived
 //! from `(--seed, index)` ([`case`]), starts a fresh flow and sends it with
 //! [`crate::fuzz::mutation`]'s changes to states, `inputResponses`,
-//! headers and JSON text, plus replays and concurrent copies ([`exec`]).
+//! headers and JSON text, plus replays and concurrent copies, under one
+//! of five declared capability variants, after list and discovery requests
+//! ([`exec`]).
 //! The [`oracle`]s: 5xx, connection reset, a reply that is not JSON-RPC,
 //! a hang past the timeout, the server no longer answering, a changed
 //! state (or another principal) completing where controls (no state, and

@@ -558,6 +558,35 @@ fn input_required_on_the_tool_list_is_found_without_a_tool() {
     assert!(s["execs"].as_u64().unwrap() > 0, "{s}");
 }
 
+/// Cases send list and discovery requests on a server that lists its
+/// tools: `input-required-on-other-lists` answers `prompts/list`,
+/// `resources/list` and `resources/templates/list` with `input_required`
+/// (S1), each a finding of its own method, minimised to one `list:*` op.
+/// (Before, those requests went out only when no
+/// 2026-07-28 tool was listed: 0 findings in 10 s.)
+#[test]
+fn input_required_on_a_list_is_found_on_a_server_with_tools() {
+    let f = finds(
+        "input-required-on-other-lists",
+        "input-required-out-of-scope",
+        &["--duration", "4s", "--generation", "2026-07-28"],
+        4.0,
+    );
+    let what = f["what"].as_str().unwrap();
+    assert!(
+        ["prompts/list", "resources/list", "resources/templates/list"]
+            .iter()
+            .any(|m| what.starts_with(&format!("listing: {m}: "))),
+        "{f}"
+    );
+    let ops = f["ops"].as_array().unwrap();
+    assert!(
+        ops.len() == 1 && ops[0].as_str().unwrap().starts_with("list:"),
+        "{f}"
+    );
+    assert!(what.contains("answered input_required"), "{f}");
+}
+
 #[test]
 fn a_crash_on_decline_is_a_server_error() {
     let _ = finds(
