@@ -15,7 +15,9 @@
 //! ([`crate::oracle::tamper`]; otherwise a note), an input request for a
 //! mode the case did not declare, a single-use request completing twice
 //! (and, as a warning, any request replayed with the same state and
-//! answers).
+//! answers). A replay or a changed state is reported only where the
+//! completion acted: the effect control, the same flow declined, reads
+//! otherwise ([`crate::oracle::effect`]; otherwise a note).
 //! With no 2026-07-28 tool listed, that generation's listing replies are
 //! judged instead (`input_required` on `tools/list` hides every tool).
 //! Each hit is delta-debugged over its op list ([`minimise`]), filed under

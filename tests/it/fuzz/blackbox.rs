@@ -775,7 +775,7 @@ fn interop_gives_only(
 /// completes again on a replay.
 #[test]
 fn the_rmcp_interop_server_gives_only_its_known_defect() {
-    let summary = interop_gives_only(interop::Sdk::Rmcp, 8, 20, |f| match f.oracle.name() {
+    let summary = interop_gives_only(interop::Sdk::Rmcp, 12, 20, |f| match f.oracle.name() {
         "shape-as-unknown-method" => f.severity == Severity::Must,
         "replay-accepted" => f.severity == Severity::Should,
         _ => false,
