@@ -123,14 +123,24 @@ flaws! {
         name: "url-to-form-client",
         rule: "§2.4, §4.7 S5",
         does: "connect_billing sends URL mode to a form-only client",
-        caught_by: ["mrtr-cap-form-only", "mrtr-cap-elicitation-empty", "legacy-cap-form-only"],
+        caught_by: [
+            "mrtr-cap-form-only",
+            "mrtr-cap-elicitation-empty",
+            "legacy-cap-form-only",
+            "fuzz:undeclared-mode",
+        ],
     }
     /// Tools elicit even when the client declared no `elicitation` capability.
     ElicitWithoutCapability {
         name: "elicit-without-capability",
         rule: "§2.4, §4.7 S5",
         does: "tools elicit even when the client declared no elicitation capability",
-        caught_by: ["mrtr-cap-none", "mrtr-cap-sampling-only", "legacy-cap-none"],
+        caught_by: [
+            "mrtr-cap-none",
+            "mrtr-cap-sampling-only",
+            "legacy-cap-none",
+            "fuzz:undeclared-mode",
+        ],
     }
     /// `connect_billing` asks for the API key in a form field.
     SecretInForm {
