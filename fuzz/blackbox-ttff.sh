@@ -8,7 +8,7 @@ DURATION=${1:-60s}
 SEED=${2:-1}
 BIN=${BIN:-target/debug/elicitkit}
 OUT=$(mktemp -d)
-FLAWS=${FLAWS:-"none accept-tampered-state ignore-request-binding ignore-principal replayable-side-effect url-to-form-client input-required-on-list crash-on-decline hang-on-cancel"}
+FLAWS=${FLAWS:-"none accept-tampered-state ignore-request-binding ignore-principal replayable-side-effect url-to-form-client elicit-without-capability input-required-on-list input-required-on-other-lists crash-on-decline hang-on-cancel"}
 printf '%-24s %-28s %10s %10s %8s\n' flaw first-finding seconds exec/s findings
 for flaw in $FLAWS; do
   args=(serve --listen 127.0.0.1:0)

@@ -8,12 +8,12 @@
 
 use super::control::Control;
 use super::judge::answers_for;
-use super::legacy_session::{Answer, modes_seen, run_all};
+use super::legacy_session::{Answer, run_all};
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
 use crate::client::raw::Rpc;
-use crate::oracle::capability::undeclared;
+use crate::oracle::capability::{undeclared, undeclared_pushed};
 use crate::protocol::ClientCapabilities;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::codes;
@@ -321,11 +321,7 @@ async fn legacy_gate(p: Probe, caps: ClientCapabilities, what: &str) -> Verdict 
     };
     let mut problems = Vec::new();
     for (t, s) in &runs {
-        let seen = modes_seen(&s.elicitations);
-        let bad = ElicitModes {
-            form: seen.form && !allowed.form,
-            url: seen.url && !allowed.url,
-        };
+        let bad = undeclared_pushed(&s.elicitations, allowed);
         if bad.any() {
             let modes = [(bad.form, "form"), (bad.url, "URL")]
                 .iter()

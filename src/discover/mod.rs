@@ -12,12 +12,14 @@
 //!   ([`WireCore`]), and discovery's [`wire::Log`].
 //! - [`modern`]: `tools/list` and the round [`modern::walk`] (also used by checks).
 //! - [`legacy`]: the 2025-11-25 observing session driver (POST and GET streams).
+//! - [`offered`]: the read or get that follows a resource or prompt list.
 //! - [`page`]: URL-flow pages completed on the target's origin only.
 
 pub mod args;
 pub mod identity;
 pub mod legacy;
 pub mod modern;
+pub mod offered;
 pub mod page;
 pub mod wire;
 

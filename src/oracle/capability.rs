@@ -48,6 +48,21 @@ pub fn undeclared(result: &Value, modes: ElicitModes) -> Vec<(String, &'static s
         .collect()
 }
 
+/// The modes of 2025-11-25 `elicitation/create` params (each as pushed on
+/// a session) outside `modes`, the modes its `initialize` declared.
+pub fn undeclared_pushed(elicitations: &[Value], modes: ElicitModes) -> ElicitModes {
+    let mut bad = ElicitModes::default();
+    for mode in elicitations.iter().map(|e| request_mode(Some(e))) {
+        if !mode_allowed(modes, mode) {
+            match mode {
+                "url" => bad.url = true,
+                _ => bad.form = true,
+            }
+        }
+    }
+    bad
+}
+
 /// The elicitation modes a 2026-07-28 request's `params` declared in
 /// `_meta`; `None` when it carries no readable capabilities (nothing to
 /// judge a reply by).
@@ -81,6 +96,23 @@ mod tests {
         let both = ClientCapabilities::with_modes(true, true).elicit_modes();
         assert!(undeclared(&ir(), both).is_empty());
         assert_eq!(undeclared(&ir(), ElicitModes::default()).len(), 2);
+    }
+
+    #[test]
+    fn pushed_modes_outside_the_declared_ones_are_named() {
+        let url = json!({"mode": "url", "url": "https://x", "message": "m", "elicitationId": "e"});
+        let form = json!({"message": "m", "requestedSchema": {}});
+        let pushed = [form.clone(), url.clone(), url];
+        let form_only = ClientCapabilities::elicitation_empty().elicit_modes();
+        let bad = undeclared_pushed(&pushed, form_only);
+        assert!(bad.url && !bad.form);
+        let url_only = ClientCapabilities::with_modes(false, true).elicit_modes();
+        let bad = undeclared_pushed(&pushed, url_only);
+        assert!(bad.form && !bad.url);
+        let none = ClientCapabilities::none().elicit_modes();
+        assert!(undeclared_pushed(std::slice::from_ref(&form), none).form);
+        let both = ClientCapabilities::with_modes(true, true).elicit_modes();
+        assert!(!undeclared_pushed(&pushed, both).any());
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //!   answered (S9).
 //! - [`capability`]: input requests for an elicitation mode the request
 //!   did not declare (§2.4, S5).
+//! - [`effect`]: whether a completion acted, against the same flow
+//!   declined (the control of replay and tamper findings).
 //! - [`replay`]: a request completing again from the same state and
 //!   answers (S8): an error for single-use tools, a warning elsewhere.
 //! - [`tamper`]: a tampered (or foreign) state completing, judged against
@@ -19,6 +21,7 @@
 //!   is shown to be load-bearing (S7, S8a).
 
 pub mod capability;
+pub mod effect;
 pub mod replay;
 pub mod reply;
 pub mod table;

@@ -89,7 +89,8 @@ oracles! {
     SingleUseTwice: "single-use-twice", Must, blackbox true, harness true;
     /// The same `requestState` and `inputResponses`, sent again, completed
     /// again on a tool not known to be single-use: a warning
-    /// ([`super::replay::judge`]).
+    /// ([`super::replay::judge`]; the black-box fuzzer counts only
+    /// completions that acted, [`super::effect`]).
     ReplayAccepted: "replay-accepted", Should, blackbox true, harness false;
     /// A 2026-07-28 result without a `resultType`, or with one no extension
     /// was advertised for (§4.4; [`super::reply::result_type_problem`]).

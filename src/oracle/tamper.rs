@@ -12,35 +12,15 @@
 //!   `content` and `structuredContent`), and the changed state was trusted
 //!   only when it, too, completed differently from no-state (a server that
 //!   drops a bad state and completes from the answers alone trusted
-//!   nothing).
+//!   nothing); where the untampered retry completes alike too, the
+//!   changed state completing otherwise shows the changed field changed
+//!   the result.
+//! - Shown trusted, the changed retry is a finding only when it acted:
+//!   completing like the same flow declined did nothing ([`effect`]).
 
-use crate::client::raw::Rpc;
-use serde_json::{Value, json};
+use super::effect::{self, Effect};
 
-/// How one retry ended, as far as this rule compares replies.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// A final success, with what it said (`content`, `structuredContent`).
-    Completed(Value),
-    /// A reply that did not complete: an error, a re-prompt, a tool error.
-    Other,
-    /// No reply at all (a transport failure, a timeout): says nothing of
-    /// what the server does with the request.
-    Unanswered,
-}
-
-impl Outcome {
-    /// The outcome of a reply.
-    pub fn of(rpc: &Rpc) -> Self {
-        match rpc {
-            Rpc::Result(v) if rpc.completes() => Outcome::Completed(json!({
-                "content": v.get("content"),
-                "structuredContent": v.get("structuredContent"),
-            })),
-            _ => Outcome::Other,
-        }
-    }
-}
+pub use super::effect::Outcome;
 
 /// The controls a completed changed retry is judged against.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +32,10 @@ pub struct Controls {
     /// An untampered retry of a fresh state, same principal (only needed
     /// when no-state completed).
     pub untampered: Option<Outcome>,
+    /// The effect control ([`effect`]): a fresh flow's retry with every
+    /// input request declined (only needed once the state is shown
+    /// load-bearing and trusted).
+    pub declined: Option<Outcome>,
 }
 
 /// A control to send.
@@ -63,6 +47,8 @@ pub enum Control {
     NoStateAgain,
     /// [`Controls::untampered`].
     Untampered,
+    /// [`Controls::declined`].
+    Declined,
 }
 
 /// The judgement.
@@ -82,8 +68,27 @@ pub enum Judgement {
 const UNANSWERED: &str = "the same answers without a state got no reply, so nothing shows whether \
                           the state was needed";
 
-/// Judges a changed retry's `outcome` against `c`.
+/// Judges a changed retry's `outcome` against `c`: the state shown
+/// load-bearing and trusted, then the effect control, so that a changed
+/// retry that completed like a decline (it did nothing) is a note.
 pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
+    let why = match trusted(changed, c) {
+        Judgement::Accepted(why) => why,
+        other => return other,
+    };
+    let Some(declined) = &c.declined else {
+        return Judgement::Need(Control::Declined);
+    };
+    match effect::judge(changed, declined) {
+        Effect::Acted => Judgement::Accepted(why),
+        Effect::Nothing => Judgement::NotShown(Effect::Nothing.why().into()),
+        Effect::Unknown => Judgement::Accepted(format!("{why} ({})", Effect::Unknown.why())),
+    }
+}
+
+/// Whether the controls show the state load-bearing and the changed one
+/// trusted.
+fn trusted(changed: &Outcome, c: &Controls) -> Judgement {
     let Outcome::Completed(t) = changed else {
         return Judgement::Refused;
     };
@@ -122,6 +127,11 @@ pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
              nothing shows what the state adds"
                 .into(),
         ),
+        Outcome::Completed(u) if u == n && t != n => Judgement::Accepted(
+            "without a state the call completes alike, yet the changed state completed \
+             differently from both: the changed field changed the result"
+                .into(),
+        ),
         Outcome::Completed(u) if u == n => Judgement::NotShown(
             "without a state the call completes alike: the state does not bear on the result"
                 .into(),
@@ -146,6 +156,7 @@ pub fn judge(changed: &Outcome, c: &Controls) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn done(text: &str) -> Outcome {
         Outcome::Completed(json!({"content": [{"type": "text", "text": text}]}))
@@ -156,6 +167,7 @@ mod tests {
             no_state: Some(n),
             no_state_again: again,
             untampered: u,
+            declined: Some(done("not approved")),
         }
     }
 
@@ -171,6 +183,12 @@ mod tests {
         );
         let c = controls(Outcome::Other, None, None);
         assert!(matches!(judge(&done("ok"), &c), Judgement::Accepted(w) if w.contains("needed")));
+        // Shown trusted, the effect control is asked for last.
+        let c = Controls {
+            declined: None,
+            ..controls(Outcome::Other, None, None)
+        };
+        assert_eq!(judge(&done("ok"), &c), Judgement::Need(Control::Declined));
         // A control that got no reply is no refusal: it tells nothing.
         let c = controls(Outcome::Unanswered, None, None);
         assert!(matches!(judge(&done("ok"), &c), Judgement::NotShown(w) if w.contains("no reply")));
@@ -221,12 +239,38 @@ mod tests {
         assert!(matches!(judge(&done("x"), &c), Judgement::NotShown(_)));
     }
 
+    /// The effect control: a changed retry that completed like the same
+    /// flow declined did nothing (seen failing without it: a declined retry
+    /// with a spliced state, no state needed, was `Accepted`); one whose
+    /// decline got no reply is reported, saying so.
     #[test]
-    fn outcomes_compare_what_the_result_said() {
-        let a = Rpc::Result(json!({"resultType": "complete", "content": [1], "_meta": {"a": 1}}));
-        let b = Rpc::Result(json!({"resultType": "complete", "content": [1], "_meta": {"a": 2}}));
-        assert_eq!(Outcome::of(&a), Outcome::of(&b));
-        let ir = Rpc::Result(json!({"resultType": "input_required", "requestState": "s"}));
-        assert_eq!(Outcome::of(&ir), Outcome::Other);
+    fn a_changed_retry_that_did_nothing_is_no_finding() {
+        let c = controls(Outcome::Other, None, None);
+        assert!(
+            matches!(judge(&done("not approved"), &c), Judgement::NotShown(w) if w.contains("did nothing"))
+        );
+        let c = Controls {
+            declined: Some(Outcome::Unanswered),
+            ..controls(Outcome::Other, None, None)
+        };
+        assert!(
+            matches!(judge(&done("ok"), &c), Judgement::Accepted(w) if w.contains("could not be told"))
+        );
+    }
+
+    /// Where no state and the untampered state complete alike, a changed
+    /// state completing otherwise changed the result: a finding (it was a
+    /// note, "the state does not bear on the result"), unless it did
+    /// nothing.
+    #[test]
+    fn a_changed_field_that_changed_the_result_is_found() {
+        let c = controls(done("booked"), Some(done("booked")), Some(done("booked")));
+        assert!(
+            matches!(judge(&done("booked for mallory"), &c), Judgement::Accepted(w) if w.contains("changed the result"))
+        );
+        assert!(matches!(
+            judge(&done("not approved"), &c),
+            Judgement::NotShown(_)
+        ));
     }
 }

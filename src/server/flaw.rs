@@ -123,14 +123,24 @@ flaws! {
         name: "url-to-form-client",
         rule: "§2.4, §4.7 S5",
         does: "connect_billing sends URL mode to a form-only client",
-        caught_by: ["mrtr-cap-form-only", "mrtr-cap-elicitation-empty", "legacy-cap-form-only"],
+        caught_by: [
+            "mrtr-cap-form-only",
+            "mrtr-cap-elicitation-empty",
+            "legacy-cap-form-only",
+            "fuzz:undeclared-mode",
+        ],
     }
     /// Tools elicit even when the client declared no `elicitation` capability.
     ElicitWithoutCapability {
         name: "elicit-without-capability",
         rule: "§2.4, §4.7 S5",
         does: "tools elicit even when the client declared no elicitation capability",
-        caught_by: ["mrtr-cap-none", "mrtr-cap-sampling-only", "legacy-cap-none"],
+        caught_by: [
+            "mrtr-cap-none",
+            "mrtr-cap-sampling-only",
+            "legacy-cap-none",
+            "fuzz:undeclared-mode",
+        ],
     }
     /// `connect_billing` asks for the API key in a form field.
     SecretInForm {
@@ -170,6 +180,14 @@ flaws! {
         name: "input-required-on-list",
         rule: "§4.7 S1",
         does: "tools/list answers input_required",
+        caught_by: ["mrtr-input-required-scope", "fuzz:input-required-out-of-scope"],
+    }
+    /// `prompts/list`, `resources/list` and `resources/templates/list`
+    /// answer `input_required`; `tools/list` lists the tools as usual.
+    InputRequiredOnOtherLists {
+        name: "input-required-on-other-lists",
+        rule: "§4.7 S1",
+        does: "prompts/list, resources/list and resources/templates/list answer input_required (tools/list lists as usual)",
         caught_by: ["mrtr-input-required-scope", "fuzz:input-required-out-of-scope"],
     }
     /// 2025-11-25 URL-mode `elicitation/create` omits `elicitationId`.

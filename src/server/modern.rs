@@ -60,6 +60,14 @@ fn cacheable(app: &App, mut v: Value) -> Value {
     v
 }
 
+/// A list answered `input_required` (`--flaw input-required-on-list`,
+/// `input-required-on-other-lists`): a fresh random state, no input request.
+fn list_asks(app: &App) -> Value {
+    let token: [u8; 16] = rand::random();
+    let v = json!({REQUEST_STATE: token.iter().map(|b| format!("{b:02x}")).collect::<String>()});
+    finish(app, v, "input_required")
+}
+
 /// The server capabilities: tools (unless `offer_tools` is off), prompts
 /// and resources; 2025-11-25 adds `logging` (its `logging/setLevel` is
 /// accepted; no log messages are ever sent).
@@ -210,11 +218,14 @@ async fn dispatch(
         )),
         METHOD_TOOLS_LIST => {
             if app.flaw(Flaw::InputRequiredOnList) {
-                let token: [u8; 16] = rand::random();
-                let v = json!({REQUEST_STATE: token.iter().map(|b| format!("{b:02x}")).collect::<String>()});
-                return Ok(finish(app, v, "input_required"));
+                return Ok(list_asks(app));
             }
             Ok(finish(app, cacheable(app, tools_list()), "complete"))
+        }
+        "prompts/list" | "resources/list" | "resources/templates/list"
+            if app.flaw(Flaw::InputRequiredOnOtherLists) =>
+        {
+            Ok(list_asks(app))
         }
         "prompts/list" => {
             let mut v = catalog::prompts_list();

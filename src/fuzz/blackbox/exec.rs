@@ -8,15 +8,18 @@ use serde_json::{Map, Value, json};
 
 use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
 use crate::discover::modern::{WalkEnd, call_request, walk};
+use crate::discover::offered::{first_get, first_read};
 use crate::discover::{Wire, WireCore, all_modes, legacy};
 use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
+use crate::fuzz::mutation::AnswerMutation;
 use crate::fuzz::mutation::{StateMutation, equivalent};
+use crate::oracle::effect::{self, Effect};
 use crate::oracle::replay::{self, Twice};
 use crate::oracle::tamper::{self, Control, Controls, Judgement, Outcome};
 use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
-use super::case::Op;
+use super::case::{Listing, Op, declared};
 use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
 use super::wire::NetWire;
 use crate::oracle::Oracle;
@@ -33,9 +36,14 @@ pub const CONTROL_AGAIN: &str = "control again (is the result stable?): the same
 /// retry, the flow's own principal.
 pub const UNTAMPERED: &str = "untampered control: a fresh requestState and its answers";
 
+/// Label (after `case N `) of the effect control
+/// ([`crate::oracle::effect`]): a fresh state's retry, every input request
+/// declined.
+pub const DECLINED: &str = "effect control (did the call act?): a fresh requestState, declined";
+
 /// Whether a case request's label is one of the controls.
 pub fn is_control(label: &str) -> bool {
-    [CONTROL, CONTROL_AGAIN, UNTAMPERED]
+    [CONTROL, CONTROL_AGAIN, UNTAMPERED, DECLINED]
         .iter()
         .any(|c| label.ends_with(c))
 }
@@ -45,16 +53,6 @@ pub fn outcome(reply: &Result<RawReply, RawError>) -> Outcome {
     reply
         .as_ref()
         .map_or(Outcome::Unanswered, |r| Outcome::of(&r.rpc()))
-}
-
-/// The capabilities a case declares: form mode only with
-/// [`Op::FormOnly`], else every mode.
-fn caps_for(ops: &[Op]) -> ClientCapabilities {
-    if ops.contains(&Op::FormOnly) {
-        ClientCapabilities::with_modes(true, false)
-    } else {
-        all_modes()
-    }
 }
 
 /// A changed retry that completed, and what its controls need.
@@ -221,6 +219,21 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The replay rule ([`replay::judge`]) on a request's completions (what
+/// each said; whether it was the same state and answers): a single-use
+/// request completing twice in any form is an error, elsewhere only the
+/// same state and answers completing twice. The oracle and the count.
+fn repeated(single_use: bool, done: &[(Outcome, bool)]) -> Option<(Oracle, usize)> {
+    let same = done.iter().filter(|(_, s)| *s).count();
+    match replay::judge(single_use, done.len()) {
+        Some(Twice::SingleUse) => Some((Oracle::SingleUseTwice, done.len())),
+        _ => replay::judge(single_use, same).map(|t| match t {
+            Twice::SingleUse => (Oracle::SingleUseTwice, same),
+            Twice::MayRepeat => (Oracle::ReplayAccepted, same),
+        }),
     }
 }
 
@@ -402,6 +415,59 @@ impl Target {
         Ok(walked.state_round().and_then(|(_, r)| r.state.clone()))
     }
 
+    /// Sends the case's [`Op::List`] requests, each judged as it comes
+    /// (on `session` for 2025-11-25, which has no `server/discover`).
+    async fn list_ops(
+        &self,
+        run: &mut Run<'_>,
+        ops: &[Op],
+        caps: &ClientCapabilities,
+        session: Option<&legacy::Session>,
+    ) -> Result<(), Hit> {
+        for op in ops {
+            match op {
+                Op::List(Listing::Discover) if session.is_some() => {}
+                Op::List(l) => self.listing(run, *l, caps, session).await?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// One [`Op::List`]: a read or get first lists, then follows the first
+    /// entry named (nothing to follow: nothing more is sent).
+    async fn listing(
+        &self,
+        run: &mut Run<'_>,
+        l: Listing,
+        caps: &ClientCapabilities,
+        session: Option<&legacy::Session>,
+    ) -> Result<(), Hit> {
+        let request = |w: &NetWire, method: &str, params: Value| {
+            let label = format!("listing: {method}");
+            match session {
+                Some(s) => legacy::request(w, s, &label, method, params),
+                None => crate::discover::modern::request(w, label, method, params, caps),
+            }
+        };
+        let (method, params) = match l.follows() {
+            None => (l.method(), json!({})),
+            Some(list) => {
+                let reply = run.w.send(request(&run.w, list.method(), json!({}))).await;
+                run.check()?;
+                let Ok(r) = reply else { return Ok(()) };
+                let follow = match l {
+                    Listing::PromptGet => first_get(&r.rpc()),
+                    _ => first_read(&r.rpc()),
+                };
+                let Ok(f) = follow else { return Ok(()) };
+                (f.method, f.params)
+            }
+        };
+        let _ = run.w.send(request(&run.w, method, params)).await;
+        run.check()
+    }
+
     async fn modern_flow(
         &self,
         run: &mut Run<'_>,
@@ -409,7 +475,8 @@ impl Target {
         ops: &[Op],
         index: u64,
     ) -> Result<(), Hit> {
-        let caps = caps_for(ops);
+        let caps = declared(ops);
+        self.list_ops(run, ops, &caps, None).await?;
         let walked = walk(&run.w, &tool.name, &tool.args, &caps, 3, true).await;
         run.check()?;
         let round = match (&walked.end, walked.state_round()) {
@@ -456,9 +523,12 @@ impl Target {
             }
         }
         let names: Vec<String> = ops.iter().map(Op::name).collect();
-        let changes = ops
-            .iter()
-            .any(|o| !matches!(o, Op::Replay | Op::Concurrent { .. } | Op::FormOnly));
+        let changes = ops.iter().any(|o| {
+            !matches!(
+                o,
+                Op::Replay | Op::Concurrent { .. } | Op::Caps(_) | Op::List(_)
+            )
+        });
         let label = format!(
             "{}{}{}case {index} {} {}",
             if framing { FRAMING } else { "" },
@@ -506,8 +576,9 @@ impl Target {
         let faithful = sent_state.as_ref() == Some(&Value::from(state.clone()))
             && answers == Value::Object(valid.clone())
             && !ops.iter().any(|o| matches!(o, Op::Body(_)));
-        let mut completions = 0;
-        let mut same = 0;
+        // Each completion: what it said, and whether it was the same state
+        // and answers (a replay of the valid retry).
+        let mut done: Vec<(Outcome, bool)> = Vec::new();
         // Another principal's retry carries a state only when one was sent
         // (an omitted or mistyped one is no state to take over).
         let foreign = other.is_some() && matches!(&sent_state, Some(Value::String(_)));
@@ -523,8 +594,7 @@ impl Target {
                 };
                 return self.judge_changed(run, &changed, &reply).await;
             }
-            completions += 1;
-            same += usize::from(faithful);
+            done.push((outcome(&reply), faithful));
         }
         let valid_retry = |label: String, w: &NetWire| {
             call_request(
@@ -547,9 +617,9 @@ impl Target {
                             &run.w,
                         ))
                         .await;
-                    let n = usize::from(completes(&r));
-                    completions += n;
-                    same += n;
+                    if completes(&r) {
+                        done.push((outcome(&r), true));
+                    }
                 }
                 Op::Concurrent { copies } => {
                     let n = 2 + usize::from(copies % 4);
@@ -563,36 +633,50 @@ impl Target {
                         .collect();
                     let replies =
                         futures::future::join_all(reqs.into_iter().map(|r| run.w.send(r))).await;
-                    let n = replies.iter().filter(|r| completes(r)).count();
-                    completions += n;
-                    same += n;
+                    done.extend(
+                        replies
+                            .iter()
+                            .filter(|r| completes(r))
+                            .map(|r| (outcome(r), true)),
+                    );
                 }
                 _ => {}
             }
         }
         run.check()?;
-        // A single-use request completing twice in any form is an error;
-        // elsewhere only the same state and answers completing twice.
-        let twice = match replay::judge(tool.single_use, completions) {
-            Some(Twice::SingleUse) => Some(Twice::SingleUse),
-            _ => replay::judge(tool.single_use, same),
+        let Some((oracle, _)) = repeated(tool.single_use, &done) else {
+            return Ok(());
         };
-        let (oracle, what) = match twice {
-            None => return Ok(()),
-            Some(Twice::SingleUse) => (
-                Oracle::SingleUseTwice,
-                format!(
-                    "single-use tool {}: one request completed {completions} times",
-                    tool.name
-                ),
+        // The effect control: completions that read like the same flow
+        // declined did nothing, and doing nothing twice is no replay.
+        let declined = self.declined(run, tool, &caps, index).await;
+        run.check()?;
+        let acted: Vec<(Outcome, bool)> = done
+            .into_iter()
+            .filter(|(o, _)| effect::judge(o, &declined) != Effect::Nothing)
+            .collect();
+        let Some((oracle, n)) = repeated(tool.single_use, &acted) else {
+            run.note = Some(format!(
+                "{} ({oracle}): the request completed more than once, not reported: {}",
+                tool.name,
+                Effect::Nothing.why()
+            ));
+            return Ok(());
+        };
+        let unknown = if effect::judge(&acted[0].0, &declined) == Effect::Unknown {
+            format!(" ({})", Effect::Unknown.why())
+        } else {
+            String::new()
+        };
+        let what = match oracle {
+            Oracle::SingleUseTwice => format!(
+                "single-use tool {}: one request completed {n} times{unknown}",
+                tool.name
             ),
-            Some(Twice::MayRepeat) => (
-                Oracle::ReplayAccepted,
-                format!(
-                    "{}: the same requestState and inputResponses completed {same} times \
-                     (a warning: if the action must not repeat, run with --single-use {})",
-                    tool.name, tool.name
-                ),
+            _ => format!(
+                "{}: the same requestState and inputResponses completed {n} times{unknown} \
+                 (a warning: if the action must not repeat, run with --single-use {})",
+                tool.name, tool.name
             ),
         };
         Err(Hit {
@@ -632,6 +716,9 @@ impl Target {
                 Judgement::Accepted(why) => break why,
                 Judgement::Need(Control::Untampered) => {
                     controls.untampered = Some(self.untampered(run, c).await);
+                }
+                Judgement::Need(Control::Declined) => {
+                    controls.declined = Some(self.declined(run, c.tool, c.caps, c.index).await);
                 }
                 Judgement::Need(k) => {
                     let label = if k == Control::NoState {
@@ -698,6 +785,35 @@ impl Target {
         outcome(&run.w.send(req).await)
     }
 
+    /// The effect control: a fresh walk of the tool and its retry with
+    /// every input request declined, as the flow's own principal (no state
+    /// reached: [`Outcome::Unanswered`], nothing to tell by).
+    async fn declined(
+        &self,
+        run: &mut Run<'_>,
+        tool: &ToolInfo,
+        caps: &ClientCapabilities,
+        index: u64,
+    ) -> Outcome {
+        let walked = walk(&run.w, &tool.name, &tool.args, caps, 3, true).await;
+        let Some((_, r)) = walked.state_round() else {
+            return Outcome::Unanswered;
+        };
+        let Some(state) = r.state.clone() else {
+            return Outcome::Unanswered;
+        };
+        let req = call_request(
+            &run.w,
+            format!("case {index} {DECLINED}"),
+            &tool.name,
+            &tool.args,
+            caps,
+            Some(AnswerMutation::Decline.apply(&r.answers)),
+            Some(&state),
+        );
+        outcome(&run.w.send(req).await)
+    }
+
     async fn legacy_flow(
         &self,
         run: &mut Run<'_>,
@@ -706,11 +822,12 @@ impl Target {
         index: u64,
         out: &mut Exec,
     ) -> Result<(), Hit> {
-        let caps = caps_for(ops);
+        let caps = declared(ops);
         let session = legacy::open(&run.w, &caps, true).await;
         run.check()?;
         let Ok(s) = session else { return Ok(()) };
         run.open = Some(s.clone());
+        self.list_ops(run, ops, &caps, Some(&s)).await?;
         // Header and body changes go to a request that never waits for a
         // user: `tools/list` on the session.
         let hb: Vec<&Op> = ops
@@ -745,8 +862,8 @@ impl Target {
             run.check()?;
         }
         // A decline or cancel answers the tool's `elicitation/create`; a
-        // form-only session declines whatever it is sent, so that the modes
-        // are seen.
+        // session declaring chosen capabilities declines whatever it is
+        // sent, so that the modes are seen.
         let answer = ops
             .iter()
             .find_map(|o| match o {
@@ -759,7 +876,8 @@ impl Target {
                 _ => None,
             })
             .or_else(|| {
-                ops.contains(&Op::FormOnly)
+                ops.iter()
+                    .any(|o| matches!(o, Op::Caps(_)))
                     .then_some((legacy::Answer::Decline, "decline"))
             });
         if let Some((a, action)) = answer
@@ -797,6 +915,19 @@ mod tests {
     /// `requestState` and completes without one too: its result names the
     /// state's content (`uses_state`) or not. One request per connection.
     async fn trusting(uses_state: bool) -> String {
+        if uses_state {
+            one_tool(|p| format!("trip to {}", p[REQUEST_STATE].as_str().unwrap_or("nowhere")))
+                .await
+        } else {
+            one_tool(|_| "trip booked".into()).await
+        }
+    }
+
+    /// A one-tool 2026-07-28 server on 127.0.0.1: the first call asks (state
+    /// `Paris`), any call with a state or answers completes with the text
+    /// `retry` gives for its params, as often as it is sent. One request per
+    /// connection.
+    async fn one_tool(retry: fn(&Value) -> String) -> String {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", l.local_addr().unwrap());
         tokio::spawn(async move {
@@ -807,15 +938,11 @@ mod tests {
                     };
                     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let p = &req["params"];
-                    let text = |s: &str| {
-                        json!({"resultType": "complete", "content": [{"type": "text",
-                            "text": if uses_state { format!("trip to {s}") } else { "trip booked".into() }}]})
-                    };
+                    let done = json!({"resultType": "complete",
+                        "content": [{"type": "text", "text": retry(p)}]});
                     let result = match (req["method"].as_str(), p.get(REQUEST_STATE)) {
-                        (Some("tools/call"), Some(Value::String(s))) => text(s),
-                        (Some("tools/call"), _) if p.get("inputResponses").is_some() => {
-                            text("nowhere")
-                        }
+                        (Some("tools/call"), Some(Value::String(_))) => done,
+                        (Some("tools/call"), _) if p.get("inputResponses").is_some() => done,
                         (Some("tools/call"), _) => json!({"resultType": "input_required",
                             "requestState": "Paris", "inputRequests": {"ok": {
                                 "method": "elicitation/create", "params": {"message": "Go?",
@@ -892,6 +1019,40 @@ mod tests {
                 assert_eq!(ex.hit, None, "{labels:?}");
                 let note = ex.note.expect("a note");
                 assert!(note.contains("completes alike"), "{note}");
+            }
+        }
+    }
+
+    /// The effect control on replays: a server that completes a replayed
+    /// retry again is a replay warning only where the retry acted. Where
+    /// every answer, a decline too, completes "not approved", the replay
+    /// did nothing: a note, no finding (seen failing without the control:
+    /// a `replay-accepted` warning); where an accept deploys and a decline
+    /// does not, the replay is the warning.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_replay_is_found_only_where_the_call_acted() {
+        fn nothing(_: &Value) -> String {
+            "not approved".into()
+        }
+        fn deploys(p: &Value) -> String {
+            let declined = p["inputResponses"]
+                .as_object()
+                .is_some_and(|m| m.values().any(|a| a["action"] == "decline"));
+            if declined { "not approved" } else { "deployed" }.into()
+        }
+        for (retry, acts) in [(nothing as fn(&Value) -> String, false), (deploys, true)] {
+            let t = target(one_tool(retry).await);
+            let ex = t.exec(Generation::Modern, 0, &[Op::Replay], 0).await;
+            let labels: Vec<&str> = ex.log.iter().map(|l| l.request.label.as_str()).collect();
+            assert!(labels.iter().any(|l| l.ends_with(DECLINED)), "{labels:?}");
+            if acts {
+                let hit = ex.hit.expect("a replay warning");
+                assert_eq!(hit.oracle, Oracle::ReplayAccepted, "{}", hit.what);
+                assert!(hit.what.contains("completed 2 times"), "{}", hit.what);
+            } else {
+                assert_eq!(ex.hit, None, "{labels:?}");
+                let note = ex.note.expect("a note");
+                assert!(note.contains("did nothing"), "{note}");
             }
         }
     }

@@ -4,9 +4,10 @@
 //! character flipped, which JSON type, how deep, how many copies) do not
 //! count, so one missing check shows once however many tools it breaks.
 //!
-//! - Op kinds are [`Op::name`]s as a set: `state:flip_char` and
+//! - Op kinds are [`Op::kind`]s as a set: `state:flip_char` and
 //!   `state:truncate` stay apart (a server may verify a state's tag yet
-//!   accept a prefix of it), the order ops were applied in does not.
+//!   accept a prefix of it), the order ops were applied in does not; the
+//!   list ops are one kind `list`, told apart by the method.
 //! - The generation stays in the key: the two are separate code paths in a
 //!   server (sessions and streams against stateless retries), fixed apart
 //!   and reproduced apart.
@@ -54,7 +55,7 @@ impl RootCause {
             oracle,
             generation: Some(generation),
             method: method.to_owned(),
-            kinds: ops.iter().map(Op::name).collect(),
+            kinds: ops.iter().map(Op::kind).collect(),
         }
     }
 }
@@ -222,6 +223,32 @@ mod tests {
         hit(&mut g, &list, list.clone(), None);
         assert_eq!(g.listed[5].count, 2);
         assert!(g.listed[5].tools.is_empty());
+    }
+
+    /// A read that fired on the list it follows is that list's finding;
+    /// another list is another (seen failing with op names as kinds: a
+    /// run against `--flaw input-required-on-other-lists` filed
+    /// `resources/list` twice).
+    #[test]
+    fn list_ops_are_told_apart_by_the_method_they_fired_on() {
+        use crate::fuzz::blackbox::case::Listing;
+        let mut g = Groups::default();
+        let on = |method, l| {
+            RootCause::new(
+                Oracle::InputRequiredOutOfScope,
+                MODERN,
+                method,
+                &[Op::List(l)],
+            )
+        };
+        let list = on("resources/list", Listing::Resources);
+        let read = on("resources/list", Listing::ResourceRead);
+        let prompts = on("prompts/list", Listing::Prompts);
+        for c in [&list, &read, &prompts] {
+            hit(&mut g, c, c.clone(), None);
+        }
+        assert_eq!(g.listed.len(), 2);
+        assert_eq!(g.listed[0].count, 2);
     }
 
     /// Seen failing before process exits were keyed apart: 3 findings.

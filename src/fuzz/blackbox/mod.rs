@@ -5,7 +5,9 @@
 //! the generations, tools and flows. Then case after case, each derived
 //! from `(--seed, index)` ([`case`]), starts a fresh flow and sends it with
 //! [`crate::fuzz::mutation`]'s changes to states, `inputResponses`,
-//! headers and JSON text, plus replays and concurrent copies ([`exec`]).
+//! headers and JSON text, plus replays and concurrent copies, under one
+//! of five declared capability variants, after list and discovery requests
+//! ([`exec`]).
 //! The [`oracle`]s: 5xx, connection reset, a reply that is not JSON-RPC,
 //! a hang past the timeout, the server no longer answering, a changed
 //! state (or another principal) completing where controls (no state, and
@@ -13,7 +15,9 @@
 //! ([`crate::oracle::tamper`]; otherwise a note), an input request for a
 //! mode the case did not declare, a single-use request completing twice
 //! (and, as a warning, any request replayed with the same state and
-//! answers).
+//! answers). A replay or a changed state is reported only where the
+//! completion acted: the effect control, the same flow declined, reads
+//! otherwise ([`crate::oracle::effect`]; otherwise a note).
 //! With no 2026-07-28 tool listed, that generation's listing replies are
 //! judged instead (`input_required` on `tools/list` hides every tool).
 //! Each hit is delta-debugged over its op list ([`minimise`]), filed under

@@ -144,19 +144,18 @@ pub fn judge_modes(
     elicitations: &[Value],
     caps: &crate::protocol::ClientCapabilities,
 ) -> Option<(Oracle, String)> {
-    use crate::oracle::capability::{mode_allowed, request_mode};
     let modes = caps.elicit_modes();
-    let bad: Vec<&str> = elicitations
-        .iter()
-        .map(|e| request_mode(Some(e)))
-        .filter(|m| !mode_allowed(modes, m))
-        .collect();
-    (!bad.is_empty()).then(|| {
+    let bad = crate::oracle::capability::undeclared_pushed(elicitations, modes);
+    bad.any().then(|| {
+        let named: Vec<&str> = [(bad.form, "form"), (bad.url, "url")]
+            .into_iter()
+            .filter_map(|(b, m)| b.then_some(m))
+            .collect();
         (
             Oracle::UndeclaredMode,
             format!(
                 "elicitation/create in {} mode on a session declaring {}",
-                bad.join(", "),
+                named.join(" and "),
                 declared_text(modes)
             ),
         )

@@ -16,7 +16,7 @@ use crate::fuzz::harness::wire::{FRAMING, Logged, MALFORMED};
 use crate::protocol::jsonrpc::Message;
 
 use super::Finding;
-use super::exec::{CONTROL, CONTROL_AGAIN, UNTAMPERED, is_control, outcome};
+use super::exec::{CONTROL, CONTROL_AGAIN, DECLINED, UNTAMPERED, is_control, outcome};
 use super::oracle::{MUTATED, completes, judge, judge_call, judge_modes};
 use super::repro::{ANSWER, COULD_NOT_RUN, SKIP_VERDICT, STREAM, max_time, replayed, step_name};
 use super::summary::{Reproduced, Verdict};
@@ -373,6 +373,7 @@ fn accepted(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
         no_state: control(CONTROL),
         no_state_again: control(CONTROL_AGAIN),
         untampered: control(UNTAMPERED),
+        declined: control(DECLINED),
     };
     match judge(&outcome(&retry.1.reply), &controls) {
         Judgement::Accepted(why) => Ok(format!("{} completed; {why}", retry.0.request.label)),
@@ -388,25 +389,50 @@ fn accepted(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
                 Control::NoState => "no-state",
                 Control::NoStateAgain => "repeated no-state",
                 Control::Untampered => "untampered",
+                Control::Declined => "declined (effect)",
             }
         )),
     }
 }
 
-/// A single-use request completing more than once.
+/// A request completing more than once, leaving out the completions that
+/// read like the run's effect control (the same flow declined: they did
+/// nothing, [`crate::oracle::effect`]).
 fn twice(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
-    let n = steps
+    use crate::oracle::effect::{Effect, judge};
+    let declined = steps
+        .iter()
+        .find(|(l, _)| {
+            case_request(&l.request.label, f.case) && l.request.label.ends_with(DECLINED)
+        })
+        .map(|(_, s)| outcome(&s.reply));
+    let completed: Vec<_> = steps
         .iter()
         .filter(|(l, s)| {
             case_request(&l.request.label, f.case)
                 && !is_control(&l.request.label)
                 && completes(&s.reply)
         })
+        .map(|(_, s)| outcome(&s.reply))
+        .collect();
+    let acted = completed
+        .iter()
+        .filter(|o| {
+            declined
+                .as_ref()
+                .is_none_or(|d| judge(o, d) != Effect::Nothing)
+        })
         .count();
-    if n > 1 {
-        Ok(format!("one request completed {n} times"))
+    if acted > 1 {
+        Ok(format!("one request completed {acted} times"))
+    } else if completed.len() > 1 {
+        Err(format!(
+            "the request completed {} times, {acted} of them otherwise than the same flow \
+             declined (the rest did nothing)",
+            completed.len()
+        ))
     } else {
-        Err(format!("the request completed {n} time(s)"))
+        Err(format!("the request completed {} time(s)", completed.len()))
     }
 }
 

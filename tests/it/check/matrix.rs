@@ -273,6 +273,11 @@ fn expectations() -> Vec<Case> {
             ],
         ),
         (
+            Flaw::InputRequiredOnOtherLists,
+            vec![("mrtr-input-required-scope", Fail)],
+            vec!["mrtr-happy-path", "mrtr-tamper-bit-flip", "mrtr-decline"],
+        ),
+        (
             Flaw::NoOriginCheck,
             vec![("mrtr-origin-validated", Fail)],
             vec!["mrtr-meta-missing", "mrtr-happy-path", "mrtr-cache-hints"],

@@ -450,31 +450,51 @@ fn a_replay_is_a_warning_unless_the_tool_is_single_use() {
 }
 
 /// The capability rule `check` uses ([`elicitkit::oracle::capability`]),
-/// on both generations: cases declaring form mode only meet
-/// `connect_billing`'s URL mode on `--flaw url-to-form-client` (an
-/// `input_required` round, or a pushed `elicitation/create`), minimised to
-/// that one op; the clean server refuses them, and the same cases find
-/// nothing.
+/// on both generations, over the capability variants the cases cycle
+/// (none, `{}`, form, url, both): on `--flaw url-to-form-client`,
+/// `connect_billing`'s URL mode meets a form-only declaration (`{}` or
+/// `{form:{}}`); on `--flaw elicit-without-capability`, a tool elicits from
+/// a client declaring no elicitation (an `input_required` round, or a
+/// pushed `elicitation/create`), each minimised to that one op. The clean
+/// server refuses them, and the same cases find nothing. (The fuzzer
+/// declared form only as its one variant, so the second flaw went unseen:
+/// no finding in 6 s.)
 #[test]
-fn url_mode_to_a_form_only_client_is_an_undeclared_mode() {
+fn an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant() {
     for generation in ["2026-07-28", "2025-11-25"] {
         let args = [
             "--duration",
-            "6s",
+            "4s",
             "--generation",
             generation,
             "--tool",
             "connect_billing",
         ];
-        let f = finds(
-            "url-to-form-client",
-            "undeclared-mode",
-            &[&args[..], &FIRST].concat(),
-            6.0,
-        );
-        assert_eq!(f["ops"], serde_json::json!(["caps:form_only"]), "{f}");
-        assert_eq!(f["generation"], generation, "{f}");
-        assert!(f["what"].as_str().unwrap().contains("url mode"), "{f}");
+        for (flaw, ops, declaring) in [
+            (
+                "url-to-form-client",
+                &["caps:form_only", "caps:empty"][..],
+                "form mode only",
+            ),
+            (
+                "elicit-without-capability",
+                &["caps:none"][..],
+                "no elicitation",
+            ),
+        ] {
+            let f = finds(flaw, "undeclared-mode", &args, 4.0);
+            let op = f["ops"].as_array().unwrap();
+            assert!(
+                op.len() == 1 && ops.iter().any(|o| op[0] == *o),
+                "{flaw}: {f}"
+            );
+            assert_eq!(f["generation"], generation, "{f}");
+            let what = f["what"].as_str().unwrap();
+            assert!(what.contains(declaring), "{flaw}: {what}");
+            if flaw == "url-to-form-client" {
+                assert!(what.contains("url mode"), "{what}");
+            }
+        }
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let srv = serve_with(&[]);
         let dir = tempfile::tempdir().unwrap();
@@ -556,6 +576,35 @@ fn input_required_on_the_tool_list_is_found_without_a_tool() {
     let s = summary(dir.path());
     assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
     assert!(s["execs"].as_u64().unwrap() > 0, "{s}");
+}
+
+/// Cases send list and discovery requests on a server that lists its
+/// tools: `input-required-on-other-lists` answers `prompts/list`,
+/// `resources/list` and `resources/templates/list` with `input_required`
+/// (S1), each a finding of its own method, minimised to one `list:*` op.
+/// (Before, those requests went out only when no
+/// 2026-07-28 tool was listed: 0 findings in 10 s.)
+#[test]
+fn input_required_on_a_list_is_found_on_a_server_with_tools() {
+    let f = finds(
+        "input-required-on-other-lists",
+        "input-required-out-of-scope",
+        &["--duration", "4s", "--generation", "2026-07-28"],
+        4.0,
+    );
+    let what = f["what"].as_str().unwrap();
+    assert!(
+        ["prompts/list", "resources/list", "resources/templates/list"]
+            .iter()
+            .any(|m| what.starts_with(&format!("listing: {m}: "))),
+        "{f}"
+    );
+    let ops = f["ops"].as_array().unwrap();
+    assert!(
+        ops.len() == 1 && ops[0].as_str().unwrap().starts_with("list:"),
+        "{f}"
+    );
+    assert!(what.contains("answered input_required"), "{f}");
 }
 
 #[test]
@@ -746,7 +795,7 @@ fn interop_gives_only(
 /// completes again on a replay.
 #[test]
 fn the_rmcp_interop_server_gives_only_its_known_defect() {
-    let summary = interop_gives_only(interop::Sdk::Rmcp, 8, 20, |f| match f.oracle.name() {
+    let summary = interop_gives_only(interop::Sdk::Rmcp, 12, 20, |f| match f.oracle.name() {
         "shape-as-unknown-method" => f.severity == Severity::Must,
         "replay-accepted" => f.severity == Severity::Should,
         _ => false,
