@@ -293,6 +293,16 @@ flaws! {
         caught_by: ["legacy-no-elicit-before-initialized"],
         reveal: "check --fail-on warn (§3.1 is a SHOULD: a plain run warns and exits 0)",
     }
+    /// 2025-11-25: a `tools/call` on a session whose
+    /// `notifications/initialized` has not arrived elicits as on an
+    /// initialized one (instead of the tool error asking for it).
+    ElicitOnUninitializedCall {
+        name: "elicit-on-uninitialized-call",
+        rule: "§3.1, §6.A 2",
+        does: "a 2025-11-25 tools/call before initialized elicits on its stream as usual",
+        caught_by: ["legacy-no-elicit-before-initialized"],
+        reveal: "check --fail-on warn (§3.1 is a SHOULD NOT: a plain run warns and exits 0)",
+    }
     /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
     /// responses) go through one process-wide slot: overlapping calls get
     /// the last result put there, whoever's it is (responses of one client

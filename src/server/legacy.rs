@@ -608,7 +608,9 @@ impl Call<'_> {
         };
         let needs = tool.needs(app);
         if needs != tools::Needs::Nothing {
-            if !self.session.initialized.load(Ordering::Acquire) {
+            if !self.session.initialized.load(Ordering::Acquire)
+                && !app.flaw(Flaw::ElicitOnUninitializedCall)
+            {
                 let r = ToolResult::error(
                     "This tool asks the user for input; send notifications/initialized first.",
                 );

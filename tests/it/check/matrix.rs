@@ -465,6 +465,15 @@ async fn clean_reference_server_passes_every_legacy_check() {
         table(&r)
     );
     assert!(r.tally.pass >= 15, "too few checks passed\n{}", table(&r));
+    // A tool called on a session whose initialized is withheld gets no
+    // elicitation, beside a control: the same tool elicits once initialized.
+    let early = r.get("legacy-no-elicit-before-initialized").expect("row");
+    assert_eq!(early.status, Status::Pass, "{}", table(&r));
+    assert!(
+        early.detail.contains("not for tools/call") && early.detail.contains("(control: "),
+        "{}",
+        early.detail
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -585,6 +594,13 @@ fn legacy_expectations() -> Vec<Case> {
         ),
         (
             Flaw::ElicitBeforeInitialized,
+            vec![("legacy-no-elicit-before-initialized", Warn)],
+            vec!["legacy-happy-path", "legacy-get-stream", "legacy-handshake"],
+        ),
+        (
+            // Seen only by calling a tool on a session whose initialized
+            // the checker withholds (the GET stream stays quiet).
+            Flaw::ElicitOnUninitializedCall,
             vec![("legacy-no-elicit-before-initialized", Warn)],
             vec!["legacy-happy-path", "legacy-get-stream", "legacy-handshake"],
         ),
