@@ -303,6 +303,22 @@ flaws! {
         caught_by: ["legacy-no-elicit-before-initialized"],
         reveal: "check --fail-on warn (§3.1 is a SHOULD NOT: a plain run warns and exits 0)",
     }
+    /// A POST body is read as a stream of JSON values and the first is
+    /// served: a second message after it is ignored, not refused.
+    FirstMessageOfBody {
+        name: "first-message-of-body",
+        rule: "§3.2 (one JSON-RPC message per POST body)",
+        does: "a POST body holding two JSON-RPC messages back to back is served as its first",
+        caught_by: ["mrtr-one-message-per-body"],
+    }
+    /// 2026-07-28 `tools/call` arguments are not checked against the tool's
+    /// `inputSchema`: a non-string `service`, `from` or `path` goes on.
+    AcceptWrongTypedArguments {
+        name: "accept-wrong-typed-arguments",
+        rule: "server/tools security (validate all tool inputs), SEP-1303",
+        does: "2026-07-28 tools/call arguments of a type the inputSchema forbids are taken as valid",
+        caught_by: ["mrtr-tool-argument-types"],
+    }
     /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
     /// responses) go through one process-wide slot: overlapping calls get
     /// the last result put there, whoever's it is (responses of one client

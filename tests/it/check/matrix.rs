@@ -67,6 +67,12 @@ async fn clean_reference_server_passes_every_modern_check() {
     assert!(bad.is_empty(), "clean server: {bad:?}\n{}", table(&r));
     assert!(!r.failed());
     assert!(r.tally.pass >= 30, "too few checks passed\n{}", table(&r));
+    // Bad input refused, beside controls: the same request valid is served.
+    for id in ["mrtr-one-message-per-body", "mrtr-tool-argument-types"] {
+        let row = r.get(id).expect("row");
+        assert_eq!(row.status, Status::Pass, "{id}\n{}", table(&r));
+        assert!(row.detail.contains("(control: "), "{id}: {}", row.detail);
+    }
 }
 
 /// Checks a flaw must break, with the status their severity gives.
@@ -377,6 +383,28 @@ fn expectations() -> Vec<Case> {
                 "mrtr-header-name-mismatch",
                 "mrtr-error-id-echoed",
                 "mrtr-happy-path",
+            ],
+        ),
+        (
+            // The second request of the body is never seen: the first is
+            // served as if it came alone.
+            Flaw::FirstMessageOfBody,
+            vec![("mrtr-one-message-per-body", Fail)],
+            vec![
+                "mrtr-error-id-echoed",
+                "mrtr-tool-argument-types",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            // deploy with an object for its service asks for input and
+            // completes once answered.
+            Flaw::AcceptWrongTypedArguments,
+            vec![("mrtr-tool-argument-types", Fail)],
+            vec![
+                "mrtr-one-message-per-body",
+                "mrtr-happy-path",
+                "mrtr-decline",
             ],
         ),
         (

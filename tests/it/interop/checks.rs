@@ -272,6 +272,13 @@ async fn rmcp_findings() {
             Warn,
             "on the tools/call place_order stream",
         ),
+        // A body rmcp cannot parse (two messages back to back) gets HTTP
+        // 415 with a plain-text reason, no -32700: refused, not served.
+        (
+            "mrtr-one-message-per-body",
+            Info,
+            "HTTP 415 and no JSON-RPC error",
+        ),
         // NOTES (e): Origin is validated only when allowed_origins is set
         // (default off); Host is (403).
         ("mrtr-origin-validated", Fail, "does not validate Origin"),
