@@ -368,7 +368,8 @@ flaws! {
         reveal: "check --fail-on warn (serverInfo on results is a SHOULD: a plain run warns and exits 0)",
     }
     /// The error for an unknown method carries `"id": null`, as a router
-    /// that answers before it reads the body does.
+    /// that answers before it reads the body does (over `--stdio` too: the
+    /// pipe then gets a response that names no request).
     ErrorIdNull {
         name: "error-id-null",
         rule: "§4.3",

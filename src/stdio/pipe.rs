@@ -1,6 +1,7 @@
 //! JSON-RPC over one child's stdin and stdout: newline-delimited messages
 //! out, and every line read back routed: a response to whoever waits for its
-//! id, a message from the server (an `elicitation/create`, a notification)
+//! id (one with a null id, which names none, to the oldest request still
+//! waiting when no line waits for a null id), a message from the server (an `elicitation/create`, a notification)
 //! to the oldest request still waiting, anything that is not a JSON-RPC
 //! message into the [`Log`] as stdout noise. When the child exits, every
 //! waiter is released and the exit is logged with its stderr tail.
@@ -339,7 +340,17 @@ fn route(
     let Ok(r) = routes.lock() else { return };
     let is_response = msg.get("method").is_none();
     let target = if is_response {
-        msg.get("id").map(id_key)
+        // A response with a null id names no request; when nothing waits
+        // for one (a line that was not a request), it answers the oldest
+        // request in flight (one at a time is the stdio norm), which gets
+        // it as it came: a finding, not a wait until the client's timeout.
+        msg.get("id").map(id_key).map(|k| {
+            if msg["id"].is_null() && !r.waiting.contains_key(&k) {
+                r.order.front().cloned().unwrap_or(k)
+            } else {
+                k
+            }
+        })
     } else {
         // A request or notification from the server belongs to the
         // oldest request still waiting (one call at a time is the
@@ -407,6 +418,37 @@ mod tests {
         // Closing stdin ended it: it exited by itself, not killed at the
         // end of the grace (the reader once held stdin open).
         assert_eq!(exits[0].status, "exit status: 0", "{exits:?}");
+    }
+
+    #[tokio::test]
+    async fn a_null_id_reply_reaches_the_oldest_request_as_it_came() {
+        let log = Arc::new(Log::default());
+        // Answers every line with an error whose id is null.
+        let p = Pipe::start(
+            &sh(r#"while read l; do echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"x"}}'; done"#),
+            log,
+            true,
+        )
+        .unwrap();
+        let mut first = p.wait_for(&json!(1));
+        let _second = p.wait_for(&json!(2));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#));
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), first.rx.recv())
+            .await
+            .expect("delivered, not left to a timeout")
+            .unwrap();
+        assert!(got.msg["id"].is_null(), "{:?}", got.msg);
+        // A line that waits for a null id (one that was not a request)
+        // still gets it first.
+        let mut null = p.wait_for(&Value::Null);
+        assert!(p.send(b"not json"));
+        let got = tokio::time::timeout(std::time::Duration::from_secs(5), null.rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(got.msg["id"].is_null());
+        assert!(first.rx.try_recv().is_err());
+        p.stop(std::time::Duration::from_secs(2)).await;
     }
 
     #[tokio::test]
