@@ -275,6 +275,14 @@ flaws! {
         caught_by: ["mrtr-url-secret-not-returned"],
         reveal: "serve --state-codec hmac-sha256 and check --fail-on warn: under the default aes-256-gcm the name is sealed encrypted, and a name (not a secret) in a state is a SHOULD",
     }
+    /// `connect_billing`'s page also asks for a six-digit verification code
+    /// (`pattern="[0-9]{6}"`, a password field), and the result shows it.
+    LeakVerificationCode {
+        name: "leak-verification-code",
+        rule: "§3.6 rule 6, §4.8",
+        does: "connect_billing's page asks for a 6-digit code too, and its result shows that code",
+        caught_by: ["mrtr-url-secret-not-returned", "legacy-url-secret-not-returned"],
+    }
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
     IgnoreStatePrincipal {

@@ -325,6 +325,13 @@ fn expectations() -> Vec<Case> {
             vec!["mrtr-happy-path", "mrtr-url-cross-user", "mrtr-decline"],
         ),
         (
+            // A six-digit code (pattern [0-9]{6}): no room for the marker,
+            // so the value typed is what is searched for.
+            Flaw::LeakVerificationCode,
+            vec![("mrtr-url-secret-not-returned", Fail)],
+            vec!["mrtr-happy-path", "mrtr-url-cross-user", "mrtr-decline"],
+        ),
+        (
             Flaw::SecretInState,
             vec![("mrtr-url-secret-not-returned", Fail)],
             vec![
@@ -681,6 +688,15 @@ fn legacy_expectations() -> Vec<Case> {
         ),
         (
             Flaw::LeakSecret,
+            vec![("legacy-url-secret-not-returned", Fail)],
+            vec![
+                "legacy-happy-path",
+                "legacy-url-cross-user",
+                "legacy-decline",
+            ],
+        ),
+        (
+            Flaw::LeakVerificationCode,
             vec![("legacy-url-secret-not-returned", Fail)],
             vec![
                 "legacy-happy-path",
