@@ -136,6 +136,11 @@ pub fn all_checks() -> Vec<Check> {
     );
     place_after(&mut v, "legacy-answer-202", flows::legacy_checks());
     place_after(&mut v, "legacy-happy-path", decline_cancel::legacy_checks());
+    place_after(
+        &mut v,
+        "legacy-missing-session-400",
+        errors::legacy_checks(),
+    );
     v.extend(legacy_get_stream::checks());
     v.extend(legacy_principal::checks());
     // The isolation burst runs last in each generation's part of the

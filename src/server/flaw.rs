@@ -389,8 +389,8 @@ flaws! {
     UnknownToolAsResult {
         name: "unknown-tool-as-result",
         rule: "§4.10 (tool errors)",
-        does: "a tools/call of an unknown tool is answered as a result with isError: true",
-        caught_by: ["mrtr-unknown-tool-error"],
+        does: "a tools/call of an unknown tool is answered as a result with isError: true (both generations)",
+        caught_by: ["mrtr-unknown-tool-error", "legacy-unknown-tool-error"],
         reveal: "check --fail-on warn (the rule is pending upstream, conformance PR #508: a plain run warns and exits 0)",
     }
     /// `resources/read` of a URI the server does not serve answers

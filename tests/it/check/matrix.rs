@@ -655,6 +655,11 @@ fn legacy_expectations() -> Vec<Case> {
             vec!["legacy-decline", "legacy-happy-path", "legacy-cap-none"],
         ),
         (
+            Flaw::UnknownToolAsResult,
+            vec![("legacy-unknown-tool-error", Warn)],
+            vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
             Flaw::CrossTalk,
             vec![("legacy-isolation", Fail)],
             vec!["legacy-handshake", "legacy-origin-validated"],

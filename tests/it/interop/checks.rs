@@ -168,6 +168,8 @@ pub(super) fn python_sdk_rows() -> Vec<Row> {
         // makes it a protocol error, -32602 in its example; a WARN while
         // the suite's rule is pending, conformance PR #508).
         ("mrtr-unknown-tool-error", Warn, "with isError: true"),
+        // The same on 2025-11-25 sessions.
+        ("legacy-unknown-tool-error", Warn, "with isError: true"),
         // It declares the resources capability but lists none, so no
         // read is seen to succeed: its -32602 for an unlisted URI proves
         // nothing about how reads are judged.
