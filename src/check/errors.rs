@@ -3,9 +3,11 @@
 //! (§4.3, `sep-2575-http-server-error-jsonrpc-id` in `server-stateless`);
 //! a `tools/call` of an unknown tool is a protocol error, not a tool
 //! result; a `resources/read` of a URI the server did not list is `-32602`,
-//! never empty `contents` (SEP-2164, `sep-2164-resource-not-found`).
+//! never empty `contents` (SEP-2164, `sep-2164-resource-not-found`). The
+//! unknown-tool rule has a 2025-11-25 twin ([`legacy_checks`]).
 
 use super::control::Control;
+use super::legacy_session;
 use super::model::Verdict;
 use super::offered;
 use super::probe::{Probe, all_modes};
@@ -25,7 +27,10 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "every JSON-RPC error carries the id of the request it answers (string ids too)",
-            error_id_echoed;
+            error_id_echoed,
+            // Over stdio a reply with id null is told only while its
+            // request is the one in flight on the pipe (stdio::pipe).
+            alone;
             scenario "server-stateless"
         ),
         // The rule (an unknown tool is a protocol error, the 2025-11-25
@@ -133,6 +138,18 @@ async fn error_id_echoed(p: Probe) -> Verdict {
     Verdict::pass(judged.join("; "))
 }
 
+/// The 2025-11-25 twins.
+pub fn legacy_checks() -> Vec<Check> {
+    vec![check!(
+        "legacy-unknown-tool-error",
+        "§3 (server/tools error handling; conformance PR #508, pending)",
+        Should,
+        Legacy,
+        "a tools/call of a tool the server does not have gets a JSON-RPC error (-32602), not a tool result",
+        legacy_unknown_tool_error
+    )]
+}
+
 /// A `tools/call` of the first tool discovery found (a correct call a
 /// server serves), for the unknown-tool control.
 async fn known_tool_served(p: &Probe) -> Control {
@@ -156,51 +173,114 @@ async fn known_tool_served(p: &Probe) -> Control {
     Control::observed(format!("a tools/call of {} gets a result", tool.name), seen)
 }
 
+/// The tool name no server lists.
+const NO_SUCH_TOOL: &str = "elicitkit-no-such-tool";
+
+/// How a `tools/call` of [`NO_SUCH_TOOL`] was answered (`status`, `rpc`),
+/// either generation: `-32602` passes (a PASS the caller judges against its
+/// control), another protocol error is INFO, a result (even `isError`) or
+/// no response fails.
+fn unknown_tool_verdict(status: u16, rpc: &Rpc) -> Verdict {
+    let name = NO_SUCH_TOOL;
+    let expect = "a JSON-RPC error, -32602 as in the tools page's example: an unknown tool is a \
+                  protocol error, a tool result (isError) is for a tool that ran";
+    match rpc {
+        Rpc::Error(e) if e.code == codes::INVALID_PARAMS => {
+            Verdict::pass(format!("tools/call {name}: HTTP {status} and error -32602"))
+        }
+        Rpc::Error(e) => Verdict::info(format!(
+            "tools/call {name}: a protocol error, but {} ({}); the tools page's example is -32602",
+            e.code,
+            codes::name(e.code)
+        )),
+        Rpc::Result(v) => {
+            let is_error = v.get("isError").and_then(Value::as_bool) == Some(true);
+            Verdict::fail(format!(
+                "tools/call {name} got a result{} (HTTP {status}): an unknown tool was answered as \
+                 if a tool had run",
+                if is_error { " with isError: true" } else { "" },
+            ))
+            .expecting(expect)
+        }
+        Rpc::Missing(why) => Verdict::fail(format!("tools/call {name}: {why}")).expecting(expect),
+    }
+}
+
 async fn unknown_tool_error(p: Probe) -> Verdict {
     if let Some(why) = &p.target().no_tools {
         return Verdict::skip(why.clone());
     }
-    let name = "elicitkit-no-such-tool";
     let req = p.modern_request(
-        format!("tools/call {name} (not listed)"),
+        format!("tools/call {NO_SUCH_TOOL} (not listed)"),
         "tools/call",
-        json!({"name": name, "arguments": {}}),
+        json!({"name": NO_SUCH_TOOL, "arguments": {}}),
         &all_modes(),
     );
     let reply = match p.send(req).await {
         Ok(r) => r,
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
-    let expect = "a JSON-RPC error, -32602 as in the tools page's example: an unknown tool is a \
-                  protocol error, a tool result (isError) is for a tool that ran";
-    match reply.rpc() {
-        Rpc::Error(e) if e.code == codes::INVALID_PARAMS => {
-            let control = known_tool_served(&p).await;
-            control.judge(Verdict::pass(format!(
-                "tools/call {name}: HTTP {} and error -32602",
-                reply.status
-            )))
-        }
-        Rpc::Error(e) => {
-            let control = known_tool_served(&p).await;
-            control.judge(Verdict::info(format!(
-                "tools/call {name}: a protocol error, but {} ({}); the tools page's example is -32602",
-                e.code,
-                codes::name(e.code)
-            )))
-        }
-        Rpc::Result(v) => {
-            let is_error = v.get("isError").and_then(Value::as_bool) == Some(true);
-            Verdict::fail(format!(
-                "tools/call {name} got a result{} (HTTP {}): an unknown tool was answered as if a \
-                 tool had run",
-                if is_error { " with isError: true" } else { "" },
-                reply.status
-            ))
-            .expecting(expect)
-        }
-        Rpc::Missing(why) => Verdict::fail(format!("tools/call {name}: {why}")).expecting(expect),
+    let rpc = reply.rpc();
+    let verdict = unknown_tool_verdict(reply.status, &rpc);
+    if matches!(rpc, Rpc::Error(_)) {
+        return known_tool_served(&p).await.judge(verdict);
     }
+    verdict
+}
+
+/// [`unknown_tool_error`]'s 2025-11-25 twin: the same call on an
+/// initialized session; the control is a listed tool called on that
+/// session, which answers or elicits (stopped at its first elicitation).
+async fn legacy_unknown_tool_error(p: Probe) -> Verdict {
+    if let Some(why) = &p.target().no_tools {
+        return Verdict::skip(why.clone());
+    }
+    let s = match legacy_session::open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::skip(e),
+    };
+    let req = legacy_session::request(
+        &p,
+        &s,
+        &format!("tools/call {NO_SUCH_TOOL} (not listed)"),
+        "tools/call",
+        json!({"name": NO_SUCH_TOOL, "arguments": {}}),
+    );
+    let reply = p.send(req).await;
+    let control = match p.target().tools.first() {
+        None => Err("no tool is listed".to_owned()),
+        Some(t) => {
+            let st = legacy_session::call(
+                &p,
+                &s,
+                &t.name,
+                &t.arguments,
+                legacy_session::Answer::Peek,
+                &legacy_session::CallOptions::default(),
+            )
+            .await;
+            match (&st.response, st.elicitations.is_empty()) {
+                (_, false) | (Some(Rpc::Result(_)), _) => Ok(None),
+                (Some(rpc), _) => Err(format!("it got {}", rpc.describe())),
+                (None, _) => Err(format!(
+                    "it got no response ({})",
+                    st.failure.clone().unwrap_or_default()
+                )),
+            }
+        }
+    };
+    legacy_session::close(&p, &s).await;
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => return Verdict::fail(format!("no reply: {e}")),
+    };
+    let rpc = reply.rpc();
+    let verdict = unknown_tool_verdict(reply.status, &rpc);
+    let what = match p.target().tools.first() {
+        Some(t) => format!("a tools/call of {} on the session is served", t.name),
+        None => "a listed tool is called".to_owned(),
+    };
+    Control::observed(what, control).judge(verdict)
 }
 
 /// Whether `server/discover` declares resources.

@@ -13,11 +13,11 @@ use super::input_responses::Tally;
 use super::invalid_content::{KINDS, describe};
 use super::judge::answer_values;
 use super::legacy_session::{
-    Answer, CallOptions, all_elicitations, call, call_once, elicit_findings, ended,
+    Answer, CallOptions, all_elicitations, call, call_once, elicit_findings, eliciting, ended,
     initialize_request, open, run_all, run_answered, unanswered,
 };
 use super::model::Verdict;
-use super::probe::{Probe, all_modes};
+use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
 use crate::client::content::{invalid_content, valid_content};
 use crate::client::raw::Rpc;
@@ -100,16 +100,32 @@ pub fn checks() -> Vec<Check> {
 
 /// The `elicitation/create` requests among server messages seen before
 /// `notifications/initialized`, as where they came from.
-pub fn early_elicitations(seen: &[(&str, String)]) -> Vec<String> {
+pub fn early_elicitations(seen: &[(String, String)]) -> Vec<String> {
     seen.iter()
         .filter(|(_, m)| m == "elicitation/create")
-        .map(|(w, _)| (*w).to_owned())
+        .map(|(w, _)| w.clone())
         .collect()
 }
 
-/// Sends only what a correct client sends before `initialized`
-/// (`initialize`, then it may open the GET stream; it calls no tool) and
-/// watches the initialize reply and the GET stream for a bounded window.
+/// The tool the withheld session calls: an eliciting one whose first
+/// request is a form (a URL page needs no completing to be seen), else any
+/// eliciting one.
+fn withheld_subject(p: &Probe) -> Option<ToolProfile> {
+    let tools = eliciting(p, &Answer::Peek);
+    tools
+        .iter()
+        .find(|t| t.modes().form && !t.modes().url)
+        .or_else(|| tools.first())
+        .cloned()
+}
+
+/// Opens a 2025-11-25 session and withholds `notifications/initialized`:
+/// watches the initialize reply and the GET stream for a bounded window,
+/// then (breaking the client's SHOULD to observe the server's SHOULD NOT)
+/// calls an eliciting tool on that session and stops at its first
+/// `elicitation/create`. A server that elicits there breaks the rule; one
+/// that does not passes only beside a control: the same tool elicits on an
+/// initialized session.
 async fn before_initialized(p: Probe) -> Verdict {
     let caps = all_modes();
     let init = initialize_request(
@@ -122,14 +138,14 @@ async fn before_initialized(p: Probe) -> Verdict {
         Ok(r) => r,
         Err(e) => return Verdict::skip(format!("initialize: {e}")),
     };
-    let mut seen: Vec<(&str, String)> = reply
+    let mut seen: Vec<(String, String)> = reply
         .decoded()
         .map(|d| {
             d.messages
                 .into_iter()
                 .filter_map(|m| match m {
                     crate::protocol::jsonrpc::Message::Request(r) => {
-                        Some(("the initialize reply", r.method))
+                        Some(("the initialize reply".to_owned(), r.method))
                     }
                     _ => None,
                 })
@@ -149,7 +165,41 @@ async fn before_initialized(p: Probe) -> Verdict {
     };
     let window = (p.settings().target.timeout / 4).min(std::time::Duration::from_secs(2));
     let (status, requests) = super::legacy_session::watch_get(&p, &s, window).await;
-    seen.extend(requests.into_iter().map(|(m, _)| ("the GET stream", m)));
+    seen.extend(
+        requests
+            .into_iter()
+            .map(|(m, _)| ("the GET stream".to_owned(), m)),
+    );
+    let subject = withheld_subject(&p);
+    let withheld = match &subject {
+        Some(t) => Some(
+            call(
+                &p,
+                &s,
+                &t.name,
+                &t.arguments,
+                Answer::Peek,
+                &CallOptions::default(),
+            )
+            .await,
+        ),
+        None => None,
+    };
+    if let (Some(t), Some(st)) = (&subject, &withheld) {
+        let on_post = st.elicitations.len() - st.via_get;
+        seen.extend((0..on_post).map(|_| {
+            (
+                format!("the tools/call {} stream", t.name),
+                "elicitation/create".to_owned(),
+            )
+        }));
+        seen.extend((0..st.via_get).map(|_| {
+            (
+                format!("the GET stream during tools/call {}", t.name),
+                "elicitation/create".to_owned(),
+            )
+        }));
+    }
     let mut notice = super::legacy_session::request(
         &p,
         &s,
@@ -163,28 +213,53 @@ async fn before_initialized(p: Probe) -> Verdict {
             .into_bytes();
     let _ = p.send(notice).await;
     super::legacy_session::close(&p, &s).await;
-    let early = early_elicitations(&seen);
+    let mut early = early_elicitations(&seen);
+    early.dedup();
+    if !early.is_empty() {
+        return Verdict::fail(format!(
+            "elicitation/create before notifications/initialized, on {}",
+            early.join(" and ")
+        ))
+        .expecting(
+            "no server request other than ping or logging before notifications/initialized",
+        );
+    }
     let get = match status {
         Some(200) => format!("the GET stream was open for {window:?}"),
         Some(s) => format!("the GET stream got HTTP {s}"),
         None => "the GET stream did not open".to_owned(),
     };
-    if early.is_empty() {
-        // What a push on a tools/call stream before `initialized` would
-        // show cannot be seen without the checker breaking the lifecycle
-        // itself: not observable, so not a pass.
-        return Verdict::info(format!(
-            "not observable in full: no elicitation/create on the initialize reply or the GET \
-             stream before notifications/initialized ({get}); whether a tools/call stream would \
-             carry one cannot be seen without calling a tool before initialized, which a correct \
-             client never does"
+    let (Some(t), Some(st)) = (subject, withheld) else {
+        return p.target().no_subject(&format!(
+            "could not tell: no elicitation/create on the initialize reply or the GET stream \
+             before notifications/initialized ({get}), but no tool elicits, so none was called \
+             on a session whose initialized was withheld"
         ));
-    }
-    Verdict::fail(format!(
-        "elicitation/create before notifications/initialized, on {}",
-        early.join(" and ")
-    ))
-    .expecting("no server request other than ping or logging before notifications/initialized")
+    };
+    let got = match ended(&t.name, &st) {
+        Ok(line) | Err(line) => line,
+    };
+    // The same tool on an initialized session: it must elicit there, or
+    // its silence on the withheld session proves nothing.
+    let control = match call_once(&p, &t, Answer::Peek, &CallOptions::default()).await {
+        Err(e) => Err(format!("it could not be sent ({e})")),
+        Ok(c) if c.elicitations.is_empty() => Err(format!(
+            "it did not elicit ({})",
+            match ended(&t.name, &c) {
+                Ok(line) | Err(line) => line,
+            }
+        )),
+        Ok(_) => Ok(None),
+    };
+    Control::observed(
+        format!("{} elicits on an initialized session", t.name),
+        control,
+    )
+    .judge(Verdict::pass(format!(
+        "no elicitation/create before notifications/initialized: not on the initialize reply, \
+         not on the GET stream ({get}), not for tools/call {} on that session ({got})",
+        t.name
+    )))
 }
 
 async fn request_shape(p: Probe) -> Verdict {

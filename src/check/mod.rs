@@ -37,6 +37,7 @@
 //!   over the whole run) and [`transport`] (which checks mean nothing on a
 //!   stdio target).
 
+pub mod bad_input;
 pub mod cache_hints;
 pub mod capabilities;
 pub mod control;
@@ -95,6 +96,7 @@ pub fn all_checks() -> Vec<Check> {
     let mut v = Vec::new();
     v.extend(meta_headers::checks());
     v.extend(errors::checks());
+    v.extend(bad_input::checks());
     v.extend(param_headers::checks());
     v.extend(server_info::checks());
     v.extend(origin::checks());
@@ -134,6 +136,11 @@ pub fn all_checks() -> Vec<Check> {
     );
     place_after(&mut v, "legacy-answer-202", flows::legacy_checks());
     place_after(&mut v, "legacy-happy-path", decline_cancel::legacy_checks());
+    place_after(
+        &mut v,
+        "legacy-missing-session-400",
+        errors::legacy_checks(),
+    );
     v.extend(legacy_get_stream::checks());
     v.extend(legacy_principal::checks());
     // The isolation burst runs last in each generation's part of the

@@ -10,6 +10,9 @@
 //! like a secret may still hold one, so what was typed there readable in a
 //! later `requestState` is a WARN (the state travels through the client);
 //! in a reply or the result it is not judged (a name echoed back is normal).
+//! A field whose `pattern` or length the marker does not fit gets a value
+//! that does (a six-digit code): the values the browser actually typed
+//! ([`Typed`]) are searched for too, so such a value is tracked as well.
 
 use super::legacy_session::{Answer, CallOptions, call_once};
 use super::model::Verdict;
@@ -17,7 +20,7 @@ use super::probe::{Probe, ToolProfile};
 use super::registry::{Check, check};
 use super::state_decode::find_in;
 use super::subject::complete;
-use crate::client::browser::{SECRET_MARKER, TYPED_MARKER};
+use crate::client::browser::{SECRET_MARKER, TYPED_MARKER, Typed};
 use crate::client::raw::Rpc;
 use crate::findings::Severity;
 use crate::protocol::Generation;
@@ -52,6 +55,53 @@ fn url_tools(p: &Probe) -> Vec<ToolProfile> {
         .collect()
 }
 
+/// The shortest typed value searched for as itself: a shorter one (a
+/// two-digit number) shows up by chance, so it is named as not tracked.
+const MIN_TRACKED: usize = 6;
+
+/// What to search for among the values typed on the pages, `secret` ones or
+/// the others: the marker, and every value the marker did not fit, each
+/// with what to call it; and the values too short to search for.
+fn needles(typed: &[Typed], secret: bool) -> (Vec<(String, String)>, Vec<String>) {
+    let marker = if secret { SECRET_MARKER } else { TYPED_MARKER };
+    let mut find = vec![(marker.to_owned(), format!("a test value starting {marker}"))];
+    let mut short = Vec::new();
+    for t in typed
+        .iter()
+        .filter(|t| t.secret == secret && !t.value.contains(marker))
+    {
+        if t.value.chars().count() < MIN_TRACKED {
+            short.push(format!(
+                "{} ({} characters)",
+                t.field,
+                t.value.chars().count()
+            ));
+        } else if !find.iter().any(|(v, _)| *v == t.value) {
+            find.push((
+                t.value.clone(),
+                format!(
+                    "the value typed into field {} ({:?}; its pattern or length left no room for \
+                     the marker)",
+                    t.field, t.value
+                ),
+            ));
+        }
+    }
+    (find, short)
+}
+
+/// Where any of `needles` shows in any of `(what, text)`, as sentences.
+fn leaks_of(texts: &[(String, String)], needles: &[(String, String)]) -> Vec<String> {
+    needles
+        .iter()
+        .flat_map(|(needle, name)| {
+            leaks(texts, needle)
+                .into_iter()
+                .map(move |l| format!("{name}: {l}"))
+        })
+        .collect()
+}
+
 /// Where `marker` shows in any of `(what, text)`, as sentences.
 fn leaks(texts: &[(String, String)], marker: &str) -> Vec<String> {
     texts
@@ -69,8 +119,9 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
     let mut typed = Vec::new();
     let mut clean = Vec::new();
     let mut unreached = Vec::new();
+    let mut untracked = Vec::new();
     for t in &tools {
-        let texts = match g {
+        let (texts, typed_values) = match g {
             Generation::Modern => match complete(&p, t).await {
                 Ok(done) => {
                     let mut v: Vec<(String, String)> = done
@@ -86,7 +137,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
                             .map(|(i, b)| (format!("the reply of round {}", i + 1), b.clone())),
                     );
                     v.push(("the final result".into(), done.result.to_string()));
-                    v
+                    (v, done.typed)
                 }
                 Err(e) => {
                     unreached.push(e);
@@ -121,7 +172,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
                         .map(|(m, params)| (m.clone(), params.to_string())),
                 );
                 v.push(("the final result".into(), result.to_string()));
-                v
+                (v, st.typed.clone())
             }
         };
         let states: Vec<(String, String)> = texts
@@ -129,11 +180,19 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
             .filter(|(what, _)| what.starts_with("requestState"))
             .cloned()
             .collect();
-        let t_leaks = leaks(&states, TYPED_MARKER);
+        let (secrets, short_secrets) = needles(&typed_values, true);
+        let (others, short_others) = needles(&typed_values, false);
+        untracked.extend(
+            short_secrets
+                .into_iter()
+                .chain(short_others)
+                .map(|f| format!("{}: {f}", t.name)),
+        );
+        let t_leaks = leaks_of(&states, &others);
         if !t_leaks.is_empty() {
             typed.push(format!("{}: {}", t.name, t_leaks.join("; ")));
         }
-        let l = leaks(&texts, SECRET_MARKER);
+        let l = leaks_of(&texts, &secrets);
         if l.is_empty() {
             clean.push(format!("{} ({} messages searched)", t.name, texts.len()));
         } else {
@@ -142,8 +201,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
     }
     if !found.is_empty() {
         return Verdict::fail(format!(
-            "the value typed on the flow page (a test key starting {SECRET_MARKER}) came back to \
-             the client: {}",
+            "a secret typed on the flow page came back to the client: {}",
             found.join("; ")
         ))
         .expecting(
@@ -154,9 +212,8 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
         return Verdict::violation(
             Severity::Should,
             format!(
-                "a value typed into a text field of the flow page (a test value starting \
-                 {TYPED_MARKER}; the field is not named like a secret, but may hold one) is \
-                 readable in a later requestState: {}",
+                "a value typed into a text field of the flow page (the field is not named like a \
+                 secret, but may hold one) is readable in a later requestState: {}",
                 typed.join("; ")
             ),
         )
@@ -167,8 +224,16 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
     if clean.is_empty() {
         return Verdict::skip(format!("no URL flow completed: {}", unreached.join("; ")));
     }
+    let short = if untracked.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; not searched for, too short to tell from chance: {}",
+            untracked.join(", ")
+        )
+    };
     Verdict::pass(format!(
-        "the typed value appears nowhere: {}",
+        "the typed values appear nowhere: {}{short}",
         clean.join(", ")
     ))
 }
@@ -179,4 +244,41 @@ async fn modern(p: Probe) -> Verdict {
 
 async fn legacy(p: Probe) -> Verdict {
     judge(p, Generation::Legacy).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn typed(field: &str, value: &str, secret: bool) -> Typed {
+        Typed {
+            field: field.into(),
+            value: value.into(),
+            secret,
+        }
+    }
+
+    #[test]
+    fn a_value_the_marker_did_not_fit_is_searched_for_itself() {
+        let typed = [
+            typed("api_key", &format!("{SECRET_MARKER}abc"), true),
+            typed("code", "345678", true),
+            typed("pin", "42", true),
+            typed("note", "ektyped01", false),
+        ];
+        let (secrets, short) = needles(&typed, true);
+        let values: Vec<&str> = secrets.iter().map(|(v, _)| v.as_str()).collect();
+        assert_eq!(values, [SECRET_MARKER, "345678"]);
+        assert_eq!(short, ["pin (2 characters)"]);
+        let texts = [(
+            "the final result".to_owned(),
+            "connected, code 345678".to_owned(),
+        )];
+        let found = leaks_of(&texts, &secrets);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("field code"), "{found:?}");
+        // The others' needles never include a secret's value.
+        let (others, _) = needles(&typed, false);
+        assert_eq!(others.len(), 1, "the marker only: {others:?}");
+    }
 }

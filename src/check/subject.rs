@@ -43,6 +43,8 @@ pub struct Completed {
     pub states: Vec<String>,
     /// Every reply body of an `input_required` round.
     pub bodies: Vec<String>,
+    /// The values typed on its flow pages.
+    pub typed: Vec<crate::client::browser::Typed>,
 }
 
 /// Walks `tool` (with `arguments`) to the first round carrying a state.
@@ -108,6 +110,7 @@ pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String
         result: result.clone(),
         states: w.rounds.iter().filter_map(|r| r.state.clone()).collect(),
         bodies: w.rounds.iter().map(|r| r.raw.clone()).collect(),
+        typed: w.typed.clone(),
     })
 }
 

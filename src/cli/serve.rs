@@ -476,7 +476,7 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return super::usage_error(format!("cannot start the async runtime: {e}")),
     };
     let (stdio, principal) = (args.stdio, args.stdio_principal.clone());
-    let noise = cfg.flaws.has(Flaw::StdioNoise);
+    let flaws = cfg.flaws;
     runtime.block_on(async move {
         // Listening for the signals before the server says it is up, so a
         // SIGTERM right after `listening on` is not the default (silent) exit.
@@ -496,7 +496,7 @@ pub fn run(args: Args) -> ExitCode {
                 server.router(),
                 host,
                 principal,
-                noise,
+                flaws,
                 tokio::io::stdin(),
                 tokio::io::stdout(),
             );

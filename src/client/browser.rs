@@ -55,6 +55,20 @@ pub const SECRET_MARKER: &str = "ekSECRET";
 /// page in later replies and states, whatever the field is called.
 pub const TYPED_MARKER: &str = "ektyped";
 
+/// A value the browser typed into a page's field (generated, not one the
+/// page gave), as it was sent: checks search later replies and states for
+/// it, whatever shape the field's `pattern` or `maxlength` forced on it
+/// (a marker may not fit a six-digit code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Typed {
+    /// The field's name.
+    pub field: String,
+    /// The value sent.
+    pub value: String,
+    /// Whether it was typed as a secret (a password or key-like field).
+    pub secret: bool,
+}
+
 /// The secret-like value typed into field `salt` of a form filled with `seed`.
 pub fn secret_value(seed: u64, salt: u64) -> String {
     format!("{SECRET_MARKER}{}", hex(seed, salt, 24))
@@ -403,7 +417,15 @@ impl HtmlForm {
     /// value kept to its field's `pattern`, length and range attributes. The
     /// first named submit button is included, as if clicked.
     pub fn fill(&self, seed: u64) -> Vec<(String, String)> {
+        self.fill_typed(seed).0
+    }
+
+    /// [`HtmlForm::fill`], and the values among them the browser typed
+    /// itself ([`Typed`]: text, password, email and key-like fields left
+    /// empty by the page).
+    pub fn fill_typed(&self, seed: u64) -> (Vec<(String, String)>, Vec<Typed>) {
         let mut out = Vec::new();
+        let mut typed = Vec::new();
         let mut radios_done: Vec<&str> = Vec::new();
         let mut submitted = false;
         for (i, f) in self.fields.iter().enumerate() {
@@ -436,10 +458,24 @@ impl HtmlForm {
                         None
                     }
                 }
-                "password" => Some(constrain(f, secret_value(seed, salt), salt)),
+                "password" => {
+                    let v = constrain(f, secret_value(seed, salt), salt);
+                    typed.push(Typed {
+                        field: f.name.clone(),
+                        value: v.clone(),
+                        secret: true,
+                    });
+                    Some(v)
+                }
                 "email" => Some(given.unwrap_or_else(|| {
                     let local = format!("{TYPED_MARKER}{}", hex(seed, salt, 8));
-                    constrain(f, format!("{local}@example.com"), salt)
+                    let v = constrain(f, format!("{local}@example.com"), salt);
+                    typed.push(Typed {
+                        field: f.name.clone(),
+                        value: v.clone(),
+                        secret: false,
+                    });
+                    v
                 })),
                 "url" => {
                     Some(given.unwrap_or_else(|| constrain(f, "https://example.com/".into(), salt)))
@@ -447,26 +483,34 @@ impl HtmlForm {
                 "number" | "range" => Some(given.unwrap_or_else(|| number_in(&f.rules))),
                 "select" => Some(f.value.clone().unwrap_or_default()),
                 _ if looks_secret(&f.name) && given.is_none() => {
-                    Some(constrain(f, secret_value(seed, salt), salt))
+                    let v = constrain(f, secret_value(seed, salt), salt);
+                    typed.push(Typed {
+                        field: f.name.clone(),
+                        value: v.clone(),
+                        secret: true,
+                    });
+                    Some(v)
                 }
                 _ => Some(given.unwrap_or_else(|| {
-                    constrain(f, format!("{TYPED_MARKER}{}", hex(seed, salt, 8)), salt)
+                    let v = constrain(f, format!("{TYPED_MARKER}{}", hex(seed, salt, 8)), salt);
+                    typed.push(Typed {
+                        field: f.name.clone(),
+                        value: v.clone(),
+                        secret: false,
+                    });
+                    v
                 })),
             };
             if let Some(v) = value {
                 out.push((f.name.clone(), v));
             }
         }
-        out
+        (out, typed)
     }
 
     /// `fill(seed)` encoded as an `application/x-www-form-urlencoded` body.
     pub fn encoded_body(&self, seed: u64) -> String {
-        let mut ser = url::form_urlencoded::Serializer::new(String::new());
-        for (k, v) in self.fill(seed) {
-            ser.append_pair(&k, &v);
-        }
-        ser.finish()
+        encode(&self.fill(seed))
     }
 
     /// The absolute URL to submit to, resolved against the page's URL (or the
@@ -498,11 +542,26 @@ pub fn page_request(url: &str) -> Outgoing {
     }
 }
 
+/// Name/value pairs as an `application/x-www-form-urlencoded` body.
+fn encode(pairs: &[(String, String)]) -> String {
+    let mut ser = url::form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        ser.append_pair(k, v);
+    }
+    ser.finish()
+}
+
 /// The submission of the first form of `html` (fetched from `page_url`), as
 /// a browser would send it; `None` when the page has no form.
 pub fn submit_request(page_url: &str, html: &str, seed: u64) -> Option<Outgoing> {
+    submit_typed(page_url, html, seed).map(|(out, _)| out)
+}
+
+/// [`submit_request`], and the values the browser typed into it.
+pub fn submit_typed(page_url: &str, html: &str, seed: u64) -> Option<(Outgoing, Vec<Typed>)> {
     let form = find_form(html)?;
-    let encoded = form.encoded_body(seed);
+    let (pairs, typed) = form.fill_typed(seed);
+    let encoded = encode(&pairs);
     let mut target = form.target(page_url);
     let (method, body) = if form.method == "get" {
         target.push(if target.contains('?') { '&' } else { '?' });
@@ -511,7 +570,7 @@ pub fn submit_request(page_url: &str, html: &str, seed: u64) -> Option<Outgoing>
     } else {
         (HttpMethod::Post, encoded.into_bytes())
     };
-    Some(Outgoing {
+    let out = Outgoing {
         leg: "flow page POST".into(),
         target: Target::Page { url: target },
         method,
@@ -524,7 +583,8 @@ pub fn submit_request(page_url: &str, html: &str, seed: u64) -> Option<Outgoing>
         ]),
         body,
         auth: Auth::Primary,
-    })
+    };
+    Some((out, typed))
 }
 
 #[cfg(test)]
@@ -621,6 +681,33 @@ mod tests {
             assert_eq!(get("n"), "6");
             assert!(get("pin").chars().count() >= 40);
         }
+    }
+
+    #[test]
+    fn what_was_typed_is_told_whatever_the_pattern_made_of_it() {
+        let html = "<form method=post><input type=hidden name=csrf value=c>\
+            <input type=password name=code pattern='[0-9]{6}' required>\
+            <input name=note><input name=given value=kept><select name=s><option value=a></select></form>";
+        let f = find_form(html).unwrap();
+        let (pairs, typed) = f.fill_typed(3);
+        assert_eq!(pairs, f.fill(3));
+        let names: Vec<&str> = typed.iter().map(|t| t.field.as_str()).collect();
+        assert_eq!(names, ["code", "note"], "only values the browser made up");
+        let code = &typed[0];
+        assert!(code.secret);
+        assert!(
+            code.value.len() == 6 && code.value.bytes().all(|b| b.is_ascii_digit()),
+            "{code:?}"
+        );
+        assert!(
+            !code.value.contains(SECRET_MARKER),
+            "the marker does not fit"
+        );
+        assert!(pairs.contains(&("code".to_owned(), code.value.clone())));
+        assert!(!typed[1].secret && typed[1].value.starts_with(TYPED_MARKER));
+        let (out, sent) = submit_typed("http://h/p", html, 3).unwrap();
+        assert_eq!(sent, typed);
+        assert_eq!(Some(out), submit_request("http://h/p", html, 3));
     }
 
     #[test]

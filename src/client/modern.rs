@@ -396,6 +396,7 @@ impl ModernFlow {
                 rounds: Vec::new(),
                 end: WalkEnd::Limit,
                 off_origin: None,
+                typed: Vec::new(),
             })
         });
         ModernFlow {
@@ -485,9 +486,12 @@ impl ModernFlow {
                     Some(_) => self.seed,
                     None => self.seed ^ u64::from(self.calls),
                 };
-                let Some(submit) = browser::submit_request(&url, &html, seed) else {
+                let Some((submit, typed)) = browser::submit_typed(&url, &html, seed) else {
                     return self.page_failed(format!("flow page {url} has no <form> to complete"));
                 };
+                if let Some(w) = self.walked.as_mut() {
+                    w.typed.extend(typed);
+                }
                 self.pending = Pending::PagePost(url);
                 Step::Send(submit)
             }

@@ -138,6 +138,8 @@ pub struct Streamed {
     pub after_response: Option<(bool, usize)>,
     /// Every JSON-RPC error object seen (for `-32042`).
     pub errors: Vec<Value>,
+    /// The values typed on the flow pages completed.
+    pub typed: Vec<crate::client::browser::Typed>,
 }
 
 /// The label of the POSTs answering an `elicitation/create`.
@@ -536,8 +538,9 @@ pub async fn call<W: Wire + ?Sized>(
                     .get("url")
                     .and_then(Value::as_str)
                     .filter(|_| params.get("mode").and_then(Value::as_str) == Some("url")),
-            ) {
-                let _ = page::complete(p, url).await;
+            ) && let Ok((_, typed)) = page::complete(p, url).await
+            {
+                out.typed.extend(typed);
             }
         }
     }

@@ -45,9 +45,12 @@ pub fn same_origin(mcp_url: &str, url: &str) -> Result<url::Url, PageError> {
 }
 
 /// Completes the flow page at `url` as the wire's principal, with the
-/// browser's requests ([`browser::page_request`], [`browser::submit_request`]);
-/// returns the status of the submission.
-pub async fn complete<W: Wire + ?Sized>(p: &W, url: &str) -> Result<u16, PageError> {
+/// browser's requests ([`browser::page_request`], [`browser::submit_typed`]);
+/// returns the status of the submission and the values typed into it.
+pub async fn complete<W: Wire + ?Sized>(
+    p: &W,
+    url: &str,
+) -> Result<(u16, Vec<browser::Typed>), PageError> {
     let page_url = same_origin(p.mcp_url(), url)?;
     let endpoint = Endpoint::new(p.mcp_url(), p.token());
     let request = |out: &Outgoing| {
@@ -67,7 +70,7 @@ pub async fn complete<W: Wire + ?Sized>(p: &W, url: &str) -> Result<u16, PageErr
         )));
     }
     let html = String::from_utf8_lossy(&page.body);
-    let Some(submit) = browser::submit_request(page_url.as_str(), &html, p.seed()) else {
+    let Some((submit, typed)) = browser::submit_typed(page_url.as_str(), &html, p.seed()) else {
         return Err(PageError::NoForm(page_url.to_string()));
     };
     let r = p
@@ -75,7 +78,7 @@ pub async fn complete<W: Wire + ?Sized>(p: &W, url: &str) -> Result<u16, PageErr
         .await
         .map_err(|e| PageError::Failed(format!("POST: {e}")))?;
     if (200..400).contains(&r.status) {
-        Ok(r.status)
+        Ok((r.status, typed))
     } else {
         Err(PageError::Failed(format!(
             "POST {page_url} returned HTTP {}",

@@ -293,6 +293,14 @@ flaws! {
         caught_by: ["mrtr-url-secret-not-returned"],
         reveal: "serve --state-codec hmac-sha256 and check --fail-on warn: under the default aes-256-gcm the name is sealed encrypted, and a name (not a secret) in a state is a SHOULD",
     }
+    /// `connect_billing`'s page also asks for a six-digit verification code
+    /// (`pattern="[0-9]{6}"`, a password field), and the result shows it.
+    LeakVerificationCode {
+        name: "leak-verification-code",
+        rule: "§3.6 rule 6, §4.8",
+        does: "connect_billing's page asks for a 6-digit code too, and its result shows that code",
+        caught_by: ["mrtr-url-secret-not-returned", "legacy-url-secret-not-returned"],
+    }
     /// The principal bound into a `requestState` is not compared with the
     /// caller; sessions and flow pages stay bound to their users.
     IgnoreStatePrincipal {
@@ -310,6 +318,32 @@ flaws! {
         does: "a 2025-11-25 GET stream opened before initialized gets an elicitation/create at once",
         caught_by: ["legacy-no-elicit-before-initialized"],
         reveal: "check --fail-on warn (§3.1 is a SHOULD: a plain run warns and exits 0)",
+    }
+    /// 2025-11-25: a `tools/call` on a session whose
+    /// `notifications/initialized` has not arrived elicits as on an
+    /// initialized one (instead of the tool error asking for it).
+    ElicitOnUninitializedCall {
+        name: "elicit-on-uninitialized-call",
+        rule: "§3.1, §6.A 2",
+        does: "a 2025-11-25 tools/call before initialized elicits on its stream as usual",
+        caught_by: ["legacy-no-elicit-before-initialized"],
+        reveal: "check --fail-on warn (§3.1 is a SHOULD NOT: a plain run warns and exits 0)",
+    }
+    /// A POST body is read as a stream of JSON values and the first is
+    /// served: a second message after it is ignored, not refused.
+    FirstMessageOfBody {
+        name: "first-message-of-body",
+        rule: "§3.2 (one JSON-RPC message per POST body)",
+        does: "a POST body holding two JSON-RPC messages back to back is served as its first",
+        caught_by: ["mrtr-one-message-per-body"],
+    }
+    /// 2026-07-28 `tools/call` arguments are not checked against the tool's
+    /// `inputSchema`: a non-string `service`, `from` or `path` goes on.
+    AcceptWrongTypedArguments {
+        name: "accept-wrong-typed-arguments",
+        rule: "server/tools security (validate all tool inputs), SEP-1303",
+        does: "2026-07-28 tools/call arguments of a type the inputSchema forbids are taken as valid",
+        caught_by: ["mrtr-tool-argument-types"],
     }
     /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
     /// responses) go through one process-wide slot: overlapping calls get
@@ -360,7 +394,8 @@ flaws! {
         reveal: "check --fail-on warn (serverInfo on results is a SHOULD: a plain run warns and exits 0)",
     }
     /// The error for an unknown method carries `"id": null`, as a router
-    /// that answers before it reads the body does.
+    /// that answers before it reads the body does (over `--stdio` too: the
+    /// pipe then gets a response that names no request).
     ErrorIdNull {
         name: "error-id-null",
         rule: "§4.3",
@@ -372,8 +407,8 @@ flaws! {
     UnknownToolAsResult {
         name: "unknown-tool-as-result",
         rule: "§4.10 (tool errors)",
-        does: "a tools/call of an unknown tool is answered as a result with isError: true",
-        caught_by: ["mrtr-unknown-tool-error"],
+        does: "a tools/call of an unknown tool is answered as a result with isError: true (both generations)",
+        caught_by: ["mrtr-unknown-tool-error", "legacy-unknown-tool-error"],
         reveal: "check --fail-on warn (the rule is pending upstream, conformance PR #508: a plain run warns and exits 0)",
     }
     /// `resources/read` of a URI the server does not serve answers

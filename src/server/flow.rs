@@ -186,6 +186,12 @@ pub async fn page(
         Err(resp) => return resp,
     };
     let csrf = rec.csrf_token.as_deref().unwrap_or("");
+    let code = if app.flaw(Flaw::LeakVerificationCode) {
+        "<label>Verification code <input type=\"password\" name=\"code\" \
+         inputmode=\"numeric\" pattern=\"[0-9]{6}\" required></label>\n"
+    } else {
+        ""
+    };
     let body = format!(
         "<p>Enter your payment-provider API key. It is sent to this server only; \
          your MCP client and its model never see it.</p>\n\
@@ -193,7 +199,7 @@ pub async fn page(
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\n\
          <label>API key <input type=\"password\" name=\"api_key\" autocomplete=\"off\" required></label>\n\
          <label>Billing contact (optional) <input type=\"text\" name=\"contact\" maxlength=\"128\"></label>\n\
-         <button type=\"submit\">Connect</button>\n</form>",
+         {code}<button type=\"submit\">Connect</button>\n</form>",
         id = escape_html(&rec.id),
         csrf = escape_html(csrf)
     );
@@ -285,8 +291,9 @@ pub async fn submit(
         Ok(b) => b,
         Err(resp) => return resp,
     };
-    let mut fields = form_fields(&bytes, &["csrf", "api_key", "contact"]).into_iter();
-    let (csrf, key, contact) = (
+    let mut fields = form_fields(&bytes, &["csrf", "api_key", "contact", "code"]).into_iter();
+    let (csrf, key, contact, code) = (
+        fields.next().flatten(),
         fields.next().flatten(),
         fields.next().flatten(),
         fields.next().flatten(),
@@ -320,6 +327,14 @@ pub async fn submit(
     if app.flaw(Flaw::TypedInState) {
         let contact: String = contact.unwrap_or_default().chars().take(128).collect();
         kept["contact"] = contact.into();
+    }
+    if app.flaw(Flaw::LeakVerificationCode) {
+        kept["code"] = code
+            .unwrap_or_default()
+            .chars()
+            .take(16)
+            .collect::<String>()
+            .into();
     }
     let outcome = Outcome::Completed(kept);
     let owner = rec.principal.clone();

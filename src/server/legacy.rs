@@ -393,6 +393,14 @@ async fn request(
                 stream_call(app, session, req.id, tool, args, principal, parking)
             }
             Ok((_, Err(bad))) => reply::result(&req.id, &bad.to_value(), mode),
+            // unknown-tool-as-result: an unknown tool answered as if it ran.
+            Err(e)
+                if app.flaw(Flaw::UnknownToolAsResult)
+                    && e.error.message.starts_with("unknown tool") =>
+            {
+                let r = ToolResult::error(e.error.message.clone());
+                reply::result(&req.id, &r.to_value(), mode)
+            }
             Err(e) => reply::error(Some(&req.id), &e),
         },
         other => reply::error(Some(&req.id), &RpcError::method_not_found(other)),
@@ -609,7 +617,9 @@ impl Call<'_> {
         };
         let needs = tool.needs(app);
         if needs != tools::Needs::Nothing {
-            if !self.session.initialized.load(Ordering::Acquire) {
+            if !self.session.initialized.load(Ordering::Acquire)
+                && !app.flaw(Flaw::ElicitOnUninitializedCall)
+            {
                 let r = ToolResult::error(
                     "This tool asks the user for input; send notifications/initialized first.",
                 );

@@ -10,6 +10,7 @@
 //! for an HTTP refusal that carries none. The HTTP listener stays up for
 //! URL-mode flow pages.
 
+use super::flaw::{Flaw, FlawSet};
 use crate::protocol::headers::{METHOD, NAME, PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::mrtr::META_PROTOCOL_VERSION;
 use crate::protocol::sse::SseParser;
@@ -38,12 +39,14 @@ struct Conn {
 
 /// Serves MCP on `input`/`output` through `router` (which believes it is
 /// `host`), as `principal`, until `input` ends and in-flight requests are
-/// answered (at most [`DRAIN`]).
+/// answered (at most [`DRAIN`]). Of `flaws`, those of the stdio transport
+/// itself are read here (`stdio-noise`, and `error-id-null`, whose null id
+/// is not put right on the pipe).
 pub async fn serve(
     router: Router,
     host: String,
     principal: String,
-    noise: bool,
+    flaws: FlawSet,
     input: impl AsyncRead + Unpin,
     output: impl AsyncWrite + Unpin + Send + 'static,
 ) {
@@ -64,7 +67,7 @@ pub async fn serve(
         if line.is_empty() {
             continue;
         }
-        if noise && memchr::memmem::find(&line, b"\"tools/call\"").is_some() {
+        if flaws.has(Flaw::StdioNoise) && memchr::memmem::find(&line, b"\"tools/call\"").is_some() {
             // The `stdio-noise` flaw: what a stray print() does.
             let _ = tx.send(b"handling tools/call".to_vec());
         }
@@ -75,7 +78,10 @@ pub async fn serve(
             conn.clone(),
             tx.clone(),
         );
-        tasks.spawn(async move { one(router, &host, &principal, &conn, line, &tx).await });
+        let keep_null = flaws.has(Flaw::ErrorIdNull);
+        tasks.spawn(async move {
+            one(router, (&host, &principal), &conn, line, keep_null, &tx).await;
+        });
         while tasks.try_join_next().is_some() {}
     }
     let _ = tokio::time::timeout(DRAIN, async { while tasks.join_next().await.is_some() {} }).await;
@@ -129,13 +135,15 @@ fn request(
         .unwrap_or_else(|_| Request::new(Body::empty()))
 }
 
-/// Sends one message through the router and writes what comes back.
+/// Sends one message through the router (as `host`, for `principal`) and
+/// writes what comes back; with `keep_null`, a `-32601` error with a null
+/// id goes out as it came (the `error-id-null` flaw).
 async fn one(
     mut router: Router,
-    host: &str,
-    principal: &str,
+    (host, principal): (&str, &str),
     conn: &Mutex<Conn>,
     line: bytes::Bytes,
+    keep_null: bool,
     out: &mpsc::UnboundedSender<Vec<u8>>,
 ) {
     let msg = serde_json::from_slice::<Value>(&line).ok();
@@ -207,9 +215,13 @@ async fn one(
         // wrong header), the error names no request: over HTTP the status
         // ties it to its request, on a pipe only the id can, so it gets the
         // request's own.
+        let flawed = keep_null
+            && reply.pointer("/error/code").and_then(Value::as_i64)
+                == Some(crate::protocol::codes::METHOD_NOT_FOUND);
         if let Some(id) = id.filter(|id| !id.is_null())
             && reply.get("id").is_some_and(Value::is_null)
             && reply.get("error").is_some()
+            && !flawed
         {
             reply["id"] = id;
             emit(reply.to_string().as_bytes(), out);
@@ -284,7 +296,7 @@ mod tests {
             router,
             "127.0.0.1:1".into(),
             String::new(),
-            false,
+            FlawSet::none(),
             input,
             output,
         )

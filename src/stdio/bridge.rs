@@ -674,9 +674,12 @@ struct Pending {
 }
 
 impl Pending {
-    /// A message for the HTTP client: a response gets the client's id back.
+    /// A message for the HTTP client: a response gets the client's id back;
+    /// one that came with another id (null, routed here as the oldest
+    /// request in flight) keeps it, so the client sees what the server
+    /// sent.
     fn for_client(&self, m: Routed) -> Routed {
-        if !m.is_response() || self.id == self.wire {
+        if !m.is_response() || self.id == self.wire || m.msg.get("id") != Some(&self.wire) {
             return m;
         }
         let mut msg = m.msg;

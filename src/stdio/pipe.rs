@@ -1,6 +1,8 @@
 //! JSON-RPC over one child's stdin and stdout: newline-delimited messages
 //! out, and every line read back routed: a response to whoever waits for its
-//! id, a message from the server (an `elicitation/create`, a notification)
+//! id (one with a null id, which names none, when no line waits for a null
+//! id: to the one request in flight, if only one is), a message from the
+//! server (an `elicitation/create`, a notification)
 //! to the oldest request still waiting, anything that is not a JSON-RPC
 //! message into the [`Log`] as stdout noise. When the child exits, every
 //! waiter is released and the exit is logged with its stderr tail.
@@ -65,6 +67,21 @@ struct Routes {
     /// Waiters by id key, with the order they registered in.
     waiting: HashMap<String, mpsc::UnboundedSender<Routed>>,
     order: VecDeque<String>,
+}
+
+impl Routes {
+    /// The request a null-id response answers when no line waits for a null
+    /// id: the one request in flight, if there is exactly one (a valid
+    /// request answered with id null, told at once); with several the
+    /// response could be any one's, and it is dropped (theirs time out).
+    fn only_in_flight(&self) -> Option<String> {
+        let null = id_key(&Value::Null);
+        let mut keys = self.order.iter().filter(|k| **k != null);
+        match (keys.next(), keys.next()) {
+            (Some(k), None) => Some(k.clone()),
+            _ => None,
+        }
+    }
 }
 
 /// One child speaking JSON-RPC on its stdio.
@@ -339,7 +356,17 @@ fn route(
     let Ok(r) = routes.lock() else { return };
     let is_response = msg.get("method").is_none();
     let target = if is_response {
-        msg.get("id").map(id_key)
+        // A response with a null id names no request; when nothing waits
+        // for one (a line that was not a request) and one request is in
+        // flight, it is that one's, and it gets it as it came: a finding,
+        // not a wait until the client's timeout.
+        msg.get("id").map(id_key).and_then(|k| {
+            if msg["id"].is_null() && !r.waiting.contains_key(&k) {
+                r.only_in_flight()
+            } else {
+                Some(k)
+            }
+        })
     } else {
         // A request or notification from the server belongs to the
         // oldest request still waiting (one call at a time is the
@@ -407,6 +434,47 @@ mod tests {
         // Closing stdin ended it: it exited by itself, not killed at the
         // end of the grace (the reader once held stdin open).
         assert_eq!(exits[0].status, "exit status: 0", "{exits:?}");
+    }
+
+    async fn wait(w: &mut Waiter) -> Routed {
+        tokio::time::timeout(std::time::Duration::from_secs(5), w.rx.recv())
+            .await
+            .expect("delivered, not left to a timeout")
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_null_id_reply_answers_the_one_request_in_flight() {
+        let log = Arc::new(Log::default());
+        // Answers a line holding "own" as id 2, every other with an error
+        // whose id is null.
+        let p = Pipe::start(
+            &sh(r#"while read l; do case "$l" in *own*) echo '{"jsonrpc":"2.0","id":2,"result":{}}';; *) echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"x"}}';; esac; done"#),
+            log,
+            true,
+        )
+        .unwrap();
+        // One request in flight: the reply is its own, at once.
+        let mut first = p.wait_for(&json!(1));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#));
+        assert!(wait(&mut first).await.msg["id"].is_null());
+        drop(first);
+        // Two in flight: it could be either's, so it is neither's.
+        let mut second = p.wait_for(&json!(2));
+        let mut third = p.wait_for(&json!(3));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":3,"method":"nope"}"#));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":2,"method":"own"}"#));
+        assert_eq!(wait(&mut second).await.msg["id"], 2);
+        assert!(third.rx.try_recv().is_err(), "not guessed");
+        drop((second, third));
+        // A line that waits for a null id (one that was not a request)
+        // gets it first.
+        let mut null = p.wait_for(&Value::Null);
+        let mut fourth = p.wait_for(&json!(4));
+        assert!(p.send(b"not json"));
+        assert!(wait(&mut null).await.msg["id"].is_null());
+        assert!(fourth.rx.try_recv().is_err());
+        p.stop(std::time::Duration::from_secs(2)).await;
     }
 
     #[tokio::test]

@@ -146,6 +146,8 @@ pub struct Walked {
     pub end: WalkEnd,
     /// A flow page on another origin that was not followed.
     pub off_origin: Option<String>,
+    /// The values typed on the flow pages completed, in order.
+    pub typed: Vec<crate::client::browser::Typed>,
 }
 
 impl Walked {
@@ -191,6 +193,7 @@ impl ModernFlow {
                 rounds: Vec::new(),
                 end: WalkEnd::Other("not a walk".into()),
                 off_origin: None,
+                typed: Vec::new(),
             },
             |w| *w,
         )

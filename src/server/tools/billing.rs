@@ -157,10 +157,14 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
                             }
                         }
                     }
-                    let shown = match typed {
+                    let mut shown = match typed {
                         Some(k) if ctx.app.flaw(Flaw::LeakSecret) => k,
                         _ => field("masked").unwrap_or_else(|| "…".into()),
                     };
+                    if let Some(code) = field("code") {
+                        // leak-verification-code: the page's code, in clear.
+                        shown = format!("{shown} (verified with code {code})");
+                    }
                     Ok(connected(&shown))
                 }
                 Status::Pending => {

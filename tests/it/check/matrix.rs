@@ -68,6 +68,12 @@ async fn clean_reference_server_passes_every_modern_check() {
     assert!(bad.is_empty(), "clean server: {bad:?}\n{}", table(&r));
     assert!(!r.failed());
     assert!(r.tally.pass >= 30, "too few checks passed\n{}", table(&r));
+    // Bad input refused, beside controls: the same request valid is served.
+    for id in ["mrtr-one-message-per-body", "mrtr-tool-argument-types"] {
+        let row = r.get(id).expect("row");
+        assert_eq!(row.status, Status::Pass, "{id}\n{}", table(&r));
+        assert!(row.detail.contains("(control: "), "{id}: {}", row.detail);
+    }
 }
 
 /// Checks a flaw must break, with the status their severity gives.
@@ -325,6 +331,13 @@ fn expectations() -> Vec<Case> {
             vec!["mrtr-happy-path", "mrtr-url-cross-user", "mrtr-decline"],
         ),
         (
+            // A six-digit code (pattern [0-9]{6}): no room for the marker,
+            // so the value typed is what is searched for.
+            Flaw::LeakVerificationCode,
+            vec![("mrtr-url-secret-not-returned", Fail)],
+            vec!["mrtr-happy-path", "mrtr-url-cross-user", "mrtr-decline"],
+        ),
+        (
             Flaw::SecretInState,
             vec![("mrtr-url-secret-not-returned", Fail)],
             vec![
@@ -383,6 +396,28 @@ fn expectations() -> Vec<Case> {
                 "mrtr-header-name-mismatch",
                 "mrtr-error-id-echoed",
                 "mrtr-happy-path",
+            ],
+        ),
+        (
+            // The second request of the body is never seen: the first is
+            // served as if it came alone.
+            Flaw::FirstMessageOfBody,
+            vec![("mrtr-one-message-per-body", Fail)],
+            vec![
+                "mrtr-error-id-echoed",
+                "mrtr-tool-argument-types",
+                "mrtr-happy-path",
+            ],
+        ),
+        (
+            // deploy with an object for its service asks for input and
+            // completes once answered.
+            Flaw::AcceptWrongTypedArguments,
+            vec![("mrtr-tool-argument-types", Fail)],
+            vec![
+                "mrtr-one-message-per-body",
+                "mrtr-happy-path",
+                "mrtr-decline",
             ],
         ),
         (
@@ -471,6 +506,15 @@ async fn clean_reference_server_passes_every_legacy_check() {
         table(&r)
     );
     assert!(r.tally.pass >= 15, "too few checks passed\n{}", table(&r));
+    // A tool called on a session whose initialized is withheld gets no
+    // elicitation, beside a control: the same tool elicits once initialized.
+    let early = r.get("legacy-no-elicit-before-initialized").expect("row");
+    assert_eq!(early.status, Status::Pass, "{}", table(&r));
+    assert!(
+        early.detail.contains("not for tools/call") && early.detail.contains("(control: "),
+        "{}",
+        early.detail
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -595,6 +639,13 @@ fn legacy_expectations() -> Vec<Case> {
             vec!["legacy-happy-path", "legacy-get-stream", "legacy-handshake"],
         ),
         (
+            // Seen only by calling a tool on a session whose initialized
+            // the checker withholds (the GET stream stays quiet).
+            Flaw::ElicitOnUninitializedCall,
+            vec![("legacy-no-elicit-before-initialized", Warn)],
+            vec!["legacy-happy-path", "legacy-get-stream", "legacy-handshake"],
+        ),
+        (
             Flaw::AcceptInvalidContent,
             vec![("legacy-invalid-answers", Warn)],
             vec!["legacy-happy-path", "legacy-decline", "legacy-error-reply"],
@@ -608,6 +659,11 @@ fn legacy_expectations() -> Vec<Case> {
             Flaw::HangOnCancel,
             vec![("legacy-cancel", Fail)],
             vec!["legacy-decline", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            Flaw::UnknownToolAsResult,
+            vec![("legacy-unknown-tool-error", Warn)],
+            vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
         ),
         (
             Flaw::CrossTalk,
@@ -643,6 +699,15 @@ fn legacy_expectations() -> Vec<Case> {
         ),
         (
             Flaw::LeakSecret,
+            vec![("legacy-url-secret-not-returned", Fail)],
+            vec![
+                "legacy-happy-path",
+                "legacy-url-cross-user",
+                "legacy-decline",
+            ],
+        ),
+        (
+            Flaw::LeakVerificationCode,
             vec![("legacy-url-secret-not-returned", Fail)],
             vec![
                 "legacy-happy-path",

@@ -50,6 +50,25 @@ fn findings(r: &Report) -> Vec<(String, Status)> {
         .collect()
 }
 
+/// A stdio server that answers a request with `"id": null` is reported
+/// on the row that judges error ids, at once: the bridge hands the reply
+/// to the request in flight as it came (it waited for the request's own
+/// id until the check's 30 s ran out: TIMEOUT).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_null_id_reply_over_stdio_is_a_finding_not_a_timeout() {
+    let r = check_stdio(serve(&["error-id-null"]), None, &["mrtr-error-id"]).await;
+    let row = r.get("mrtr-error-id-echoed").expect("row");
+    assert_eq!(row.status, Status::Fail, "{}", row.detail);
+    assert!(
+        row.detail.contains("-32601") && row.detail.contains("carries id null"),
+        "{}",
+        row.detail
+    );
+    let clean = check_stdio(serve(&[]), None, &["mrtr-error-id"]).await;
+    let row = clean.get("mrtr-error-id-echoed").expect("row");
+    assert_eq!(row.status, Status::Pass, "{}", row.detail);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
     let r = check_stdio(serve(&[]), None, &[]).await;

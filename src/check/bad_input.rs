@@ -1,0 +1,305 @@
+//! Input a 2026-07-28 server must refuse rather than serve: a POST body that
+//! holds two JSON-RPC messages back to back (every message is its own POST
+//! with a single message as the body, §3.2; the body as a whole is not one
+//! JSON text, so JSON-RPC makes it a parse error), and a tool argument of a
+//! type its `inputSchema` forbids (the tools page: servers MUST validate
+//! all tool inputs; SEP-1303: the error may be a tool result with
+//! `isError`). Each refusal passes only beside a [`Control`]: the same
+//! request, valid, is served.
+
+use super::control::Control;
+use super::model::Verdict;
+use super::probe::{Probe, ToolProfile, all_modes};
+use super::registry::{Check, check};
+use super::subject::{MAX_ROUNDS, reading};
+use crate::client::raw::Rpc;
+use crate::discover::modern::{WalkEnd, call_request, walk};
+use crate::protocol::codes;
+use serde_json::{Map, Value, json};
+
+/// The checks of this family.
+pub fn checks() -> Vec<Check> {
+    vec![
+        check!(
+            "mrtr-one-message-per-body",
+            "§3.2 (one JSON-RPC message per POST body)",
+            Must,
+            Modern,
+            "a POST body holding two JSON-RPC requests back to back is refused (-32700 / -32600 or HTTP 400), never served",
+            two_messages,
+            http("POST bodies")
+        ),
+        check!(
+            "mrtr-tool-argument-types",
+            "server/tools security (servers MUST validate all tool inputs), SEP-1303",
+            Must,
+            Modern,
+            "a tool argument of a type its inputSchema forbids gets an error (-32602 or an isError result), not a success",
+            argument_types
+        ),
+    ]
+}
+
+/// Whether a JSON-RPC error code says the body was not one valid message.
+fn framing_code(code: i64) -> bool {
+    code == codes::PARSE_ERROR || code == codes::INVALID_REQUEST
+}
+
+async fn two_messages(p: Probe) -> Verdict {
+    let method = p.target().plain_method();
+    let single = p.modern_request(
+        format!("{method} (one message)"),
+        method,
+        json!({}),
+        &all_modes(),
+    );
+    // The same request again, another id, straight after the first.
+    let second = single.clone().with_id(json!("elicitkit-second-message"));
+    let mut body = single.body.clone();
+    body.extend_from_slice(&second.body);
+    let mut double = single.clone().body(body);
+    double.label = format!("{method} twice in one body, back to back");
+    let reply = match p.send(double).await {
+        Ok(r) => r,
+        Err(e) => return Verdict::fail(format!("no reply: {e}")),
+    };
+    let expect = "HTTP 400 or a JSON-RPC error -32700 (Parse error) / -32600 (Invalid Request): \
+                  the body is not one JSON-RPC message";
+    let verdict = match reply.rpc() {
+        _ if reply.status >= 500 => Verdict::fail(format!(
+            "two messages in one body got HTTP {}",
+            reply.status
+        )),
+        Rpc::Result(_) => Verdict::fail(format!(
+            "two messages in one body were served: HTTP {} and a result",
+            reply.status
+        ))
+        .expecting(expect),
+        Rpc::Error(e) if framing_code(e.code) || reply.status == 400 => Verdict::pass(format!(
+            "two messages in one body: HTTP {} and error {} ({})",
+            reply.status,
+            e.code,
+            codes::name(e.code)
+        )),
+        _ if reply.status == 400 => Verdict::pass("two messages in one body: HTTP 400"),
+        // Refused, not served: the MUST holds; how it was refused is
+        // recorded (JSON-RPC names -32700 for it, the status is not set).
+        Rpc::Error(e) => Verdict::info(format!(
+            "two messages in one body were refused (not served), with HTTP {} and error {} ({}) \
+             rather than a parse or invalid-request error",
+            reply.status,
+            e.code,
+            codes::name(e.code)
+        )),
+        Rpc::Missing(why) if (400..500).contains(&reply.status) => Verdict::info(format!(
+            "two messages in one body were refused (not served), with HTTP {} and no JSON-RPC \
+             error ({why}); a -32700 parse error would say why",
+            reply.status
+        )),
+        Rpc::Missing(why) => Verdict::fail(format!(
+            "two messages in one body: HTTP {} and {why}",
+            reply.status
+        ))
+        .expecting(expect),
+    };
+    let mut control = single;
+    control.label = format!("control: {}", control.label);
+    let seen = match p.send(control).await {
+        Ok(r) => match r.rpc() {
+            Rpc::Result(v) => Ok(Some(v)),
+            other => Err(format!("it got HTTP {} and {}", r.status, other.describe())),
+        },
+        Err(e) => Err(format!("it got no reply: {e}")),
+    };
+    Control::observed(
+        format!("the same {method}, alone in its body, is served"),
+        seen,
+    )
+    .judge(verdict)
+}
+
+/// A value of another JSON type than `ty` that no lax parser takes for one
+/// (no numeric string for a number, no `"true"` for a boolean).
+fn wrong_value(ty: &str) -> Option<Value> {
+    Some(match ty {
+        "string" => json!({"elicitkit": "an object where a string belongs"}),
+        "integer" | "number" => json!("elicitkit-not-a-number"),
+        "boolean" => json!("elicitkit-not-a-boolean"),
+        "array" | "object" => json!(4096.5),
+        _ => return None,
+    })
+}
+
+/// The first argument of `t` whose `inputSchema` gives it one plain type
+/// (not one mirrored into an `Mcp-Param-*` header, whose refusal would be
+/// about the header), with a value of another type in its place: the
+/// argument's name and the arguments to send.
+fn mistyped(t: &ToolProfile) -> Option<(String, Map<String, Value>)> {
+    let props = t
+        .descriptor
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)?;
+    props.iter().find_map(|(name, schema)| {
+        if schema.get("x-mcp-header").is_some() {
+            return None;
+        }
+        let bad = wrong_value(schema.get("type").and_then(Value::as_str)?)?;
+        let mut args = t.arguments.clone();
+        args.insert(name.clone(), bad);
+        Some((name.clone(), args))
+    })
+}
+
+/// How one tool took a mistyped argument.
+enum Took {
+    /// Refused (what it got).
+    Refused(String),
+    /// Served as if valid (what it got).
+    Accepted(String),
+    /// Neither could be told (why).
+    Unclear(String),
+}
+
+/// Calls `t` with `args`; a reply that asks for input is walked to its end
+/// with valid answers (a server may judge its arguments late).
+async fn take(p: &Probe, t: &ToolProfile, arg: &str, args: &Map<String, Value>) -> Took {
+    let req = call_request(
+        p,
+        format!("tools/call {} with a mistyped {arg}", t.name),
+        &t.name,
+        args,
+        &all_modes(),
+        None,
+        None,
+    );
+    let reply = match p.send(req).await {
+        Ok(r) => r,
+        Err(e) => return Took::Unclear(format!("no reply: {e}")),
+    };
+    let rpc = reply.rpc();
+    let got = reading(&rpc, reply.status);
+    match &rpc {
+        _ if reply.status >= 500 => Took::Accepted(format!("HTTP {}", reply.status)),
+        Rpc::Error(_) => Took::Refused(got),
+        Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
+            Took::Refused(got)
+        }
+        Rpc::Result(v) if super::judge::asks_for_input(v) => {
+            let w = walk(p, &t.name, args, &all_modes(), MAX_ROUNDS, false).await;
+            match w.end {
+                WalkEnd::Complete { is_error: true, .. } => {
+                    Took::Refused("input_required, then a tool error result".into())
+                }
+                WalkEnd::Error { code, status, .. } => Took::Refused(format!(
+                    "input_required, then HTTP {status} and error {code}"
+                )),
+                WalkEnd::Complete { .. } => Took::Accepted(
+                    "input_required, and a complete result once the input was given".into(),
+                ),
+                other => Took::Unclear(format!(
+                    "input_required, then {}",
+                    super::subject::describe_end(&other)
+                )),
+            }
+        }
+        Rpc::Result(_) => Took::Accepted(got),
+        Rpc::Missing(why) => Took::Unclear(format!("HTTP {}, {why}", reply.status)),
+    }
+}
+
+/// The same tool with its valid arguments is served: a result that is not
+/// a tool error (complete, or a round that asks for input).
+async fn served(p: &Probe, t: &ToolProfile) -> Control {
+    let req = p.call_request(
+        format!("control: tools/call {}", t.name),
+        t,
+        &all_modes(),
+        None,
+        None,
+    );
+    let seen = match p.send(req).await {
+        Ok(r) => match r.rpc() {
+            Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) != Some(true) => {
+                Ok(Some(v))
+            }
+            other => Err(format!("it got {}", reading(&other, r.status))),
+        },
+        Err(e) => Err(format!("it got no reply: {e}")),
+    };
+    Control::observed(format!("{} with valid arguments is served", t.name), seen)
+}
+
+/// At most this many tools are called with a mistyped argument.
+const TOOLS: usize = 2;
+
+async fn argument_types(p: Probe) -> Verdict {
+    // Tools that change nothing first, then those that may repeat.
+    let mut tools: Vec<(ToolProfile, String, Map<String, Value>)> = p
+        .target()
+        .tools
+        .iter()
+        .filter_map(|t| mistyped(t).map(|(a, args)| (t.clone(), a, args)))
+        .collect();
+    if tools.is_empty() {
+        return p
+            .target()
+            .no_subject("no tool argument has a plain type in its inputSchema");
+    }
+    tools.sort_by_key(|(t, _, _)| (t.elicits(), !t.read_only, t.single_use));
+    tools.truncate(TOOLS);
+    let (mut accepted, mut refused, mut unclear) = (Vec::new(), Vec::new(), Vec::new());
+    for (t, arg, args) in &tools {
+        let what = format!("{} with {arg} = {}", t.name, args[arg.as_str()]);
+        match take(&p, t, arg, args).await {
+            Took::Accepted(got) => accepted.push(format!("{what}: {got}")),
+            Took::Refused(got) => refused.push((t, format!("{what}: {got}"))),
+            Took::Unclear(why) => unclear.push(format!("{what}: {why}")),
+        }
+    }
+    if !accepted.is_empty() {
+        return Verdict::fail(format!(
+            "a mistyped argument was served as valid: {}",
+            accepted.join("; ")
+        ))
+        .expecting("an error for an argument its inputSchema forbids: -32602, or a tool result with isError: true");
+    }
+    let mut passed = Vec::new();
+    let mut unsure = unclear;
+    for (t, line) in refused {
+        let control = served(&p, t).await;
+        if control.held() {
+            passed.push(format!("{line} (control: {})", control.what()));
+        } else {
+            unsure.push(format!("{line}, {}", control.why_not()));
+        }
+    }
+    if passed.is_empty() {
+        return Verdict::info(format!("could not tell: {}", unsure.join("; ")));
+    }
+    if !unsure.is_empty() {
+        passed.push(format!("could not tell: {}", unsure.join("; ")));
+    }
+    Verdict::pass(passed.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrong_value_is_never_of_the_type_it_replaces() {
+        for ty in ["string", "integer", "number", "boolean", "array", "object"] {
+            let v = wrong_value(ty).expect(ty);
+            let is = match ty {
+                "string" => v.is_string(),
+                "integer" => v.is_i64() || v.is_u64(),
+                "number" => v.is_number(),
+                "boolean" => v.is_boolean(),
+                "array" => v.is_array(),
+                _ => v.is_object(),
+            };
+            assert!(!is, "{ty}: {v}");
+        }
+        assert_eq!(wrong_value("null"), None);
+    }
+}
