@@ -855,10 +855,14 @@ fn over_stdio_the_clean_server_gives_no_finding() {
         serde_json::json!(["2026-07-28", "2025-11-25"])
     );
     // Every fourth case is a 2025-11-25 session: warm processes serve
-    // them, not one started per case (each was, before).
+    // them, not one started per case (each was, before). A process is
+    // reused by a session of the same principal and `initialize` params,
+    // so the five declared capability variants start a few more (21 in
+    // 783 cases, where one variant started at most 20): the bound is the
+    // share, a process per ten cases at most.
     let started = s["stdio"]["started"].as_u64().unwrap();
     let reused = s["stdio"]["sessions_reused"].as_u64().unwrap();
-    assert!(started <= 20 && started * 10 <= execs, "{s}");
+    assert!(started * 10 <= execs, "{s}");
     assert!(reused * 8 >= execs, "{s}");
 }
 
