@@ -31,7 +31,7 @@ pub fn checks() -> Vec<Check> {
         ),
         check!(
             "mrtr-tool-argument-types",
-            "server/tools security (servers MUST validate all tool inputs), SEP-1303",
+            "§tools (Security: servers MUST validate all tool inputs), SEP-1303",
             Must,
             Modern,
             "a tool argument of a type its inputSchema forbids gets an error (-32602 or an isError result), not a success",

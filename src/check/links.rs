@@ -28,6 +28,9 @@ fn page(generation: Generation, section: &str) -> &'static str {
         (Generation::Modern, "3.2" | "4.3") => "basic/transports/streamable-http",
         (Generation::Modern, "4.4a") => "server/utilities/caching",
         (Generation::Modern, "4.4" | "4.5" | "4.6" | "4.7" | "4.8") => "basic/patterns/mrtr",
+        // The tools page itself (its Security section); the digest has no
+        // section for tool input validation.
+        (_, "tools") => "server/tools",
         _ => "client/elicitation",
     }
 }
@@ -66,6 +69,10 @@ mod tests {
         assert_eq!(
             spec_link(Generation::Legacy, "§2.4, §3.6 rule 2 / §6.A 4"),
             "https://modelcontextprotocol.io/specification/2025-11-25/client/elicitation"
+        );
+        assert_eq!(
+            spec_link(Generation::Modern, "§tools (Security), SEP-1303"),
+            "https://modelcontextprotocol.io/specification/2026-07-28/server/tools"
         );
         assert_eq!(
             spec_link(Generation::Modern, "§4.4a / SEP-2549"),

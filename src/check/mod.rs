@@ -404,6 +404,8 @@ mod tests {
         ("legacy-stream-rules", "legacy_elicitation"),
         ("legacy-complete-notification", "legacy_elicitation"),
         ("legacy-url-required-error", "legacy_elicitation"),
+        ("mrtr-one-message-per-body", "bad_input"),
+        ("mrtr-tool-argument-types", "bad_input"),
     ];
 
     /// The file stem of a `check!` source path.

@@ -431,6 +431,15 @@ impl HtmlForm {
         for (i, f) in self.fields.iter().enumerate() {
             let salt = i as u64;
             let given = f.value.clone().filter(|v| !v.is_empty());
+            // A value the browser typed itself, kept to be searched for.
+            let mut keep = |value: String, secret: bool| {
+                typed.push(Typed {
+                    field: f.name.clone(),
+                    value: value.clone(),
+                    secret,
+                });
+                value
+            };
             let value = match f.kind.as_str() {
                 "hidden" => Some(f.value.clone().unwrap_or_default()),
                 "submit" | "image" => {
@@ -458,24 +467,10 @@ impl HtmlForm {
                         None
                     }
                 }
-                "password" => {
-                    let v = constrain(f, secret_value(seed, salt), salt);
-                    typed.push(Typed {
-                        field: f.name.clone(),
-                        value: v.clone(),
-                        secret: true,
-                    });
-                    Some(v)
-                }
+                "password" => Some(keep(constrain(f, secret_value(seed, salt), salt), true)),
                 "email" => Some(given.unwrap_or_else(|| {
                     let local = format!("{TYPED_MARKER}{}", hex(seed, salt, 8));
-                    let v = constrain(f, format!("{local}@example.com"), salt);
-                    typed.push(Typed {
-                        field: f.name.clone(),
-                        value: v.clone(),
-                        secret: false,
-                    });
-                    v
+                    keep(constrain(f, format!("{local}@example.com"), salt), false)
                 })),
                 "url" => {
                     Some(given.unwrap_or_else(|| constrain(f, "https://example.com/".into(), salt)))
@@ -483,22 +478,11 @@ impl HtmlForm {
                 "number" | "range" => Some(given.unwrap_or_else(|| number_in(&f.rules))),
                 "select" => Some(f.value.clone().unwrap_or_default()),
                 _ if looks_secret(&f.name) && given.is_none() => {
-                    let v = constrain(f, secret_value(seed, salt), salt);
-                    typed.push(Typed {
-                        field: f.name.clone(),
-                        value: v.clone(),
-                        secret: true,
-                    });
-                    Some(v)
+                    Some(keep(constrain(f, secret_value(seed, salt), salt), true))
                 }
                 _ => Some(given.unwrap_or_else(|| {
-                    let v = constrain(f, format!("{TYPED_MARKER}{}", hex(seed, salt, 8)), salt);
-                    typed.push(Typed {
-                        field: f.name.clone(),
-                        value: v.clone(),
-                        secret: false,
-                    });
-                    v
+                    let marked = format!("{TYPED_MARKER}{}", hex(seed, salt, 8));
+                    keep(constrain(f, marked, salt), false)
                 })),
             };
             if let Some(v) = value {
