@@ -144,12 +144,15 @@ impl Pool {
     /// A process for `principal`: a 2025-11-25 session's (`session`),
     /// whose client answers the server's requests, or a shared one.
     fn start(&self, principal: &str, session: bool) -> Result<Arc<Pipe>, StdioError> {
-        Pipe::start(
+        let p = Pipe::start(
             &self.spec.command_for(principal),
             self.log.clone(),
             !session,
-        )
-        .map(Arc::new)
+        )?;
+        if self.reuse == Reuse::Never {
+            p.route_null_ids();
+        }
+        Ok(Arc::new(p))
     }
 
     /// The shared process of `principal`, started (again) if need be.
