@@ -1,8 +1,8 @@
 //! JSON-RPC over one child's stdin and stdout: newline-delimited messages
 //! out, and every line read back routed: a response to whoever waits for its
-//! id (one with a null id, which names none, when no line waits for a null
-//! id: to the one request in flight, if only one is), a message from the
-//! server (an `elicitation/create`, a notification)
+//! id (on `check`'s pipes, one with a null id, which names none, when no
+//! line waits for a null id: to the one request in flight, if only one is),
+//! a message from the server (an `elicitation/create`, a notification)
 //! to the oldest request still waiting, anything that is not a JSON-RPC
 //! message into the [`Log`] as stdout noise. When the child exits, every
 //! waiter is released and the exit is logged with its stderr tail.
@@ -87,21 +87,6 @@ impl Routes {
     }
 }
 
-impl Pipe {
-    /// Sends a response with a null id, when no line waits for one, to the
-    /// one request in flight ([`Routes::only_in_flight`]): `check`'s pipes,
-    /// where a valid request answered with id null is then a FAIL at once
-    /// instead of a TIMEOUT. `fuzz`'s warm pipes keep dropping it: with
-    /// the routing on them, fuzz over stdio ran 5-7x slower on the SDK
-    /// servers (the same cases each took ~1.3 s instead of ~0.25 s; why is
-    /// not yet known).
-    pub fn route_null_ids(&self) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.null_ids_to_only = true;
-        }
-    }
-}
-
 /// One child speaking JSON-RPC on its stdio.
 pub struct Pipe {
     out: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
@@ -159,6 +144,19 @@ impl Drop for Waiter {
 }
 
 impl Pipe {
+    /// Sends a response with a null id, when no line waits for one, to the
+    /// one request in flight ([`Routes::only_in_flight`]): `check`'s pipes,
+    /// where a valid request answered with id null is then a FAIL at once
+    /// instead of a TIMEOUT. `fuzz`'s warm pipes keep dropping it: with
+    /// the routing on them, fuzz over stdio ran 5-7x slower on the SDK
+    /// servers (the same cases each took ~1.3 s instead of ~0.25 s; why is
+    /// not yet known).
+    pub fn route_null_ids(&self) {
+        if let Ok(mut r) = self.routes.lock() {
+            r.null_ids_to_only = true;
+        }
+    }
+
     /// Starts `cmd` and its reader. With `refuse_server_requests` (a pipe
     /// of 2026-07-28 clients, which take no requests from the server), a
     /// request the server sends is still passed on (as evidence) and is
