@@ -144,15 +144,12 @@ impl Pool {
     /// A process for `principal`: a 2025-11-25 session's (`session`),
     /// whose client answers the server's requests, or a shared one.
     fn start(&self, principal: &str, session: bool) -> Result<Arc<Pipe>, StdioError> {
-        let p = Pipe::start(
+        Pipe::start(
             &self.spec.command_for(principal),
             self.log.clone(),
             !session,
-        )?;
-        if self.reuse == Reuse::Never {
-            p.route_null_ids();
-        }
-        Ok(Arc::new(p))
+        )
+        .map(Arc::new)
     }
 
     /// The shared process of `principal`, started (again) if need be.

@@ -1,7 +1,7 @@
 //! JSON-RPC over one child's stdin and stdout: newline-delimited messages
 //! out, and every line read back routed: a response to whoever waits for its
-//! id (on `check`'s pipes, one with a null id, which names none, when no
-//! line waits for a null id: to the one request in flight, if only one is),
+//! id (one with a null id, which names none, when no line waits for a null
+//! id: to the one request in flight, if only one is),
 //! a message from the server (an `elicitation/create`, a notification)
 //! to the oldest request still waiting, anything that is not a JSON-RPC
 //! message into the [`Log`] as stdout noise. When the child exits, every
@@ -67,9 +67,6 @@ struct Routes {
     /// Waiters by id key, with the order they registered in.
     waiting: HashMap<String, mpsc::UnboundedSender<Routed>>,
     order: VecDeque<String>,
-    /// Whether a null-id response goes to the one request in flight
-    /// ([`Pipe::route_null_ids`]).
-    null_ids_to_only: bool,
 }
 
 impl Routes {
@@ -144,19 +141,6 @@ impl Drop for Waiter {
 }
 
 impl Pipe {
-    /// Sends a response with a null id, when no line waits for one, to the
-    /// one request in flight ([`Routes::only_in_flight`]): `check`'s pipes,
-    /// where a valid request answered with id null is then a FAIL at once
-    /// instead of a TIMEOUT. `fuzz`'s warm pipes keep dropping it: with
-    /// the routing on them, fuzz over stdio ran 5-7x slower on the SDK
-    /// servers (the same cases each took ~1.3 s instead of ~0.25 s; why is
-    /// not yet known).
-    pub fn route_null_ids(&self) {
-        if let Ok(mut r) = self.routes.lock() {
-            r.null_ids_to_only = true;
-        }
-    }
-
     /// Starts `cmd` and its reader. With `refuse_server_requests` (a pipe
     /// of 2026-07-28 clients, which take no requests from the server), a
     /// request the server sends is still passed on (as evidence) and is
@@ -377,7 +361,7 @@ fn route(
         // flight, it is that one's, and it gets it as it came: a finding,
         // not a wait until the client's timeout.
         msg.get("id").map(id_key).and_then(|k| {
-            if r.null_ids_to_only && msg["id"].is_null() && !r.waiting.contains_key(&k) {
+            if msg["id"].is_null() && !r.waiting.contains_key(&k) {
                 r.only_in_flight()
             } else {
                 Some(k)
@@ -470,7 +454,6 @@ mod tests {
             true,
         )
         .unwrap();
-        p.route_null_ids();
         // One request in flight: the reply is its own, at once.
         let mut first = p.wait_for(&json!(1));
         assert!(p.send(br#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#));

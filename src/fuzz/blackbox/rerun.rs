@@ -64,14 +64,16 @@ fn on_path(tool: &str) -> bool {
 }
 
 /// The `elicitkit` binary a stdio `repro.sh` starts the bridge with: this
-/// process when it is that binary, else one beside it or one directory up
-/// (a test binary under `target/*/deps`).
+/// process, whatever it is named (a copy called `ek-new` is still the
+/// binary: matching the name `elicitkit` left every copy's re-runs
+/// "stopped early"), unless it is a test binary under `target/*/deps`,
+/// whose `elicitkit` is one directory up.
 fn elicitkit_binary() -> Option<std::path::PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    if exe.file_stem().is_some_and(|s| s == "elicitkit") {
+    let dir = exe.parent()?;
+    if dir.file_name().is_none_or(|d| d != "deps") {
         return Some(exe);
     }
-    let dir = exe.parent()?;
     [dir.join("elicitkit"), dir.parent()?.join("elicitkit")]
         .into_iter()
         .find(|p| p.is_file())

@@ -38,6 +38,11 @@ fn serve_with(flaws: &[&str]) -> Serve {
 }
 
 fn fuzz(url: &str, out: &std::path::Path, extra: &[&str]) -> Output {
+    fuzz_by(env!("CARGO_BIN_EXE_elicitkit").as_ref(), url, out, extra)
+}
+
+/// [`fuzz`] run by the binary at `bin`.
+fn fuzz_by(bin: &std::path::Path, url: &str, out: &std::path::Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "fuzz",
         "--target",
@@ -49,10 +54,7 @@ fn fuzz(url: &str, out: &std::path::Path, extra: &[&str]) -> Output {
         out.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    Command::new(env!("CARGO_BIN_EXE_elicitkit"))
-        .args(&args)
-        .output()
-        .expect("fuzz runs")
+    Command::new(bin).args(&args).output().expect("fuzz runs")
 }
 
 fn summary(out: &std::path::Path) -> Value {
@@ -831,12 +833,22 @@ fn the_python_sdk_server_gives_only_its_known_defects() {
 
 /// `fuzz --target stdio -- elicitkit serve --stdio [--flaw F]` into `out`.
 fn fuzz_stdio(flaws: &[&str], out: &std::path::Path, extra: &[&str]) -> Output {
+    fuzz_stdio_by(env!("CARGO_BIN_EXE_elicitkit").as_ref(), flaws, out, extra)
+}
+
+/// [`fuzz_stdio`] run by the binary at `bin` (the server stays `elicitkit`).
+fn fuzz_stdio_by(
+    bin: &std::path::Path,
+    flaws: &[&str],
+    out: &std::path::Path,
+    extra: &[&str],
+) -> Output {
     let mut args = extra.to_vec();
     args.extend(["--", env!("CARGO_BIN_EXE_elicitkit"), "serve", "--stdio"]);
     for f in flaws {
         args.extend(["--flaw", f]);
     }
-    fuzz("stdio", out, &args)
+    fuzz_by(bin, "stdio", out, &args)
 }
 
 #[test]
@@ -868,12 +880,26 @@ fn over_stdio_the_clean_server_gives_no_finding() {
 
 /// A stdio server that exits on a decline: a `process-exited` finding
 /// with its exit status, whose `repro.sh` starts the server again behind
-/// `elicitkit bridge` and sees it exit.
+/// `elicitkit bridge` and sees it exit. The fuzzer is a copy of the binary
+/// under another name (a hard link), as a user's install may be: it still
+/// re-runs each `repro.sh` with itself as the bridge (a copy not named
+/// `elicitkit` reported every finding "reproduced: unknown (repro.sh
+/// stopped early)", and skipped the ~1 s each re-run costs).
 #[test]
 fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let out = fuzz_stdio(&["exit-on-decline"], dir.path(), &["--duration", "10s"]);
+    let bins = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let renamed = bins.path().join("ek-renamed");
+    std::fs::hard_link(env!("CARGO_BIN_EXE_elicitkit"), &renamed)
+        .or_else(|_| std::fs::copy(env!("CARGO_BIN_EXE_elicitkit"), &renamed).map(drop))
+        .unwrap();
+    let out = fuzz_stdio_by(
+        &renamed,
+        &["exit-on-decline"],
+        dir.path(),
+        &["--duration", "10s"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let s = summary(dir.path());
