@@ -251,16 +251,10 @@ pub fn run(args: Args) -> ExitCode {
         let resolved = super::target::resolve(&target, stdio, crate::stdio::Reuse::Never).await?;
         settings.target.mcp_url.clone_from(&resolved.url);
         settings.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
-        // Over stdio the URL is the bridge's: the error names the command.
+        // Over stdio the error names the command and the process's exit.
         let report = crate::check::run(settings, generation, &args.only)
             .await
-            .map_err(|e| {
-                let e = e.to_string();
-                match &resolved.bridge {
-                    Some(_) => e.replace(&resolved.url, &shown),
-                    None => e,
-                }
-            });
+            .map_err(|e| resolved.explain(e.to_string(), &shown));
         if let Some(b) = resolved.bridge {
             b.stop().await;
         }

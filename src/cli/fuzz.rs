@@ -190,14 +190,10 @@ pub fn run(args: Args) -> ExitCode {
             super::target::resolve(&target, stdio.clone(), crate::stdio::Reuse::Warm).await?;
         s.target.mcp_url.clone_from(&resolved.url);
         s.stdio = resolved.bridge.as_ref().map(crate::stdio::Bridge::info);
-        // Over stdio the URL is the bridge's: the error names the command.
-        let target = blackbox::prepare(&s).await.map_err(|e| {
-            let e = e.to_string();
-            match &resolved.bridge {
-                Some(_) => e.replace(&resolved.url, &shown),
-                None => e,
-            }
-        });
+        // Over stdio the error names the command and the process's exit.
+        let target = blackbox::prepare(&s)
+            .await
+            .map_err(|e| resolved.explain(e.to_string(), &shown));
         let summary = match target {
             Ok(target) => blackbox::run(&s, &target)
                 .await

@@ -183,6 +183,37 @@ pub struct Resolved {
     pub bridge: Option<Bridge>,
 }
 
+impl Resolved {
+    /// A failure of the run before it started, as a user reads it: over
+    /// stdio it names the command (`shown`), never the bridge's URL, and
+    /// when the server process exited it says so, with its exit status and
+    /// the last lines of its stderr, instead of the bridge's HTTP status.
+    pub fn explain(&self, e: String, shown: &str) -> String {
+        let Some(bridge) = &self.bridge else {
+            return e;
+        };
+        let crashes = bridge.log().crashes();
+        let Some(exit) = crashes.first() else {
+            return e.replace(&self.url, shown);
+        };
+        let mut out = format!(
+            "{shown}: the server process exited before the run could start ({})",
+            exit.status
+        );
+        let tail = exit.stderr_last(5);
+        if tail.is_empty() {
+            out.push_str(", writing nothing to stderr");
+        } else {
+            out.push_str("; its stderr ends:");
+            for l in tail {
+                out.push_str("\n    ");
+                out.push_str(l);
+            }
+        }
+        out
+    }
+}
+
 /// Starts the stdio server `spec` names, spending processes as `reuse`
 /// says (or passes the URL through). Needs a Tokio runtime.
 pub async fn resolve(
