@@ -486,16 +486,24 @@ impl Flaw {
     }
 
     /// The `--list-flaws` table: name, rule, description, and (indented
-    /// below) what catches it and whether a plain `check` does.
+    /// below) what catches it and whether a plain `check` does. Columns
+    /// as wide as the longest name and rule (a fixed 27 put the
+    /// 29-character names out of line).
     pub fn table() -> String {
-        let mut out = format!("{:<27} {:<24} {}\n", "FLAW", "RULE", "BEHAVIOUR");
+        let widest =
+            |col: fn(Flaw) -> &'static str| Flaw::ALL.iter().map(|f| col(*f).chars().count()).max();
+        let (w, r) = (
+            widest(Flaw::name).unwrap_or(0),
+            widest(Flaw::rule).unwrap_or(0),
+        );
+        let mut out = format!("{:<w$} {:<r$} {}\n", "FLAW", "RULE", "BEHAVIOUR");
         for f in Flaw::ALL {
             let plain = match f.reveal() {
                 None => "a plain check exits 1".to_owned(),
                 Some(how) => format!("a plain check exits 0; revealed by {how}"),
             };
             out.push_str(&format!(
-                "{:<27} {:<24} {}\n{:<27} caught by: {}\n{:<27} {plain}\n",
+                "{:<w$} {:<r$} {}\n{:<w$} caught by: {}\n{:<w$} {plain}\n",
                 f.name(),
                 f.rule(),
                 f.description(),
@@ -583,6 +591,23 @@ impl FromIterator<Flaw> for FlawSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flaw_table_keeps_its_columns_in_line() {
+        let t = Flaw::table();
+        let head = t.lines().next().unwrap();
+        let (rule_at, text_at) = (head.find("RULE").unwrap(), head.find("BEHAVIOUR").unwrap());
+        // Columns are counted in characters (rules hold a two-byte "§").
+        let at = |line: &str, what: &str| Some(line[..line.find(what)?].chars().count());
+        for f in Flaw::ALL {
+            let line = t
+                .lines()
+                .find(|l| l.split(' ').next() == Some(f.name()))
+                .unwrap();
+            assert_eq!(at(line, f.rule()), Some(rule_at), "{line}");
+            assert_eq!(at(line, f.description()), Some(text_at), "{line}");
+        }
+    }
 
     #[test]
     fn names_round_trip_and_are_unique() {
