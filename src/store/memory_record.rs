@@ -74,26 +74,39 @@ pub(super) struct Slim {
 
 /// The layout of [`Slim::parts`]: three little-endian `u16` lengths
 /// (principal, client id, CSRF token; [`ABSENT`] for an absent one), a
-/// byte saying whether an outcome follows, then the texts and the outcome.
+/// byte of flags ([`HAS_OUTCOME`], [`HAS_CLAIM`]), then the texts, the
+/// claim (its length as a little-endian `u32`, then its encoding, see
+/// [`super::memory_claim`]) and the outcome.
 struct Parts;
 
 /// The length written for an absent part (fields are at most
 /// [`super::MAX_FIELD_LEN`] bytes).
 const ABSENT: u16 = u16::MAX;
 const HEADER: usize = 7;
+const HAS_OUTCOME: u8 = 1;
+const HAS_CLAIM: u8 = 2;
 
 impl Parts {
-    fn build(texts: [Option<&str>; 3], outcome: Option<&[u8]>) -> Box<[u8]> {
+    fn build(texts: [Option<&str>; 3], claim: Option<&[u8]>, outcome: Option<&[u8]>) -> Box<[u8]> {
         let len = |t: Option<&str>| t.map_or(0, str::len);
-        let size = HEADER + texts.iter().map(|t| len(*t)).sum::<usize>();
-        let mut b = Vec::with_capacity(size + outcome.map_or(0, <[u8]>::len));
+        let size = HEADER
+            + texts.iter().map(|t| len(*t)).sum::<usize>()
+            + claim.map_or(0, |c| 4 + c.len())
+            + outcome.map_or(0, <[u8]>::len);
+        let mut b = Vec::with_capacity(size);
         for t in texts {
             let n = t.map_or(ABSENT, |t| u16::try_from(t.len()).unwrap_or(ABSENT - 1));
             b.extend(n.to_le_bytes());
         }
-        b.push(u8::from(outcome.is_some()));
+        let flag = |on: bool, f: u8| if on { f } else { 0 };
+        b.push(flag(outcome.is_some(), HAS_OUTCOME) | flag(claim.is_some(), HAS_CLAIM));
         for t in texts.into_iter().flatten() {
             b.extend_from_slice(t.as_bytes());
+        }
+        if let Some(c) = claim {
+            // A claim is at most a few KiB: an outcome of a tool result.
+            b.extend(u32::try_from(c.len()).unwrap_or(u32::MAX).to_le_bytes());
+            b.extend_from_slice(c);
         }
         b.extend_from_slice(outcome.unwrap_or_default());
         b.into_boxed_slice()
@@ -122,8 +135,23 @@ impl Parts {
         }
     }
 
+    /// The claim's length field and bytes, where it has one.
+    fn claim_span(b: &[u8]) -> Option<(usize, usize)> {
+        (b[HEADER - 1] & HAS_CLAIM != 0).then_some(())?;
+        let at = Parts::offset(b, 3);
+        let n = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
+        Some((at + 4, at + 4 + n))
+    }
+
+    fn claim(b: &[u8]) -> Option<&[u8]> {
+        let (from, to) = Parts::claim_span(b)?;
+        b.get(from..to)
+    }
+
     fn outcome(b: &[u8]) -> Option<&[u8]> {
-        (b[HEADER - 1] != 0).then(|| b.get(Parts::offset(b, 3)..))?
+        (b[HEADER - 1] & HAS_OUTCOME != 0).then_some(())?;
+        let at = Parts::claim_span(b).map_or(Parts::offset(b, 3), |(_, to)| to);
+        b.get(at..)
     }
 }
 
@@ -137,6 +165,7 @@ impl Slim {
                     new.client_id.as_deref(),
                     new.csrf_token.as_deref(),
                 ],
+                None,
                 None,
             ),
             request_digest: new.request_digest,
@@ -214,12 +243,45 @@ impl Slim {
         // The CSRF token goes: a settled flow's page answers 409 before
         // any token is compared.
         let text = |i| Parts::text(&self.parts, i);
-        self.parts = Parts::build([text(0), text(1), None], outcome.as_deref());
+        self.parts = Parts::build(
+            [text(0), text(1), None],
+            Parts::claim(&self.parts),
+            outcome.as_deref(),
+        );
         self.status = to;
         self.by_owner = by_owner;
         self.settled_at_ms = at_ms;
         self.audit |= SETTLING_LINE;
         Ok(())
+    }
+
+    /// The completion claim it keeps (see [`Slim::keep_claim`]).
+    pub(super) fn claim(&self) -> Option<&[u8]> {
+        Parts::claim(&self.parts)
+    }
+
+    /// Keeps `claim` (an encoded claim, [`super::memory_claim`]) in this
+    /// settled record's entry, so the completed flow holds one entry.
+    pub(super) fn keep_claim(&mut self, claim: &[u8]) {
+        debug_assert!(self.status != Status::Pending && self.claim().is_none());
+        self.rebuild(Some(claim));
+    }
+
+    /// Takes its claim out (to forget it, or to keep it elsewhere).
+    pub(super) fn take_claim(&mut self) -> Option<Box<[u8]>> {
+        let claim: Box<[u8]> = self.claim()?.into();
+        self.rebuild(None);
+        Some(claim)
+    }
+
+    /// The same parts with `claim` in place of the one it keeps.
+    fn rebuild(&mut self, claim: Option<&[u8]>) {
+        let text = |i| Parts::text(&self.parts, i);
+        self.parts = Parts::build(
+            [text(0), text(1), text(2)],
+            claim,
+            Parts::outcome(&self.parts),
+        );
     }
 
     /// Its audit log, oldest first.
@@ -271,6 +333,12 @@ impl Slim {
     pub(super) fn heap_bytes(&self) -> u64 {
         heap_bytes(size_of::<Slim>()) + heap_bytes(self.parts.len())
     }
+
+    /// What [`Slim::heap_bytes`] would be with a claim of `len` bytes
+    /// kept (it keeps none).
+    pub(super) fn heap_bytes_with_claim(&self, len: usize) -> u64 {
+        heap_bytes(size_of::<Slim>()) + heap_bytes(self.parts.len() + 4 + len)
+    }
 }
 
 #[cfg(test)]
@@ -287,6 +355,7 @@ mod tests {
             created_at_ms: 1_000,
             expires_at_ms: 601_000,
             csrf_token: csrf.map(str::to_owned),
+            origin: None,
         }
     }
 
