@@ -6,7 +6,11 @@
 //! a table slot with the key (16 bytes of its SHA-256) and one allocation
 //! with the expiry and the outcome (a text result as its text, with its
 //! structured content as compact JSON; any other as compact JSON); a
-//! record is a [`Slim`] (100 to 160 bytes with its parts). The store counts
+//! record is a [`Slim`] (120 to 160 bytes with its parts) and a slot of one
+//! pointer. A record created for a request's origin ([`NewRecord::origin`])
+//! is keyed by that origin's claim key, and once it settled, the claim that
+//! completes the request is kept in its entry: a completed flow is one
+//! entry, found by its id and by its claim key. The store counts
 //! what each holds (allocator size classes and table slots included) and
 //! shows it by kind ([`Holding`], `/stats`). An optional
 //! budget ([`MemoryStore::with_budget`]) bounds that count: past it a new
@@ -21,7 +25,7 @@
 //! flow is gone: the user is asked again), so one principal, or a crowd of
 //! made-up ones, cannot fill the store for everyone else.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -31,7 +35,7 @@ use sha2::{Digest as _, Sha256};
 use super::claim::check_key;
 use super::counters::{Backend, Counted};
 use super::memory_claim::{self, ClaimEntry};
-use super::memory_record::{RecordKey, Slim, record_key};
+use super::memory_record::{Entry, RecordKey, Slim, record_key};
 use super::record::settle_against;
 use super::retention::cutoff;
 use super::{
@@ -55,10 +59,10 @@ fn claim_key(key: &str) -> ClaimKey {
 /// capacity.
 const CLAIM_SLOT_BYTES: u64 = (16 + 16 + 1) * 8 / 7;
 
-/// Bytes a record's table slot costs: its key, its box pointer and a
-/// control byte, over the table's lowest load (7/16, just after it
-/// doubled).
-const RECORD_SLOT_BYTES: u64 = (16 + 8 + 1) * 16 / 7;
+/// Bytes a record's table slot costs: its box pointer (the key is in the
+/// box) and a control byte, over the table's lowest load (7/16, just
+/// after it doubled).
+const RECORD_SLOT_BYTES: u64 = (8 + 1) * 16 / 7;
 
 /// The counted cost of a record: its parts on the heap and its slot.
 fn record_cost(slim: &Slim) -> u64 {
@@ -95,10 +99,11 @@ fn unpend(pending: &mut HashMap<Box<str>, Pending>, key: &RecordKey, slim: &Slim
 
 /// Entries are boxed: a table holds a fraction of its slots full, and a
 /// doubled table of pointers costs 8 bytes a slot, not a whole record's
-/// 128 (the step a burst would otherwise leave in RSS for good).
+/// 128 (the step a burst would otherwise leave in RSS for good). A record
+/// holds its key, so a slot is that pointer alone.
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<RecordKey, Box<Slim>>,
+    entries: HashSet<Entry>,
     /// Counted bytes of the records ([`record_cost`]), form and URL.
     record_bytes: [u64; 2],
     /// Records held, form and URL.
@@ -127,17 +132,17 @@ impl Inner {
     }
 
     /// Adds a record, counting it.
-    fn insert(&mut self, key: RecordKey, slim: Slim) {
+    fn insert(&mut self, slim: Slim) {
         let m = mode_index(slim.mode());
         self.record_bytes[m] += record_cost(&slim);
         self.records[m] += 1;
-        self.entries.insert(key, Box::new(slim));
+        self.entries.insert(Entry::new(slim));
     }
 
     /// Takes a record out, uncounting it (and its pending mark, and the
     /// claim it kept).
-    fn remove(&mut self, key: &RecordKey) -> Option<Box<Slim>> {
-        let slim = self.entries.remove(key)?;
+    fn remove(&mut self, key: &RecordKey) -> Option<Entry> {
+        let slim = self.entries.take(key)?;
         self.unpend(key, &slim);
         let m = mode_index(slim.mode());
         self.record_bytes[m] -= record_cost(&slim);
@@ -147,14 +152,17 @@ impl Inner {
     }
 
     /// Changes the record under `key` by `change`, keeping its count right.
+    /// Taken out and put back: a set hands out no mutable entries (it
+    /// does not grow: the slot is free again).
     fn recount<T>(&mut self, key: &RecordKey, change: impl FnOnce(&mut Slim) -> T) -> Option<T> {
-        let slim = self.entries.get_mut(key)?;
-        let (m, before) = (mode_index(slim.mode()), record_cost(slim));
+        let mut slim = self.entries.take(key)?;
+        let (m, before) = (mode_index(slim.mode()), record_cost(&slim));
         let had = slim.claim().is_some();
-        let out = change(slim);
-        self.record_bytes[m] = self.record_bytes[m] - before + record_cost(slim);
+        let out = change(&mut slim);
+        self.record_bytes[m] = self.record_bytes[m] - before + record_cost(&slim);
         self.claims_in_records =
             self.claims_in_records - u64::from(had) + u64::from(slim.claim().is_some());
+        self.entries.insert(slim);
         Some(out)
     }
 
@@ -393,7 +401,7 @@ impl MemoryBackend {
 impl Backend for MemoryBackend {
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
         new.validate()?;
-        let slim = Slim::new(new);
+        let slim = Slim::new([0; 16], new);
         let cost = record_cost(&slim);
         let mut inner = self.lock()?;
         if let Some(budget) = self.budget {
@@ -404,10 +412,11 @@ impl Backend for MemoryBackend {
         // Keyed by its origin's claim key where it is the origin's first
         // record, so the claim that completes the origin shares its entry.
         let mut key: RecordKey = new.origin.as_deref().map_or_else(rand::random, claim_key);
-        while inner.entries.contains_key(&key) {
+        while inner.entries.contains(&key) {
             key = rand::random();
         }
-        let record = slim.record(&key);
+        let slim = slim.keyed(key);
+        let record = slim.record();
         if self.budget.is_some() {
             let held = inner
                 .pending
@@ -416,7 +425,7 @@ impl Backend for MemoryBackend {
             held.bytes += cost;
             held.due.insert((new.expires_at_ms, key));
         }
-        inner.insert(key, slim);
+        inner.insert(slim);
         Ok(record)
     }
 
@@ -425,10 +434,7 @@ impl Backend for MemoryBackend {
             return Ok(None);
         };
         let inner = self.lock()?;
-        Ok(inner
-            .entries
-            .get(&key)
-            .map(|e| e.record(&key).seen_at(now_ms)))
+        Ok(inner.entries.get(&key).map(|e| e.record().seen_at(now_ms)))
     }
 
     fn complete(
@@ -455,9 +461,9 @@ impl Backend for MemoryBackend {
             let result = outcome.into_result();
             inner.settle(&key, target, true, now_ms, result.as_ref())?;
             let settled = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
-            return Ok(Completion::Applied(settled.record(&key)));
+            return Ok(Completion::Applied(settled.record()));
         }
-        settle_against(entry.record(&key), target)
+        settle_against(entry.record(), target)
     }
 
     fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
@@ -465,8 +471,8 @@ impl Backend for MemoryBackend {
         let due: Vec<RecordKey> = inner
             .entries
             .iter()
-            .filter(|(_, e)| e.is_due(now_ms))
-            .map(|(key, _)| *key)
+            .filter(|e| e.is_due(now_ms))
+            .map(|e| *e.key())
             .collect();
         for key in &due {
             inner.settle(key, Status::Expired, false, now_ms, None)?;
@@ -532,11 +538,11 @@ impl Backend for MemoryBackend {
         let stale: Vec<RecordKey> = inner
             .entries
             .iter()
-            .filter(|(_, e)| {
+            .filter(|e| {
                 e.claim()
                     .is_some_and(|c| memory_claim::keep_until_ms(c) < now_ms)
             })
-            .map(|(key, _)| *key)
+            .map(|e| *e.key())
             .collect();
         for key in &stale {
             inner.recount(key, Slim::take_claim);
@@ -544,19 +550,18 @@ impl Backend for MemoryBackend {
         purged.claims = stale.len() as u64;
         if let Some(cut) = cutoff(now_ms, retention_ms) {
             let mut audit = 0;
-            let gone: Vec<RecordKey> = inner
-                .entries
-                .iter_mut()
-                .filter_map(|(key, e)| {
-                    if e.expires_at_ms() <= cut {
-                        audit += e.audit_lines();
-                        Some(*key)
-                    } else {
-                        audit += e.purge_audit(cut);
-                        None
-                    }
-                })
-                .collect();
+            let (mut gone, mut trim) = (Vec::new(), Vec::new());
+            for e in &inner.entries {
+                if e.expires_at_ms() <= cut {
+                    audit += e.audit_lines();
+                    gone.push(*e.key());
+                } else if e.audit_past(cut) > 0 {
+                    trim.push(*e.key());
+                }
+            }
+            for key in &trim {
+                audit += inner.recount(key, |e| e.purge_audit(cut)).unwrap_or(0);
+            }
             for key in &gone {
                 // A claim still kept outlives its record, in the claims table.
                 inner.move_claim_out(key);
@@ -883,7 +888,7 @@ mod tests {
 
     /// What the store counts for `new`'s record.
     fn cost(new: &crate::store::NewRecord) -> u64 {
-        record_cost(&Slim::new(new))
+        record_cost(&Slim::new([0; 16], new))
     }
 
     #[test]
