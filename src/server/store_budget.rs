@@ -25,22 +25,32 @@ pub struct Kept {
     /// A URL flow's settled record (its page, the masked key) with the
     /// completion claim it keeps (the `CallToolResult` with the masked key).
     pub url_flow: u64,
+    /// The same record once the claim's keep time passed (it goes; the
+    /// record stays for its retention).
+    pub url_record: u64,
     /// A 2025-11-25 form elicitation's settled record with the completion
     /// claim it keeps.
     pub legacy_form: u64,
+    /// The same record once the claim went.
+    pub form_record: u64,
 }
 
 impl Kept {
     /// Counts a representative flow of each kind in a scratch store.
     pub fn measure() -> Kept {
         const N: u64 = 256;
-        let held = |fill: &dyn Fn(&MemoryStore, u64)| -> Holding {
+        // What the store holds after `fill`, and after the claims' keep
+        // time (1) passed but not the records' retention.
+        let held_then = |fill: &dyn Fn(&MemoryStore, u64)| -> [Holding; 2] {
             let s = MemoryStore::new();
             for i in 0..N {
                 fill(&s, i);
             }
-            s.holding().unwrap_or_default()
+            let now = s.holding().unwrap_or_default();
+            let _ = s.purge(2, u64::MAX / 4);
+            [now, s.holding().unwrap_or_default()]
         };
+        let held = |fill: &dyn Fn(&MemoryStore, u64)| held_then(fill)[0];
         let text =
             |text: &str| json!({"content": [{"type": "text", "text": text}], "isError": false});
         let origin = |i: u64| format!("origin:{i:064x}");
@@ -71,13 +81,13 @@ impl Kept {
         };
         let mut billed = text("Billing connected with key …wxyz.");
         billed["structuredContent"] = json!({"connected": true, "key": "…wxyz"});
-        let url = held(&flow(
+        let [url, url_later] = held_then(&flow(
             Mode::Url,
             Some("c".repeat(32)),
             json!({"masked": "…wxyz"}),
             billed,
         ));
-        let form = held(&flow(
+        let [form, form_later] = held_then(&flow(
             Mode::Form,
             None,
             json!({"answered": true}),
@@ -88,7 +98,9 @@ impl Kept {
         Kept {
             claim: claims.claim_bytes / N.max(claims.claims),
             url_flow: each(&url, url.url_record_bytes),
+            url_record: url_later.url_record_bytes / N,
             legacy_form: each(&form, form.form_record_bytes),
+            form_record: form_later.form_record_bytes / N,
         }
     }
 }
@@ -118,14 +130,20 @@ fn lives(cfg: &ServerConfig) -> [Duration; 3] {
 pub fn sustains(cfg: &ServerConfig, kept: Kept, bytes: u64) -> Sustains {
     let [claim_life, url_life, legacy_life] = lives(cfg).map(|d| d.as_secs_f64());
     let claim = kept.claim as f64;
-    // A flow's record keeps its claim; a claim that outlives the record
-    // moves to the claims table for the rest of its life.
-    let flow = |each: u64, life: f64| each as f64 * life + claim * (claim_life - life).max(0.0);
+    // A flow's record keeps its claim until the claim's keep time, then
+    // stays alone for the rest of its life; a claim that outlives the
+    // record moves to the claims table for the rest of its own.
+    let flow = |with: u64, alone: u64, life: f64| {
+        let (with, alone) = (with as f64, alone as f64);
+        with * life.min(claim_life)
+            + alone * (life - claim_life).max(0.0)
+            + claim * (claim_life - life).max(0.0)
+    };
     let rate = |per_second_bytes: f64| bytes as f64 / per_second_bytes;
     Sustains {
         form: rate(claim * claim_life),
-        url: rate(flow(kept.url_flow, url_life)),
-        legacy_form: rate(flow(kept.legacy_form, legacy_life)),
+        url: rate(flow(kept.url_flow, kept.url_record, url_life)),
+        legacy_form: rate(flow(kept.legacy_form, kept.form_record, legacy_life)),
     }
 }
 
@@ -136,8 +154,9 @@ pub fn describe(cfg: &ServerConfig) -> String {
     let [claim_life, url_life, legacy_life] = lives(cfg).map(|d| d.as_secs());
     format!(
         "the store's memory budget ({} MiB) holds, sustained: {:.0} completed 2026-07-28 form round \
-         trips/s ({} B each, kept {} s), or {:.0} URL flows/s ({} B each, kept {} s), or {:.0} \
-         2025-11-25 elicitations/s ({} B each, kept {} s); past it new flows get 503 \
+         trips/s ({} B each, kept {} s), or {:.0} URL flows/s ({} B each while its completion is \
+         kept, {} B after, kept {} s), or {:.0} 2025-11-25 elicitations/s ({} B, then {} B, kept \
+         {} s); past it new flows get 503 \
          (--store-memory-budget, --state-ttl, --retention)",
         cfg.store_memory_budget >> 20,
         s.form,
@@ -145,9 +164,11 @@ pub fn describe(cfg: &ServerConfig) -> String {
         claim_life,
         s.url,
         kept.url_flow,
+        kept.url_record,
         url_life,
         s.legacy_form,
         kept.legacy_form,
+        kept.form_record,
         legacy_life,
     )
 }
@@ -165,6 +186,9 @@ mod tests {
         assert!(k.claim > 40 && k.claim <= 112, "{k:?}");
         assert!(k.url_flow > k.legacy_form && k.url_flow <= 248, "{k:?}");
         assert!(k.legacy_form > k.claim && k.legacy_form <= 200, "{k:?}");
+        // Past its keep time the claim goes and the record shrinks back.
+        assert!(k.url_record + 40 < k.url_flow, "{k:?}");
+        assert!(k.form_record + 30 < k.legacy_form, "{k:?}");
     }
 
     #[test]
@@ -172,7 +196,9 @@ mod tests {
         let kept = Kept {
             claim: 100,
             url_flow: 200,
+            url_record: 120,
             legacy_form: 150,
+            form_record: 90,
         };
         let cfg = ServerConfig::default();
         let s = sustains(&cfg, kept, 1 << 30);
@@ -180,6 +206,19 @@ mod tests {
         let form = (1u64 << 30) as f64 / (100.0 * 645.0);
         assert!((s.form - form).abs() < 1.0, "{s:?}");
         assert!(s.url < s.legacy_form && s.legacy_form < s.form, "{s:?}");
+        // A URL flow: 200 B while its claim is kept (645 s), 120 B for the
+        // rest of its record's 1,230 s.
+        let [claim_life, url_life, _] = lives(&cfg).map(|d| d.as_secs_f64());
+        let url = (1u64 << 30) as f64 / (200.0 * claim_life + 120.0 * (url_life - claim_life));
+        assert!((s.url - url).abs() < 1.0, "{s:?} {url}");
+        // No retention: the claim outlives the record, in the claims table.
+        let none = ServerConfig {
+            retention: Duration::ZERO,
+            ..ServerConfig::default()
+        };
+        let [claim_life, url_life, _] = lives(&none).map(|d| d.as_secs_f64());
+        let url = (1u64 << 30) as f64 / (200.0 * url_life + 100.0 * (claim_life - url_life));
+        assert!((sustains(&none, kept, 1 << 30).url - url).abs() < 1.0);
         let longer = ServerConfig {
             retention: Duration::from_secs(1200),
             ..ServerConfig::default()
