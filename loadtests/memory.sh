@@ -71,7 +71,8 @@ import json, sys
 m = json.load(sys.stdin).get("memory") or {}
 kinds = ("form_records", "url_records", "claims")
 print("    held (count x bytes each):", ", ".join(
-    "%s %d x %s" % (k, m[k]["count"], m[k]["bytes_each"]) for k in kinds if k in m))
+    "%s %d x %s" % (k, m[k]["count"], m[k]["bytes_each"]) for k in kinds if k in m)
+    + (", claims kept in records %d" % m["claims_in_records"] if "claims_in_records" in m else ""))
 '
 
 store_counts() { # /stats JSON on stdin: "records claims"

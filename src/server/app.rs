@@ -19,6 +19,7 @@ use super::body_budget::BodyBudget;
 use super::browser_session::{BrowserSessions, CookieNames};
 use super::config::ServerConfig;
 use super::flaw::Flaw;
+use super::once::Origin;
 use super::origin::AllowedOrigins;
 use super::sessions::Sessions;
 use super::stats::{Stats, bump};
@@ -166,11 +167,13 @@ impl App {
         u64::try_from(self.cfg.state_ttl.as_millis()).unwrap_or(u64::MAX / 4)
     }
 
-    /// Creates a pending URL flow bound to `principal` and the request digest.
+    /// Creates a pending URL flow bound to `principal` and the request
+    /// digest, serving the request `origin` completes.
     pub async fn create_flow(
         &self,
         principal: &str,
         digest: [u8; 32],
+        origin: &Origin,
     ) -> Result<Record, StoreError> {
         let csrf: [u8; 24] = rand::random();
         self.create_record(
@@ -179,11 +182,13 @@ impl App {
             Mode::Url,
             Some(URL_SAFE_NO_PAD.encode(csrf)),
             self.ttl_ms(),
+            origin,
         )
         .await
     }
 
-    /// Creates a pending record.
+    /// Creates a pending record serving the request `origin` completes
+    /// (the store may keep that completion in the record's entry).
     pub async fn create_record(
         &self,
         principal: &str,
@@ -191,6 +196,7 @@ impl App {
         mode: Mode,
         csrf: Option<String>,
         ttl_ms: u64,
+        origin: &Origin,
     ) -> Result<Record, StoreError> {
         let now = self.now_ms();
         let new = NewRecord {
@@ -201,6 +207,7 @@ impl App {
             created_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms.max(1)),
             csrf_token: csrf,
+            origin: Some(origin.key().to_owned()),
         };
         self.store_call(move |s| s.create(&new)).await
     }

@@ -639,7 +639,7 @@ impl Call<'_> {
         }
         let mut conv = Conversation::begin(once::new_origin_id(), 0);
         let origin = Origin::new(self.principal, &digest, &conv.origin);
-        let ctx = Ctx::new(app, self.principal, args, digest);
+        let ctx = Ctx::new(app, self.principal, args, digest, &origin);
         let mut invalid = 0;
         for _ in 0..MAX_ROUNDS {
             let step = match tools::step(tool, &ctx, &mut conv).await {
@@ -668,7 +668,7 @@ impl Call<'_> {
                 let Some(expect) = tools::expect(tool, &ctx, &ask.key) else {
                     continue;
                 };
-                match self.elicit(stream, &ask, &expect, digest).await {
+                match self.elicit(stream, &ask, &expect, digest, &origin).await {
                     Waited::Answer(v) => {
                         conv.answers.insert(ask.key.clone(), v);
                     }
@@ -717,6 +717,7 @@ impl Call<'_> {
         ask: &Ask,
         expect: &Expect,
         digest: [u8; 32],
+        origin: &Origin,
     ) -> Waited {
         let app = self.app;
         let timeout = app.cfg.elicitation_timeout;
@@ -727,7 +728,7 @@ impl Call<'_> {
             ElicitRequestParams::Form(_) => {
                 let ttl = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX / 4);
                 match app
-                    .create_record(self.principal, digest, Mode::Form, None, ttl)
+                    .create_record(self.principal, digest, Mode::Form, None, ttl, origin)
                     .await
                 {
                     Ok(r) => (r.id, Mode::Form),

@@ -394,7 +394,6 @@ async fn tools_call(
     let digest = request_digest(METHOD_TOOLS_CALL, name, args_value)
         .map_err(|e| RpcError::invalid_params(format!("params.arguments: {e}")))?;
 
-    let ctx = Ctx::new(app, principal, args, digest);
     let stateless_answers = state.is_none() && app.flaw(Flaw::CompleteWithoutState);
     let (mut conv, round, state_expires_at) = match state {
         None => {
@@ -439,6 +438,7 @@ async fn tools_call(
         },
     };
     let origin = Origin::new(principal, &digest, &conv.origin);
+    let ctx = Ctx::new(app, principal, args, digest, &origin);
     if state.is_some()
         && let Some(outcome) = once::recorded(app, &origin)
             .await

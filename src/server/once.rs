@@ -69,6 +69,11 @@ impl Origin {
             key: format!("origin:{}", crate::hex::encode(&h.finalize())),
         }
     }
+
+    /// The completion key ([`crate::store::Store::claim`]'s).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
 }
 
 /// How a completion ended.

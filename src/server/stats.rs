@@ -128,6 +128,8 @@ pub fn memory_json(h: &crate::store::Holding) -> Value {
         "form_records": kind(h.form_records, h.form_record_bytes),
         "url_records": kind(h.url_records, h.url_record_bytes),
         "claims": kind(h.claims, h.claim_bytes),
+        // Claims kept in their flow's record: their bytes are the record's.
+        "claims_in_records": h.claims_in_records,
     })
 }
 

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::config::{ORIGIN_MARGIN, ServerConfig};
 use crate::store::{Holding, MemoryStore, Mode, NewRecord, Outcome, Store as _};
@@ -20,11 +20,18 @@ use crate::store::{Holding, MemoryStore, Mode, NewRecord, Outcome, Store as _};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kept {
     /// A completion claim with a one-line text outcome (every 2026-07-28
-    /// completion).
+    /// completion without a flow record).
     pub claim: u64,
-    /// A URL flow's settled record (its page, CSRF token, masked key).
+    /// A URL flow's settled record (its page, the masked key) with the
+    /// completion claim it keeps (the `CallToolResult` with the masked key).
+    pub url_flow: u64,
+    /// The same record once the claim's keep time passed (it goes; the
+    /// record stays for its retention).
     pub url_record: u64,
-    /// A 2025-11-25 form elicitation's settled record.
+    /// A 2025-11-25 form elicitation's settled record with the completion
+    /// claim it keeps.
+    pub legacy_form: u64,
+    /// The same record once the claim went.
     pub form_record: u64,
 }
 
@@ -32,18 +39,28 @@ impl Kept {
     /// Counts a representative flow of each kind in a scratch store.
     pub fn measure() -> Kept {
         const N: u64 = 256;
-        let held = |fill: &dyn Fn(&MemoryStore, u64)| -> Holding {
+        // What the store holds after `fill`, and after the claims' keep
+        // time (1) passed but not the records' retention.
+        let held_then = |fill: &dyn Fn(&MemoryStore, u64)| -> [Holding; 2] {
             let s = MemoryStore::new();
             for i in 0..N {
                 fill(&s, i);
             }
-            s.holding().unwrap_or_default()
+            let now = s.holding().unwrap_or_default();
+            let _ = s.purge(2, u64::MAX / 4);
+            [now, s.holding().unwrap_or_default()]
         };
+        let held = |fill: &dyn Fn(&MemoryStore, u64)| held_then(fill)[0];
+        let text =
+            |text: &str| json!({"content": [{"type": "text", "text": text}], "isError": false});
+        let origin = |i: u64| format!("origin:{i:064x}");
+        let deployed = text("Deployed web to production.");
         let claims = held(&|s, i| {
-            let outcome = json!({"content": [{"type": "text", "text": "Deployed web to production."}], "isError": false});
-            let _ = s.claim(&format!("origin:{i:064x}"), Some(&outcome), 1);
+            let _ = s.claim(&origin(i), Some(&deployed), 1);
         });
-        let record = |mode: Mode, csrf: Option<String>, result: serde_json::Value| {
+        // A flow: its record, created for its request's origin, settled,
+        // then the request completed (claimed) with `outcome`.
+        let flow = |mode: Mode, csrf: Option<String>, result: Value, outcome: Value| {
             move |s: &MemoryStore, i: u64| {
                 let new = NewRecord {
                     principal: format!("ek-user-{:04}", i % 1000),
@@ -53,23 +70,37 @@ impl Kept {
                     created_at_ms: 1,
                     expires_at_ms: 2,
                     csrf_token: csrf.clone(),
+                    origin: Some(origin(i)),
                 };
                 if let Ok(r) = s.create(&new) {
-                    let _ =
-                        s.complete(&r.id, &new.principal, Outcome::Completed(result.clone()), 1);
+                    let done = Outcome::Completed(result.clone());
+                    let _ = s.complete(&r.id, &new.principal, done, 1);
+                    let _ = s.claim(&origin(i), Some(&outcome), 1);
                 }
             }
         };
-        let url = held(&record(
+        let mut billed = text("Billing connected with key …wxyz.");
+        billed["structuredContent"] = json!({"connected": true, "key": "…wxyz"});
+        let [url, url_later] = held_then(&flow(
             Mode::Url,
             Some("c".repeat(32)),
-            json!({"masked": "sk-l…wxyz"}),
+            json!({"masked": "…wxyz"}),
+            billed,
         ));
-        let form = held(&record(Mode::Form, None, json!({"answered": true})));
+        let [form, form_later] = held_then(&flow(
+            Mode::Form,
+            None,
+            json!({"answered": true}),
+            deployed.clone(),
+        ));
+        // Whatever of a flow's claim was not kept in its record counts too.
+        let each = |h: &Holding, record_bytes: u64| (record_bytes + h.claim_bytes) / N;
         Kept {
             claim: claims.claim_bytes / N.max(claims.claims),
-            url_record: url.url_record_bytes / N,
-            form_record: form.form_record_bytes / N,
+            url_flow: each(&url, url.url_record_bytes),
+            url_record: url_later.url_record_bytes / N,
+            legacy_form: each(&form, form.form_record_bytes),
+            form_record: form_later.form_record_bytes / N,
         }
     }
 }
@@ -79,9 +110,9 @@ impl Kept {
 pub struct Sustains {
     /// 2026-07-28 form round trips (one claim each).
     pub form: f64,
-    /// URL flows (a record and a claim).
+    /// URL flows (a record keeping its claim).
     pub url: f64,
-    /// 2025-11-25 form elicitations (a record and a claim).
+    /// 2025-11-25 form elicitations (a record keeping its claim).
     pub legacy_form: f64,
 }
 
@@ -98,12 +129,21 @@ fn lives(cfg: &ServerConfig) -> [Duration; 3] {
 /// What `bytes` of budget sustains under `cfg`'s lifetimes.
 pub fn sustains(cfg: &ServerConfig, kept: Kept, bytes: u64) -> Sustains {
     let [claim_life, url_life, legacy_life] = lives(cfg).map(|d| d.as_secs_f64());
-    let claim = kept.claim as f64 * claim_life;
+    let claim = kept.claim as f64;
+    // A flow's record keeps its claim until the claim's keep time, then
+    // stays alone for the rest of its life; a claim that outlives the
+    // record moves to the claims table for the rest of its own.
+    let flow = |with: u64, alone: u64, life: f64| {
+        let (with, alone) = (with as f64, alone as f64);
+        with * life.min(claim_life)
+            + alone * (life - claim_life).max(0.0)
+            + claim * (claim_life - life).max(0.0)
+    };
     let rate = |per_second_bytes: f64| bytes as f64 / per_second_bytes;
     Sustains {
-        form: rate(claim),
-        url: rate(claim + kept.url_record as f64 * url_life),
-        legacy_form: rate(claim + kept.form_record as f64 * legacy_life),
+        form: rate(claim * claim_life),
+        url: rate(flow(kept.url_flow, kept.url_record, url_life)),
+        legacy_form: rate(flow(kept.legacy_form, kept.form_record, legacy_life)),
     }
 }
 
@@ -114,17 +154,20 @@ pub fn describe(cfg: &ServerConfig) -> String {
     let [claim_life, url_life, legacy_life] = lives(cfg).map(|d| d.as_secs());
     format!(
         "the store's memory budget ({} MiB) holds, sustained: {:.0} completed 2026-07-28 form round \
-         trips/s ({} B each, kept {} s), or {:.0} URL flows/s ({} B more, kept {} s), or {:.0} \
-         2025-11-25 elicitations/s ({} B more, kept {} s); past it new flows get 503 \
+         trips/s ({} B each, kept {} s), or {:.0} URL flows/s ({} B each while its completion is \
+         kept, {} B after, kept {} s), or {:.0} 2025-11-25 elicitations/s ({} B, then {} B, kept \
+         {} s); past it new flows get 503 \
          (--store-memory-budget, --state-ttl, --retention)",
         cfg.store_memory_budget >> 20,
         s.form,
         kept.claim,
         claim_life,
         s.url,
+        kept.url_flow,
         kept.url_record,
         url_life,
         s.legacy_form,
+        kept.legacy_form,
         kept.form_record,
         legacy_life,
     )
@@ -136,18 +179,26 @@ mod tests {
 
     #[test]
     fn each_kind_costs_what_the_store_counts_and_no_more_than_its_budget() {
+        // A flow's record and its claim as two entries counted 337 B (URL)
+        // and 281 B (2025-11-25 form) here; as one entry, 265 and 217; with
+        // the key in the entry (a slot of one pointer), 244 and 196.
         let k = Kept::measure();
         assert!(k.claim > 40 && k.claim <= 112, "{k:?}");
-        assert!(k.url_record > k.form_record && k.url_record <= 224, "{k:?}");
-        assert!(k.form_record <= 184, "{k:?}");
+        assert!(k.url_flow > k.legacy_form && k.url_flow <= 248, "{k:?}");
+        assert!(k.legacy_form > k.claim && k.legacy_form <= 200, "{k:?}");
+        // Past its keep time the claim goes and the record shrinks back.
+        assert!(k.url_record + 40 < k.url_flow, "{k:?}");
+        assert!(k.form_record + 30 < k.legacy_form, "{k:?}");
     }
 
     #[test]
     fn a_budget_sustains_less_the_longer_things_are_kept() {
         let kept = Kept {
             claim: 100,
-            url_record: 200,
-            form_record: 150,
+            url_flow: 200,
+            url_record: 120,
+            legacy_form: 150,
+            form_record: 90,
         };
         let cfg = ServerConfig::default();
         let s = sustains(&cfg, kept, 1 << 30);
@@ -155,6 +206,19 @@ mod tests {
         let form = (1u64 << 30) as f64 / (100.0 * 645.0);
         assert!((s.form - form).abs() < 1.0, "{s:?}");
         assert!(s.url < s.legacy_form && s.legacy_form < s.form, "{s:?}");
+        // A URL flow: 200 B while its claim is kept (645 s), 120 B for the
+        // rest of its record's 1,230 s.
+        let [claim_life, url_life, _] = lives(&cfg).map(|d| d.as_secs_f64());
+        let url = (1u64 << 30) as f64 / (200.0 * claim_life + 120.0 * (url_life - claim_life));
+        assert!((s.url - url).abs() < 1.0, "{s:?} {url}");
+        // No retention: the claim outlives the record, in the claims table.
+        let none = ServerConfig {
+            retention: Duration::ZERO,
+            ..ServerConfig::default()
+        };
+        let [claim_life, url_life, _] = lives(&none).map(|d| d.as_secs_f64());
+        let url = (1u64 << 30) as f64 / (200.0 * url_life + 100.0 * (claim_life - url_life));
+        assert!((sustains(&none, kept, 1 << 30).url - url).abs() < 1.0);
         let longer = ServerConfig {
             retention: Duration::from_secs(1200),
             ..ServerConfig::default()

@@ -6,7 +6,11 @@
 //! a table slot with the key (16 bytes of its SHA-256) and one allocation
 //! with the expiry and the outcome (a text result as its text, with its
 //! structured content as compact JSON; any other as compact JSON); a
-//! record is a [`Slim`] (100 to 160 bytes with its parts). The store counts
+//! record is a [`Slim`] (120 to 160 bytes with its parts) and a slot of one
+//! pointer. A record created for a request's origin ([`NewRecord::origin`])
+//! is keyed by that origin's claim key, and once it settled, the claim that
+//! completes the request is kept in its entry: a completed flow is one
+//! entry, found by its id and by its claim key. The store counts
 //! what each holds (allocator size classes and table slots included) and
 //! shows it by kind ([`Holding`], `/stats`). An optional
 //! budget ([`MemoryStore::with_budget`]) bounds that count: past it a new
@@ -21,7 +25,7 @@
 //! flow is gone: the user is asked again), so one principal, or a crowd of
 //! made-up ones, cannot fill the store for everyone else.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -30,7 +34,8 @@ use sha2::{Digest as _, Sha256};
 
 use super::claim::check_key;
 use super::counters::{Backend, Counted};
-use super::memory_record::{RecordKey, Slim, heap_bytes, record_key};
+use super::memory_claim::{self, ClaimEntry};
+use super::memory_record::{Entry, RecordKey, Slim, record_key};
 use super::record::settle_against;
 use super::retention::cutoff;
 use super::{
@@ -49,140 +54,15 @@ fn claim_key(key: &str) -> ClaimKey {
     k
 }
 
-/// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
-/// endian), a tag, then the outcome: [`BARE`] (none), [`TEXT`] (a
-/// `CallToolResult` of one text item: its `isError` byte and the text),
-/// [`TEXT_STRUCTURED`] (the same with `structuredContent`: the `isError`
-/// byte, the text's length as 4 bytes, the text, the structured content as
-/// compact JSON) or [`JSON`] (any other outcome, compact).
-#[derive(Debug)]
-struct ClaimEntry(Box<[u8]>);
-
-const BARE: u8 = 0;
-const TEXT: u8 = 1;
-const JSON: u8 = 2;
-const TEXT_STRUCTURED: u8 = 3;
-
-impl ClaimEntry {
-    fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Result<Self, StoreError> {
-        let mut b = keep_until_ms.to_le_bytes().to_vec();
-        let json = |b: &mut Vec<u8>, v: &Value| {
-            serde_json::to_writer(b, v).map_err(|e| StoreError::InvalidInput {
-                field: "claim outcome",
-                reason: e.to_string(),
-            })
-        };
-        match outcome {
-            None => b.push(BARE),
-            Some(v) => match text_result(v) {
-                Some(TextResult {
-                    text,
-                    is_error,
-                    structured: None,
-                }) => {
-                    b.extend([TEXT, u8::from(is_error)]);
-                    b.extend_from_slice(text.as_bytes());
-                }
-                Some(TextResult {
-                    text,
-                    is_error,
-                    structured: Some(st),
-                }) if u32::try_from(text.len()).is_ok() => {
-                    b.extend([TEXT_STRUCTURED, u8::from(is_error)]);
-                    b.extend((text.len() as u32).to_le_bytes());
-                    b.extend_from_slice(text.as_bytes());
-                    json(&mut b, st)?;
-                }
-                _ => {
-                    b.push(JSON);
-                    json(&mut b, v)?;
-                }
-            },
-        }
-        Ok(ClaimEntry(b.into_boxed_slice()))
-    }
-
-    fn keep_until_ms(&self) -> u64 {
-        let mut t = [0; 8];
-        t.copy_from_slice(&self.0[..8]);
-        u64::from_le_bytes(t)
-    }
-
-    fn taken(&self) -> Result<Taken, StoreError> {
-        let corrupt = |reason: String| StoreError::Corrupt {
-            id: "claims".into(),
-            reason,
-        };
-        let result = |text: &str, is_error: u8| {
-            serde_json::json!({
-                "content": [{"type": "text", "text": text}],
-                "isError": is_error == 1,
-            })
-        };
-        let rest = &self.0[9..];
-        let outcome = match self.0[8] {
-            BARE => None,
-            TEXT => Some(result(utf8(&rest[1..], corrupt)?, rest[0])),
-            TEXT_STRUCTURED => {
-                let mut n = [0; 4];
-                n.copy_from_slice(&rest[1..5]);
-                let (text, st) = rest[5..].split_at(u32::from_le_bytes(n) as usize);
-                let mut v = result(utf8(text, corrupt)?, rest[0]);
-                let st: Value = serde_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
-                v["structuredContent"] = st;
-                Some(v)
-            }
-            _ => Some(serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
-        };
-        Ok(Taken { outcome })
-    }
-
-    /// Heap bytes it holds.
-    fn heap_bytes(&self) -> u64 {
-        heap_bytes(self.0.len())
-    }
-}
-
-/// `b` as text, or `corrupt`'s error.
-fn utf8(b: &[u8], corrupt: impl Fn(String) -> StoreError) -> Result<&str, StoreError> {
-    std::str::from_utf8(b).map_err(|e| corrupt(e.to_string()))
-}
-
-/// An outcome that is exactly a `CallToolResult` of one text item, with
-/// or without `structuredContent`
-/// (`{"content":[{"type":"text","text":T}],"isError":B[,"structuredContent":S]}`).
-struct TextResult<'a> {
-    text: &'a str,
-    is_error: bool,
-    structured: Option<&'a Value>,
-}
-
-fn text_result(v: &Value) -> Option<TextResult<'_>> {
-    let o = v.as_object()?;
-    let structured = o.get("structuredContent");
-    (o.len() == 2 + usize::from(structured.is_some())).then_some(())?;
-    let is_error = o.get("isError")?.as_bool()?;
-    let [item] = o.get("content")?.as_array()?.as_slice() else {
-        return None;
-    };
-    let item = item.as_object().filter(|i| i.len() == 2)?;
-    (item.get("type")?.as_str()? == "text").then_some(())?;
-    Some(TextResult {
-        text: item.get("text")?.as_str()?,
-        is_error,
-        structured,
-    })
-}
-
 /// Bytes a table slot costs per unit of capacity: the key, the entry's
 /// pointer and length and a control byte, over the table's 7/8 load at
 /// capacity.
 const CLAIM_SLOT_BYTES: u64 = (16 + 16 + 1) * 8 / 7;
 
-/// Bytes a record's table slot costs: its key, its box pointer and a
-/// control byte, over the table's lowest load (7/16, just after it
-/// doubled).
-const RECORD_SLOT_BYTES: u64 = (16 + 8 + 1) * 16 / 7;
+/// Bytes a record's table slot costs: its box pointer (the key is in the
+/// box) and a control byte, over the table's lowest load (7/16, just
+/// after it doubled).
+const RECORD_SLOT_BYTES: u64 = (8 + 1) * 16 / 7;
 
 /// The counted cost of a record: its parts on the heap and its slot.
 fn record_cost(slim: &Slim) -> u64 {
@@ -219,10 +99,11 @@ fn unpend(pending: &mut HashMap<Box<str>, Pending>, key: &RecordKey, slim: &Slim
 
 /// Entries are boxed: a table holds a fraction of its slots full, and a
 /// doubled table of pointers costs 8 bytes a slot, not a whole record's
-/// 128 (the step a burst would otherwise leave in RSS for good).
+/// 128 (the step a burst would otherwise leave in RSS for good). A record
+/// holds its key, so a slot is that pointer alone.
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<RecordKey, Box<Slim>>,
+    entries: HashSet<Entry>,
     /// Counted bytes of the records ([`record_cost`]), form and URL.
     record_bytes: [u64; 2],
     /// Records held, form and URL.
@@ -230,6 +111,9 @@ struct Inner {
     claims: HashMap<ClaimKey, ClaimEntry>,
     /// Heap bytes of the claim entries (expiry and outcome each).
     claim_bytes: u64,
+    /// Claims kept inside the entry of the record their flow settled
+    /// (counted in that record's bytes).
+    claims_in_records: u64,
     /// Pending records by principal (kept with a budget only).
     pending: HashMap<Box<str>, Pending>,
 }
@@ -248,21 +132,57 @@ impl Inner {
     }
 
     /// Adds a record, counting it.
-    fn insert(&mut self, key: RecordKey, slim: Slim) {
+    fn insert(&mut self, slim: Slim) {
         let m = mode_index(slim.mode());
         self.record_bytes[m] += record_cost(&slim);
         self.records[m] += 1;
-        self.entries.insert(key, Box::new(slim));
+        self.entries.insert(Entry::new(slim));
     }
 
-    /// Takes a record out, uncounting it (and its pending mark).
-    fn remove(&mut self, key: &RecordKey) -> Option<Box<Slim>> {
-        let slim = self.entries.remove(key)?;
+    /// Takes a record out, uncounting it (and its pending mark, and the
+    /// claim it kept).
+    fn remove(&mut self, key: &RecordKey) -> Option<Entry> {
+        let slim = self.entries.take(key)?;
         self.unpend(key, &slim);
         let m = mode_index(slim.mode());
         self.record_bytes[m] -= record_cost(&slim);
         self.records[m] -= 1;
+        self.claims_in_records -= u64::from(slim.claim().is_some());
         Some(slim)
+    }
+
+    /// Changes the record under `key` by `change`, keeping its count right.
+    /// Taken out and put back: a set hands out no mutable entries (it
+    /// does not grow: the slot is free again).
+    fn recount<T>(&mut self, key: &RecordKey, change: impl FnOnce(&mut Slim) -> T) -> Option<T> {
+        let mut slim = self.entries.take(key)?;
+        let (m, before) = (mode_index(slim.mode()), record_cost(&slim));
+        let had = slim.claim().is_some();
+        let out = change(&mut slim);
+        self.record_bytes[m] = self.record_bytes[m] - before + record_cost(&slim);
+        self.claims_in_records =
+            self.claims_in_records - u64::from(had) + u64::from(slim.claim().is_some());
+        self.entries.insert(slim);
+        Some(out)
+    }
+
+    /// The claim on `key`, wherever it is kept: the claims table, or the
+    /// entry of the record its flow settled.
+    fn claim_on(&self, key: &ClaimKey) -> Option<&[u8]> {
+        match self.claims.get(key) {
+            Some(c) => Some(c.bytes()),
+            None => self.entries.get(key)?.claim(),
+        }
+    }
+
+    /// Moves the claim kept in the record under `key` to the claims table
+    /// (the record is about to go, the claim must stay).
+    fn move_claim_out(&mut self, key: &RecordKey) {
+        if let Some(Some(c)) = self.recount(key, Slim::take_claim) {
+            let c = ClaimEntry::from_bytes(c);
+            self.claim_bytes += c.heap_bytes();
+            self.claims.insert(*key, c);
+        }
     }
 
     /// Settles the record under `key` (present and pending), keeping its
@@ -275,19 +195,10 @@ impl Inner {
         at_ms: u64,
         result: Option<&Value>,
     ) -> Result<(), StoreError> {
-        let Inner {
-            entries,
-            pending,
-            record_bytes,
-            ..
-        } = self;
-        let slim = entries.get_mut(key).ok_or(StoreError::NotFound)?;
-        unpend(pending, key, slim);
-        let m = mode_index(slim.mode());
-        let before = record_cost(slim);
-        let settled = slim.settle(to, by_owner, at_ms, result);
-        record_bytes[m] = record_bytes[m] - before + record_cost(slim);
-        settled
+        let slim = self.entries.get(key).ok_or(StoreError::NotFound)?;
+        unpend(&mut self.pending, key, slim);
+        self.recount(key, |slim| slim.settle(to, by_owner, at_ms, result))
+            .ok_or(StoreError::NotFound)?
     }
 
     /// Moves `principal`'s pending records due at `now_ms` to `Expired`.
@@ -384,8 +295,11 @@ pub struct Holding {
     pub url_records: u64,
     /// Their bytes.
     pub url_record_bytes: u64,
-    /// Completion claims held.
+    /// Completion claims held in the claims table.
     pub claims: u64,
+    /// Completion claims kept in the entry of the record their flow
+    /// settled (their bytes are in that record's).
+    pub claims_in_records: u64,
     /// Their bytes, the claim table's slots included.
     pub claim_bytes: u64,
     /// The budget, when there is one.
@@ -487,7 +401,7 @@ impl MemoryBackend {
 impl Backend for MemoryBackend {
     fn create(&self, new: &NewRecord) -> Result<Record, StoreError> {
         new.validate()?;
-        let slim = Slim::new(new);
+        let slim = Slim::new([0; 16], new);
         let cost = record_cost(&slim);
         let mut inner = self.lock()?;
         if let Some(budget) = self.budget {
@@ -495,11 +409,14 @@ impl Backend for MemoryBackend {
         } else {
             self.room_for(&inner, 0, 0, cost)?;
         }
-        let mut key: RecordKey = rand::random();
-        while inner.entries.contains_key(&key) {
+        // Keyed by its origin's claim key where it is the origin's first
+        // record, so the claim that completes the origin shares its entry.
+        let mut key: RecordKey = new.origin.as_deref().map_or_else(rand::random, claim_key);
+        while inner.entries.contains(&key) {
             key = rand::random();
         }
-        let record = slim.record(&key);
+        let slim = slim.keyed(key);
+        let record = slim.record();
         if self.budget.is_some() {
             let held = inner
                 .pending
@@ -508,7 +425,7 @@ impl Backend for MemoryBackend {
             held.bytes += cost;
             held.due.insert((new.expires_at_ms, key));
         }
-        inner.insert(key, slim);
+        inner.insert(slim);
         Ok(record)
     }
 
@@ -517,10 +434,7 @@ impl Backend for MemoryBackend {
             return Ok(None);
         };
         let inner = self.lock()?;
-        Ok(inner
-            .entries
-            .get(&key)
-            .map(|e| e.record(&key).seen_at(now_ms)))
+        Ok(inner.entries.get(&key).map(|e| e.record().seen_at(now_ms)))
     }
 
     fn complete(
@@ -547,9 +461,9 @@ impl Backend for MemoryBackend {
             let result = outcome.into_result();
             inner.settle(&key, target, true, now_ms, result.as_ref())?;
             let settled = inner.entries.get(&key).ok_or(StoreError::NotFound)?;
-            return Ok(Completion::Applied(settled.record(&key)));
+            return Ok(Completion::Applied(settled.record()));
         }
-        settle_against(entry.record(&key), target)
+        settle_against(entry.record(), target)
     }
 
     fn expire_due(&self, now_ms: u64, expiries: &mut u64) -> Result<usize, StoreError> {
@@ -557,8 +471,8 @@ impl Backend for MemoryBackend {
         let due: Vec<RecordKey> = inner
             .entries
             .iter()
-            .filter(|(_, e)| e.is_due(now_ms))
-            .map(|(key, _)| *key)
+            .filter(|e| e.is_due(now_ms))
+            .map(|e| *e.key())
             .collect();
         for key in &due {
             inner.settle(key, Status::Expired, false, now_ms, None)?;
@@ -590,8 +504,17 @@ impl Backend for MemoryBackend {
         // Encoded outside the lock.
         let entry = ClaimEntry::new(keep_until_ms, outcome)?;
         let mut inner = self.lock()?;
-        if let Some(c) = inner.claims.get(&k) {
-            return Ok(Claim::Taken(c.taken()?));
+        if let Some(c) = inner.claim_on(&k) {
+            return Ok(Claim::Taken(memory_claim::taken(c)?));
+        }
+        // The origin's settled record keeps it: one entry per completed flow.
+        if let Some(slim) = inner.entries.get(&k)
+            && slim.status() != Status::Pending
+        {
+            let more = slim.heap_bytes_with_claim(entry.bytes().len()) - slim.heap_bytes();
+            self.room_for(&inner, 0, 0, more)?;
+            inner.recount(&k, |slim| slim.keep_claim(entry.bytes()));
+            return Ok(Claim::Won);
         }
         self.room_for(&inner, 1, entry.heap_bytes(), 0)?;
         inner.claim_bytes += entry.heap_bytes();
@@ -603,31 +526,45 @@ impl Backend for MemoryBackend {
         check_key(key)?;
         let k = claim_key(key);
         self.lock()?
-            .claims
-            .get(&k)
-            .map(ClaimEntry::taken)
+            .claim_on(&k)
+            .map(memory_claim::taken)
             .transpose()
     }
 
     fn purge(&self, now_ms: u64, retention_ms: u64) -> Result<Purged, StoreError> {
         let mut inner = self.lock()?;
         let mut purged = Purged::default();
+        // Claims kept in records go at their own keep time; the record stays.
+        let stale: Vec<RecordKey> = inner
+            .entries
+            .iter()
+            .filter(|e| {
+                e.claim()
+                    .is_some_and(|c| memory_claim::keep_until_ms(c) < now_ms)
+            })
+            .map(|e| *e.key())
+            .collect();
+        for key in &stale {
+            inner.recount(key, Slim::take_claim);
+        }
+        purged.claims = stale.len() as u64;
         if let Some(cut) = cutoff(now_ms, retention_ms) {
             let mut audit = 0;
-            let gone: Vec<RecordKey> = inner
-                .entries
-                .iter_mut()
-                .filter_map(|(key, e)| {
-                    if e.expires_at_ms() <= cut {
-                        audit += e.audit_lines();
-                        Some(*key)
-                    } else {
-                        audit += e.purge_audit(cut);
-                        None
-                    }
-                })
-                .collect();
+            let (mut gone, mut trim) = (Vec::new(), Vec::new());
+            for e in &inner.entries {
+                if e.expires_at_ms() <= cut {
+                    audit += e.audit_lines();
+                    gone.push(*e.key());
+                } else if e.audit_past(cut) > 0 {
+                    trim.push(*e.key());
+                }
+            }
+            for key in &trim {
+                audit += inner.recount(key, |e| e.purge_audit(cut)).unwrap_or(0);
+            }
             for key in &gone {
+                // A claim still kept outlives its record, in the claims table.
+                inner.move_claim_out(key);
                 inner.remove(key);
             }
             purged.records = gone.len() as u64;
@@ -643,7 +580,7 @@ impl Backend for MemoryBackend {
             keep
         });
         inner.claim_bytes -= freed;
-        purged.claims = (before - inner.claims.len()) as u64;
+        purged.claims += (before - inner.claims.len()) as u64;
         // Give memory back once most of a table went (a burst is over).
         if inner.entries.capacity() > 4 * inner.entries.len().max(1024) {
             inner.entries.shrink_to_fit();
@@ -666,6 +603,7 @@ impl Backend for MemoryBackend {
             url_records: inner.records[1],
             url_record_bytes: inner.record_bytes[1],
             claims: inner.claims.len() as u64,
+            claims_in_records: inner.claims_in_records,
             claim_bytes: inner.bytes_with(0, 0, 0) - inner.record_bytes.iter().sum::<u64>(),
             budget: self.budget,
         })
@@ -745,22 +683,140 @@ mod tests {
             assert!(s.claim(&k, Some(o), 10).unwrap().is_won());
             assert_eq!(s.claimed(&k).unwrap().unwrap().outcome.as_ref(), Some(o));
         }
-        // The plain text shape is stored as its text.
-        let e = ClaimEntry::new(7, Some(&deployed())).unwrap();
+    }
+
+    /// A URL flow as `serve` leaves it: its record, created for `origin`,
+    /// settled with the masked key; the completion not yet claimed.
+    fn settled_flow(
+        s: &MemoryStore,
+        origin: &str,
+        created: u64,
+        ttl: u64,
+    ) -> Result<Record, StoreError> {
+        let new = crate::store::NewRecord {
+            origin: Some(origin.into()),
+            ..pending("ek-user-0001", created)
+        };
+        let new = crate::store::NewRecord {
+            expires_at_ms: created + ttl,
+            csrf_token: Some("c".repeat(32)),
+            ..new
+        };
+        let r = s.create(&new)?;
+        let kept = Outcome::Completed(json!({"masked": "…abcd"}));
+        s.complete(&r.id, "ek-user-0001", kept, created + 1)?;
+        Ok(r)
+    }
+
+    fn billed() -> Value {
+        json!({"content":[{"type":"text","text":"Billing connected with key …abcd."}],"isError":false,"structuredContent":{"connected":true,"key":"…abcd"}})
+    }
+
+    #[test]
+    fn a_flows_completion_is_kept_in_its_records_entry() {
+        let s = MemoryStore::new();
+        let r = settled_flow(&s, &key(1), 10, 1_000).unwrap();
+        let before = s.get(&r.id, 20).unwrap().unwrap();
+        assert!(s.claim(&key(1), Some(&billed()), 5_000).unwrap().is_won());
+        let h = s.holding().unwrap();
+        assert_eq!((h.claims, h.claims_in_records, h.url_records), (0, 1, 1));
+        // Every later taker gets the first outcome; the record reads as before.
+        let again = s.claim(&key(1), Some(&deployed()), 5_000).unwrap();
         assert_eq!(
-            (e.0[8], e.0.len()),
-            (TEXT, 10 + "Deployed web to production.".len())
+            again,
+            Claim::Taken(Taken {
+                outcome: Some(billed())
+            })
         );
-        assert_eq!(e.keep_until_ms(), 7);
-        let billing = json!({"content":[{"type":"text","text":"Billing connected."}],"isError":false,"structuredContent":{"connected":true}});
-        let e = ClaimEntry::new(7, Some(&billing)).unwrap();
+        assert_eq!(s.claimed(&key(1)).unwrap().unwrap().outcome, Some(billed()));
+        assert_eq!(s.get(&r.id, 20).unwrap().unwrap(), before);
+        assert_eq!(s.audit(&r.id).unwrap().len(), 2);
+        // The origin's second record gets an id of its own.
+        let second = settled_flow(&s, &key(1), 10, 1_000).unwrap();
+        assert_ne!(second.id, r.id);
+        // A claim on a pending record's origin is kept apart (a pending
+        // record may be evicted or settled yet).
+        let new = crate::store::NewRecord {
+            origin: Some(key(2)),
+            ..pending("ek-user-0001", 10)
+        };
+        s.create(&new).unwrap();
+        assert!(s.claim(&key(2), Some(&deployed()), 5_000).unwrap().is_won());
+        let h = s.holding().unwrap();
+        assert_eq!((h.claims, h.claims_in_records), (1, 1));
+    }
+
+    #[test]
+    fn a_kept_claim_outlives_its_record_and_goes_at_its_own_time() {
+        let s = MemoryStore::new();
+        // Record expires at 1_010; the claim is kept until 5_000.
+        let r = settled_flow(&s, &key(1), 10, 1_000).unwrap();
+        s.claim(&key(1), Some(&billed()), 5_000).unwrap();
+        // Retention 1_000: the record goes at 2_010, its claim moves out.
+        let p = s.purge(2_010, 1_000).unwrap();
+        assert_eq!((p.records, p.claims), (1, 0), "{p:?}");
+        assert!(s.get(&r.id, 2_010).unwrap().is_none());
+        assert_eq!(s.claimed(&key(1)).unwrap().unwrap().outcome, Some(billed()));
+        let h = s.holding().unwrap();
+        assert_eq!((h.claims, h.claims_in_records, h.url_records), (1, 0, 0));
+        assert!(!s.claim(&key(1), None, 9_000).unwrap().is_won());
+        assert_eq!(s.purge(5_001, 1_000).unwrap().claims, 1);
+        assert_eq!(s.claimed(&key(1)).unwrap(), None);
+        // A claim kept for less than its record's retention goes first.
+        let r = settled_flow(&s, &key(2), 10_000, 1_000).unwrap();
+        s.claim(&key(2), Some(&billed()), 10_500).unwrap();
+        let p = s.purge(10_501, 10_000).unwrap();
+        assert_eq!((p.records, p.claims), (0, 1), "{p:?}");
+        assert_eq!(s.claimed(&key(2)).unwrap(), None);
         assert_eq!(
-            (e.0[8], e.0.len()),
+            s.get(&r.id, 10_501).unwrap().unwrap().status,
+            Status::Completed
+        );
+        // Nothing is left counted once all went.
+        s.purge(100_000, 0).unwrap();
+        let h = s.holding().unwrap();
+        assert_eq!(
             (
-                TEXT_STRUCTURED,
-                14 + "Billing connected.".len() + r#"{"connected":true}"#.len()
-            )
+                h.claims,
+                h.claims_in_records,
+                h.url_records,
+                h.url_record_bytes
+            ),
+            (0, 0, 0, 0)
         );
+    }
+
+    #[test]
+    fn a_full_store_refuses_to_grow_a_record_by_its_claim() {
+        let s = MemoryStore::with_budget(4096);
+        // Settled flows until no more fit (a settled one is no one's share).
+        let mut flows = 0;
+        while flows < 100 && settled_flow(&s, &key(flows), 10, 1_000).is_ok() {
+            flows += 1;
+        }
+        assert!(flows < 100);
+        // Then their claims, into their records, until one does not fit.
+        let mut won = 0;
+        let full = loop {
+            match s.claim(&key(won), Some(&billed()), 5_000) {
+                Ok(c) => {
+                    assert!(c.is_won());
+                    won += 1;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(full, StoreError::Full { budget: 4096, .. }),
+            "{full}"
+        );
+        assert!(won < flows, "{won} of {flows}");
+        assert_eq!(s.claimed(&key(won)).unwrap(), None);
+        for i in 0..won {
+            assert!(s.claimed(&key(i)).unwrap().is_some());
+        }
+        assert!(s.bytes_held() <= 4096);
+        assert_eq!(s.holding().unwrap().claims_in_records, won);
     }
 
     #[test]
@@ -804,6 +860,7 @@ mod tests {
             created_at_ms: 1,
             expires_at_ms: 100,
             csrf_token: None,
+            origin: None,
         };
         assert!(matches!(s.create(&new), Err(StoreError::Full { .. })));
         // Once the claims are past their keep time, purging makes room.
@@ -825,12 +882,13 @@ mod tests {
             created_at_ms: now,
             expires_at_ms: now + 1_000,
             csrf_token: None,
+            origin: None,
         }
     }
 
     /// What the store counts for `new`'s record.
     fn cost(new: &crate::store::NewRecord) -> u64 {
-        record_cost(&Slim::new(new))
+        record_cost(&Slim::new([0; 16], new))
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! A record as the memory store keeps it ([`Slim`]): one allocation of 128
-//! bytes plus its principal, CSRF token and outcome, keyed by the id's 16
-//! random bytes rather than its 22-character text.
+//! A record as the memory store keeps it ([`Slim`]): one allocation of 96
+//! bytes holding its key (the id's 16 random bytes rather than its
+//! 22-character text; the table finds an [`Entry`] by it, so a slot is one
+//! pointer) plus one with its principal, CSRF token, outcome and, once its
+//! request completed, the completion claim it keeps.
 //!
 //! A record changes state once (pending → a terminal status), so its audit
 //! log is two lines at most and its version 0 or 1: both are rebuilt from
@@ -11,6 +13,10 @@
 //! 409 before comparing any token). What one costs
 //! is [`Slim::heap_bytes`], which the store sums per kind for its budget and
 //! `/stats`.
+
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::ops::{Deref, DerefMut};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -56,6 +62,8 @@ const SETTLING_LINE: u8 = 2;
 /// One record, compact. See the module docs.
 #[derive(Debug)]
 pub(super) struct Slim {
+    /// Its key in the store's table (the id's 16 bytes).
+    key: RecordKey,
     /// Principal, client id, CSRF token and outcome (compact JSON) in one
     /// allocation: see [`Parts`].
     parts: Box<[u8]>,
@@ -74,26 +82,39 @@ pub(super) struct Slim {
 
 /// The layout of [`Slim::parts`]: three little-endian `u16` lengths
 /// (principal, client id, CSRF token; [`ABSENT`] for an absent one), a
-/// byte saying whether an outcome follows, then the texts and the outcome.
+/// byte of flags ([`HAS_OUTCOME`], [`HAS_CLAIM`]), then the texts, the
+/// claim (its length as a little-endian `u32`, then its encoding, see
+/// [`super::memory_claim`]) and the outcome.
 struct Parts;
 
 /// The length written for an absent part (fields are at most
 /// [`super::MAX_FIELD_LEN`] bytes).
 const ABSENT: u16 = u16::MAX;
 const HEADER: usize = 7;
+const HAS_OUTCOME: u8 = 1;
+const HAS_CLAIM: u8 = 2;
 
 impl Parts {
-    fn build(texts: [Option<&str>; 3], outcome: Option<&[u8]>) -> Box<[u8]> {
+    fn build(texts: [Option<&str>; 3], claim: Option<&[u8]>, outcome: Option<&[u8]>) -> Box<[u8]> {
         let len = |t: Option<&str>| t.map_or(0, str::len);
-        let size = HEADER + texts.iter().map(|t| len(*t)).sum::<usize>();
-        let mut b = Vec::with_capacity(size + outcome.map_or(0, <[u8]>::len));
+        let size = HEADER
+            + texts.iter().map(|t| len(*t)).sum::<usize>()
+            + claim.map_or(0, |c| 4 + c.len())
+            + outcome.map_or(0, <[u8]>::len);
+        let mut b = Vec::with_capacity(size);
         for t in texts {
             let n = t.map_or(ABSENT, |t| u16::try_from(t.len()).unwrap_or(ABSENT - 1));
             b.extend(n.to_le_bytes());
         }
-        b.push(u8::from(outcome.is_some()));
+        let flag = |on: bool, f: u8| if on { f } else { 0 };
+        b.push(flag(outcome.is_some(), HAS_OUTCOME) | flag(claim.is_some(), HAS_CLAIM));
         for t in texts.into_iter().flatten() {
             b.extend_from_slice(t.as_bytes());
+        }
+        if let Some(c) = claim {
+            // A claim is at most a few KiB: an outcome of a tool result.
+            b.extend(u32::try_from(c.len()).unwrap_or(u32::MAX).to_le_bytes());
+            b.extend_from_slice(c);
         }
         b.extend_from_slice(outcome.unwrap_or_default());
         b.into_boxed_slice()
@@ -122,21 +143,38 @@ impl Parts {
         }
     }
 
+    /// The claim's length field and bytes, where it has one.
+    fn claim_span(b: &[u8]) -> Option<(usize, usize)> {
+        (b[HEADER - 1] & HAS_CLAIM != 0).then_some(())?;
+        let at = Parts::offset(b, 3);
+        let n = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
+        Some((at + 4, at + 4 + n))
+    }
+
+    fn claim(b: &[u8]) -> Option<&[u8]> {
+        let (from, to) = Parts::claim_span(b)?;
+        b.get(from..to)
+    }
+
     fn outcome(b: &[u8]) -> Option<&[u8]> {
-        (b[HEADER - 1] != 0).then(|| b.get(Parts::offset(b, 3)..))?
+        (b[HEADER - 1] & HAS_OUTCOME != 0).then_some(())?;
+        let at = Parts::claim_span(b).map_or(Parts::offset(b, 3), |(_, to)| to);
+        b.get(at..)
     }
 }
 
 impl Slim {
     /// The pending record for `new`.
-    pub(super) fn new(new: &NewRecord) -> Slim {
+    pub(super) fn new(key: RecordKey, new: &NewRecord) -> Slim {
         Slim {
+            key,
             parts: Parts::build(
                 [
                     Some(&new.principal),
                     new.client_id.as_deref(),
                     new.csrf_token.as_deref(),
                 ],
+                None,
                 None,
             ),
             request_digest: new.request_digest,
@@ -150,11 +188,20 @@ impl Slim {
         }
     }
 
-    /// The record it holds under `key`, as stored (not as seen at a time).
-    pub(super) fn record(&self, key: &RecordKey) -> Record {
+    /// The same record under `key`.
+    pub(super) fn keyed(self, key: RecordKey) -> Slim {
+        Slim { key, ..self }
+    }
+
+    pub(super) fn key(&self) -> &RecordKey {
+        &self.key
+    }
+
+    /// The record it holds, as stored (not as seen at a time).
+    pub(super) fn record(&self) -> Record {
         let text = |i| Parts::text(&self.parts, i).map(str::to_owned);
         Record {
-            id: id_of(key),
+            id: id_of(&self.key),
             principal: self.principal().to_owned(),
             client_id: text(1),
             request_digest: self.request_digest,
@@ -214,12 +261,45 @@ impl Slim {
         // The CSRF token goes: a settled flow's page answers 409 before
         // any token is compared.
         let text = |i| Parts::text(&self.parts, i);
-        self.parts = Parts::build([text(0), text(1), None], outcome.as_deref());
+        self.parts = Parts::build(
+            [text(0), text(1), None],
+            Parts::claim(&self.parts),
+            outcome.as_deref(),
+        );
         self.status = to;
         self.by_owner = by_owner;
         self.settled_at_ms = at_ms;
         self.audit |= SETTLING_LINE;
         Ok(())
+    }
+
+    /// The completion claim it keeps (see [`Slim::keep_claim`]).
+    pub(super) fn claim(&self) -> Option<&[u8]> {
+        Parts::claim(&self.parts)
+    }
+
+    /// Keeps `claim` (an encoded claim, [`super::memory_claim`]) in this
+    /// settled record's entry, so the completed flow holds one entry.
+    pub(super) fn keep_claim(&mut self, claim: &[u8]) {
+        debug_assert!(self.status != Status::Pending && self.claim().is_none());
+        self.rebuild(Some(claim));
+    }
+
+    /// Takes its claim out (to forget it, or to keep it elsewhere).
+    pub(super) fn take_claim(&mut self) -> Option<Box<[u8]>> {
+        let claim: Box<[u8]> = self.claim()?.into();
+        self.rebuild(None);
+        Some(claim)
+    }
+
+    /// The same parts with `claim` in place of the one it keeps.
+    fn rebuild(&mut self, claim: Option<&[u8]>) {
+        let text = |i| Parts::text(&self.parts, i);
+        self.parts = Parts::build(
+            [text(0), text(1), text(2)],
+            claim,
+            Parts::outcome(&self.parts),
+        );
     }
 
     /// Its audit log, oldest first.
@@ -253,6 +333,12 @@ impl Slim {
             + u64::from(self.audit & SETTLING_LINE != 0 && self.status != Status::Pending)
     }
 
+    /// How many of its audit lines are at or before `cut`.
+    pub(super) fn audit_past(&self, cut: u64) -> u64 {
+        u64::from(self.audit & CREATION_LINE != 0 && self.created_at_ms <= cut)
+            + u64::from(self.audit & SETTLING_LINE != 0 && self.settled_at_ms <= cut)
+    }
+
     /// Drops the audit lines at or before `cut`; how many went.
     pub(super) fn purge_audit(&mut self, cut: u64) -> u64 {
         let mut gone = 0;
@@ -271,7 +357,60 @@ impl Slim {
     pub(super) fn heap_bytes(&self) -> u64 {
         heap_bytes(size_of::<Slim>()) + heap_bytes(self.parts.len())
     }
+
+    /// What [`Slim::heap_bytes`] would be with a claim of `len` bytes
+    /// kept (it keeps none).
+    pub(super) fn heap_bytes_with_claim(&self, len: usize) -> u64 {
+        heap_bytes(size_of::<Slim>()) + heap_bytes(self.parts.len() + 4 + len)
+    }
 }
+
+/// A record in the store's table, found by the key it holds, so a slot
+/// of the table is one pointer (a map would keep the key a second time,
+/// in a slot counted at the table's lowest load).
+#[derive(Debug)]
+pub(super) struct Entry(Box<Slim>);
+
+impl Entry {
+    pub(super) fn new(slim: Slim) -> Entry {
+        Entry(Box::new(slim))
+    }
+}
+
+impl Deref for Entry {
+    type Target = Slim;
+    fn deref(&self) -> &Slim {
+        &self.0
+    }
+}
+
+/// Changes never touch the key (it has no setter).
+impl DerefMut for Entry {
+    fn deref_mut(&mut self) -> &mut Slim {
+        &mut self.0
+    }
+}
+
+impl Borrow<RecordKey> for Entry {
+    fn borrow(&self) -> &RecordKey {
+        &self.0.key
+    }
+}
+
+/// Hashes as its key, so the table finds it by a key.
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.key.hash(h);
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for Entry {}
 
 #[cfg(test)]
 mod tests {
@@ -287,6 +426,7 @@ mod tests {
             created_at_ms: 1_000,
             expires_at_ms: 601_000,
             csrf_token: csrf.map(str::to_owned),
+            origin: None,
         }
     }
 
@@ -311,9 +451,9 @@ mod tests {
 
     #[test]
     fn a_settled_record_reads_back_as_the_full_record_did() {
-        let mut s = Slim::new(&new(Mode::Url, Some("tok")));
+        let mut s = Slim::new([9; 16], &new(Mode::Url, Some("tok")));
         let key = [9; 16];
-        let r = s.record(&key);
+        let r = s.record();
         assert_eq!(
             (r.status, r.version, r.result.clone()),
             (Status::Pending, 0, None)
@@ -322,7 +462,7 @@ mod tests {
         let outcome = json!({"masked": "sk-…abcd", "n": 1.5, "list": [1, "x", null]});
         s.settle(Status::Completed, true, 5_000, Some(&outcome))
             .unwrap();
-        let r = s.record(&key);
+        let r = s.record();
         assert_eq!(r.id, id_of(&key));
         assert_eq!(r.csrf_token, None, "a settled page's token is forgotten");
         assert_eq!((r.status, r.version), (Status::Completed, 1));
@@ -343,7 +483,7 @@ mod tests {
 
     #[test]
     fn the_store_expiring_a_record_is_no_ones_act() {
-        let mut s = Slim::new(&new(Mode::Form, None));
+        let mut s = Slim::new([9; 16], &new(Mode::Form, None));
         s.settle(Status::Expired, false, 601_000, None).unwrap();
         assert_eq!(s.audit()[1].actor_principal, None);
     }
@@ -354,13 +494,15 @@ mod tests {
     /// headers included), what the budget and `/stats` use.
     #[test]
     fn a_record_costs_at_most_its_budget() {
-        let form = Slim::new(&new(Mode::Form, None));
+        // Its key is in its box (the table's slot is one pointer): 16 B
+        // more here, 36 B less in the slot.
+        let form = Slim::new([9; 16], &new(Mode::Form, None));
         assert!(
-            form.heap_bytes() <= 104,
+            form.heap_bytes() <= 120,
             "form record: {} B",
             form.heap_bytes()
         );
-        let mut url = Slim::new(&new(Mode::Url, Some(&"c".repeat(32))));
+        let mut url = Slim::new([9; 16], &new(Mode::Url, Some(&"c".repeat(32))));
         url.settle(
             Status::Completed,
             true,

@@ -27,6 +27,7 @@ mod counters;
 mod id;
 mod mask;
 mod memory;
+mod memory_claim;
 mod memory_record;
 pub mod model;
 mod record;

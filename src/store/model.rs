@@ -628,6 +628,7 @@ impl Runner {
                     created_at_ms: now,
                     expires_at_ms: now + u64::from(ttl_ms.max(1)),
                     csrf_token: (mode == Mode::Url).then(|| format!("csrf-{n}")),
+                    origin: None,
                 };
                 let rec = self
                     .h

@@ -144,6 +144,13 @@ pub struct NewRecord {
     pub expires_at_ms: u64,
     /// Anti-CSRF token the URL flow page must echo, if any.
     pub csrf_token: Option<String>,
+    /// The completion key ([`super::Store::claim`]) of the request this
+    /// record serves, if any. The memory store keys the origin's first
+    /// record by it, so the claim that completes the request is kept in the
+    /// settled record's entry (one entry per completed flow); the id stays
+    /// as unguessable as a random one where the key holds a random origin
+    /// id. Other stores ignore it.
+    pub origin: Option<String>,
 }
 
 impl fmt::Debug for NewRecord {
@@ -573,6 +580,7 @@ mod tests {
             created_at_ms: 1,
             expires_at_ms: 2,
             csrf_token: Some("topsecret".into()),
+            origin: None,
         };
         let rec = Record::from_new("x".into(), &new);
         assert!(!format!("{rec:?}").contains("topsecret"));
@@ -591,6 +599,7 @@ mod tests {
             created_at_ms: 10,
             expires_at_ms: 20,
             csrf_token: None,
+            origin: None,
         };
         assert!(matches!(
             new.validate(),
@@ -617,6 +626,7 @@ mod tests {
             created_at_ms: 0,
             expires_at_ms: 100,
             csrf_token: None,
+            origin: None,
         };
         let r = Record::from_new("i".into(), &new);
         assert_eq!(r.clone().seen_at(99).status, Status::Pending);

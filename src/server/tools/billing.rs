@@ -102,7 +102,10 @@ pub async fn step(ctx: &Ctx<'_>, conv: &mut Conversation) -> Result<Step, ToolEr
     let flow = match conv.memo.get(MEMO_FLOW).and_then(Value::as_str) {
         Some(f) => f.to_owned(),
         None => {
-            let rec = ctx.app.create_flow(ctx.principal, ctx.digest).await?;
+            let rec = ctx
+                .app
+                .create_flow(ctx.principal, ctx.digest, ctx.origin)
+                .await?;
             conv.memo.insert(MEMO_FLOW.into(), rec.id.clone().into());
             rec.id
         }

@@ -336,6 +336,8 @@ async fn a_final_retry_completes_once_unless_replayable() {
     .await;
     assert_eq!(again.reason(), "replayed", "{}", again.text);
     assert_eq!(stats(&s).await["side_effects"]["billing_connected"], 1);
+    // The memory store kept that completion in the flow's record: one entry.
+    assert_eq!(stats(&s).await["memory"]["claims_in_records"], 1);
     assert_eq!(stats(&s).await["states"]["rejected"]["replayed"], 6);
     s.server.shutdown().await;
 

@@ -37,7 +37,12 @@ async fn deploy_over_push_finishes_on_the_same_stream() {
     assert!(fin["result"].get("resultType").is_none());
     assert_eq!(fin["result"]["isError"], false);
     assert!(st.next().await.is_none(), "stream closes after the result");
-    assert_eq!(stats(&s).await["side_effects"]["deployments"], 1);
+    let stats = stats(&s).await;
+    assert_eq!(stats["side_effects"]["deployments"], 1);
+    // The elicitation's record keeps the call's completion: one entry.
+    let memory = &stats["memory"];
+    assert_eq!(memory["claims_in_records"], 1, "{memory}");
+    assert_eq!(memory["claims"]["count"], 0, "{memory}");
     s.server.shutdown().await;
 }
 

@@ -54,6 +54,7 @@ fn new_record(principal: &str, created: u64, ttl: u64) -> NewRecord {
         created_at_ms: created,
         expires_at_ms: created + ttl,
         csrf_token: Some("csrf-token-1".into()),
+        origin: None,
     }
 }
 
@@ -357,6 +358,74 @@ fn hundred_concurrent_claims_one_winner_whose_outcome_every_loser_gets() {
                 })
             );
         }
+    }
+}
+
+/// The completion of a request that has a flow record, claimed as `serve`
+/// does (the memory store keeps the claim in the record's entry): one
+/// winner among concurrent claims, the record readable as it was through
+/// its retention, the claim kept past the record until its own time.
+#[test]
+fn a_flows_completion_claim_has_one_winner_and_outlives_its_record() {
+    for (store, _file) in reopenable() {
+        let name = store.backend_name();
+        let origin = "origin:0123456789abcdef";
+        let new = NewRecord {
+            origin: Some(origin.into()),
+            ..new_record("alice", 1_000, 500)
+        };
+        let flow = store.create(&new).unwrap();
+        let masked = json!({"masked": mask_secret("sk-live-0123456789abcdef")});
+        store
+            .complete(&flow.id, "alice", Outcome::Completed(masked.clone()), 1_200)
+            .unwrap();
+        // The origin's second record is a record of its own.
+        let second = store.create(&new).unwrap();
+        assert_ne!(second.id, flow.id, "{name}");
+        let n = 50;
+        let barrier = Arc::new(Barrier::new(n));
+        let handles: Vec<_> = (0..n)
+            .map(|i| {
+                let (store, barrier) = (store.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mine = json!({"content": [{"type": "text", "text": format!("run {i}")}], "isError": false, "structuredContent": {"i": i}});
+                    let got = store.claim(origin, Some(&mine), 9_000).expect("claim");
+                    (mine, got)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let winners: Vec<_> = results.iter().filter(|(_, c)| c.is_won()).collect();
+        assert_eq!(winners.len(), 1, "{name}");
+        let recorded = Some(winners[0].0.clone());
+        for (_, c) in &results {
+            if let Claim::Taken(t) = c {
+                assert_eq!(t.outcome, recorded, "{name}");
+            }
+        }
+        let got = store.get(&flow.id, 1_300).unwrap().expect("readable");
+        assert_eq!(
+            (got.status, got.result),
+            (Status::Completed, Some(masked)),
+            "{name}"
+        );
+        assert_eq!(store.audit(&flow.id).unwrap().len(), 2, "{name}");
+        // Past the record's retention it goes; the claim stays to its time.
+        let p = store.purge(2_500, 1_000).unwrap();
+        assert_eq!((p.records, p.claims), (2, 0), "{name}: {p:?}");
+        assert!(store.get(&flow.id, 2_500).unwrap().is_none(), "{name}");
+        assert_eq!(
+            store.claimed(origin).unwrap().unwrap().outcome,
+            recorded,
+            "{name}"
+        );
+        assert!(
+            !store.claim(origin, None, 9_000).unwrap().is_won(),
+            "{name}"
+        );
+        assert_eq!(store.purge(9_001, 1_000).unwrap().claims, 1, "{name}");
+        assert_eq!(store.claimed(origin).unwrap(), None, "{name}");
     }
 }
 

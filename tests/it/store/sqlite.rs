@@ -14,6 +14,7 @@ fn new_record() -> NewRecord {
         created_at_ms: 1_000,
         expires_at_ms: 61_000,
         csrf_token: Some("csrf".into()),
+        origin: None,
     }
 }
 

@@ -1,0 +1,179 @@
+//! A completion claim as the memory store keeps it: its keep time and its
+//! outcome in one run of bytes, held in the claims table ([`ClaimEntry`])
+//! or, when the claim completes a flow that has a record, inside that
+//! record's entry (see [`super::memory_record`]), so a completed flow keeps
+//! one entry.
+
+use serde_json::Value;
+
+use super::memory_record::heap_bytes;
+use super::{StoreError, Taken};
+
+/// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
+/// endian), a tag, then the outcome: [`BARE`] (none), [`TEXT`] (a
+/// `CallToolResult` of one text item: its `isError` byte and the text),
+/// [`TEXT_STRUCTURED`] (the same with `structuredContent`: the `isError`
+/// byte, the text's length as 4 bytes, the text, the structured content as
+/// compact JSON) or [`JSON`] (any other outcome, compact).
+#[derive(Debug)]
+pub(super) struct ClaimEntry(Box<[u8]>);
+
+const BARE: u8 = 0;
+const TEXT: u8 = 1;
+const JSON: u8 = 2;
+const TEXT_STRUCTURED: u8 = 3;
+
+impl ClaimEntry {
+    pub(super) fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Result<Self, StoreError> {
+        let mut b = keep_until_ms.to_le_bytes().to_vec();
+        let json = |b: &mut Vec<u8>, v: &Value| {
+            serde_json::to_writer(b, v).map_err(|e| StoreError::InvalidInput {
+                field: "claim outcome",
+                reason: e.to_string(),
+            })
+        };
+        match outcome {
+            None => b.push(BARE),
+            Some(v) => match text_result(v) {
+                Some(TextResult {
+                    text,
+                    is_error,
+                    structured: None,
+                }) => {
+                    b.extend([TEXT, u8::from(is_error)]);
+                    b.extend_from_slice(text.as_bytes());
+                }
+                Some(TextResult {
+                    text,
+                    is_error,
+                    structured: Some(st),
+                }) if u32::try_from(text.len()).is_ok() => {
+                    b.extend([TEXT_STRUCTURED, u8::from(is_error)]);
+                    b.extend((text.len() as u32).to_le_bytes());
+                    b.extend_from_slice(text.as_bytes());
+                    json(&mut b, st)?;
+                }
+                _ => {
+                    b.push(JSON);
+                    json(&mut b, v)?;
+                }
+            },
+        }
+        Ok(ClaimEntry(b.into_boxed_slice()))
+    }
+
+    /// One moved out of a record (bytes [`ClaimEntry::bytes`] gave).
+    pub(super) fn from_bytes(b: Box<[u8]>) -> Self {
+        ClaimEntry(b)
+    }
+
+    /// Its encoding, as a record keeps it.
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    pub(super) fn keep_until_ms(&self) -> u64 {
+        keep_until_ms(&self.0)
+    }
+
+    /// Heap bytes it holds.
+    pub(super) fn heap_bytes(&self) -> u64 {
+        heap_bytes(self.0.len())
+    }
+}
+
+/// The keep time of an encoded claim.
+pub(super) fn keep_until_ms(b: &[u8]) -> u64 {
+    let mut t = [0; 8];
+    t.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(t)
+}
+
+/// What an encoded claim says to a later taker.
+pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
+    let corrupt = |reason: String| StoreError::Corrupt {
+        id: "claims".into(),
+        reason,
+    };
+    let result = |text: &str, is_error: u8| {
+        serde_json::json!({
+            "content": [{"type": "text", "text": text}],
+            "isError": is_error == 1,
+        })
+    };
+    let rest = &b[9..];
+    let outcome = match b[8] {
+        BARE => None,
+        TEXT => Some(result(utf8(&rest[1..], corrupt)?, rest[0])),
+        TEXT_STRUCTURED => {
+            let mut n = [0; 4];
+            n.copy_from_slice(&rest[1..5]);
+            let (text, st) = rest[5..].split_at(u32::from_le_bytes(n) as usize);
+            let mut v = result(utf8(text, corrupt)?, rest[0]);
+            let st: Value = serde_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
+            v["structuredContent"] = st;
+            Some(v)
+        }
+        _ => Some(serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
+    };
+    Ok(Taken { outcome })
+}
+
+/// `b` as text, or `corrupt`'s error.
+fn utf8(b: &[u8], corrupt: impl Fn(String) -> StoreError) -> Result<&str, StoreError> {
+    std::str::from_utf8(b).map_err(|e| corrupt(e.to_string()))
+}
+
+/// An outcome that is exactly a `CallToolResult` of one text item, with
+/// or without `structuredContent`
+/// (`{"content":[{"type":"text","text":T}],"isError":B[,"structuredContent":S]}`).
+struct TextResult<'a> {
+    text: &'a str,
+    is_error: bool,
+    structured: Option<&'a Value>,
+}
+
+fn text_result(v: &Value) -> Option<TextResult<'_>> {
+    let o = v.as_object()?;
+    let structured = o.get("structuredContent");
+    (o.len() == 2 + usize::from(structured.is_some())).then_some(())?;
+    let is_error = o.get("isError")?.as_bool()?;
+    let [item] = o.get("content")?.as_array()?.as_slice() else {
+        return None;
+    };
+    let item = item.as_object().filter(|i| i.len() == 2)?;
+    (item.get("type")?.as_str()? == "text").then_some(())?;
+    Some(TextResult {
+        text: item.get("text")?.as_str()?,
+        is_error,
+        structured,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_results_are_stored_as_their_text() {
+        let deployed = json!({"content":[{"type":"text","text":"Deployed web to production."}],"isError":false});
+        // The plain text shape is stored as its text.
+        let e = ClaimEntry::new(7, Some(&deployed)).unwrap();
+        assert_eq!(
+            (e.0[8], e.0.len()),
+            (TEXT, 10 + "Deployed web to production.".len())
+        );
+        assert_eq!(e.keep_until_ms(), 7);
+        let billing = json!({"content":[{"type":"text","text":"Billing connected."}],"isError":false,"structuredContent":{"connected":true}});
+        let e = ClaimEntry::new(7, Some(&billing)).unwrap();
+        assert_eq!(
+            (e.0[8], e.0.len()),
+            (
+                TEXT_STRUCTURED,
+                14 + "Billing connected.".len() + r#"{"connected":true}"#.len()
+            )
+        );
+        assert_eq!(taken(e.bytes()).unwrap().outcome, Some(billing));
+    }
+}
