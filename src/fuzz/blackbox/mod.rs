@@ -24,8 +24,7 @@
 //! its root cause ([`group`]: oracle, generation, method, op kinds; the
 //! tools and cases counted) and, the first time, written as a reproducer
 //! ([`repro`]), which is re-run against the target before it is reported
-//! ([`rerun`]; a stdio target's beside the cases, [`reruns`]); the run
-//! ends with a [`summary`].
+//! ([`rerun`]); the run ends with a [`summary`].
 //! Every run is bounded by a duration and a request count.
 //!
 //! - [`wire`]: the recording network wire.
@@ -37,7 +36,6 @@ pub mod minimise;
 pub mod oracle;
 pub mod repro;
 pub mod rerun;
-pub mod reruns;
 pub mod summary;
 #[cfg(test)]
 mod test_http;
@@ -248,7 +246,6 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         stdio: None,
     };
     let mut groups = Groups::default();
-    let mut reruns = reruns::Reruns::default();
     if gens.is_empty() {
         summary.stopped = "no tool listed".into();
     }
@@ -260,7 +257,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
         let f = listing_finding(s, t, hit, log);
         let pre = RootCause::new(f.oracle, f.generation, &f.method, &f.ops);
         let at = started.elapsed().as_secs_f64();
-        file(s, (&mut groups, &mut reruns), &pre, &f, None, at).await?;
+        file(s, &mut groups, &pre, &f, None, at).await?;
     }
     let mut last_progress = Instant::now();
     let mut index = 0u64;
@@ -279,7 +276,6 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             break;
         };
         index += 1;
-        reruns.settle_finished(&mut groups).await;
         let mut ex = t.exec(c.generation, c.tool, &c.ops, c.index).await;
         summary.execs += 1;
         summary.requests += ex.log.len() as u64;
@@ -297,7 +293,7 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
                 };
                 let (f, extra) = minimise_finding(s, t, &c, &hit, ex, bound).await;
                 summary.requests += extra;
-                file(s, (&mut groups, &mut reruns), &pre, &f, tool, at).await?;
+                file(s, &mut groups, &pre, &f, tool, at).await?;
                 if f.oracle == Oracle::Unresponsive && !t.alive().await {
                     summary.stopped = "unresponsive".into();
                     break;
@@ -323,12 +319,6 @@ pub async fn run(s: &Settings, t: &Target) -> std::io::Result<Summary> {
             );
         }
     }
-    reruns
-        .settle_all(
-            &mut groups,
-            crate::interrupt::received().map(|sig| sig.note()),
-        )
-        .await;
     summary.findings = groups.listed;
     summary.stdio = s.stdio.as_ref().map(|i| summary::Processes {
         started: i.log.spawn_count(),
@@ -359,7 +349,7 @@ pub fn shown(s: &Settings) -> String {
 /// a new cause gets its folder, `repro.sh`, re-run and summary row.
 async fn file(
     s: &Settings,
-    (groups, reruns): (&mut Groups, &mut reruns::Reruns),
+    groups: &mut Groups,
     pre: &RootCause,
     f: &Finding,
     tool: Option<&str>,
@@ -379,12 +369,7 @@ async fn file(
     let fdir = s.out_dir.join(&dir);
     repro::write(&fdir, f)?;
     verdict_file::write(&fdir, f)?;
-    let beside = s.stdio.is_some();
-    let rerun = if beside {
-        summary::Verdict::new(summary::Reproduced::Unknown, reruns::PENDING)
-    } else {
-        rerun::rerun(&fdir, f).await
-    };
+    let rerun = rerun::rerun(&fdir, f).await;
     repro::write_finding(&fdir, f, &rerun)?;
     let listed = Listed {
         dir,
@@ -399,10 +384,7 @@ async fn file(
         at_secs: at,
         rerun: rerun.clone(),
     };
-    groups.add(pre, cause, tool, listed.clone());
-    if beside {
-        reruns.start(groups, listed.dir, fdir, f).await;
-    }
+    groups.add(pre, cause, tool, listed);
     if s.progress.is_some() {
         eprintln!(
             "[{:>5.1}s] {} {} [{} {}]: {} (reproduced: {})",
@@ -416,11 +398,7 @@ async fn file(
             f.generation,
             f.method,
             f.what,
-            if beside {
-                reruns::PENDING.to_owned()
-            } else {
-                rerun.short()
-            }
+            rerun.short()
         );
     }
     Ok(())

@@ -132,17 +132,10 @@ pub(crate) async fn run_script(
     #[cfg(unix)]
     cmd.process_group(0);
     let mut child = cmd.spawn().map_err(io)?;
-    // Dropped unfinished (a re-run stopped with the run), the script's
-    // group goes with it: bash, its curls and the bridge it started.
-    let mut group = GroupOnDrop(child.id());
     let limit = bound(f);
     let status = match tokio::time::timeout(limit, child.wait()).await {
-        Ok(s) => {
-            group.0 = None;
-            s.map_err(io)?
-        }
+        Ok(s) => s.map_err(io)?,
         Err(_) => {
-            group.0 = None;
             kill_group(&mut child).await;
             return Err(ScriptEnd::Killed(format!(
                 "repro.sh did not finish within {}s and was stopped",
@@ -160,17 +153,6 @@ pub(crate) async fn run_script(
         return Err(ScriptEnd::Unknown(why.to_owned()));
     }
     Ok(())
-}
-
-/// A script's process group, killed when dropped while still set.
-struct GroupOnDrop(Option<u32>);
-
-impl Drop for GroupOnDrop {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            crate::stdio::child::kill_group(pgid);
-        }
-    }
 }
 
 /// Kills the script and every curl it started (they share its group).
