@@ -107,7 +107,10 @@ async fn two_messages(p: Probe) -> Verdict {
     let seen = match p.send(control).await {
         Ok(r) => match r.rpc() {
             Rpc::Result(v) => Ok(Some(v)),
-            other => Err(format!("it got HTTP {} and {}", r.status, other.describe())),
+            other => Err(format!(
+                "it got {}",
+                p.reply_status(r.status).then(" and ", other.describe())
+            )),
         },
         Err(e) => Err(format!("it got no reply: {e}")),
     };
@@ -177,9 +180,10 @@ async fn take(p: &Probe, t: &ToolProfile, arg: &str, args: &Map<String, Value>) 
         Err(e) => return Took::Unclear(format!("no reply: {e}")),
     };
     let rpc = reply.rpc();
-    let got = reading(&rpc, reply.status);
+    let status = p.reply_status(reply.status);
+    let got = reading(&rpc, status);
     match &rpc {
-        _ if reply.status >= 500 => Took::Accepted(format!("HTTP {}", reply.status)),
+        _ if reply.status >= 500 => Took::Accepted(status.to_string()),
         Rpc::Error(_) => Took::Refused(got),
         Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
             Took::Refused(got)
@@ -191,19 +195,21 @@ async fn take(p: &Probe, t: &ToolProfile, arg: &str, args: &Map<String, Value>) 
                     Took::Refused("input_required, then a tool error result".into())
                 }
                 WalkEnd::Error { code, status, .. } => Took::Refused(format!(
-                    "input_required, then HTTP {status} and error {code}"
+                    "input_required, then {}",
+                    p.reply_status(status)
+                        .then(" and ", format_args!("error {code}"))
                 )),
                 WalkEnd::Complete { .. } => Took::Accepted(
                     "input_required, and a complete result once the input was given".into(),
                 ),
                 other => Took::Unclear(format!(
                     "input_required, then {}",
-                    super::subject::describe_end(&other)
+                    super::subject::describe_end(p, &other)
                 )),
             }
         }
         Rpc::Result(_) => Took::Accepted(got),
-        Rpc::Missing(why) => Took::Unclear(format!("HTTP {}, {why}", reply.status)),
+        Rpc::Missing(why) => Took::Unclear(status.then(", ", why)),
     }
 }
 
@@ -222,7 +228,10 @@ async fn served(p: &Probe, t: &ToolProfile) -> Control {
             Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) != Some(true) => {
                 Ok(Some(v))
             }
-            other => Err(format!("it got {}", reading(&other, r.status))),
+            other => Err(format!(
+                "it got {}",
+                reading(&other, p.reply_status(r.status))
+            )),
         },
         Err(e) => Err(format!("it got no reply: {e}")),
     };

@@ -226,7 +226,7 @@ async fn before_initialized(p: Probe) -> Verdict {
     }
     let get = match status {
         Some(200) => format!("the GET stream was open for {window:?}"),
-        Some(s) => format!("the GET stream got HTTP {s}"),
+        Some(s) => format!("the GET stream got {}", p.reply_status(s)),
         None => "the GET stream did not open".to_owned(),
     };
     let (Some(t), Some(st)) = (subject, withheld) else {
@@ -413,7 +413,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
                 continue;
             }
             let reply = match (st.response, st.failure) {
-                (Some(rpc), _) => Ok((rpc, st.status)),
+                (Some(rpc), _) => Ok((rpc, p.reply_status(st.status))),
                 (None, f) => Err(f.unwrap_or_else(|| "no response".into())),
             };
             tally.file(&what, reply, &control, &values);

@@ -69,6 +69,32 @@ async fn a_null_id_reply_over_stdio_is_a_finding_not_a_timeout() {
     assert_eq!(row.status, Status::Pass, "{}", row.detail);
 }
 
+/// Over stdio every status is the loopback bridge's, not the server's: no
+/// row that ran quotes one ("HTTP 200, error -32602" read as if the server
+/// had sent a status). Seen failing before: 15 rows of a clean run did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_stdio_finding_quotes_the_bridges_http_status() {
+    for flaws in [
+        &[][..],
+        &["bad-shape-not-found"],
+        &["accept-tampered-state"],
+    ] {
+        let r = check_stdio(serve(flaws), None, &[]).await;
+        let quoting: Vec<String> = r
+            .results
+            .iter()
+            .filter(|x| !matches!(x.status, Status::NotApplicable(_)))
+            .filter(|x| x.detail.contains("HTTP "))
+            .map(|x| format!("{}: {}", x.id, x.detail))
+            .collect();
+        assert!(quoting.is_empty(), "{flaws:?}: {quoting:#?}");
+        // The rows that read those replies still ran and judged them.
+        let ran = |id: &str| r.get(id).map(|x| x.status.as_str());
+        assert_eq!(ran("mrtr-meta-missing"), Some("pass"), "{flaws:?}");
+        assert_eq!(ran("mrtr-removed-methods"), Some("pass"), "{flaws:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
     let r = check_stdio(serve(&[]), None, &[]).await;
