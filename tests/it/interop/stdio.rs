@@ -69,6 +69,32 @@ async fn a_null_id_reply_over_stdio_is_a_finding_not_a_timeout() {
     assert_eq!(row.status, Status::Pass, "{}", row.detail);
 }
 
+/// A full run under `error-id-null` has no TIMEOUT: the rows that send
+/// methods the server lacks run alone, so their null-id `-32601` is the
+/// reply of the one request in flight (seen failing without it:
+/// mrtr-removed-methods and mrtr-input-required-scope timed out, their
+/// replies dropped among other checks' requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_stdio_run_under_error_id_null_has_no_timeout() {
+    let r = check_stdio(serve(&["error-id-null"]), None, &[]).await;
+    let table = check::render::text(&r, false);
+    let late: Vec<&str> = r
+        .results
+        .iter()
+        .filter(|x| x.status == Status::Timeout)
+        .map(|x| x.id)
+        .collect();
+    assert!(late.is_empty(), "{late:?}\n{table}");
+    let row = |id: &str| r.get(id).map(|x| x.status.clone());
+    assert_eq!(row("mrtr-error-id-echoed"), Some(Status::Fail), "{table}");
+    assert_eq!(row("mrtr-removed-methods"), Some(Status::Pass), "{table}");
+    assert_eq!(
+        row("mrtr-input-required-scope"),
+        Some(Status::Pass),
+        "{table}"
+    );
+}
+
 /// Over stdio every status is the loopback bridge's, not the server's: no
 /// row that ran quotes one ("HTTP 200, error -32602" read as if the server
 /// had sent a status). Seen failing before: 15 rows of a clean run did.
