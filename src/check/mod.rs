@@ -143,6 +143,11 @@ pub fn all_checks() -> Vec<Check> {
         "legacy-missing-session-400",
         errors::legacy_checks(),
     );
+    place_after(
+        &mut v,
+        "legacy-unknown-tool-error",
+        bad_input::legacy_checks(),
+    );
     v.extend(legacy_get_stream::checks());
     v.extend(legacy_principal::checks());
     // The isolation burst runs last in each generation's part of the
@@ -408,6 +413,8 @@ mod tests {
         ("legacy-url-required-error", "legacy_elicitation"),
         ("mrtr-one-message-per-body", "bad_input"),
         ("mrtr-tool-argument-types", "bad_input"),
+        ("legacy-one-message-per-body", "bad_input"),
+        ("legacy-tool-argument-types", "bad_input"),
     ];
 
     /// The file stem of a `check!` source path.
