@@ -5,7 +5,8 @@
 //! session's pending elicitation (beside a control: the session's own
 //! principal answers and the call completes). Runs where principals mean
 //! something to the server (it authenticates, or the user named two
-//! principals).
+//! principals); not over stdio, where a session is a process of one
+//! principal and its id and tokens are the bridge's.
 
 use super::control::Control;
 use super::decline_cancel::refusal_deadline;
@@ -26,7 +27,10 @@ pub fn checks() -> Vec<Check> {
             Legacy,
             "a request on a session with another principal's credentials is refused",
             session,
-            two_principals
+            two_principals,
+            // Over stdio a session is a process, started for one principal;
+            // the session id and the token on it are the bridge's.
+            http("HTTP sessions and the credentials on them")
         ),
         check!(
             "legacy-cross-principal-answer",
@@ -35,7 +39,10 @@ pub fn checks() -> Vec<Check> {
             Legacy,
             "another principal cannot answer a session's pending elicitation",
             answer,
-            two_principals
+            two_principals,
+            // Over stdio a session is a process, started for one principal;
+            // the session id and the token on it are the bridge's.
+            http("HTTP sessions and the credentials on them")
         ),
     ]
 }

@@ -257,6 +257,27 @@ async fn serve_over_stdio_binds_principals_named_by_an_environment_variable() {
     .await;
     let row = r.get("mrtr-cross-principal").expect("row");
     assert_eq!(row.status, Status::Pass, "{}", row.detail);
+    // A 2025-11-25 session is a process of one principal: another
+    // principal's token on its id is the bridge's to route, not the
+    // server's to refuse (both rows failed the clean server).
+    let r = check_stdio(
+        keyed(&[]),
+        Some("ELICITKIT_PRINCIPAL"),
+        &["legacy-cross-principal"],
+    )
+    .await;
+    for id in [
+        "legacy-cross-principal-session",
+        "legacy-cross-principal-answer",
+    ] {
+        let row = r.get(id).expect("row");
+        assert!(
+            matches!(row.status, Status::NotApplicable(_)),
+            "{id}: {:?}: {}",
+            row.status,
+            row.detail
+        );
+    }
     let r = check_stdio(
         keyed(&["ignore-state-principal"]),
         Some("ELICITKIT_PRINCIPAL"),
