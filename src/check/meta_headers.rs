@@ -547,7 +547,7 @@ async fn removed_methods(p: Probe) -> Verdict {
         }
     }
     // Over stdio the 404 is no part of the rule (the bridge's status).
-    let expected = p.reply_status(404).then(" and ", "-32601");
+    let expected = p.reply_status(404).expected(" and ", "-32601");
     if problems.is_empty() {
         Verdict::pass(format!("ping and logging/setLevel got {expected}"))
     } else {

@@ -42,6 +42,16 @@ impl ReplyStatus {
         }
     }
 
+    /// How a rule's expected status (this one) reads before `rest`:
+    /// `HTTP {code}{sep}{rest}` over HTTP; `rest` alone over stdio, where no
+    /// status is part of any rule.
+    pub fn expected(&self, sep: &str, rest: impl fmt::Display) -> String {
+        match self.stdio {
+            true => rest.to_string(),
+            false => format!("HTTP {}{sep}{rest}", self.code),
+        }
+    }
+
     /// [`ReplyStatus::then`] in brackets after `rest`: ` (HTTP 200)` on an
     /// HTTP target; over stdio nothing when the pipe carried a reply.
     pub fn after(&self, rest: impl fmt::Display) -> String {
@@ -71,7 +81,7 @@ impl fmt::Display for ReplyStatus {
             502 => "no process answered (it exited or could not start)",
             400 => "nothing sent (the bridge sends no blank line)",
             404 => "no such session process",
-            405 => "nothing (stdio has no GET stream)",
+            405 => "no stream: stdio has none",
             _ => "no reply the server wrote (the bridge answered)",
         })
     }
@@ -87,6 +97,10 @@ mod tests {
         assert_eq!(s.to_string(), "HTTP 400");
         assert_eq!(s.then(" and ", "error -32602"), "HTTP 400 and error -32602");
         assert_eq!(s.after("a result"), "a result (HTTP 400)");
+        assert_eq!(
+            s.other(404).expected(" and ", "-32601"),
+            "HTTP 404 and -32601"
+        );
     }
 
     #[test]
@@ -99,6 +113,7 @@ mod tests {
             }
         }
         let ok = ReplyStatus::new(200, true);
+        assert_eq!(ok.other(404).expected(" and ", "-32601"), "-32601");
         assert_eq!(ok.then(" and ", "error -32602"), "error -32602");
         assert_eq!(
             ReplyStatus::new(502, true).then(": ", "x"),

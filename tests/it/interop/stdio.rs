@@ -118,6 +118,9 @@ async fn no_stdio_finding_quotes_the_bridges_http_status() {
         let ran = |id: &str| r.get(id).map(|x| x.status.as_str());
         assert_eq!(ran("mrtr-meta-missing"), Some("pass"), "{flaws:?}");
         assert_eq!(ran("mrtr-removed-methods"), Some("pass"), "{flaws:?}");
+        // Nor does a status stand in for one the pipe has not.
+        let removed = r.get("mrtr-removed-methods").expect("row");
+        assert_eq!(removed.detail, "ping and logging/setLevel got -32601");
     }
 }
 
