@@ -5,14 +5,17 @@
 //! type its `inputSchema` forbids (the tools page: servers MUST validate
 //! all tool inputs; SEP-1303: the error may be a tool result with
 //! `isError`). Each refusal passes only beside a [`Control`]: the same
-//! request, valid, is served.
+//! request, valid, is served. Each rule has a 2025-11-25 twin on an
+//! initialized session, judged by the same code.
 
 use super::control::Control;
+use super::legacy_session::{self, Answer, CallOptions};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use super::registry::{Check, check};
+use super::reply_status::ReplyStatus;
 use super::subject::{MAX_ROUNDS, reading};
-use crate::client::raw::Rpc;
+use crate::client::raw::{RawRequest, Rpc};
 use crate::discover::modern::{WalkEnd, call_request, walk};
 use crate::protocol::codes;
 use serde_json::{Map, Value, json};
@@ -40,6 +43,37 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
+/// The 2025-11-25 twins, on an initialized session.
+pub fn legacy_checks() -> Vec<Check> {
+    vec![
+        check!(
+            "legacy-one-message-per-body",
+            "§3.2 (one JSON-RPC message per POST body)",
+            Must,
+            Legacy,
+            "a POST body holding two JSON-RPC requests back to back is refused (-32700 / -32600 or HTTP 400), never served",
+            legacy_two_messages,
+            http("POST bodies")
+        ),
+        check!(
+            "legacy-tool-argument-types",
+            "§tools (Security: servers MUST validate all tool inputs), SEP-1303",
+            Must,
+            Legacy,
+            "a tool argument of a type its inputSchema forbids gets an error (-32602 or an isError result), not a success",
+            legacy_argument_types
+        ),
+    ]
+}
+
+/// The generation a probe speaks: 2026-07-28 requests, or 2025-11-25 ones
+/// on a session of their own.
+#[derive(Clone, Copy)]
+enum Era {
+    Modern,
+    Legacy,
+}
+
 /// Whether a JSON-RPC error code says the body was not one valid message.
 fn framing_code(code: i64) -> bool {
     code == codes::PARSE_ERROR || code == codes::INVALID_REQUEST
@@ -53,6 +87,45 @@ async fn two_messages(p: Probe) -> Verdict {
         json!({}),
         &all_modes(),
     );
+    two_in_one_body(&p, method, single.clone(), single).await
+}
+
+/// [`two_messages`] on an initialized 2025-11-25 session.
+async fn legacy_two_messages(p: Probe) -> Verdict {
+    let s = match legacy_session::open(&p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Verdict::skip(e.to_string()),
+    };
+    let method = "tools/list";
+    let single = legacy_session::request(
+        &p,
+        &s,
+        &format!("{method} on the session (one message)"),
+        method,
+        json!({}),
+    );
+    // The control is a request of its own: an id is not reused on a session.
+    let control = legacy_session::request(
+        &p,
+        &s,
+        &format!("{method} on the session (one message)"),
+        method,
+        json!({}),
+    );
+    let verdict = two_in_one_body(&p, method, single, control).await;
+    legacy_session::close(&p, &s).await;
+    verdict
+}
+
+/// Sends `single` (a `method` request) twice back to back in one body and
+/// judges the reply beside the control: `control` (the same request, alone)
+/// is served.
+async fn two_in_one_body(
+    p: &Probe,
+    method: &str,
+    single: RawRequest,
+    mut control: RawRequest,
+) -> Verdict {
     // The same request again, another id, straight after the first.
     let second = single.clone().with_id(json!("elicitkit-second-message"));
     let mut body = single.body.clone();
@@ -102,12 +175,14 @@ async fn two_messages(p: Probe) -> Verdict {
         ))
         .expecting(expect),
     };
-    let mut control = single;
     control.label = format!("control: {}", control.label);
     let seen = match p.send(control).await {
         Ok(r) => match r.rpc() {
             Rpc::Result(v) => Ok(Some(v)),
-            other => Err(format!("it got HTTP {} and {}", r.status, other.describe())),
+            other => Err(format!(
+                "it got {}",
+                p.reply_status(r.status).then(" and ", other.describe())
+            )),
         },
         Err(e) => Err(format!("it got no reply: {e}")),
     };
@@ -160,71 +235,145 @@ enum Took {
     Unclear(String),
 }
 
-/// Calls `t` with `args`; a reply that asks for input is walked to its end
-/// with valid answers (a server may judge its arguments late).
-async fn take(p: &Probe, t: &ToolProfile, arg: &str, args: &Map<String, Value>) -> Took {
-    let req = call_request(
-        p,
-        format!("tools/call {} with a mistyped {arg}", t.name),
-        &t.name,
-        args,
-        &all_modes(),
-        None,
-        None,
-    );
+/// Calls `t` with `args` in `era`; a reply that asks for input is answered
+/// validly to its end (a server may judge its arguments late).
+async fn take(era: Era, p: &Probe, t: &ToolProfile, arg: &str, args: &Map<String, Value>) -> Took {
+    let label = format!("tools/call {} with a mistyped {arg}", t.name);
+    match era {
+        Era::Modern => take_modern(p, t, label, args).await,
+        Era::Legacy => take_legacy(p, t, args).await,
+    }
+}
+
+/// [`take`] in 2026-07-28: input_required rounds are walked.
+async fn take_modern(p: &Probe, t: &ToolProfile, label: String, args: &Map<String, Value>) -> Took {
+    let req = call_request(p, label, &t.name, args, &all_modes(), None, None);
     let reply = match p.send(req).await {
         Ok(r) => r,
         Err(e) => return Took::Unclear(format!("no reply: {e}")),
     };
     let rpc = reply.rpc();
-    let got = reading(&rpc, reply.status);
+    let status = p.reply_status(reply.status);
     match &rpc {
-        _ if reply.status >= 500 => Took::Accepted(format!("HTTP {}", reply.status)),
-        Rpc::Error(_) => Took::Refused(got),
-        Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
-            Took::Refused(got)
-        }
-        Rpc::Result(v) if super::judge::asks_for_input(v) => {
+        Rpc::Result(v) if reply.status < 500 && super::judge::asks_for_input(v) => {
             let w = walk(p, &t.name, args, &all_modes(), MAX_ROUNDS, false).await;
             match w.end {
                 WalkEnd::Complete { is_error: true, .. } => {
                     Took::Refused("input_required, then a tool error result".into())
                 }
                 WalkEnd::Error { code, status, .. } => Took::Refused(format!(
-                    "input_required, then HTTP {status} and error {code}"
+                    "input_required, then {}",
+                    p.reply_status(status)
+                        .then(" and ", format_args!("error {code}"))
                 )),
                 WalkEnd::Complete { .. } => Took::Accepted(
                     "input_required, and a complete result once the input was given".into(),
                 ),
                 other => Took::Unclear(format!(
                     "input_required, then {}",
-                    super::subject::describe_end(&other)
+                    super::subject::describe_end(p, &other)
                 )),
             }
         }
-        Rpc::Result(_) => Took::Accepted(got),
-        Rpc::Missing(why) => Took::Unclear(format!("HTTP {}, {why}", reply.status)),
+        _ => took(&rpc, status),
     }
 }
 
-/// The same tool with its valid arguments is served: a result that is not
-/// a tool error (complete, or a round that asks for input).
-async fn served(p: &Probe, t: &ToolProfile) -> Control {
-    let req = p.call_request(
-        format!("control: tools/call {}", t.name),
-        t,
-        &all_modes(),
-        None,
-        None,
-    );
-    let seen = match p.send(req).await {
-        Ok(r) => match r.rpc() {
-            Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) != Some(true) => {
-                Ok(Some(v))
-            }
-            other => Err(format!("it got {}", reading(&other, r.status))),
+/// [`take`] in 2025-11-25: on a session of its own, every elicitation
+/// pushed is answered validly (pages completed), as the 2026 walk does.
+async fn take_legacy(p: &Probe, t: &ToolProfile, args: &Map<String, Value>) -> Took {
+    let s = match legacy_session::open(p, &all_modes(), true).await {
+        Ok(s) => s,
+        Err(e) => return Took::Unclear(format!("no session: {e}")),
+    };
+    let accept = Answer::Accept {
+        complete_pages: true,
+    };
+    let st = legacy_session::call(p, &s, &t.name, args, accept, &CallOptions::default()).await;
+    legacy_session::close(p, &s).await;
+    let asked = match st.elicitations.len() {
+        0 => "",
+        _ => "elicitation answered, then ",
+    };
+    match &st.response {
+        Some(rpc) => match took(rpc, p.reply_status(st.status)) {
+            Took::Refused(got) => Took::Refused(format!("{asked}{got}")),
+            Took::Accepted(got) => Took::Accepted(format!("{asked}{got}")),
+            Took::Unclear(why) => Took::Unclear(format!("{asked}{why}")),
         },
-        Err(e) => Err(format!("it got no reply: {e}")),
+        None if st.status >= 500 => Took::Accepted(p.reply_status(st.status).to_string()),
+        None => Took::Unclear(format!(
+            "{asked}no response ({})",
+            st.failure.clone().unwrap_or_default()
+        )),
+    }
+}
+
+/// How a final reply (`rpc`, with `status`) to a mistyped call reads, either
+/// generation: an error or a tool error refuses it, a 5xx or a result
+/// serves it.
+fn took(rpc: &Rpc, status: ReplyStatus) -> Took {
+    let got = reading(rpc, status);
+    match rpc {
+        _ if status.code() >= 500 => Took::Accepted(status.to_string()),
+        Rpc::Error(_) => Took::Refused(got),
+        Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
+            Took::Refused(got)
+        }
+        Rpc::Result(_) => Took::Accepted(got),
+        Rpc::Missing(why) => Took::Unclear(status.then(", ", why)),
+    }
+}
+
+/// The same tool with its valid arguments is served in `era`: a result
+/// that is not a tool error (complete, or a round that asks for input; in
+/// 2025-11-25, once its elicitations are answered validly).
+async fn served(era: Era, p: &Probe, t: &ToolProfile) -> Control {
+    let seen = match era {
+        Era::Modern => {
+            let req = p.call_request(
+                format!("control: tools/call {}", t.name),
+                t,
+                &all_modes(),
+                None,
+                None,
+            );
+            match p.send(req).await {
+                Ok(r) => match r.rpc() {
+                    Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) != Some(true) => {
+                        Ok(Some(v))
+                    }
+                    other => Err(format!(
+                        "it got {}",
+                        reading(&other, p.reply_status(r.status))
+                    )),
+                },
+                Err(e) => Err(format!("it got no reply: {e}")),
+            }
+        }
+        Era::Legacy => {
+            let accept = Answer::Accept {
+                complete_pages: true,
+            };
+            match legacy_session::call_once(p, t, accept, &CallOptions::default()).await {
+                Err(e) => Err(format!("it could not be sent ({e})")),
+                Ok(st) => match st.response {
+                    Some(Rpc::Result(v))
+                        if v.get("isError").and_then(Value::as_bool) != Some(true) =>
+                    {
+                        Ok(Some(v))
+                    }
+                    Some(other) => Err(format!(
+                        "it got {}",
+                        reading(&other, p.reply_status(st.status))
+                    )),
+                    None => Err(format!(
+                        "it got no response ({})",
+                        st.failure.unwrap_or_default()
+                    )),
+                },
+            }
+        }
     };
     Control::observed(format!("{} with valid arguments is served", t.name), seen)
 }
@@ -233,6 +382,17 @@ async fn served(p: &Probe, t: &ToolProfile) -> Control {
 const TOOLS: usize = 2;
 
 async fn argument_types(p: Probe) -> Verdict {
+    argument_types_in(Era::Modern, &p).await
+}
+
+/// [`argument_types`] on 2025-11-25 sessions.
+async fn legacy_argument_types(p: Probe) -> Verdict {
+    argument_types_in(Era::Legacy, &p).await
+}
+
+/// Calls up to [`TOOLS`] tools with a mistyped argument in `era`: any
+/// served fails; a refusal passes beside its control.
+async fn argument_types_in(era: Era, p: &Probe) -> Verdict {
     // Tools that change nothing first, then those that may repeat.
     let mut tools: Vec<(ToolProfile, String, Map<String, Value>)> = p
         .target()
@@ -250,7 +410,7 @@ async fn argument_types(p: Probe) -> Verdict {
     let (mut accepted, mut refused, mut unclear) = (Vec::new(), Vec::new(), Vec::new());
     for (t, arg, args) in &tools {
         let what = format!("{} with {arg} = {}", t.name, args[arg.as_str()]);
-        match take(&p, t, arg, args).await {
+        match take(era, p, t, arg, args).await {
             Took::Accepted(got) => accepted.push(format!("{what}: {got}")),
             Took::Refused(got) => refused.push((t, format!("{what}: {got}"))),
             Took::Unclear(why) => unclear.push(format!("{what}: {why}")),
@@ -266,7 +426,7 @@ async fn argument_types(p: Probe) -> Verdict {
     let mut passed = Vec::new();
     let mut unsure = unclear;
     for (t, line) in refused {
-        let control = served(&p, t).await;
+        let control = served(era, p, t).await;
         if control.held() {
             passed.push(format!("{line} (control: {})", control.what()));
         } else {

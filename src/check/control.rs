@@ -21,6 +21,7 @@ use super::decline_cancel::refusal_deadline;
 use super::legacy_session::{Answer, CallOptions, Streamed, call_once};
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile};
+use super::reply_status::ReplyStatus;
 use super::subject::{at_state, complete, reading, retry};
 use crate::client::raw::Rpc;
 use serde_json::Value;
@@ -62,7 +63,9 @@ impl Control {
                 let label = format!("control: tools/call {} valid retry", tool.name);
                 match retry(p, tool, &label, &r.answers, &r.state).await {
                     Ok((Rpc::Result(v), _)) if !is_tool_error(&v) => Ok(Some(v)),
-                    Ok((rpc, status)) => Err(format!("it got {}", reading(&rpc, status))),
+                    Ok((rpc, status)) => {
+                        Err(format!("it got {}", reading(&rpc, p.reply_status(status))))
+                    }
                     Err(e) => Err(format!("it got no reply ({e})")),
                 }
             }
@@ -93,7 +96,7 @@ impl Control {
         };
         let seen = match call_once(&bounded, tool, accept, &CallOptions::default()).await {
             Err(e) => Err(format!("it could not be sent ({e})")),
-            Ok(st) => answered(&st),
+            Ok(st) => answered(&st, p.reply_status(st.status)),
         };
         Control { what, seen }
     }
@@ -153,15 +156,15 @@ fn is_tool_error(v: &Value) -> bool {
     v.get("isError").and_then(Value::as_bool) == Some(true)
 }
 
-/// How a 2025-11-25 control call reads: answered, with a result that is
-/// not a tool error, or why not.
-fn answered(st: &Streamed) -> Result<Option<Value>, String> {
+/// How a 2025-11-25 control call reads (`status`, its reply's): answered,
+/// with a result that is not a tool error, or why not.
+fn answered(st: &Streamed, status: ReplyStatus) -> Result<Option<Value>, String> {
     if st.elicitations.is_empty() {
         return Err("it got no elicitation to answer".into());
     }
     match (&st.response, &st.failure) {
         (Some(Rpc::Result(v)), _) if !is_tool_error(v) => Ok(Some(v.clone())),
-        (Some(rpc), _) => Err(format!("it got {}", reading(rpc, st.status))),
+        (Some(rpc), _) => Err(format!("it got {}", reading(rpc, status))),
         (None, Some(f)) => Err(format!("it got no response ({f})")),
         (None, None) => Err("it got no response".into()),
     }
@@ -209,13 +212,20 @@ mod tests {
             response: Some(Rpc::Result(json!({"content": []}))),
             ..Default::default()
         };
-        assert!(answered(&st).is_err(), "no elicitation, nothing answered");
+        assert!(
+            answered(&st, ReplyStatus::new(st.status, false)).is_err(),
+            "no elicitation, nothing answered"
+        );
         st.elicitations.push(json!({"message": "m"}));
-        assert!(answered(&st).is_ok());
+        assert!(answered(&st, ReplyStatus::new(st.status, false)).is_ok());
         st.response = Some(Rpc::Result(json!({"isError": true})));
-        assert!(answered(&st).is_err());
+        assert!(answered(&st, ReplyStatus::new(st.status, false)).is_err());
         st.response = None;
         st.failure = Some("timeout".into());
-        assert!(answered(&st).unwrap_err().contains("timeout"));
+        assert!(
+            answered(&st, ReplyStatus::new(st.status, false))
+                .unwrap_err()
+                .contains("timeout")
+        );
     }
 }

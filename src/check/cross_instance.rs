@@ -192,7 +192,7 @@ async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, St
                 "{}: a valid final retry with the target's state did not complete on the other \
                  instance: {}",
                 t.name,
-                reading(&there.rpc, there.status)
+                reading(&there.rpc, p.reply_status(there.status))
             ),
         )
         .expecting("the retry completes on any instance"));

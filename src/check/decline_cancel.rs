@@ -172,14 +172,14 @@ async fn legacy_refuse(p: Probe, answer: Answer, what: &str) -> Verdict {
     let mut untold = Vec::new();
     for t in &tools {
         let st = call_tool(&bounded, &s, t, answer.clone()).await;
-        if let Some(why) = unanswered(&t.name, &st) {
+        if let Some(why) = unanswered(&p, &t.name, &st) {
             untold.push(why);
             if st.response.is_none() {
                 break;
             }
             continue;
         }
-        match ended(&t.name, &st) {
+        match ended(&p, &t.name, &st) {
             Ok(line) => {
                 if matches!(st.response, Some(Rpc::Error(_))) {
                     protocol_errors.push(line.clone());

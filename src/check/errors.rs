@@ -12,6 +12,7 @@ use super::model::Verdict;
 use super::offered;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
+use super::reply_status::ReplyStatus;
 use crate::client::raw::{RawReply, Rpc};
 use crate::findings::Severity;
 use crate::protocol::codes;
@@ -166,7 +167,10 @@ async fn known_tool_served(p: &Probe) -> Control {
     let seen = match p.send(req).await {
         Ok(r) => match r.rpc() {
             Rpc::Result(v) => Ok(Some(v)),
-            other => Err(format!("it got HTTP {} and {}", r.status, other.describe())),
+            other => Err(format!(
+                "it got {}",
+                p.reply_status(r.status).then(" and ", other.describe())
+            )),
         },
         Err(e) => Err(format!("it got no reply: {e}")),
     };
@@ -180,14 +184,15 @@ const NO_SUCH_TOOL: &str = "elicitkit-no-such-tool";
 /// either generation: `-32602` passes (a PASS the caller judges against its
 /// control), another protocol error is INFO, a result (even `isError`) or
 /// no response fails.
-fn unknown_tool_verdict(status: u16, rpc: &Rpc) -> Verdict {
+fn unknown_tool_verdict(status: ReplyStatus, rpc: &Rpc) -> Verdict {
     let name = NO_SUCH_TOOL;
     let expect = "a JSON-RPC error, -32602 as in the tools page's example: an unknown tool is a \
                   protocol error, a tool result (isError) is for a tool that ran";
     match rpc {
-        Rpc::Error(e) if e.code == codes::INVALID_PARAMS => {
-            Verdict::pass(format!("tools/call {name}: HTTP {status} and error -32602"))
-        }
+        Rpc::Error(e) if e.code == codes::INVALID_PARAMS => Verdict::pass(format!(
+            "tools/call {name}: {}",
+            status.then(" and ", "error -32602")
+        )),
         Rpc::Error(e) => Verdict::info(format!(
             "tools/call {name}: a protocol error, but {} ({}); the tools page's example is -32602",
             e.code,
@@ -195,10 +200,13 @@ fn unknown_tool_verdict(status: u16, rpc: &Rpc) -> Verdict {
         )),
         Rpc::Result(v) => {
             let is_error = v.get("isError").and_then(Value::as_bool) == Some(true);
+            let got = format!(
+                "tools/call {name} got a result{}",
+                if is_error { " with isError: true" } else { "" }
+            );
             Verdict::fail(format!(
-                "tools/call {name} got a result{} (HTTP {status}): an unknown tool was answered as \
-                 if a tool had run",
-                if is_error { " with isError: true" } else { "" },
+                "{}: an unknown tool was answered as if a tool had run",
+                status.after(got)
             ))
             .expecting(expect)
         }
@@ -221,7 +229,7 @@ async fn unknown_tool_error(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
     let rpc = reply.rpc();
-    let verdict = unknown_tool_verdict(reply.status, &rpc);
+    let verdict = unknown_tool_verdict(p.reply_status(reply.status), &rpc);
     if matches!(rpc, Rpc::Error(_)) {
         return known_tool_served(&p).await.judge(verdict);
     }
@@ -275,7 +283,7 @@ async fn legacy_unknown_tool_error(p: Probe) -> Verdict {
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
     let rpc = reply.rpc();
-    let verdict = unknown_tool_verdict(reply.status, &rpc);
+    let verdict = unknown_tool_verdict(p.reply_status(reply.status), &rpc);
     let what = match p.target().tools.first() {
         Some(t) => format!("a tools/call of {} on the session is served", t.name),
         None => "a listed tool is called".to_owned(),
@@ -325,8 +333,8 @@ async fn unknown_resource_error(p: Probe) -> Verdict {
     let rpc = reply.rpc();
     let verdict = match &rpc {
         Rpc::Error(e) if e.code == codes::INVALID_PARAMS => Verdict::pass(format!(
-            "resources/read {uri}: HTTP {} and error -32602",
-            reply.status
+            "resources/read {uri}: {}",
+            p.reply_status(reply.status).then(" and ", "error -32602")
         )),
         Rpc::Error(e) if e.code == codes::RETIRED_RESOURCE_NOT_FOUND => Verdict::fail(format!(
             "resources/read {uri}: error -32002, retired in 2026-07-28 (it must not be emitted; \
@@ -368,7 +376,10 @@ async fn unknown_resource_error(p: Probe) -> Verdict {
         {
             Ok(r) => match r.rpc() {
                 Rpc::Result(v) => Ok(Some(v)),
-                other => Err(format!("it got HTTP {} and {}", r.status, other.describe())),
+                other => Err(format!(
+                    "it got {}",
+                    p.reply_status(r.status).then(" and ", other.describe())
+                )),
             },
             Err(e) => Err(format!("it got no reply: {e}")),
         },

@@ -143,7 +143,7 @@ async fn legacy_happy_path(p: Probe) -> Verdict {
     };
     let mut ok = Vec::new();
     for (t, s) in &runs {
-        match (&s.response, ended(&t.name, s)) {
+        match (&s.response, ended(&p, &t.name, s)) {
             (Some(Rpc::Result(_)), Ok(line)) => ok.push(line),
             (_, Ok(line)) | (_, Err(line)) => return Verdict::fail(line),
         }

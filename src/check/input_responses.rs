@@ -17,6 +17,7 @@ use super::judge::{answer_values, asks_for_input, same_outcome};
 use super::model::Verdict;
 use super::probe::Probe;
 use super::registry::{Check, check};
+use super::reply_status::ReplyStatus;
 use super::subject::{Round, at_state, first_at_state, reading, retry, retry_raw};
 use crate::client::raw::Rpc;
 use crate::client::rpc::final_success;
@@ -101,7 +102,7 @@ async fn unknown_keys(p: Probe) -> Verdict {
         Ok((other, status)) => Verdict::fail(format!(
             "{}: an extra inputResponses key got {}",
             r.tool.name,
-            reading(&other, status)
+            reading(&other, p.reply_status(status))
         )),
     }
 }
@@ -134,7 +135,10 @@ async fn missing(p: Probe) -> Verdict {
         {
             Err(e) => problems.push(format!("{what}: no reply: {e}")),
             Ok((Rpc::Result(v), _)) if asks_for_input(&v) => {}
-            Ok((other, status)) => problems.push(format!("{what}: {}", reading(&other, status))),
+            Ok((other, status)) => problems.push(format!(
+                "{what}: {}",
+                reading(&other, p.reply_status(status))
+            )),
         }
         subject = Some(r.tool);
     }
@@ -175,7 +179,7 @@ impl Tally {
     pub(super) fn file(
         &mut self,
         what: &str,
-        reply: Result<(Rpc, u16), String>,
+        reply: Result<(Rpc, ReplyStatus), String>,
         control: &Control,
         values: &[String],
     ) {
@@ -183,24 +187,24 @@ impl Tally {
             Err(e) => return self.crashed.push(format!("{what}: {e}")),
             Ok(x) => x,
         };
-        match (shape_reply(&rpc, status), rpc) {
-            (ShapeReply::ServerError(status), _) => {
-                self.crashed.push(format!("{what}: HTTP {status}"))
-            }
+        match (shape_reply(&rpc, status.code()), rpc) {
+            (ShapeReply::ServerError(_), _) => self.crashed.push(format!("{what}: {status}")),
             (ShapeReply::UnknownMethod, rpc) => self
                 .not_found
                 .push(format!("{what}: {}", reading(&rpc, status))),
-            (ShapeReply::Other, Rpc::Result(v)) if final_success(&v) =>
-            {
-                match control.result() {
-                    Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(
-                        "{what} (HTTP {status}: the same result as a valid answer)"
-                    )),
-                    _ => self.unclear.push(format!(
-                        "{what} (HTTP {status}: a complete result without isError, unlike a valid answer's)"
-                    )),
-                }
-            }
+            (ShapeReply::Other, Rpc::Result(v)) if final_success(&v) => match control.result() {
+                Some(c) if same_outcome(c, &v, values) => self.accepted.push(format!(
+                    "{what} ({})",
+                    status.then(": ", "the same result as a valid answer")
+                )),
+                _ => self.unclear.push(format!(
+                    "{what} ({})",
+                    status.then(
+                        ": ",
+                        "a complete result without isError, unlike a valid answer's"
+                    )
+                )),
+            },
             (ShapeReply::Other, rpc) => {
                 self.refused(format!("{what}: {}", reading(&rpc, status)), control)
             }
@@ -339,7 +343,12 @@ async fn malformed(p: Probe) -> Verdict {
             &r.state,
         )
         .await;
-        tally.file(what, reply, &control, &values);
+        tally.file(
+            what,
+            reply.map(|(r, s)| (r, p.reply_status(s))),
+            &control,
+            &values,
+        );
     }
     tally.verdict(&r0.tool.name, "answer")
 }
@@ -401,7 +410,12 @@ async fn misshapen(
         let (what, answers, state) = cases(&r0, &r).swap_remove(i);
         let label = format!("tools/call {} retry, {field} is {what}", r.tool.name);
         let reply = retry_raw(&p, &r.tool, &label, answers, state).await;
-        tally.file(what, reply, &control, &values);
+        tally.file(
+            what,
+            reply.map(|(r, s)| (r, p.reply_status(s))),
+            &control,
+            &values,
+        );
     }
     tally.verdict(&r0.tool.name, field)
 }
@@ -418,7 +432,7 @@ mod tests {
         let control = Control::observed("a valid retry of deploy goes on", Ok(None));
         t.file(
             "an array",
-            Ok((Rpc::Missing("html".into()), 500)),
+            Ok((Rpc::Missing("html".into()), ReplyStatus::new(500, false))),
             &control,
             &[],
         );

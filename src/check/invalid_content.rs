@@ -113,7 +113,12 @@ async fn every_form(p: Probe) -> Verdict {
                 &r.state,
             )
             .await;
-            tally.file(&what, reply, &control, &values);
+            tally.file(
+                &what,
+                reply.map(|(r, s)| (r, p.reply_status(s))),
+                &control,
+                &values,
+            );
             tried += 1;
         }
     }

@@ -226,7 +226,7 @@ async fn before_initialized(p: Probe) -> Verdict {
     }
     let get = match status {
         Some(200) => format!("the GET stream was open for {window:?}"),
-        Some(s) => format!("the GET stream got HTTP {s}"),
+        Some(s) => format!("the GET stream got {}", p.reply_status(s)),
         None => "the GET stream did not open".to_owned(),
     };
     let (Some(t), Some(st)) = (subject, withheld) else {
@@ -236,7 +236,7 @@ async fn before_initialized(p: Probe) -> Verdict {
              on a session whose initialized was withheld"
         ));
     };
-    let got = match ended(&t.name, &st) {
+    let got = match ended(&p, &t.name, &st) {
         Ok(line) | Err(line) => line,
     };
     // The same tool on an initialized session: it must elicit there, or
@@ -245,7 +245,7 @@ async fn before_initialized(p: Probe) -> Verdict {
         Err(e) => Err(format!("it could not be sent ({e})")),
         Ok(c) if c.elicitations.is_empty() => Err(format!(
             "it did not elicit ({})",
-            match ended(&t.name, &c) {
+            match ended(&p, &t.name, &c) {
                 Ok(line) | Err(line) => line,
             }
         )),
@@ -328,11 +328,11 @@ async fn error_reply(p: Probe) -> Verdict {
     let mut lines = Vec::new();
     let mut untold = Vec::new();
     for (t, s) in &runs {
-        if let Some(why) = unanswered(&t.name, s) {
+        if let Some(why) = unanswered(&p, &t.name, s) {
             untold.push(why);
             continue;
         }
-        match ended(&t.name, s) {
+        match ended(&p, &t.name, s) {
             Ok(line) => lines.push(line),
             Err(why) => return Verdict::fail(format!("after a -32602 reply: {why}")),
         }
@@ -400,7 +400,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
                     None => break,
                 },
             };
-            if let Some(why) = unanswered(&t.name, &st) {
+            if let Some(why) = unanswered(&p, &t.name, &st) {
                 unsent.push(why);
                 continue;
             }
@@ -413,7 +413,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
                 continue;
             }
             let reply = match (st.response, st.failure) {
-                (Some(rpc), _) => Ok((rpc, st.status)),
+                (Some(rpc), _) => Ok((rpc, p.reply_status(st.status))),
                 (None, f) => Err(f.unwrap_or_else(|| "no response".into())),
             };
             tally.file(&what, reply, &control, &values);

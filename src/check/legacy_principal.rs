@@ -5,7 +5,8 @@
 //! session's pending elicitation (beside a control: the session's own
 //! principal answers and the call completes). Runs where principals mean
 //! something to the server (it authenticates, or the user named two
-//! principals).
+//! principals); not over stdio, where a session is a process of one
+//! principal and its id and tokens are the bridge's.
 
 use super::control::Control;
 use super::decline_cancel::refusal_deadline;
@@ -26,7 +27,10 @@ pub fn checks() -> Vec<Check> {
             Legacy,
             "a request on a session with another principal's credentials is refused",
             session,
-            two_principals
+            two_principals,
+            // Over stdio a session is a process, started for one principal;
+            // the session id and the token on it are the bridge's.
+            http("HTTP sessions and the credentials on them")
         ),
         check!(
             "legacy-cross-principal-answer",
@@ -35,7 +39,10 @@ pub fn checks() -> Vec<Check> {
             Legacy,
             "another principal cannot answer a session's pending elicitation",
             answer,
-            two_principals
+            two_principals,
+            // Over stdio a session is a process, started for one principal;
+            // the session id and the token on it are the bridge's.
+            http("HTTP sessions and the credentials on them")
         ),
     ]
 }
@@ -73,20 +80,19 @@ async fn session(p: Probe) -> Verdict {
     match out {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
         Ok(r) if (400..500).contains(&r.status) => Verdict::pass(format!(
-            "another principal's request on the session got HTTP {}",
-            r.status
+            "another principal's request on the session got {}",
+            p.reply_status(r.status)
         )),
         Ok(r) => match r.rpc() {
             Rpc::Result(_) => Verdict::fail(format!(
-                "another principal's request on the session was served (HTTP {}): the session \
-                 is bound to its id alone, not to the user who opened it",
-                r.status
+                "{}: the session is bound to its id alone, not to the user who opened it",
+                p.reply_status(r.status)
+                    .after("another principal's request on the session was served")
             ))
             .expecting("HTTP 4xx (e.g. 404 or 403) for a session request by another principal"),
             other => Verdict::pass(format!(
-                "another principal's request on the session got HTTP {} and {}",
-                r.status,
-                other.describe()
+                "another principal's request on the session got {}",
+                p.reply_status(r.status).then(" and ", other.describe())
             )),
         },
     }
@@ -136,17 +142,18 @@ async fn answer(p: Probe) -> Verdict {
         if v.get("isError").and_then(Value::as_bool) != Some(true));
     if (200..300).contains(&status) && completed {
         return Verdict::fail(format!(
-            "{}: another principal POSTed the answer to this session's elicitation (HTTP \
-             {status}) and the call completed with it",
-            t.name
+            "{}: {} and the call completed with it",
+            t.name,
+            p.reply_status(status)
+                .after("another principal POSTed the answer to this session's elicitation")
         ))
         .expecting("the answer POST of another principal is refused (4xx) and not applied");
     }
     if (200..300).contains(&status) {
         return control.judge(Verdict::pass(format!(
-            "{}: another principal's answer got HTTP {status}, but the call did not complete \
-             with it ({})",
+            "{}: another principal's answer got {}, but the call did not complete with it ({})",
             t.name,
+            p.reply_status(status),
             match &st.response {
                 Some(r) => r.describe(),
                 None => format!("no response within {deadline:?}"),
@@ -154,7 +161,8 @@ async fn answer(p: Probe) -> Verdict {
         )));
     }
     control.judge(Verdict::pass(format!(
-        "{}: another principal's answer was refused with HTTP {status}",
-        t.name
+        "{}: another principal's answer was refused with {}",
+        t.name,
+        p.reply_status(status)
     )))
 }

@@ -104,11 +104,12 @@ pub fn elicit_findings(params: &Value) -> Vec<Finding> {
     out
 }
 
-/// How the call of tool `t` ended: a line for a response (a result, a tool
-/// error, a JSON-RPC error), or why there was none (5xx, a broken stream).
-pub fn ended(t: &str, s: &Streamed) -> Result<String, String> {
+/// How the call of tool `t` ended on `p`'s target: a line for a response
+/// (a result, a tool error, a JSON-RPC error), or why there was none (5xx,
+/// a broken stream).
+pub fn ended(p: &Probe, t: &str, s: &Streamed) -> Result<String, String> {
     if s.status >= 500 {
-        return Err(format!("{t}: HTTP {}", s.status));
+        return Err(format!("{t}: {}", p.reply_status(s.status)));
     }
     match (&s.response, &s.failure) {
         (Some(Rpc::Result(v)), _) => Ok(format!(
@@ -132,11 +133,11 @@ pub const NO_ELICITATION: &str = "no elicitation arrived";
 /// Why the call of tool `t` tells nothing about how the server takes an
 /// answer: no `elicitation/create` arrived, so no answer (decline, cancel,
 /// error, invalid content) was ever sent. `None` when one arrived.
-pub fn unanswered(t: &str, s: &Streamed) -> Option<String> {
+pub fn unanswered(p: &Probe, t: &str, s: &Streamed) -> Option<String> {
     if !s.elicitations.is_empty() {
         return None;
     }
-    let how = match ended(t, s) {
+    let how = match ended(p, t, s) {
         Ok(line) | Err(line) => line,
     };
     Some(format!("{how} ({NO_ELICITATION}, so none was answered)"))

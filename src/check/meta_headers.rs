@@ -8,6 +8,7 @@ use super::control::Control;
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
+use super::reply_status::ReplyStatus;
 use crate::client::raw::{self, RawRequest, Rpc};
 use crate::protocol::codes;
 use crate::protocol::headers;
@@ -135,7 +136,10 @@ pub fn checks() -> Vec<Check> {
             Should,
             Modern,
             "ping and logging/setLevel get HTTP 404 and -32601",
-            removed_methods;
+            removed_methods,
+            // Over stdio a -32601 with id null is told only while its
+            // request is the one in flight on the pipe (stdio::pipe).
+            alone;
             scenario "server-stateless"
         ),
         check!(
@@ -184,11 +188,11 @@ pub async fn expect_error(
         Err(e) => return Verdict::fail(format!("no reply: {e}")),
     };
     // Over stdio the status is the bridge's: only the message is judged.
-    let status = if p.status_is_servers() {
+    let status = p.reply_status(if p.status_is_servers() {
         status
     } else {
         reply.status
-    };
+    });
     judge_error(&control_label, control.as_ref(), &reply, id, status, code)
 }
 
@@ -200,11 +204,12 @@ fn judge_error(
     control: Result<&raw::RawReply, &String>,
     reply: &raw::RawReply,
     id: Option<RequestId>,
-    status: u16,
+    status: ReplyStatus,
     code: i64,
 ) -> Verdict {
     let rpc = reply.rpc();
-    let exact = reply.status == status && rpc.code() == Some(code) && reply.response_id() == id;
+    let exact =
+        reply.status == status.code() && rpc.code() == Some(code) && reply.response_id() == id;
     let correct = control_label.trim_start_matches("control: ");
     let (seen, other_error) = match control {
         Err(e) => (Err(format!("it got no reply: {e}")), false),
@@ -212,9 +217,8 @@ fn judge_error(
             Rpc::Result(v) if (200..300).contains(&c.status) => (Ok(Some(v)), false),
             c_rpc => (
                 Err(format!(
-                    "it already gets HTTP {} and {}",
-                    c.status,
-                    c_rpc.describe()
+                    "it already gets {}",
+                    status.other(c.status).then(" and ", c_rpc.describe())
                 )),
                 c_rpc.code() != Some(code),
             ),
@@ -226,14 +230,13 @@ fn judge_error(
         // error, which the control did not get, was still judged first.
         if exact && other_error {
             return Verdict::pass(format!(
-                "HTTP {status} with error {code} and the request id ({correct} gets another \
-                 error: the framing was judged first)"
+                "{} ({correct} gets another error: the framing was judged first)",
+                status.then(" with ", format_args!("error {code} and the request id"))
             ));
         }
         return control.unsure(format!(
-            "the misframed request got HTTP {} and {}",
-            reply.status,
-            rpc.describe()
+            "the misframed request got {}",
+            status.other(reply.status).then(" and ", rpc.describe())
         ));
     }
     let mut problems = Vec::new();
@@ -245,8 +248,9 @@ fn judge_error(
             other.describe()
         )),
     }
-    if reply.status != status {
-        problems.push(format!("expected HTTP {status}, got {}", reply.status));
+    // Never over stdio, where `status` is the reply's own.
+    if reply.status != status.code() {
+        problems.push(format!("expected {status}, got {}", reply.status));
     }
     if matches!(rpc, Rpc::Error(_)) && reply.response_id() != id {
         problems.push(format!(
@@ -255,9 +259,9 @@ fn judge_error(
         ));
     }
     if problems.is_empty() {
-        control.judge(Verdict::pass(format!(
-            "HTTP {status} with error {code} and the request id"
-        )))
+        control.judge(Verdict::pass(
+            status.then(" with ", format_args!("error {code} and the request id")),
+        ))
     } else {
         Verdict::fail(format!("{} ({correct} succeeds)", problems.join("; ")))
     }
@@ -328,9 +332,8 @@ async fn client_info_optional(p: Probe) -> Verdict {
                 Verdict::pass(format!("{method} succeeded without clientInfo"))
             }
             other => Verdict::fail(format!(
-                "{method} without clientInfo got HTTP {} and {}: servers must not require clientInfo",
-                r.status,
-                other.describe()
+                "{method} without clientInfo got {}: servers must not require clientInfo",
+                p.reply_status(r.status).then(" and ", other.describe())
             )),
         },
         Err(e) => Verdict::fail(format!("no reply: {e}")),
@@ -439,9 +442,8 @@ async fn name_checked(p: &Probe, name: &str, args: &Value) -> Control {
     let seen = match p.send(req).await {
         Ok(r) if r.rpc().code() == Some(codes::HEADER_MISMATCH) => Ok(None),
         Ok(r) => Err(format!(
-            "it got HTTP {} and {}: the server does not compare Mcp-Name with the call",
-            r.status,
-            r.rpc().describe()
+            "it got {}: the server does not compare Mcp-Name with the call",
+            p.reply_status(r.status).then(" and ", r.rpc().describe())
         )),
         Err(e) => Err(format!("it got no reply: {e}")),
     };
@@ -507,8 +509,9 @@ async fn version_unsupported(p: Probe) -> Verdict {
         }
     }
     if problems.is_empty() {
-        Verdict::pass(format!(
-            "HTTP 400, -32022, supported {supported:?}, requested {bogus:?}"
+        Verdict::pass(p.reply_status(reply.status).then(
+            ", ",
+            format_args!("-32022, supported {supported:?}, requested {bogus:?}"),
         ))
     } else {
         Verdict::fail(problems.join("; "))
@@ -535,22 +538,20 @@ async fn removed_methods(p: Probe) -> Verdict {
                     || rpc.code() != Some(codes::METHOD_NOT_FOUND)
                 {
                     problems.push(format!(
-                        "{method}: HTTP {} and {}",
-                        r.status,
-                        rpc.describe()
+                        "{method}: {}",
+                        p.reply_status(r.status).then(" and ", rpc.describe())
                     ));
                 }
             }
             Err(e) => problems.push(format!("{method}: {e}")),
         }
     }
+    // Over stdio the 404 is no part of the rule (the bridge's status).
+    let expected = p.reply_status(404).expected(" and ", "-32601");
     if problems.is_empty() {
-        Verdict::pass("ping and logging/setLevel got HTTP 404 and -32601")
+        Verdict::pass(format!("ping and logging/setLevel got {expected}"))
     } else {
-        Verdict::fail(format!(
-            "expected HTTP 404 and -32601: {}",
-            problems.join("; ")
-        ))
+        Verdict::fail(format!("expected {expected}: {}", problems.join("; ")))
     }
 }
 
@@ -567,7 +568,7 @@ async fn get_delete_405(p: Probe) -> Verdict {
         .token(Some(&p.settings().target.principal));
         match p.send(req).await {
             Ok(r) if r.status == 405 => {}
-            Ok(r) => problems.push(format!("{m}: HTTP {}", r.status)),
+            Ok(r) => problems.push(format!("{m}: {}", p.reply_status(r.status))),
             Err(e) => problems.push(format!("{m}: {e}")),
         }
     }
@@ -614,7 +615,14 @@ mod tests {
         let not_found = reply(404, error(2, codes::METHOD_NOT_FOUND));
         let id = Some(RequestId::Number(2));
         let judge = |c: &raw::RawReply, r: &raw::RawReply| {
-            judge_error("control", Ok(c), r, id.clone(), 400, codes::HEADER_MISMATCH)
+            judge_error(
+                "control",
+                Ok(c),
+                r,
+                id.clone(),
+                ReplyStatus::new(400, false),
+                codes::HEADER_MISMATCH,
+            )
         };
         // Every call gets 404: the framing cannot be observed.
         let v = judge(&reply(404, error(1, codes::METHOD_NOT_FOUND)), &not_found);
@@ -656,7 +664,14 @@ mod tests {
             "{v:?}"
         );
         let e = "connection refused".to_owned();
-        let v = judge_error("control", Err(&e), &ok, id, 400, codes::HEADER_MISMATCH);
+        let v = judge_error(
+            "control",
+            Err(&e),
+            &ok,
+            id,
+            ReplyStatus::new(400, false),
+            codes::HEADER_MISMATCH,
+        );
         assert!(
             matches!(
                 v,

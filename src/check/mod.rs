@@ -34,8 +34,9 @@
 //!   2025-11-25 families
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
 //!   [`legacy_principal`]; [`stdio`] (the stdio transport's rules, judged
-//!   over the whole run) and [`transport`] (which checks mean nothing on a
-//!   stdio target).
+//!   over the whole run), [`transport`] (which checks mean nothing on a
+//!   stdio target) and [`reply_status`] (how a finding names a reply's
+//!   status: never the stdio bridge's as the server's).
 
 pub mod bad_input;
 pub mod cache_hints;
@@ -68,6 +69,7 @@ pub mod probe;
 pub mod registry;
 pub mod render;
 pub mod replay;
+pub mod reply_status;
 pub mod result_type;
 pub mod retired;
 pub mod robustness;
@@ -140,6 +142,11 @@ pub fn all_checks() -> Vec<Check> {
         &mut v,
         "legacy-missing-session-400",
         errors::legacy_checks(),
+    );
+    place_after(
+        &mut v,
+        "legacy-unknown-tool-error",
+        bad_input::legacy_checks(),
     );
     v.extend(legacy_get_stream::checks());
     v.extend(legacy_principal::checks());
@@ -406,6 +413,8 @@ mod tests {
         ("legacy-url-required-error", "legacy_elicitation"),
         ("mrtr-one-message-per-body", "bad_input"),
         ("mrtr-tool-argument-types", "bad_input"),
+        ("legacy-one-message-per-body", "bad_input"),
+        ("legacy-tool-argument-types", "bad_input"),
     ];
 
     /// The file stem of a `check!` source path.

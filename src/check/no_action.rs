@@ -196,7 +196,7 @@ async fn run(
             };
             let st = call_tool(&p, s, tool, answer).await;
             if how != "accept"
-                && let Some(why) = unanswered(&tool.name, &st)
+                && let Some(why) = unanswered(&p, &tool.name, &st)
             {
                 return Err(why);
             }

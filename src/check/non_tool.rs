@@ -154,9 +154,8 @@ async fn walk(p: &Probe, kind: &Kind, params: &Value, first: InputRequiredResult
                 return Walk {
                     states,
                     end: Err(format!(
-                        "round {round}: HTTP {} and {}",
-                        reply.status,
-                        other.describe()
+                        "round {round}: {}",
+                        p.reply_status(reply.status).then(" and ", other.describe())
                     )),
                 };
             }

@@ -356,6 +356,12 @@ impl Probe {
         self.target.settings.stdio.is_none()
     }
 
+    /// How a finding names the status `code` of a reply on this target
+    /// (never the stdio bridge's status as the server's).
+    pub fn reply_status(&self, code: u16) -> super::reply_status::ReplyStatus {
+        super::reply_status::ReplyStatus::new(code, !self.status_is_servers())
+    }
+
     /// Adds an exchange to the evidence.
     pub fn record(&self, e: Exchange) {
         if let Ok(mut v) = self.evidence.lock() {

@@ -90,7 +90,11 @@ async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
             rpc.result().map(result_text).unwrap_or_default()
         ));
     }
-    let refused = format!("{}: the replay got {}", t.name, reading(&rpc, status));
+    let refused = format!(
+        "{}: the replay got {}",
+        t.name,
+        reading(&rpc, p.reply_status(status))
+    );
     // A guard keyed on the wire string lets a re-encoding of the same bytes
     // through: replay once more, re-encoded.
     for (what, again) in reencodings(&state) {
@@ -212,8 +216,9 @@ async fn cross_principal(p: Probe) -> Verdict {
     };
     if matches!(reply.status, 401 | 403) {
         return control.judge(Verdict::pass(format!(
-            "{}: refused with HTTP {}",
-            r.tool.name, reply.status
+            "{}: refused with {}",
+            r.tool.name,
+            p.reply_status(reply.status)
         )));
     }
     let rpc = reply.rpc();
@@ -222,7 +227,7 @@ async fn cross_principal(p: Probe) -> Verdict {
         Err(why) => Verdict::fail(format!(
             "{}: another principal's retry with this state got {}{}",
             r.tool.name,
-            reading(&rpc, reply.status),
+            reading(&rpc, p.reply_status(reply.status)),
             if matches!(rpc, Rpc::Error(_)) {
                 format!(" ({why})")
             } else {
@@ -304,7 +309,7 @@ async fn expiry(p: Probe) -> Verdict {
                         " (its expiry is not readable: this rests on --wait-expiry being \
                              longer than the server's state lifetime)",
                 },
-                reading(&rpc, status),
+                reading(&rpc, p.reply_status(status)),
                 if matches!(rpc, Rpc::Error(_)) {
                     format!(" ({why})")
                 } else {

@@ -84,12 +84,17 @@ async fn oversized_state(p: Probe) -> Verdict {
     .await;
     let verdict = match out {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
-        Ok((_, status)) if status >= 500 => Verdict::fail(format!("HTTP {status}")),
-        Ok((Rpc::Error(e), status)) => Verdict::pass(format!("HTTP {status}, error {}", e.code)),
-        Ok((Rpc::Missing(_), 413)) => Verdict::pass("HTTP 413 (body too large)"),
+        Ok((_, status)) if status >= 500 => Verdict::fail(p.reply_status(status).to_string()),
+        Ok((Rpc::Error(e), status)) => Verdict::pass(
+            p.reply_status(status)
+                .then(", ", format_args!("error {}", e.code)),
+        ),
+        Ok((Rpc::Missing(_), 413)) => {
+            Verdict::pass(format!("{} (body too large)", p.reply_status(413)))
+        }
         Ok((other, status)) => Verdict::fail(format!(
-            "HTTP {status} and {}: an unverifiable state was not refused",
-            other.describe()
+            "{}: an unverifiable state was not refused",
+            p.reply_status(status).then(" and ", other.describe())
         )),
     };
     if !alive(&p).await {
@@ -119,7 +124,7 @@ async fn many_keys(p: Probe) -> Verdict {
     .await
     {
         Err(e) => problems.push(format!("5000 keys: {e}")),
-        Ok((_, s)) if s >= 500 => problems.push(format!("5000 keys: HTTP {s}")),
+        Ok((_, s)) if s >= 500 => problems.push(format!("5000 keys: {}", p.reply_status(s))),
         Ok(_) => {}
     }
     let (t, r) = match subject(&p).await {
@@ -142,7 +147,7 @@ async fn many_keys(p: Probe) -> Verdict {
     .await
     {
         Err(e) => problems.push(format!("deep nesting: {e}")),
-        Ok((_, s)) if s >= 500 => problems.push(format!("deep nesting: HTTP {s}")),
+        Ok((_, s)) if s >= 500 => problems.push(format!("deep nesting: {}", p.reply_status(s))),
         Ok(_) => {}
     }
     if !alive(&p).await {
@@ -213,7 +218,7 @@ async fn same_id(p: Probe) -> Verdict {
             Err(e) => return Verdict::violation(Severity::Info, format!("no reply: {e}")),
         };
         if reply.status >= 500 {
-            return Verdict::violation(Severity::Info, format!("HTTP {}", reply.status));
+            return Verdict::violation(Severity::Info, p.reply_status(reply.status).to_string());
         }
         let rpc = reply.rpc();
         let ir = rpc

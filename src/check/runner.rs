@@ -8,6 +8,7 @@
 use super::model::{CheckResult, Status, Verdict};
 use super::probe::{Probe, Target};
 use super::registry::Check;
+use super::reply_status::ReplyStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -261,7 +262,7 @@ pub async fn run_one(
         r.actual = None;
         return r;
     }
-    let (status, detail, crashed) = server_errors_fail(status, detail, &evidence);
+    let (status, detail, crashed) = server_errors_fail(status, detail, &evidence, stdio);
     let mut r = row(check, status, detail, elapsed, evidence);
     if crashed {
         r.expected = "no 5xx reply, whatever the request (a server error is a failure \
@@ -278,16 +279,18 @@ pub async fn run_one(
 
 /// A 5xx reply anywhere in a check's exchanges fails the row, whatever the
 /// check concluded from what followed it (a crash seen once is not undone
-/// by a recovery, a skip or a timeout). Returns whether it did.
+/// by a recovery, a skip or a timeout). Returns whether it did. Over
+/// `stdio` the status is the bridge's, worded as what the pipe saw.
 fn server_errors_fail(
     status: Status,
     detail: String,
     evidence: &[super::model::Exchange],
+    stdio: bool,
 ) -> (Status, String, bool) {
     let mut seen: Vec<(String, usize)> = Vec::new();
     for e in evidence {
         if let Some(s) = e.status.filter(|s| *s >= 500) {
-            let what = format!("HTTP {s} on '{}'", e.label);
+            let what = format!("{} on '{}'", ReplyStatus::new(s, stdio), e.label);
             match seen.iter_mut().find(|(w, _)| *w == what) {
                 Some((_, n)) => *n += 1,
                 None => seen.push((what, 1)),
@@ -378,7 +381,7 @@ mod tests {
             Status::Skip("the server stopped answering".into()),
             Status::Timeout,
         ] {
-            let (s, d, crashed) = server_errors_fail(before.clone(), "x".into(), &log);
+            let (s, d, crashed) = server_errors_fail(before.clone(), "x".into(), &log, false);
             assert_eq!(s, Status::Fail, "{before:?}");
             assert!(crashed);
             assert!(
@@ -452,10 +455,11 @@ mod tests {
     fn without_a_5xx_the_verdict_stands() {
         let log = [ex("a", Some(200)), ex("b", Some(404)), ex("c", None)];
         for before in [Status::Pass, Status::Warn, Status::Timeout] {
-            let (s, d, crashed) = server_errors_fail(before.clone(), "x".into(), &log);
+            let (s, d, crashed) = server_errors_fail(before.clone(), "x".into(), &log, false);
             assert_eq!((s, d.as_str(), crashed), (before, "x", false));
         }
-        let (s, d, crashed) = server_errors_fail(Status::Fail, "own".into(), &[ex("a", Some(500))]);
+        let (s, d, crashed) =
+            server_errors_fail(Status::Fail, "own".into(), &[ex("a", Some(500))], false);
         assert_eq!((s, d.as_str(), crashed), (Status::Fail, "own", false));
     }
 }

@@ -149,8 +149,9 @@ async fn judge_retry(
     }
     if status >= 500 {
         return Verdict::fail(format!(
-            "{}: state {what}: HTTP {status}; a bad state must get a JSON-RPC error, not a crash",
-            r.tool.name
+            "{}: state {what}: {}; a bad state must get a JSON-RPC error, not a crash",
+            r.tool.name,
+            p.reply_status(status)
         ))
         .expecting("a JSON-RPC error (e.g. -32602) naming the bad state");
     }
@@ -173,7 +174,7 @@ async fn judge_retry(
             Verdict::fail(format!(
                 "{}: state {what}: {}{why}",
                 r.tool.name,
-                reading(&rpc, status)
+                reading(&rpc, p.reply_status(status))
             ))
             .expecting(format!(
                 "a JSON-RPC error for the state {what}, not a result or a re-prompt"
@@ -258,10 +259,12 @@ async fn reencode(p: Probe) -> Verdict {
         );
         match retry(&p, &r.tool, &label, &fresh.answers, &state).await {
             Ok((Rpc::Error(e), _)) => refused.push(format!("{what}: error {}", e.code)),
-            Ok((rpc, status)) if status < 500 && matches!(rpc, Rpc::Result(_)) => {
-                accepted.push(format!("{what} ({})", reading(&rpc, status)))
+            Ok((rpc, status)) if status < 500 && matches!(rpc, Rpc::Result(_)) => accepted.push(
+                format!("{what} ({})", reading(&rpc, p.reply_status(status))),
+            ),
+            Ok((rpc, status)) => {
+                refused.push(format!("{what}: {}", reading(&rpc, p.reply_status(status))))
             }
-            Ok((rpc, status)) => refused.push(format!("{what}: {}", reading(&rpc, status))),
             Err(e) => refused.push(format!("{what}: {e}")),
         }
     }

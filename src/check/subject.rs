@@ -7,6 +7,7 @@
 use super::judge::asks_for_input;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
+use super::reply_status::ReplyStatus;
 use crate::client::raw::Rpc;
 use crate::discover::modern::{WalkEnd, walk};
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
@@ -58,7 +59,7 @@ pub async fn at_state_with(
         return Err(format!(
             "{} did not reach a round with a requestState: {}",
             tool.name,
-            describe_end(&w.end)
+            describe_end(p, &w.end)
         ));
     }
     let (index, round) = w
@@ -94,7 +95,7 @@ pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String
         return Err(format!(
             "{} did not complete: {}",
             tool.name,
-            describe_end(&w.end)
+            describe_end(p, &w.end)
         ));
     };
     if *is_error {
@@ -114,8 +115,8 @@ pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String
     })
 }
 
-/// One line for how a walk ended.
-pub fn describe_end(end: &WalkEnd) -> String {
+/// One line for how a walk ended on `p`'s target.
+pub fn describe_end(p: &Probe, end: &WalkEnd) -> String {
     match end {
         WalkEnd::AtState => "stopped at a round with a requestState".into(),
         WalkEnd::Complete { is_error, .. } => format!(
@@ -126,7 +127,9 @@ pub fn describe_end(end: &WalkEnd) -> String {
             code,
             message,
             status,
-        } => format!("HTTP {status}, error {code} ({message})"),
+        } => p
+            .reply_status(*status)
+            .then(", ", format_args!("error {code} ({message})")),
         WalkEnd::Limit => format!("still asking after {MAX_ROUNDS} rounds"),
         WalkEnd::Other(why) => why.clone(),
     }
@@ -220,17 +223,16 @@ pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict
 }
 
 /// How a reply to a probe that should be refused reads, in a few words.
-pub fn reading(rpc: &Rpc, status: u16) -> String {
-    match rpc {
-        Rpc::Result(v) if asks_for_input(v) => {
-            format!("HTTP {status}, input_required (a re-prompt)")
-        }
+pub fn reading(rpc: &Rpc, status: ReplyStatus) -> String {
+    let what = match rpc {
+        Rpc::Result(v) if asks_for_input(v) => "input_required (a re-prompt)".into(),
         Rpc::Result(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
-            format!("HTTP {status}, a tool error result")
+            "a tool error result".into()
         }
-        Rpc::Result(_) => format!("HTTP {status}, a complete result"),
-        other => format!("HTTP {status}, {}", other.describe()),
-    }
+        Rpc::Result(_) => "a complete result".into(),
+        other => other.describe(),
+    };
+    status.then(", ", what)
 }
 
 /// The first text content of a tool result, for evidence lines.

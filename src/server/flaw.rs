@@ -334,16 +334,17 @@ flaws! {
     FirstMessageOfBody {
         name: "first-message-of-body",
         rule: "§3.2 (one JSON-RPC message per POST body)",
-        does: "a POST body holding two JSON-RPC messages back to back is served as its first",
-        caught_by: ["mrtr-one-message-per-body"],
+        does: "a POST body holding two JSON-RPC messages back to back is served as its first (both generations)",
+        caught_by: ["mrtr-one-message-per-body", "legacy-one-message-per-body"],
     }
-    /// 2026-07-28 `tools/call` arguments are not checked against the tool's
-    /// `inputSchema`: a non-string `service`, `from` or `path` goes on.
+    /// `tools/call` arguments (both generations) are not checked against
+    /// the tool's `inputSchema`: a non-string `service`, `from` or `path`
+    /// goes on.
     AcceptWrongTypedArguments {
         name: "accept-wrong-typed-arguments",
         rule: "server/tools security (validate all tool inputs), SEP-1303",
-        does: "2026-07-28 tools/call arguments of a type the inputSchema forbids are taken as valid",
-        caught_by: ["mrtr-tool-argument-types"],
+        does: "tools/call arguments of a type the inputSchema forbids are taken as valid (both generations)",
+        caught_by: ["mrtr-tool-argument-types", "legacy-tool-argument-types"],
     }
     /// `tools/call` results (2026-07-28 replies, 2025-11-25 final
     /// responses) go through one process-wide slot: overlapping calls get

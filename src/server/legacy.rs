@@ -388,7 +388,7 @@ async fn request(
                 None => reply::error(Some(&req.id), &super::modern::unknown_prompt(params)),
             }
         }
-        "tools/call" => match prepare_call(&req) {
+        "tools/call" => match prepare_call(app, &req) {
             Ok((tool, Ok(args))) => {
                 stream_call(app, session, req.id, tool, args, principal, parking)
             }
@@ -424,7 +424,7 @@ type Usable = Result<Map<String, Value>, ToolResult>;
 
 /// The tool and its arguments; arguments the tool cannot use are a tool
 /// execution error (`isError`), as SEP-1303 asks, not a protocol error.
-fn prepare_call(req: &Request) -> Result<(Tool, Usable), RpcError> {
+fn prepare_call(app: &App, req: &Request) -> Result<(Tool, Usable), RpcError> {
     let p = req
         .params
         .as_ref()
@@ -447,7 +447,7 @@ fn prepare_call(req: &Request) -> Result<(Tool, Usable), RpcError> {
     };
     Ok((
         tool,
-        tools::check_arguments(tool, &args)
+        tools::judge_arguments(app, tool, &args)
             .map(|()| args)
             .map_err(|e| ToolResult::error(e.to_string())),
     ))

@@ -367,9 +367,7 @@ async fn tools_call(
             e.to_string(),
         )
     })?;
-    if let Err(e) = tools::check_arguments(tool, args)
-        && !app.flaw(Flaw::AcceptWrongTypedArguments)
-    {
+    if let Err(e) = tools::judge_arguments(app, tool, args) {
         // SEP-1303: the model sees what to fix, so a tool error, not -32602.
         return Ok(finish(
             app,

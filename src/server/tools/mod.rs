@@ -315,6 +315,15 @@ pub enum ToolError {
     Store(#[from] StoreError),
 }
 
+/// [`check_arguments`] as `app` does it, either generation: never with
+/// the `accept-wrong-typed-arguments` flaw, which takes any value as valid.
+pub fn judge_arguments(app: &App, tool: Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
+    match app.flaw(Flaw::AcceptWrongTypedArguments) {
+        true => Ok(()),
+        false => check_arguments(tool, args),
+    }
+}
+
 /// Checks that the tool's arguments are usable before anything else.
 pub fn check_arguments(tool: Tool, args: &Map<String, Value>) -> Result<(), ToolError> {
     let need = |k: &str| match args.get(k) {

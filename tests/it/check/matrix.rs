@@ -508,6 +508,12 @@ async fn clean_reference_server_passes_every_legacy_check() {
     assert!(r.tally.pass >= 15, "too few checks passed\n{}", table(&r));
     // A tool called on a session whose initialized is withheld gets no
     // elicitation, beside a control: the same tool elicits once initialized.
+    // Bad input refused on a session, beside controls (the 2026 rows' twins).
+    for id in ["legacy-one-message-per-body", "legacy-tool-argument-types"] {
+        let row = r.get(id).expect("row");
+        assert_eq!(row.status, Status::Pass, "{id}\n{}", table(&r));
+        assert!(row.detail.contains("(control: "), "{id}: {}", row.detail);
+    }
     let early = r.get("legacy-no-elicit-before-initialized").expect("row");
     assert_eq!(early.status, Status::Pass, "{}", table(&r));
     assert!(
@@ -664,6 +670,28 @@ fn legacy_expectations() -> Vec<Case> {
             Flaw::UnknownToolAsResult,
             vec![("legacy-unknown-tool-error", Warn)],
             vec!["legacy-handshake", "legacy-happy-path", "legacy-cap-none"],
+        ),
+        (
+            // The body's second request is never seen, on a session too
+            // (the body is read before the generation is told).
+            Flaw::FirstMessageOfBody,
+            vec![("legacy-one-message-per-body", Fail)],
+            vec![
+                "legacy-tool-argument-types",
+                "legacy-unknown-tool-error",
+                "legacy-happy-path",
+            ],
+        ),
+        (
+            // deploy with an object for its service elicits and completes
+            // once answered.
+            Flaw::AcceptWrongTypedArguments,
+            vec![("legacy-tool-argument-types", Fail)],
+            vec![
+                "legacy-one-message-per-body",
+                "legacy-happy-path",
+                "legacy-decline",
+            ],
         ),
         (
             Flaw::CrossTalk,

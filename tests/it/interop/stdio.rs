@@ -69,6 +69,61 @@ async fn a_null_id_reply_over_stdio_is_a_finding_not_a_timeout() {
     assert_eq!(row.status, Status::Pass, "{}", row.detail);
 }
 
+/// A full run under `error-id-null` has no TIMEOUT: the rows that send
+/// methods the server lacks run alone, so their null-id `-32601` is the
+/// reply of the one request in flight (seen failing without it:
+/// mrtr-removed-methods and mrtr-input-required-scope timed out, their
+/// replies dropped among other checks' requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_stdio_run_under_error_id_null_has_no_timeout() {
+    let r = check_stdio(serve(&["error-id-null"]), None, &[]).await;
+    let table = check::render::text(&r, false);
+    let late: Vec<&str> = r
+        .results
+        .iter()
+        .filter(|x| x.status == Status::Timeout)
+        .map(|x| x.id)
+        .collect();
+    assert!(late.is_empty(), "{late:?}\n{table}");
+    let row = |id: &str| r.get(id).map(|x| x.status.clone());
+    assert_eq!(row("mrtr-error-id-echoed"), Some(Status::Fail), "{table}");
+    assert_eq!(row("mrtr-removed-methods"), Some(Status::Pass), "{table}");
+    assert_eq!(
+        row("mrtr-input-required-scope"),
+        Some(Status::Pass),
+        "{table}"
+    );
+}
+
+/// Over stdio every status is the loopback bridge's, not the server's: no
+/// row that ran quotes one ("HTTP 200, error -32602" read as if the server
+/// had sent a status). Seen failing before: 15 rows of a clean run did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_stdio_finding_quotes_the_bridges_http_status() {
+    for flaws in [
+        &[][..],
+        &["bad-shape-not-found"],
+        &["accept-tampered-state"],
+    ] {
+        let r = check_stdio(serve(flaws), None, &[]).await;
+        let quoting: Vec<String> = r
+            .results
+            .iter()
+            .filter(|x| !matches!(x.status, Status::NotApplicable(_)))
+            .filter(|x| x.detail.contains("HTTP "))
+            .map(|x| format!("{}: {}", x.id, x.detail))
+            .collect();
+        assert!(quoting.is_empty(), "{flaws:?}: {quoting:#?}");
+        // The rows that read those replies still ran and judged them.
+        let ran = |id: &str| r.get(id).map(|x| x.status.as_str());
+        assert_eq!(ran("mrtr-meta-missing"), Some("pass"), "{flaws:?}");
+        assert_eq!(ran("mrtr-removed-methods"), Some("pass"), "{flaws:?}");
+        // Nor does a status stand in for one the pipe has not.
+        let removed = r.get("mrtr-removed-methods").expect("row");
+        assert_eq!(removed.detail, "ping and logging/setLevel got -32601");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
     let r = check_stdio(serve(&[]), None, &[]).await;
@@ -205,6 +260,27 @@ async fn serve_over_stdio_binds_principals_named_by_an_environment_variable() {
     .await;
     let row = r.get("mrtr-cross-principal").expect("row");
     assert_eq!(row.status, Status::Pass, "{}", row.detail);
+    // A 2025-11-25 session is a process of one principal: another
+    // principal's token on its id is the bridge's to route, not the
+    // server's to refuse (both rows failed the clean server).
+    let r = check_stdio(
+        keyed(&[]),
+        Some("ELICITKIT_PRINCIPAL"),
+        &["legacy-cross-principal"],
+    )
+    .await;
+    for id in [
+        "legacy-cross-principal-session",
+        "legacy-cross-principal-answer",
+    ] {
+        let row = r.get(id).expect("row");
+        assert!(
+            matches!(row.status, Status::NotApplicable(_)),
+            "{id}: {:?}: {}",
+            row.status,
+            row.detail
+        );
+    }
     let r = check_stdio(
         keyed(&["ignore-state-principal"]),
         Some("ELICITKIT_PRINCIPAL"),
