@@ -247,10 +247,13 @@ pub async fn run_one(
         })
         .flatten();
     if let Some(line) = gone {
+        // The flow client's own words name the bridge's 502 as a status.
+        let bridge_502 = super::reply_status::ReplyStatus::new(502, true).to_string();
         let why = format!(
-            "not run: {line} ({}-stdio-stays-up reports the exit); the check otherwise {}: {detail}",
+            "not run: {line} ({}-stdio-stays-up reports the exit); the check otherwise {}: {}",
             check.id.split('-').next().unwrap_or("mrtr"),
-            was(&status)
+            was(&status),
+            detail.replace("HTTP 502", &bridge_502)
         );
         let mut r = row(
             check,

@@ -215,6 +215,11 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
         decline.status,
         decline.detail
     );
+    // Nor in the words the flow client gave the check (they said "HTTP 502
+    // without a JSON-RPC response").
+    for x in &r.results {
+        assert!(!x.detail.contains("HTTP 502"), "{}: {}", x.id, x.detail);
+    }
     let blamed: Vec<&str> = r
         .results
         .iter()
