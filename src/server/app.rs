@@ -19,7 +19,6 @@ use super::body_budget::BodyBudget;
 use super::browser_session::{BrowserSessions, CookieNames};
 use super::config::ServerConfig;
 use super::flaw::Flaw;
-use super::once::Origin;
 use super::origin::AllowedOrigins;
 use super::sessions::Sessions;
 use super::stats::{Stats, bump};
@@ -168,12 +167,13 @@ impl App {
     }
 
     /// Creates a pending URL flow bound to `principal` and the request
-    /// digest, serving the request `origin` completes.
+    /// digest, serving the request whose completion key is `origin`
+    /// ([`super::once::Origin::key`]).
     pub async fn create_flow(
         &self,
         principal: &str,
         digest: [u8; 32],
-        origin: &Origin,
+        origin: &str,
     ) -> Result<Record, StoreError> {
         let csrf: [u8; 24] = rand::random();
         self.create_record(
@@ -187,8 +187,9 @@ impl App {
         .await
     }
 
-    /// Creates a pending record serving the request `origin` completes
-    /// (the store may keep that completion in the record's entry).
+    /// Creates a pending record serving the request whose completion key
+    /// is `origin` (the store may keep that completion in the record's
+    /// entry).
     pub async fn create_record(
         &self,
         principal: &str,
@@ -196,7 +197,7 @@ impl App {
         mode: Mode,
         csrf: Option<String>,
         ttl_ms: u64,
-        origin: &Origin,
+        origin: &str,
     ) -> Result<Record, StoreError> {
         let now = self.now_ms();
         let new = NewRecord {
@@ -207,7 +208,7 @@ impl App {
             created_at_ms: now,
             expires_at_ms: now.saturating_add(ttl_ms.max(1)),
             csrf_token: csrf,
-            origin: Some(origin.key().to_owned()),
+            origin: Some(origin.to_owned()),
         };
         self.store_call(move |s| s.create(&new)).await
     }

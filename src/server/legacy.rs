@@ -639,7 +639,7 @@ impl Call<'_> {
         }
         let mut conv = Conversation::begin(once::new_origin_id(), 0);
         let origin = Origin::new(self.principal, &digest, &conv.origin);
-        let ctx = Ctx::new(app, self.principal, args, digest, &origin);
+        let ctx = Ctx::new(app, self.principal, args, digest, origin.key());
         let mut invalid = 0;
         for _ in 0..MAX_ROUNDS {
             let step = match tools::step(tool, &ctx, &mut conv).await {
@@ -728,7 +728,7 @@ impl Call<'_> {
             ElicitRequestParams::Form(_) => {
                 let ttl = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX / 4);
                 match app
-                    .create_record(self.principal, digest, Mode::Form, None, ttl, origin)
+                    .create_record(self.principal, digest, Mode::Form, None, ttl, origin.key())
                     .await
                 {
                     Ok(r) => (r.id, Mode::Form),

@@ -436,7 +436,7 @@ async fn tools_call(
         },
     };
     let origin = Origin::new(principal, &digest, &conv.origin);
-    let ctx = Ctx::new(app, principal, args, digest, &origin);
+    let ctx = Ctx::new(app, principal, args, digest, origin.key());
     if state.is_some()
         && let Some(outcome) = once::recorded(app, &origin)
             .await

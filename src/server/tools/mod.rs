@@ -26,7 +26,6 @@ use crate::store::StoreError;
 use super::app::App;
 use super::conversation::{Conversation, Expect};
 use super::flaw::Flaw;
-use super::once::Origin;
 use super::stats::{Stats, bump};
 
 /// The demo tools.
@@ -159,9 +158,10 @@ pub struct Ctx<'a> {
     pub args: &'a Map<String, Value>,
     /// Digest of the originating request.
     pub digest: [u8; 32],
-    /// The originating request's completion key (its flows' records are
-    /// created for it).
-    pub origin: &'a Origin,
+    /// The originating request's completion key
+    /// ([`super::once::Origin::key`]; its flows' records are created for
+    /// it).
+    pub origin: &'a str,
 }
 
 /// A side effect a tool performs when it completes, counted in the stats.
@@ -199,7 +199,7 @@ impl<'a> Ctx<'a> {
         principal: &'a str,
         args: &'a Map<String, Value>,
         digest: [u8; 32],
-        origin: &'a Origin,
+        origin: &'a str,
     ) -> Self {
         Ctx {
             app,
