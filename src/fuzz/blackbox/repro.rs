@@ -142,12 +142,20 @@ fn tls_line(tls: &crate::client::tls::TlsOptions) -> String {
 /// The lines of a stdio finding's `repro.sh` that start the server, as the
 /// run did, behind `elicitkit bridge` (`ELICITKIT` names the binary) and
 /// set `URL` to its endpoint; the server is stopped when the script ends.
+/// Given a `URL` (a bridge already in front of such a server: the
+/// fuzzer's own, when it re-runs a finding that is not an exit), the
+/// script uses it and starts nothing.
 fn stdio_start(bridge_args: &str) -> String {
     format!(
         "# The server speaks stdio: started here as the run started it, behind\n\
          # `elicitkit bridge`, which gives curl an endpoint; stopped when the script ends.\n\
+         # With URL=... set (an `elicitkit bridge` already running), that one is used.\n\
          ELICITKIT=${{ELICITKIT:-elicitkit}}\n\
          BRIDGE_OUT=$(mktemp)\n\
+         if [ -n \"${{URL:-}}\" ]; then\n\
+         \x20 stop_bridge() {{ :; }}\n\
+         \x20 trap 'rm -f \"$BRIDGE_OUT\"' EXIT\n\
+         else\n\
          \"$ELICITKIT\" bridge {bridge_args} > \"$BRIDGE_OUT\" 2>&1 &\n\
          BRIDGE=$!\n\
          disown $BRIDGE  # not one of the jobs a bare `wait` below waits for\n\
@@ -162,7 +170,8 @@ fn stdio_start(bridge_args: &str) -> String {
          \x20 sleep 0.1\n\
          done\n\
          [ -n \"$URL\" ] || {{ echo \"repro.sh: elicitkit bridge did not start\" >&2; exit 2; }}\n\
-         URL=\"$URL/mcp\"\n"
+         URL=\"$URL/mcp\"\n\
+         fi\n"
     )
 }
 

@@ -1,6 +1,8 @@
 //! Re-running a finding's `repro.sh` before it is reported: bash runs it
-//! against the same target with `OUT` set (bounded in time; past the bound
-//! its process group is killed), the replies it wrote are read back as
+//! against the same target with `OUT` set (a stdio target: the run's own
+//! bridge, but for an exit, where the script starts the server itself and
+//! reads the exit from its bridge's report), bounded in time (past the bound
+//! its process group is killed); the replies it wrote are read back as
 //! [`RawReply`]s and judged by the same [`super::oracle`]s, giving
 //! `reproduced: yes / no / unknown`. Without bash or curl, or without what
 //! the script needs, the answer is `unknown` with the reason, never `yes`.
@@ -107,9 +109,18 @@ pub(crate) async fn run_script(
     std::fs::create_dir_all(out).map_err(io)?;
     let log_path = out.join("output.txt");
     let log = std::fs::File::create(&log_path).map_err(io)?;
+    // A stdio finding is re-run on the run's own bridge (its warm
+    // processes: a script starting its own server took 1-4 s a finding,
+    // most of a run over stdio while findings came), but for an exit,
+    // which the script judges from its own bridge's report.
+    let url = if f.stdio_command.is_some() && f.oracle == Oracle::ProcessExited {
+        ""
+    } else {
+        &f.mcp_url
+    };
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg(dir.join("repro.sh"))
-        .env("URL", &f.mcp_url)
+        .env("URL", url)
         .env("OUT", out)
         .env("ELICITKIT_PRINCIPAL", &f.principal)
         .env(SKIP_VERDICT.0, SKIP_VERDICT.1)

@@ -972,6 +972,25 @@ fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
         assert!(known, "unexpected finding {f}\n{stdout}");
         assert_eq!(f["reproduced"], "yes", "{f}");
     }
+    // The fuzzer re-ran each script on its own bridge; run by a user
+    // (no URL), a script starts the server itself and still reproduces.
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == "not-json-rpc")
+        .unwrap_or_else(|| panic!("no not-json-rpc finding: {stdout}"));
+    let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
+    let mut user = Command::new("bash");
+    user.arg(fdir.join("repro.sh"))
+        .env_remove("URL")
+        .env("OUT", dir.path().join("user-replies"))
+        .env("ELICITKIT", env!("CARGO_BIN_EXE_elicitkit"))
+        .env("ELICITKIT_PRINCIPAL", interop::Sdk::Ts.token());
+    let again = user.output().expect("repro.sh runs");
+    assert_eq!(again.status.code(), Some(1), "{}", last_line(&again));
+    let bridge = std::fs::read_to_string(dir.path().join("user-replies/bridge.txt")).unwrap();
+    assert!(bridge.contains("listening on"), "{bridge}");
 }
 
 /// A server that dies on a decline (`exit-on-decline` exits the process,
