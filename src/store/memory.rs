@@ -34,7 +34,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::claim::check_key;
 use super::counters::{Backend, Counted};
-use super::memory_claim::{self, ClaimEntry};
+use super::memory_claim::{self, ClaimEntry, ClaimRef};
 use super::memory_record::{Entry, RecordKey, Slim, record_key};
 use super::record::settle_against;
 use super::retention::cutoff;
@@ -168,9 +168,9 @@ impl Inner {
 
     /// The claim on `key`, wherever it is kept: the claims table, or the
     /// entry of the record its flow settled.
-    fn claim_on(&self, key: &ClaimKey) -> Option<&[u8]> {
+    fn claim_on(&self, key: &ClaimKey) -> Option<ClaimRef<'_>> {
         match self.claims.get(key) {
-            Some(c) => Some(c.bytes()),
+            Some(c) => Some(c.view()),
             None => self.entries.get(key)?.claim(),
         }
     }
@@ -179,7 +179,6 @@ impl Inner {
     /// (the record is about to go, the claim must stay).
     fn move_claim_out(&mut self, key: &RecordKey) {
         if let Some(Some(c)) = self.recount(key, Slim::take_claim) {
-            let c = ClaimEntry::from_bytes(c);
             self.claim_bytes += c.heap_bytes();
             self.claims.insert(*key, c);
         }
@@ -505,15 +504,15 @@ impl Backend for MemoryBackend {
         let entry = ClaimEntry::new(keep_until_ms, outcome)?;
         let mut inner = self.lock()?;
         if let Some(c) = inner.claim_on(&k) {
-            return Ok(Claim::Taken(memory_claim::taken(c)?));
+            return Ok(Claim::Taken(memory_claim::taken(c.body)?));
         }
         // The origin's settled record keeps it: one entry per completed flow.
         if let Some(slim) = inner.entries.get(&k)
             && slim.status() != Status::Pending
         {
-            let more = slim.heap_bytes_with_claim(entry.bytes().len()) - slim.heap_bytes();
+            let more = slim.heap_bytes_with_claim(entry.view()) - slim.heap_bytes();
             self.room_for(&inner, 0, 0, more)?;
-            inner.recount(&k, |slim| slim.keep_claim(entry.bytes()));
+            inner.recount(&k, |slim| slim.keep_claim(entry.view()));
             return Ok(Claim::Won);
         }
         self.room_for(&inner, 1, entry.heap_bytes(), 0)?;
@@ -527,7 +526,7 @@ impl Backend for MemoryBackend {
         let k = claim_key(key);
         self.lock()?
             .claim_on(&k)
-            .map(memory_claim::taken)
+            .map(|c| memory_claim::taken(c.body))
             .transpose()
     }
 
@@ -538,10 +537,7 @@ impl Backend for MemoryBackend {
         let stale: Vec<RecordKey> = inner
             .entries
             .iter()
-            .filter(|e| {
-                e.claim()
-                    .is_some_and(|c| memory_claim::keep_until_ms(c) < now_ms)
-            })
+            .filter(|e| e.claim().is_some_and(|c| c.keep_until_ms < now_ms))
             .map(|e| *e.key())
             .collect();
         for key in &stale {
@@ -573,7 +569,7 @@ impl Backend for MemoryBackend {
         let before = inner.claims.len();
         let mut freed = 0;
         inner.claims.retain(|_, c| {
-            let keep = c.keep_until_ms() >= now_ms;
+            let keep = c.view().keep_until_ms >= now_ms;
             if !keep {
                 freed += c.heap_bytes();
             }
@@ -925,11 +921,13 @@ mod tests {
     #[test]
     fn a_full_store_evicts_the_largest_holders_pending_record_for_a_smaller_one() {
         // 16 records in all, 2 per principal: 8 made-up names fill it.
+        // Every name is two letters, so every record costs the same (a
+        // record's parts are counted to the byte).
         let s = MemoryStore::with_budget(16 * cost(&pending("m0", 0)));
         let crowd: Vec<Record> = (0..16)
             .map(|i| s.create(&pending(&format!("m{}", i % 8), i)).unwrap())
             .collect();
-        let alice = s.create(&pending("alice", 100)).expect("room made");
+        let alice = s.create(&pending("al", 100)).expect("room made");
         assert_eq!(s.counters().evicted, 1);
         // One went: of one of the largest holders (all hold two), the one
         // closest to its expiry (each name's first, created in 0..8).
@@ -951,9 +949,9 @@ mod tests {
             }
         }
         // A settled record no longer counts as pending.
-        s.complete(&alice.id, "alice", Outcome::Cancelled, 200)
+        s.complete(&alice.id, "al", Outcome::Cancelled, 200)
             .unwrap();
-        assert!(s.create(&pending("alice", 200)).is_ok());
+        assert!(s.create(&pending("al", 200)).is_ok());
         assert_eq!(s.counters().evicted, 2);
     }
 }

@@ -7,16 +7,25 @@
 use serde_json::Value;
 
 use super::memory_record::heap_bytes;
-use super::{StoreError, Taken};
+use super::{StoreError, Taken, varint};
 
 /// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
-/// endian), a tag, then the outcome: [`BARE`] (none), [`TEXT`] (a
-/// `CallToolResult` of one text item: its `isError` byte and the text),
-/// [`TEXT_STRUCTURED`] (the same with `structuredContent`: the `isError`
-/// byte, the text's length as 4 bytes, the text, the structured content as
-/// compact JSON) or [`JSON`] (any other outcome, compact).
+/// endian), then its body: a tag and the outcome: [`BARE`] (none),
+/// [`TEXT`] (a `CallToolResult` of one text item: its `isError` byte and
+/// the text), [`TEXT_STRUCTURED`] (the same with `structuredContent`: the
+/// `isError` byte, the text's length ([`varint`]), the text, the structured
+/// content as compact JSON) or [`JSON`] (any other outcome, compact). A
+/// record keeps the body with its keep time packed (see
+/// [`super::memory_record`]).
 #[derive(Debug)]
 pub(super) struct ClaimEntry(Box<[u8]>);
+
+/// A claim wherever it is kept: its keep time and its body.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ClaimRef<'a> {
+    pub keep_until_ms: u64,
+    pub body: &'a [u8],
+}
 
 const BARE: u8 = 0;
 const TEXT: u8 = 1;
@@ -47,9 +56,9 @@ impl ClaimEntry {
                     text,
                     is_error,
                     structured: Some(st),
-                }) if u32::try_from(text.len()).is_ok() => {
+                }) => {
                     b.extend([TEXT_STRUCTURED, u8::from(is_error)]);
-                    b.extend((text.len() as u32).to_le_bytes());
+                    varint::put(&mut b, text.len() as u64);
                     b.extend_from_slice(text.as_bytes());
                     json(&mut b, st)?;
                 }
@@ -62,18 +71,27 @@ impl ClaimEntry {
         Ok(ClaimEntry(b.into_boxed_slice()))
     }
 
-    /// One moved out of a record (bytes [`ClaimEntry::bytes`] gave).
-    pub(super) fn from_bytes(b: Box<[u8]>) -> Self {
-        ClaimEntry(b)
+    /// One moved out of a record.
+    pub(super) fn from_ref(c: ClaimRef<'_>) -> Self {
+        let mut b = Vec::with_capacity(8 + c.body.len());
+        b.extend(c.keep_until_ms.to_le_bytes());
+        b.extend_from_slice(c.body);
+        ClaimEntry(b.into_boxed_slice())
     }
 
-    /// Its encoding, as a record keeps it.
-    pub(super) fn bytes(&self) -> &[u8] {
-        &self.0
+    /// Its keep time and body.
+    pub(super) fn view(&self) -> ClaimRef<'_> {
+        let mut t = [0; 8];
+        t.copy_from_slice(&self.0[..8]);
+        ClaimRef {
+            keep_until_ms: u64::from_le_bytes(t),
+            body: &self.0[8..],
+        }
     }
 
+    #[cfg(test)]
     pub(super) fn keep_until_ms(&self) -> u64 {
-        keep_until_ms(&self.0)
+        self.view().keep_until_ms
     }
 
     /// Heap bytes it holds.
@@ -82,14 +100,7 @@ impl ClaimEntry {
     }
 }
 
-/// The keep time of an encoded claim.
-pub(super) fn keep_until_ms(b: &[u8]) -> u64 {
-    let mut t = [0; 8];
-    t.copy_from_slice(&b[..8]);
-    u64::from_le_bytes(t)
-}
-
-/// What an encoded claim says to a later taker.
+/// What a claim's body says to a later taker.
 pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
     let corrupt = |reason: String| StoreError::Corrupt {
         id: "claims".into(),
@@ -101,14 +112,18 @@ pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
             "isError": is_error == 1,
         })
     };
-    let rest = &b[9..];
-    let outcome = match b[8] {
+    let short = || corrupt("cut short".into());
+    let rest = b.get(1..).ok_or_else(short)?;
+    let outcome = match b[0] {
         BARE => None,
         TEXT => Some(result(utf8(&rest[1..], corrupt)?, rest[0])),
         TEXT_STRUCTURED => {
-            let mut n = [0; 4];
-            n.copy_from_slice(&rest[1..5]);
-            let (text, st) = rest[5..].split_at(u32::from_le_bytes(n) as usize);
+            let mut at = 1;
+            let n = varint::get(rest, &mut at).ok_or_else(short)?;
+            let (text, st) = usize::try_from(n)
+                .ok()
+                .and_then(|n| rest[at..].split_at_checked(n))
+                .ok_or_else(short)?;
             let mut v = result(utf8(text, corrupt)?, rest[0]);
             let st: Value = serde_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
             v["structuredContent"] = st;
@@ -171,9 +186,11 @@ mod tests {
             (e.0[8], e.0.len()),
             (
                 TEXT_STRUCTURED,
-                14 + "Billing connected.".len() + r#"{"connected":true}"#.len()
+                11 + "Billing connected.".len() + r#"{"connected":true}"#.len()
             )
         );
-        assert_eq!(taken(e.bytes()).unwrap().outcome, Some(billing));
+        assert_eq!(taken(e.view().body).unwrap().outcome, Some(billing));
+        let back = ClaimEntry::from_ref(e.view());
+        assert_eq!((back.keep_until_ms(), back.0), (7, e.0));
     }
 }

@@ -1,28 +1,32 @@
-//! A record as the memory store keeps it ([`Slim`]): one allocation of 96
+//! A record as the memory store keeps it ([`Slim`]): one allocation of 48
 //! bytes holding its key (the id's 16 random bytes rather than its
 //! 22-character text; the table finds an [`Entry`] by it, so a slot is one
-//! pointer) plus one with its principal, CSRF token, outcome and, once its
-//! request completed, the completion claim it keeps.
+//! pointer) and its times, plus one with the rest packed ([`Layout`]): its
+//! state, principal, CSRF token, request digest while pending, outcome
+//! and, once its request completed, the completion claim it keeps.
 //!
 //! A record changes state once (pending → a terminal status), so its audit
 //! log is two lines at most and its version 0 or 1: both are rebuilt from
 //! the creation time, the settling time and who settled it, where each
 //! record kept a vector of lines with a copy of the principal in each. The
-//! outcome is kept as compact JSON and read back on demand, and a URL
-//! flow's CSRF token is forgotten once the flow settles (its page answers
-//! 409 before comparing any token). What one costs
-//! is [`Slim::heap_bytes`], which the store sums per kind for its budget and
+//! outcome is kept as compact JSON and read back on demand. What settling
+//! forgets: a URL flow's CSRF token (its page answers 409 before comparing
+//! any token) and the request digest (nothing reads a settled record's
+//! digest: `Record::request_digest` reads `None` then). What one costs is
+//! [`Slim::heap_bytes`], which the store sums per kind for its budget and
 //! `/stats`.
 
 use std::borrow::Borrow;
 use std::hash::{Hash, Hasher};
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, Range};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
+use super::memory_claim::{ClaimEntry, ClaimRef};
 use super::record::{AuditEntry, Mode, NewRecord, Record, Status, StoreError};
+use super::varint;
 
 /// A record id as the memory store keys it: the 16 random bytes the id
 /// encodes.
@@ -55,136 +59,166 @@ pub(super) fn heap_bytes(n: usize) -> u64 {
     words.div_ceil(step) * step * 8
 }
 
-/// Audit lines still kept (the purge drops the ones past retention).
-const CREATION_LINE: u8 = 1;
-const SETTLING_LINE: u8 = 2;
-
 /// One record, compact. See the module docs.
 #[derive(Debug)]
 pub(super) struct Slim {
     /// Its key in the store's table (the id's 16 bytes).
     key: RecordKey,
-    /// Principal, client id, CSRF token and outcome (compact JSON) in one
-    /// allocation: see [`Parts`].
+    /// Everything else but its times, packed: see [`Layout`].
     parts: Box<[u8]>,
-    request_digest: [u8; 32],
     created_at_ms: u64,
     expires_at_ms: u64,
-    /// When it left `Pending` (meaningless while pending).
-    settled_at_ms: u64,
-    mode: Mode,
-    status: Status,
-    /// Settled by its principal (else by the store: expiry).
-    by_owner: bool,
-    /// [`CREATION_LINE`] | [`SETTLING_LINE`]: audit lines still kept.
-    audit: u8,
 }
 
-/// The layout of [`Slim::parts`]: three little-endian `u16` lengths
-/// (principal, client id, CSRF token; [`ABSENT`] for an absent one), a
-/// byte of flags ([`HAS_OUTCOME`], [`HAS_CLAIM`]), then the texts, the
-/// claim (its length as a little-endian `u32`, then its encoding, see
-/// [`super::memory_claim`]) and the outcome.
-struct Parts;
+/// The state byte, first of [`Slim::parts`]: the status (three bits), then
+/// these flags.
+const URL_MODE: u8 = 1 << 3;
+/// Settled by its principal (else by the store: expiry).
+const BY_OWNER: u8 = 1 << 4;
+/// Audit lines still kept (the purge drops the ones past retention).
+const CREATION_LINE: u8 = 1 << 5;
+const SETTLING_LINE: u8 = 1 << 6;
+const HAS_OUTCOME: u8 = 1 << 7;
+const STATUS: u8 = 0b111;
 
-/// The length written for an absent part (fields are at most
-/// [`super::MAX_FIELD_LEN`] bytes).
-const ABSENT: u16 = u16::MAX;
-const HEADER: usize = 7;
-const HAS_OUTCOME: u8 = 1;
-const HAS_CLAIM: u8 = 2;
+fn status_bits(s: Status) -> u8 {
+    match s {
+        Status::Pending => 0,
+        Status::Completed => 1,
+        Status::Declined => 2,
+        Status::Cancelled => 3,
+        Status::Expired => 4,
+    }
+}
 
-impl Parts {
-    fn build(texts: [Option<&str>; 3], claim: Option<&[u8]>, outcome: Option<&[u8]>) -> Box<[u8]> {
-        let len = |t: Option<&str>| t.map_or(0, str::len);
-        let size = HEADER
-            + texts.iter().map(|t| len(*t)).sum::<usize>()
-            + claim.map_or(0, |c| 4 + c.len())
-            + outcome.map_or(0, <[u8]>::len);
-        let mut b = Vec::with_capacity(size);
-        for t in texts {
-            let n = t.map_or(ABSENT, |t| u16::try_from(t.len()).unwrap_or(ABSENT - 1));
-            b.extend(n.to_le_bytes());
+fn status_of(state: u8) -> Status {
+    match state & STATUS {
+        0 => Status::Pending,
+        1 => Status::Completed,
+        2 => Status::Declined,
+        3 => Status::Cancelled,
+        _ => Status::Expired,
+    }
+}
+
+/// Where things are in [`Slim::parts`]: the state byte; the principal's
+/// length, then the client id's and the CSRF token's plus one (0: absent),
+/// as [`varint`]s; while pending, the 32-byte request digest, once settled
+/// the settling time (an offset from the creation time) and the kept
+/// claim's length (0: none); then the three texts, the claim (its keep time
+/// as an offset from the creation time, then its body, see
+/// [`super::memory_claim`]) and the outcome (the rest, [`HAS_OUTCOME`]).
+struct Layout {
+    texts: [Option<Range<usize>>; 3],
+    digest: Option<usize>,
+    settled_at_ms: u64,
+    claim: Option<Range<usize>>,
+    outcome: Option<Range<usize>>,
+}
+
+/// What [`Layout::build`] packs.
+struct Fields<'a> {
+    state: u8,
+    texts: [Option<&'a str>; 3],
+    digest: Option<&'a [u8; 32]>,
+    settled_at_ms: u64,
+    claim: Option<ClaimRef<'a>>,
+    outcome: Option<&'a [u8]>,
+}
+
+impl Layout {
+    fn read(b: &[u8], created_at_ms: u64) -> Layout {
+        let mut at = 1;
+        let mut next = || varint::get(b, &mut at).unwrap_or(0) as usize;
+        let lens = [Some(next()), next().checked_sub(1), next().checked_sub(1)];
+        let (mut digest, mut settled_at_ms, mut claim_len) = (None, 0, 0);
+        if status_of(b[0]) == Status::Pending {
+            digest = Some(at);
+            at += 32;
+        } else {
+            let z = varint::get(b, &mut at).unwrap_or(0);
+            settled_at_ms = varint::at_offset(created_at_ms, z);
+            claim_len = varint::get(b, &mut at).unwrap_or(0) as usize;
         }
-        let flag = |on: bool, f: u8| if on { f } else { 0 };
-        b.push(flag(outcome.is_some(), HAS_OUTCOME) | flag(claim.is_some(), HAS_CLAIM));
-        for t in texts.into_iter().flatten() {
+        let mut span = |n: usize| {
+            let r = at..at + n;
+            at += n;
+            r
+        };
+        let texts = lens.map(|n| n.map(&mut span));
+        let claim = (claim_len > 0).then(|| span(claim_len));
+        let outcome = (b[0] & HAS_OUTCOME != 0).then_some(at..b.len());
+        Layout {
+            texts,
+            digest,
+            settled_at_ms,
+            claim,
+            outcome,
+        }
+    }
+
+    fn build(created_at_ms: u64, f: Fields<'_>) -> Box<[u8]> {
+        let claim_keep = f
+            .claim
+            .map(|c| varint::offset(created_at_ms, c.keep_until_ms));
+        let claim_len = f
+            .claim
+            .zip(claim_keep)
+            .map_or(0, |(c, k)| varint::len(k) + c.body.len());
+        let mut b = Vec::with_capacity(
+            16 + f.texts.iter().flatten().map(|t| t.len()).sum::<usize>()
+                + claim_len
+                + f.outcome.map_or(0, <[u8]>::len),
+        );
+        let outcome = if f.outcome.is_some() { HAS_OUTCOME } else { 0 };
+        b.push(f.state & !HAS_OUTCOME | outcome);
+        let [principal, client, csrf] = f.texts;
+        varint::put(&mut b, principal.map_or(0, str::len) as u64);
+        for t in [client, csrf] {
+            varint::put(&mut b, t.map_or(0, |t| t.len() as u64 + 1));
+        }
+        if status_of(f.state) == Status::Pending {
+            b.extend_from_slice(f.digest.unwrap_or(&[0; 32]));
+        } else {
+            varint::put(&mut b, varint::offset(created_at_ms, f.settled_at_ms));
+            varint::put(&mut b, claim_len as u64);
+        }
+        for t in f.texts.into_iter().flatten() {
             b.extend_from_slice(t.as_bytes());
         }
-        if let Some(c) = claim {
-            // A claim is at most a few KiB: an outcome of a tool result.
-            b.extend(u32::try_from(c.len()).unwrap_or(u32::MAX).to_le_bytes());
-            b.extend_from_slice(c);
+        if let (Some(c), Some(k)) = (f.claim, claim_keep) {
+            varint::put(&mut b, k);
+            b.extend_from_slice(c.body);
         }
-        b.extend_from_slice(outcome.unwrap_or_default());
+        b.extend_from_slice(f.outcome.unwrap_or_default());
         b.into_boxed_slice()
-    }
-
-    /// Bytes the texts before text `i` take (`i` = 3: all of them).
-    fn offset(b: &[u8], i: usize) -> usize {
-        (0..i)
-            .map(|j| Parts::len(b, j))
-            .filter(|&n| n != ABSENT)
-            .map(usize::from)
-            .sum::<usize>()
-            + HEADER
-    }
-
-    fn len(b: &[u8], j: usize) -> u16 {
-        u16::from_le_bytes([b[2 * j], b[2 * j + 1]])
-    }
-
-    /// Text `i` (0 principal, 1 client id, 2 CSRF token).
-    fn text(b: &[u8], i: usize) -> Option<&str> {
-        let start = Parts::offset(b, i);
-        match Parts::len(b, i) {
-            ABSENT => None,
-            n => std::str::from_utf8(b.get(start..start + usize::from(n))?).ok(),
-        }
-    }
-
-    /// The claim's length field and bytes, where it has one.
-    fn claim_span(b: &[u8]) -> Option<(usize, usize)> {
-        (b[HEADER - 1] & HAS_CLAIM != 0).then_some(())?;
-        let at = Parts::offset(b, 3);
-        let n = u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?) as usize;
-        Some((at + 4, at + 4 + n))
-    }
-
-    fn claim(b: &[u8]) -> Option<&[u8]> {
-        let (from, to) = Parts::claim_span(b)?;
-        b.get(from..to)
-    }
-
-    fn outcome(b: &[u8]) -> Option<&[u8]> {
-        (b[HEADER - 1] & HAS_OUTCOME != 0).then_some(())?;
-        let at = Parts::claim_span(b).map_or(Parts::offset(b, 3), |(_, to)| to);
-        b.get(at..)
     }
 }
 
 impl Slim {
     /// The pending record for `new`.
     pub(super) fn new(key: RecordKey, new: &NewRecord) -> Slim {
-        Slim {
-            key,
-            parts: Parts::build(
-                [
+        let state = CREATION_LINE | if new.mode == Mode::Url { URL_MODE } else { 0 };
+        let parts = Layout::build(
+            new.created_at_ms,
+            Fields {
+                state,
+                texts: [
                     Some(&new.principal),
                     new.client_id.as_deref(),
                     new.csrf_token.as_deref(),
                 ],
-                None,
-                None,
-            ),
-            request_digest: new.request_digest,
+                digest: Some(&new.request_digest),
+                settled_at_ms: 0,
+                claim: None,
+                outcome: None,
+            },
+        );
+        Slim {
+            key,
+            parts,
             created_at_ms: new.created_at_ms,
             expires_at_ms: new.expires_at_ms,
-            settled_at_ms: 0,
-            mode: new.mode,
-            status: Status::Pending,
-            by_owner: false,
-            audit: CREATION_LINE,
         }
     }
 
@@ -197,35 +231,63 @@ impl Slim {
         &self.key
     }
 
+    fn layout(&self) -> Layout {
+        Layout::read(&self.parts, self.created_at_ms)
+    }
+
+    fn text(&self, l: &Layout, i: usize) -> Option<&str> {
+        let r = l.texts[i].clone()?;
+        std::str::from_utf8(self.parts.get(r)?).ok()
+    }
+
+    /// Its fields as they are, for [`Layout::build`] to change some.
+    fn fields<'a>(&'a self, l: &Layout) -> Fields<'a> {
+        Fields {
+            state: self.parts[0],
+            texts: [0, 1, 2].map(|i| self.text(l, i)),
+            digest: l
+                .digest
+                .and_then(|at| self.parts.get(at..at + 32)?.try_into().ok()),
+            settled_at_ms: l.settled_at_ms,
+            claim: self.claim_in(l),
+            outcome: l.outcome.clone().and_then(|r| self.parts.get(r)),
+        }
+    }
+
     /// The record it holds, as stored (not as seen at a time).
     pub(super) fn record(&self) -> Record {
-        let text = |i| Parts::text(&self.parts, i).map(str::to_owned);
+        let l = self.layout();
+        let f = self.fields(&l);
         Record {
             id: id_of(&self.key),
-            principal: self.principal().to_owned(),
-            client_id: text(1),
-            request_digest: self.request_digest,
-            mode: self.mode,
-            status: self.status,
+            principal: f.texts[0].unwrap_or_default().to_owned(),
+            client_id: f.texts[1].map(str::to_owned),
+            request_digest: f.digest.copied(),
+            mode: self.mode(),
+            status: self.status(),
             created_at_ms: self.created_at_ms,
             expires_at_ms: self.expires_at_ms,
             version: self.version(),
-            csrf_token: text(2),
+            csrf_token: f.texts[2].map(str::to_owned),
             // Written by `settle` from a Value, so it reads back as one.
-            result: Parts::outcome(&self.parts).and_then(|b| serde_json::from_slice(b).ok()),
+            result: f.outcome.and_then(|b| serde_json::from_slice(b).ok()),
         }
     }
 
     pub(super) fn principal(&self) -> &str {
-        Parts::text(&self.parts, 0).unwrap_or_default()
+        self.text(&self.layout(), 0).unwrap_or_default()
     }
 
     pub(super) fn status(&self) -> Status {
-        self.status
+        status_of(self.parts[0])
     }
 
     pub(super) fn mode(&self) -> Mode {
-        self.mode
+        if self.parts[0] & URL_MODE != 0 {
+            Mode::Url
+        } else {
+            Mode::Form
+        }
     }
 
     pub(super) fn expires_at_ms(&self) -> u64 {
@@ -234,11 +296,11 @@ impl Slim {
 
     /// Pending and past its expiry at `now_ms`.
     pub(super) fn is_due(&self, now_ms: u64) -> bool {
-        self.status == Status::Pending && now_ms >= self.expires_at_ms
+        self.status() == Status::Pending && now_ms >= self.expires_at_ms
     }
 
     fn version(&self) -> u64 {
-        u64::from(self.status != Status::Pending)
+        u64::from(self.status() != Status::Pending)
     }
 
     /// Moves a pending record to terminal `to` at `at_ms`, keeping
@@ -250,7 +312,7 @@ impl Slim {
         at_ms: u64,
         result: Option<&Value>,
     ) -> Result<(), StoreError> {
-        debug_assert!(Status::can_transition(self.status, to));
+        debug_assert!(Status::can_transition(self.status(), to));
         let outcome = match result {
             Some(v) => Some(serde_json::to_vec(v).map_err(|e| StoreError::InvalidInput {
                 field: "outcome",
@@ -258,55 +320,77 @@ impl Slim {
             })?),
             None => None,
         };
-        // The CSRF token goes: a settled flow's page answers 409 before
-        // any token is compared.
-        let text = |i| Parts::text(&self.parts, i);
-        self.parts = Parts::build(
-            [text(0), text(1), None],
-            Parts::claim(&self.parts),
-            outcome.as_deref(),
+        let l = self.layout();
+        let f = self.fields(&l);
+        let owner = if by_owner { BY_OWNER } else { 0 };
+        self.parts = Layout::build(
+            self.created_at_ms,
+            Fields {
+                state: (f.state & !STATUS & !BY_OWNER) | status_bits(to) | owner | SETTLING_LINE,
+                // The CSRF token goes: a settled flow's page answers 409
+                // before any token is compared. The digest goes: nothing
+                // reads a settled record's.
+                texts: [f.texts[0], f.texts[1], None],
+                digest: None,
+                settled_at_ms: at_ms,
+                outcome: outcome.as_deref(),
+                ..f
+            },
         );
-        self.status = to;
-        self.by_owner = by_owner;
-        self.settled_at_ms = at_ms;
-        self.audit |= SETTLING_LINE;
         Ok(())
     }
 
-    /// The completion claim it keeps (see [`Slim::keep_claim`]).
-    pub(super) fn claim(&self) -> Option<&[u8]> {
-        Parts::claim(&self.parts)
+    fn claim_in(&self, l: &Layout) -> Option<ClaimRef<'_>> {
+        let b = self.parts.get(l.claim.clone()?)?;
+        let mut at = 0;
+        let keep = varint::get(b, &mut at)?;
+        Some(ClaimRef {
+            keep_until_ms: varint::at_offset(self.created_at_ms, keep),
+            body: &b[at..],
+        })
     }
 
-    /// Keeps `claim` (an encoded claim, [`super::memory_claim`]) in this
-    /// settled record's entry, so the completed flow holds one entry.
-    pub(super) fn keep_claim(&mut self, claim: &[u8]) {
-        debug_assert!(self.status != Status::Pending && self.claim().is_none());
+    /// The completion claim it keeps (see [`Slim::keep_claim`]).
+    pub(super) fn claim(&self) -> Option<ClaimRef<'_>> {
+        self.claim_in(&self.layout())
+    }
+
+    /// Keeps `claim` in this settled record's entry, so the completed flow
+    /// holds one entry.
+    pub(super) fn keep_claim(&mut self, claim: ClaimRef<'_>) {
+        debug_assert!(self.status() != Status::Pending && self.claim().is_none());
         self.rebuild(Some(claim));
     }
 
     /// Takes its claim out (to forget it, or to keep it elsewhere).
-    pub(super) fn take_claim(&mut self) -> Option<Box<[u8]>> {
-        let claim: Box<[u8]> = self.claim()?.into();
+    pub(super) fn take_claim(&mut self) -> Option<ClaimEntry> {
+        let claim = ClaimEntry::from_ref(self.claim()?);
         self.rebuild(None);
         Some(claim)
     }
 
     /// The same parts with `claim` in place of the one it keeps.
-    fn rebuild(&mut self, claim: Option<&[u8]>) {
-        let text = |i| Parts::text(&self.parts, i);
-        self.parts = Parts::build(
-            [text(0), text(1), text(2)],
-            claim,
-            Parts::outcome(&self.parts),
+    fn rebuild(&mut self, claim: Option<ClaimRef<'_>>) {
+        let l = self.layout();
+        self.parts = Layout::build(
+            self.created_at_ms,
+            Fields {
+                claim,
+                ..self.fields(&l)
+            },
         );
+    }
+
+    fn audit_bits(&self) -> u8 {
+        self.parts[0]
     }
 
     /// Its audit log, oldest first.
     pub(super) fn audit(&self) -> Vec<AuditEntry> {
         let owner = || Some(self.principal().to_owned());
+        let (audit, status) = (self.audit_bits(), self.status());
         let mut lines = Vec::new();
-        if self.audit & CREATION_LINE != 0 {
+        if audit & CREATION_LINE != 0 {
             lines.push(AuditEntry {
                 at_ms: self.created_at_ms,
                 from: None,
@@ -315,12 +399,12 @@ impl Slim {
                 version: 0,
             });
         }
-        if self.audit & SETTLING_LINE != 0 && self.status != Status::Pending {
+        if audit & SETTLING_LINE != 0 && status != Status::Pending {
             lines.push(AuditEntry {
-                at_ms: self.settled_at_ms,
+                at_ms: self.layout().settled_at_ms,
                 from: Some(Status::Pending),
-                to: self.status,
-                actor_principal: if self.by_owner { owner() } else { None },
+                to: status,
+                actor_principal: if audit & BY_OWNER != 0 { owner() } else { None },
                 version: 1,
             });
         }
@@ -329,25 +413,32 @@ impl Slim {
 
     /// How many audit lines it keeps.
     pub(super) fn audit_lines(&self) -> u64 {
-        u64::from(self.audit & CREATION_LINE != 0)
-            + u64::from(self.audit & SETTLING_LINE != 0 && self.status != Status::Pending)
+        let audit = self.audit_bits();
+        u64::from(audit & CREATION_LINE != 0)
+            + u64::from(audit & SETTLING_LINE != 0 && self.status() != Status::Pending)
+    }
+
+    /// When it settled, if it keeps that audit line.
+    fn settling_line_at(&self) -> Option<u64> {
+        (self.audit_bits() & SETTLING_LINE != 0 && self.status() != Status::Pending)
+            .then(|| self.layout().settled_at_ms)
     }
 
     /// How many of its audit lines are at or before `cut`.
     pub(super) fn audit_past(&self, cut: u64) -> u64 {
-        u64::from(self.audit & CREATION_LINE != 0 && self.created_at_ms <= cut)
-            + u64::from(self.audit & SETTLING_LINE != 0 && self.settled_at_ms <= cut)
+        u64::from(self.audit_bits() & CREATION_LINE != 0 && self.created_at_ms <= cut)
+            + u64::from(self.settling_line_at().is_some_and(|at| at <= cut))
     }
 
     /// Drops the audit lines at or before `cut`; how many went.
     pub(super) fn purge_audit(&mut self, cut: u64) -> u64 {
         let mut gone = 0;
-        if self.audit & CREATION_LINE != 0 && self.created_at_ms <= cut {
-            self.audit &= !CREATION_LINE;
+        if self.audit_bits() & CREATION_LINE != 0 && self.created_at_ms <= cut {
+            self.parts[0] &= !CREATION_LINE;
             gone += 1;
         }
-        if self.audit & SETTLING_LINE != 0 && self.settled_at_ms <= cut {
-            self.audit &= !SETTLING_LINE;
+        if self.settling_line_at().is_some_and(|at| at <= cut) {
+            self.parts[0] &= !SETTLING_LINE;
             gone += 1;
         }
         gone
@@ -358,10 +449,13 @@ impl Slim {
         heap_bytes(size_of::<Slim>()) + heap_bytes(self.parts.len())
     }
 
-    /// What [`Slim::heap_bytes`] would be with a claim of `len` bytes
-    /// kept (it keeps none).
-    pub(super) fn heap_bytes_with_claim(&self, len: usize) -> u64 {
-        heap_bytes(size_of::<Slim>()) + heap_bytes(self.parts.len() + 4 + len)
+    /// What [`Slim::heap_bytes`] would be with `claim` kept (it keeps
+    /// none, so its claim length reads 0, one byte).
+    pub(super) fn heap_bytes_with_claim(&self, claim: ClaimRef<'_>) -> u64 {
+        let len =
+            varint::len(varint::offset(self.created_at_ms, claim.keep_until_ms)) + claim.body.len();
+        heap_bytes(size_of::<Slim>())
+            + heap_bytes(self.parts.len() - 1 + varint::len(len as u64) + len)
     }
 }
 
@@ -496,9 +590,12 @@ mod tests {
     fn a_record_costs_at_most_its_budget() {
         // Its key is in its box (the table's slot is one pointer): 16 B
         // more here, 36 B less in the slot.
+        // Its times and key in a box of 48 B (96 B before its state,
+        // settling time and digest moved into its parts).
+        assert_eq!(size_of::<Slim>(), 48);
         let form = Slim::new([9; 16], &new(Mode::Form, None));
         assert!(
-            form.heap_bytes() <= 120,
+            form.heap_bytes() <= 96,
             "form record: {} B",
             form.heap_bytes()
         );
@@ -511,9 +608,45 @@ mod tests {
         )
         .unwrap();
         assert!(
-            url.heap_bytes() <= 160,
+            url.heap_bytes() <= 112,
             "URL record: {} B",
             url.heap_bytes()
         );
+    }
+
+    #[test]
+    fn settling_forgets_the_digest_and_a_kept_claim_reads_back_whole() {
+        let mut s = Slim::new([9; 16], &new(Mode::Url, Some("tok")));
+        assert_eq!(s.record().request_digest, Some([3; 32]));
+        s.settle(Status::Declined, false, 900, None).unwrap();
+        let r = s.record();
+        assert_eq!(
+            (r.request_digest, r.status, r.mode),
+            (None, Status::Declined, Mode::Url)
+        );
+        assert_eq!(
+            s.audit()[1].at_ms,
+            900,
+            "an offset before its creation time reads back"
+        );
+        let before = s.heap_bytes();
+        // Keep times either side of the creation time, near and far.
+        for keep in [646_000, 0, u64::MAX] {
+            let body = [2, b'{', b'}'];
+            let c = ClaimRef {
+                keep_until_ms: keep,
+                body: &body,
+            };
+            let with = s.heap_bytes_with_claim(c);
+            s.keep_claim(c);
+            assert_eq!(s.heap_bytes(), with, "counted before it is kept");
+            let got = s.claim().unwrap();
+            assert_eq!((got.keep_until_ms, got.body), (keep, &body[..]));
+            assert_eq!(s.principal(), "ek-user-0001");
+            let out = s.take_claim().unwrap();
+            assert_eq!(out.view().keep_until_ms, keep);
+            assert!(s.claim().is_none());
+            assert_eq!(s.heap_bytes(), before);
+        }
     }
 }

@@ -35,6 +35,7 @@ mod redis;
 mod redis_lua;
 pub mod retention;
 mod sqlite;
+mod varint;
 
 pub use self::redis::{Eviction, Persistence, RedisStore};
 pub use claim::{Claim, KEEP_FOREVER, Taken};

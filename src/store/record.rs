@@ -224,8 +224,10 @@ pub struct Record {
     pub principal: String,
     /// Client id, when known.
     pub client_id: Option<String>,
-    /// Digest of the originating request.
-    pub request_digest: [u8; 32],
+    /// Digest of the originating request; `None` from the memory store
+    /// once the record settled (nothing reads a settled record's digest,
+    /// and a completed flow's entry is smaller without it).
+    pub request_digest: Option<[u8; 32]>,
     /// Form or URL mode.
     pub mode: Mode,
     /// Current status (as of the read; see [`super::Store::get`]).
@@ -249,7 +251,7 @@ impl Record {
             id,
             principal: new.principal.clone(),
             client_id: new.client_id.clone(),
-            request_digest: new.request_digest,
+            request_digest: Some(new.request_digest),
             mode: new.mode,
             status: Status::Pending,
             created_at_ms: new.created_at_ms,

@@ -113,11 +113,11 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
     })
 }
 
-/// The hash fields of a new record.
-fn fields_of(rec: &Record) -> Vec<(&'static str, String)> {
+/// The hash fields of a new record (`rec`, made from `new`).
+fn fields_of(rec: &Record, new: &NewRecord) -> Vec<(&'static str, String)> {
     let mut f = vec![
         ("p", rec.principal.clone()),
-        ("d", crate::hex::encode(&rec.request_digest)),
+        ("d", crate::hex::encode(&new.request_digest)),
         ("m", rec.mode.as_str().to_owned()),
         ("s", rec.status.as_str().to_owned()),
         ("ca", rec.created_at_ms.to_string()),
@@ -156,7 +156,7 @@ fn record_of(id: &str, flat: &[String]) -> Result<Record, StoreError> {
         id: id.to_owned(),
         principal: need("p")?.to_owned(),
         client_id: get("c").map(str::to_owned),
-        request_digest: unhex32(id, need("d")?)?,
+        request_digest: Some(unhex32(id, need("d")?)?),
         mode: need("m")?.parse().map_err(|e: String| corrupt(id, e))?,
         status: need("s")?.parse().map_err(|e: String| corrupt(id, e))?,
         created_at_ms: num("ca")?,
@@ -415,7 +415,7 @@ impl Backend for RedisBackend {
                     .arg(rec.created_at_ms)
                     .arg(rec.expires_at_ms)
                     .arg(&creation);
-                for (k, v) in fields_of(&rec) {
+                for (k, v) in fields_of(&rec, new) {
                     inv.arg(k).arg(v);
                 }
                 inv.invoke(c)

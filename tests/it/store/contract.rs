@@ -155,6 +155,9 @@ fn expiry_wrong_principal_and_illegal_transitions() {
             .expect("create");
         assert_eq!(rec.status, Status::Pending);
         assert_eq!(rec.version, 0);
+        assert_eq!(rec.request_digest, Some([7; 32]), "{name}");
+        let pending = store.get(&rec.id, 1_100).expect("get").expect("some");
+        assert_eq!(pending.request_digest, Some([7; 32]), "{name}");
 
         // Another principal cannot complete, and learns nothing else.
         let r = store.complete(&rec.id, "mallory", Outcome::Declined, 1_100);
@@ -188,6 +191,10 @@ fn expiry_wrong_principal_and_illegal_transitions() {
             (after.status, after.version, after.result),
             (Status::Expired, 1, None)
         );
+        // A settled record's digest: kept by SQLite and Redis, forgotten by
+        // the memory store (nothing reads it once the record settled).
+        let kept = (name != "memory").then_some([7; 32]);
+        assert_eq!(after.request_digest, kept, "{name}");
         assert_eq!(store.expire_due(10_000).expect("sweep"), 0);
 
         // Settled records: same outcome is a duplicate, another is illegal.

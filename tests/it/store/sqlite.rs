@@ -32,7 +32,7 @@ fn survives_restart_and_completes_once() {
     let rec = s.get(&id, 2_000).expect("get").expect("record survived");
     assert_eq!(
         (rec.status, rec.principal.as_str(), rec.request_digest),
-        (Status::Pending, "alice", [9; 32])
+        (Status::Pending, "alice", Some([9; 32]))
     );
     assert!(rec.csrf_matches("csrf"));
     assert!(
