@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::memory_record::heap_bytes;
+use super::heap_size::heap_bytes;
 use super::{StoreError, Taken, varint};
 
 /// A taken claim in one allocation: `keep_until_ms` (8 bytes, little

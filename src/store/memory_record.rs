@@ -24,6 +24,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
+use super::heap_size::heap_bytes;
 use super::memory_claim::{ClaimEntry, ClaimRef};
 use super::record::{AuditEntry, Mode, NewRecord, Record, Status, StoreError};
 use super::varint;
@@ -45,18 +46,6 @@ pub(super) fn record_key(id: &str) -> Option<RecordKey> {
 /// The id `key` stands for.
 pub(super) fn id_of(key: &RecordKey) -> String {
     URL_SAFE_NO_PAD.encode(key)
-}
-
-/// What an allocation of `n` bytes costs with mimalloc (the allocator
-/// `serve` runs on): a multiple of 8 up to 64 bytes, then four size classes
-/// per doubling. What the store counts for each heap part.
-pub(super) fn heap_bytes(n: usize) -> u64 {
-    let words = (n as u64).div_ceil(8);
-    if words <= 8 {
-        return words * 8;
-    }
-    let step = 1 << ((words - 1).ilog2() - 2);
-    words.div_ceil(step) * step * 8
 }
 
 /// One record, compact. See the module docs.

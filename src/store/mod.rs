@@ -24,6 +24,7 @@
 
 mod claim;
 mod counters;
+mod heap_size;
 mod id;
 mod mask;
 mod memory;
