@@ -216,17 +216,11 @@ async fn serve_over_stdio_passes_clean_and_its_flaws_are_found() {
         decline.detail
     );
     // Nor in the words the flow client gave the check (they said "HTTP 502
-    // without a JSON-RPC response").
+    // without a JSON-RPC response"). "HTTP 502", not "502": the stays-up
+    // row names the exited process's pid, which held "502" once in CI.
     for x in &r.results {
         assert!(!x.detail.contains("HTTP 502"), "{}: {}", x.id, x.detail);
     }
-    let blamed: Vec<&str> = r
-        .results
-        .iter()
-        .filter(|x| x.status == Status::Fail && x.detail.contains("502"))
-        .map(|x| x.id)
-        .collect();
-    assert!(blamed.is_empty(), "{blamed:?}");
     assert!(r.failed(), "the exit is a failure of the run");
     // The same on a 2025-11-25 session: its stays-up row is the one FAIL,
     // the decline whose stream the exit cut short is not run (it was its
