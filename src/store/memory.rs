@@ -782,6 +782,21 @@ mod tests {
         );
     }
 
+    /// Claims `key(0)`, `key(1)`, … with `outcome` until the store refuses
+    /// one: how many were won (each a win), and the refusal.
+    fn claim_until_full(s: &MemoryStore, outcome: &Value, keep_until_ms: u64) -> (u64, StoreError) {
+        let mut won = 0;
+        loop {
+            match s.claim(&key(won), Some(outcome), keep_until_ms) {
+                Ok(c) => {
+                    assert!(c.is_won());
+                    won += 1;
+                }
+                Err(e) => return (won, e),
+            }
+        }
+    }
+
     #[test]
     fn a_full_store_refuses_to_grow_a_record_by_its_claim() {
         let s = MemoryStore::with_budget(4096);
@@ -792,16 +807,7 @@ mod tests {
         }
         assert!(flows < 100);
         // Then their claims, into their records, until one does not fit.
-        let mut won = 0;
-        let full = loop {
-            match s.claim(&key(won), Some(&billed()), 5_000) {
-                Ok(c) => {
-                    assert!(c.is_won());
-                    won += 1;
-                }
-                Err(e) => break e,
-            }
-        };
+        let (won, full) = claim_until_full(&s, &billed(), 5_000);
         assert!(
             matches!(full, StoreError::Full { budget: 4096, .. }),
             "{full}"
@@ -829,16 +835,7 @@ mod tests {
     #[test]
     fn a_full_store_refuses_new_claims_and_records_but_keeps_every_live_one() {
         let s = MemoryStore::with_budget(4096);
-        let mut won = 0;
-        let full = loop {
-            match s.claim(&key(won), Some(&deployed()), 1_000) {
-                Ok(c) => {
-                    assert!(c.is_won());
-                    won += 1;
-                }
-                Err(e) => break e,
-            }
-        };
+        let (won, full) = claim_until_full(&s, &deployed(), 1_000);
         assert!(
             matches!(full, StoreError::Full { budget: 4096, .. }),
             "{full}"

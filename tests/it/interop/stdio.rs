@@ -415,33 +415,6 @@ fn stdio_usage_errors_exit_2_and_say_why() {
             // before the run could start"), as the race falls: its status.
             "exit status: 4",
         ),
-        // A process that exits on its first line (as the Python SDK
-        // server does without a known principal) is named with its exit
-        // and its stderr, not the bridge's "HTTP 502" (said before).
-        (
-            &[
-                "check",
-                "--target",
-                "stdio",
-                "--",
-                "sh",
-                "-c",
-                "read l; echo needs a token >&2; exit 5",
-            ],
-            "exited before the run could start (exit status: 5); its stderr ends:\n    needs a token",
-        ),
-        (
-            &[
-                "fuzz",
-                "--target",
-                "stdio",
-                "--",
-                "sh",
-                "-c",
-                "read l; echo needs a token >&2; exit 5",
-            ],
-            "exited before the run could start (exit status: 5); its stderr ends:\n    needs a token",
-        ),
         // A process that is not an MCP server is named by its command,
         // not by the bridge's loopback URL.
         (
@@ -465,6 +438,20 @@ fn stdio_usage_errors_exit_2_and_say_why() {
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(!stderr.contains("HTTP 502"), "{args:?}: {stderr}");
+    }
+    // A process that exits on its first line (as the Python SDK server
+    // does without a known principal) is named with its exit and its
+    // stderr, not the bridge's "HTTP 502" (said before), by both.
+    for sub in ["check", "fuzz"] {
+        let first_line = "read l; echo needs a token >&2; exit 5";
+        let (code, stderr) = run(&[sub, "--target", "stdio", "--", "sh", "-c", first_line]);
+        assert_eq!(code, Some(2), "{sub}: {stderr}");
+        assert!(
+            stderr.contains(
+                "exited before the run could start (exit status: 5); its stderr ends:\n    needs a token"
+            ) && !stderr.contains("HTTP 502"),
+            "{sub}: {stderr}"
+        );
     }
 }
 

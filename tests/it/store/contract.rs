@@ -7,7 +7,7 @@ use elicitkit::store::{
     Claim, Completion, MemoryStore, Mode, NewRecord, Outcome, RedisStore, SqliteStore, Status,
     Store, StoreError, Taken, mask_secret,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// What keeps a backend's storage alive, and how to open it again.
 enum Guard {
@@ -305,34 +305,52 @@ fn reopenable() -> Vec<(Arc<dyn Store>, Guard)> {
     all_backends()
 }
 
+/// `n` threads claim `key` at once, each offering `outcome(i)`: one wins,
+/// and every loser is handed the winner's outcome, which is returned.
+fn claim_at_once(
+    store: &Arc<dyn Store>,
+    key: &'static str,
+    n: usize,
+    keep_until_ms: u64,
+    outcome: fn(usize) -> Value,
+) -> Value {
+    let name = store.backend_name();
+    let barrier = Arc::new(Barrier::new(n));
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                let mine = outcome(i);
+                let got = store.claim(key, Some(&mine), keep_until_ms).expect("claim");
+                (mine, got)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let winners: Vec<_> = results.iter().filter(|(_, c)| c.is_won()).collect();
+    assert_eq!(winners.len(), 1, "{name}");
+    let recorded = winners[0].0.clone();
+    for (_, c) in &results {
+        if let Claim::Taken(t) = c {
+            assert_eq!(t.outcome.as_ref(), Some(&recorded), "{name}");
+        }
+    }
+    recorded
+}
+
 #[test]
 fn hundred_concurrent_claims_one_winner_whose_outcome_every_loser_gets() {
     for (store, file) in reopenable() {
         let name = store.backend_name();
         let calls0 = store.counters().backend_calls;
-        let n = 100;
-        let barrier = Arc::new(Barrier::new(n));
-        let handles: Vec<_> = (0..n)
-            .map(|i| {
-                let (store, barrier) = (store.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    // Each caller offers its own outcome; only the winner's is kept.
-                    let mine = json!({"content": [{"type": "text", "text": format!("run {i}")}]});
-                    let got = store.claim("once:deploy:abc", Some(&mine), 10_000);
-                    (mine, got.expect("claim"))
-                })
-            })
-            .collect();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        let winners: Vec<_> = results.iter().filter(|(_, c)| c.is_won()).collect();
-        assert_eq!(winners.len(), 1, "{name}");
-        let recorded = winners[0].0.clone();
-        for (_, c) in &results {
-            if let Claim::Taken(t) = c {
-                assert_eq!(t.outcome.as_ref(), Some(&recorded), "{name}");
-            }
-        }
+        let recorded = claim_at_once(
+            &store,
+            "once:deploy:abc",
+            100,
+            10_000,
+            |i| json!({"content": [{"type": "text", "text": format!("run {i}")}]}),
+        );
         let c = store.counters();
         assert_eq!((c.claims_won, c.claims_lost), (1, 99), "{name}");
         // One claim is one network round trip to Redis (one script), none in-process.
@@ -389,28 +407,13 @@ fn a_flows_completion_claim_has_one_winner_and_outlives_its_record() {
         // The origin's second record is a record of its own.
         let second = store.create(&new).unwrap();
         assert_ne!(second.id, flow.id, "{name}");
-        let n = 50;
-        let barrier = Arc::new(Barrier::new(n));
-        let handles: Vec<_> = (0..n)
-            .map(|i| {
-                let (store, barrier) = (store.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    let mine = json!({"content": [{"type": "text", "text": format!("run {i}")}], "isError": false, "structuredContent": {"i": i}});
-                    let got = store.claim(origin, Some(&mine), 9_000).expect("claim");
-                    (mine, got)
-                })
-            })
-            .collect();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        let winners: Vec<_> = results.iter().filter(|(_, c)| c.is_won()).collect();
-        assert_eq!(winners.len(), 1, "{name}");
-        let recorded = Some(winners[0].0.clone());
-        for (_, c) in &results {
-            if let Claim::Taken(t) = c {
-                assert_eq!(t.outcome, recorded, "{name}");
-            }
-        }
+        let recorded = Some(claim_at_once(
+            &store,
+            origin,
+            50,
+            9_000,
+            |i| json!({"content": [{"type": "text", "text": format!("run {i}")}], "isError": false, "structuredContent": {"i": i}}),
+        ));
         let got = store.get(&flow.id, 1_300).unwrap().expect("readable");
         assert_eq!(
             (got.status, got.result),
