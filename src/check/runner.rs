@@ -248,7 +248,7 @@ pub async fn run_one(
         .flatten();
     if let Some(line) = gone {
         // The flow client's own words name the bridge's 502 as a status.
-        let bridge_502 = super::reply_status::ReplyStatus::new(502, true).to_string();
+        let bridge_502 = ReplyStatus::new(502, true).to_string();
         let why = format!(
             "not run: {line} ({}-stdio-stays-up reports the exit); the check otherwise {}: {}",
             check.id.split('-').next().unwrap_or("mrtr"),
