@@ -501,7 +501,7 @@ impl Backend for MemoryBackend {
         check_key(key)?;
         let k = claim_key(key);
         // Encoded outside the lock.
-        let entry = ClaimEntry::new(keep_until_ms, outcome)?;
+        let entry = ClaimEntry::new(keep_until_ms, outcome);
         let mut inner = self.lock()?;
         if let Some(c) = inner.claim_on(&k) {
             return Ok(Claim::Taken(memory_claim::taken(c.body)?));

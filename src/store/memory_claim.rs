@@ -7,14 +7,15 @@
 use serde_json::Value;
 
 use super::heap_size::heap_bytes;
-use super::{StoreError, Taken, varint};
+use super::{StoreError, Taken, packed_json, varint};
 
 /// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
 /// endian), then its body: a tag and the outcome: [`BARE`] (none),
 /// [`TEXT`] (a `CallToolResult` of one text item: its `isError` byte and
 /// the text), [`TEXT_STRUCTURED`] (the same with `structuredContent`: the
 /// `isError` byte, the text's length ([`varint`]), the text, the structured
-/// content as compact JSON) or [`JSON`] (any other outcome, compact). A
+/// content packed ([`packed_json`])) or [`JSON`] (any other outcome,
+/// packed). A
 /// record keeps the body with its keep time packed (see
 /// [`super::memory_record`]).
 #[derive(Debug)]
@@ -33,14 +34,8 @@ const JSON: u8 = 2;
 const TEXT_STRUCTURED: u8 = 3;
 
 impl ClaimEntry {
-    pub(super) fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Result<Self, StoreError> {
+    pub(super) fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Self {
         let mut b = keep_until_ms.to_le_bytes().to_vec();
-        let json = |b: &mut Vec<u8>, v: &Value| {
-            serde_json::to_writer(b, v).map_err(|e| StoreError::InvalidInput {
-                field: "claim outcome",
-                reason: e.to_string(),
-            })
-        };
         match outcome {
             None => b.push(BARE),
             Some(v) => match text_result(v) {
@@ -60,15 +55,15 @@ impl ClaimEntry {
                     b.extend([TEXT_STRUCTURED, u8::from(is_error)]);
                     varint::put(&mut b, text.len() as u64);
                     b.extend_from_slice(text.as_bytes());
-                    json(&mut b, st)?;
+                    packed_json::put(&mut b, st);
                 }
                 _ => {
                     b.push(JSON);
-                    json(&mut b, v)?;
+                    packed_json::put(&mut b, v);
                 }
             },
         }
-        Ok(ClaimEntry(b.into_boxed_slice()))
+        ClaimEntry(b.into_boxed_slice())
     }
 
     /// One moved out of a record.
@@ -125,11 +120,11 @@ pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
                 .and_then(|n| rest[at..].split_at_checked(n))
                 .ok_or_else(short)?;
             let mut v = result(utf8(text, corrupt)?, rest[0]);
-            let st: Value = serde_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
+            let st = packed_json::from_slice(st).map_err(corrupt)?;
             v["structuredContent"] = st;
             Some(v)
         }
-        _ => Some(serde_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
+        _ => Some(packed_json::from_slice(rest).map_err(corrupt)?),
     };
     Ok(Taken { outcome })
 }
@@ -174,19 +169,20 @@ mod tests {
     fn text_results_are_stored_as_their_text() {
         let deployed = json!({"content":[{"type":"text","text":"Deployed web to production."}],"isError":false});
         // The plain text shape is stored as its text.
-        let e = ClaimEntry::new(7, Some(&deployed)).unwrap();
+        let e = ClaimEntry::new(7, Some(&deployed));
         assert_eq!(
             (e.0[8], e.0.len()),
             (TEXT, 10 + "Deployed web to production.".len())
         );
         assert_eq!(e.keep_until_ms(), 7);
         let billing = json!({"content":[{"type":"text","text":"Billing connected."}],"isError":false,"structuredContent":{"connected":true}});
-        let e = ClaimEntry::new(7, Some(&billing)).unwrap();
+        let e = ClaimEntry::new(7, Some(&billing));
         assert_eq!(
             (e.0[8], e.0.len()),
             (
                 TEXT_STRUCTURED,
-                11 + "Billing connected.".len() + r#"{"connected":true}"#.len()
+                // `{"connected":true}` packed: 12 B (18 as JSON).
+                11 + "Billing connected.".len() + 12
             )
         );
         assert_eq!(taken(e.view().body).unwrap().outcome, Some(billing));

@@ -1,15 +1,15 @@
-//! A record as the memory store keeps it ([`Slim`]): one allocation of 48
+//! A record as the memory store keeps it ([`Slim`]): one allocation of 32
 //! bytes holding its key (the id's 16 random bytes rather than its
 //! 22-character text; the table finds an [`Entry`] by it, so a slot is one
-//! pointer) and its times, plus one with the rest packed ([`Layout`]): its
-//! state, principal, CSRF token, request digest while pending, outcome
-//! and, once its request completed, the completion claim it keeps.
+//! pointer), plus one with the rest packed ([`Layout`]): its state, times,
+//! principal, CSRF token, request digest while pending, outcome and, once
+//! its request completed, the completion claim it keeps.
 //!
 //! A record changes state once (pending → a terminal status), so its audit
 //! log is two lines at most and its version 0 or 1: both are rebuilt from
 //! the creation time, the settling time and who settled it, where each
 //! record kept a vector of lines with a copy of the principal in each. The
-//! outcome is kept as compact JSON and read back on demand. What settling
+//! outcome is kept packed ([`packed_json`]) and read back on demand. What settling
 //! forgets: a URL flow's CSRF token (its page answers 409 before comparing
 //! any token) and the request digest (nothing reads a settled record's
 //! digest: `Record::request_digest` reads `None` then). What one costs is
@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use super::heap_size::heap_bytes;
 use super::memory_claim::{ClaimEntry, ClaimRef};
+use super::packed_json;
 use super::record::{AuditEntry, Mode, NewRecord, Record, Status, StoreError};
 use super::varint;
 
@@ -53,10 +54,10 @@ pub(super) fn id_of(key: &RecordKey) -> String {
 pub(super) struct Slim {
     /// Its key in the store's table (the id's 16 bytes).
     key: RecordKey,
-    /// Everything else but its times, packed: see [`Layout`].
+    /// Everything else, packed: see [`Layout`]. Its times are there too
+    /// (varints: the creation time, the expiry as an offset from it), where
+    /// two fixed fields took 16 bytes of the box.
     parts: Box<[u8]>,
-    created_at_ms: u64,
-    expires_at_ms: u64,
 }
 
 /// The state byte, first of [`Slim::parts`]: the status (three bits), then
@@ -90,14 +91,16 @@ fn status_of(state: u8) -> Status {
     }
 }
 
-/// Where things are in [`Slim::parts`]: the state byte; the principal's
-/// length, then the client id's and the CSRF token's plus one (0: absent),
+/// Where things are in [`Slim::parts`]: the state byte; the creation time
+/// and the expiry (an offset from it); the principal's length, then the client id's and the CSRF token's plus one (0: absent),
 /// as [`varint`]s; while pending, the 32-byte request digest, once settled
 /// the settling time (an offset from the creation time) and the kept
 /// claim's length (0: none); then the three texts, the claim (its keep time
 /// as an offset from the creation time, then its body, see
 /// [`super::memory_claim`]) and the outcome (the rest, [`HAS_OUTCOME`]).
 struct Layout {
+    created_at_ms: u64,
+    expires_at_ms: u64,
     texts: [Option<Range<usize>>; 3],
     digest: Option<usize>,
     settled_at_ms: u64,
@@ -105,9 +108,20 @@ struct Layout {
     outcome: Option<Range<usize>>,
 }
 
+/// The creation time and expiry packed after the state byte of `b`, and
+/// where what follows them starts.
+fn times(b: &[u8]) -> [u64; 3] {
+    let mut at = 1;
+    let created = varint::get(b, &mut at).unwrap_or(0);
+    let expires = varint::at_offset(created, varint::get(b, &mut at).unwrap_or(0));
+    [created, expires, at as u64]
+}
+
 /// What [`Layout::build`] packs.
 struct Fields<'a> {
     state: u8,
+    created_at_ms: u64,
+    expires_at_ms: u64,
     texts: [Option<&'a str>; 3],
     digest: Option<&'a [u8; 32]>,
     settled_at_ms: u64,
@@ -116,8 +130,9 @@ struct Fields<'a> {
 }
 
 impl Layout {
-    fn read(b: &[u8], created_at_ms: u64) -> Layout {
-        let mut at = 1;
+    fn read(b: &[u8]) -> Layout {
+        let [created_at_ms, expires_at_ms, at] = times(b);
+        let mut at = at as usize;
         let mut next = || varint::get(b, &mut at).unwrap_or(0) as usize;
         let lens = [Some(next()), next().checked_sub(1), next().checked_sub(1)];
         let (mut digest, mut settled_at_ms, mut claim_len) = (None, 0, 0);
@@ -138,6 +153,8 @@ impl Layout {
         let claim = (claim_len > 0).then(|| span(claim_len));
         let outcome = (b[0] & HAS_OUTCOME != 0).then_some(at..b.len());
         Layout {
+            created_at_ms,
+            expires_at_ms,
             texts,
             digest,
             settled_at_ms,
@@ -146,7 +163,8 @@ impl Layout {
         }
     }
 
-    fn build(created_at_ms: u64, f: Fields<'_>) -> Box<[u8]> {
+    fn build(f: Fields<'_>) -> Box<[u8]> {
+        let created_at_ms = f.created_at_ms;
         let claim_keep = f
             .claim
             .map(|c| varint::offset(created_at_ms, c.keep_until_ms));
@@ -155,12 +173,14 @@ impl Layout {
             .zip(claim_keep)
             .map_or(0, |(c, k)| varint::len(k) + c.body.len());
         let mut b = Vec::with_capacity(
-            16 + f.texts.iter().flatten().map(|t| t.len()).sum::<usize>()
+            24 + f.texts.iter().flatten().map(|t| t.len()).sum::<usize>()
                 + claim_len
                 + f.outcome.map_or(0, <[u8]>::len),
         );
         let outcome = if f.outcome.is_some() { HAS_OUTCOME } else { 0 };
         b.push(f.state & !HAS_OUTCOME | outcome);
+        varint::put(&mut b, created_at_ms);
+        varint::put(&mut b, varint::offset(created_at_ms, f.expires_at_ms));
         let [principal, client, csrf] = f.texts;
         varint::put(&mut b, principal.map_or(0, str::len) as u64);
         for t in [client, csrf] {
@@ -188,27 +208,21 @@ impl Slim {
     /// The pending record for `new`.
     pub(super) fn new(key: RecordKey, new: &NewRecord) -> Slim {
         let state = CREATION_LINE | if new.mode == Mode::Url { URL_MODE } else { 0 };
-        let parts = Layout::build(
-            new.created_at_ms,
-            Fields {
-                state,
-                texts: [
-                    Some(&new.principal),
-                    new.client_id.as_deref(),
-                    new.csrf_token.as_deref(),
-                ],
-                digest: Some(&new.request_digest),
-                settled_at_ms: 0,
-                claim: None,
-                outcome: None,
-            },
-        );
-        Slim {
-            key,
-            parts,
+        let parts = Layout::build(Fields {
+            state,
             created_at_ms: new.created_at_ms,
             expires_at_ms: new.expires_at_ms,
-        }
+            texts: [
+                Some(&new.principal),
+                new.client_id.as_deref(),
+                new.csrf_token.as_deref(),
+            ],
+            digest: Some(&new.request_digest),
+            settled_at_ms: 0,
+            claim: None,
+            outcome: None,
+        });
+        Slim { key, parts }
     }
 
     /// The same record under `key`.
@@ -221,7 +235,12 @@ impl Slim {
     }
 
     fn layout(&self) -> Layout {
-        Layout::read(&self.parts, self.created_at_ms)
+        Layout::read(&self.parts)
+    }
+
+    /// When it was created.
+    pub(super) fn created_at_ms(&self) -> u64 {
+        times(&self.parts)[0]
     }
 
     fn text(&self, l: &Layout, i: usize) -> Option<&str> {
@@ -233,6 +252,8 @@ impl Slim {
     fn fields<'a>(&'a self, l: &Layout) -> Fields<'a> {
         Fields {
             state: self.parts[0],
+            created_at_ms: l.created_at_ms,
+            expires_at_ms: l.expires_at_ms,
             texts: [0, 1, 2].map(|i| self.text(l, i)),
             digest: l
                 .digest
@@ -254,12 +275,12 @@ impl Slim {
             request_digest: f.digest.copied(),
             mode: self.mode(),
             status: self.status(),
-            created_at_ms: self.created_at_ms,
-            expires_at_ms: self.expires_at_ms,
+            created_at_ms: l.created_at_ms,
+            expires_at_ms: l.expires_at_ms,
             version: self.version(),
             csrf_token: f.texts[2].map(str::to_owned),
-            // Written by `settle` from a Value, so it reads back as one.
-            result: f.outcome.and_then(|b| serde_json::from_slice(b).ok()),
+            // Packed by `settle` from a Value, so it reads back as one.
+            result: f.outcome.and_then(|b| packed_json::from_slice(b).ok()),
         }
     }
 
@@ -280,12 +301,12 @@ impl Slim {
     }
 
     pub(super) fn expires_at_ms(&self) -> u64 {
-        self.expires_at_ms
+        times(&self.parts)[1]
     }
 
     /// Pending and past its expiry at `now_ms`.
     pub(super) fn is_due(&self, now_ms: u64) -> bool {
-        self.status() == Status::Pending && now_ms >= self.expires_at_ms
+        self.status() == Status::Pending && now_ms >= self.expires_at_ms()
     }
 
     fn version(&self) -> u64 {
@@ -302,30 +323,21 @@ impl Slim {
         result: Option<&Value>,
     ) -> Result<(), StoreError> {
         debug_assert!(Status::can_transition(self.status(), to));
-        let outcome = match result {
-            Some(v) => Some(serde_json::to_vec(v).map_err(|e| StoreError::InvalidInput {
-                field: "outcome",
-                reason: e.to_string(),
-            })?),
-            None => None,
-        };
+        let outcome = result.map(packed_json::to_vec);
         let l = self.layout();
         let f = self.fields(&l);
         let owner = if by_owner { BY_OWNER } else { 0 };
-        self.parts = Layout::build(
-            self.created_at_ms,
-            Fields {
-                state: (f.state & !STATUS & !BY_OWNER) | status_bits(to) | owner | SETTLING_LINE,
-                // The CSRF token goes: a settled flow's page answers 409
-                // before any token is compared. The digest goes: nothing
-                // reads a settled record's.
-                texts: [f.texts[0], f.texts[1], None],
-                digest: None,
-                settled_at_ms: at_ms,
-                outcome: outcome.as_deref(),
-                ..f
-            },
-        );
+        self.parts = Layout::build(Fields {
+            state: (f.state & !STATUS & !BY_OWNER) | status_bits(to) | owner | SETTLING_LINE,
+            // The CSRF token goes: a settled flow's page answers 409
+            // before any token is compared. The digest goes: nothing
+            // reads a settled record's.
+            texts: [f.texts[0], f.texts[1], None],
+            digest: None,
+            settled_at_ms: at_ms,
+            outcome: outcome.as_deref(),
+            ..f
+        });
         Ok(())
     }
 
@@ -334,7 +346,7 @@ impl Slim {
         let mut at = 0;
         let keep = varint::get(b, &mut at)?;
         Some(ClaimRef {
-            keep_until_ms: varint::at_offset(self.created_at_ms, keep),
+            keep_until_ms: varint::at_offset(l.created_at_ms, keep),
             body: &b[at..],
         })
     }
@@ -361,13 +373,10 @@ impl Slim {
     /// The same parts with `claim` in place of the one it keeps.
     fn rebuild(&mut self, claim: Option<ClaimRef<'_>>) {
         let l = self.layout();
-        self.parts = Layout::build(
-            self.created_at_ms,
-            Fields {
-                claim,
-                ..self.fields(&l)
-            },
-        );
+        self.parts = Layout::build(Fields {
+            claim,
+            ..self.fields(&l)
+        });
     }
 
     fn audit_bits(&self) -> u8 {
@@ -381,7 +390,7 @@ impl Slim {
         let mut lines = Vec::new();
         if audit & CREATION_LINE != 0 {
             lines.push(AuditEntry {
-                at_ms: self.created_at_ms,
+                at_ms: self.created_at_ms(),
                 from: None,
                 to: Status::Pending,
                 actor_principal: owner(),
@@ -415,14 +424,14 @@ impl Slim {
 
     /// How many of its audit lines are at or before `cut`.
     pub(super) fn audit_past(&self, cut: u64) -> u64 {
-        u64::from(self.audit_bits() & CREATION_LINE != 0 && self.created_at_ms <= cut)
+        u64::from(self.audit_bits() & CREATION_LINE != 0 && self.created_at_ms() <= cut)
             + u64::from(self.settling_line_at().is_some_and(|at| at <= cut))
     }
 
     /// Drops the audit lines at or before `cut`; how many went.
     pub(super) fn purge_audit(&mut self, cut: u64) -> u64 {
         let mut gone = 0;
-        if self.audit_bits() & CREATION_LINE != 0 && self.created_at_ms <= cut {
+        if self.audit_bits() & CREATION_LINE != 0 && self.created_at_ms() <= cut {
             self.parts[0] &= !CREATION_LINE;
             gone += 1;
         }
@@ -441,8 +450,8 @@ impl Slim {
     /// What [`Slim::heap_bytes`] would be with `claim` kept (it keeps
     /// none, so its claim length reads 0, one byte).
     pub(super) fn heap_bytes_with_claim(&self, claim: ClaimRef<'_>) -> u64 {
-        let len =
-            varint::len(varint::offset(self.created_at_ms, claim.keep_until_ms)) + claim.body.len();
+        let len = varint::len(varint::offset(self.created_at_ms(), claim.keep_until_ms))
+            + claim.body.len();
         heap_bytes(size_of::<Slim>())
             + heap_bytes(self.parts.len() - 1 + varint::len(len as u64) + len)
     }
@@ -578,29 +587,34 @@ mod tests {
     #[test]
     fn a_record_costs_at_most_its_budget() {
         // Its key is in its box (the table's slot is one pointer): 16 B
-        // more here, 36 B less in the slot.
-        // Its times and key in a box of 48 B (96 B before its state,
-        // settling time and digest moved into its parts).
-        assert_eq!(size_of::<Slim>(), 48);
-        let form = Slim::new([9; 16], &new(Mode::Form, None));
+        // more here, 36 B less in the slot. Its times moved into its parts
+        // (9 B of varints at today's clock): a box of 32 B, where 48 B held
+        // them as two fixed fields (96 B before its state, settling time and
+        // digest moved into its parts).
+        assert_eq!(size_of::<Slim>(), 32);
+        let now = 1_765_000_000_000;
+        let at_today = |mut r: NewRecord| {
+            (r.created_at_ms, r.expires_at_ms) = (now, now + 600_000);
+            r
+        };
+        let form = Slim::new([9; 16], &at_today(new(Mode::Form, None)));
+        assert_eq!(form.expires_at_ms(), now + 600_000);
         assert!(
             form.heap_bytes() <= 96,
             "form record: {} B",
             form.heap_bytes()
         );
-        let mut url = Slim::new([9; 16], &new(Mode::Url, Some(&"c".repeat(32))));
+        let csrf = "c".repeat(32);
+        let mut url = Slim::new([9; 16], &at_today(new(Mode::Url, Some(&csrf))));
         url.settle(
             Status::Completed,
             true,
-            2_000,
+            now + 2_000,
             Some(&json!({"masked": "sk-l…wxyz"})),
         )
         .unwrap();
-        assert!(
-            url.heap_bytes() <= 112,
-            "URL record: {} B",
-            url.heap_bytes()
-        );
+        assert_eq!(url.record().created_at_ms, now);
+        assert!(url.heap_bytes() <= 96, "URL record: {} B", url.heap_bytes());
     }
 
     #[test]

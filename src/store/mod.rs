@@ -31,6 +31,7 @@ mod memory;
 mod memory_claim;
 mod memory_record;
 pub mod model;
+mod packed_json;
 mod record;
 mod redis;
 mod redis_lua;
