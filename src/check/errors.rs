@@ -12,7 +12,7 @@ use super::model::Verdict;
 use super::offered;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
-use super::reply_status::ReplyStatus;
+use crate::client::ReplyStatus;
 use crate::client::raw::{RawReply, Rpc};
 use crate::findings::Severity;
 use crate::protocol::codes;

@@ -8,7 +8,7 @@ use super::control::Control;
 use super::model::Verdict;
 use super::probe::{Probe, all_modes};
 use super::registry::{Check, check};
-use super::reply_status::ReplyStatus;
+use crate::client::ReplyStatus;
 use crate::client::raw::{self, RawRequest, Rpc};
 use crate::protocol::codes;
 use crate::protocol::headers;

@@ -35,8 +35,9 @@
 //!   [`legacy_session`], [`legacy_elicitation`], [`legacy_get_stream`],
 //!   [`legacy_principal`]; [`stdio`] (the stdio transport's rules, judged
 //!   over the whole run), [`transport`] (which checks mean nothing on a
-//!   stdio target) and [`reply_status`] (how a finding names a reply's
-//!   status: never the stdio bridge's as the server's).
+//!   stdio target); a finding names a reply's status through
+//!   [`crate::client::ReplyStatus`] (never the stdio bridge's as the
+//!   server's).
 
 pub mod bad_input;
 pub mod cache_hints;
@@ -69,7 +70,6 @@ pub mod probe;
 pub mod registry;
 pub mod render;
 pub mod replay;
-pub mod reply_status;
 pub mod result_type;
 pub mod retired;
 pub mod robustness;

@@ -129,7 +129,8 @@ impl Target {
             &settings.target.principal,
             settings.target.timeout,
             settings.target.seed,
-        );
+        )
+        .over_stdio(settings.stdio.is_some());
         Target {
             settings,
             generation,
@@ -353,13 +354,13 @@ impl Probe {
     /// where the bridge answers every reply `200` and only the JSON-RPC
     /// message is the server's.
     pub fn status_is_servers(&self) -> bool {
-        self.target.settings.stdio.is_none()
+        !self.target.wire.stdio
     }
 
     /// How a finding names the status `code` of a reply on this target
     /// (never the stdio bridge's status as the server's).
-    pub fn reply_status(&self, code: u16) -> super::reply_status::ReplyStatus {
-        super::reply_status::ReplyStatus::new(code, !self.status_is_servers())
+    pub fn reply_status(&self, code: u16) -> crate::client::ReplyStatus {
+        crate::client::ReplyStatus::new(code, !self.status_is_servers())
     }
 
     /// Adds an exchange to the evidence.
@@ -461,8 +462,11 @@ impl Probe {
     pub async fn flow_with_bodies(
         &self,
         call: ToolCall,
-        cfg: FlowConfig,
+        mut cfg: FlowConfig,
     ) -> (RoundTrip, Vec<bytes::Bytes>) {
+        // Over stdio the flow words the bridge's statuses as the pipe saw
+        // them, as every check does.
+        cfg.stdio = self.core().stdio;
         let other = &self.settings().target.other_principal;
         let mut legs = WireLegs::new(self, Some(other));
         let Ok(rt) = drive(ModernFlow::new(call, cfg), &mut legs).await;

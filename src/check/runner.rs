@@ -8,7 +8,7 @@
 use super::model::{CheckResult, Status, Verdict};
 use super::probe::{Probe, Target};
 use super::registry::Check;
-use super::reply_status::ReplyStatus;
+use crate::client::ReplyStatus;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -247,13 +247,12 @@ pub async fn run_one(
         })
         .flatten();
     if let Some(line) = gone {
-        // The flow client's own words name the bridge's 502 as a status.
-        let bridge_502 = ReplyStatus::new(502, true).to_string();
+        // The detail names no bridge status: flows, raw replies and checks
+        // word them as the pipe saw them (`client::ReplyStatus`).
         let why = format!(
-            "not run: {line} ({}-stdio-stays-up reports the exit); the check otherwise {}: {}",
+            "not run: {line} ({}-stdio-stays-up reports the exit); the check otherwise {}: {detail}",
             check.id.split('-').next().unwrap_or("mrtr"),
             was(&status),
-            detail.replace("HTTP 502", &bridge_502)
         );
         let mut r = row(
             check,

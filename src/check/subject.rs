@@ -7,7 +7,7 @@
 use super::judge::asks_for_input;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
-use super::reply_status::ReplyStatus;
+use crate::client::ReplyStatus;
 use crate::client::raw::Rpc;
 use crate::discover::modern::{WalkEnd, walk};
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};

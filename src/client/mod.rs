@@ -21,6 +21,8 @@
 //! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
+//! - [`reply_status`]: how a reply's transport status is named, the
+//!   server's over HTTP, never the stdio bridge's as the server's.
 //! - [`rpc`]: the JSON-RPC reading of a reply ([`rpc::Rpc`]).
 //! - [`stall`]: what a Nagle + delayed-ACK tail stall is (load and check).
 //! - [`stream`]: the lane's connection, plain or TLS, and how long
@@ -46,6 +48,7 @@ pub mod policy;
 pub mod push;
 pub mod raw;
 pub mod rejection;
+pub mod reply_status;
 pub mod rpc;
 pub mod stall;
 pub mod stream;
@@ -62,3 +65,4 @@ pub use legacy::{LegacyClient, LegacyConfig, LegacyError};
 pub use modern::{CallTemplate, Expectations, FlowConfig, ModernFlow, ToolCall};
 pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 pub use policy::{AnswerPolicy, Mutation};
+pub use reply_status::ReplyStatus;

@@ -19,6 +19,7 @@ use super::marker;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip};
 use super::policy::AnswerPolicy;
 use super::rejection;
+use super::reply_status::ReplyStatus;
 use crate::protocol::body::{ACCEPT_BOTH, Framing, decode_body, framing_of};
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::codes;
@@ -232,6 +233,10 @@ pub struct FlowConfig {
     /// Walk the tool instead of judging it ([`Explore`]): discovery's
     /// reading, where it stops and whose ids it takes.
     pub explore: Option<Explore>,
+    /// Replies come through the stdio bridge: a transport status in the
+    /// outcome is worded as what the pipe saw ([`ReplyStatus`]), never as
+    /// an HTTP status of the server's.
+    pub stdio: bool,
 }
 
 /// Stricter expectations a load scenario sets (the checker judges these
@@ -285,6 +290,7 @@ impl Default for FlowConfig {
             page_origin: None,
             read_by_shape: false,
             explore: None,
+            stdio: false,
         }
     }
 }
@@ -801,25 +807,26 @@ impl ModernFlow {
         match event {
             Event::Violation(why) => self.violation(why),
             Event::Http(status) => {
+                let st = ReplyStatus::new(status, self.cfg.stdio);
                 let rejecting = probing_state || matches!(probe, Probe::Invalid(_));
                 let auth_refusal = matches!(status, 401 | 403);
                 if probing_state && self.cfg.expect.probed_reason && !auth_refusal {
                     self.finish(Outcome::unexpected(
                         ErrorClass::WrongRejection,
                         format!(
-                            "{what} was refused with HTTP {status} and no JSON-RPC error \
-                             (a state rejection is a JSON-RPC error)"
+                            "{what} was refused with {} (a state rejection is a JSON-RPC error)",
+                            st.then(" and ", "no JSON-RPC error")
                         ),
                     ))
                 } else if rejecting && (400..500).contains(&status) {
                     self.finish(Outcome::ExpectedRejection {
                         code: None,
-                        reason: Some(format!("HTTP {status}")),
+                        reason: Some(st.to_string()),
                     })
                 } else {
                     self.finish(Outcome::unexpected(
                         ErrorClass::HttpError,
-                        format!("HTTP {status} without a JSON-RPC response"),
+                        format!("{st} without a JSON-RPC response"),
                     ))
                 }
             }
@@ -831,7 +838,10 @@ impl ModernFlow {
                     // A server failure, whatever the body says: never a proper rejection.
                     return self.finish(Outcome::unexpected(
                         ErrorClass::HttpError,
-                        format!("HTTP {status} with JSON-RPC error {code} ({message})"),
+                        format!(
+                            "{} with JSON-RPC error {code} ({message})",
+                            ReplyStatus::new(status, self.cfg.stdio)
+                        ),
                     ));
                 }
                 match probe {

@@ -201,8 +201,8 @@ impl RawReply {
 
     /// The JSON-RPC response in the body (the first one).
     pub fn rpc(&self) -> Rpc {
-        match self.header(crate::stdio::bridge::NO_REPLY) {
-            Some(why) => Rpc::Missing(no_reply(why)),
+        match self.bridge_said() {
+            Some(why) => Rpc::Missing(why),
             None => Rpc::read(self.status, self.header("content-type"), &self.body),
         }
     }
@@ -211,10 +211,23 @@ impl RawReply {
     /// JSON-RPC response (as [`RawReply::rpc`] says it); `None` when it
     /// holds one. For callers that read the decoded body further.
     pub fn missing_rpc(&self, decoded: &Result<DecodedBody, BodyError>) -> Option<String> {
-        match self.header(crate::stdio::bridge::NO_REPLY) {
-            Some(why) => Some(no_reply(why)),
-            None => rpc::missing(self.status, &self.body, decoded),
+        self.bridge_said()
+            .or_else(|| rpc::missing(self.status, &self.body, decoded))
+    }
+
+    /// What the stdio bridge's own reply stands for, in the pipe's words:
+    /// silence (its `202` with [`crate::stdio::bridge::NO_REPLY`]) or a
+    /// process gone before it answered (its `502` naming the exit), never
+    /// the bridge's status as the server's.
+    fn bridge_said(&self) -> Option<String> {
+        if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
+            return Some(no_reply(why));
         }
+        let body = std::str::from_utf8(&self.body).ok()?;
+        (self.status == 502)
+            .then(|| crate::stdio::bridge::gone(body))
+            .flatten()
+            .map(str::to_owned)
     }
 
     /// The `id` of the JSON-RPC response in the body, if any.
@@ -427,6 +440,29 @@ mod tests {
             reply("application/json", "{nope").rpc(),
             Rpc::Missing(_)
         ));
+    }
+
+    #[test]
+    fn the_stdio_bridges_gone_reply_reads_as_the_exit_not_as_a_status() {
+        let reply = |status: u16, body: &str| RawReply {
+            status,
+            headers: vec![("content-type".into(), "text/plain".into())],
+            body: Bytes::from(body.to_owned()),
+            elapsed: Duration::ZERO,
+        };
+        let gone = "the stdio server exited before answering (exit status: 3); its stderr: boom\n";
+        let Rpc::Missing(why) = reply(502, gone).rpc() else {
+            panic!("no reply is missing")
+        };
+        assert_eq!(
+            why,
+            "the stdio server exited before answering (exit status: 3)"
+        );
+        // Any other 502 is an HTTP server's, named as such.
+        let Rpc::Missing(why) = reply(502, "bad gateway").rpc() else {
+            panic!("no reply is missing")
+        };
+        assert!(why.starts_with("HTTP 502"), "{why}");
     }
 
     #[test]

@@ -89,7 +89,8 @@ pub async fn walk<W: Wire + ?Sized>(
         ids: w.core().ids().clone(),
     };
     let max_rounds = u32::try_from(max_rounds).unwrap_or(u32::MAX);
-    let cfg = FlowConfig::explore(caps.clone(), w.seed(), max_rounds, w.mcp_url(), explore);
+    let mut cfg = FlowConfig::explore(caps.clone(), w.seed(), max_rounds, w.mcp_url(), explore);
+    cfg.stdio = w.core().stdio;
     let call = ToolCall {
         name: tool.to_owned(),
         arguments: arguments.clone(),

@@ -73,6 +73,9 @@ pub struct WireCore {
     pub timeout: Duration,
     /// Seed for generated answers and page values.
     pub seed: u64,
+    /// The endpoint is the stdio bridge: its statuses are not the server's
+    /// (a flow through it words them as the pipe saw them).
+    pub stdio: bool,
     ids: Ids,
 }
 
@@ -91,8 +94,15 @@ impl WireCore {
             token: token.to_owned(),
             timeout,
             seed,
+            stdio: false,
             ids: Ids::starting_at(1),
         }
+    }
+
+    /// The same core, naming the stdio bridge's statuses as such when
+    /// `stdio`.
+    pub fn over_stdio(self, stdio: bool) -> Self {
+        WireCore { stdio, ..self }
     }
 
     /// The same core with ids starting at `first_id`.

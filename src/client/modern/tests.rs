@@ -429,6 +429,39 @@ fn errors_and_http_failures_are_classified() {
     assert_eq!(rt.legs[0].status, Some(400));
 }
 
+/// A status without a JSON-RPC reply reads as the server's over HTTP; over
+/// stdio it is the bridge's, so the outcome says what the pipe saw.
+#[test]
+fn over_stdio_the_bridges_status_is_never_named_as_the_servers() {
+    let gone = || HttpReply {
+        status: 502,
+        content_type: Some("text/plain".into()),
+        body: Bytes::from_static(b"the stdio server exited before answering (exit status: 1)"),
+        ..HttpReply::default()
+    };
+    let message = |stdio: bool| {
+        let mut f = ModernFlow::new(
+            ToolCall::new("deploy", json!({"service":"api"})),
+            FlowConfig {
+                stdio,
+                ..FlowConfig::default()
+            },
+        );
+        let _ = f.start();
+        let rt = done(f.on_reply(gone()));
+        assert_eq!(rt.outcome.error_class(), Some(ErrorClass::HttpError));
+        format!("{:?}", rt.outcome)
+    };
+    assert!(
+        message(false).contains("HTTP 502 without a JSON-RPC response"),
+        "{}",
+        message(false)
+    );
+    let piped = message(true);
+    assert!(!piped.contains("HTTP") && !piped.contains("502"), "{piped}");
+    assert!(piped.contains("no process answered"), "{piped}");
+}
+
 #[test]
 fn random_bodies_never_panic() {
     let mut x: u64 = 0x1234_5678_9abc_def1;

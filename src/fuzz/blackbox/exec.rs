@@ -248,6 +248,7 @@ impl Target {
                 self.timeout,
                 self.seed,
             )
+            .over_stdio(self.stdio_log.is_some())
             .first_id(first),
         )
         .get_pushers(

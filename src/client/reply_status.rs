@@ -1,10 +1,11 @@
-//! How a finding names a reply's transport status. On an HTTP target the
-//! status is the server's ("HTTP 400"). Over stdio every reply comes
-//! through the loopback bridge ([`crate::stdio::bridge`]), whose status is
-//! ours, never the server's: a finding then names only what the pipe saw
-//! (nothing more for a reply, "nothing back on stdout" for silence, "no
-//! process answered" for a process gone). Every check words a status
-//! through [`ReplyStatus`] ([`super::Probe::reply_status`]).
+//! How a finding or a flow's outcome names a reply's transport status. On
+//! an HTTP target the status is the server's ("HTTP 400"). Over stdio every
+//! reply comes through the loopback bridge (`crate::stdio::bridge`), whose
+//! status is ours, never the server's: the text then names only what the
+//! pipe saw (nothing more for a reply, "nothing back on stdout" for
+//! silence, "no process answered" for a process gone). Every check words a
+//! status through [`ReplyStatus`] (`check::Probe::reply_status`), and so
+//! does the MRTR flow a check drives ([`super::modern::FlowConfig::stdio`]).
 
 use std::fmt;
 
