@@ -54,6 +54,7 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "a malformed answer (number, null, array, unknown action) gets an error or a re-prompt: never 404/-32601 or a 5xx (FAIL), never accepted as valid (WARN)",
             malformed;
+            stdio "a malformed answer (number, null, array, unknown action) gets an error or a re-prompt: never -32601 (FAIL), never accepted as valid (WARN)";
             scenario "input-required-result-validate-input"
         ),
         check!(
@@ -62,7 +63,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "inputResponses as an array, a number, a string or null gets -32602 or a re-prompt, never 404/-32601 or a 5xx",
-            responses_shape
+            responses_shape;
+            stdio "inputResponses as an array, a number, a string or null gets -32602 or a re-prompt, never -32601"
         ),
         check!(
             "mrtr-request-state-shape",
@@ -70,7 +72,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Modern,
             "requestState as a number or an object gets -32602 or a re-prompt, never 404/-32601 or a 5xx",
-            state_shape
+            state_shape;
+            stdio "requestState as a number or an object gets -32602 or a re-prompt, never -32601"
         ),
     ]
 }

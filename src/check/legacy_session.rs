@@ -152,7 +152,8 @@ pub fn checks() -> Vec<Check> {
             Must,
             Legacy,
             "initialize returns protocolVersion, capabilities, serverInfo; a visible-ASCII session id; initialized gets 202",
-            handshake
+            handshake;
+            stdio "initialize returns protocolVersion, capabilities, serverInfo; notifications/initialized gets no reply"
         ),
         check!(
             "legacy-session-deleted-404",
@@ -216,10 +217,17 @@ async fn handshake(p: Probe) -> Verdict {
         problems.push(format!("MCP-Session-Id {sid:?} is not visible ASCII"));
     }
     if s.initialized_status != Some(202) {
-        problems.push(format!(
-            "notifications/initialized got HTTP {:?}, not 202",
-            s.initialized_status
-        ));
+        problems.push(match (s.initialized_status, p.status_is_servers()) {
+            (_, true) => format!(
+                "notifications/initialized got HTTP {:?}, not 202",
+                s.initialized_status
+            ),
+            (Some(c), false) => format!(
+                "notifications/initialized got {} (a notification gets no reply)",
+                p.reply_status(c)
+            ),
+            (None, false) => "notifications/initialized got no answer from the bridge".into(),
+        });
     }
     if problems.is_empty() {
         Verdict::pass(format!(

@@ -32,6 +32,7 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "a request without params._meta gets HTTP 400 and -32602",
             meta_missing;
+            stdio "a request without params._meta gets -32602";
             scenario "server-stateless"
         ),
         check!(
@@ -41,6 +42,7 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "_meta without protocolVersion gets HTTP 400 and -32602",
             meta_missing_version;
+            stdio "_meta without protocolVersion gets -32602";
             scenario "server-stateless"
         ),
         check!(
@@ -50,6 +52,7 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "_meta without clientCapabilities gets HTTP 400 and -32602",
             meta_missing_caps;
+            stdio "_meta without clientCapabilities gets -32602";
             scenario "server-stateless"
         ),
         check!(
@@ -128,6 +131,7 @@ pub fn checks() -> Vec<Check> {
             Modern,
             "an unknown version gets HTTP 400 and -32022 with supported and requested",
             version_unsupported;
+            stdio "an unknown version gets -32022 with supported and requested";
             scenario "server-stateless"
         ),
         check!(
@@ -140,6 +144,7 @@ pub fn checks() -> Vec<Check> {
             // Over stdio a -32601 with id null is told only while its
             // request is the one in flight on the pipe (stdio::pipe).
             alone;
+            stdio "ping and logging/setLevel get -32601";
             scenario "server-stateless"
         ),
         check!(

@@ -382,6 +382,36 @@ pub async fn run(
 mod tests {
     use super::*;
 
+    /// Over stdio no status is the server's: a check that runs there (it
+    /// needs no part of HTTP) words its rule without one, in its title or
+    /// in its `; stdio` title. A status is `HTTP`, `5xx`, or a common status
+    /// code as a word (`-32601`, a JSON-RPC code, is not one).
+    #[test]
+    fn no_check_that_runs_over_stdio_names_an_http_status() {
+        const STATUSES: [&str; 14] = [
+            "200", "202", "400", "401", "403", "404", "405", "406", "409", "413", "415", "500",
+            "502", "503",
+        ];
+        let names_status = |t: &str| {
+            t.contains("HTTP")
+                || t.contains("5xx")
+                || t.split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+                    .any(|w| STATUSES.contains(&w))
+        };
+        let named: Vec<_> = all_checks()
+            .into_iter()
+            .filter(|c| c.needs.http.is_none())
+            .map(|c| c.worded_for(true))
+            .filter(|c| names_status(c.title))
+            .map(|c| format!("{}: {}", c.id, c.title))
+            .collect();
+        assert!(named.is_empty(), "{named:#?}");
+        // The test can tell: an HTTP title that runs over stdio is caught.
+        assert!(names_status("gets HTTP 400 and -32602"));
+        assert!(names_status("never 404/-32601"));
+        assert!(!names_status("gets -32602"));
+    }
+
     /// Checks whose id does not carry a word of their file's name: each is
     /// listed with its file, so finding it is one look-up and moving it
     /// fails this test until the list says where it went.

@@ -34,6 +34,11 @@ pub struct Check {
     pub source: &'static str,
     /// What it needs from the run, declared after its body in `check!`.
     pub needs: Needs,
+    /// What is checked, worded for a stdio target where `title` names an
+    /// HTTP status (over stdio the bridge's statuses are never the
+    /// server's, so the rule there is the JSON-RPC part alone): `; stdio
+    /// "TEXT"` in its `check!`. `None`: the title reads the same on both.
+    pub stdio_title: Option<&'static str>,
     /// The official conformance suite's scenario (`@modelcontextprotocol/conformance`,
     /// `server --scenario NAME`) that checks the same rule, where one does:
     /// `; scenario "NAME"` at the end of its `check!`.
@@ -71,6 +76,17 @@ impl Needs {
     };
 }
 
+impl Check {
+    /// The check as a target's transport words it: over stdio its
+    /// [`Check::stdio_title`], where it has one, is its title.
+    pub fn worded_for(self, stdio: bool) -> Check {
+        match self.stdio_title {
+            Some(t) if stdio => Check { title: t, ..self },
+            _ => self,
+        }
+    }
+}
+
 impl fmt::Debug for Check {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Check")
@@ -80,6 +96,7 @@ impl fmt::Debug for Check {
             .field("source", &self.source)
             .field("generation", &self.generation)
             .field("needs", &self.needs)
+            .field("stdio_title", &self.stdio_title)
             .field("scenario", &self.scenario)
             .finish_non_exhaustive()
     }
@@ -97,8 +114,9 @@ macro_rules! need {
 }
 pub(crate) use need;
 
-/// A `check!`'s scenario, when it names one.
-macro_rules! scenario {
+/// A `check!`'s optional literal (its scenario, its stdio title), when it
+/// names one.
+macro_rules! optional {
     () => {
         None
     };
@@ -106,7 +124,7 @@ macro_rules! scenario {
         Some($name)
     };
 }
-pub(crate) use scenario;
+pub(crate) use optional;
 
 /// Builds a [`Check`] from its descriptor fields, an `async fn(Probe) ->
 /// Verdict`, what it [`Needs`] (none, or words such as `alone`,
@@ -115,7 +133,8 @@ pub(crate) use scenario;
 /// the file it is written in.
 macro_rules! check {
     ($id:literal, $rule:literal, $sev:ident, $gen:ident, $title:literal, $f:path
-        $(, $need:ident $(($what:expr))?)* $(; scenario $scenario:literal)? $(,)?) => {
+        $(, $need:ident $(($what:expr))?)* $(; stdio $stdio:literal)?
+        $(; scenario $scenario:literal)? $(,)?) => {
         $crate::check::registry::Check {
             id: $id,
             rule: $rule,
@@ -128,7 +147,8 @@ macro_rules! check {
                 $($need: $crate::check::registry::need!($($what)?),)*
                 ..$crate::check::registry::Needs::NONE
             },
-            scenario: $crate::check::registry::scenario!($($scenario)?),
+            stdio_title: $crate::check::registry::optional!($($stdio)?),
+            scenario: $crate::check::registry::optional!($($scenario)?),
         }
     };
 }

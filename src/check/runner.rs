@@ -155,6 +155,7 @@ pub async fn run_one(
     per_check: Duration,
     deadline: Instant,
 ) -> CheckResult {
+    let check = check.worded_for(target.settings.stdio.is_some());
     let now = Instant::now();
     let Some(left) = deadline
         .checked_duration_since(now)
@@ -410,6 +411,7 @@ mod tests {
             },
             source: file!(),
             needs: super::super::Needs::NONE,
+            stdio_title: None,
             scenario: None,
         }
     }
