@@ -34,7 +34,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::claim::check_key;
 use super::counters::{Backend, Counted};
-use super::memory_claim::{self, ClaimEntry, ClaimRef};
+use super::memory_claim::{self, ClaimEntry, ClaimKey, ClaimRef};
 use super::memory_record::{Entry, RecordKey, Slim, record_key};
 use super::record::settle_against;
 use super::retention::cutoff;
@@ -43,10 +43,6 @@ use super::{
     Taken,
 };
 
-/// A claim key as kept here: the first 16 bytes of the key's SHA-256 (two
-/// of 2^32 live claims collide with odds near 2^-64).
-type ClaimKey = [u8; 16];
-
 fn claim_key(key: &str) -> ClaimKey {
     let d = Sha256::digest(key.as_bytes());
     let mut k = [0; 16];
@@ -54,10 +50,10 @@ fn claim_key(key: &str) -> ClaimKey {
     k
 }
 
-/// Bytes a table slot costs per unit of capacity: the key, the entry's
-/// pointer and length and a control byte, over the table's 7/8 load at
-/// capacity.
-const CLAIM_SLOT_BYTES: u64 = (16 + 16 + 1) * 8 / 7;
+/// Bytes a claims-table slot costs per unit of capacity: the entry's
+/// pointer and length (its key is in it) and a control byte, over the
+/// table's 7/8 load at capacity.
+const CLAIM_SLOT_BYTES: u64 = (16 + 1) * 8 / 7;
 
 /// Bytes a record's table slot costs: its box pointer (the key is in the
 /// box) and a control byte, over the table's lowest load (7/16, just
@@ -100,7 +96,8 @@ fn unpend(pending: &mut HashMap<Box<str>, Pending>, key: &RecordKey, slim: &Slim
 /// Entries are boxed: a table holds a fraction of its slots full, and a
 /// doubled table of pointers costs 8 bytes a slot, not a whole record's
 /// 128 (the step a burst would otherwise leave in RSS for good). A record
-/// holds its key, so a slot is that pointer alone.
+/// holds its key, so a slot is that pointer alone; a claim holds its key
+/// too, so a claims-table slot is its entry's pointer and length.
 #[derive(Debug, Default)]
 struct Inner {
     entries: HashSet<Entry>,
@@ -108,8 +105,8 @@ struct Inner {
     record_bytes: [u64; 2],
     /// Records held, form and URL.
     records: [u64; 2],
-    claims: HashMap<ClaimKey, ClaimEntry>,
-    /// Heap bytes of the claim entries (expiry and outcome each).
+    claims: HashSet<ClaimEntry>,
+    /// Heap bytes of the claim entries (key, expiry and outcome each).
     claim_bytes: u64,
     /// Claims kept inside the entry of the record their flow settled
     /// (counted in that record's bytes).
@@ -180,7 +177,7 @@ impl Inner {
     fn move_claim_out(&mut self, key: &RecordKey) {
         if let Some(Some(c)) = self.recount(key, Slim::take_claim) {
             self.claim_bytes += c.heap_bytes();
-            self.claims.insert(*key, c);
+            self.claims.insert(c);
         }
     }
 
@@ -501,7 +498,7 @@ impl Backend for MemoryBackend {
         check_key(key)?;
         let k = claim_key(key);
         // Encoded outside the lock.
-        let entry = ClaimEntry::new(keep_until_ms, outcome);
+        let entry = ClaimEntry::new(&k, keep_until_ms, outcome);
         let mut inner = self.lock()?;
         if let Some(c) = inner.claim_on(&k) {
             return Ok(Claim::Taken(memory_claim::taken(c.body)?));
@@ -517,7 +514,7 @@ impl Backend for MemoryBackend {
         }
         self.room_for(&inner, 1, entry.heap_bytes(), 0)?;
         inner.claim_bytes += entry.heap_bytes();
-        inner.claims.insert(k, entry);
+        inner.claims.insert(entry);
         Ok(Claim::Won)
     }
 
@@ -568,7 +565,7 @@ impl Backend for MemoryBackend {
         }
         let before = inner.claims.len();
         let mut freed = 0;
-        inner.claims.retain(|_, c| {
+        inner.claims.retain(|c| {
             let keep = c.view().keep_until_ms >= now_ms;
             if !keep {
                 freed += c.heap_bytes();

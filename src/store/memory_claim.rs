@@ -4,13 +4,18 @@
 //! record's entry (see [`super::memory_record`]), so a completed flow keeps
 //! one entry.
 
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+
 use serde_json::Value;
 
 use super::heap_size::heap_bytes;
 use super::{StoreError, Taken, packed_json, varint};
 
-/// A taken claim in one allocation: `keep_until_ms` (8 bytes, little
-/// endian), then its body: a tag and the outcome: [`BARE`] (none),
+/// A taken claim in one allocation: its key (16 bytes: the claims table
+/// finds an entry by it, so a slot is the entry's pointer and length, not
+/// a key beside them), `keep_until_ms` (8 bytes, little endian), then its
+/// body: a tag and the outcome: [`BARE`] (none),
 /// [`TEXT`] (a `CallToolResult` of one text item: its `isError` byte and
 /// the text), [`TEXT_STRUCTURED`] (the same with `structuredContent`: the
 /// `isError` byte, the text's length ([`varint`]), the text, the structured
@@ -28,14 +33,43 @@ pub(super) struct ClaimRef<'a> {
     pub body: &'a [u8],
 }
 
+/// A claim's key: the first 16 bytes of its key text's SHA-256 (two of
+/// 2^32 live claims collide with odds near 2^-64).
+pub(super) type ClaimKey = [u8; 16];
+
+/// Where an entry's keep time starts (after its key).
+const KEEP: usize = 16;
+
+impl Borrow<ClaimKey> for ClaimEntry {
+    fn borrow(&self) -> &ClaimKey {
+        self.key()
+    }
+}
+
+impl Hash for ClaimEntry {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.key().hash(h);
+    }
+}
+
+impl PartialEq for ClaimEntry {
+    fn eq(&self, other: &ClaimEntry) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for ClaimEntry {}
+
 const BARE: u8 = 0;
 const TEXT: u8 = 1;
 const JSON: u8 = 2;
 const TEXT_STRUCTURED: u8 = 3;
 
 impl ClaimEntry {
-    pub(super) fn new(keep_until_ms: u64, outcome: Option<&Value>) -> Self {
-        let mut b = keep_until_ms.to_le_bytes().to_vec();
+    pub(super) fn new(key: &ClaimKey, keep_until_ms: u64, outcome: Option<&Value>) -> Self {
+        let mut b = Vec::with_capacity(KEEP + 2);
+        b.extend_from_slice(key);
+        b.extend(keep_until_ms.to_le_bytes());
         match outcome {
             None => b.push(BARE),
             Some(v) => match text_result(v) {
@@ -66,9 +100,10 @@ impl ClaimEntry {
         ClaimEntry(b.into_boxed_slice())
     }
 
-    /// One moved out of a record.
-    pub(super) fn from_ref(c: ClaimRef<'_>) -> Self {
-        let mut b = Vec::with_capacity(8 + c.body.len());
+    /// One moved out of the record under `key`.
+    pub(super) fn from_ref(key: &ClaimKey, c: ClaimRef<'_>) -> Self {
+        let mut b = Vec::with_capacity(KEEP + 8 + c.body.len());
+        b.extend_from_slice(key);
         b.extend(c.keep_until_ms.to_le_bytes());
         b.extend_from_slice(c.body);
         ClaimEntry(b.into_boxed_slice())
@@ -77,11 +112,17 @@ impl ClaimEntry {
     /// Its keep time and body.
     pub(super) fn view(&self) -> ClaimRef<'_> {
         let mut t = [0; 8];
-        t.copy_from_slice(&self.0[..8]);
+        t.copy_from_slice(&self.0[KEEP..KEEP + 8]);
         ClaimRef {
             keep_until_ms: u64::from_le_bytes(t),
-            body: &self.0[8..],
+            body: &self.0[KEEP + 8..],
         }
+    }
+
+    /// The key it is kept under.
+    pub(super) fn key(&self) -> &ClaimKey {
+        // Every entry starts with its key (`new`, `from_ref`).
+        self.0[..KEEP].try_into().unwrap_or(&[0; KEEP])
     }
 
     #[cfg(test)]
@@ -169,24 +210,25 @@ mod tests {
     fn text_results_are_stored_as_their_text() {
         let deployed = json!({"content":[{"type":"text","text":"Deployed web to production."}],"isError":false});
         // The plain text shape is stored as its text.
-        let e = ClaimEntry::new(7, Some(&deployed));
+        let e = ClaimEntry::new(&[5; 16], 7, Some(&deployed));
         assert_eq!(
-            (e.0[8], e.0.len()),
-            (TEXT, 10 + "Deployed web to production.".len())
+            (e.0[24], e.0.len()),
+            (TEXT, 26 + "Deployed web to production.".len())
         );
+        assert_eq!(e.key(), &[5; 16]);
         assert_eq!(e.keep_until_ms(), 7);
         let billing = json!({"content":[{"type":"text","text":"Billing connected."}],"isError":false,"structuredContent":{"connected":true}});
-        let e = ClaimEntry::new(7, Some(&billing));
+        let e = ClaimEntry::new(&[5; 16], 7, Some(&billing));
         assert_eq!(
-            (e.0[8], e.0.len()),
+            (e.0[24], e.0.len()),
             (
                 TEXT_STRUCTURED,
                 // `{"connected":true}` packed: 12 B (18 as JSON).
-                11 + "Billing connected.".len() + 12
+                27 + "Billing connected.".len() + 12
             )
         );
         assert_eq!(taken(e.view().body).unwrap().outcome, Some(billing));
-        let back = ClaimEntry::from_ref(e.view());
+        let back = ClaimEntry::from_ref(e.key(), e.view());
         assert_eq!((back.keep_until_ms(), back.0), (7, e.0));
     }
 }

@@ -365,7 +365,7 @@ impl Slim {
 
     /// Takes its claim out (to forget it, or to keep it elsewhere).
     pub(super) fn take_claim(&mut self) -> Option<ClaimEntry> {
-        let claim = ClaimEntry::from_ref(self.claim()?);
+        let claim = ClaimEntry::from_ref(&self.key, self.claim()?);
         self.rebuild(None);
         Some(claim)
     }
