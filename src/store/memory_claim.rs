@@ -161,11 +161,11 @@ pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
                 .and_then(|n| rest[at..].split_at_checked(n))
                 .ok_or_else(short)?;
             let mut v = result(utf8(text, corrupt)?, rest[0]);
-            let st = packed_json::from_slice(st).map_err(corrupt)?;
+            let st = packed_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
             v["structuredContent"] = st;
             Some(v)
         }
-        _ => Some(packed_json::from_slice(rest).map_err(corrupt)?),
+        _ => Some(packed_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
     };
     Ok(Taken { outcome })
 }

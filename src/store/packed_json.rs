@@ -29,6 +29,29 @@ const LONG: u8 = 31;
 /// taking the stack).
 const MAX_DEPTH: usize = 256;
 
+/// Why bytes hold no packed value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum PackedError {
+    /// They end inside a value.
+    #[error("cut short")]
+    CutShort,
+    /// Bytes follow the value.
+    #[error("{0} bytes after the value")]
+    Trailing(usize),
+    /// A header names no kind of value.
+    #[error("unknown kind {0}")]
+    UnknownKind(u8),
+    /// Values nest deeper than [`MAX_DEPTH`].
+    #[error("nested too deep")]
+    TooDeep,
+    /// A string or key is not UTF-8.
+    #[error("not UTF-8: {0}")]
+    NotUtf8(std::str::Utf8Error),
+    /// A number's text is no JSON number.
+    #[error("number {0:?}: not a JSON number")]
+    BadNumber(String),
+}
+
 /// Appends `v` packed.
 pub(super) fn put(b: &mut Vec<u8>, v: &Value) {
     match v {
@@ -59,14 +82,14 @@ pub(super) fn to_vec(v: &Value) -> Vec<u8> {
     b
 }
 
-/// The value `b` holds, all of it; the reason when it holds no packed value
+/// The value `b` holds, all of it; why not when it holds no packed value
 /// or more than one.
-pub(super) fn from_slice(b: &[u8]) -> Result<Value, String> {
+pub(super) fn from_slice(b: &[u8]) -> Result<Value, PackedError> {
     let mut at = 0;
     let v = get(b, &mut at, 0)?;
     match at == b.len() {
         true => Ok(v),
-        false => Err(format!("{} bytes after the value", b.len() - at)),
+        false => Err(PackedError::Trailing(b.len() - at)),
     }
 }
 
@@ -84,14 +107,14 @@ fn text(b: &mut Vec<u8>, kind: u8, s: &str) {
     b.extend_from_slice(s.as_bytes());
 }
 
-fn get(b: &[u8], at: &mut usize, depth: usize) -> Result<Value, String> {
+fn get(b: &[u8], at: &mut usize, depth: usize) -> Result<Value, PackedError> {
     if depth > MAX_DEPTH {
-        return Err("nested too deep".into());
+        return Err(PackedError::TooDeep);
     }
-    let h = *b.get(*at).ok_or("cut short")?;
+    let h = *b.get(*at).ok_or(PackedError::CutShort)?;
     *at += 1;
     let n = match h & LONG {
-        LONG => varint::get(b, at).ok_or("cut short")? as usize,
+        LONG => varint::get(b, at).ok_or(PackedError::CutShort)? as usize,
         n => usize::from(n),
     };
     Ok(match h >> 5 {
@@ -102,7 +125,7 @@ fn get(b: &[u8], at: &mut usize, depth: usize) -> Result<Value, String> {
             let t = str_at(b, at, n)?;
             Value::Number(
                 t.parse::<Number>()
-                    .map_err(|e| format!("number {t:?}: {e}"))?,
+                    .map_err(|_| PackedError::BadNumber(t.to_owned()))?,
             )
         }
         STRING => Value::String(str_at(b, at, n)?.to_owned()),
@@ -116,23 +139,23 @@ fn get(b: &[u8], at: &mut usize, depth: usize) -> Result<Value, String> {
         OBJECT => {
             let mut fields = Map::new();
             for _ in 0..n {
-                let len = varint::get(b, at).ok_or("cut short")? as usize;
+                let len = varint::get(b, at).ok_or(PackedError::CutShort)? as usize;
                 let k = str_at(b, at, len)?.to_owned();
                 fields.insert(k, get(b, at, depth + 1)?);
             }
             Value::Object(fields)
         }
-        kind => return Err(format!("unknown kind {kind}")),
+        kind => return Err(PackedError::UnknownKind(kind)),
     })
 }
 
 /// The `n` bytes at `*at` as text, moving `*at` past them.
-fn str_at<'a>(b: &'a [u8], at: &mut usize, n: usize) -> Result<&'a str, String> {
+fn str_at<'a>(b: &'a [u8], at: &mut usize, n: usize) -> Result<&'a str, PackedError> {
     let end = at
         .checked_add(n)
         .filter(|&e| e <= b.len())
-        .ok_or("cut short")?;
-    let t = std::str::from_utf8(&b[*at..end]).map_err(|e| e.to_string())?;
+        .ok_or(PackedError::CutShort)?;
+    let t = std::str::from_utf8(&b[*at..end]).map_err(PackedError::NotUtf8)?;
     *at = end;
     Ok(t)
 }
@@ -193,12 +216,21 @@ mod tests {
         }
         let mut extra = good.clone();
         extra.push(0);
-        assert!(from_slice(&extra).is_err());
-        assert!(from_slice(&[7 << 5]).is_err(), "unknown kind");
-        assert!(from_slice(&[NUMBER << 5 | 2, b'x', b'y']).is_err());
-        assert!(from_slice(&[STRING << 5 | 1, 0xff]).is_err(), "not UTF-8");
-        assert!(from_slice(&[STRING << 5 | LONG, 0xff, 0xff, 0xff, 0xff, 0x0f]).is_err());
+        assert_eq!(from_slice(&extra), Err(PackedError::Trailing(1)));
+        assert_eq!(from_slice(&[7 << 5]), Err(PackedError::UnknownKind(7)));
+        assert_eq!(
+            from_slice(&[NUMBER << 5 | 2, b'x', b'y']),
+            Err(PackedError::BadNumber("xy".into()))
+        );
+        assert!(matches!(
+            from_slice(&[STRING << 5 | 1, 0xff]),
+            Err(PackedError::NotUtf8(_))
+        ));
+        assert_eq!(
+            from_slice(&[STRING << 5 | LONG, 0xff, 0xff, 0xff, 0xff, 0x0f]),
+            Err(PackedError::CutShort)
+        );
         let deep = [vec![ARRAY << 5 | 1; 1000], vec![NULL]].concat();
-        assert!(from_slice(&deep).is_err(), "too deep");
+        assert_eq!(from_slice(&deep), Err(PackedError::TooDeep));
     }
 }
