@@ -9,10 +9,10 @@
 //! log is two lines at most and its version 0 or 1: both are rebuilt from
 //! the creation time, the settling time and who settled it, where each
 //! record kept a vector of lines with a copy of the principal in each. The
-//! outcome is kept packed ([`packed_json`]) and read back on demand. What settling
-//! forgets: a URL flow's CSRF token (its page answers 409 before comparing
-//! any token) and the request digest (nothing reads a settled record's
-//! digest: `Record::request_digest` reads `None` then). What one costs is
+//! outcome is kept packed ([`packed_json`]) and read back on demand. What
+//! settling forgets: a URL flow's CSRF token (its page answers 409 before
+//! comparing any token) and the request digest (nothing reads a settled
+//! record's digest: `Record::request_digest` reads `None` then). What one costs is
 //! [`Slim::heap_bytes`], which the store sums per kind for its budget and
 //! `/stats`.
 
@@ -92,12 +92,13 @@ fn status_of(state: u8) -> Status {
 }
 
 /// Where things are in [`Slim::parts`]: the state byte; the creation time
-/// and the expiry (an offset from it); the principal's length, then the client id's and the CSRF token's plus one (0: absent),
-/// as [`varint`]s; while pending, the 32-byte request digest, once settled
-/// the settling time (an offset from the creation time) and the kept
-/// claim's length (0: none); then the three texts, the claim (its keep time
-/// as an offset from the creation time, then its body, see
-/// [`super::memory_claim`]) and the outcome (the rest, [`HAS_OUTCOME`]).
+/// and the expiry (an offset from it); the principal's length, then the
+/// client id's and the CSRF token's plus one (0: absent), as [`varint`]s;
+/// while pending, the 32-byte request digest, once settled the settling
+/// time (an offset from the creation time) and the kept claim's length (0:
+/// none); then the three texts, the claim (its keep time as an offset from
+/// the creation time, then its body, see [`super::memory_claim`]) and the
+/// outcome (the rest, [`HAS_OUTCOME`], packed: [`packed_json`]).
 struct Layout {
     created_at_ms: u64,
     expires_at_ms: u64,
