@@ -223,11 +223,11 @@ impl RawReply {
         if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
             return Some(no_reply(why));
         }
+        if self.status != 502 {
+            return None;
+        }
         let body = std::str::from_utf8(&self.body).ok()?;
-        (self.status == 502)
-            .then(|| crate::stdio::bridge::gone(body))
-            .flatten()
-            .map(str::to_owned)
+        crate::stdio::bridge::gone(body).map(str::to_owned)
     }
 
     /// The `id` of the JSON-RPC response in the body, if any.
