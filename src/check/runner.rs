@@ -155,7 +155,8 @@ pub async fn run_one(
     per_check: Duration,
     deadline: Instant,
 ) -> CheckResult {
-    let check = check.worded_for(target.settings.stdio.is_some());
+    let stdio = target.settings.stdio.is_some();
+    let check = check.worded_for(stdio);
     let now = Instant::now();
     let Some(left) = deadline
         .checked_duration_since(now)
@@ -188,7 +189,6 @@ pub async fn run_one(
     let budget = own.min(left);
     // A budget the deadline cut: running out of it is the setting's doing.
     let cut = budget < own;
-    let stdio = target.settings.stdio.is_some();
     let probe = Probe::new(target);
     let started = Instant::now();
     let verdict = tokio::time::timeout(budget, (check.run)(probe.clone())).await;
