@@ -4,12 +4,10 @@
 //! record's entry (see [`super::memory_record`]), so a completed flow keeps
 //! one entry.
 
-use std::borrow::Borrow;
-use std::hash::{Hash, Hasher};
-
 use serde_json::Value;
 
 use super::heap_size::heap_bytes;
+use super::keyed::keyed_by_its_key;
 use super::{StoreError, Taken, packed_json, varint};
 
 /// A taken claim in one allocation: its key (16 bytes: the claims table
@@ -40,25 +38,7 @@ pub(super) type ClaimKey = [u8; 16];
 /// Where an entry's keep time starts (after its key).
 const KEEP: usize = 16;
 
-impl Borrow<ClaimKey> for ClaimEntry {
-    fn borrow(&self) -> &ClaimKey {
-        self.key()
-    }
-}
-
-impl Hash for ClaimEntry {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.key().hash(h);
-    }
-}
-
-impl PartialEq for ClaimEntry {
-    fn eq(&self, other: &ClaimEntry) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for ClaimEntry {}
+keyed_by_its_key!(ClaimEntry);
 
 const BARE: u8 = 0;
 const TEXT: u8 = 1;

@@ -16,8 +16,6 @@
 //! [`Slim::heap_bytes`], which the store sums per kind for its budget and
 //! `/stats`.
 
-use std::borrow::Borrow;
-use std::hash::{Hash, Hasher};
 use std::ops::{Deref, DerefMut, Range};
 
 use base64::Engine as _;
@@ -25,6 +23,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::Value;
 
 use super::heap_size::heap_bytes;
+use super::keyed::keyed_by_its_key;
 use super::memory_claim::{ClaimEntry, ClaimRef};
 use super::packed_json;
 use super::record::{AuditEntry, Mode, NewRecord, Record, Status, StoreError};
@@ -484,26 +483,8 @@ impl DerefMut for Entry {
     }
 }
 
-impl Borrow<RecordKey> for Entry {
-    fn borrow(&self) -> &RecordKey {
-        &self.0.key
-    }
-}
-
-/// Hashes as its key, so the table finds it by a key.
-impl Hash for Entry {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.0.key.hash(h);
-    }
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Entry) -> bool {
-        self.0.key == other.0.key
-    }
-}
-
-impl Eq for Entry {}
+// Hashes as its key, so the table finds it by a key.
+keyed_by_its_key!(Entry);
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,7 @@ mod claim;
 mod counters;
 mod heap_size;
 mod id;
+mod keyed;
 mod mask;
 mod memory;
 mod memory_claim;
