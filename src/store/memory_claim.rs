@@ -13,12 +13,11 @@ use super::{StoreError, Taken, packed_json, varint};
 /// A taken claim in one allocation: its key (16 bytes: the claims table
 /// finds an entry by it, so a slot is the entry's pointer and length, not
 /// a key beside them), `keep_until_ms` (8 bytes, little endian), then its
-/// body: a tag and the outcome: [`BARE`] (none),
-/// [`TEXT`] (a `CallToolResult` of one text item: its `isError` byte and
-/// the text), [`TEXT_STRUCTURED`] (the same with `structuredContent`: the
-/// `isError` byte, the text's length ([`varint`]), the text, the structured
-/// content packed ([`packed_json`])) or [`JSON`] (any other outcome,
-/// packed). A
+/// body: a tag and the outcome: [`BARE`] (none), [`TEXT`] (a
+/// `CallToolResult` of one text item: its `isError` byte and the text),
+/// [`TEXT_STRUCTURED`] (the same with `structuredContent`: the `isError`
+/// byte, the text's length ([`varint`]), the text, the structured content
+/// packed ([`packed_json`])) or [`JSON`] (any other outcome, packed). A
 /// record keeps the body with its keep time packed (see
 /// [`super::memory_record`]).
 #[derive(Debug)]

@@ -110,11 +110,11 @@ struct Layout {
 
 /// The creation time and expiry packed after the state byte of `b`, and
 /// where what follows them starts.
-fn times(b: &[u8]) -> [u64; 3] {
+fn times(b: &[u8]) -> (u64, u64, usize) {
     let mut at = 1;
     let created = varint::get(b, &mut at).unwrap_or(0);
     let expires = varint::at_offset(created, varint::get(b, &mut at).unwrap_or(0));
-    [created, expires, at as u64]
+    (created, expires, at)
 }
 
 /// What [`Layout::build`] packs.
@@ -131,8 +131,7 @@ struct Fields<'a> {
 
 impl Layout {
     fn read(b: &[u8]) -> Layout {
-        let [created_at_ms, expires_at_ms, at] = times(b);
-        let mut at = at as usize;
+        let (created_at_ms, expires_at_ms, mut at) = times(b);
         let mut next = || varint::get(b, &mut at).unwrap_or(0) as usize;
         let lens = [Some(next()), next().checked_sub(1), next().checked_sub(1)];
         let (mut digest, mut settled_at_ms, mut claim_len) = (None, 0, 0);
@@ -240,7 +239,7 @@ impl Slim {
 
     /// When it was created.
     pub(super) fn created_at_ms(&self) -> u64 {
-        times(&self.parts)[0]
+        times(&self.parts).0
     }
 
     fn text(&self, l: &Layout, i: usize) -> Option<&str> {
@@ -301,7 +300,7 @@ impl Slim {
     }
 
     pub(super) fn expires_at_ms(&self) -> u64 {
-        times(&self.parts)[1]
+        times(&self.parts).1
     }
 
     /// Pending and past its expiry at `now_ms`.
