@@ -194,8 +194,9 @@ pub struct Args {
     /// Capacity-search knobs.
     #[command(flatten)]
     pub cap: super::capacity::SearchArgs,
-    /// Where results go (repeatable): a folder (default reports) or ndjson=FILE.
-    #[arg(short = 'o', help_heading = "Output", long = "out", value_name = "DIR | ndjson=FILE", value_parser = parse_out)]
+    /// Where results go (repeatable): a folder (default reports), ndjson=FILE,
+    /// or goose (Goose's goose.json and goose.md in the run folder, closed model).
+    #[arg(short = 'o', help_heading = "Output", long = "out", value_name = "DIR | ndjson=FILE | goose", value_parser = parse_out)]
     pub out: Vec<OutTarget>,
     /// Also write the summary JSON to FILE (k6's flag).
     #[arg(help_heading = "Output", long, value_name = "FILE")]
@@ -245,6 +246,10 @@ pub enum OutTarget {
     Dir(PathBuf),
     /// A file that receives the interval stream, one JSON object a line.
     Ndjson(PathBuf),
+    /// Goose's own `goose.json` and `goose.md` in the run folder (closed
+    /// model). Goose records every leg only when they are asked for
+    /// ([`crate::load::exec::closed::goose_config`]).
+    Goose,
 }
 
 fn parse_out(v: &str) -> Result<OutTarget, String> {
@@ -252,8 +257,10 @@ fn parse_out(v: &str) -> Result<OutTarget, String> {
         Some(("ndjson", "")) => Err("ndjson= needs a file, e.g. --out ndjson=run.ndjson".into()),
         Some(("ndjson", f)) => Ok(OutTarget::Ndjson(f.into())),
         Some((kind, _)) if !kind.contains(['/', '.']) && !Path::new(v).exists() => Err(format!(
-            "unknown output `{kind}=`: give a folder, or ndjson=FILE"
+            "unknown output `{kind}=`: give a folder, ndjson=FILE or goose"
         )),
+        // A folder of that name is `./goose`.
+        None if v == "goose" => Ok(OutTarget::Goose),
         _ => Ok(OutTarget::Dir(v.into())),
     }
 }
@@ -264,7 +271,7 @@ fn out_dir(outs: &[OutTarget]) -> PathBuf {
         .rev()
         .find_map(|o| match o {
             OutTarget::Dir(d) => Some(d.clone()),
-            OutTarget::Ndjson(_) => None,
+            OutTarget::Ndjson(_) | OutTarget::Goose => None,
         })
         .unwrap_or_else(|| "reports".into())
 }
@@ -273,7 +280,7 @@ fn out_dir(outs: &[OutTarget]) -> PathBuf {
 fn ndjson_file(outs: &[OutTarget]) -> Option<PathBuf> {
     outs.iter().rev().find_map(|o| match o {
         OutTarget::Ndjson(f) => Some(f.clone()),
-        OutTarget::Dir(_) => None,
+        OutTarget::Dir(_) | OutTarget::Goose => None,
     })
 }
 
@@ -563,6 +570,7 @@ pub fn run(args: Args) -> ExitCode {
         plan,
         out_root: out_dir(&args.out),
         ndjson: ndjson_file(&args.out),
+        goose_reports: args.out.contains(&OutTarget::Goose),
         summary_export: args.summary_export.clone(),
         baseline: None,
         run_id: args.run_id.clone(),

@@ -43,6 +43,8 @@ pub struct Options {
     pub out_root: PathBuf,
     /// File that receives the interval stream (`--out ndjson=FILE`).
     pub ndjson: Option<PathBuf>,
+    /// Goose's own reports in the run folder (`--out goose`, closed model).
+    pub goose_reports: bool,
     /// Extra copy of `summary.json` (`--summary-export FILE`).
     pub summary_export: Option<PathBuf>,
     /// The baseline runs to compare with (`--baseline`): their summaries,
@@ -413,6 +415,7 @@ async fn prepare(opts: &Options) -> Result<Prepared, RunError> {
         dir,
         server,
         progress: opts.progress,
+        goose_reports: opts.goose_reports,
         comments,
         stream,
         markers,

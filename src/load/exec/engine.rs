@@ -219,6 +219,8 @@ pub struct Engine {
     pub server: Option<EmbeddedServer>,
     /// Show the live progress line.
     pub progress: bool,
+    /// Goose records every leg and writes its reports (`--out goose`).
+    pub goose_reports: bool,
     /// Header comments of every `.hlog`.
     pub comments: Vec<String>,
     /// The interval stream (`--out ndjson=FILE`).
@@ -253,6 +255,7 @@ impl Engine {
             mcp_url,
             dir,
             progress,
+            goose_reports,
             comments,
             stream,
             ..
@@ -315,7 +318,12 @@ impl Engine {
                     },
                     _ => closed::GooseShape::Plan(closed::goose_test_plan(&timeline.stages)),
                 };
-                let cfg = closed::goose_config(&base, &shape, plan.timeout, dir);
+                let cfg = closed::goose_config(
+                    &base,
+                    &shape,
+                    plan.timeout,
+                    goose_reports.then_some(dir.as_path()),
+                );
                 let run = closed::drive(ctx.clone(), http.clone(), cfg, &shape);
                 let result = tokio::time::timeout(backstop, run).await;
                 // A signal (or, where ours are not taken, Goose's own Ctrl-C

@@ -109,21 +109,14 @@ fn every_scenario_yields_its_expected_outcomes() {
         s["server_state"].as_object().is_some_and(|m| !m.is_empty()),
         "Server-Timing state durations recorded"
     );
-    for f in [
-        "summary.json",
-        "summary.md",
-        "report.html",
-        "run.hlog",
-        "goose.json",
-        "goose.md",
-    ] {
+    for f in ["summary.json", "summary.md", "report.html", "run.hlog"] {
         assert!(dir.path().join("run").join(f).exists(), "{f} written");
     }
-    // Goose's HTML page loads its charts from a CDN: blank offline.
-    assert!(
-        !dir.path().join("run/goose.html").exists(),
-        "goose.html not written"
-    );
+    // Goose's tables only with `--out goose`; its HTML page never (it
+    // loads its charts from a CDN: blank offline).
+    for f in ["goose.json", "goose.md", "goose.html"] {
+        assert!(!dir.path().join("run").join(f).exists(), "{f} not written");
+    }
     let html = std::fs::read_to_string(dir.path().join("run/report.html")).unwrap();
     assert!(html.matches("<svg").count() >= 3, "spectrum and timelines");
 }
@@ -887,9 +880,11 @@ kind = "form-accept"
 tool = "stats"
 "#,
     );
-    let (out, _) = load(&["--plan", &plan], dir.path());
+    let (out, s) = load(&["--plan", &plan, "--out", "goose"], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a scenario fails: {stderr}");
+    assert_eq!(s["files"]["goose_json"], "goose.json", "{s:#}");
+    assert!(!dir.path().join("run/goose.html").exists());
     let goose: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("run/goose.json")).unwrap())
             .unwrap();
