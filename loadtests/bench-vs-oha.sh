@@ -4,7 +4,7 @@
 # one POST, no elicitation) of the same `elicitkit serve`, in one run, at
 # each concurrency of a sweep.
 #
-#   cargo build --release && cargo install oha --profile pgo && loadtests/bench-vs-oha.sh
+#   cargo build --release && cargo install oha --version 1.16.0 --profile pgo --locked && loadtests/bench-vs-oha.sh
 #   CONCS="4 64 512" SECS=10 RATE=3000 loadtests/bench-vs-oha.sh
 #   TLS=1 loadtests/bench-vs-oha.sh      # https: both through nginx terminating TLS
 #
@@ -55,7 +55,7 @@ MODELS=${MODELS:-closed open}
 RUNS=${RUNS:-1}
 SERVER_CPU=${SERVER_CPU:-}
 TLS=${TLS:-}
-command -v oha >/dev/null || { echo "oha not found: cargo install oha" >&2; exit 2; }
+command -v oha >/dev/null || { echo "oha not found: cargo install oha --version 1.16.0 --profile pgo --locked" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build --release" >&2; exit 2; }
 out="$(mktemp -d)"
 trap 'tls_front_stop "$out/tls"; kill "$srv" 2>/dev/null || true; rm -rf "$out"' EXIT
