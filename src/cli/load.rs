@@ -545,6 +545,19 @@ pub fn run(args: Args) -> ExitCode {
     {
         return usage_error(format!("--summary-export {}: {e}", path.display()));
     }
+    // Goose drives the closed model only: asked for its tables where it
+    // does not run, the run would write none without a word.
+    let goose = args.out.contains(&OutTarget::Goose);
+    if goose && (args.capacity || plan.shape.model() == Model::Open) {
+        let why = if args.capacity {
+            "a capacity search runs the open model"
+        } else {
+            "this plan runs the open model"
+        };
+        return usage_error(format!(
+            "--out goose: Goose's tables come from the closed model only, and {why}"
+        ));
+    }
     let repeats = args.repeat.max(1);
     if repeats > 1 {
         let single = [
@@ -570,7 +583,7 @@ pub fn run(args: Args) -> ExitCode {
         plan,
         out_root: out_dir(&args.out),
         ndjson: ndjson_file(&args.out),
-        goose_reports: args.out.contains(&OutTarget::Goose),
+        goose_reports: goose,
         summary_export: args.summary_export.clone(),
         baseline: None,
         run_id: args.run_id.clone(),

@@ -880,6 +880,20 @@ kind = "form-accept"
 tool = "stats"
 "#,
     );
+    // Goose's tables come from the closed model only: asked for with the
+    // open model, a usage error before anything runs.
+    for open in [
+        &["--rate", "5"][..],
+        &["--capacity", "--threshold", "error_rate < 1%"],
+    ] {
+        let (out, _) = load(
+            &[&["--plan", &plan, "--out", "goose"][..], open].concat(),
+            dir.path(),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{open:?}: {stderr}");
+        assert!(stderr.contains("--out goose"), "{stderr}");
+    }
     let (out, s) = load(&["--plan", &plan, "--out", "goose"], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a scenario fails: {stderr}");
