@@ -248,11 +248,14 @@ async fn round_trip(
     let pacing = ctx.cadence.note(user.weighted_users_index, idx, rt.total);
     ctx.recorder
         .record_paced(&spec.name, &rt, rt.total, reserved, pacing);
+    // Goose keeps tables only when its reports were asked for: nothing
+    // else to hand it (a failure would only be formatted for nothing).
+    if !in_goose {
+        return Ok(());
+    }
     let ok = rt.outcome.is_ok();
     let last = rt.legs.len().saturating_sub(1);
-    // Goose's tables only when its reports were asked for.
-    let legs = if in_goose { &rt.legs[..] } else { &[] };
-    for (i, leg) in legs.iter().enumerate() {
+    for (i, leg) in rt.legs.iter().enumerate() {
         let reached = !matches!(leg.result, LegResult::Transport(_) | LegResult::Timeout);
         // An unexpected outcome fails the leg that revealed it: the last.
         let leg_ok = reached && (ok || i != last);
@@ -260,8 +263,7 @@ async fn round_trip(
         user.record_custom_request_duration("POST", &leg.name, leg.total, leg_ok, leg.status, err)
             .await?;
     }
-    // A failure Goose keeps no table of would only be formatted for nothing.
-    if ok || !in_goose {
+    if ok {
         Ok(())
     } else {
         Err(Box::new(TransactionError::Custom(
