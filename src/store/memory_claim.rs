@@ -128,6 +128,7 @@ pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
         })
     };
     let short = || corrupt("cut short".into());
+    let packed = |b| packed_json::from_slice(b).map_err(|e| corrupt(e.to_string()));
     let rest = b.get(1..).ok_or_else(short)?;
     let outcome = match b[0] {
         BARE => None,
@@ -140,11 +141,10 @@ pub(super) fn taken(b: &[u8]) -> Result<Taken, StoreError> {
                 .and_then(|n| rest[at..].split_at_checked(n))
                 .ok_or_else(short)?;
             let mut v = result(utf8(text, corrupt)?, rest[0]);
-            let st = packed_json::from_slice(st).map_err(|e| corrupt(e.to_string()))?;
-            v["structuredContent"] = st;
+            v["structuredContent"] = packed(st)?;
             Some(v)
         }
-        _ => Some(packed_json::from_slice(rest).map_err(|e| corrupt(e.to_string()))?),
+        _ => Some(packed(rest)?),
     };
     Ok(Taken { outcome })
 }
