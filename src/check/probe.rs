@@ -289,12 +289,7 @@ impl Target {
         t.rounds
             .iter()
             .flat_map(|r| r.urls.iter())
-            .find_map(
-                |u| match discover::page::same_origin(&self.settings.target.mcp_url, u) {
-                    Err(discover::page::PageError::OtherOrigin(o)) => Some(o),
-                    _ => None,
-                },
-            )
+            .find_map(|u| crate::client::page::foreign_origin(&self.settings.target.mcp_url, u))
     }
 
     /// Eliciting tools whose first round uses URL mode.

@@ -94,7 +94,7 @@ async fn fresh_url(p: &Probe, tool: &ToolProfile) -> Result<String, String> {
         Generation::Modern => modern_url(p, tool).await?,
         Generation::Legacy => legacy_url(p, tool).await?,
     };
-    crate::discover::page::same_origin(&p.settings().target.mcp_url, &url)
+    crate::client::page::same_origin(&p.settings().target.mcp_url, &url)
         .map(|u| u.to_string())
         .map_err(|e| e.to_string())
 }

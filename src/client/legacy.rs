@@ -7,23 +7,21 @@
 //! the per-leg timeout. Policies that probe `requestState`
 //! (tamper, replay, cross-principal) are 2026-07-28 only and are `Skipped`.
 
-use super::browser;
 use super::content;
 use super::http::{Endpoint, chunks, describe, exchange};
 use super::leg::{HttpReply, LegFailure};
 use super::modern::{Expectations, classify_error};
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
+use super::page::{PageStep, PageVisit};
 use super::policy::AnswerPolicy;
-use super::push::{CallFlow, Chunk, End, Src, Step};
+use super::push::{Chunk, Head, Src};
+use super::session_flow::{Ended, Heard, SessionConfig, SessionFlow, Step};
 use crate::protocol::body::decode_body;
 use crate::protocol::capabilities::ClientCapabilities;
-use crate::protocol::elicitation::{
-    ElicitAction, ElicitRequestParams, ElicitResult, METHOD_CREATE,
-};
+use crate::protocol::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult};
 use crate::protocol::headers::{INSTANCE, PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
-    ErrorObject, Message, Outcome as RpcOutcome, Request, RequestId, Response, message_from_value,
-    parse_json,
+    ErrorObject, Message, Outcome as RpcOutcome, Request, RequestId, Response,
 };
 use crate::protocol::legacy::{
     Implementation, InitializeParams, InitializeResult, METHOD_INITIALIZE, METHOD_INITIALIZED,
@@ -189,22 +187,6 @@ impl<'p> CallState<'p> {
             moved_on: false,
             owner,
             misrouted: None,
-        }
-    }
-
-    /// Ends the call when `bytes` (a message of it) carry another round
-    /// trip's marker, keeping the evidence for [`judge`].
-    fn misroute(&mut self, bytes: &[u8]) -> Option<Final> {
-        let (n, sent) = self.owner?;
-        match super::marker::judge(bytes, n, sent, || "tools/call (stream)") {
-            Ok(ours) => {
-                self.rt.attributed |= ours;
-                None
-            }
-            Err(why) => {
-                self.misrouted = Some(why.clone());
-                Some(Final::Violation(why))
-            }
         }
     }
 }
@@ -510,7 +492,7 @@ impl LegacyClient {
         st: &mut CallState<'_>,
     ) -> Final {
         let started = Instant::now();
-        let mut flow = CallFlow::new(None);
+        let mut flow = SessionFlow::new(SessionConfig::STRICT, id.clone(), st.owner, None);
         // The optional GET stream is opened first so that a server which
         // routes elicitations there (and answers the POST with plain JSON
         // only at the end) can be served while the POST is pending.
@@ -555,15 +537,9 @@ impl LegacyClient {
             started,
         );
         let mut merged = stream::select(post.map(|c| (Src::Post, c)), get.map(|c| (Src::Get, c)));
-        loop {
-            while let Some(step) = flow.poll() {
-                let f = match step {
-                    Step::Event { src, data } => self.on_event(&data, src, id, deadline, st).await,
-                    Step::Done(end) => Some(self.on_end(end, id, deadline, st).await),
-                };
-                if let Some(f) = f {
-                    return f;
-                }
+        let fin = loop {
+            if let Some(f) = self.act(&mut flow, deadline, st).await {
+                break f;
             }
             let (src, chunk) = match early.take() {
                 Some(x) => x,
@@ -573,7 +549,7 @@ impl LegacyClient {
                         continue;
                     }
                     Ok(None) => {
-                        return Final::Failed(LegFailure::Transport(
+                        break Final::Failed(LegFailure::Transport(
                             "the POST stream ended without a response".into(),
                         ));
                     }
@@ -614,160 +590,77 @@ impl LegacyClient {
             if src == Src::Post && stream_leg.to_first_event.is_none() && flow.post_events() > 0 {
                 stream_leg.to_first_event = Some(started.elapsed());
             }
-        }
+        };
+        st.rt.attributed |= flow.attributed();
+        fin
     }
 
-    /// The call's POST ended before its response was read off a stream:
-    /// a whole JSON body holds it, or the call failed.
-    async fn on_end(
+    /// Does what the flow read so far asks (answers, replies, noted
+    /// breaches); `Some` once the call ended.
+    async fn act(
         &self,
-        end: End<reqwest::Error>,
-        id: &RequestId,
-        deadline: TokioInstant,
-        st: &mut CallState<'_>,
-    ) -> Final {
-        let (head, body) = match end {
-            End::Body { head, body } => (head, body),
-            End::Closed => {
-                return Final::Failed(LegFailure::Transport(
-                    "the server closed the stream before the response to tools/call".into(),
-                ));
-            }
-            End::Failed(e) => return Final::Failed(LegFailure::Transport(describe(&e))),
-            End::Malformed(why) => return Final::Violation(why),
-            End::Timeout => return Final::Failed(LegFailure::Timeout),
-        };
-        if let Some(f) = st.misroute(&body) {
-            return f;
-        }
-        let ok = (200..300).contains(&head.status);
-        let decoded = match decode_body(head.content_type.as_deref(), &body) {
-            Ok(d) => d,
-            Err(_) if !ok => return Final::Http(head.status),
-            Err(e) => return Final::Violation(format!("undecodable response body: {e}")),
-        };
-        for m in decoded.messages {
-            if let Some(f) = self.on_message(m, Src::Post, id, deadline, st).await {
-                return f;
-            }
-        }
-        if ok {
-            Final::Violation("no JSON-RPC response in the body".into())
-        } else {
-            Final::Http(head.status)
-        }
-    }
-
-    /// Handles one (non-blank) SSE event's data; `Some` ends the call.
-    async fn on_event(
-        &self,
-        data: &str,
-        src: Src,
-        id: &RequestId,
+        flow: &mut SessionFlow<reqwest::Error>,
         deadline: TokioInstant,
         st: &mut CallState<'_>,
     ) -> Option<Final> {
-        if let Some(f) = st.misroute(data.as_bytes()) {
-            return Some(f);
-        }
-        match parse_json(data.as_bytes()).and_then(message_from_value) {
-            Ok(m) => self.on_message(m, src, id, deadline, st).await,
-            Err(e) => Some(Final::Violation(format!("bad SSE event data: {e}"))),
-        }
-    }
-
-    /// Handles one server message; `Some` ends the call.
-    async fn on_message(
-        &self,
-        msg: Message,
-        src: Src,
-        id: &RequestId,
-        deadline: TokioInstant,
-        st: &mut CallState<'_>,
-    ) -> Option<Final> {
-        match msg {
-            Message::Response(_) if src == Src::Get => {
-                st.violations
-                    .push("a JSON-RPC response arrived on the GET stream".into());
-                None
-            }
-            Message::Response(r) => {
-                if r.id.as_ref() == Some(id) {
-                    return Some(Final::Response(r));
+        while let Some(step) = flow.poll() {
+            let (name, reply, page) = match step {
+                Step::Read { .. } => continue,
+                Step::Done(end) => return Some(final_of(end, st)),
+                Step::Heard(Heard::Violation(why)) => {
+                    st.violations.push(why);
+                    continue;
                 }
-                st.violations.push(format!(
-                    "a response with id {} arrived on the stream of request {id}",
-                    r.id.as_ref().map_or("null".into(), |i| i.to_string())
-                ));
-                None
-            }
-            Message::Notification(_) => {
+                Step::Heard(Heard::Elicit { id, params, .. }) => {
+                    let (reply, page) = self.answer_elicitation(&id, &params, st);
+                    ("elicitation answer POST", reply, page)
+                }
+                Step::Heard(Heard::Reply(reply)) => ("response POST", reply, None),
                 // `notifications/elicitation/complete` needs no action: the
                 // result follows on this stream, and unknown ids must be
                 // ignored anyway. Other notifications are informational.
-                None
+                Step::Heard(
+                    Heard::Notification { .. } | Heard::Stray(_) | Heard::Unanswered { .. },
+                ) => continue,
+            };
+            // A URL-mode page is completed before the consent is sent, as
+            // a quick user would have it done by then: servers that check
+            // the flow when the consent arrives (and re-ask while it is
+            // pending) see it finished instead of asking again.
+            if let Some(url) = page
+                && let Err(f) = self.complete_page(&url, st).await
+            {
+                return Some(f);
             }
-            Message::Request(req) => {
-                let (reply, page) = if req.method == METHOD_CREATE {
-                    self.answer_elicitation(&req, st)
-                } else if req.method == "ping" {
-                    (Response::result(req.id.clone(), json!({})), None)
-                } else {
-                    (
-                        Response::error(
-                            Some(req.id.clone()),
-                            ErrorObject::new(
-                                codes::METHOD_NOT_FOUND,
-                                format!("elicitkit does not handle {}", req.method),
-                            ),
-                        ),
-                        None,
-                    )
-                };
-                let name = if req.method == METHOD_CREATE {
-                    "elicitation answer POST"
-                } else {
-                    "response POST"
-                };
-                // A URL-mode page is completed before the consent is sent, as
-                // a quick user would have it done by then: servers that check
-                // the flow when the consent arrives (and re-ask while it is
-                // pending) see it finished instead of asking again.
-                if let Some(url) = page
-                    && let Err(f) = self.complete_page(&url, st).await
-                {
-                    return Some(f);
-                }
-                if let Err(f) = self.post_answer(name, reply, deadline, st).await {
-                    return Some(Final::Failed(f));
-                }
-                None
+            if let Err(f) = self.post_answer(name, reply, deadline, st).await {
+                return Some(Final::Failed(f));
             }
         }
+        None
     }
 
     /// Builds the answer to an `elicitation/create`, and the page to complete (URL mode).
     fn answer_elicitation(
         &self,
-        req: &Request,
+        id: &RequestId,
+        params: &Value,
         st: &mut CallState<'_>,
     ) -> (Response, Option<String>) {
         st.rt.rounds += 1;
         let invalid_params = |why: String| {
             Response::error(
-                Some(req.id.clone()),
+                Some(id.clone()),
                 ErrorObject::new(codes::INVALID_PARAMS, why),
             )
         };
-        let params =
-            match ElicitRequestParams::from_value(req.params.as_ref().unwrap_or(&Value::Null)) {
-                Ok(p) => p,
-                Err(e) => {
-                    st.violations
-                        .push(format!("elicitation/create params: {e}"));
-                    return (invalid_params(e.to_string()), None);
-                }
-            };
+        let params = match ElicitRequestParams::from_value(params) {
+            Ok(p) => p,
+            Err(e) => {
+                st.violations
+                    .push(format!("elicitation/create params: {e}"));
+                return (invalid_params(e.to_string()), None);
+            }
+        };
         let modes = self.cfg.capabilities.elicit_modes();
         let undeclared = match &params {
             _ if !modes.any() => Some("elicitation sent to a client without the capability"),
@@ -843,7 +736,7 @@ impl LegacyClient {
                 ElicitResult::accept(c)
             }
         };
-        (Response::result(req.id.clone(), result.to_value()), page)
+        (Response::result(id.clone(), result.to_value()), page)
     }
 
     async fn post_answer(
@@ -886,50 +779,31 @@ impl LegacyClient {
         Ok(())
     }
 
-    /// GETs the flow page and submits its form, as a browser would.
+    /// Completes the flow page as a browser would ([`PageVisit`]): a page
+    /// that cannot be completed is a violation; a request of it that got no
+    /// reply ends the call.
     async fn complete_page(&self, url: &str, st: &mut CallState<'_>) -> Result<(), Final> {
-        let get = browser::page_request(url);
-        let reply = match exchange(&self.http, &self.endpoint, &get, self.cfg.timeout).await {
-            Ok(r) => r,
-            Err((f, e)) => {
-                st.rt
-                    .legs
-                    .push(Leg::failed(get.leg.clone(), (&f).into(), e));
-                return Err(Final::Failed(f));
-            }
-        };
-        let ok = (200..400).contains(&reply.status);
-        st.rt.legs.push(page_leg(&get.leg, &reply));
-        if !ok {
-            st.violations.push(format!(
-                "flow page GET {url} returned HTTP {}",
-                reply.status
-            ));
-            return Ok(());
-        }
-        let html = String::from_utf8_lossy(&reply.body);
-        let Some(post) =
-            browser::submit_request(url, &html, self.cfg.seed ^ u64::from(st.rt.rounds))
-        else {
-            st.violations
-                .push(format!("flow page {url} has no <form> to complete"));
-            return Ok(());
-        };
-        match exchange(&self.http, &self.endpoint, &post, self.cfg.timeout).await {
-            Ok(r) => {
-                if !(200..400).contains(&r.status) {
-                    st.violations
-                        .push(format!("flow page POST returned HTTP {}", r.status));
+        let seed = self.cfg.seed ^ u64::from(st.rt.rounds);
+        let (mut visit, mut out) = PageVisit::start(url, seed);
+        loop {
+            let reply = match exchange(&self.http, &self.endpoint, &out, self.cfg.timeout).await {
+                Ok(r) => r,
+                Err((f, e)) => {
+                    st.rt
+                        .legs
+                        .push(Leg::failed(out.leg.clone(), (&f).into(), e));
+                    return Err(Final::Failed(f));
                 }
-                st.rt.legs.push(page_leg(&post.leg, &r));
-                Ok(())
-            }
-            Err((f, e)) => {
-                st.rt
-                    .legs
-                    .push(Leg::failed(post.leg.clone(), (&f).into(), e));
-                Err(Final::Failed(f))
-            }
+            };
+            st.rt.legs.push(page_leg(&out.leg, &reply));
+            out = match visit.on_reply(reply.status, &reply.body) {
+                PageStep::Send(next) => next,
+                PageStep::Done(_) => return Ok(()),
+                PageStep::Failed(e) => {
+                    st.violations.push(e.to_string());
+                    return Ok(());
+                }
+            };
         }
     }
 
@@ -995,6 +869,39 @@ fn page_leg(name: &str, r: &HttpReply) -> Leg {
         } else {
             LegResult::Http { status: r.status }
         },
+    }
+}
+
+/// What the call's end means to the load client.
+fn final_of(end: Ended<reqwest::Error>, st: &mut CallState<'_>) -> Final {
+    let ok = |status: u16| (200..300).contains(&status);
+    match end {
+        Ended::Response(r) => Final::Response(r),
+        Ended::BodyUndecodable { status, why } if ok(status) => {
+            Final::Violation(format!("undecodable response body: {why}"))
+        }
+        Ended::NoResponse { status }
+        | Ended::Whole {
+            head: Head { status, .. },
+            ..
+        } if ok(status) => Final::Violation("no JSON-RPC response in the body".into()),
+        Ended::BodyUndecodable { status, .. }
+        | Ended::NoResponse { status }
+        | Ended::Whole {
+            head: Head { status, .. },
+            ..
+        } => Final::Http(status),
+        Ended::Undecodable { why, .. } => Final::Violation(format!("bad SSE event data: {why}")),
+        Ended::Misrouted(why) => {
+            st.misrouted = Some(why.clone());
+            Final::Violation(why)
+        }
+        Ended::Closed => Final::Failed(LegFailure::Transport(
+            "the server closed the stream before the response to tools/call".into(),
+        )),
+        Ended::Failed(e) => Final::Failed(LegFailure::Transport(describe(&e))),
+        Ended::Malformed(why) => Final::Violation(why),
+        Ended::Timeout => Final::Failed(LegFailure::Timeout),
     }
 }
 
@@ -1110,20 +1017,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_message_with_another_round_trips_marker_is_misrouted() {
+    fn a_misrouted_call_is_judged_misrouted_whatever_else_it_saw() {
         let policy = AnswerPolicy::AcceptValid;
         let mut st = CallState::new(&policy, Expectations::STRICT, None, Some((7, true)));
-        let ours = br#"{"method":"elicitation/create","params":{"message":"Deploy web ek-rt-7?"}}"#;
-        assert!(st.misroute(ours).is_none());
-        assert!(st.misroute(b"{\"result\":{}}").is_none(), "unattributed");
-        let theirs =
-            br#"{"method":"elicitation/create","params":{"message":"Deploy web ek-rt-8?"}}"#;
-        let fin = st.misroute(theirs).expect("misrouted");
+        st.violations.push("an earlier breach".into());
+        let why = "the reply carries round trip ek-rt-8's marker".to_owned();
+        let fin = final_of(Ended::Misrouted(why), &mut st);
         let out = judge(&mut st, fin);
         assert_eq!(out.error_class(), Some(ErrorClass::Misrouted));
         assert!(format!("{out:?}").contains("ek-rt-8"), "{out:?}");
-        // Without an owner nothing is attributed.
-        let mut st = CallState::new(&policy, Expectations::STRICT, None, None);
-        assert!(st.misroute(theirs).is_none());
     }
 }

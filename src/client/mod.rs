@@ -13,11 +13,17 @@
 //! - [`h1`]: a lean keep-alive HTTP/1.1 connection to a plain-`http` MCP
 //!   endpoint ([`H1Lane`]), the load generator's hot path.
 //! - [`policy`]: answer policies ([`AnswerPolicy`]) and state [`Mutation`]s.
-//! - [`browser`]: completes a URL-flow page the way a plain browser would.
+//! - [`browser`]: reads and fills a URL-flow page the way a plain browser would.
+//! - [`page`]: one flow page's visit (GET, fill, submit) as a sans-I/O step
+//!   every driver moves, and the same-origin test of a page.
 //! - [`push`]: one 2025-11-25 tool call as a sans-I/O flow: chunks of its
 //!   POST and GET streams in, each server message (SSE read once) and the
 //!   call's end out; [`http::chunks`] feeds it from reqwest.
-//! - [`legacy`]: the 2025-11-25 session client, a driver of [`push`].
+//! - [`session_flow`]: what each server message of a 2025-11-25 call means
+//!   (answer it, reply, a breach, the call's end), on top of [`push`], with
+//!   the load client's and the observer's readings as [`SessionConfig`].
+//! - [`legacy`]: the 2025-11-25 session client, a driver of [`session_flow`]
+//!   (`discover::legacy` is the other).
 //! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
@@ -44,12 +50,14 @@ pub mod marker;
 pub mod mask;
 pub mod modern;
 pub mod outcome;
+pub mod page;
 pub mod policy;
 pub mod push;
 pub mod raw;
 pub mod rejection;
 pub mod reply_status;
 pub mod rpc;
+pub mod session_flow;
 pub mod stall;
 pub mod stream;
 pub mod tls;
@@ -66,3 +74,4 @@ pub use modern::{CallTemplate, Expectations, FlowConfig, ModernFlow, ToolCall};
 pub use outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_server_timing};
 pub use policy::{AnswerPolicy, Mutation};
 pub use reply_status::ReplyStatus;
+pub use session_flow::{SessionConfig, SessionFlow};

@@ -12,11 +12,11 @@
 //! echoed byte for byte (and never invented), a new JSON-RPC id per retry, at
 //! most `max_rounds` rounds. Policies break them only where they say so.
 
-use super::browser;
 use super::content;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 use super::marker;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip};
+use super::page::{PageError, PageStep, PageVisit, Stage as PageStage, foreign_origin};
 use super::policy::AnswerPolicy;
 use super::rejection;
 use super::reply_status::ReplyStatus;
@@ -328,8 +328,7 @@ enum Probe {
 #[derive(Debug, Clone, PartialEq)]
 enum Pending {
     Call,
-    PageGet(String),
-    PagePost(String),
+    Page(PageVisit),
 }
 
 /// What an MCP reply meant.
@@ -473,48 +472,34 @@ impl ModernFlow {
                 self.rt.legs.push(leg);
                 self.handle(event)
             }
-            Pending::PageGet(url) => {
-                leg.name = "flow page GET".into();
-                if !(200..400).contains(&reply.status) {
-                    leg.result = LegResult::Http {
-                        status: reply.status,
-                    };
-                    self.rt.legs.push(leg);
-                    return self.page_failed(format!(
-                        "flow page GET {url} returned HTTP {}",
-                        reply.status
-                    ));
+            Pending::Page(mut visit) => {
+                leg.name = page_leg(&visit).into();
+                match visit.on_reply(reply.status, &reply.body) {
+                    PageStep::Send(submit) => {
+                        if let Some(w) = self.walked.as_mut() {
+                            w.typed.extend(visit.typed().iter().cloned());
+                        }
+                        self.rt.legs.push(leg);
+                        self.pending = Pending::Page(visit);
+                        Step::Send(submit)
+                    }
+                    PageStep::Done(_) => {
+                        self.rt.legs.push(leg);
+                        self.next_page_or_retry()
+                    }
+                    PageStep::Failed(e) => {
+                        if matches!(
+                            e,
+                            PageError::GetRefused { .. } | PageError::PostRefused { .. }
+                        ) {
+                            leg.result = LegResult::Http {
+                                status: reply.status,
+                            };
+                        }
+                        self.rt.legs.push(leg);
+                        self.page_failed(e.to_string())
+                    }
                 }
-                self.rt.legs.push(leg);
-                let html = String::from_utf8_lossy(&reply.body);
-                // A walk fills every page from its own seed.
-                let seed = match self.walked {
-                    Some(_) => self.seed,
-                    None => self.seed ^ u64::from(self.calls),
-                };
-                let Some((submit, typed)) = browser::submit_typed(&url, &html, seed) else {
-                    return self.page_failed(format!("flow page {url} has no <form> to complete"));
-                };
-                if let Some(w) = self.walked.as_mut() {
-                    w.typed.extend(typed);
-                }
-                self.pending = Pending::PagePost(url);
-                Step::Send(submit)
-            }
-            Pending::PagePost(url) => {
-                leg.name = "flow page POST".into();
-                if !(200..400).contains(&reply.status) {
-                    leg.result = LegResult::Http {
-                        status: reply.status,
-                    };
-                    self.rt.legs.push(leg);
-                    return self.page_failed(format!(
-                        "flow page POST {url} returned HTTP {}",
-                        reply.status
-                    ));
-                }
-                self.rt.legs.push(leg);
-                self.next_page_or_retry()
             }
         }
     }
@@ -529,8 +514,7 @@ impl ModernFlow {
         }
         let name = match std::mem::replace(&mut self.pending, Pending::Call) {
             Pending::Call => self.current_call_leg(),
-            Pending::PageGet(_) => "flow page GET".into(),
-            Pending::PagePost(_) => "flow page POST".into(),
+            Pending::Page(visit) => page_leg(&visit).into(),
         };
         let outcome = match &failure {
             LegFailure::Timeout => Outcome::unexpected(
@@ -1145,8 +1129,13 @@ impl ModernFlow {
             {
                 return end;
             }
-            let out = browser::page_request(&url);
-            self.pending = Pending::PageGet(url);
+            // A walk fills every page from its own seed.
+            let seed = match self.walked {
+                Some(_) => self.seed,
+                None => self.seed ^ u64::from(self.calls),
+            };
+            let (visit, out) = PageVisit::start(&url, seed);
+            self.pending = Pending::Page(visit);
             return Step::Send(out);
         }
         self.send_retry()
@@ -1188,12 +1177,12 @@ impl ModernFlow {
     }
 }
 
-/// The origin of `url` (resolved against `origin`) when it is not `origin`.
-fn foreign_origin(origin: &str, url: &str) -> Option<String> {
-    let base = url::Url::parse(origin).ok()?;
-    let page = base.join(url).ok()?;
-    let o = page.origin().ascii_serialization();
-    (o != base.origin().ascii_serialization()).then_some(o)
+/// The leg name of a visit's request in flight.
+fn page_leg(visit: &PageVisit) -> &'static str {
+    match visit.stage() {
+        PageStage::Get => "flow page GET",
+        _ => "flow page POST",
+    }
 }
 
 /// The first text content of a tool result, shortened.

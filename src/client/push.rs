@@ -2,11 +2,10 @@
 //! the driver feeds what its streams gave ([`Chunk`]s of the call's POST or
 //! of the session's GET stream, or the deadline) and polls [`Step`]s: each
 //! server message once read (a non-blank SSE event on either stream), and
-//! the call's [`End`]. The SSE reading lives here once; the load client
-//! ([`super::legacy`]) and discovery's observing driver
-//! (`discover::legacy`) only move bytes and say what a message means to
-//! them. A driver that found the call's response stops feeding, or feeds
-//! on to watch what follows it.
+//! the call's [`End`]. The SSE reading lives here once; what a message
+//! means is [`super::session_flow`]'s, which reads through this. A driver
+//! whose call ended stops feeding, or feeds this on to watch what follows
+//! the response (`discover::legacy`), or to read a GET stream alone.
 
 use crate::protocol::jsonrpc::MAX_MESSAGE_BYTES;
 use crate::protocol::sse::{SseEvent, SseParser};

@@ -94,7 +94,7 @@ async fn page_bound(w: &wire::Log, found: &Discovery) -> Option<String> {
         .flat_map(|v| v.tools.iter())
         .flat_map(|t| t.rounds.iter())
         .flat_map(|r| r.urls.iter())
-        .find_map(|u| crate::discover::page::same_origin(&found.mcp_url, u).ok())?
+        .find_map(|u| crate::client::page::same_origin(&found.mcp_url, u).ok())?
         .to_string();
     let get = |label: &str, token: Option<&str>| {
         RawRequest::new(label, reqwest::Method::GET, &url)

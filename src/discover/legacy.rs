@@ -10,8 +10,9 @@ use super::wire::{SessionError, Wire};
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
 use crate::client::http::chunks;
 use crate::client::mask;
-use crate::client::push::{CallFlow, Chunk, End, Head, Src, Step};
+use crate::client::push::{CallFlow, Chunk, Head, Src, Step as Read};
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
+use crate::client::session_flow::{Ended, Heard, SessionConfig, SessionFlow, Step};
 use crate::protocol::body::ACCEPT_BOTH;
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
@@ -314,7 +315,7 @@ pub async fn watch_get<W: Wire + ?Sized>(
         let mut flow = CallFlow::new(Some(SseParser::new()));
         while let Ok(Some((src, chunk))) = tokio::time::timeout_at(until, body.next()).await {
             flow.on(src, chunk);
-            while let Some(Step::Event { data, .. }) = flow.poll() {
+            while let Some(Read::Event { data, .. }) = flow.poll() {
                 let _ = writeln!(transcript, "GET data: {}", mask::body(data.as_bytes()));
                 if let Ok(Message::Request(r)) =
                     parse_json(data.as_bytes()).and_then(message_from_value)
@@ -382,7 +383,8 @@ pub async fn call<W: Wire + ?Sized>(
         }
         None => (None, None),
     };
-    let mut flow = CallFlow::new(get_parser);
+    let want = RequestId::Number(id);
+    let mut flow = SessionFlow::new(SessionConfig::RECORDING, want, None, get_parser);
     let mut post = chunks(req.builder(p.http()), std::time::Instant::now());
     // The POST's head is awaited before the GET stream is read on.
     let head = match tokio::time::timeout_at(deadline, post.next()).await {
@@ -415,7 +417,6 @@ pub async fn call<W: Wire + ?Sized>(
         );
         flow.on(Src::Post, Chunk::Head(head));
     }
-    let want = RequestId::Number(id);
     let mut pending: Vec<(Value, Value)> = Vec::new();
     'read: while out.failure.is_none() {
         match tokio::time::timeout_at(deadline, merged.next()).await {
@@ -435,73 +436,34 @@ pub async fn call<W: Wire + ?Sized>(
             }
         }
         while let Some(step) = flow.poll() {
-            let (src, data) = match step {
-                Step::Event { src, data } => (src, data),
-                Step::Done(end) => {
-                    out.failure = match end {
-                        End::Closed => None,
-                        End::Body { head, body } => {
-                            let reply = raw::RawReply {
-                                status: head.status,
-                                headers: head
-                                    .content_type
-                                    .map(|c| ("content-type".to_owned(), c))
-                                    .into_iter()
-                                    .collect(),
-                                body,
-                                elapsed: Duration::ZERO,
-                            };
-                            let _ = writeln!(transcript, "{}", mask::body(&reply.body));
-                            let rpc = reply.rpc();
-                            if let Rpc::Error(e) = &rpc {
-                                out.errors
-                                    .push(serde_json::to_value(e).unwrap_or(Value::Null));
-                            }
-                            out.response = Some(rpc);
-                            None
-                        }
-                        End::Failed(e) => Some(format!("stream error: {e}")),
-                        End::Malformed(_) if sse => Some("SSE event too large".into()),
-                        End::Malformed(why) => Some(why),
-                        End::Timeout => Some("timeout: the call's response did not arrive".into()),
-                    };
-                    break 'read;
+            match step {
+                Step::Read { src, data } => {
+                    let tag = if src == Src::Get { "GET data" } else { "data" };
+                    let _ = writeln!(transcript, "{tag}: {}", mask::body(data.as_bytes()));
                 }
-            };
-            let tag = if src == Src::Get { "GET data" } else { "data" };
-            let _ = writeln!(transcript, "{tag}: {}", mask::body(data.as_bytes()));
-            let Ok(msg) = parse_json(data.as_bytes()).and_then(message_from_value) else {
-                if src == Src::Post {
-                    out.failure = Some("undecodable SSE event".into());
-                    break 'read;
-                }
-                continue;
-            };
-            match msg {
-                Message::Request(r) if r.method == "elicitation/create" => {
-                    let params = r.params.unwrap_or(Value::Null);
+                Step::Heard(Heard::Elicit { src, id, params }) => {
                     out.elicitations.push(params.clone());
                     if src == Src::Get {
                         out.via_get += 1;
                     }
-                    pending.push((r.id.to_value(), params));
+                    pending.push((id.to_value(), params));
                 }
-                Message::Request(_) => {}
-                Message::Notification(n) => out
-                    .notifications
-                    .push((n.method, n.params.unwrap_or(Value::Null))),
-                Message::Response(r) => {
-                    if let RpcOutcome::Error(e) = &r.outcome {
-                        out.errors
-                            .push(serde_json::to_value(e).unwrap_or(Value::Null));
-                    }
-                    if r.id.as_ref() == Some(&want) || r.id.is_none() {
-                        out.response = Some(match r.outcome {
-                            RpcOutcome::Result(v) => Rpc::Result(v),
-                            RpcOutcome::Error(e) => Rpc::Error(e),
-                        });
-                        break 'read;
-                    }
+                Step::Heard(Heard::Notification { method, params }) => {
+                    out.notifications.push((method, params));
+                }
+                Step::Heard(Heard::Stray(r)) => note_error(&mut out, &r.outcome),
+                Step::Heard(Heard::Unanswered { .. } | Heard::Reply(_) | Heard::Violation(_)) => {}
+                Step::Done(Ended::Response(r)) => {
+                    note_error(&mut out, &r.outcome);
+                    out.response = Some(match r.outcome {
+                        RpcOutcome::Result(v) => Rpc::Result(v),
+                        RpcOutcome::Error(e) => Rpc::Error(e),
+                    });
+                    break 'read;
+                }
+                Step::Done(end) => {
+                    out.failure = ended(end, sse, &mut out, &mut transcript);
+                    break 'read;
                 }
             }
         }
@@ -544,6 +506,7 @@ pub async fn call<W: Wire + ?Sized>(
             }
         }
     }
+    let mut flow = flow.into_call();
     if opts.watch_close && sse && out.response.is_some() {
         let until = (Instant::now() + Duration::from_secs(1)).min(deadline);
         let mut extra = 0;
@@ -553,11 +516,11 @@ pub async fn call<W: Wire + ?Sized>(
                 Ok(None) => break true,
                 Ok(Some((src, c))) => flow.on(src, c),
             }
-            while let Some(step) = flow.poll() {
-                match step {
-                    Step::Event { src: Src::Post, .. } => extra += 1,
-                    Step::Event { .. } => {}
-                    Step::Done(_) => break 'watch true,
+            while let Some(read) = flow.poll() {
+                match read {
+                    Read::Event { src: Src::Post, .. } => extra += 1,
+                    Read::Event { .. } => {}
+                    Read::Done(_) => break 'watch true,
                 }
             }
         };
@@ -588,6 +551,55 @@ pub async fn call<W: Wire + ?Sized>(
     }
     out
 }
+/// Keeps a JSON-RPC error seen on a call's streams (for `-32042`).
+fn note_error(out: &mut Streamed, outcome: &RpcOutcome) {
+    if let RpcOutcome::Error(e) = outcome {
+        out.errors
+            .push(serde_json::to_value(e).unwrap_or(Value::Null));
+    }
+}
+
+/// How a call that ended without a response read off its streams ended:
+/// a whole body read as a reply (kept as the response), or the failure.
+fn ended(
+    end: Ended<reqwest::Error>,
+    sse: bool,
+    out: &mut Streamed,
+    transcript: &mut String,
+) -> Option<String> {
+    match end {
+        Ended::Response(_) | Ended::Closed => None,
+        Ended::Whole { head, body } => {
+            let reply = raw::RawReply {
+                status: head.status,
+                headers: head
+                    .content_type
+                    .map(|c| ("content-type".to_owned(), c))
+                    .into_iter()
+                    .collect(),
+                body,
+                elapsed: Duration::ZERO,
+            };
+            let _ = writeln!(transcript, "{}", mask::body(&reply.body));
+            let rpc = reply.rpc();
+            if let Rpc::Error(e) = &rpc {
+                out.errors
+                    .push(serde_json::to_value(e).unwrap_or(Value::Null));
+            }
+            out.response = Some(rpc);
+            None
+        }
+        Ended::Failed(e) => Some(format!("stream error: {e}")),
+        Ended::Malformed(_) if sse => Some("SSE event too large".into()),
+        Ended::Malformed(why) => Some(why),
+        Ended::Timeout => Some("timeout: the call's response did not arrive".into()),
+        Ended::Undecodable { .. } => Some("undecodable SSE event".into()),
+        // Not in a recording reading (no marker, whole bodies handed back).
+        Ended::Misrouted(why) | Ended::BodyUndecodable { why, .. } => Some(why),
+        Ended::NoResponse { status } => Some(format!("HTTP {status} without a JSON-RPC response")),
+    }
+}
+
 /// Modes of the `elicitation/create` params seen.
 pub fn modes_seen(elicitations: &[Value]) -> ElicitModes {
     let mut m = ElicitModes::default();

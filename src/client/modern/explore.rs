@@ -7,10 +7,11 @@
 //! checker's subjects, both fuzzers and discovery walk tools this way,
 //! through [`super::super::drive`] like every other flow.
 
-use super::{FlowConfig, ModernFlow, Pending, foreign_origin};
+use super::{FlowConfig, ModernFlow, Pending};
 use crate::client::content::answers_for;
 use crate::client::leg::{HttpReply, LegFailure, Step};
 use crate::client::outcome::Outcome;
+use crate::client::page::foreign_origin;
 use crate::client::rpc::Rpc;
 use crate::protocol::capabilities::ElicitModes;
 use crate::protocol::mrtr::{InputRequiredResult, RequestMeta, asks_for_input};
@@ -267,8 +268,7 @@ impl ModernFlow {
         };
         let why = match std::mem::replace(&mut self.pending, Pending::Call) {
             Pending::Call => why,
-            Pending::PageGet(url) => format!("flow page GET {url}: {why}"),
-            Pending::PagePost(_) => format!("flow page POST: {why}"),
+            Pending::Page(mut visit) => visit.on_failure(&why).to_string(),
         };
         self.end_walk(WalkEnd::Other(why))
     }

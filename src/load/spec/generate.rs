@@ -126,7 +126,7 @@ fn left_out_reason(t: &ToolProfile, mcp_url: &str) -> Option<String> {
         ));
     }
     for u in t.rounds.iter().flat_map(|r| r.urls.iter()) {
-        if let Err(e) = crate::discover::page::same_origin(mcp_url, u) {
+        if let Err(e) = crate::client::page::same_origin(mcp_url, u) {
             return Some(e.to_string());
         }
     }
