@@ -15,17 +15,18 @@ use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip, parse_serve
 use super::page::{PageStep, PageVisit};
 use super::policy::AnswerPolicy;
 use super::push::{Chunk, Head, Src};
-use super::session_flow::{Ended, Heard, SessionConfig, SessionFlow, Step};
+use super::session_flow::{
+    Ended, Heard, SessionConfig, SessionFlow, SessionRequest, Step, initialize_body,
+    session_headers,
+};
 use crate::protocol::body::decode_body;
 use crate::protocol::capabilities::ClientCapabilities;
 use crate::protocol::elicitation::{ElicitAction, ElicitRequestParams, ElicitResult};
-use crate::protocol::headers::{INSTANCE, PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::headers::{INSTANCE, SESSION_ID};
 use crate::protocol::jsonrpc::{
     ErrorObject, Message, Outcome as RpcOutcome, Request, RequestId, Response,
 };
-use crate::protocol::legacy::{
-    Implementation, InitializeParams, InitializeResult, METHOD_INITIALIZE, METHOD_INITIALIZED,
-};
+use crate::protocol::legacy::{InitializeResult, METHOD_INITIALIZED};
 use crate::protocol::{codes, version};
 use futures::stream::{self, StreamExt};
 use serde_json::{Map, Value, json};
@@ -222,22 +223,12 @@ impl LegacyClient {
             get_refused: std::sync::atomic::AtomicBool::new(false),
             answered_by: std::sync::OnceLock::new(),
         };
-        let params = InitializeParams {
-            protocol_version: version::LEGACY.to_owned(),
-            capabilities: c.cfg.capabilities.clone(),
-            client_info: Implementation::elicitkit(),
-        };
         let id = c.take_id();
-        let body = Message::Request(Request {
-            id: id.clone(),
-            method: METHOD_INITIALIZE.into(),
-            params: Some(serde_json::to_value(&params).unwrap_or(Value::Null)),
-        })
-        .to_json();
+        let body = initialize_body(&id, &c.cfg.capabilities.to_value());
         let started = Instant::now();
         let name = "initialize";
         let (status, headers_at, ct, timing, session, bytes) = c
-            .post_whole(body, false, name)
+            .post_whole(body, SessionRequest::Initialize, name)
             .await
             .map_err(LegacyError::of(name))?;
         let (state, app) = timing.as_deref().map_or((None, None), parse_server_timing);
@@ -294,7 +285,7 @@ impl LegacyClient {
         let started = Instant::now();
         let body = json!({"jsonrpc":"2.0","method": METHOD_INITIALIZED}).to_string();
         let (status, ..) = c
-            .post_whole(body, true, name)
+            .post_whole(body, SessionRequest::Post, name)
             .await
             .map_err(LegacyError::of(name))?;
         let result = if status == 202 {
@@ -340,20 +331,20 @@ impl LegacyClient {
         id
     }
 
-    fn request(&self, method: reqwest::Method, with_version: bool) -> reqwest::RequestBuilder {
-        let mut req = self
-            .http
-            .request(method, &self.endpoint.mcp_url)
-            .bearer_auth(&self.endpoint.primary_token)
-            .header("Accept", "application/json, text/event-stream")
-            .header("Content-Type", "application/json");
-        if with_version {
-            req = req.header(PROTOCOL_VERSION, &self.protocol_version);
-        }
-        if let Some(sid) = &self.session_id {
-            req = req.header(SESSION_ID, sid);
-        }
-        req
+    /// A session request of `kind` with its headers ([`session_headers`]).
+    fn request(&self, kind: SessionRequest) -> reqwest::RequestBuilder {
+        let method = match kind {
+            SessionRequest::Initialize | SessionRequest::Post => reqwest::Method::POST,
+            SessionRequest::GetStream => reqwest::Method::GET,
+            SessionRequest::Delete => reqwest::Method::DELETE,
+        };
+        let headers = session_headers(kind, &self.protocol_version, self.session_id.as_deref());
+        headers.into_iter().fold(
+            self.http
+                .request(method, &self.endpoint.mcp_url)
+                .bearer_auth(&self.endpoint.primary_token),
+            |req, (k, v)| req.header(k, v),
+        )
     }
 
     /// POSTs `body` and reads the whole reply: status, time to headers,
@@ -362,7 +353,7 @@ impl LegacyClient {
     async fn post_whole(
         &self,
         body: String,
-        with_version: bool,
+        kind: SessionRequest,
         _leg: &str,
     ) -> Result<
         (
@@ -376,7 +367,7 @@ impl LegacyClient {
         LegFailure,
     > {
         let started = Instant::now();
-        let req = self.request(reqwest::Method::POST, with_version).body(body);
+        let req = self.request(kind).body(body);
         let work = async {
             let resp = req.send().await.map_err(|e| describe(&e))?;
             let at = started.elapsed();
@@ -509,9 +500,7 @@ impl LegacyClient {
         {
             let mut attempt = 0;
             loop {
-                let req = self
-                    .request(reqwest::Method::GET, true)
-                    .header("Accept", "text/event-stream");
+                let req = self.request(SessionRequest::GetStream);
                 let mut s = chunks(req, started);
                 let wait = (TokioInstant::now() + GET_HEAD_WAIT).min(deadline);
                 match tokio::time::timeout_at(wait, s.next()).await {
@@ -532,10 +521,7 @@ impl LegacyClient {
         } else {
             stream::empty().boxed()
         };
-        let post = chunks(
-            self.request(reqwest::Method::POST, true).body(body),
-            started,
-        );
+        let post = chunks(self.request(SessionRequest::Post).body(body), started);
         let mut merged = stream::select(post.map(|c| (Src::Post, c)), get.map(|c| (Src::Get, c)));
         let fin = loop {
             if let Some(f) = self.act(&mut flow, deadline, st).await {
@@ -748,7 +734,7 @@ impl LegacyClient {
     ) -> Result<(), LegFailure> {
         let started = Instant::now();
         let send = self
-            .request(reqwest::Method::POST, true)
+            .request(SessionRequest::Post)
             .body(Message::Response(reply).to_json())
             .send();
         let leg_deadline = deadline.min(TokioInstant::now() + self.cfg.timeout);
@@ -811,7 +797,7 @@ impl LegacyClient {
     pub async fn close(self) -> Result<Leg, LegacyError> {
         let name = "session DELETE";
         let started = Instant::now();
-        let send = self.request(reqwest::Method::DELETE, true).send();
+        let send = self.request(SessionRequest::Delete).send();
         let status = match tokio::time::timeout(self.cfg.timeout, send).await {
             Err(_) => return Err(LegacyError::Timeout { leg: name }),
             Ok(Err(e)) => return Err(LegacyError::of(name)(LegFailure::Transport(describe(&e)))),

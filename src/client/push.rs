@@ -230,16 +230,24 @@ impl<E> CallFlow<E> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn head(ct: &str) -> Chunk<String> {
+impl<E> Chunk<E> {
+    /// A response head of `status` and content type `ct`, as tests feed it.
+    pub(crate) fn head(status: u16, ct: &str) -> Self {
         Chunk::Head(Head {
-            status: 200,
+            status,
             content_type: Some(ct.into()),
             timing: None,
             at: Duration::ZERO,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(ct: &str) -> Chunk<String> {
+        Chunk::head(200, ct)
     }
 
     fn data(s: &str) -> Chunk<String> {

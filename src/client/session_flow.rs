@@ -17,16 +17,76 @@
 
 use super::marker;
 use super::push::{CallFlow, Chunk, End, Head, Src, Step as Read};
-use crate::protocol::body::decode_body;
+use crate::protocol::body::{ACCEPT_BOTH, decode_body};
 use crate::protocol::codes;
 use crate::protocol::elicitation::METHOD_CREATE;
+use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
 use crate::protocol::jsonrpc::{
     ErrorObject, Message, RequestId, Response, message_from_value, parse_json,
 };
 use crate::protocol::sse::SseParser;
+use crate::protocol::version::LEGACY;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
+
+/// The kinds of request a 2025-11-25 session sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionRequest {
+    /// `initialize`: before the session, so no version or session id.
+    Initialize,
+    /// Any other POST: a call, a notification, an answer.
+    Post,
+    /// The standalone GET stream.
+    GetStream,
+    /// `DELETE`: the session's end.
+    Delete,
+}
+
+/// The headers (besides `Authorization`) a session request of `kind`
+/// carries, in the order they are sent: `version` as negotiated, `sid` the
+/// session's id when the server issued one. Every driver builds its
+/// session requests from these.
+pub fn session_headers<'a>(
+    kind: SessionRequest,
+    version: &'a str,
+    sid: Option<&'a str>,
+) -> Vec<(&'static str, &'a str)> {
+    let mut h = Vec::with_capacity(4);
+    match kind {
+        SessionRequest::Initialize | SessionRequest::Post => {
+            h.push(("Accept", ACCEPT_BOTH));
+            h.push(("Content-Type", "application/json"));
+        }
+        SessionRequest::GetStream => h.push(("Accept", "text/event-stream")),
+        SessionRequest::Delete => {}
+    }
+    let sid = sid.filter(|_| kind != SessionRequest::Initialize);
+    if kind == SessionRequest::Delete {
+        h.extend(sid.map(|s| (SESSION_ID, s)));
+        h.push((PROTOCOL_VERSION, version));
+        return h;
+    }
+    if kind != SessionRequest::Initialize {
+        h.push((PROTOCOL_VERSION, version));
+    }
+    h.extend(sid.map(|s| (SESSION_ID, s)));
+    h
+}
+
+/// The body of a 2025-11-25 `initialize` with `caps` and elicitkit's
+/// `clientInfo`.
+pub fn initialize_body(id: &RequestId, caps: &Value) -> String {
+    json!({
+        "jsonrpc": "2.0", "id": id.to_value(), "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": caps,
+            "clientInfo": {"name": "elicitkit", "version": env!("CARGO_PKG_VERSION")}
+        }
+    })
+    .to_string()
+}
 
 /// Where a call's response is taken from, and how strictly its streams are
 /// read.
@@ -358,15 +418,9 @@ impl<E> SessionFlow<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn head(ct: &str) -> Chunk<String> {
-        Chunk::Head(Head {
-            status: 200,
-            content_type: Some(ct.into()),
-            timing: None,
-            at: Duration::ZERO,
-        })
+        Chunk::head(200, ct)
     }
 
     fn sse(s: &str) -> Chunk<String> {
@@ -496,15 +550,7 @@ mod tests {
 
     fn whole(cfg: SessionConfig, status: u16, ct: &str, body: &str) -> Vec<Step<String>> {
         let mut f = SessionFlow::new(cfg, RequestId::Number(7), None, None);
-        f.on(
-            Src::Post,
-            Chunk::Head(Head {
-                status,
-                content_type: Some(ct.into()),
-                timing: None,
-                at: Duration::ZERO,
-            }),
-        );
+        f.on(Src::Post, Chunk::head(status, ct));
         f.on(
             Src::Post,
             Chunk::Data(Bytes::copy_from_slice(body.as_bytes())),
@@ -603,5 +649,49 @@ mod tests {
             [Step::Heard(Heard::Elicit { .. })]
         ));
         assert!(!f.attributed());
+    }
+
+    #[test]
+    fn each_session_request_carries_its_headers_in_one_order() {
+        use SessionRequest::*;
+        let names = |kind, sid| -> Vec<String> {
+            session_headers(kind, "2025-11-25", sid)
+                .into_iter()
+                .map(|(k, v)| format!("{k}: {v}"))
+                .collect()
+        };
+        let both = "Accept: application/json, text/event-stream";
+        let json = "Content-Type: application/json";
+        let version = "MCP-Protocol-Version: 2025-11-25";
+        let session = "MCP-Session-Id: s1";
+        assert_eq!(
+            names(Initialize, Some("s1")),
+            [both, json],
+            "before the session"
+        );
+        assert_eq!(names(Post, Some("s1")), [both, json, version, session]);
+        assert_eq!(names(Post, None), [both, json, version]);
+        let sse = "Accept: text/event-stream";
+        assert_eq!(names(GetStream, Some("s1")), [sse, version, session]);
+        assert_eq!(names(Delete, Some("s1")), [session, version]);
+    }
+
+    #[test]
+    fn the_initialize_body_is_what_a_server_reads() {
+        let caps = json!({"elicitation": {"form": {}}});
+        let body = initialize_body(&RequestId::Number(3), &caps);
+        let Ok(Message::Request(r)) = parse_json(body.as_bytes()).and_then(message_from_value)
+        else {
+            panic!("{body}");
+        };
+        assert_eq!(
+            (r.id, r.method.as_str()),
+            (RequestId::Number(3), "initialize")
+        );
+        let params: crate::protocol::legacy::InitializeParams =
+            serde_json::from_value(r.params.unwrap()).unwrap();
+        assert_eq!(params.protocol_version, LEGACY);
+        assert_eq!(params.client_info.name, "elicitkit");
+        assert_eq!(params.capabilities.to_value(), caps);
     }
 }

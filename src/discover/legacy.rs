@@ -12,10 +12,12 @@ use crate::client::http::chunks;
 use crate::client::mask;
 use crate::client::push::{CallFlow, Chunk, Head, Src, Step as Read};
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
-use crate::client::session_flow::{Ended, Heard, SessionConfig, SessionFlow, Step};
-use crate::protocol::body::ACCEPT_BOTH;
+use crate::client::session_flow::{
+    Ended, Heard, SessionConfig, SessionFlow, SessionRequest, Step, initialize_body,
+    session_headers,
+};
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
-use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
+use crate::protocol::headers::SESSION_ID;
 use crate::protocol::jsonrpc::{
     Message, Outcome as RpcOutcome, RequestId, message_from_value, parse_json,
 };
@@ -148,32 +150,30 @@ pub const ANSWER_POST: &str = "elicitation answer POST";
 
 /// A 2025-11-25 `initialize` request with the given capabilities.
 pub fn initialize_request(url: &str, token: Option<&str>, id: i64, caps: &Value) -> RawRequest {
-    let body = json!({
-        "jsonrpc": "2.0", "id": id, "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY,
-            "capabilities": caps,
-            "clientInfo": {"name": "elicitkit", "version": env!("CARGO_PKG_VERSION")}
-        }
-    });
-    RawRequest::new("initialize", reqwest::Method::POST, url)
-        .header("Accept", ACCEPT_BOTH)
-        .header("Content-Type", "application/json")
+    session_request("initialize", SessionRequest::Initialize, url, None)
         .token(token)
-        .body(body.to_string())
+        .body(initialize_body(&RequestId::Number(id), caps))
+}
+
+/// A session request of `kind` to `url`, with its headers
+/// ([`session_headers`]), no token yet.
+fn session_request(label: &str, kind: SessionRequest, url: &str, sid: Option<&str>) -> RawRequest {
+    let method = match kind {
+        SessionRequest::Initialize | SessionRequest::Post => reqwest::Method::POST,
+        SessionRequest::GetStream => reqwest::Method::GET,
+        SessionRequest::Delete => reqwest::Method::DELETE,
+    };
+    session_headers(kind, LEGACY, sid)
+        .into_iter()
+        .fold(RawRequest::new(label, method, url), |r, (k, v)| {
+            r.header(k, v)
+        })
 }
 
 fn session_post<W: Wire + ?Sized>(p: &W, label: &str, s: &Session, body: Value) -> RawRequest {
-    let mut r = RawRequest::new(label, reqwest::Method::POST, p.mcp_url())
-        .header("Accept", ACCEPT_BOTH)
-        .header("Content-Type", "application/json")
-        .header(PROTOCOL_VERSION, LEGACY)
+    session_request(label, SessionRequest::Post, p.mcp_url(), s.sid.as_deref())
         .token(Some(p.token()))
-        .body(body.to_string());
-    if let Some(sid) = &s.sid {
-        r = r.header(SESSION_ID, sid.clone());
-    }
-    r
+        .body(body.to_string())
 }
 
 /// Opens a session with `caps`; sends `notifications/initialized` when asked.
@@ -229,10 +229,13 @@ pub fn request<W: Wire + ?Sized>(
 /// Ends the session with `DELETE` (best effort).
 pub async fn close<W: Wire + ?Sized>(p: &W, s: &Session) {
     if let Some(sid) = &s.sid {
-        let del = RawRequest::new("DELETE session", reqwest::Method::DELETE, p.mcp_url())
-            .header(SESSION_ID, sid.clone())
-            .header(PROTOCOL_VERSION, LEGACY)
-            .token(Some(p.token()));
+        let del = session_request(
+            "DELETE session",
+            SessionRequest::Delete,
+            p.mcp_url(),
+            Some(sid),
+        )
+        .token(Some(p.token()));
         let _ = p.send(del).await;
     }
 }
@@ -258,14 +261,13 @@ fn answer_value(answer: &Answer, params: &Value, seed: u64) -> Value {
 
 /// The session's standalone GET stream, asked for.
 fn get_request<W: Wire + ?Sized>(p: &W, s: &Session) -> RawRequest {
-    let req = RawRequest::new("GET stream", reqwest::Method::GET, p.mcp_url())
-        .header("Accept", "text/event-stream")
-        .header(PROTOCOL_VERSION, LEGACY)
-        .token(Some(p.token()));
-    match &s.sid {
-        Some(sid) => req.header(SESSION_ID, sid.clone()),
-        None => req,
-    }
+    session_request(
+        "GET stream",
+        SessionRequest::GetStream,
+        p.mcp_url(),
+        s.sid.as_deref(),
+    )
+    .token(Some(p.token()))
 }
 
 /// Opens the session's GET stream; its status and, when it is an open SSE
