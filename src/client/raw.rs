@@ -216,12 +216,16 @@ impl RawReply {
     }
 
     /// What the stdio bridge's own reply stands for, in the pipe's words:
-    /// silence (its `202` with [`crate::stdio::bridge::NO_REPLY`]) or a
-    /// process gone before it answered (its `502` naming the exit), never
-    /// the bridge's status as the server's.
+    /// silence (its `202` with [`crate::stdio::bridge::NO_REPLY`]), a reply
+    /// it made itself ([`crate::stdio::bridge::BRIDGE_SAID`]) or a process
+    /// gone before it answered (its `502` naming the exit), never the
+    /// bridge's status as the server's.
     fn bridge_said(&self) -> Option<String> {
         if let Some(why) = self.header(crate::stdio::bridge::NO_REPLY) {
             return Some(no_reply(why));
+        }
+        if let Some(why) = self.header(crate::stdio::bridge::BRIDGE_SAID) {
+            return Some(format!("the stdio bridge answered itself: {why}"));
         }
         if self.status != 502 {
             return None;
@@ -463,6 +467,28 @@ mod tests {
             panic!("no reply is missing")
         };
         assert!(why.starts_with("HTTP 502"), "{why}");
+    }
+
+    #[test]
+    fn a_reply_the_stdio_bridge_made_itself_is_named_by_it_not_by_its_status() {
+        let said = crate::stdio::bridge::BRIDGE_SAID;
+        let reply = RawReply {
+            status: 404,
+            headers: vec![(
+                said.into(),
+                "no stdio server process holds this session".into(),
+            )],
+            body: Bytes::from_static(b"no stdio server process holds this session\n"),
+            elapsed: Duration::ZERO,
+        };
+        let Rpc::Missing(why) = reply.rpc() else {
+            panic!("no reply is missing")
+        };
+        assert_eq!(
+            why,
+            "the stdio bridge answered itself: no stdio server process holds this session"
+        );
+        assert_eq!(reply.missing_rpc(&reply.decoded()), Some(why));
     }
 
     #[test]

@@ -53,6 +53,12 @@ pub const MAX_SESSIONS: usize = 16;
 /// reply to a message that is not a valid request (its value says how
 /// long the bridge waited).
 pub const NO_REPLY: &str = "elicitkit-stdio-no-reply";
+/// The header on a reply the bridge makes itself, carrying no message of
+/// the server's (a blank body not sent, no such session, no standalone
+/// stream, a server that could not start): what it stands for, in the
+/// pipe's words. Its status is the bridge's, never the server's, so a
+/// reader names this instead of the status ([`crate::client::raw::RawReply::rpc`]).
+pub const BRIDGE_SAID: &str = "elicitkit-stdio-bridge";
 /// How `elicitkit bridge` reports (on stderr, when it stops) each exit of
 /// the server it did not ask for; a stdio `repro.sh` looks for it.
 pub const EXITED: &str = "the stdio server exited on its own";
@@ -403,13 +409,25 @@ fn stderr_note(tail: &str) -> String {
     }
 }
 
+/// A reply of the bridge's own: `status`, `why` as its body and its
+/// [`BRIDGE_SAID`] header.
+fn own(status: StatusCode, why: &'static str) -> Response {
+    let mut r = (status, format!("{why}\n")).into_response();
+    r.headers_mut()
+        .insert(BRIDGE_SAID, HeaderValue::from_static(why));
+    r
+}
+
+const NO_SUCH_SESSION: &str = "no stdio server process holds this session";
+
 async fn not_on_stdio() -> Response {
-    (
+    let mut r = own(
         StatusCode::METHOD_NOT_ALLOWED,
-        [(header::ALLOW, "POST, DELETE")],
-        "a stdio server has no standalone stream\n",
-    )
-        .into_response()
+        "a stdio server has no standalone stream",
+    );
+    r.headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    r
 }
 
 async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Response {
@@ -421,7 +439,7 @@ async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Re
             }
             StatusCode::NO_CONTENT.into_response()
         }
-        None => StatusCode::NOT_FOUND.into_response(),
+        None => own(StatusCode::NOT_FOUND, NO_SUCH_SESSION),
     }
 }
 
@@ -459,7 +477,12 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
     // empty message, and a blank line gets silence from any server (that
     // silence is no defect of the server's, so it is not asked for).
     if body.iter().all(u8::is_ascii_whitespace) {
-        return (StatusCode::BAD_REQUEST, NOT_SENT_BLANK).into_response();
+        let mut r = (StatusCode::BAD_REQUEST, NOT_SENT_BLANK).into_response();
+        r.headers_mut().insert(
+            BRIDGE_SAID,
+            HeaderValue::from_static("a blank body is no message over stdio; nothing was sent"),
+        );
+        return r;
     }
     let msg = serde_json::from_slice::<Value>(&body).ok();
     let principal = pool.principal(&headers);
@@ -482,7 +505,7 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
     let (pipe, new_sid) = match (&sid, initialize) {
         (Some(s), _) => match pool.session(s) {
             Some(p) => (p, None),
-            None => return (StatusCode::NOT_FOUND, "no such session\n").into_response(),
+            None => return own(StatusCode::NOT_FOUND, NO_SUCH_SESSION),
         },
         (None, true) => match pool.new_session(&principal) {
             Ok((s, p)) => (p, Some(s)),
@@ -549,7 +572,27 @@ fn with_ids(mut resp: Response, pipe: &Pipe, new_sid: Option<String>) -> Respons
 }
 
 fn cannot_start(why: &StdioError) -> Response {
-    (StatusCode::BAD_GATEWAY, format!("{why}\n")).into_response()
+    let mut r = (StatusCode::BAD_GATEWAY, format!("{why}\n")).into_response();
+    // A header value is one line of visible ASCII: the rest becomes `?`.
+    let line = format!("the stdio server could not start: {why}");
+    let text: String = line
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if let Ok(v) = HeaderValue::from_str(&text) {
+        r.headers_mut().insert(BRIDGE_SAID, v);
+    }
+    r
 }
 
 /// `502`: the child exited before it answered; the body says how, with its

@@ -483,7 +483,40 @@ async fn a_blank_body_is_refused_by_the_bridge_not_sent_as_a_line() {
         assert_eq!(r.status, 400, "{body:?}: {}", r.text);
         assert_eq!(r.text, elicitkit::stdio::bridge::NOT_SENT_BLANK);
         assert!(r.headers.get(elicitkit::stdio::bridge::NO_REPLY).is_none());
+        let said = r.headers.get(elicitkit::stdio::bridge::BRIDGE_SAID);
+        assert!(
+            said.is_some(),
+            "the bridge's own 400 says so: {:?}",
+            r.headers
+        );
     }
+    // Every other reply the bridge makes itself says so too: its status is
+    // no status of the server's.
+    let http = reqwest::Client::new();
+    let own = |r: &reqwest::Response| {
+        r.headers()
+            .get(elicitkit::stdio::bridge::BRIDGE_SAID)
+            .map(|v| v.to_str().unwrap_or_default().to_owned())
+    };
+    let get = http.get(url).send().await.expect("GET answered");
+    assert_eq!(get.status(), 405);
+    assert_eq!(
+        own(&get).as_deref(),
+        Some("a stdio server has no standalone stream")
+    );
+    let unknown = http
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("MCP-Session-Id", "no-such-session")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .await
+        .expect("POST answered");
+    assert_eq!(unknown.status(), 404);
+    assert_eq!(
+        own(&unknown).as_deref(),
+        Some("no stdio server process holds this session")
+    );
     // The server behind it still answers a real request.
     let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
         "params": {"_meta": meta(&caps_form())}});
