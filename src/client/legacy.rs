@@ -333,15 +333,10 @@ impl LegacyClient {
 
     /// A session request of `kind` with its headers ([`session_headers`]).
     fn request(&self, kind: SessionRequest) -> reqwest::RequestBuilder {
-        let method = match kind {
-            SessionRequest::Initialize | SessionRequest::Post => reqwest::Method::POST,
-            SessionRequest::GetStream => reqwest::Method::GET,
-            SessionRequest::Delete => reqwest::Method::DELETE,
-        };
         let headers = session_headers(kind, &self.protocol_version, self.session_id.as_deref());
-        headers.into_iter().fold(
+        headers.fold(
             self.http
-                .request(method, &self.endpoint.mcp_url)
+                .request(kind.method(), &self.endpoint.mcp_url)
                 .bearer_auth(&self.endpoint.primary_token),
             |req, (k, v)| req.header(k, v),
         )

@@ -43,35 +43,38 @@ pub enum SessionRequest {
     Delete,
 }
 
+impl SessionRequest {
+    /// Its HTTP method.
+    pub fn method(self) -> reqwest::Method {
+        match self {
+            SessionRequest::Initialize | SessionRequest::Post => reqwest::Method::POST,
+            SessionRequest::GetStream => reqwest::Method::GET,
+            SessionRequest::Delete => reqwest::Method::DELETE,
+        }
+    }
+}
+
 /// The headers (besides `Authorization`) a session request of `kind`
 /// carries, in the order they are sent: `version` as negotiated, `sid` the
 /// session's id when the server issued one. Every driver builds its
-/// session requests from these.
+/// session requests from these (no allocation: the load client sends them
+/// on every round trip).
 pub fn session_headers<'a>(
     kind: SessionRequest,
     version: &'a str,
     sid: Option<&'a str>,
-) -> Vec<(&'static str, &'a str)> {
-    let mut h = Vec::with_capacity(4);
-    match kind {
-        SessionRequest::Initialize | SessionRequest::Post => {
-            h.push(("Accept", ACCEPT_BOTH));
-            h.push(("Content-Type", "application/json"));
-        }
-        SessionRequest::GetStream => h.push(("Accept", "text/event-stream")),
-        SessionRequest::Delete => {}
-    }
-    let sid = sid.filter(|_| kind != SessionRequest::Initialize);
-    if kind == SessionRequest::Delete {
-        h.extend(sid.map(|s| (SESSION_ID, s)));
-        h.push((PROTOCOL_VERSION, version));
-        return h;
-    }
-    if kind != SessionRequest::Initialize {
-        h.push((PROTOCOL_VERSION, version));
-    }
-    h.extend(sid.map(|s| (SESSION_ID, s)));
-    h
+) -> impl Iterator<Item = (&'static str, &'a str)> {
+    let version = Some((PROTOCOL_VERSION, version));
+    let sid = sid.map(|s| (SESSION_ID, s));
+    let both = Some(("Accept", ACCEPT_BOTH));
+    let json = Some(("Content-Type", "application/json"));
+    let h = match kind {
+        SessionRequest::Initialize => [both, json, None, None],
+        SessionRequest::Post => [both, json, version, sid],
+        SessionRequest::GetStream => [Some(("Accept", "text/event-stream")), version, sid, None],
+        SessionRequest::Delete => [sid, version, None, None],
+    };
+    h.into_iter().flatten()
 }
 
 /// The body of a 2025-11-25 `initialize` with `caps` and elicitkit's
@@ -312,20 +315,24 @@ impl<E> SessionFlow<E> {
         self.queue.push_back(Step::Done(end));
     }
 
-    /// `Err` ends the call: `bytes` carry another round trip's marker.
-    fn misroute(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let Some((n, sent)) = self.owner else {
-            return Ok(());
-        };
-        self.attributed |= marker::judge(bytes, n, sent, || "tools/call (stream)")?;
-        Ok(())
+    /// The evidence that `bytes` carry another round trip's marker (which
+    /// ends the call); notes a marker of its own.
+    fn misroute(&mut self, bytes: &[u8]) -> Option<String> {
+        let (n, sent) = self.owner?;
+        match marker::judge(bytes, n, sent, || "tools/call (stream)") {
+            Ok(ours) => {
+                self.attributed |= ours;
+                None
+            }
+            Err(why) => Some(why),
+        }
     }
 
     fn on_event(&mut self, src: Src, data: String) {
         let misrouted = self.misroute(data.as_bytes());
         let msg = parse_json(data.as_bytes()).and_then(message_from_value);
         self.queue.push_back(Step::Read { src, data });
-        if let Err(why) = misrouted {
+        if let Some(why) = misrouted {
             return self.done(Ended::Misrouted(why));
         }
         match msg {
@@ -394,7 +401,7 @@ impl<E> SessionFlow<E> {
         if self.cfg.placement == Placement::Lenient {
             return self.done(Ended::Whole { head, body });
         }
-        if let Err(why) = self.misroute(&body) {
+        if let Some(why) = self.misroute(&body) {
             return self.done(Ended::Misrouted(why));
         }
         let status = head.status;
@@ -656,7 +663,6 @@ mod tests {
         use SessionRequest::*;
         let names = |kind, sid| -> Vec<String> {
             session_headers(kind, "2025-11-25", sid)
-                .into_iter()
                 .map(|(k, v)| format!("{k}: {v}"))
                 .collect()
         };

@@ -158,16 +158,8 @@ pub fn initialize_request(url: &str, token: Option<&str>, id: i64, caps: &Value)
 /// A session request of `kind` to `url`, with its headers
 /// ([`session_headers`]), no token yet.
 fn session_request(label: &str, kind: SessionRequest, url: &str, sid: Option<&str>) -> RawRequest {
-    let method = match kind {
-        SessionRequest::Initialize | SessionRequest::Post => reqwest::Method::POST,
-        SessionRequest::GetStream => reqwest::Method::GET,
-        SessionRequest::Delete => reqwest::Method::DELETE,
-    };
-    session_headers(kind, LEGACY, sid)
-        .into_iter()
-        .fold(RawRequest::new(label, method, url), |r, (k, v)| {
-            r.header(k, v)
-        })
+    let r = RawRequest::new(label, kind.method(), url);
+    session_headers(kind, LEGACY, sid).fold(r, |r, (k, v)| r.header(k, v))
 }
 
 fn session_post<W: Wire + ?Sized>(p: &W, label: &str, s: &Session, body: Value) -> RawRequest {
