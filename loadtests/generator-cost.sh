@@ -9,6 +9,10 @@
 #   cargo build --release --bin elicitkit && sudo loadtests/generator-cost.sh
 #   CONCS="4 64 512" MODELS="closed open" loadtests/generator-cost.sh
 #
+# PLAN (default loadtests/trivial.toml) is the plan run, e.g. a 2025-11-25
+# one (its flows' requests are counted the same way, per POST the server
+# received).
+#
 # Each model and concurrency runs twice, SHORT (default 1s) and LONG
 # (default 4s); the counts per request are the differences over the
 # difference in requests (the server's POST /mcp counter), so the fixed cost
@@ -25,6 +29,7 @@ MODELS=${MODELS:-closed open}
 SHORT=${SHORT:-1}
 LONG=${LONG:-4}
 RATE=${RATE:-3000}
+PLAN=${PLAN:-loadtests/trivial.toml}
 [ -x "$BIN" ] || { echo "$BIN not found: cargo build --release --bin elicitkit" >&2; exit 2; }
 command -v perf >/dev/null || { echo "perf not found: exact counts need it" >&2; exit 2; }
 group="ekcost$$"
@@ -57,7 +62,7 @@ posts() {
 
 run() { # model conc secs: prints "requests syscalls allocations"
   local model=$1 conc=$2 secs=$3 shape p0 p1
-  sed "s/^\[load\]$/[load]\nmax_in_flight = $conc/" loadtests/trivial.toml >"$out/plan.toml"
+  sed "s/^\[load\]$/[load]\nmax_in_flight = $conc/" "$PLAN" >"$out/plan.toml"
   if [ "$model" = closed ]; then shape=(--users "$conc"); else shape=(--rate "$RATE"); fi
   p0=$(posts)
   # A verdict (1 failed, 3 inconclusive: a busy host may not deliver the
