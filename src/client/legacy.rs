@@ -609,7 +609,7 @@ impl LegacyClient {
             // the flow when the consent arrives (and re-ask while it is
             // pending) see it finished instead of asking again.
             if let Some(url) = page
-                && let Err(f) = self.complete_page(&url, st).await
+                && let Err(f) = self.complete_page(url, st).await
             {
                 return Some(f);
             }
@@ -763,7 +763,7 @@ impl LegacyClient {
     /// Completes the flow page as a browser would ([`PageVisit`]): a page
     /// that cannot be completed is a violation; a request of it that got no
     /// reply ends the call.
-    async fn complete_page(&self, url: &str, st: &mut CallState<'_>) -> Result<(), Final> {
+    async fn complete_page(&self, url: String, st: &mut CallState<'_>) -> Result<(), Final> {
         let seed = self.cfg.seed ^ u64::from(st.rt.rounds);
         let (mut visit, mut out) = PageVisit::start(url, seed);
         loop {

@@ -1134,7 +1134,7 @@ impl ModernFlow {
                 Some(_) => self.seed,
                 None => self.seed ^ u64::from(self.calls),
             };
-            let (visit, out) = PageVisit::start(&url, seed);
+            let (visit, out) = PageVisit::start(url, seed);
             self.pending = Pending::Page(visit);
             return Step::Send(out);
         }

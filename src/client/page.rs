@@ -94,14 +94,15 @@ pub struct PageVisit {
 impl PageVisit {
     /// The visit of the page at `url` (filled from `seed`) and its first
     /// request, the page's GET ([`browser::page_request`]).
-    pub fn start(url: &str, seed: u64) -> (PageVisit, Outgoing) {
+    pub fn start(url: String, seed: u64) -> (PageVisit, Outgoing) {
+        let get = browser::page_request(&url);
         let visit = PageVisit {
-            url: url.to_owned(),
+            url,
             seed,
             stage: Stage::Get,
             typed: Vec::new(),
         };
-        (visit, browser::page_request(url))
+        (visit, get)
     }
 
     /// The page's URL.
@@ -127,23 +128,23 @@ impl PageVisit {
     /// Feeds the reply to the request last sent.
     pub fn on_reply(&mut self, status: u16, body: &[u8]) -> PageStep {
         let ok = (200..400).contains(&status);
-        let url = self.url.clone();
+        let url = || self.url.clone();
         match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Get if !ok => PageStep::Failed(PageError::GetRefused { url, status }),
+            Stage::Get if !ok => PageStep::Failed(PageError::GetRefused { url: url(), status }),
             Stage::Get => {
                 let html = String::from_utf8_lossy(body);
-                match browser::submit_typed(&url, &html, self.seed) {
+                match browser::submit_typed(&self.url, &html, self.seed) {
                     Some((submit, typed)) => {
                         self.typed = typed;
                         self.stage = Stage::Submit;
                         PageStep::Send(submit)
                     }
-                    None => PageStep::Failed(PageError::NoForm(url)),
+                    None => PageStep::Failed(PageError::NoForm(url())),
                 }
             }
-            Stage::Submit if !ok => PageStep::Failed(PageError::PostRefused { url, status }),
+            Stage::Submit if !ok => PageStep::Failed(PageError::PostRefused { url: url(), status }),
             Stage::Submit => PageStep::Done(status),
-            Stage::Done => PageStep::Failed(PageError::Failed(format!("{url}: already over"))),
+            Stage::Done => PageStep::Failed(PageError::Failed(format!("{}: already over", url()))),
         }
     }
 
@@ -166,7 +167,7 @@ mod tests {
 
     #[test]
     fn a_page_is_fetched_filled_and_submitted_once() {
-        let (mut v, get) = PageVisit::start("http://127.0.0.1:9/flow/1", 7);
+        let (mut v, get) = PageVisit::start("http://127.0.0.1:9/flow/1".into(), 7);
         assert_eq!(
             (get.method, get.leg.as_ref()),
             (HttpMethod::Get, "flow page GET")
@@ -185,8 +186,11 @@ mod tests {
     #[test]
     fn each_way_a_visit_fails_is_named() {
         let url = "http://127.0.0.1:9/flow/1";
-        let said =
-            |status, body: &str| PageVisit::start(url, 0).0.on_reply(status, body.as_bytes());
+        let said = |status, body: &str| {
+            PageVisit::start(url.into(), 0)
+                .0
+                .on_reply(status, body.as_bytes())
+        };
         let PageStep::Failed(e) = said(404, FORM) else {
             panic!()
         };
@@ -201,7 +205,7 @@ mod tests {
             e.to_string(),
             format!("flow page {url} has no <form> to complete")
         );
-        let (mut v, _) = PageVisit::start(url, 0);
+        let (mut v, _) = PageVisit::start(url.into(), 0);
         v.on_reply(200, FORM.as_bytes());
         let PageStep::Failed(e) = v.on_reply(500, b"") else {
             panic!()
@@ -210,7 +214,7 @@ mod tests {
             e.to_string(),
             format!("flow page POST {url} returned HTTP 500")
         );
-        let (mut v, _) = PageVisit::start(url, 0);
+        let (mut v, _) = PageVisit::start(url.into(), 0);
         let e = v.on_failure("connection refused");
         assert_eq!(
             e.to_string(),

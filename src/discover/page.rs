@@ -19,7 +19,7 @@ pub async fn complete<W: Wire + ?Sized>(
 ) -> Result<(u16, Vec<browser::Typed>), PageError> {
     let page_url = same_origin(p.mcp_url(), url)?;
     let endpoint = Endpoint::new(p.mcp_url(), p.token());
-    let (mut visit, mut out) = PageVisit::start(page_url.as_str(), p.seed());
+    let (mut visit, mut out) = PageVisit::start(page_url.into(), p.seed());
     loop {
         let (to, token) = endpoint
             .address(&out)
