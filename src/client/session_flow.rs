@@ -1,6 +1,7 @@
 //! What each server message of one 2025-11-25 tool call means, sans I/O,
 //! for every driver: the load client ([`super::legacy`]) and discovery's
-//! and check's observing driver (`discover::legacy`).
+//! and check's observing driver (`discover::legacy`); and what each request
+//! of the session carries ([`session_headers`], [`initialize_body`]).
 //!
 //! A [`SessionFlow`] reads the call's streams through a [`CallFlow`] (SSE
 //! read once) and says, message by message, what the driver is to do:
