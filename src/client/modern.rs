@@ -16,7 +16,7 @@ use super::content;
 use super::leg::{Auth, Headers, HttpMethod, HttpReply, LegFailure, Outgoing, Step, Target};
 use super::marker;
 use super::outcome::{ErrorClass, Leg, LegResult, Outcome, RoundTrip};
-use super::page::{PageError, PageStep, PageVisit, Stage as PageStage, foreign_origin};
+use super::page::{PageError, PageStep, PageVisit, foreign_origin};
 use super::policy::AnswerPolicy;
 use super::rejection;
 use super::reply_status::ReplyStatus;
@@ -473,11 +473,11 @@ impl ModernFlow {
                 self.handle(event)
             }
             Pending::Page(mut visit) => {
-                leg.name = page_leg(&visit).into();
+                leg.name = visit.leg();
                 match visit.on_reply(reply.status, &reply.body) {
                     PageStep::Send(submit) => {
                         if let Some(w) = self.walked.as_mut() {
-                            w.typed.extend(visit.typed().iter().cloned());
+                            w.typed.extend(visit.take_typed());
                         }
                         self.rt.legs.push(leg);
                         self.pending = Pending::Page(visit);
@@ -514,7 +514,7 @@ impl ModernFlow {
         }
         let name = match std::mem::replace(&mut self.pending, Pending::Call) {
             Pending::Call => self.current_call_leg(),
-            Pending::Page(visit) => page_leg(&visit).into(),
+            Pending::Page(visit) => visit.leg(),
         };
         let outcome = match &failure {
             LegFailure::Timeout => Outcome::unexpected(
@@ -1174,14 +1174,6 @@ impl ModernFlow {
         self.pending = Pending::Call;
         let leg = format!("tools/call #{} retry", self.calls);
         Step::Send(self.mcp_request(leg.into(), &params, auth))
-    }
-}
-
-/// The leg name of a visit's request in flight.
-fn page_leg(visit: &PageVisit) -> &'static str {
-    match visit.stage() {
-        PageStage::Get => "flow page GET",
-        _ => "flow page POST",
     }
 }
 

@@ -6,6 +6,7 @@
 
 use super::browser::{self, Typed};
 use super::leg::Outgoing;
+use std::borrow::Cow;
 
 /// Why a page was not completed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +63,7 @@ pub fn foreign_origin(base: &str, url: &str) -> Option<String> {
 
 /// Where a visit stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+enum Stage {
     /// The page's GET is out.
     Get,
     /// The form's submission is out.
@@ -88,6 +89,8 @@ pub struct PageVisit {
     url: String,
     seed: u64,
     stage: Stage,
+    /// The leg name of the request in flight, as it was sent.
+    leg: Cow<'static, str>,
     typed: Vec<Typed>,
 }
 
@@ -100,27 +103,20 @@ impl PageVisit {
             url,
             seed,
             stage: Stage::Get,
+            leg: get.leg.clone(),
             typed: Vec::new(),
         };
         (visit, get)
     }
 
-    /// The page's URL.
-    pub fn url(&self) -> &str {
-        &self.url
+    /// The leg name of the request in flight (`flow page GET` or `flow
+    /// page POST`), for the driver's timings.
+    pub fn leg(&self) -> Cow<'static, str> {
+        self.leg.clone()
     }
 
-    /// Where the visit stands.
-    pub fn stage(&self) -> Stage {
-        self.stage
-    }
-
-    /// The values typed into the form, once its submission is out.
-    pub fn typed(&self) -> &[Typed] {
-        &self.typed
-    }
-
-    /// The values typed, taken.
+    /// The values typed into the form, taken (there are some once its
+    /// submission is out).
     pub fn take_typed(&mut self) -> Vec<Typed> {
         std::mem::take(&mut self.typed)
     }
@@ -137,6 +133,7 @@ impl PageVisit {
                     Some((submit, typed)) => {
                         self.typed = typed;
                         self.stage = Stage::Submit;
+                        self.leg = submit.leg.clone();
                         PageStep::Send(submit)
                     }
                     None => PageStep::Failed(PageError::NoForm(url())),
@@ -176,9 +173,10 @@ mod tests {
             panic!("a submission");
         };
         assert_eq!(post.method, HttpMethod::Post);
-        assert_eq!(v.stage(), Stage::Submit);
-        assert_eq!(v.typed().len(), 1);
-        assert_eq!(v.typed()[0].field, "code");
+        assert_eq!(v.leg(), "flow page POST");
+        let typed = v.take_typed();
+        assert_eq!(typed.len(), 1);
+        assert_eq!(typed[0].field, "code");
         assert_eq!(v.on_reply(303, b""), PageStep::Done(303));
         assert!(matches!(v.on_reply(200, b""), PageStep::Failed(_)), "over");
     }
