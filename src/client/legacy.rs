@@ -147,6 +147,8 @@ enum Final {
     Http(u16),
     Failed(LegFailure),
     Violation(String),
+    /// A message carried another round trip's marker: the evidence.
+    Misrouted(String),
 }
 
 /// Per-call bookkeeping.
@@ -164,8 +166,6 @@ struct CallState<'p> {
     /// The round trip's number and whether its marker went out (see
     /// [`super::marker`]); `None` attributes nothing.
     owner: Option<(u64, bool)>,
-    /// The evidence of the first misrouted message.
-    misrouted: Option<String>,
 }
 
 impl<'p> CallState<'p> {
@@ -187,7 +187,6 @@ impl<'p> CallState<'p> {
             invalid_schema: None,
             moved_on: false,
             owner,
-            misrouted: None,
         }
     }
 }
@@ -455,7 +454,7 @@ impl LegacyClient {
             },
             Final::Http(status) => LegResult::Http { status: *status },
             Final::Failed(f) => f.into(),
-            Final::Violation(_) => LegResult::Http {
+            Final::Violation(_) | Final::Misrouted(_) => LegResult::Http {
                 status: stream_leg.status.unwrap_or(0),
             },
         };
@@ -587,7 +586,7 @@ impl LegacyClient {
         while let Some(step) = flow.poll() {
             let (name, reply, page) = match step {
                 Step::Read { .. } => continue,
-                Step::Done(end) => return Some(final_of(end, st)),
+                Step::Done(end) => return Some(final_of(end)),
                 Step::Heard(Heard::Violation(why)) => {
                     st.violations.push(why);
                     continue;
@@ -854,7 +853,7 @@ fn page_leg(name: &str, r: &HttpReply) -> Leg {
 }
 
 /// What the call's end means to the load client.
-fn final_of(end: Ended<reqwest::Error>, st: &mut CallState<'_>) -> Final {
+fn final_of(end: Ended<reqwest::Error>) -> Final {
     let ok = |status: u16| (200..300).contains(&status);
     match end {
         Ended::Response(r) => Final::Response(r),
@@ -873,10 +872,7 @@ fn final_of(end: Ended<reqwest::Error>, st: &mut CallState<'_>) -> Final {
             ..
         } => Final::Http(status),
         Ended::Undecodable { why, .. } => Final::Violation(format!("bad SSE event data: {why}")),
-        Ended::Misrouted(why) => {
-            st.misrouted = Some(why.clone());
-            Final::Violation(why)
-        }
+        Ended::Misrouted(why) => Final::Misrouted(why),
         Ended::Closed => Final::Failed(LegFailure::Transport(
             "the server closed the stream before the response to tools/call".into(),
         )),
@@ -888,10 +884,8 @@ fn final_of(end: Ended<reqwest::Error>, st: &mut CallState<'_>) -> Final {
 
 /// Judges the end of a call against the policy.
 fn judge(st: &mut CallState<'_>, fin: Final) -> Outcome {
-    if let Some(why) = st.misrouted.take() {
-        return Outcome::unexpected(ErrorClass::Misrouted, why);
-    }
     let fin = match fin {
+        Final::Misrouted(why) => return Outcome::unexpected(ErrorClass::Misrouted, why),
         Final::Failed(LegFailure::Timeout) => {
             return Outcome::unexpected(
                 ErrorClass::Timeout,
@@ -1003,7 +997,7 @@ mod tests {
         let mut st = CallState::new(&policy, Expectations::STRICT, None, Some((7, true)));
         st.violations.push("an earlier breach".into());
         let why = "the reply carries round trip ek-rt-8's marker".to_owned();
-        let fin = final_of(Ended::Misrouted(why), &mut st);
+        let fin = final_of(Ended::Misrouted(why));
         let out = judge(&mut st, fin);
         assert_eq!(out.error_class(), Some(ErrorClass::Misrouted));
         assert!(format!("{out:?}").contains("ek-rt-8"), "{out:?}");
