@@ -19,6 +19,15 @@ pub enum Rpc {
     Missing(String),
 }
 
+impl From<RpcOutcome> for Rpc {
+    fn from(outcome: RpcOutcome) -> Rpc {
+        match outcome {
+            RpcOutcome::Result(v) => Rpc::Result(v),
+            RpcOutcome::Error(e) => Rpc::Error(e),
+        }
+    }
+}
+
 impl Rpc {
     /// The error code, if an error.
     pub fn code(&self) -> Option<i64> {
@@ -73,10 +82,7 @@ impl Rpc {
         }
         for m in decoded.into_iter().flat_map(|d| d.messages) {
             if let Message::Response(r) = m {
-                return match r.outcome {
-                    RpcOutcome::Result(v) => Rpc::Result(v),
-                    RpcOutcome::Error(e) => Rpc::Error(e),
-                };
+                return r.outcome.into();
             }
         }
         Rpc::Missing(format!("HTTP {status}, no JSON-RPC response in the body"))

@@ -18,9 +18,7 @@ use crate::client::session_flow::{
 };
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
 use crate::protocol::headers::SESSION_ID;
-use crate::protocol::jsonrpc::{
-    Message, Outcome as RpcOutcome, RequestId, message_from_value, parse_json,
-};
+use crate::protocol::jsonrpc::{Message, RequestId, message_from_value, parse_json};
 use crate::protocol::legacy::METHOD_INITIALIZED;
 use crate::protocol::sse::SseParser;
 use crate::protocol::version::LEGACY;
@@ -445,14 +443,12 @@ pub async fn call<W: Wire + ?Sized>(
                 Step::Heard(Heard::Notification { method, params }) => {
                     out.notifications.push((method, params));
                 }
-                Step::Heard(Heard::Stray(r)) => note_error(&mut out, &r.outcome),
+                Step::Heard(Heard::Stray(r)) => note_error(&mut out, &r.outcome.into()),
                 Step::Heard(Heard::Unanswered { .. } | Heard::Reply(_) | Heard::Violation(_)) => {}
                 Step::Done(Ended::Response(r)) => {
-                    note_error(&mut out, &r.outcome);
-                    out.response = Some(match r.outcome {
-                        RpcOutcome::Result(v) => Rpc::Result(v),
-                        RpcOutcome::Error(e) => Rpc::Error(e),
-                    });
+                    let rpc = r.outcome.into();
+                    note_error(&mut out, &rpc);
+                    out.response = Some(rpc);
                     break 'read;
                 }
                 Step::Done(end) => {
@@ -546,8 +542,8 @@ pub async fn call<W: Wire + ?Sized>(
     out
 }
 /// Keeps a JSON-RPC error seen on a call's streams (for `-32042`).
-fn note_error(out: &mut Streamed, outcome: &RpcOutcome) {
-    if let RpcOutcome::Error(e) = outcome {
+fn note_error(out: &mut Streamed, rpc: &Rpc) {
+    if let Rpc::Error(e) = rpc {
         out.errors
             .push(serde_json::to_value(e).unwrap_or(Value::Null));
     }
@@ -576,10 +572,7 @@ fn ended(
             };
             let _ = writeln!(transcript, "{}", mask::body(&reply.body));
             let rpc = reply.rpc();
-            if let Rpc::Error(e) = &rpc {
-                out.errors
-                    .push(serde_json::to_value(e).unwrap_or(Value::Null));
-            }
+            note_error(out, &rpc);
             out.response = Some(rpc);
             None
         }
