@@ -409,12 +409,28 @@ fn stderr_note(tail: &str) -> String {
     }
 }
 
-/// A reply of the bridge's own: `status`, `why` as its body and its
-/// [`BRIDGE_SAID`] header.
-fn own(status: StatusCode, why: &'static str) -> Response {
-    let mut r = (status, format!("{why}\n")).into_response();
-    r.headers_mut()
-        .insert(BRIDGE_SAID, HeaderValue::from_static(why));
+/// A reply of the bridge's own: `status`, `body` (`said` and a newline
+/// when `None`) and its [`BRIDGE_SAID`] header saying what it stands for,
+/// as one line of visible ASCII (anything else becomes `?`).
+fn own(status: StatusCode, said: &str, body: Option<String>) -> Response {
+    let mut r = (status, body.unwrap_or_else(|| format!("{said}\n"))).into_response();
+    let line: String = said
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if let Ok(v) = HeaderValue::from_str(&line) {
+        r.headers_mut().insert(BRIDGE_SAID, v);
+    }
     r
 }
 
@@ -424,6 +440,7 @@ async fn not_on_stdio() -> Response {
     let mut r = own(
         StatusCode::METHOD_NOT_ALLOWED,
         "a stdio server has no standalone stream",
+        None,
     );
     r.headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
@@ -439,7 +456,7 @@ async fn delete_session(State(pool): State<Arc<Pool>>, headers: HeaderMap) -> Re
             }
             StatusCode::NO_CONTENT.into_response()
         }
-        None => own(StatusCode::NOT_FOUND, NO_SUCH_SESSION),
+        None => own(StatusCode::NOT_FOUND, NO_SUCH_SESSION, None),
     }
 }
 
@@ -477,12 +494,8 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
     // empty message, and a blank line gets silence from any server (that
     // silence is no defect of the server's, so it is not asked for).
     if body.iter().all(u8::is_ascii_whitespace) {
-        let mut r = (StatusCode::BAD_REQUEST, NOT_SENT_BLANK).into_response();
-        r.headers_mut().insert(
-            BRIDGE_SAID,
-            HeaderValue::from_static("a blank body is no message over stdio; nothing was sent"),
-        );
-        return r;
+        let said = "a blank body is no message over stdio; nothing was sent";
+        return own(StatusCode::BAD_REQUEST, said, Some(NOT_SENT_BLANK.into()));
     }
     let msg = serde_json::from_slice::<Value>(&body).ok();
     let principal = pool.principal(&headers);
@@ -505,7 +518,7 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
     let (pipe, new_sid) = match (&sid, initialize) {
         (Some(s), _) => match pool.session(s) {
             Some(p) => (p, None),
-            None => return own(StatusCode::NOT_FOUND, NO_SUCH_SESSION),
+            None => return own(StatusCode::NOT_FOUND, NO_SUCH_SESSION, None),
         },
         (None, true) => match pool.new_session(&principal) {
             Ok((s, p)) => (p, Some(s)),
@@ -572,27 +585,8 @@ fn with_ids(mut resp: Response, pipe: &Pipe, new_sid: Option<String>) -> Respons
 }
 
 fn cannot_start(why: &StdioError) -> Response {
-    let mut r = (StatusCode::BAD_GATEWAY, format!("{why}\n")).into_response();
-    // A header value is one line of visible ASCII: the rest becomes `?`.
-    let line = format!("the stdio server could not start: {why}");
-    let text: String = line
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(300)
-        .map(|c| {
-            if c == ' ' || c.is_ascii_graphic() {
-                c
-            } else {
-                '?'
-            }
-        })
-        .collect();
-    if let Ok(v) = HeaderValue::from_str(&text) {
-        r.headers_mut().insert(BRIDGE_SAID, v);
-    }
-    r
+    let said = format!("the stdio server could not start: {why}");
+    own(StatusCode::BAD_GATEWAY, &said, Some(format!("{why}\n")))
 }
 
 /// `502`: the child exited before it answered; the body says how, with its
