@@ -334,6 +334,7 @@ pub async fn run(
         &t.principal,
         &t.other_principal,
         t.timeout,
+        None,
     )
     .await;
     for g in found.generations() {

@@ -24,6 +24,9 @@
 //!   the load client's and the observer's readings as [`SessionConfig`].
 //! - [`legacy`]: the 2025-11-25 session client, a driver of [`session_flow`]
 //!   (`discover::legacy` is the other).
+//! - [`local`]: a service called in process instead of over a socket (the
+//!   stdio bridge's router, a Rust server under the fuzz harness), read
+//!   whole or streamed as [`raw`] and [`http::chunks`] read the network.
 //! - [`raw`]: hand-built requests of any shape, read whole under a timeout,
 //!   with masked [`raw::Exchange`] evidence ([`mask`] keeps secrets out).
 //! - [`rejection`]: whether an error rejects a state for the probed reason.
@@ -46,6 +49,7 @@ pub mod h1;
 pub mod http;
 pub mod leg;
 pub mod legacy;
+pub mod local;
 pub mod marker;
 pub mod mask;
 pub mod modern;

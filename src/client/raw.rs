@@ -303,16 +303,7 @@ pub async fn send(
         }
         .map_err(|e| RawError::Transport(describe(&e)))?;
         let status = resp.status().as_u16();
-        let headers = resp
-            .headers()
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_ascii_lowercase(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect();
+        let headers = header_pairs(resp.headers());
         let body = resp
             .bytes()
             .await
@@ -328,19 +319,37 @@ pub async fn send(
         Ok(r) => r,
         Err(_) => Err(RawError::Timeout(timeout)),
     };
-    let (response, status) = match &outcome {
-        Ok(r) => (r.evidence(), Some(r.status)),
-        Err(e) => (e.to_string(), None),
-    };
-    (
+    (Exchange::of(req, &outcome), outcome)
+}
+
+/// A reply's headers as [`RawReply::headers`] holds them: names lowercased,
+/// values read as UTF-8 (lossily).
+pub fn header_pairs(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect()
+}
+
+impl Exchange {
+    /// The evidence of sending `req` and getting `outcome`.
+    pub fn of(req: &RawRequest, outcome: &Result<RawReply, RawError>) -> Exchange {
+        let (response, status) = match outcome {
+            Ok(r) => (r.evidence(), Some(r.status)),
+            Err(e) => (e.to_string(), None),
+        };
         Exchange {
             label: req.label.clone(),
             request: req.evidence(),
             response,
             status,
-        },
-        outcome,
-    )
+        }
+    }
 }
 
 /// The 2026-07-28 `_meta` elicitkit sends for `caps`.

@@ -9,6 +9,7 @@
 use super::legacy::{self, Session};
 use super::{AuthSeen, Discovery, Wire, all_modes, wire};
 use crate::client::browser::find_form;
+use crate::client::local::Local;
 use crate::client::raw::RawRequest;
 use serde_json::json;
 use std::time::Duration;
@@ -24,12 +25,13 @@ pub async fn evidence(
     principal: &str,
     other: &str,
     timeout: Duration,
+    local: Option<Local>,
 ) -> Vec<String> {
     let mut out = from_auth(found.auth);
     if let Some(line) = www_authenticate(found) {
         out.push(line);
     }
-    let w = wire::Log::new(http, &found.mcp_url, principal, timeout, 0);
+    let w = wire::Log::new(http, &found.mcp_url, principal, timeout, 0).in_process(local);
     if found.legacy.is_some()
         && let Some(line) = session_bound(&w, other).await
     {

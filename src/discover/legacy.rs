@@ -8,7 +8,6 @@
 use super::page;
 use super::wire::{SessionError, Wire};
 use crate::client::content::{InvalidKind, invalid_content, valid_content};
-use crate::client::http::chunks;
 use crate::client::mask;
 use crate::client::push::{CallFlow, Chunk, Head, Src, Step as Read};
 use crate::client::raw::{self, Exchange, RawRequest, Rpc};
@@ -64,7 +63,7 @@ struct OpenGet {
 }
 
 /// The rest of a GET stream's body.
-type GetBody = BoxStream<'static, (Src, Chunk<reqwest::Error>)>;
+type GetBody = BoxStream<'static, (Src, Chunk<String>)>;
 
 /// How the driver answers each `elicitation/create`.
 #[derive(Debug, Clone, PartialEq)]
@@ -269,10 +268,7 @@ async fn open_get<W: Wire + ?Sized>(
     wait: Duration,
     transcript: &mut String,
 ) -> (Option<u16>, Option<GetBody>) {
-    let mut body = chunks(
-        get_request(p, s).builder(p.http()),
-        std::time::Instant::now(),
-    );
+    let mut body = p.core().chunks(&get_request(p, s));
     let head = match tokio::time::timeout(wait, body.next()).await {
         Ok(Some(Chunk::Head(h))) => h,
         Ok(Some(Chunk::Failed(e))) => {
@@ -377,7 +373,7 @@ pub async fn call<W: Wire + ?Sized>(
     };
     let want = RequestId::Number(id);
     let mut flow = SessionFlow::new(SessionConfig::RECORDING, want, None, get_parser);
-    let mut post = chunks(req.builder(p.http()), std::time::Instant::now());
+    let mut post = p.core().chunks(&req);
     // The POST's head is awaited before the GET stream is read on.
     let head = match tokio::time::timeout_at(deadline, post.next()).await {
         Ok(Some(Chunk::Head(h))) => Some(h),
@@ -552,7 +548,7 @@ fn note_error(out: &mut Streamed, rpc: &Rpc) {
 /// How a call that ended without a response read off its streams ended:
 /// a whole body read as a reply (kept as the response), or the failure.
 fn ended(
-    end: Ended<reqwest::Error>,
+    end: Ended<String>,
     sse: bool,
     out: &mut Streamed,
     transcript: &mut String,

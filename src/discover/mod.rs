@@ -26,6 +26,7 @@ pub mod wire;
 pub use modern::{RoundSeen, WalkEnd, Walked};
 pub use wire::{Wire, WireCore};
 
+use crate::client::local::Local;
 use crate::client::raw::{self, Exchange, Rpc};
 use crate::protocol::Generation;
 use crate::protocol::capabilities::{ClientCapabilities, ElicitModes};
@@ -149,6 +150,9 @@ pub struct Settings {
     pub concurrency: usize,
     /// Seed for generated answers.
     pub seed: u64,
+    /// The endpoint's service, called in process instead of over the
+    /// network (a stdio bridge's router); `None`: over the network.
+    pub local: Option<Local>,
 }
 
 impl Settings {
@@ -169,6 +173,7 @@ impl Settings {
             max_walk: 3,
             concurrency: 4,
             seed: Settings::SEED,
+            local: None,
         }
     }
 
@@ -724,7 +729,8 @@ pub async fn discover(settings: &Settings) -> Result<Discovery, DiscoverError> {
         &settings.principal,
         settings.timeout,
         settings.seed,
-    );
+    )
+    .in_process(settings.local.clone());
     let url = settings.mcp_url.clone();
     let unreachable = |e: raw::RawError| {
         let why = e.to_string();

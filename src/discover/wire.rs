@@ -6,13 +6,17 @@
 //! any wire, so a walk and a check's flow leave the same evidence.
 
 use crate::client::drive::{self, LegReply};
-use crate::client::http::{AddressError, Endpoint};
+use crate::client::http::{self, AddressError, Endpoint};
 use crate::client::leg::{HttpReply, LegFailure, Outgoing, Target};
+use crate::client::local::Local;
 use crate::client::modern::{Ids, WalkEnd};
 use crate::client::outcome::parse_server_timing;
+use crate::client::page::same_origin;
+use crate::client::push::Chunk;
 use crate::client::raw::{self, Exchange, RawError, RawReply, RawRequest};
 use bytes::Bytes;
 use futures::future::BoxFuture;
+use futures::stream::{BoxStream, StreamExt as _};
 use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Mutex;
@@ -76,6 +80,9 @@ pub struct WireCore {
     /// The endpoint is the stdio bridge: its statuses are not the server's
     /// (a flow through it words them as the pipe saw them).
     pub stdio: bool,
+    /// The endpoint's service, called in process instead of over the
+    /// network ([`WireCore::in_process`]).
+    local: Option<Local>,
     ids: Ids,
 }
 
@@ -95,8 +102,54 @@ impl WireCore {
             timeout,
             seed,
             stdio: false,
+            local: None,
             ids: Ids::starting_at(1),
         }
+    }
+
+    /// The same core, handing requests for the endpoint's origin to `local`
+    /// in process (no socket, no HTTP framing) when given; requests for
+    /// other origins (a flow's page elsewhere) still go over the network.
+    pub fn in_process(self, local: Option<Local>) -> Self {
+        WireCore { local, ..self }
+    }
+
+    /// Sends `req` under `timeout`, in process or over the network; the
+    /// exchange as evidence and the outcome.
+    pub async fn send(
+        &self,
+        req: &RawRequest,
+        timeout: Duration,
+    ) -> (Exchange, Result<RawReply, RawError>) {
+        match self.local_for(&req.url) {
+            Some(local) => {
+                let (out, _) = local.send(req, timeout).await;
+                (Exchange::of(req, &out), out)
+            }
+            None => raw::send(&self.http, req, timeout).await,
+        }
+    }
+
+    /// `req` sent, its reply as a streamed call reads it ([`http::chunks`]),
+    /// timed from now; unbounded (the reader keeps the deadline).
+    pub fn chunks(&self, req: &RawRequest) -> BoxStream<'static, Chunk<String>> {
+        let started = Instant::now();
+        match self.local_for(&req.url) {
+            Some(local) => local.chunks(req, started),
+            None => http::chunks(req.builder(&self.http), started)
+                .map(|c| match c {
+                    Chunk::Failed(e) => Chunk::Failed(e.to_string()),
+                    Chunk::Head(h) => Chunk::Head(h),
+                    Chunk::Data(b) => Chunk::Data(b),
+                    Chunk::End => Chunk::End,
+                })
+                .boxed(),
+        }
+    }
+
+    fn local_for(&self, url: &str) -> Option<&Local> {
+        let local = self.local.as_ref()?;
+        same_origin(&self.mcp_url, url).is_ok().then_some(local)
     }
 
     /// The same core, naming the stdio bridge's statuses as such when
@@ -166,7 +219,7 @@ pub trait Wire: Send + Sync {
     /// Sends `req` under the timeout and records the exchange.
     fn send(&self, req: RawRequest) -> BoxFuture<'_, Result<RawReply, RawError>> {
         Box::pin(async move {
-            let (ex, out) = raw::send(self.http(), &req, self.timeout()).await;
+            let (ex, out) = self.core().send(&req, self.timeout()).await;
             self.record(ex);
             out
         })
@@ -192,6 +245,15 @@ impl Log {
         Log {
             core: WireCore::new(http, mcp_url, token, timeout, seed),
             exchanges: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same wire, calling `local` in process when given
+    /// ([`WireCore::in_process`]).
+    pub fn in_process(self, local: Option<Local>) -> Self {
+        Log {
+            core: self.core.in_process(local),
+            ..self
         }
     }
 
@@ -302,5 +364,50 @@ impl<W: Wire + ?Sized> drive::Exchange for WireLegs<'_, W> {
             to_first_event: None,
             body: reply.body,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::post;
+
+    fn core(mcp_url: &str) -> WireCore {
+        let local = Local::new(axum::Router::new().route("/mcp", post(|| async { "in process" })));
+        WireCore::new(
+            reqwest::Client::new(),
+            mcp_url,
+            "alice",
+            Duration::from_secs(5),
+            1,
+        )
+        .in_process(Some(local))
+    }
+
+    /// Requests for the endpoint's origin go to the service in process;
+    /// others (a flow's page elsewhere) over the network.
+    #[tokio::test]
+    async fn only_the_endpoints_origin_is_called_in_process() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let elsewhere = format!("http://{}/page", l.local_addr().unwrap());
+        let app = axum::Router::new().route("/page", post(|| async { "over the network" }));
+        tokio::spawn(async move { axum::serve(l, app).await });
+        // Nothing listens at the endpoint's own address.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mcp_url = format!("http://{}/mcp", closed.local_addr().unwrap());
+        drop(closed);
+        let c = core(&mcp_url);
+        let here = RawRequest::new("here", reqwest::Method::POST, &mcp_url);
+        let (ex, reply) = c.send(&here, c.timeout).await;
+        assert_eq!(&reply.unwrap().body[..], b"in process");
+        assert_eq!(ex.status, Some(200));
+        let there = RawRequest::new("there", reqwest::Method::POST, &elsewhere);
+        let (_, reply) = c.send(&there, c.timeout).await;
+        assert_eq!(&reply.unwrap().body[..], b"over the network");
+        let streamed: Vec<_> = c.chunks(&here).collect().await;
+        assert!(
+            matches!(&streamed[..], [Chunk::Head(h), Chunk::Data(b), Chunk::End] if h.status == 200 && &b[..] == b"in process"),
+            "{streamed:?}"
+        );
     }
 }

@@ -282,6 +282,7 @@ fn stop_soon(pipe: Arc<Pipe>) {
 /// A stdio server behind a loopback MCP endpoint.
 pub struct Bridge {
     url: String,
+    router: Router,
     pool: Arc<Pool>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -340,8 +341,9 @@ impl Bridge {
             )
             .with_state(pool.clone());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let served = router.clone();
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router)
+            let _ = axum::serve(listener, served)
                 .with_graceful_shutdown(async {
                     let _ = rx.await;
                 })
@@ -349,6 +351,7 @@ impl Bridge {
         });
         Ok(Bridge {
             url: format!("http://{addr}/mcp"),
+            router,
             pool,
             shutdown: Some(tx),
             task: Some(task),
@@ -358,6 +361,12 @@ impl Bridge {
     /// The endpoint every driver is pointed at.
     pub fn mcp_url(&self) -> &str {
         &self.url
+    }
+
+    /// The endpoint's router, for a driver that calls it in process
+    /// (no socket, no HTTP framing): it answers as [`Bridge::mcp_url`] does.
+    pub fn router(&self) -> Router {
+        self.router.clone()
     }
 
     /// What the children did outside their replies.

@@ -64,6 +64,9 @@ pub struct Info {
     pub identity_env: Option<String>,
     /// What the server's processes did besides answering.
     pub log: std::sync::Arc<Log>,
+    /// The bridge's router: a driver may call it in process instead of
+    /// over loopback HTTP ([`Bridge::router`]).
+    pub router: axum::Router,
 }
 
 impl PartialEq for Info {
@@ -103,6 +106,7 @@ impl Bridge {
             command: self.spec().command.display(),
             identity_env: self.spec().identity_env.clone(),
             log: self.log(),
+            router: self.router(),
         }
     }
 }

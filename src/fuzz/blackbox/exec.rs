@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::client::local::Local;
 use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
 use crate::discover::modern::{WalkEnd, call_request, walk};
 use crate::discover::offered::{first_get, first_read};
@@ -119,6 +120,9 @@ pub struct Target {
     pub(crate) ids: AtomicI64,
     /// A stdio target's log: a process exit during a case is a finding.
     pub stdio_log: Option<std::sync::Arc<crate::stdio::Log>>,
+    /// A stdio target's bridge, called in process: cases reach the pipe
+    /// without a loopback HTTP hop.
+    pub local: Option<Local>,
 }
 
 /// A finding's trigger.
@@ -249,6 +253,7 @@ impl Target {
                 self.seed,
             )
             .over_stdio(self.stdio_log.is_some())
+            .in_process(self.local.clone())
             .first_id(first),
         )
         .get_pushers(
@@ -972,6 +977,7 @@ mod tests {
         Target {
             mcp_url: url,
             stdio_log: None,
+            local: None,
             principal: "alice".into(),
             other_principal: None,
             timeout: Duration::from_secs(5),

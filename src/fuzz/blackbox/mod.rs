@@ -47,6 +47,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicI64;
 use std::time::{Duration, Instant};
 
+use crate::client::local::Local;
 use crate::discover::{self, DiscoverError, FirstReply, TargetSettings};
 use crate::findings::Severity;
 use crate::fuzz::harness::wire::Logged;
@@ -181,7 +182,13 @@ fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
 
 /// Discovers the target and builds what the cases run against.
 pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
-    let d = discover::discover(&s.target.discovery(s.generation)).await?;
+    // Over stdio, the bridge is called in process: no loopback HTTP hop.
+    let local = s.stdio.as_ref().map(|i| Local::new(i.router.clone()));
+    let discovery = discover::Settings {
+        local: local.clone(),
+        ..s.target.discovery(s.generation)
+    };
+    let d = discover::discover(&discovery).await?;
     let http = discover::http_client()?;
     // Cross-principal retries mean something when the user named two
     // principals or the server shows it knows its users (as for `check`).
@@ -192,6 +199,7 @@ pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
             &s.target.principal,
             &s.target.other_principal,
             s.target.timeout,
+            local.clone(),
         )
         .await
         .is_empty();
@@ -207,6 +215,7 @@ pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
         http,
         ids: AtomicI64::new(1_000_000),
         stdio_log: s.stdio.as_ref().map(|i| i.log.clone()),
+        local,
     })
 }
 

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 
-use crate::client::raw::{self, Exchange, RawError, RawReply, RawRequest};
+use crate::client::raw::{Exchange, RawError, RawReply, RawRequest};
 use crate::discover::{Wire, WireCore};
 use crate::fuzz::harness::wire::Logged;
 
@@ -83,7 +83,7 @@ impl NetWire {
             .header("accept", "application/json, text/event-stream")
             .token(failed.token.as_deref())
             .body(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#.to_vec());
-        let (_, reply) = raw::send(&self.core.http, &ping, self.core.timeout).await;
+        let (_, reply) = self.core.send(&ping, self.core.timeout).await;
         reply.is_ok()
     }
 }
@@ -102,7 +102,7 @@ impl Wire for NetWire {
     }
     fn send(&self, req: RawRequest) -> BoxFuture<'_, Result<RawReply, RawError>> {
         Box::pin(async move {
-            let (_, mut reply) = raw::send(&self.core.http, &req, self.core.timeout).await;
+            let (_, mut reply) = self.core.send(&req, self.core.timeout).await;
             if let Err(RawError::Transport(e)) = &reply
                 && oversized(&req)
                 && self.answers_a_plain_request(&req).await

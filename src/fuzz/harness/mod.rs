@@ -334,7 +334,7 @@ pub struct Harness<S> {
     make: Arc<dyn Fn() -> S + Send + Sync>,
     cfg: Config,
     rt: tokio::runtime::Runtime,
-    wire: Arc<ServiceWire<S>>,
+    wire: Arc<ServiceWire>,
     tools: Vec<ToolInfo>,
     sessions: u64,
 }
@@ -401,7 +401,7 @@ impl<S: McpService> Harness<S> {
         })
     }
 
-    fn wire_for(cfg: &Config, service: S) -> ServiceWire<S> {
+    fn wire_for(cfg: &Config, service: S) -> ServiceWire {
         ServiceWire::new(service, &cfg.mcp_url, &cfg.principal, cfg.timeout, cfg.seed)
     }
 

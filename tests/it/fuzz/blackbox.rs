@@ -886,6 +886,49 @@ fn over_stdio_the_clean_server_gives_no_finding() {
     assert!(reused * 8 >= execs, "{s}");
 }
 
+/// Over stdio the cases reach the pipe in process, through the bridge's
+/// router, not over loopback HTTP: with the URL the run is given pointing
+/// at a closed port, discovery and every case still reach the clean
+/// server (a request sent over the network would be refused, and a
+/// refused case is a finding).
+#[test]
+fn over_stdio_the_cases_reach_the_pipe_without_the_http_hop() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let summary = rt.block_on(stdio_run_in_process());
+    assert_eq!(summary.stopped, "max-requests", "{summary:?}");
+    assert!(summary.execs > 20, "{summary:?}");
+    assert!(summary.findings.is_empty(), "{:?}", summary.findings);
+    assert_eq!(summary.generations, ["2026-07-28", "2025-11-25"]);
+}
+
+/// A fuzz run of `elicitkit serve --stdio` behind a bridge, 400 requests,
+/// told a closed port as the bridge's URL.
+async fn stdio_run_in_process() -> blackbox::summary::Summary {
+    let bin = env!("CARGO_BIN_EXE_elicitkit");
+    let spec = elicitkit::stdio::Spec {
+        command: elicitkit::stdio::Command::new([bin, "serve", "--stdio"]),
+        identity_env: None,
+    };
+    let bridge = elicitkit::stdio::Bridge::start_with(spec, elicitkit::stdio::Reuse::Warm)
+        .await
+        .unwrap();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", l.local_addr().unwrap())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Settings::new(&closed);
+    s.out_dir = dir.path().join("fuzz");
+    s.stdio = Some(bridge.info());
+    s.max_requests = 400;
+    s.duration = Duration::from_secs(60);
+    let target = blackbox::prepare(&s).await.expect("discovered in process");
+    let summary = blackbox::run(&s, &target).await.unwrap();
+    bridge.stop().await;
+    summary
+}
+
 /// A stdio server that exits on a decline: a `process-exited` finding
 /// with its exit status, whose `repro.sh` starts the server again behind
 /// `elicitkit bridge` and sees it exit. The fuzzer is a copy of the binary
