@@ -32,6 +32,9 @@ pub const FUZZ_EXAMPLES: &str = "Examples:
   # one generation; a tool that must complete once
   elicitkit fuzz --target URL --generation 2026-07-28 \\
       --single-use place_order
+  # a tool documented to act on its state: a tampered state
+  # it completes is a finding without a no-state control
+  elicitkit fuzz --target URL --trusts-state book_trip
   # replay a finding: exit 1 reproduced, 0 not, 2 unknown
   URL=http://127.0.0.1:8080/mcp \\
       reports/<run>/fuzz/001-*/repro.sh
@@ -77,6 +80,13 @@ pub struct Args {
     /// Generation, principals and tools.
     #[command(flatten)]
     pub aim: super::target::AimArgs,
+    /// This tool acts on what its requestState holds, as the server's
+    /// documentation says (repeatable): a changed state it completes is a
+    /// finding on that word, even where the same answers without a state
+    /// complete alike (otherwise a note: nothing shows the state bears on
+    /// the result). A changed state completing like a decline stays a note.
+    #[arg(help_heading = "Target", long = "trusts-state", value_name = "NAME")]
+    pub trusts_state: Vec<String>,
     /// How an https target's certificate is checked.
     #[command(flatten)]
     pub tls: super::target::TlsArgs,
@@ -176,6 +186,7 @@ pub fn run(args: Args) -> ExitCode {
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     s.target.timeout = args.timeout;
     s.target.seed = args.seed;
+    s.trusts_state = args.trusts_state.clone();
     s.out_dir = crate::report::fresh_run_dir(&args.out, &id).0.join("fuzz");
     s.progress = (!args.quiet).then_some(Duration::from_secs(5));
     eprintln!(
@@ -193,7 +204,8 @@ pub fn run(args: Args) -> ExitCode {
         // Over stdio the error names the command and the process's exit.
         let target = blackbox::prepare(&s)
             .await
-            .map_err(|e| resolved.explain(e.to_string(), &shown));
+            .map_err(|e| resolved.explain(e.to_string(), &shown))
+            .and_then(|t| t.knows(&s.trusts_state, "--trusts-state").map(|()| t));
         let summary = match target {
             Ok(target) => blackbox::run(&s, &target)
                 .await

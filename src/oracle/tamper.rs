@@ -17,6 +17,10 @@
 //!   the result.
 //! - Shown trusted, the changed retry is a finding only when it acted:
 //!   completing like the same flow declined did nothing ([`effect`]).
+//! - Where the user says the tool acts on what its state holds (as the
+//!   server documents it: [`Controls::documented`]), the state is
+//!   load-bearing on that word and no no-state control is asked for; the
+//!   effect control still is.
 
 use super::effect::{self, Effect};
 
@@ -36,6 +40,10 @@ pub struct Controls {
     /// input request declined (only needed once the state is shown
     /// load-bearing and trusted).
     pub declined: Option<Outcome>,
+    /// The user says the tool acts on what its state holds, as the
+    /// server's documentation does (`fuzz --trusts-state`): the state is
+    /// load-bearing on that word, not shown by the no-state controls.
+    pub documented: bool,
 }
 
 /// A control to send.
@@ -68,6 +76,11 @@ pub enum Judgement {
 const UNANSWERED: &str = "the same answers without a state got no reply, so nothing shows whether \
                           the state was needed";
 
+/// Why a changed retry of a tool documented to act on its state is a
+/// finding without the no-state controls.
+pub const DOCUMENTED: &str = "the tool acts on what its state holds (--trusts-state: the server's \
+                              documentation says so), and the changed state completed";
+
 /// Judges a changed retry's `outcome` against `c`: the state shown
 /// load-bearing and trusted, then the effect control, so that a changed
 /// retry that completed like a decline (it did nothing) is a note.
@@ -92,6 +105,9 @@ fn trusted(changed: &Outcome, c: &Controls) -> Judgement {
     let Outcome::Completed(t) = changed else {
         return Judgement::Refused;
     };
+    if c.documented {
+        return Judgement::Accepted(DOCUMENTED.into());
+    }
     let Some(none) = &c.no_state else {
         return Judgement::Need(Control::NoState);
     };
@@ -168,7 +184,44 @@ mod tests {
             no_state_again: again,
             untampered: u,
             declined: Some(done("not approved")),
+            documented: false,
         }
+    }
+
+    /// A tool documented to act on its state: a changed state completing
+    /// is a finding even where no state completes alike (a note without
+    /// that word), unless it did nothing; a refusal stays a refusal.
+    #[test]
+    fn a_documented_state_needs_no_no_state_control() {
+        let c = Controls {
+            documented: true,
+            ..controls(done("booked"), Some(done("booked")), Some(done("booked")))
+        };
+        assert_eq!(
+            judge(&done("booked"), &c),
+            Judgement::Accepted(DOCUMENTED.into())
+        );
+        assert!(matches!(
+            judge(&done("not approved"), &c),
+            Judgement::NotShown(_)
+        ));
+        assert_eq!(judge(&Outcome::Other, &c), Judgement::Refused);
+        let asked = Controls {
+            documented: true,
+            ..Controls::default()
+        };
+        assert_eq!(
+            judge(&done("ok"), &asked),
+            Judgement::Need(Control::Declined)
+        );
+        let undocumented = Controls {
+            documented: false,
+            ..c
+        };
+        assert!(matches!(
+            judge(&done("booked"), &undocumented),
+            Judgement::NotShown(w) if w.contains("does not bear")
+        ));
     }
 
     #[test]

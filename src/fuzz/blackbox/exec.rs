@@ -95,6 +95,10 @@ pub struct ToolInfo {
     /// 2025-11-25: whether discovery saw its elicitation arrive on the
     /// session's GET stream (its calls then open that stream).
     pub elicits_on_get: bool,
+    /// The user says it acts on what its state holds (`--trusts-state`):
+    /// a changed state completing needs no no-state control to be a
+    /// finding ([`tamper::Controls::documented`]).
+    pub trusts_state: bool,
 }
 
 /// The target, as discovery described it.
@@ -242,6 +246,33 @@ fn repeated(single_use: bool, done: &[(Outcome, bool)]) -> Option<(Oracle, usize
 }
 
 impl Target {
+    /// `Err` naming each of `names` (given with `flag`) that no generation
+    /// lists as a fuzzed tool.
+    pub fn knows(&self, names: &[String], flag: &str) -> Result<(), String> {
+        let listed: Vec<&str> = self
+            .modern
+            .iter()
+            .chain(&self.legacy)
+            .map(|t| t.name.as_str())
+            .collect();
+        let unknown: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| !listed.contains(n))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let mut listed = listed;
+        listed.sort_unstable();
+        listed.dedup();
+        Err(format!(
+            "{flag} {}: no such tool fuzzed (listed: {})",
+            unknown.join(", "),
+            listed.join(", ")
+        ))
+    }
+
     fn wire(&self) -> NetWire {
         let first = self.ids.fetch_add(1000, Ordering::Relaxed);
         NetWire::new(
@@ -702,7 +733,10 @@ impl Target {
         reply: &Result<RawReply, RawError>,
     ) -> Result<(), Hit> {
         let changed = outcome(reply);
-        let mut controls = Controls::default();
+        let mut controls = Controls {
+            documented: c.tool.trusts_state,
+            ..Controls::default()
+        };
         let why = loop {
             match tamper::judge(&changed, &controls) {
                 Judgement::Refused => return Ok(()),
@@ -990,6 +1024,7 @@ mod tests {
                 elicits: true,
                 has_state: true,
                 elicits_on_get: false,
+                trusts_state: false,
             }],
             legacy: Vec::new(),
             speaks_modern: true,

@@ -86,6 +86,9 @@ pub struct Settings {
     /// The server speaks stdio behind the bridge at `target.mcp_url`: its
     /// command goes into each `repro.sh`, its exits are findings.
     pub stdio: Option<crate::stdio::Info>,
+    /// Tools the user says act on what their state holds, as the server's
+    /// documentation does (`--trusts-state`).
+    pub trusts_state: Vec<String>,
 }
 
 impl Settings {
@@ -103,6 +106,7 @@ impl Settings {
             minimise_budget: 24,
             progress: None,
             stdio: None,
+            trusts_state: Vec::new(),
         }
     }
 }
@@ -152,6 +156,9 @@ pub struct Finding {
     pub other_principal: Option<String>,
     /// The request timeout in seconds.
     pub timeout_secs: f64,
+    /// The tool was said to act on its state (`--trusts-state`): a changed
+    /// state completing is judged on that word ([`exec::ToolInfo::trusts_state`]).
+    pub trusts_state: bool,
 }
 
 impl Finding {
@@ -161,7 +168,7 @@ impl Finding {
     }
 }
 
-fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
+fn tool_infos(d: &discover::Discovery, g: Generation, trusts_state: &[String]) -> Vec<ToolInfo> {
     let Some(v) = d.view(g) else {
         return Vec::new();
     };
@@ -176,6 +183,7 @@ fn tool_infos(d: &discover::Discovery, g: Generation) -> Vec<ToolInfo> {
             elicits: t.elicits(),
             has_state: t.issues_state(),
             elicits_on_get: t.elicits_on_get,
+            trusts_state: trusts_state.contains(&t.name),
         })
         .collect()
 }
@@ -209,8 +217,8 @@ pub async fn prepare(s: &Settings) -> Result<Target, DiscoverError> {
         other_principal: users.then(|| s.target.other_principal.clone()),
         timeout: s.target.timeout,
         seed: s.target.seed,
-        modern: tool_infos(&d, Generation::Modern),
-        legacy: tool_infos(&d, Generation::Legacy),
+        modern: tool_infos(&d, Generation::Modern, &s.trusts_state),
+        legacy: tool_infos(&d, Generation::Legacy, &s.trusts_state),
         speaks_modern: d.modern.is_some(),
         http,
         ids: AtomicI64::new(1_000_000),
@@ -435,6 +443,7 @@ fn listing_finding(s: &Settings, t: &Target, hit: exec::Hit, log: Vec<Logged>) -
         principal: t.principal.clone(),
         other_principal: t.other_principal.clone(),
         timeout_secs: t.timeout.as_secs_f64(),
+        trusts_state: false,
     }
 }
 
@@ -535,6 +544,7 @@ async fn minimise_finding(
             principal: t.principal.clone(),
             other_principal: t.other_principal.clone(),
             timeout_secs: t.timeout.as_secs_f64(),
+            trusts_state: t.tools(c.generation)[c.tool].trusts_state,
         },
         requests,
     )

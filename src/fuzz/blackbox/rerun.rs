@@ -387,6 +387,7 @@ fn accepted(f: &Finding, steps: &[(&Logged, Step)]) -> Result<String, String> {
         no_state_again: control(CONTROL_AGAIN),
         untampered: control(UNTAMPERED),
         declined: control(DECLINED),
+        documented: f.trusts_state,
     };
     match judge(&outcome(&retry.1.reply), &controls) {
         Judgement::Accepted(why) => Ok(format!("{} completed; {why}", retry.0.request.label)),
@@ -642,6 +643,7 @@ mod tests {
             principal: "alice".into(),
             other_principal: None,
             timeout_secs: 1.0,
+            trusts_state: false,
         }
     }
 

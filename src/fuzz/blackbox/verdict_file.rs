@@ -57,6 +57,9 @@ struct Kept {
     principal: String,
     other_principal: Option<String>,
     timeout_secs: f64,
+    /// `--trusts-state` named the tool (absent in files written before).
+    #[serde(default)]
+    trusts_state: bool,
 }
 
 /// Writes `dir/judge.json` for `f`.
@@ -88,6 +91,7 @@ pub fn write(dir: &Path, f: &Finding) -> std::io::Result<()> {
         principal: f.principal.clone(),
         other_principal: f.other_principal.clone(),
         timeout_secs: f.timeout_secs,
+        trusts_state: f.trusts_state,
     };
     let json = serde_json::to_string(&kept).map_err(std::io::Error::other)?;
     std::fs::write(dir.join(FILE), json)
@@ -147,6 +151,7 @@ fn read(dir: &Path) -> Result<Finding, String> {
         principal: k.principal,
         other_principal: k.other_principal,
         timeout_secs: k.timeout_secs,
+        trusts_state: k.trusts_state,
     })
 }
 
@@ -203,6 +208,7 @@ mod tests {
             principal: "alice".into(),
             other_principal: Some("bob".into()),
             timeout_secs: 1.5,
+            trusts_state: true,
         };
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), &f).unwrap();
@@ -211,6 +217,7 @@ mod tests {
         assert_eq!(back.case, 4);
         assert_eq!(back.legacy_call, f.legacy_call);
         assert_eq!(back.other_principal.as_deref(), Some("bob"));
+        assert!(back.trusts_state);
         assert_eq!(back.log.len(), 2);
         for (a, b) in back.log.iter().zip(&f.log) {
             assert_eq!(a.request, b.request);

@@ -296,6 +296,60 @@ fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
     }
 }
 
+/// Where the user says a tool acts on its state (`--trusts-state`, as the
+/// server's documentation would), the server of the note above
+/// (`complete-without-state` + `accept-tampered-state`) is a finding: the
+/// no-state controls are not asked, the finding reproduces by its
+/// `repro.sh`, judged on the same word; a name no tool has is a usage error.
+#[test]
+fn a_tampered_state_of_a_tool_documented_to_act_on_it_is_a_finding() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = serve_with(&["complete-without-state", "accept-tampered-state"]);
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--duration",
+        "30s",
+        "--generation",
+        "2026-07-28",
+        "--tool",
+        "deploy",
+        "--trusts-state",
+        "deploy",
+        FIRST[0],
+        FIRST[1],
+    ];
+    let out = fuzz(&srv.mcp_url(), dir.path(), &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let s = summary(dir.path());
+    let f = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == "tampered-state-accepted")
+        .unwrap_or_else(|| panic!("no tampered-state-accepted finding: {stdout}"))
+        .clone();
+    assert!(
+        f["what"].as_str().unwrap().contains("--trusts-state"),
+        "{f}"
+    );
+    assert_eq!(f["reproduced"], "yes", "{f}");
+    let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
+    let again = repro(&fdir, &srv.mcp_url());
+    assert_eq!(again.status.code(), Some(1), "{}", last_line(&again));
+    let unknown = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &["--duration", "1s", "--trusts-state", "nonesuch"],
+    );
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--trusts-state nonesuch: no such tool fuzzed (listed: "),
+        "{stderr}"
+    );
+}
+
 /// The same controls judge another principal's retry of a state: on
 /// `--flaw ignore-state-principal` it completes where the same answers
 /// without a state do not (the finding); the clean server refuses it.
