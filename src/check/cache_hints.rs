@@ -71,7 +71,7 @@ async fn cache_hints(p: Probe) -> Verdict {
         if method == "resources/list" {
             match offered::first_read(&rpc) {
                 Ok(f) => read = Some(f),
-                Err(why) => notes.push(why),
+                Err(why) => notes.push(why.into()),
             }
         }
         let Rpc::Result(v) = rpc else { continue };

@@ -311,7 +311,7 @@ async fn unknown_resource_error(p: Probe) -> Verdict {
     let first = listed
         .as_ref()
         .map_err(|e| e.to_string())
-        .and_then(|r| offered::first_read(&r.rpc()));
+        .and_then(|r| offered::first_read(&r.rpc()).map_err(String::from));
     // An unlisted URI in the listed one's scheme, so a refusal is about
     // the resource, not the scheme.
     let uri = match first.as_ref().map(|o| o.params["uri"].as_str()) {

@@ -74,7 +74,7 @@ async fn result_type(p: Probe) -> Verdict {
         };
         match follow {
             Ok(f) => follows.push(f),
-            Err(why) => notes.push(why),
+            Err(why) => notes.push(why.into()),
         }
     }
     for f in follows {

@@ -205,7 +205,7 @@ pub fn run(args: Args) -> ExitCode {
         let target = blackbox::prepare(&s)
             .await
             .map_err(|e| resolved.explain(e.to_string(), &shown))
-            .and_then(|t| t.knows(&s.trusts_state, "--trusts-state").map(|()| t));
+            .and_then(|t| Ok(t.knows(&s.trusts_state, "--trusts-state").map(|()| t)?));
         let summary = match target {
             Ok(target) => blackbox::run(&s, &target)
                 .await

@@ -131,7 +131,7 @@ impl Local {
         let started = Instant::now();
         let http_req = match to_http(req) {
             Ok(r) => r,
-            Err(e) => return (Err(RawError::Transport(e)), None),
+            Err(e) => return (Err(e), None),
         };
         let work = async {
             let (parts, mut bytes) = (self.call)(http_req).await.map_err(RawError::Transport)?;
@@ -160,7 +160,7 @@ impl Local {
     /// `started`), its body's chunks and its end, or the error that broke it.
     pub fn chunks(&self, req: &RawRequest, started: Instant) -> BoxStream<'static, Chunk<String>> {
         let call = self.call.clone();
-        let http_req = to_http(req);
+        let http_req = to_http(req).map_err(|e| e.to_string());
         let reply = async move {
             let out = AssertUnwindSafe(call(http_req?)).catch_unwind().await;
             out.map_err(|p| panicked(&panic_text(&*p)))?
@@ -192,9 +192,11 @@ impl Local {
 }
 
 /// The `http::Request` for `req`: path and query of its URL, `Host` from
-/// its authority, its headers, the bearer token, the body.
-pub fn to_http(req: &RawRequest) -> Result<http::Request<Full<Bytes>>, String> {
-    let url = url::Url::parse(&req.url).map_err(|e| format!("bad URL {}: {e}", req.url))?;
+/// its authority, its headers, the bearer token, the body. A request that
+/// cannot be sent is a transport error, as the network client's would be.
+fn to_http(req: &RawRequest) -> Result<http::Request<Full<Bytes>>, RawError> {
+    let url = url::Url::parse(&req.url)
+        .map_err(|e| RawError::Transport(format!("bad URL {}: {e}", req.url)))?;
     let path = match url.query() {
         Some(q) => format!("{}?{q}", url.path()),
         None => url.path().to_owned(),
@@ -216,7 +218,7 @@ pub fn to_http(req: &RawRequest) -> Result<http::Request<Full<Bytes>>, String> {
         b = b.header(k.as_str(), v.as_str());
     }
     b.body(Full::new(Bytes::from(req.body.clone())))
-        .map_err(|e| format!("request not representable: {e}"))
+        .map_err(|e| RawError::Transport(format!("request not representable: {e}")))
 }
 
 fn panicked(text: &str) -> String {

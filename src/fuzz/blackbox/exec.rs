@@ -245,32 +245,48 @@ fn repeated(single_use: bool, done: &[(Outcome, bool)]) -> Option<(Oracle, usize
     }
 }
 
+/// Tools a flag named that no generation lists (the flag, the names, what
+/// is listed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} {}: no such tool fuzzed (listed: {})", .unknown.join(", "), .listed.join(", "))]
+pub struct UnknownTools {
+    flag: String,
+    unknown: Vec<String>,
+    listed: Vec<String>,
+}
+
+impl From<UnknownTools> for String {
+    fn from(e: UnknownTools) -> String {
+        e.to_string()
+    }
+}
+
 impl Target {
     /// `Err` naming each of `names` (given with `flag`) that no generation
     /// lists as a fuzzed tool.
-    pub fn knows(&self, names: &[String], flag: &str) -> Result<(), String> {
+    pub fn knows(&self, names: &[String], flag: &str) -> Result<(), UnknownTools> {
         let listed: Vec<&str> = self
             .modern
             .iter()
             .chain(&self.legacy)
             .map(|t| t.name.as_str())
             .collect();
-        let unknown: Vec<&str> = names
+        let unknown: Vec<String> = names
             .iter()
-            .map(String::as_str)
-            .filter(|n| !listed.contains(n))
+            .filter(|n| !listed.contains(&n.as_str()))
+            .cloned()
             .collect();
         if unknown.is_empty() {
             return Ok(());
         }
-        let mut listed = listed;
+        let mut listed: Vec<String> = listed.into_iter().map(str::to_owned).collect();
         listed.sort_unstable();
         listed.dedup();
-        Err(format!(
-            "{flag} {}: no such tool fuzzed (listed: {})",
-            unknown.join(", "),
-            listed.join(", ")
-        ))
+        Err(UnknownTools {
+            flag: flag.to_owned(),
+            unknown,
+            listed,
+        })
     }
 
     fn wire(&self) -> NetWire {
