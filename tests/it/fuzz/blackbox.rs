@@ -62,6 +62,18 @@ fn summary(out: &std::path::Path) -> Value {
     serde_json::from_str(&text).expect("summary parses")
 }
 
+/// The first finding of `oracle` in summary `s`; a panic naming `context`
+/// (what the run printed, the flaw) when there is none.
+fn finding(s: &Value, oracle: &str, context: &str) -> Value {
+    s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["oracle"] == oracle)
+        .unwrap_or_else(|| panic!("no {oracle} finding: {context}"))
+        .clone()
+}
+
 /// Runs a finding's `repro.sh` as a user does, against `url` (elicitkit,
 /// which judges the replies, named by `ELICITKIT` as if on PATH).
 fn repro(fdir: &std::path::Path, url: &str) -> Output {
@@ -103,13 +115,7 @@ fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
     if extra.ends_with(&FIRST) {
         assert_eq!(s["stopped"], "max-findings", "{s}");
     }
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["oracle"] == oracle)
-        .unwrap_or_else(|| panic!("{flaw}: no {oracle} finding: {stdout}"))
-        .clone();
+    let f = finding(&s, oracle, &format!("{flaw}: {stdout}"));
     assert!(f["at_secs"].as_f64().unwrap() < within, "{flaw}: {f}");
     assert!(s["findings_per_oracle"][oracle].as_u64().unwrap() >= 1);
     let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
@@ -158,13 +164,7 @@ fn repro_sh_exits_1_when_it_reproduces_0_when_not_2_when_it_cannot_tell() {
     let out = fuzz(&flawed.mcp_url(), dir.path(), &["--duration", "8s"]);
     assert_eq!(out.status.code(), Some(1));
     let s = summary(dir.path());
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["oracle"] == "tampered-state-accepted")
-        .expect("a tampered-state finding")
-        .clone();
+    let f = finding(&s, "tampered-state-accepted", "");
     let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
     let o = repro(&fdir, &flawed.mcp_url());
     assert_eq!(o.status.code(), Some(1), "{}", last_line(&o));
@@ -322,13 +322,7 @@ fn a_tampered_state_of_a_tool_documented_to_act_on_it_is_a_finding() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let s = summary(dir.path());
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["oracle"] == "tampered-state-accepted")
-        .unwrap_or_else(|| panic!("no tampered-state-accepted finding: {stdout}"))
-        .clone();
+    let f = finding(&s, "tampered-state-accepted", &stdout);
     assert!(
         f["what"].as_str().unwrap().contains("--trusts-state"),
         "{f}"
@@ -1008,13 +1002,7 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let s = summary(dir.path());
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["oracle"] == "process-exited")
-        .unwrap_or_else(|| panic!("no process-exited finding: {stdout}"))
-        .clone();
+    let f = finding(&s, "process-exited", &stdout);
     assert_eq!(f["reproduced"], "yes", "{f}");
     let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
     let fj: Value =
@@ -1079,12 +1067,7 @@ fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
     }
     // The fuzzer re-ran each script on its own bridge; run by a user
     // (no URL), a script starts the server itself and still reproduces.
-    let f = s["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["oracle"] == "not-json-rpc")
-        .unwrap_or_else(|| panic!("no not-json-rpc finding: {stdout}"));
+    let f = finding(&s, "not-json-rpc", &stdout);
     let fdir = dir.path().join("t/fuzz").join(f["dir"].as_str().unwrap());
     let mut user = Command::new("bash");
     user.arg(fdir.join("repro.sh"))
