@@ -63,7 +63,8 @@
 //!   properties).
 //! - [`stdio`]: servers that speak stdio, started as a command and put
 //!   behind a loopback endpoint so every driver reaches them as it reaches
-//!   HTTP servers (`--target stdio -- CMD`); `serve --stdio` is
+//!   HTTP servers (`--target stdio -- CMD`; `fuzz` calls the endpoint's
+//!   router in process, [`client::local`]); `serve --stdio` is
 //!   `server::stdio`.
 //! - [`interrupt`]: Ctrl-C and SIGTERM, taken once for the process and
 //!   polled by load and fuzz runs, which end, write their reports marked

@@ -1,7 +1,8 @@
 //! What discovery and the checker send requests through: a [`Wire`] knows
-//! the endpoint, the principal, the timeout and the HTTP client, hands out
-//! JSON-RPC ids, and records every exchange (discovery in its call log, a
-//! check in its evidence). What they all know is one [`WireCore`]; [`Log`]
+//! the endpoint, the principal, the timeout and the HTTP client (or the
+//! endpoint's service, called in process: [`WireCore::in_process`]), hands
+//! out JSON-RPC ids, and records every exchange (discovery in its call log,
+//! a check in its evidence). What they all know is one [`WireCore`]; [`Log`]
 //! is discovery's own wire; [`WireLegs`] drives an MRTR flow's legs over
 //! any wire, so a walk and a check's flow leave the same evidence.
 
