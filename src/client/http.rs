@@ -292,22 +292,38 @@ pub fn chunks(
         .flat_map(move |res| match res {
             Err(e) => stream::iter([Chunk::Failed(e)]).boxed(),
             Ok(resp) => {
-                let head = Chunk::Head(Head {
-                    status: resp.status().as_u16(),
-                    content_type: header_text(resp.headers(), "content-type"),
-                    timing: header_text(resp.headers(), "server-timing"),
-                    at: started.elapsed(),
-                });
-                let body = resp.bytes_stream().map(|r| match r {
-                    Ok(b) => Chunk::Data(b),
-                    Err(e) => Chunk::Failed(e),
-                });
-                stream::iter([head])
-                    .chain(body)
-                    .chain(stream::iter([Chunk::End]))
-                    .boxed()
+                let head = reply_head(resp.status().as_u16(), resp.headers(), started);
+                reply_chunks(head, resp.bytes_stream())
             }
         })
+        .boxed()
+}
+
+/// A streamed reply's head, timed from `started`.
+pub fn reply_head(status: u16, headers: &http::HeaderMap, started: Instant) -> Head {
+    Head {
+        status,
+        content_type: header_text(headers, "content-type"),
+        timing: header_text(headers, "server-timing"),
+        at: started.elapsed(),
+    }
+}
+
+/// A reply as a [`super::push::CallFlow`] reads it: its head, each piece of
+/// `body`, then its end (or the body's failure, then the end). Every way of
+/// sending a streamed call reads through it ([`chunks`],
+/// [`super::local::Local::chunks`]).
+pub fn reply_chunks<E: Send + 'static>(
+    head: Head,
+    body: impl futures::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+) -> BoxStream<'static, Chunk<E>> {
+    let body = body.map(|r| match r {
+        Ok(b) => Chunk::Data(b),
+        Err(e) => Chunk::Failed(e),
+    });
+    stream::iter([Chunk::Head(head)])
+        .chain(body)
+        .chain(stream::iter([Chunk::End]))
         .boxed()
 }
 

@@ -6,7 +6,8 @@
 //! [`super::http::chunks`]). No connection, no HTTP framing: what the
 //! service answers is what the reader gets.
 
-use super::push::{Chunk, Head};
+use super::http::{reply_chunks, reply_head};
+use super::push::Chunk;
 use super::raw::{RawError, RawReply, RawRequest, header_pairs};
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
@@ -169,22 +170,11 @@ impl Local {
             .flat_map(move |res| match res {
                 Err(e) => stream::iter([Chunk::Failed(e)]).boxed(),
                 Ok((parts, bytes)) => {
-                    let text = |name| super::http::header_text(&parts.headers, name);
-                    let head = Chunk::Head(Head {
-                        status: parts.status.as_u16(),
-                        content_type: text("content-type"),
-                        timing: text("server-timing"),
-                        at: started.elapsed(),
-                    });
-                    let body = AssertUnwindSafe(bytes).catch_unwind().map(|r| match r {
-                        Ok(Ok(b)) => Chunk::Data(b),
-                        Ok(Err(e)) => Chunk::Failed(e),
-                        Err(p) => Chunk::Failed(panicked(&panic_text(&*p))),
-                    });
-                    stream::iter([head])
-                        .chain(body)
-                        .chain(stream::iter([Chunk::End]))
-                        .boxed()
+                    let body = AssertUnwindSafe(bytes)
+                        .catch_unwind()
+                        .map(|r| r.unwrap_or_else(|p| Err(panicked(&panic_text(&*p)))));
+                    let head = reply_head(parts.status.as_u16(), &parts.headers, started);
+                    reply_chunks(head, body)
                 }
             })
             .boxed()

@@ -57,6 +57,18 @@ pub enum Chunk<E> {
     End,
 }
 
+impl<E> Chunk<E> {
+    /// The same chunk, a failure's error changed by `f`.
+    pub fn map_err<F>(self, f: impl FnOnce(E) -> F) -> Chunk<F> {
+        match self {
+            Chunk::Head(h) => Chunk::Head(h),
+            Chunk::Data(b) => Chunk::Data(b),
+            Chunk::Failed(e) => Chunk::Failed(f(e)),
+            Chunk::End => Chunk::End,
+        }
+    }
+}
+
 /// What the driver does with what the flow read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step<E> {

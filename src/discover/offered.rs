@@ -41,11 +41,7 @@ pub enum NoFollow {
     Unnamed(&'static str),
 }
 
-impl From<NoFollow> for String {
-    fn from(e: NoFollow) -> String {
-        e.to_string()
-    }
-}
+super::wire::message_of!(NoFollow);
 
 /// A read or get to send: its label and params.
 #[derive(Debug, Clone, PartialEq)]

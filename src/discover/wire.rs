@@ -51,7 +51,7 @@ pub enum SessionError {
     Initialized(RawError),
 }
 
-/// The message of a discovery error, where a verdict or a report states it.
+/// The message of an error, where a verdict or a report states it.
 macro_rules! message_of {
     ($($error:ty),*) => {$(
         impl From<$error> for String {
@@ -61,6 +61,7 @@ macro_rules! message_of {
         }
     )*};
 }
+pub(crate) use message_of;
 message_of!(WireError, SessionError);
 
 /// What every [`Wire`] knows: the HTTP client, the endpoint, the
@@ -138,12 +139,7 @@ impl WireCore {
         match self.local_for(&req.url) {
             Some(local) => local.chunks(req, started),
             None => http::chunks(req.builder(&self.http), started)
-                .map(|c| match c {
-                    Chunk::Failed(e) => Chunk::Failed(e.to_string()),
-                    Chunk::Head(h) => Chunk::Head(h),
-                    Chunk::Data(b) => Chunk::Data(b),
-                    Chunk::End => Chunk::End,
-                })
+                .map(|c| c.map_err(|e| e.to_string()))
                 .boxed(),
         }
     }

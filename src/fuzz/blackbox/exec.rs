@@ -255,11 +255,7 @@ pub struct UnknownTools {
     listed: Vec<String>,
 }
 
-impl From<UnknownTools> for String {
-    fn from(e: UnknownTools) -> String {
-        e.to_string()
-    }
-}
+crate::discover::wire::message_of!(UnknownTools);
 
 impl Target {
     /// `Err` naming each of `names` (given with `flag`) that no generation
