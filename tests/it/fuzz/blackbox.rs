@@ -993,11 +993,15 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     std::fs::hard_link(env!("CARGO_BIN_EXE_elicitkit"), &renamed)
         .or_else(|_| std::fs::copy(env!("CARGO_BIN_EXE_elicitkit"), &renamed).map(drop))
         .unwrap();
+    // A fixed amount of work, not a time window: the exit's repro.sh
+    // starts its own bridge and server inside the run's time, and on a
+    // busy host (CI, beside the rest of the suite) that once took what
+    // was left of `--duration 10s`, so only one case met the exit.
     let out = fuzz_stdio_by(
         &renamed,
         &["exit-on-decline"],
         dir.path(),
-        &["--duration", "10s"],
+        &["--max-requests", "800", "--duration", "120s"],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -1025,6 +1029,7 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     let findings = s["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{s:#}");
     assert!(f["count"].as_u64().unwrap() > 1, "{f}");
+    assert_eq!(s["stopped"], "max-requests", "{s}");
     // The report names the server's command, never the bridge's URL.
     assert!(
         s["target"].as_str().unwrap().starts_with("stdio: ")
