@@ -996,12 +996,14 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     // A fixed amount of work, not a time window: the exit's repro.sh
     // starts its own bridge and server inside the run's time, and on a
     // busy host (CI, beside the rest of the suite) that once took what
-    // was left of `--duration 10s`, so only one case met the exit.
+    // was left of `--duration 10s`, so only one case met the exit. 800
+    // requests gave 2 to 10 cases meeting it (an exit is seen when the
+    // bridge reaps the process, sometimes cases later).
     let out = fuzz_stdio_by(
         &renamed,
         &["exit-on-decline"],
         dir.path(),
-        &["--max-requests", "800", "--duration", "120s"],
+        &["--max-requests", "2000", "--duration", "120s"],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -1030,12 +1032,16 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
     assert_eq!(findings.len(), 1, "{s:#}");
     assert!(f["count"].as_u64().unwrap() > 1, "{f}");
     assert_eq!(s["stopped"], "max-requests", "{s}");
-    // The report names the server's command, never the bridge's URL.
+    // The report names the server's command, never the bridge's URL
+    // (`http://127.0.0.1:PORT/mcp`). The server's own words may hold an
+    // address: serve's banner names its flow pages' origin, and the exit's
+    // stderr tail quoted it when the process exited on its first session.
     assert!(
         s["target"].as_str().unwrap().starts_with("stdio: ")
             && s["target"].as_str().unwrap().contains("serve --stdio"),
         "{s}"
     );
+    let bridge_url = regex::Regex::new(r"127\.0\.0\.1:\d+/mcp").unwrap();
     for file in [
         dir.path().join("t/fuzz/summary.md"),
         dir.path().join("t/fuzz/summary.json"),
@@ -1043,7 +1049,7 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
         fdir.join("repro.sh"),
     ] {
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(!text.contains("127.0.0.1"), "{}:\n{text}", file.display());
+        assert!(!bridge_url.is_match(&text), "{}:\n{text}", file.display());
     }
     assert!(stdout.contains("elicitkit fuzz stdio: "), "{stdout}");
 }
