@@ -2,13 +2,17 @@
 //! server (`elicitkit serve`, a child process stopped by PID) with a flaw
 //! per oracle family is found within seconds, with a minimised `repro.sh`;
 //! the clean server and the rmcp interop server give no finding; exit codes
-//! match `check` and `load` (0 clean, 1 findings, 2 unusable target). One
-//! run at a time ([`ONE_AT_A_TIME`]): no port, directory or global is
-//! shared, but what a run finds depends on reply times (with four runs at
-//! once, crash-on-decline's findings minimised to more ops and split into
-//! two groups, and rmcp's replay warning into two; with two at once all
-//! passed once), so the lock stays until the fuzzer's minimising and
-//! grouping stop depending on them.
+//! match `check` and `load` (0 clean, 1 findings, 2 unusable target).
+//!
+//! The runs go one after another, in one test ([`runs_one_after_another`]):
+//! no port, directory or global is shared, but what a run finds depends on
+//! reply times (with four runs at once, crash-on-decline's findings
+//! minimised to more ops and split into two groups, and rmcp's replay
+//! warning into two), so two never overlap until the fuzzer's minimising
+//! and grouping stop depending on them. As 26 tests behind one lock they
+//! held both of the suite's threads, one of them waiting, for ~200 s; as
+//! one test the other thread runs the rest of the suite meanwhile.
+//! `ELICITKIT_RUNS=part` runs only the runs whose name holds `part`.
 
 use crate::support::interop;
 
@@ -22,7 +26,69 @@ use elicitkit::fuzz::blackbox::summary::Listed;
 use elicitkit::fuzz::blackbox::{self, Settings};
 use serde_json::Value;
 
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Every run, by name (a run left out is dead code, which fails clippy).
+macro_rules! runs {
+    ($($run:ident),* $(,)?) => {
+        &[$((stringify!($run), $run as fn())),*]
+    };
+}
+
+const RUNS: &[(&str, fn())] = runs![
+    repro_sh_exits_1_when_it_reproduces_0_when_not_2_when_it_cannot_tell,
+    tampered_state_accepted_is_found_and_minimised_to_a_state_change,
+    a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding,
+    a_tampered_state_of_a_tool_documented_to_act_on_it_is_a_finding,
+    a_state_completing_for_another_principal_is_found_against_its_control,
+    a_server_that_binds_sessions_to_users_gets_cross_principal_retries_unasked,
+    a_replayable_side_effect_is_a_single_use_completing_twice,
+    a_replay_is_a_warning_unless_the_tool_is_single_use,
+    an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant,
+    the_mrtr_reply_rules_fire_on_their_flaws,
+    input_required_on_the_tool_list_is_found_without_a_tool,
+    input_required_on_a_list_is_found_on_a_server_with_tools,
+    a_crash_on_decline_is_a_server_error,
+    one_bug_on_every_tool_is_one_finding_listing_the_tools,
+    a_hang_on_cancel_is_a_hang,
+    the_clean_server_gives_no_finding_and_exits_0,
+    a_get_stream_pusher_gives_no_hang_finding,
+    the_rmcp_interop_server_gives_only_its_known_defect,
+    the_typescript_sdk_server_gives_only_its_known_defect,
+    the_python_sdk_server_gives_only_its_known_defects,
+    over_stdio_the_clean_server_gives_no_finding,
+    over_stdio_the_cases_reach_the_pipe_without_the_http_hop,
+    over_stdio_an_exit_is_a_finding_that_reproduces,
+    over_stdio_the_typescript_sdk_gives_only_its_known_defects,
+    a_server_that_dies_is_unresponsive_and_ends_the_run,
+    a_declined_retry_is_controlled_by_declines,
+];
+
+/// The runs of [`RUNS`] (those `ELICITKIT_RUNS` names, when set), one after
+/// another; each one's panic is caught, so one failure names every run that
+/// failed, with each one's message above it.
+#[test]
+fn runs_one_after_another() {
+    let only = std::env::var("ELICITKIT_RUNS").ok();
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for (name, run) in RUNS {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
+        ran += 1;
+        let t = std::time::Instant::now();
+        let ok = std::panic::catch_unwind(run).is_ok();
+        let took = t.elapsed().as_secs_f64();
+        eprintln!(
+            "fuzz::blackbox::{name}: {} in {took:.1} s",
+            if ok { "ok" } else { "FAILED" }
+        );
+        if !ok {
+            failed.push(*name);
+        }
+    }
+    assert!(ran > 0, "ELICITKIT_RUNS={only:?} names no run");
+    assert!(failed.is_empty(), "failed: {failed:?}");
+}
 
 /// Ends a run at its first finding: for tests that need only that one
 /// (the flaw gives no other first), instead of fuzzing on to `--duration`.
@@ -99,7 +165,6 @@ fn last_line(o: &Output) -> String {
 /// a reproducer. With [`FIRST`] in `extra` the run ends at its first
 /// finding, which must be that one.
 fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&[flaw]);
     let dir = tempfile::tempdir().unwrap();
     let out = fuzz(&srv.mcp_url(), dir.path(), extra);
@@ -156,12 +221,14 @@ fn finds(flaw: &str, oracle: &str, extra: &[&str], within: f64) -> Value {
 /// `repro.sh` exits as a test does: 1 while the flaw is there, 0 against
 /// the server without it, 2 when it cannot tell (nothing listening; no
 /// elicitkit to judge). It exited 0 whatever the replies showed.
-#[test]
 fn repro_sh_exits_1_when_it_reproduces_0_when_not_2_when_it_cannot_tell() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let flawed = serve_with(&["accept-tampered-state"]);
     let dir = tempfile::tempdir().unwrap();
-    let out = fuzz(&flawed.mcp_url(), dir.path(), &["--duration", "8s"]);
+    let out = fuzz(
+        &flawed.mcp_url(),
+        dir.path(),
+        &["--duration", "8s", FIRST[0], FIRST[1]],
+    );
     assert_eq!(out.status.code(), Some(1));
     let s = summary(dir.path());
     let f = finding(&s, "tampered-state-accepted", "");
@@ -203,7 +270,6 @@ fn repro_sh_exits_1_when_it_reproduces_0_when_not_2_when_it_cannot_tell() {
     );
 }
 
-#[test]
 fn tampered_state_accepted_is_found_and_minimised_to_a_state_change() {
     let f = finds(
         "accept-tampered-state",
@@ -235,9 +301,7 @@ fn tampered_state_accepted_is_found_and_minimised_to_a_state_change() {
 /// (`accept-tampered-state`) completes alike and is a note, not a finding;
 /// `complete-without-state` alone refuses the tampered state (no note);
 /// `accept-tampered-state` alone is the finding (the state was needed).
-#[test]
 fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let args = [
         "--duration",
         "5s",
@@ -301,9 +365,7 @@ fn a_tampered_state_the_server_does_not_need_is_a_note_not_a_finding() {
 /// (`complete-without-state` + `accept-tampered-state`) is a finding: the
 /// no-state controls are not asked, the finding reproduces by its
 /// `repro.sh`, judged on the same word; a name no tool has is a usage error.
-#[test]
 fn a_tampered_state_of_a_tool_documented_to_act_on_it_is_a_finding() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&["complete-without-state", "accept-tampered-state"]);
     let dir = tempfile::tempdir().unwrap();
     let args = [
@@ -347,7 +409,6 @@ fn a_tampered_state_of_a_tool_documented_to_act_on_it_is_a_finding() {
 /// The same controls judge another principal's retry of a state: on
 /// `--flaw ignore-state-principal` it completes where the same answers
 /// without a state do not (the finding); the clean server refuses it.
-#[test]
 fn a_state_completing_for_another_principal_is_found_against_its_control() {
     let args = [
         "--duration",
@@ -379,7 +440,6 @@ fn a_state_completing_for_another_principal_is_found_against_its_control() {
             .contains("without a state did not complete"),
         "{f}"
     );
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out = fuzz(&srv.mcp_url(), dir.path(), &args);
@@ -393,9 +453,7 @@ fn a_state_completing_for_another_principal_is_found_against_its_control() {
 /// shows it knows its users by the evidence `check` uses, here only a
 /// 2025-11-25 session bound to its principal: it serves anonymous requests
 /// and takes any token.
-#[test]
 fn a_server_that_binds_sessions_to_users_gets_cross_principal_retries_unasked() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut c = crate::support::serve::cmd();
     c.args([
         "--anonymous-principal",
@@ -408,7 +466,7 @@ fn a_server_that_binds_sessions_to_users_gets_cross_principal_retries_unasked() 
     let out = fuzz(
         &srv.mcp_url(),
         dir.path(),
-        &["--duration", "10s", "--tool", "deploy"],
+        &["--duration", "10s", "--tool", "deploy", FIRST[0], FIRST[1]],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -423,7 +481,6 @@ fn a_server_that_binds_sessions_to_users_gets_cross_principal_retries_unasked() 
     );
 }
 
-#[test]
 fn a_replayable_side_effect_is_a_single_use_completing_twice() {
     let f = finds(
         "replayable-side-effect",
@@ -438,9 +495,7 @@ fn a_replayable_side_effect_is_a_single_use_completing_twice() {
 /// tool not known to be single-use, the same state and answers completing
 /// twice is a warning (listed, reproduced, but the run exits 0); the same
 /// tool named `--single-use` makes it an error (exit 1).
-#[test]
 fn a_replay_is_a_warning_unless_the_tool_is_single_use() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&["replayable-side-effect"]);
     for (extra, oracle, severity, code) in [
         (&[][..], "replay-accepted", "SHOULD", 0),
@@ -509,7 +564,6 @@ fn a_replay_is_a_warning_unless_the_tool_is_single_use() {
 /// server refuses them, and the same cases find nothing. (The fuzzer
 /// declared form only as its one variant, so the second flaw went unseen:
 /// no finding in 6 s.)
-#[test]
 fn an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant() {
     for generation in ["2026-07-28", "2025-11-25"] {
         let args = [
@@ -532,7 +586,8 @@ fn an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant() {
                 "no elicitation",
             ),
         ] {
-            let f = finds(flaw, "undeclared-mode", &args, 4.0);
+            let first = [&args[..], &FIRST[..]].concat();
+            let f = finds(flaw, "undeclared-mode", &first, 4.0);
             let op = f["ops"].as_array().unwrap();
             assert!(
                 op.len() == 1 && ops.iter().any(|o| op[0] == *o),
@@ -545,7 +600,6 @@ fn an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant() {
                 assert!(what.contains("url mode"), "{what}");
             }
         }
-        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let srv = serve_with(&[]);
         let dir = tempfile::tempdir().unwrap();
         let out = fuzz(&srv.mcp_url(), dir.path(), &args);
@@ -558,7 +612,6 @@ fn an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant() {
 
 /// The 2026-07-28 reply rules `check` uses ([`elicitkit::oracle::reply`])
 /// fire in the fuzzer on the flaws that break them.
-#[test]
 fn the_mrtr_reply_rules_fire_on_their_flaws() {
     // (`input-required-on-list` leaves no tool listed: see
     // `input_required_on_the_tool_list_is_found_without_a_tool`.)
@@ -586,9 +639,7 @@ fn the_mrtr_reply_rules_fire_on_their_flaws() {
 /// generation can run: its listing replies are judged instead, and the
 /// `tools/list` one is the finding (exit 1, reproduced by its `repro.sh`),
 /// not "no tool" (exit 2); with 2025-11-25 too, its tools are still fuzzed.
-#[test]
 fn input_required_on_the_tool_list_is_found_without_a_tool() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&["input-required-on-list"]);
     for (generation, execs) in [("2026-07-28", false), ("auto", true)] {
         let dir = tempfile::tempdir().unwrap();
@@ -634,12 +685,18 @@ fn input_required_on_the_tool_list_is_found_without_a_tool() {
 /// (S1), each a finding of its own method, minimised to one `list:*` op.
 /// (Before, those requests went out only when no
 /// 2026-07-28 tool was listed: 0 findings in 10 s.)
-#[test]
 fn input_required_on_a_list_is_found_on_a_server_with_tools() {
     let f = finds(
         "input-required-on-other-lists",
         "input-required-out-of-scope",
-        &["--duration", "4s", "--generation", "2026-07-28"],
+        &[
+            "--duration",
+            "4s",
+            "--generation",
+            "2026-07-28",
+            FIRST[0],
+            FIRST[1],
+        ],
         4.0,
     );
     let what = f["what"].as_str().unwrap();
@@ -657,7 +714,6 @@ fn input_required_on_a_list_is_found_on_a_server_with_tools() {
     assert!(what.contains("answered input_required"), "{f}");
 }
 
-#[test]
 fn a_crash_on_decline_is_a_server_error() {
     let _ = finds(
         "crash-on-decline",
@@ -672,9 +728,7 @@ fn a_crash_on_decline_is_a_server_error() {
 /// the cases, in a folder that names no tool. 2025-11-25 only: every one
 /// of its cases with a decline reaches the tool (seed 1: the first at
 /// case 3, four tools within a second).
-#[test]
 fn one_bug_on_every_tool_is_one_finding_listing_the_tools() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&["crash-on-decline"]);
     let dir = tempfile::tempdir().unwrap();
     let out = fuzz(
@@ -730,7 +784,6 @@ fn one_bug_on_every_tool_is_one_finding_listing_the_tools() {
     assert!(md.contains("| tools/call | answers:decline |"), "{md}");
 }
 
-#[test]
 fn a_hang_on_cancel_is_a_hang() {
     let _ = finds(
         "hang-on-cancel",
@@ -740,9 +793,7 @@ fn a_hang_on_cancel_is_a_hang() {
     );
 }
 
-#[test]
 fn the_clean_server_gives_no_finding_and_exits_0() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&[]);
     let dir = tempfile::tempdir().unwrap();
     let out = fuzz(
@@ -767,9 +818,7 @@ fn the_clean_server_gives_no_finding_and_exits_0() {
 /// A server pushing its 2025-11-25 elicitations only on the session's GET
 /// stream: the fuzzer calls its tools with that stream open, so a decline
 /// or cancel reaches the elicitation and no call looks hung.
-#[test]
 fn a_get_stream_pusher_gives_no_hang_finding() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&["elicit-on-get-stream"]);
     let dir = tempfile::tempdir().unwrap();
     let out = fuzz(
@@ -816,7 +865,6 @@ fn interop_gives_only(
     min_execs: u64,
     known: impl Fn(&Listed) -> bool,
 ) -> blackbox::summary::Summary {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = interop::Server::start(sdk);
     let dir = tempfile::tempdir().unwrap();
     let mut s = Settings::new(server.url.clone());
@@ -843,7 +891,6 @@ fn interop_gives_only(
 /// unknown method. Besides it only the warning check gives too
 /// (`mrtr-replay-final-retry` WARN, interop NOTES (a)): its `place_order`
 /// completes again on a replay.
-#[test]
 fn the_rmcp_interop_server_gives_only_its_known_defect() {
     let summary = interop_gives_only(interop::Sdk::Rmcp, 12, 20, |f| match f.oracle.name() {
         "shape-as-unknown-method" => f.severity == Severity::Must,
@@ -856,7 +903,6 @@ fn the_rmcp_interop_server_gives_only_its_known_defect() {
 /// The TypeScript SDK server: only the replay warning (`place_order`
 /// completes again, as `check` warns). A 45 s run once filed a false
 /// tampered state here (see `a_declined_retry_is_controlled_by_declines`).
-#[test]
 fn the_typescript_sdk_server_gives_only_its_known_defect() {
     interop_gives_only(interop::Sdk::Ts, 8, 20, |f| {
         f.oracle.name() == "replay-accepted" && f.severity == Severity::Should
@@ -867,7 +913,6 @@ fn the_typescript_sdk_server_gives_only_its_known_defect() {
 /// warning, URL mode sent to form-only clients (NOTES finding 1) and, if
 /// the run gets to it, a request with an invalid id accepted with an empty
 /// `202` (NOTES finding 9).
-#[test]
 fn the_python_sdk_server_gives_only_its_known_defects() {
     interop_gives_only(interop::Sdk::Python, 8, 5, |f| match f.oracle.name() {
         "replay-accepted" => f.severity == Severity::Should,
@@ -899,9 +944,7 @@ fn fuzz_stdio_by(
     fuzz_by(bin, "stdio", out, &args)
 }
 
-#[test]
 fn over_stdio_the_clean_server_gives_no_finding() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // A fixed amount of work (its request count), not a time window: the
     // process shares below need hundreds of cases, which 10 s of a busy
@@ -939,9 +982,7 @@ fn over_stdio_the_clean_server_gives_no_finding() {
 /// at a closed port, discovery and every case still reach the clean
 /// server (a request sent over the network would be refused, and a
 /// refused case is a finding).
-#[test]
 fn over_stdio_the_cases_reach_the_pipe_without_the_http_hop() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let summary = rt.block_on(stdio_run_in_process());
     assert_eq!(summary.stopped, "max-requests", "{summary:?}");
@@ -984,9 +1025,7 @@ async fn stdio_run_in_process() -> blackbox::summary::Summary {
 /// re-runs each `repro.sh` with itself as the bridge (a copy not named
 /// `elicitkit` reported every finding "reproduced: unknown (repro.sh
 /// stopped early)", and skipped the ~1 s each re-run costs).
-#[test]
 fn over_stdio_an_exit_is_a_finding_that_reproduces() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let bins = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let renamed = bins.path().join("ek-renamed");
@@ -1057,9 +1096,7 @@ fn over_stdio_an_exit_is_a_finding_that_reproduces() {
 /// The TypeScript SDK server over stdio: besides the replay warning it has
 /// over HTTP, only its silence on invalid lines (verified by hand, NOTES
 /// "stdio mode"); no crash, no hang.
-#[test]
 fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let cmd = interop::stdio_command(interop::Sdk::Ts);
     let mut args = vec!["--duration", "10s", "--"];
@@ -1097,9 +1134,7 @@ fn over_stdio_the_typescript_sdk_gives_only_its_known_defects() {
 /// probe after the reset finds nothing listening) and the run stops there
 /// instead of filing every later case against a dead server. The clean
 /// server's run shows the refusing side (no finding at all).
-#[test]
 fn a_server_that_dies_is_unresponsive_and_ends_the_run() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let srv = serve_with(&["exit-on-decline"]);
     let dir = tempfile::tempdir().unwrap();
     let out = fuzz(&srv.mcp_url(), dir.path(), &["--duration", "20s"]);
@@ -1124,12 +1159,10 @@ fn a_server_that_dies_is_unresponsive_and_ends_the_run() {
 /// decline. They sent the flow's original answers (an accept), which
 /// without a state re-prompts, so the decline with a spliced state read as
 /// a trusted tamper (a false `tampered-state-accepted` in a 45 s run).
-#[test]
 fn a_declined_retry_is_controlled_by_declines() {
     use elicitkit::fuzz::blackbox::case::Op;
     use elicitkit::fuzz::mutation::{AnswerMutation, StateMutation};
     use elicitkit::protocol::Generation;
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let server = interop::Server::start(interop::Sdk::Ts);
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
