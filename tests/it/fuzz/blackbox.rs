@@ -714,11 +714,22 @@ fn input_required_on_a_list_is_found_on_a_server_with_tools() {
     assert!(what.contains("answered input_required"), "{f}");
 }
 
+/// A 2026-07-28 decline that crashes the handler is answered 500: a
+/// `server-error`, the run's first finding. (Over 2025-11-25 the same
+/// crash ends the call's stream without its response, a `not-json-rpc`
+/// found first; both generations took a 10 s run to show this one.)
 fn a_crash_on_decline_is_a_server_error() {
     let _ = finds(
         "crash-on-decline",
         "server-error",
-        &["--duration", "10s"],
+        &[
+            "--duration",
+            "10s",
+            "--generation",
+            "2026-07-28",
+            FIRST[0],
+            FIRST[1],
+        ],
         10.0,
     );
 }
