@@ -474,8 +474,9 @@ enum Kind {
     /// A valid request (string or integer id), with that id: wait for its
     /// response.
     Request(Value, Value),
-    /// A notification or a response to the server: no reply.
-    OneWay,
+    /// A notification, or a response to the server (with its id): no
+    /// reply.
+    OneWay(Option<Value>),
     /// Not a valid request (no `"jsonrpc": "2.0"`, an id of another type,
     /// not JSON, a batch): a reply, if any comes, names this id or null.
     Other(Value),
@@ -493,7 +494,8 @@ fn kind(msg: Option<Value>) -> Kind {
             Kind::Request(m, id)
         }
         (Some(_), Some(id)) => Kind::Other(id.clone()),
-        (Some(_), None) | (None, Some(_)) => Kind::OneWay,
+        (Some(_), None) => Kind::OneWay(None),
+        (None, Some(id)) => Kind::OneWay(Some(id.clone())),
         (None, None) => Kind::Other(Value::Null),
     }
 }
@@ -553,7 +555,7 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
             };
             forward(&pool, pipe.clone(), (id, wire), &line, opened).await
         }
-        Kind::OneWay
+        Kind::OneWay(_)
             if initialized(&body)
                 && sid
                     .as_deref()
@@ -561,8 +563,11 @@ async fn post_mcp(State(pool): State<Arc<Pool>>, headers: HeaderMap, body: Bytes
         {
             StatusCode::ACCEPTED.into_response()
         }
-        Kind::OneWay => {
+        Kind::OneWay(answer) => {
             if pipe.send(&body) {
+                if let Some(id) = answer {
+                    pipe.answered(&id);
+                }
                 StatusCode::ACCEPTED.into_response()
             } else {
                 exited(&pool, &pipe)

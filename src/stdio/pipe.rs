@@ -67,6 +67,9 @@ struct Routes {
     /// Waiters by id key, with the order they registered in.
     waiting: HashMap<String, mpsc::UnboundedSender<Routed>>,
     order: VecDeque<String>,
+    /// Server requests handed to a waiter and not answered yet, by their id
+    /// key: that waiter's request is held up on its client.
+    asked: HashMap<String, String>,
 }
 
 impl Routes {
@@ -81,6 +84,21 @@ impl Routes {
             (Some(k), None) => Some(k.clone()),
             _ => None,
         }
+    }
+
+    /// The request a server request (an `elicitation/create`) belongs to:
+    /// the oldest in flight not held up on an unanswered one, else the
+    /// oldest. A client that stops reading a call at its elicitation leaves
+    /// that call in flight until the bridge sees its stream gone, which
+    /// can be after the client's next call elicits: the oldest took that
+    /// elicitation, and the next call waited out the server's own timeout
+    /// (30 s in a `check` over stdio, at random).
+    fn for_server_request(&self) -> Option<String> {
+        self.order
+            .iter()
+            .find(|k| !self.asked.values().any(|w| w == *k))
+            .or(self.order.front())
+            .cloned()
     }
 }
 
@@ -136,6 +154,7 @@ impl Drop for Waiter {
         if let Ok(mut r) = self.routes.lock() {
             r.waiting.remove(&self.key);
             r.order.retain(|k| *k != self.key);
+            r.asked.retain(|_, w| *w != self.key);
         }
     }
 }
@@ -218,6 +237,7 @@ impl Pipe {
             if let Ok(mut r) = r.lock() {
                 r.waiting.clear();
                 r.order.clear();
+                r.asked.clear();
             }
             let _ = exited_tx.send(true);
         });
@@ -251,6 +271,14 @@ impl Pipe {
     /// Marks it as left unsettled: not to be reused.
     pub fn disturb(&self) {
         self.disturbed.store(true, Ordering::SeqCst);
+    }
+
+    /// The client answered the server request with id `id`: the request it
+    /// came with is no longer held up on it.
+    pub fn answered(&self, id: &Value) {
+        if let Ok(mut r) = self.routes.lock() {
+            r.asked.remove(&id_key(id));
+        }
     }
 
     /// Whether another session may take it over: it runs, nothing waits
@@ -353,7 +381,7 @@ fn route(
             "error": {"code": -32601, "message": REFUSAL}});
         let _ = out.send(no.to_string().into_bytes());
     }
-    let Ok(r) = routes.lock() else { return };
+    let Ok(mut r) = routes.lock() else { return };
     let is_response = msg.get("method").is_none();
     let target = if is_response {
         // A response with a null id names no request; when nothing waits
@@ -367,20 +395,32 @@ fn route(
                 Some(k)
             }
         })
+    } else if refuse.is_none() && msg.get("id").is_some() {
+        // A request from the server belongs to a request in flight (one
+        // call at a time is the stdio norm; the bridge gives each
+        // 2025-11-25 session its own process).
+        r.for_server_request()
     } else {
-        // A request or notification from the server belongs to the
-        // oldest request still waiting (one call at a time is the
-        // stdio norm; the bridge gives each 2025-11-25 session its own
-        // process).
+        // A notification: the oldest request still waiting.
         r.order.front().cloned()
     };
-    let delivered = target.and_then(|k| r.waiting.get(&k)).is_some_and(|tx| {
-        tx.send(Routed {
-            msg: msg.clone(),
-            raw: bytes::Bytes::copy_from_slice(trimmed),
-        })
-        .is_ok()
-    });
+    let delivered = target
+        .as_ref()
+        .and_then(|k| r.waiting.get(k))
+        .is_some_and(|tx| {
+            tx.send(Routed {
+                msg: msg.clone(),
+                raw: bytes::Bytes::copy_from_slice(trimmed),
+            })
+            .is_ok()
+        });
+    if delivered
+        && !is_response
+        && refuse.is_none()
+        && let (Some(id), Some(k)) = (msg.get("id"), target)
+    {
+        r.asked.insert(id_key(id), k);
+    }
     if !delivered && tracing_on() {
         eprintln!("(no request waits for it: dropped)");
     }
@@ -474,6 +514,40 @@ mod tests {
         assert!(p.send(b"not json"));
         assert!(wait(&mut null).await.msg["id"].is_null());
         assert!(fourth.rx.try_recv().is_err());
+        p.stop(std::time::Duration::from_secs(2)).await;
+    }
+
+    /// A call left holding an unanswered elicitation (its client stopped
+    /// reading) does not take the next call's: that goes to the call not
+    /// held up; once answered, the oldest gets them again.
+    #[tokio::test]
+    async fn a_server_request_goes_to_the_call_not_held_up_on_one() {
+        let log = Arc::new(Log::default());
+        // Each request line gets an elicitation/create with the request's
+        // own id number as its id ("e1" for id 1, ...).
+        let p = Pipe::start(
+            &sh(r#"while read l; do case "$l" in *'"id":1,'*) n=1;; *'"id":2,'*) n=2;; *) continue;; esac; echo '{"jsonrpc":"2.0","id":"e'$n'","method":"elicitation/create","params":{}}'; done"#),
+            log,
+            false,
+        )
+        .unwrap();
+        let mut first = p.wait_for(&json!(1));
+        let mut second = p.wait_for(&json!(2));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#));
+        assert_eq!(wait(&mut first).await.msg["id"], "e1");
+        // The first is held up on e1: the next elicitation is the second's.
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#));
+        assert_eq!(wait(&mut second).await.msg["id"], "e2");
+        assert!(first.rx.try_recv().is_err());
+        // Both held up: the oldest, as before.
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#));
+        assert_eq!(wait(&mut first).await.msg["id"], "e1");
+        assert!(second.rx.try_recv().is_err());
+        // The second's answered: it is free again, the first still held.
+        p.answered(&json!("e2"));
+        assert!(p.send(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#));
+        assert_eq!(wait(&mut second).await.msg["id"], "e2");
+        assert!(first.rx.try_recv().is_err());
         p.stop(std::time::Duration::from_secs(2)).await;
     }
 
