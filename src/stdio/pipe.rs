@@ -1,10 +1,11 @@
 //! JSON-RPC over one child's stdin and stdout: newline-delimited messages
 //! out, and every line read back routed: a response to whoever waits for its
 //! id (one with a null id, which names none, when no line waits for a null
-//! id: to the one request in flight, if only one is), a message from the
-//! server (an `elicitation/create`, a notification) to the oldest request
-//! still waiting, anything that is not a JSON-RPC message into the [`Log`]
-//! as stdout noise. When the child exits, every
+//! id: to the one request in flight, if only one is), a request from the
+//! server (an `elicitation/create`) to the oldest request still waiting
+//! that is not held up on an unanswered one, a notification to the oldest,
+//! anything that is not a JSON-RPC message into the [`Log`] as stdout
+//! noise. When the child exits, every
 //! waiter is released and the exit is logged with its stderr tail.
 
 use super::StdioError;
