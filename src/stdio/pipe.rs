@@ -384,6 +384,11 @@ fn route(
     }
     let Ok(mut r) = routes.lock() else { return };
     let is_response = msg.get("method").is_none();
+    // A request from the server, on a pipe whose clients take them: its id
+    // key, recorded against the request it goes to until it is answered.
+    let asking = (!is_response && refuse.is_none())
+        .then(|| msg.get("id").map(id_key))
+        .flatten();
     let target = if is_response {
         // A response with a null id names no request; when nothing waits
         // for one (a line that was not a request) and one request is in
@@ -396,7 +401,7 @@ fn route(
                 Some(k)
             }
         })
-    } else if refuse.is_none() && msg.get("id").is_some() {
+    } else if asking.is_some() {
         // A request from the server belongs to a request in flight (one
         // call at a time is the stdio norm; the bridge gives each
         // 2025-11-25 session its own process).
@@ -415,12 +420,8 @@ fn route(
             })
             .is_ok()
         });
-    if delivered
-        && !is_response
-        && refuse.is_none()
-        && let (Some(id), Some(k)) = (msg.get("id"), target)
-    {
-        r.asked.insert(id_key(id), k);
+    if delivered && let (Some(id), Some(k)) = (asking, target) {
+        r.asked.insert(id, k);
     }
     if !delivered && tracing_on() {
         eprintln!("(no request waits for it: dropped)");
@@ -520,7 +521,8 @@ mod tests {
 
     /// A call left holding an unanswered elicitation (its client stopped
     /// reading) does not take the next call's: that goes to the call not
-    /// held up; once answered, the oldest gets them again.
+    /// held up; with both held up, the oldest; an answered one is free
+    /// again.
     #[tokio::test]
     async fn a_server_request_goes_to_the_call_not_held_up_on_one() {
         let log = Arc::new(Log::default());
