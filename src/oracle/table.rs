@@ -80,9 +80,11 @@ oracles! {
     /// A retry with the other principal's credentials completed where the
     /// control did not ([`super::tamper::judge`]).
     ForeignPrincipalAccepted: "foreign-principal-accepted", Must, blackbox true, harness true;
-    /// A state presented on another request (another tool, or other
-    /// arguments) completed.
-    OtherRequestAccepted: "other-request-accepted", Must, blackbox false, harness true;
+    /// A state the server issued for another request (another tool, or
+    /// other arguments), presented whole, completed where the control did
+    /// not: the state is not bound to its request (S8c, a SHOULD; a
+    /// warning) ([`super::tamper::judge`]).
+    OtherRequestAccepted: "other-request-accepted", Should, blackbox true, harness true;
     /// A single-use tool's request completed more than once, whatever was
     /// retried (duplicates, older states of it, concurrent copies)
     /// ([`super::replay::judge`]).
@@ -126,16 +128,6 @@ impl Oracle {
     /// Whether the black-box fuzzer judges it (and its summary counts it).
     pub fn blackbox(self) -> bool {
         self.row().blackbox
-    }
-
-    /// The oracle of a changed retry: a tampered state, or (not tampered)
-    /// another principal's credentials.
-    pub fn from_changed(tampered: bool) -> Self {
-        if tampered {
-            Oracle::TamperedStateAccepted
-        } else {
-            Oracle::ForeignPrincipalAccepted
-        }
     }
 
     /// Whether a liveness probe should follow (the server may have died).

@@ -22,9 +22,43 @@
 //!   load-bearing on that word and no no-state control is asked for; the
 //!   effect control still is.
 
+use super::Oracle;
 use super::effect::{self, Effect};
 
 pub use super::effect::Outcome;
+
+/// What a changed retry changed, and so which rule its acceptance breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The state's bytes (S7: integrity).
+    State,
+    /// The state, swapped whole for one the server issued for another
+    /// request: genuine, so only its binding to the request is tested
+    /// (S8c, a SHOULD).
+    OtherRequest,
+    /// The credentials: another principal sent the state (S8a).
+    Principal,
+}
+
+impl Change {
+    /// The oracle a changed retry shown trusted is a finding of.
+    pub fn oracle(self) -> Oracle {
+        match self {
+            Change::State => Oracle::TamperedStateAccepted,
+            Change::OtherRequest => Oracle::OtherRequestAccepted,
+            Change::Principal => Oracle::ForeignPrincipalAccepted,
+        }
+    }
+
+    /// What was sent, as a reader would say it.
+    pub fn what(self) -> &'static str {
+        match self {
+            Change::State => "a changed requestState",
+            Change::OtherRequest => "the requestState issued for another request",
+            Change::Principal => "another principal's retry",
+        }
+    }
+}
 
 /// The controls a completed changed retry is judged against.
 #[derive(Debug, Clone, Default)]

@@ -16,7 +16,7 @@ use crate::fuzz::mutation::AnswerMutation;
 use crate::fuzz::mutation::{StateMutation, equivalent};
 use crate::oracle::effect::{self, Effect};
 use crate::oracle::replay::{self, Twice};
-use crate::oracle::tamper::{self, Control, Controls, Judgement, Outcome};
+use crate::oracle::tamper::{self, Change, Control, Controls, Judgement, Outcome};
 use crate::protocol::mrtr::REQUEST_STATE;
 use crate::protocol::{ClientCapabilities, Generation};
 
@@ -65,7 +65,7 @@ struct Changed<'a> {
     /// controls send the same, so only the state differs.
     answers: &'a Value,
     other: Option<&'a str>,
-    tampered: bool,
+    change: Change,
 }
 
 /// The requests [`Target::listings`] sends when no tool is listed.
@@ -631,15 +631,24 @@ impl Target {
         // Another principal's retry carries a state only when one was sent
         // (an omitted or mistyped one is no state to take over).
         let foreign = other.is_some() && matches!(&sent_state, Some(Value::String(_)));
+        // A state swapped whole for another request's (a donor, or a splice
+        // that fell back to one) is genuine: only its binding is tested.
+        let swapped =
+            matches!((&sent_state, &donor), (Some(Value::String(s)), Some(d)) if equivalent(d, s));
+        let change = match (tampered, swapped) {
+            (true, true) => Some(Change::OtherRequest),
+            (true, false) => Some(Change::State),
+            (false, _) => foreign.then_some(Change::Principal),
+        };
         if completes(&reply) {
-            if tampered || foreign {
+            if let Some(change) = change {
                 let changed = Changed {
                     tool,
                     caps: &caps,
                     index,
                     answers: &answers,
                     other,
-                    tampered,
+                    change,
                 };
                 return self.judge_changed(run, &changed, &reply).await;
             }
@@ -753,15 +762,11 @@ impl Target {
             match tamper::judge(&changed, &controls) {
                 Judgement::Refused => return Ok(()),
                 Judgement::NotShown(why) => {
-                    let what = if c.tampered {
-                        "a changed requestState"
-                    } else {
-                        "another principal's retry"
-                    };
                     run.note = Some(format!(
-                        "{} ({}): {what} completed, not reported: {why}",
+                        "{} ({}): {} completed, not reported: {why}",
                         c.tool.name,
-                        Oracle::from_changed(c.tampered)
+                        c.change.oracle(),
+                        c.change.what()
                     ));
                     return Ok(());
                 }
@@ -799,19 +804,19 @@ impl Target {
             }
             run.check()?;
         };
-        let what = if c.tampered {
-            format!(
-                "{}: a retry with a changed requestState completed; {why}",
-                c.tool.name
-            )
-        } else {
-            format!(
+        let what = match c.change {
+            Change::Principal => format!(
                 "{}: {}'s state completed for another principal; {why}",
                 c.tool.name, self.principal
-            )
+            ),
+            change => format!(
+                "{}: a retry with {} completed; {why}",
+                c.tool.name,
+                change.what()
+            ),
         };
         Err(Hit {
-            oracle: Oracle::from_changed(c.tampered),
+            oracle: c.change.oracle(),
             what,
             sent: Sent::call(&c.tool.name),
         })
@@ -961,6 +966,7 @@ impl Target {
 mod tests {
     use super::super::test_http::{Read, read_request};
     use super::*;
+    use crate::findings::Severity;
     use tokio::io::AsyncWriteExt;
 
     /// A one-tool 2026-07-28 server on 127.0.0.1 that trusts any
@@ -976,7 +982,7 @@ mod tests {
     }
 
     /// A one-tool 2026-07-28 server on 127.0.0.1: the first call asks (state
-    /// `Paris`), any call with a state or answers completes with the text
+    /// `Paris`, or the argument `to`), any call with a state or answers completes with the text
     /// `retry` gives for its params, as often as it is sent. One request per
     /// connection.
     async fn one_tool(retry: fn(&Value) -> String) -> String {
@@ -996,7 +1002,8 @@ mod tests {
                         (Some("tools/call"), Some(Value::String(_))) => done,
                         (Some("tools/call"), _) if p.get("inputResponses").is_some() => done,
                         (Some("tools/call"), _) => json!({"resultType": "input_required",
-                            "requestState": "Paris", "inputRequests": {"ok": {
+                            "requestState": p["arguments"]["to"].as_str().unwrap_or("Paris"),
+                            "inputRequests": {"ok": {
                                 "method": "elicitation/create", "params": {"message": "Go?",
                                 "requestedSchema": {"type": "object",
                                     "properties": {"go": {"type": "boolean"}}, "required": ["go"]}}}}}),
@@ -1075,6 +1082,36 @@ mod tests {
                 assert!(note.contains("completes alike"), "{note}");
             }
         }
+    }
+
+    /// A state the server issued for other arguments, presented whole and
+    /// trusted, breaks the binding to the request (S8c, a SHOULD), not the
+    /// integrity rule: `other-request-accepted`, a warning (seen as a MUST
+    /// `tampered-state-accepted` on the TypeScript SDK server, whose
+    /// genuine states are bound to nothing). A changed byte stays a
+    /// tampered state.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn another_requests_state_accepted_is_a_binding_warning() {
+        let mut t = target(trusting(true).await);
+        t.modern[0].other_args = Some(json!({"to": "Rome"}).as_object().unwrap().clone());
+        for (op, oracle) in [
+            (StateMutation::Donor, Oracle::OtherRequestAccepted),
+            (
+                StateMutation::Splice { at: 0 },
+                Oracle::OtherRequestAccepted,
+            ),
+            (
+                StateMutation::FlipChar { index: 0 },
+                Oracle::TamperedStateAccepted,
+            ),
+        ] {
+            let ex = t
+                .exec(Generation::Modern, 0, &[Op::State(op.clone())], 0)
+                .await;
+            let hit = ex.hit.unwrap_or_else(|| panic!("{op:?}: a finding"));
+            assert_eq!(hit.oracle, oracle, "{op:?}: {}", hit.what);
+        }
+        assert_eq!(Oracle::OtherRequestAccepted.severity(), Severity::Should);
     }
 
     /// The effect control on replays: a server that completes a replayed

@@ -332,7 +332,9 @@ pub(crate) fn judge_replies(f: &Finding, out: &Path, killed: Option<String>) -> 
     }
     let seen = match f.oracle {
         Oracle::ProcessExited => exited(out),
-        Oracle::TamperedStateAccepted | Oracle::ForeignPrincipalAccepted => accepted(f, &steps),
+        Oracle::TamperedStateAccepted
+        | Oracle::OtherRequestAccepted
+        | Oracle::ForeignPrincipalAccepted => accepted(f, &steps),
         Oracle::SingleUseTwice | Oracle::ReplayAccepted => twice(f, &steps),
         _ => per_reply(f, out, &steps, stream.as_ref(), answer.as_ref()),
     };
