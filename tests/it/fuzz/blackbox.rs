@@ -742,14 +742,24 @@ fn a_crash_on_decline_is_a_server_error() {
 fn one_bug_on_every_tool_is_one_finding_listing_the_tools() {
     let srv = serve_with(&["crash-on-decline"]);
     let dir = tempfile::tempdir().unwrap();
+    // A fixed amount of work (the seed fixes the cases), not of time: a
+    // 6 s run on a busy host once reached one tool's decline only.
     let out = fuzz(
         &srv.mcp_url(),
         dir.path(),
-        &["--duration", "6s", "--generation", "2025-11-25"],
+        &[
+            "--max-requests",
+            "2000",
+            "--duration",
+            "60s",
+            "--generation",
+            "2025-11-25",
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let s = summary(dir.path());
+    assert_eq!(s["stopped"], "max-requests", "{s}");
     let findings = s["findings"].as_array().unwrap();
     let keys: std::collections::BTreeSet<String> = findings
         .iter()
