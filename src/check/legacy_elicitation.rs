@@ -476,8 +476,9 @@ async fn complete_notification(p: Probe) -> Verdict {
 async fn url_required_error(p: Probe) -> Verdict {
     let mut errors = Vec::new();
     for caps in [all_modes(), ClientCapabilities::with_modes(true, false)] {
-        if let Ok(runs) = run_all(&p, &caps, true, Answer::Observe).await {
-            errors.extend(runs.into_iter().flat_map(|(_, s)| s.errors));
+        match run_all(&p, &caps, true, Answer::Observe).await {
+            Ok(runs) => errors.extend(runs.into_iter().flat_map(|(_, s)| s.errors)),
+            Err(v) => return v,
         }
     }
     let mut problems = Vec::new();
@@ -509,11 +510,14 @@ async fn url_required_error(p: Probe) -> Verdict {
     if !problems.is_empty() {
         return Verdict::fail(problems.join("; "));
     }
-    Verdict::pass(if used == 0 {
-        "-32042 was never used".to_owned()
-    } else {
-        format!("{used} well-formed -32042 errors")
-    })
+    if used == 0 {
+        // The rule is about -32042 when used: unused, nothing was judged.
+        return Verdict::skip(
+            "-32042 was never used (every eliciting tool called with every mode and with form \
+             mode only): nothing to judge",
+        );
+    }
+    Verdict::pass(format!("{used} well-formed -32042 errors"))
 }
 
 async fn stream_rules(p: Probe) -> Verdict {

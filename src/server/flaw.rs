@@ -197,6 +197,14 @@ flaws! {
         does: "2025-11-25 URL-mode elicitation/create has no elicitationId",
         caught_by: ["legacy-request-shape"],
     }
+    /// A 2025-11-25 client without URL mode that calls a URL tool gets
+    /// `-32042` with an empty `data.elicitations` instead of a tool error.
+    LegacyUrlRequiredWithoutList {
+        name: "legacy-url-required-without-list",
+        rule: "§3.4, §6.A 18",
+        does: "2025-11-25 -32042 (URL elicitation required) with an empty data.elicitations",
+        caught_by: ["legacy-url-required-error"],
+    }
     /// A foreign `Origin` or `Host` is served as if allowed (DNS rebinding).
     NoOriginCheck {
         name: "no-origin-check",

@@ -600,6 +600,15 @@ fn legacy_expectations() -> Vec<Case> {
             vec!["legacy-cap-none", "legacy-decline", "legacy-handshake"],
         ),
         (
+            Flaw::LegacyUrlRequiredWithoutList,
+            vec![("legacy-url-required-error", Fail)],
+            vec![
+                "legacy-cap-form-only",
+                "legacy-request-shape",
+                "legacy-happy-path",
+            ],
+        ),
+        (
             Flaw::UrlToFormClient,
             vec![("legacy-cap-form-only", Fail)],
             vec![
