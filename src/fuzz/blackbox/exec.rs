@@ -982,9 +982,9 @@ mod tests {
     }
 
     /// A one-tool 2026-07-28 server on 127.0.0.1: the first call asks (state
-    /// `Paris`, or the argument `to`), any call with a state or answers completes with the text
-    /// `retry` gives for its params, as often as it is sent. One request per
-    /// connection.
+    /// `Paris`, or the argument `to`), any call with a state or answers
+    /// completes with the text `retry` gives for its params, as often as it
+    /// is sent. One request per connection.
     async fn one_tool(retry: fn(&Value) -> String) -> String {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", l.local_addr().unwrap());
