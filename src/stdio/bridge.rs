@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::protocol::headers::{INSTANCE, SESSION_ID};
 
@@ -84,7 +84,9 @@ pub const NOT_SENT_BLANK: &str = "elicitkit bridge: a blank body is no message o
 pub const NULL_ID_WAIT: Duration = Duration::from_millis(500);
 /// After a line that is not a valid request, a `ping` follows it
 /// ([`Reuse::Warm`]): once the ping is answered, the server has read past
-/// the line, and a reply to it has this much longer to come.
+/// the line, and a reply to it has this much longer to come, or twice the
+/// ping's round trip if that is longer (a server that answers lines
+/// concurrently may answer the ping first, and a busy host slows both).
 pub const FENCE_GRACE: Duration = Duration::from_millis(50);
 /// How long a process gets to exit after its stdin closes.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
@@ -643,7 +645,8 @@ fn json_reply(raw: Bytes) -> Response {
 /// A message that is not a valid request: answered by the first response
 /// naming its id (if it has one) or a null one, within [`NULL_ID_WAIT`],
 /// else `202`. With [`Reuse::Warm`] a `ping` follows it: once the ping is
-/// answered (and [`FENCE_GRACE`] more) the server has read past the line
+/// answered (and [`FENCE_GRACE`] more, or twice the ping's round trip) the
+/// server has read past the line
 /// without a reply, which is the same silence, told sooner; a process
 /// that answers neither within the wait is not reused.
 async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
@@ -660,8 +663,9 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
                 .to_string()
                 .as_bytes(),
         );
-        w
+        (w, Instant::now())
     });
+    let mut grace = FENCE_GRACE;
     let first = async {
         loop {
             let m = match own.as_mut() {
@@ -678,7 +682,7 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
         }
     };
     let fenced = async {
-        let Some(f) = fence.as_mut() else {
+        let Some((f, sent)) = fence.as_mut() else {
             return std::future::pending().await;
         };
         loop {
@@ -689,7 +693,8 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
                 None => return std::future::pending().await,
             }
         }
-        tokio::time::sleep(FENCE_GRACE).await;
+        grace = FENCE_GRACE.max(sent.elapsed() * 2);
+        tokio::time::sleep(grace).await;
     };
     let silence = |waited: String| (StatusCode::ACCEPTED, [(NO_REPLY, waited)]).into_response();
     tokio::select! {
@@ -706,7 +711,7 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
         },
         () = fenced => silence(format!(
             "nothing before its reply to a ping sent after it, and {} ms more",
-            FENCE_GRACE.as_millis()
+            grace.as_millis()
         )),
     }
 }

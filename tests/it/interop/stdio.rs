@@ -525,3 +525,41 @@ async fn a_blank_body_is_refused_by_the_bridge_not_sent_as_a_line() {
     assert!(r.text.contains("\"tools\""), "{}", r.text);
     bridge.stop().await;
 }
+
+/// The bridge as `fuzz` runs it (warm processes): after a line that is not
+/// a valid request it sends a `ping`, and once that is answered the line
+/// has a grace to be answered before it is called silent (`202`). A server
+/// that answers lines concurrently may answer the ping first; on a busy
+/// host its reply to the line comes later still. Here the ping takes 200 ms
+/// and the line's reply comes 100 ms after it: still the reply, since the
+/// grace is twice the ping's round trip. (A fixed 50 ms called it silence:
+/// `fuzz` over `serve --stdio` filed a `not-json-rpc` that did not
+/// reproduce, with four tests at a time on two cores.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_after_the_fence_ping_and_its_grace_is_still_the_reply() {
+    let script = r#"while read l; do case "$l" in
+        *'"ping"'*) id=$(echo "$l" | sed -n 's/.*"id":\([0-9]*\).*/\1/p'); sleep 0.2;
+            echo "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{}}";;
+        *) (sleep 0.3; echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"late parse error"}}') & ;;
+        esac; done"#;
+    let spec = Spec {
+        command: Command::new(["sh", "-c", script]),
+        identity_env: None,
+    };
+    let bridge = Bridge::start_with(spec, elicitkit::stdio::Reuse::Warm)
+        .await
+        .expect("the stdio server starts");
+    let reply = reqwest::Client::new()
+        .post(bridge.mcp_url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":"#)
+        .send()
+        .await
+        .expect("the bridge answers");
+    let status = reply.status().as_u16();
+    let text = reply.text().await.unwrap_or_default();
+    bridge.stop().await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("late parse error"), "{text}");
+}
