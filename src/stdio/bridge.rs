@@ -646,9 +646,9 @@ fn json_reply(raw: Bytes) -> Response {
 /// naming its id (if it has one) or a null one, within [`NULL_ID_WAIT`],
 /// else `202`. With [`Reuse::Warm`] a `ping` follows it: once the ping is
 /// answered (and [`FENCE_GRACE`] more, or twice the ping's round trip) the
-/// server has read past the line
-/// without a reply, which is the same silence, told sooner; a process
-/// that answers neither within the wait is not reused.
+/// server has read past the line without a reply, which is the same
+/// silence, told sooner; a process that answers neither within the wait is
+/// not reused.
 async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
     let mut null = pipe.wait_for(&Value::Null);
     let mut own = (!id.is_null()).then(|| pipe.wait_for(id));
