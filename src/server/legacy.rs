@@ -26,7 +26,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::protocol::codes;
 use crate::protocol::elicitation::{ElicitRequestParams, METHOD_COMPLETE, METHOD_CREATE};
 use crate::protocol::headers::{PROTOCOL_VERSION, SESSION_ID};
-use crate::protocol::jsonrpc::{ErrorObject, Message, Outcome, Request, RequestId};
+use crate::protocol::jsonrpc::{Message, Outcome, Request, RequestId};
 use crate::protocol::legacy::{
     Implementation, InitializeParams, METHOD_CANCELLED, METHOD_INITIALIZE, METHOD_INITIALIZED,
 };
@@ -627,14 +627,13 @@ impl Call<'_> {
             }
             if tools::gate(app, needs, self.session.modes).is_err() {
                 if needs == tools::Needs::Url && app.flaw(Flaw::LegacyUrlRequiredWithoutList) {
-                    let e = ErrorObject::new(
+                    let mut e = RpcError::new(
+                        StatusCode::OK,
                         codes::URL_ELICITATION_REQUIRED,
                         "This tool needs a URL-mode elicitation first.",
-                    )
-                    .with_data(json!({"elicitations": []}));
-                    let json = reply::response_json(Some(id), None, Some(&e));
-                    stream.send(&json).await;
-                    return;
+                    );
+                    e.error = e.error.with_data(json!({"elicitations": []}));
+                    return self.fail(stream, id, e).await;
                 }
                 let what = if needs == tools::Needs::Url {
                     "URL"
