@@ -28,8 +28,12 @@ pub struct Settings {
     /// Overall deadline for the whole run.
     pub deadline: Duration,
     /// How long to wait before replaying a state in the expiry check
-    /// (`None`: the check is skipped).
+    /// (`None`: past the lifetime the state carries or the one stated).
     pub wait_expiry: Option<Duration>,
+    /// The state lifetime the server documents (`--state-lifetime`): what
+    /// the expiry check judges against where a state does not show its
+    /// expiry.
+    pub state_lifetime: Option<Duration>,
     /// A read-only tool that reports the server's state (read before and
     /// after a decline to see that nothing happened); default: the first
     /// tool annotated `readOnlyHint` that does not elicit.
@@ -55,6 +59,7 @@ impl Settings {
             principals_given: false,
             deadline: Duration::from_secs(120),
             wait_expiry: None,
+            state_lifetime: None,
             state_tool: None,
             concurrency: 4,
             other_instance: None,

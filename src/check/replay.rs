@@ -4,8 +4,9 @@
 //! for a single-use tool (FAIL) and is a WARN elsewhere (the server cannot
 //! know the action may repeat; the user can say it must not with
 //! `--single-use`). A state presented by another principal must be refused
-//! (S8a); an old state must expire (S8b: after `--wait-expiry`, or after
-//! the expiry the state carries where it is readable and near). Their
+//! (S8a); an old state must expire (S8b: after the expiry the state
+//! carries where it is readable, or the lifetime the user says the server
+//! documents, `--state-lifetime`). Their
 //! refusals count beside a [`Control`] (a valid retry by its owner, now, goes
 //! on); the replay's own control is the completion it repeats.
 
@@ -46,7 +47,7 @@ pub fn checks() -> Vec<Check> {
             "§4.7 S8b / §6.B 13",
             Should,
             Modern,
-            "a state replayed after it expired (--wait-expiry, or the expiry the state carries) is rejected",
+            "a state replayed after it expired (the expiry it carries, or --state-lifetime) is rejected",
             expiry,
             expiry
         ),
@@ -248,50 +249,99 @@ pub const PLAIN_EXPIRY_WAIT: Duration = Duration::from_secs(30);
 /// allow some clock skew (the reference server 5 s).
 const SKEW_GRACE: Duration = Duration::from_secs(6);
 
+/// The longest the expiry check waits under `s` (its timeout grows by it).
+pub fn longest_wait(s: &super::probe::Settings) -> Duration {
+    s.wait_expiry.unwrap_or_else(|| {
+        let stated = s.state_lifetime.map_or(Duration::ZERO, |l| l + SKEW_GRACE);
+        stated.max(PLAIN_EXPIRY_WAIT)
+    })
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// What an accepted retry after the wait rests on: the lifetime the state
+/// carries, the one the user stated the server documents, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lifetime {
+    /// Read from the state ([`expiry_ms`]).
+    Carried,
+    /// `--state-lifetime`: what the server documents.
+    Stated(Duration),
+    /// Neither: a retry still taken after the wait cannot tell a lifetime
+    /// longer than the wait from none.
+    Unknown,
+}
+
+/// How long the expiry check waits and what that wait rests on, from
+/// `--wait-expiry` (`wait`), `--state-lifetime` (`stated`) and the lifetime
+/// the state of `tool` carries (`carried`, which wins over `stated`). A
+/// wait shorter than a known lifetime is the setting's fault (INCONCLUSIVE);
+/// nothing to wait for is a SKIP saying what to pass.
+fn expiry_wait(
+    wait: Option<Duration>,
+    stated: Option<Duration>,
+    carried: Option<Duration>,
+    tool: &str,
+) -> Result<(Duration, Lifetime), Verdict> {
+    match (wait, carried, stated) {
+        (Some(w), Some(l), _) if w < l + SKEW_GRACE => Err(Verdict::Inconclusive(format!(
+            "--wait-expiry {w:?} is shorter than the lifetime the state of {tool} carries (it \
+             expires in {l:?}, and servers allow some clock skew): pass --wait-expiry {:?} or \
+             more to measure it",
+            l + SKEW_GRACE
+        ))),
+        (Some(w), Some(_), _) => Ok((w, Lifetime::Carried)),
+        (None, Some(l), _) if l + SKEW_GRACE <= PLAIN_EXPIRY_WAIT => {
+            Ok((l + SKEW_GRACE, Lifetime::Carried))
+        }
+        (None, Some(l), _) => Err(Verdict::skip(format!(
+            "the state of {tool} says it expires in {l:?}, longer than a run waits unasked \
+             ({PLAIN_EXPIRY_WAIT:?}): pass --wait-expiry {:?} (and a --deadline above it) to \
+             measure it",
+            l + SKEW_GRACE
+        ))),
+        (Some(w), None, Some(s)) if w < s => Err(Verdict::Inconclusive(format!(
+            "--wait-expiry {w:?} is shorter than the lifetime stated with --state-lifetime \
+             ({s:?}): pass --wait-expiry {:?} or more, or leave it out",
+            s + SKEW_GRACE
+        ))),
+        (Some(w), None, Some(s)) => Ok((w, Lifetime::Stated(s))),
+        (None, None, Some(s)) => Ok((s + SKEW_GRACE, Lifetime::Stated(s))),
+        (Some(w), None, None) => Ok((w, Lifetime::Unknown)),
+        (None, None, None) => Err(Verdict::skip(format!(
+            "not requested: the state of {tool} shows no expiry to wait for; pass \
+             --state-lifetime DURATION (the state lifetime the server documents)"
+        ))),
+    }
+}
+
 /// S8b: a state retried after it expired is refused. How long to wait
-/// comes from `--wait-expiry`, or else from the expiry the state carries
-/// where it is readable ([`expiry_ms`]) and near enough
-/// ([`PLAIN_EXPIRY_WAIT`]). A `--wait-expiry` shorter than the lifetime
-/// the state carries is the setting's fault: INCONCLUSIVE, not a finding.
+/// comes from `--wait-expiry`, the expiry the state carries where it is
+/// readable ([`expiry_ms`]) and near enough ([`PLAIN_EXPIRY_WAIT`]), or the
+/// lifetime the server documents (`--state-lifetime`): see
+/// [`expiry_wait`]. A state still taken after a wait that no known
+/// lifetime backs is INCONCLUSIVE: a lifetime longer than the wait cannot
+/// be told from none, and the user's wait is not the server's fault.
 async fn expiry(p: Probe) -> Verdict {
     let r = match first_at_state(&p, false).await {
         Ok(r) => r,
         Err(v) => return v,
     };
     let tool = r.tool.name.clone();
-    let carried = expiry_ms(&r.state);
-    let lifetime = carried.map(|e| Duration::from_millis(e.saturating_sub(unix_ms())));
-    let wait = match (p.settings().wait_expiry, lifetime) {
-        (Some(w), Some(l)) if w < l + SKEW_GRACE => {
-            return Verdict::Inconclusive(format!(
-                "--wait-expiry {w:?} is shorter than the lifetime the state of {tool} carries \
-                 (it expires in {l:?}, and servers allow some clock skew): pass --wait-expiry \
-                 {:?} or more to measure it",
-                l + SKEW_GRACE
-            ));
-        }
-        (Some(w), _) => w,
-        (None, Some(l)) if l + SKEW_GRACE <= PLAIN_EXPIRY_WAIT => l + SKEW_GRACE,
-        (None, Some(l)) => {
-            return Verdict::skip(format!(
-                "the state of {tool} says it expires in {l:?}, longer than a run waits unasked \
-                 ({PLAIN_EXPIRY_WAIT:?}): pass --wait-expiry {:?} (and a --deadline above it) to \
-                 measure it",
-                l + SKEW_GRACE
-            ));
-        }
-        (None, None) => {
-            return Verdict::skip(format!(
-                "not requested: pass --wait-expiry DURATION (longer than the server's state \
-                 TTL); the state of {tool} shows no expiry to wait for"
-            ));
-        }
+    let carried = expiry_ms(&r.state).map(|e| Duration::from_millis(e.saturating_sub(unix_ms())));
+    let settings = p.settings();
+    let (wait, lifetime) = match expiry_wait(
+        settings.wait_expiry,
+        settings.state_lifetime,
+        carried,
+        &tool,
+    ) {
+        Ok(w) => w,
+        Err(v) => return v,
     };
     tokio::time::sleep(wait).await;
     // The control after the wait: a fresh state is still taken now.
@@ -301,22 +351,75 @@ async fn expiry(p: Probe) -> Verdict {
         Err(e) => Verdict::fail(format!("no reply: {e}")),
         Ok((rpc, status)) => match rpc_state_rejection(&rpc, &["expired"]) {
             Ok(s) => control.judge(Verdict::pass(format!("{tool}: after {wait:?}: {s}"))),
-            Err(why) => Verdict::fail(format!(
-                "{tool}: a state {wait:?} old{} got {}{}",
-                match carried {
-                    Some(_) => ", past the expiry it carries,",
-                    None =>
-                        " (its expiry is not readable: this rests on --wait-expiry being \
-                             longer than the server's state lifetime)",
-                },
-                reading(&rpc, p.reply_status(status)),
-                if matches!(rpc, Rpc::Error(_)) {
-                    format!(" ({why})")
-                } else {
-                    String::new()
-                }
-            ))
-            .expecting("a JSON-RPC error: the state has expired"),
+            Err(why) => {
+                let got = format!(
+                    "{}{}",
+                    reading(&rpc, p.reply_status(status)),
+                    if matches!(rpc, Rpc::Error(_)) {
+                        format!(" ({why})")
+                    } else {
+                        String::new()
+                    }
+                );
+                let past = match lifetime {
+                    Lifetime::Carried => ", past the expiry it carries,".to_string(),
+                    Lifetime::Stated(s) => format!(
+                        ", past the {s:?} lifetime the server documents (--state-lifetime),"
+                    ),
+                    Lifetime::Unknown => {
+                        return Verdict::Inconclusive(format!(
+                            "{tool}: a state {wait:?} old got {got}; its expiry is not readable \
+                             and no lifetime was stated, so a lifetime longer than {wait:?} \
+                             cannot be told from none: pass --state-lifetime DURATION (the \
+                             state lifetime the server documents) to judge it"
+                        ));
+                    }
+                };
+                Verdict::fail(format!("{tool}: a state {wait:?} old{past} got {got}"))
+                    .expecting("a JSON-RPC error: the state has expired")
+            }
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn inconclusive(r: Result<(Duration, Lifetime), Verdict>) -> String {
+        match r {
+            Err(Verdict::Inconclusive(w)) => w,
+            other => panic!("not inconclusive: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_carried_expiry_wins_over_a_stated_lifetime() {
+        let w = expiry_wait(None, Some(100 * S), Some(2 * S), "t").unwrap();
+        assert_eq!(w, (2 * S + SKEW_GRACE, Lifetime::Carried));
+        let why = inconclusive(expiry_wait(Some(S), None, Some(2 * S), "t"));
+        assert!(why.contains("--wait-expiry 1s is shorter"), "{why}");
+    }
+
+    #[test]
+    fn a_stated_lifetime_backs_the_wait_and_bounds_it() {
+        let w = expiry_wait(None, Some(S), None, "t").unwrap();
+        assert_eq!(w, (S + SKEW_GRACE, Lifetime::Stated(S)));
+        let w = expiry_wait(Some(2 * S), Some(S), None, "t").unwrap();
+        assert_eq!(w, (2 * S, Lifetime::Stated(S)));
+        let why = inconclusive(expiry_wait(Some(S / 2), Some(S), None, "t"));
+        assert!(why.contains("--state-lifetime"), "{why}");
+    }
+
+    #[test]
+    fn a_wait_alone_on_an_unreadable_state_backs_no_finding() {
+        let w = expiry_wait(Some(S), None, None, "t").unwrap();
+        assert_eq!(w, (S, Lifetime::Unknown));
+        match expiry_wait(None, None, None, "t") {
+            Err(Verdict::Skip(w)) => assert!(w.contains("--state-lifetime"), "{w}"),
+            other => panic!("not a skip: {other:?}"),
+        }
     }
 }

@@ -181,7 +181,7 @@ pub async fn run_one(
         );
     }
     let extra = if check.needs.expiry {
-        (target.settings.wait_expiry).unwrap_or(super::replay::PLAIN_EXPIRY_WAIT)
+        super::replay::longest_wait(&target.settings)
     } else {
         Duration::ZERO
     };

@@ -31,6 +31,9 @@ const CHECK_HELP: &str = "Examples:
       --other-instance http://127.0.0.1:9002/mcp
   # a CI gate where SHOULD rules must hold too
   elicitkit check --target URL --fail-on warn
+  # state expiry, where the states do not show it
+  elicitkit check --target URL --only mrtr-state-expiry \\
+      --state-lifetime 60s
   # every check, its level and its spec page
   elicitkit check --list
   # a server that speaks stdio; principals through its env
@@ -42,8 +45,9 @@ const CHECK_HELP: &str = "Examples:
 Exit codes: 0 no MUST check failed (with --fail-on warn: no WARN either); 1 a MUST check \
 failed or timed out (or, with --fail-on warn, a SHOULD check warned); 2 usage error (an --only \
 prefix no check id starts with, too), or a target that is unreachable or does not answer as an \
-MCP server, or an --other-instance that does not answer; 3 inconclusive: the --deadline cut \
-checks short (their rows say so); 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the \
+MCP server, or an --other-instance that does not answer; 3 inconclusive: the run's settings \
+kept checks from telling (the --deadline cut them short, a state still taken after a --wait-expiry \
+that no known lifetime backs; their rows say so); 130 interrupted by Ctrl-C (the partial report is written, marked INTERRUPTED, and the \
 checks without a verdict say so).";
 
 /// `--timeout`'s default, and what a stdio target gets when none is given.
@@ -100,11 +104,18 @@ pub struct Args {
     /// Deadline for the whole run.
     #[arg(help_heading = "Checks", long, default_value = "180s", value_parser = humantime::parse_duration)]
     pub deadline: Duration,
-    /// Run the expiry check: wait this long before replaying a state. Make it
-    /// longer than the server's state TTL plus its clock-skew allowance (the
-    /// reference server allows 5 s). The check's timeout grows accordingly.
+    /// The expiry check's wait before replaying a state (default: past the
+    /// expiry the state carries, or past --state-lifetime plus 6 s of clock
+    /// skew). The check's timeout grows accordingly.
     #[arg(help_heading = "Checks", long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub wait_expiry: Option<Duration>,
+    /// The state lifetime the server documents, for a server whose states
+    /// do not show their expiry: the expiry check replays a state past it
+    /// and warns if it is still taken (without it, a state still taken
+    /// after --wait-expiry is INCONCLUSIVE: a longer lifetime cannot be told
+    /// from none). Example: --state-lifetime 10m --deadline 15m
+    #[arg(help_heading = "Checks", long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub state_lifetime: Option<Duration>,
     /// Checks run at the same time.
     #[arg(help_heading = "Checks", long, default_value_t = 4)]
     pub concurrency: usize,
@@ -165,6 +176,7 @@ pub fn settings(args: &Args, target: &str) -> Settings {
     s.target.timeout = args.timeout.unwrap_or(DEFAULT_TIMEOUT);
     s.deadline = args.deadline;
     s.wait_expiry = args.wait_expiry;
+    s.state_lifetime = args.state_lifetime;
     s.concurrency = args.concurrency.max(1);
     s.other_instance = args.other_instance.clone();
     s.progress = true;
@@ -221,6 +233,15 @@ pub fn run(args: Args) -> ExitCode {
              timeout, and the report would blame the server for the setting; give --deadline at \
              least the timeout (the default is 120s)",
             settings.deadline, settings.target.timeout
+        ));
+    }
+    if let (Some(w), Some(l)) = (args.wait_expiry, args.state_lifetime)
+        && w < l
+    {
+        return usage_error(format!(
+            "--wait-expiry {w:?} is shorter than --state-lifetime {l:?}: a state that young has \
+             not expired yet; leave --wait-expiry out (the check waits the lifetime plus 6s of \
+             clock skew) or give it at least the lifetime"
         ));
     }
     let shown = stdio.as_ref().map_or_else(

@@ -108,7 +108,7 @@ flaws! {
         rule: "§4.7 S8b",
         does: "states are sealed with a far-future expiry (the TTL is ignored)",
         caught_by: ["mrtr-state-expiry"],
-        reveal: "check --wait-expiry longer than the state TTL plus the clock skew the sealer allows (6.3s against serve --state-ttl 1s), with --fail-on warn (S8b is a SHOULD); a plain run does not wait, and cannot read the expiry inside an encrypted state",
+        reveal: "check --state-lifetime with the state TTL (1s against serve --state-ttl 1s: the check waits 7s), with --fail-on warn (S8b is a SHOULD); a plain run cannot read the expiry inside an encrypted state, and a wait alone cannot tell a long lifetime from none",
     }
     /// A completion from a `requestState` may repeat: replaying the final
     /// retry runs the tool (and its side effect) again, for every tool.

@@ -306,6 +306,74 @@ async fn fail_on_warn_makes_a_should_finding_fail_the_gate() {
     );
 }
 
+/// A state that does not show its expiry, still taken after a bare
+/// `--wait-expiry` shorter than the server's lifetime, is the setting's
+/// doing: INCONCLUSIVE (exit 3), not a WARN of a correct server (it was
+/// one). The lifetime the server documents (`--state-lifetime`) backs a
+/// finding: on `no-expiry` the same row WARNs; a wait shorter than the
+/// stated lifetime is a usage error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiry_wait_no_lifetime_backs_is_inconclusive_not_a_warning() {
+    let serve = |flaws: &[Flaw], ttl: u64| ServerConfig {
+        flaws: flaws.iter().copied().collect::<FlawSet>(),
+        state_ttl: std::time::Duration::from_secs(ttl),
+        ..ServerConfig::default()
+    };
+    let correct = start(serve(&[], 60)).await.expect("server");
+    let flawed = start(serve(&[Flaw::NoExpiry], 1)).await.expect("server");
+    let run = |url: String, extra: &'static [&'static str]| {
+        let mut a = args(&[
+            "check",
+            "--target",
+            &url,
+            "--only",
+            "mrtr-state-expiry",
+            "--fail-on",
+            "warn",
+            "--format",
+            "json",
+        ]);
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        elicitkit(a)
+    };
+    let short = run(correct.mcp_url(), &["--wait-expiry", "1s"]).await;
+    let stated = run(
+        flawed.mcp_url(),
+        &["--state-lifetime", "1s", "--wait-expiry", "1300ms"],
+    )
+    .await;
+    let usage = run(
+        correct.mcp_url(),
+        &["--state-lifetime", "60s", "--wait-expiry", "1s"],
+    )
+    .await;
+    correct.shutdown().await;
+    flawed.shutdown().await;
+    let row = |out: &Output| {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        v["results"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["id"] == "mrtr-state-expiry"))
+            .cloned()
+            .expect("the expiry row")
+    };
+    let r = row(&short);
+    assert_eq!(r["status"], "inconclusive", "{r}");
+    assert!(r.to_string().contains("--state-lifetime"), "{r}");
+    assert_eq!(short.status.code(), Some(3), "{r}");
+    let r = row(&stated);
+    assert_eq!(r["status"], "warn", "{r}");
+    assert!(
+        r.to_string().contains("lifetime the server documents"),
+        "{r}"
+    );
+    assert_eq!(stated.status.code(), Some(1), "{r}");
+    let err = String::from_utf8_lossy(&usage.stderr);
+    assert_eq!(usage.status.code(), Some(2), "{err}");
+    assert!(err.contains("shorter than --state-lifetime"), "{err}");
+}
+
 /// Ctrl-C mid-run writes the partial report, marked interrupted: the checks
 /// done keep their verdicts, the one still waiting on a hung server says it
 /// had none, and the exit code is 130.

@@ -91,8 +91,10 @@ async fn check_fault(fault: Fault) -> Vec<CheckResult> {
             _ => Duration::from_secs(2),
         };
         s.deadline = Duration::from_secs(240);
-        // TTL + a margin, as the check matrix: skew never extends a state's
-        // lifetime (`Sealer::check_time`).
+        // The lifetime the server documents (its states are sealed, their
+        // expiry unreadable) and a wait just past it, as the check matrix:
+        // skew never extends a state's lifetime (`Sealer::check_time`).
+        s.state_lifetime = Some(Duration::from_secs(1));
         s.wait_expiry = Some(Duration::from_millis(1_300));
         let r: Report = check::run(s, Some(g), &[]).await.expect("check runs");
         rows.extend(r.results);

@@ -174,7 +174,7 @@ pub(super) fn python_sdk_rows() -> Vec<Row> {
         // read is seen to succeed: its -32602 for an unlisted URI proves
         // nothing about how reads are judged.
         ("mrtr-unknown-resource-error", Info, "could not tell"),
-        ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+        ("mrtr-state-expiry", SkipBecause("--state-lifetime"), ""),
     ]
 }
 
@@ -305,7 +305,7 @@ async fn rmcp_findings() {
         // schemars forms carry a root `title` (the struct name), both generations.
         ("mrtr-schema-findings", Warn, "/requestedSchema/title"),
         ("legacy-schema-findings", Warn, "/requestedSchema/title"),
-        ("mrtr-state-expiry", SkipBecause("--wait-expiry"), ""),
+        ("mrtr-state-expiry", SkipBecause("--state-lifetime"), ""),
         // Seen on the wire: server/discover's result names the server in
         // _meta, tools/list's does not (§4.2: results SHOULD carry it).
         (
