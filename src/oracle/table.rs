@@ -78,7 +78,11 @@ oracles! {
     /// did not ([`super::tamper::judge`]).
     TamperedStateAccepted: "tampered-state-accepted", Must, blackbox true, harness true;
     /// A retry with the other principal's credentials completed where the
-    /// control did not ([`super::tamper::judge`]).
+    /// control did not ([`super::tamper::judge`]). A MUST where `check`'s
+    /// `mrtr-cross-principal` is a SHOULD: that row judges the bare binding
+    /// (S8a); this one is filed only where the control shows the state
+    /// carries the flow, so another user completed it through this user's
+    /// state: unauthorized access to state (§3.6 rule 3, kept in 2026-07-28).
     ForeignPrincipalAccepted: "foreign-principal-accepted", Must, blackbox true, harness true;
     /// A state the server issued for another request (another tool, or
     /// other arguments), presented whole, completed where the control did
