@@ -78,7 +78,10 @@ impl Control {
     pub async fn completes(p: &Probe, tool: &ToolProfile) -> Control {
         Control {
             what: format!("{} answered validly completes", tool.name),
-            seen: complete(p, tool).await.map(|c| Some(c.result)),
+            seen: complete(p, tool)
+                .await
+                .map(|c| Some(c.result))
+                .map_err(|e| e.to_string()),
         }
     }
 

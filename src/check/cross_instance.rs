@@ -134,7 +134,7 @@ async fn cross_instance(p: Probe) -> Verdict {
 /// Runs the probe on `t`; `Err` when this tool cannot decide it (e.g. it
 /// needs more rounds after its state round).
 async fn one_tool(p: &Probe, other: &str, t: &ToolProfile) -> Result<Verdict, String> {
-    let round = at_state(p, t).await?;
+    let round = at_state(p, t).await.map_err(|e| e.to_string())?;
     let here = first_instance(p, t).await;
     let label = format!(
         "tools/call {} final retry sent to the other instance ({other})",

@@ -182,7 +182,7 @@ impl Tally {
     pub(super) fn file(
         &mut self,
         what: &str,
-        reply: Result<(Rpc, ReplyStatus), String>,
+        reply: Result<(Rpc, ReplyStatus), impl std::fmt::Display>,
         control: &Control,
         values: &[String],
     ) {
@@ -235,9 +235,9 @@ impl Tally {
 
     /// The next walk failed with `e`: after a crash the run is judged on
     /// what was seen (`None`: stop and judge); before any, it is a SKIP.
-    pub(super) fn halt(&mut self, e: String) -> Option<Verdict> {
+    pub(super) fn halt(&mut self, e: impl std::fmt::Display) -> Option<Verdict> {
         if self.crashed.is_empty() {
-            return Some(Verdict::skip(e));
+            return Some(Verdict::skip(e.to_string()));
         }
         self.crashed
             .push(format!("and then the next flow could not start: {e}"));
@@ -330,7 +330,7 @@ async fn malformed(p: Probe) -> Verdict {
     for (what, value) in variants {
         let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
-            Err(e) => match tally.halt(e) {
+            Err(e) => match tally.halt(&e) {
                 Some(skip) => return skip,
                 None => break,
             },
@@ -405,7 +405,7 @@ async fn misshapen(
     for i in 0..cases(&r0, &r0).len() {
         let r = match at_state(&p, &r0.tool).await {
             Ok(x) => x,
-            Err(e) => match tally.halt(e) {
+            Err(e) => match tally.halt(&e) {
                 Some(skip) => return skip,
                 None => break,
             },
@@ -431,15 +431,15 @@ mod tests {
     fn a_crash_seen_once_stays_a_failure_when_the_server_then_goes_away() {
         let mut t = Tally::default();
         // Before any crash, a flow that cannot start is a SKIP.
-        assert!(matches!(t.halt("reset".into()), Some(Verdict::Skip(_))));
+        assert!(matches!(t.halt("reset"), Some(Verdict::Skip(_))));
         let control = Control::observed("a valid retry of deploy goes on", Ok(None));
         t.file(
             "an array",
-            Ok((Rpc::Missing("html".into()), ReplyStatus::new(500, false))),
+            Ok::<_, String>((Rpc::Missing("html".into()), ReplyStatus::new(500, false))),
             &control,
             &[],
         );
-        assert!(t.halt("connection reset".into()).is_none());
+        assert!(t.halt("connection reset").is_none());
         let v = t.verdict("deploy", "inputResponses");
         let Verdict::Violation {
             severity, detail, ..

@@ -70,7 +70,7 @@ async fn every_form(p: Probe) -> Verdict {
         let r0 = match at_state(&p, t).await {
             Ok(r) => r,
             Err(e) => {
-                why_not.push(e);
+                why_not.push(e.to_string());
                 continue;
             }
         };
@@ -91,10 +91,10 @@ async fn every_form(p: Probe) -> Verdict {
             };
             let r = match at_state(&p, t).await {
                 Ok(r) => r,
-                Err(e) => match tally.halt(e.clone()) {
+                Err(e) => match tally.halt(&e) {
                     Some(skip) if tried == 0 => return skip,
                     Some(_) => {
-                        why_not.push(e);
+                        why_not.push(e.to_string());
                         break 'tools;
                     }
                     None => break 'tools,

@@ -395,7 +395,7 @@ async fn invalid_answers(p: Probe) -> Verdict {
             values.extend(answer_values(&Value::Object(content)));
             let st = match call_once(&p, t, Answer::Invalid(kind), &CallOptions::default()).await {
                 Ok(st) => st,
-                Err(e) => match tally.halt(e.into()) {
+                Err(e) => match tally.halt(e) {
                     Some(skip) => return skip,
                     None => break,
                 },

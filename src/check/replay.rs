@@ -67,7 +67,7 @@ enum Replayed {
 async fn replay_one(p: &Probe, t: &ToolProfile) -> Replayed {
     let done: Completed = match complete(p, t).await {
         Ok(d) => d,
-        Err(e) => return Replayed::NotReached(e),
+        Err(e) => return Replayed::NotReached(e.to_string()),
     };
     let Some(state) = done.state.clone() else {
         return Replayed::NotReached(format!(

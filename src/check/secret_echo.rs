@@ -140,7 +140,7 @@ async fn judge(p: Probe, g: Generation) -> Verdict {
                     (v, done.typed)
                 }
                 Err(e) => {
-                    unreached.push(e);
+                    unreached.push(e.to_string());
                     continue;
                 }
             },

@@ -242,7 +242,7 @@ async fn reencode(p: Probe) -> Verdict {
         // Each on a fresh round: a server may retire a state it has seen.
         let fresh = match at_state(&p, &r.tool).await {
             Ok(f) => f,
-            Err(e) => return Verdict::skip(e),
+            Err(e) => return Verdict::skip(e.to_string()),
         };
         let Some((_, state)) = reencodings(&fresh.state)
             .into_iter()
@@ -337,11 +337,11 @@ async fn with_state_of(
     let control = Control::retry(p, tool).await;
     let foreign = match at_state(p, donor).await {
         Ok(r) => r.state,
-        Err(e) => return Verdict::skip(e),
+        Err(e) => return Verdict::skip(e.to_string()),
     };
     let mine = match at_state(p, tool).await {
         Ok(r) => r,
-        Err(e) => return Verdict::skip(e),
+        Err(e) => return Verdict::skip(e.to_string()),
     };
     let label = format!(
         "tools/call {} round {} retry with the state {of}",

@@ -8,7 +8,7 @@ use super::judge::asks_for_input;
 use super::model::Verdict;
 use super::probe::{Probe, ToolProfile, all_modes};
 use crate::client::ReplyStatus;
-use crate::client::raw::Rpc;
+use crate::client::raw::{RawError, Rpc};
 use crate::discover::modern::{WalkEnd, walk};
 use crate::protocol::mrtr::{InputRequiredResult, REQUEST_STATE};
 use serde_json::{Map, Value};
@@ -48,23 +48,56 @@ pub struct Completed {
     pub typed: Vec<crate::client::browser::Typed>,
 }
 
+/// Why a subject was not brought to where a probe starts: the skip (or
+/// the control's "did not hold") it words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unreached {
+    /// The walk ended before a round carried a state (`end` says how).
+    #[error("{tool} did not reach a round with a requestState: {end}")]
+    NoStateRound {
+        /// The tool walked.
+        tool: String,
+        /// How the walk ended ([`describe_end`]).
+        end: String,
+    },
+    /// The walk stopped at a state round that held no state.
+    #[error("{tool} gave no requestState")]
+    NoState {
+        /// The tool walked.
+        tool: String,
+    },
+    /// The walk ended without a complete result (`end` says how).
+    #[error("{tool} did not complete: {end}")]
+    Incomplete {
+        /// The tool walked.
+        tool: String,
+        /// How the walk ended ([`describe_end`]).
+        end: String,
+    },
+    /// Answered validly, the tool ended with a tool error.
+    #[error("{tool} ended with a tool error when answered validly")]
+    ToolError {
+        /// The tool walked.
+        tool: String,
+    },
+}
+
 /// Walks `tool` (with `arguments`) to the first round carrying a state.
 pub async fn at_state_with(
     p: &Probe,
     tool: &ToolProfile,
     arguments: &Map<String, Value>,
-) -> Result<Round, String> {
+) -> Result<Round, Unreached> {
     let w = walk(p, &tool.name, arguments, &all_modes(), MAX_ROUNDS, true).await;
     if w.end != WalkEnd::AtState {
-        return Err(format!(
-            "{} did not reach a round with a requestState: {}",
-            tool.name,
-            describe_end(p, &w.end)
-        ));
+        return Err(Unreached::NoStateRound {
+            tool: tool.name.clone(),
+            end: describe_end(p, &w.end),
+        });
     }
-    let (index, round) = w
-        .state_round()
-        .ok_or_else(|| format!("{} gave no requestState", tool.name))?;
+    let (index, round) = w.state_round().ok_or_else(|| Unreached::NoState {
+        tool: tool.name.clone(),
+    })?;
     Ok(Round {
         tool: tool.clone(),
         index,
@@ -75,13 +108,13 @@ pub async fn at_state_with(
 }
 
 /// [`at_state_with`] with the tool's usual arguments.
-pub async fn at_state(p: &Probe, tool: &ToolProfile) -> Result<Round, String> {
+pub async fn at_state(p: &Probe, tool: &ToolProfile) -> Result<Round, Unreached> {
     at_state_with(p, tool, &tool.arguments).await
 }
 
 /// Walks `tool` to its end with valid answers (URL pages completed on the
 /// target's origin).
-pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String> {
+pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, Unreached> {
     let w = walk(
         p,
         &tool.name,
@@ -92,17 +125,15 @@ pub async fn complete(p: &Probe, tool: &ToolProfile) -> Result<Completed, String
     )
     .await;
     let WalkEnd::Complete { result, is_error } = &w.end else {
-        return Err(format!(
-            "{} did not complete: {}",
-            tool.name,
-            describe_end(p, &w.end)
-        ));
+        return Err(Unreached::Incomplete {
+            tool: tool.name.clone(),
+            end: describe_end(p, &w.end),
+        });
     };
     if *is_error {
-        return Err(format!(
-            "{} ended with a tool error when answered validly",
-            tool.name
-        ));
+        return Err(Unreached::ToolError {
+            tool: tool.name.clone(),
+        });
     }
     let last = w.rounds.last();
     Ok(Completed {
@@ -143,12 +174,12 @@ pub async fn retry_raw(
     label: &str,
     responses: Option<Value>,
     state: Option<Value>,
-) -> Result<(Rpc, u16), String> {
+) -> Result<(Rpc, u16), RawError> {
     let mut req = p.call_request(label, tool, &all_modes(), responses, None);
     if let Some(s) = state {
         req = req.with_param(REQUEST_STATE, s);
     }
-    let r = p.send(req).await.map_err(|e| e.to_string())?;
+    let r = p.send(req).await?;
     Ok((r.rpc(), r.status))
 }
 
@@ -159,7 +190,7 @@ pub async fn retry(
     label: &str,
     answers: &Map<String, Value>,
     state: &str,
-) -> Result<(Rpc, u16), String> {
+) -> Result<(Rpc, u16), RawError> {
     let req = p.call_request(
         label,
         tool,
@@ -167,7 +198,7 @@ pub async fn retry(
         Some(Value::Object(answers.clone())),
         Some(state),
     );
-    let r = p.send(req).await.map_err(|e| e.to_string())?;
+    let r = p.send(req).await?;
     Ok((r.rpc(), r.status))
 }
 
@@ -216,7 +247,7 @@ pub async fn first_at_state(p: &Probe, form_only: bool) -> Result<Round, Verdict
     for t in &tools {
         match at_state(p, t).await {
             Ok(r) => return Ok(r),
-            Err(e) => why.push(e),
+            Err(e) => why.push(e.to_string()),
         }
     }
     Err(Verdict::skip(why.join("; ")))
