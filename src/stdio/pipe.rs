@@ -386,9 +386,10 @@ fn route(
     let is_response = msg.get("method").is_none();
     // A request from the server, on a pipe whose clients take them: its id
     // key, recorded against the request it goes to until it is answered.
-    let asking = (!is_response && refuse.is_none())
-        .then(|| msg.get("id").map(id_key))
-        .flatten();
+    let asking = msg
+        .get("id")
+        .filter(|_| !is_response && refuse.is_none())
+        .map(id_key);
     let target = if is_response {
         // A response with a null id names no request; when nothing waits
         // for one (a line that was not a request) and one request is in

@@ -123,6 +123,22 @@ fn fuzz_by(bin: &std::path::Path, url: &str, out: &std::path::Path, extra: &[&st
     Command::new(bin).args(&args).output().expect("fuzz runs")
 }
 
+/// The control of a flaw's run: the clean server fuzzed with the same
+/// `args` for `duration` exits 0 with no finding; its summary.
+fn clean_run(args: &[&str], duration: &str) -> Value {
+    let srv = serve_with(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = fuzz(
+        &srv.mcp_url(),
+        dir.path(),
+        &[args, &["--duration", duration]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(dir.path());
+    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    s
+}
+
 fn summary(out: &std::path::Path) -> Value {
     let text = std::fs::read_to_string(out.join("t/fuzz/summary.json")).expect("summary.json");
     serde_json::from_str(&text).expect("summary parses")
@@ -431,16 +447,7 @@ fn a_state_completing_for_another_principal_is_found_against_its_control() {
             .contains("without a state did not complete"),
         "{f}"
     );
-    let srv = serve_with(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let out = fuzz(
-        &srv.mcp_url(),
-        dir.path(),
-        &[&args[..], &["--duration", "6s"]].concat(),
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let s = summary(dir.path());
-    assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+    let s = clean_run(&args, "6s");
     assert_eq!(s["notes"].as_array().unwrap().len(), 0, "{s}");
 }
 
@@ -582,16 +589,7 @@ fn an_elicitation_in_an_undeclared_mode_is_found_for_each_capability_variant() {
                 assert!(what.contains("url mode"), "{what}");
             }
         }
-        let srv = serve_with(&[]);
-        let dir = tempfile::tempdir().unwrap();
-        let out = fuzz(
-            &srv.mcp_url(),
-            dir.path(),
-            &[&args[..], &["--duration", "4s"]].concat(),
-        );
-        assert_eq!(out.status.code(), Some(0));
-        let s = summary(dir.path());
-        assert_eq!(s["findings"].as_array().unwrap().len(), 0, "{s}");
+        let s = clean_run(&args, "4s");
         assert!(s["execs"].as_u64().unwrap() > 10, "{s}");
     }
 }
