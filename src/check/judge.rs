@@ -7,13 +7,13 @@ use crate::client::outcome::{ErrorClass, Outcome, RoundTrip};
 use crate::client::raw::Rpc;
 use serde_json::Value;
 
-pub use crate::client::rejection::{INTEGRITY, UNRELATED_CODES, state_rejection};
+pub use crate::client::rejection::{INTEGRITY, NotRefused, UNRELATED_CODES, state_rejection};
 
 /// [`state_rejection`] for a raw reply's JSON-RPC reading.
-pub fn rpc_state_rejection(rpc: &Rpc, expected: &[&str]) -> Result<String, String> {
+pub fn rpc_state_rejection(rpc: &Rpc, expected: &[&str]) -> Result<String, NotRefused> {
     match rpc {
         Rpc::Error(e) => state_rejection(e.code, rpc.reason(), expected),
-        other => Err(format!("answered with {}", other.describe())),
+        other => Err(NotRefused::Answered(other.describe())),
     }
 }
 
@@ -38,7 +38,7 @@ pub fn judge_state_probe(rt: &RoundTrip, expected: &[&str]) -> Probed {
             reason,
         } => match state_rejection(*code, reason.as_deref(), expected) {
             Ok(s) => Probed::Rejected(s),
-            Err(s) => Probed::Accepted(s),
+            Err(s) => Probed::Accepted(s.to_string()),
         },
         Outcome::ExpectedRejection { code: None, reason } => {
             let r = reason.clone().unwrap_or_default();

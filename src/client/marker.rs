@@ -61,31 +61,46 @@ pub fn attribute(body: &[u8], ours: Option<u64>) -> Attribution {
     foreign.map_or(Attribution::Unattributed, Attribution::Foreign)
 }
 
+/// A reply that carries another round trip's marker and not its own: a
+/// response meant for another request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the reply to {leg} of round trip {PREFIX}{n} carries round trip {PREFIX}{other}'s marker \
+     (a response meant for another request)"
+)]
+pub struct Misroute {
+    /// The leg the reply answered.
+    pub leg: String,
+    /// The round trip it belongs to.
+    pub n: u64,
+    /// The round trip whose marker it carries.
+    pub other: u64,
+}
+
 /// Whose `body` is, the reply to `leg` of round trip `n` (`sent`: our
 /// marker went out with the request): `Ok(true)` ours, `Ok(false)` no
-/// marker, `Err` the evidence of a misroute (another round trip's marker
-/// and not ours). The leg is named only in the evidence.
+/// marker, `Err` a misroute. The leg is named only then.
 pub fn judge<L: std::fmt::Display>(
     body: &[u8],
     n: u64,
     sent: bool,
     leg: impl FnOnce() -> L,
-) -> Result<bool, String> {
+) -> Result<bool, Misroute> {
     match attribute(body, sent.then_some(n)) {
         Attribution::Ours => Ok(true),
         Attribution::Unattributed => Ok(false),
-        Attribution::Foreign(other) => Err(format!(
-            "the reply to {} of round trip {PREFIX}{n} carries round trip \
-             {PREFIX}{other}'s marker (a response meant for another request)",
-            leg()
-        )),
+        Attribution::Foreign(other) => Err(Misroute {
+            leg: leg().to_string(),
+            n,
+            other,
+        }),
     }
 }
 
 /// The evidence of a misroute ([`judge`]'s `Err`); `None` when the reply
 /// is ours or unattributed.
 pub fn misroute(body: &[u8], n: u64, sent: bool, leg: &str) -> Option<String> {
-    judge(body, n, sent, || leg).err()
+    judge(body, n, sent, || leg).err().map(|m| m.to_string())
 }
 
 /// The argument of `args` that can carry a marker under the tool's

@@ -577,7 +577,7 @@ impl ModernFlow {
                 self.rt.attributed |= ours;
                 None
             }
-            Err(why) => Some(why),
+            Err(why) => Some(why.to_string()),
         }
     }
 

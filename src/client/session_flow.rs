@@ -325,7 +325,7 @@ impl<E> SessionFlow<E> {
                 self.attributed |= ours;
                 None
             }
-            Err(why) => Some(why),
+            Err(why) => Some(why.to_string()),
         }
     }
 
