@@ -363,6 +363,11 @@ async fn expiry(p: Probe) -> Verdict {
                 );
                 let past = match lifetime {
                     Lifetime::Carried => ", past the expiry it carries,".to_string(),
+                    Lifetime::Stated(s) if wait < s + SKEW_GRACE => format!(
+                        ", past the {s:?} lifetime the server documents (--state-lifetime) but \
+                         within the {SKEW_GRACE:?} of clock skew a server may add (leave \
+                         --wait-expiry out if it does),"
+                    ),
                     Lifetime::Stated(s) => format!(
                         ", past the {s:?} lifetime the server documents (--state-lifetime),"
                     ),
