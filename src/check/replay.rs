@@ -4,11 +4,11 @@
 //! for a single-use tool (FAIL) and is a WARN elsewhere (the server cannot
 //! know the action may repeat; the user can say it must not with
 //! `--single-use`). A state presented by another principal must be refused
-//! (S8a); an old state must expire (S8b: after the expiry the state
-//! carries where it is readable, or the lifetime the user says the server
-//! documents, `--state-lifetime`). Their
-//! refusals count beside a [`Control`] (a valid retry by its owner, now, goes
-//! on); the replay's own control is the completion it repeats.
+//! (S8a); an old state must expire (S8b: after the expiry the state carries
+//! where it is readable, or the lifetime the user says the server documents,
+//! `--state-lifetime`). Their refusals count beside a [`Control`] (a valid
+//! retry by its owner, now, goes on); the replay's own control is the
+//! completion it repeats.
 
 use super::control::Control;
 use super::judge::rpc_state_rejection;
