@@ -665,7 +665,6 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
         );
         (w, Instant::now())
     });
-    let mut grace = FENCE_GRACE;
     let first = async {
         loop {
             let m = match own.as_mut() {
@@ -681,6 +680,7 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
             }
         }
     };
+    // Ends after the ping's reply and the grace, which it returns.
     let fenced = async {
         let Some((f, sent)) = fence.as_mut() else {
             return std::future::pending().await;
@@ -693,8 +693,9 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
                 None => return std::future::pending().await,
             }
         }
-        grace = FENCE_GRACE.max(sent.elapsed() * 2);
+        let grace = FENCE_GRACE.max(sent.elapsed() * 2);
         tokio::time::sleep(grace).await;
+        grace
     };
     let silence = |waited: String| (StatusCode::ACCEPTED, [(NO_REPLY, waited)]).into_response();
     tokio::select! {
@@ -709,7 +710,7 @@ async fn odd_id(pool: &Pool, pipe: &Pipe, id: &Value, body: &[u8]) -> Response {
                 silence(format!("nothing within {} ms", NULL_ID_WAIT.as_millis()))
             }
         },
-        () = fenced => silence(format!(
+        grace = fenced => silence(format!(
             "nothing before its reply to a ping sent after it, and {} ms more",
             grace.as_millis()
         )),
