@@ -37,12 +37,7 @@ fn a_four_second_freeze_fails_the_closed_model_and_a_steady_run_has_no_gap() {
     let steady = serve::serve(&[]);
     let (fd, sd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let thaw = serve::freeze_later(frozen.pid(), Duration::from_secs(3), Duration::from_secs(4));
-    let (url_f, url_s) = (frozen.mcp_url(), steady.mcp_url());
-    let other = std::thread::spawn({
-        let d = sd.path().to_owned();
-        move || run(&d, &url_s)
-    });
-    let (out, s) = run(fd.path(), &url_f);
+    let (out, s) = run(fd.path(), &frozen.mcp_url());
     thaw.join().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", stderr(&out));
@@ -67,7 +62,10 @@ fn a_four_second_freeze_fails_the_closed_model_and_a_steady_run_has_no_gap() {
         "{timeline:#?}"
     );
 
-    let (out, s) = other.join().unwrap();
+    // The control runs after the frozen run, not beside it: two runs
+    // that each keep the cores busy leave a control less than a steady
+    // server gets (the next test's control once failed so).
+    let (out, s) = run(sd.path(), &steady.mcp_url());
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -95,7 +93,7 @@ fn a_target_frozen_most_of_the_time_fails_both_models() {
              [scenarios.form-accept]\ntool = \"deploy\"\narguments = {{ service = \"web\" }}\n"
         )
     };
-    for model in ["users = 4", "rate = 300"] {
+    for model in ["users = 4", "rate = 100"] {
         let frozen = serve::serve(&[]);
         let steady = serve::serve(&[]);
         let (fd, sd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -110,11 +108,6 @@ fn a_target_frozen_most_of_the_time_fails_both_models() {
             Duration::from_millis(2400),
             Duration::from_secs(10),
         );
-        let url_s = steady.mcp_url();
-        let control = std::thread::spawn({
-            let d = sd.path().to_owned();
-            move || load(&["--plan", &ps, "--target", &url_s], &d)
-        });
         let (out, s) = load(&["--plan", &pf, "--target", &frozen.mcp_url()], fd.path());
         freezer.join().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -163,7 +156,12 @@ fn a_target_frozen_most_of_the_time_fails_both_models() {
                 s["diagnoses"]
             );
         }
-        let (out, s) = control.join().unwrap();
+        // The control runs after the frozen run, not beside it, and the
+        // open model offers 100/s, not 300/s: beside the frozen run (each
+        // thaw a burst of round trips held back) or on a host running three
+        // other tests, a debug build's 300/s control was cut off at its end
+        // for 1.4 % and 6.5 % of its round trips (its 1 % threshold).
+        let (out, s) = load(&["--plan", &ps, "--target", &steady.mcp_url()], sd.path());
         assert_eq!(
             out.status.code(),
             Some(0),
